@@ -1,0 +1,43 @@
+# The two commands: `make run` and `make test`. Both install missing Debian
+# packages first (as root), then build with CMake.
+DEPS := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev \
+        libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev \
+        libxxhash-dev gnuplot-nox
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+SCENARIO ?= configs/scenarios/default.yaml
+
+.PHONY: deps build run test asan bench clean format
+
+deps:
+	@missing=""; for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	fi
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/kvsim run $(SCENARIO)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Debug build with AddressSanitizer and UndefinedBehaviorSanitizer.
+asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVSIM_SANITIZE=ON
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	./$(BUILD)/bench_event_queue
+	./$(BUILD)/bench_whole_run
+
+format:
+	find sim models devices workloads kernels reports tests bench -name '*.cpp' -o -name '*.hpp' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) build-asan out

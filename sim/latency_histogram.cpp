@@ -1,0 +1,63 @@
+#include "sim/latency_histogram.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace kvsim {
+namespace {
+constexpr uint64_t kExact = 2048;    // values below are their own bucket
+constexpr uint64_t kSub = 1024;      // buckets per power of two above
+constexpr int kMaxShift = 64 - 11;   // v < 2^64
+}  // namespace
+
+LatencyHistogram::LatencyHistogram() : buckets_(kExact + kSub * (kMaxShift + 1), 0) {}
+
+size_t LatencyHistogram::bucket_of(uint64_t v) {
+  if (v < kExact) return static_cast<size_t>(v);
+  const int shift = std::bit_width(v) - 11;  // v >> shift is in [1024, 2047]
+  return static_cast<size_t>(kExact + static_cast<uint64_t>(shift - 1) * kSub + ((v >> shift) - kSub));
+}
+
+double LatencyHistogram::bucket_mid(size_t index) {
+  if (index < kExact) return static_cast<double>(index);
+  const size_t rel = index - kExact;
+  const int shift = static_cast<int>(rel / kSub) + 1;
+  const double low = std::ldexp(static_cast<double>(kSub + rel % kSub), shift);
+  const double width = std::ldexp(1.0, shift);
+  return low + (width - 1) / 2.0;
+}
+
+void LatencyHistogram::add(TimeNs value) {
+  const uint64_t v = value < 0 ? 0 : static_cast<uint64_t>(value);
+  ++buckets_[bucket_of(v)];
+  if (count_ == 0) {
+    min_ = max_ = static_cast<TimeNs>(v);
+  } else {
+    min_ = std::min(min_, static_cast<TimeNs>(v));
+    max_ = std::max(max_, static_cast<TimeNs>(v));
+  }
+  ++count_;
+  sum_ += static_cast<long double>(v);
+}
+
+double LatencyHistogram::mean() const {
+  return count_ == 0 ? 0.0 : static_cast<double>(sum_ / static_cast<long double>(count_));
+}
+
+double LatencyHistogram::percentile(double p) const {
+  if (count_ == 0) return 0.0;
+  const double clamped = std::clamp(p, 0.0, 100.0);
+  uint64_t rank = static_cast<uint64_t>(std::ceil(clamped / 100.0 * static_cast<double>(count_)));
+  rank = std::clamp<uint64_t>(rank, 1, count_);
+  uint64_t seen = 0;
+  for (size_t i = bucket_of(static_cast<uint64_t>(min_)); i < buckets_.size(); ++i) {
+    seen += buckets_[i];
+    if (seen >= rank) {
+      return std::clamp(bucket_mid(i), static_cast<double>(min_), static_cast<double>(max_));
+    }
+  }
+  return static_cast<double>(max_);
+}
+
+}  // namespace kvsim

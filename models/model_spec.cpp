@@ -1,0 +1,316 @@
+#include "models/model_spec.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+namespace kvsim {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Parameters of one decoder layer's linear (matmul) weights for a rank that
+// holds `q_heads` query heads, `kv_heads` KV heads and `inter` MLP columns:
+//   q: h x (Hq*d), k and v: h x (Hkv*d) each, o: (Hq*d) x h,
+//   gate and up: h x I each, down: I x h.
+int64_t layer_linear_parameters(const ModelSpec& m, int64_t q_heads, int64_t kv_heads,
+                                int64_t inter) {
+  const int64_t h = m.hidden_size;
+  const int64_t d = m.head_dim;
+  return h * (q_heads + 2 * kv_heads) * d + q_heads * d * h + 3 * h * inter;
+}
+
+// Bytes of `n` linear weights in the model's weight format. w4a16 packs two
+// weights per byte and adds one fp16 scale per group of 128 (GPTQ/AWQ
+// group_size=128, the common export); w8a8 stores int8 weights (its
+// per-channel scales are a rounding error and are left out).
+double linear_bytes(const ModelSpec& m, int64_t n) {
+  if (m.weights_dtype == "w4a16") {
+    return static_cast<double>(ceil_div(n, 2)) + 2.0 * static_cast<double>(ceil_div(n, 128));
+  }
+  return m.linear_weight_bytes_per_parameter() * static_cast<double>(n);
+}
+
+// Small replicated parameters: two RMSNorm weights per layer (hidden each),
+// the q/k norms (head_dim each) when qk_norm, and the final norm.
+int64_t norm_parameters(const ModelSpec& m) {
+  const int64_t per_layer = 2 * m.hidden_size + (m.qk_norm ? 2 * m.head_dim : 0);
+  return m.num_hidden_layers * per_layer + m.hidden_size;
+}
+
+// q/k/v biases of one layer for a rank: (Hq + 2*Hkv) * d when attention_bias.
+int64_t layer_bias_parameters(const ModelSpec& m, int64_t q_heads, int64_t kv_heads) {
+  return m.attention_bias ? (q_heads + 2 * kv_heads) * m.head_dim : 0;
+}
+
+// embedding vocab x h, plus lm_head vocab x h unless tied.
+int64_t embedding_parameters(const ModelSpec& m, int64_t vocab) {
+  return vocab * m.hidden_size * (m.tie_word_embeddings ? 1 : 2);
+}
+
+}  // namespace
+
+// parameters = embeddings (vocab*h)
+//            + layers * (q,k,v,o weights + q/k/v bias when attention_bias
+//                        + MLP 3*h*I + 2 RMSNorm weights (2h) + q/k norms (2d) when qk_norm)
+//            + final norm (h)
+//            + lm_head (vocab*h) unless tied.
+// Checked against published counts in tests/test_models.cpp.
+int64_t ModelSpec::parameter_count() const {
+  const int64_t layers = num_hidden_layers;
+  return embedding_parameters(*this, vocab_size) + linear_parameter_count() +
+         layers * layer_bias_parameters(*this, num_attention_heads, num_key_value_heads) +
+         norm_parameters(*this);
+}
+
+// layers * (h*(Hq + 2*Hkv)*d + Hq*d*h + 3*h*I). lm_head is not counted: the
+// quantised exports kvsim models (GPTQ, AWQ, W8A8) keep it in 16-bit.
+int64_t ModelSpec::linear_parameter_count() const {
+  return num_hidden_layers * layer_linear_parameters(*this, num_attention_heads,
+                                                     num_key_value_heads, intermediate_size);
+}
+
+int64_t ModelSpec::linear_parameter_count_per_rank(int64_t tp) const {
+  if (tp < 1) throw std::invalid_argument("tensor parallel size must be >= 1");
+  return num_hidden_layers * layer_linear_parameters(*this, ceil_div(num_attention_heads, tp),
+                                                     kv_heads_per_rank(tp),
+                                                     ceil_div(intermediate_size, tp));
+}
+
+double ModelSpec::linear_weight_bytes_per_parameter() const {
+  if (weights_dtype == "fp32") return 4.0;
+  if (weights_dtype == "w8a8") return 1.0;
+  if (weights_dtype == "w4a16") return 0.5 + 2.0 / 128.0;
+  return 2.0;  // fp16, bf16
+}
+
+Bytes ModelSpec::embedding_bytes_per_parameter() const {
+  return weights_dtype == "fp32" ? 4 : 2;
+}
+
+// linear weights at the quantised width + (embeddings, lm_head, biases, norms)
+// at embedding_bytes_per_parameter().
+Bytes ModelSpec::weight_bytes() const {
+  return weight_bytes_per_rank(1);
+}
+
+// One rank's share (vLLM sharding): q heads, KV heads (kv_heads_per_rank),
+// MLP columns and the vocabulary (padded up) are split over tp; norms are
+// replicated. tp = 1 gives weight_bytes().
+Bytes ModelSpec::weight_bytes_per_rank(int64_t tp) const {
+  if (tp < 1) throw std::invalid_argument("tensor parallel size must be >= 1");
+  const int64_t q_heads = ceil_div(num_attention_heads, tp);
+  const int64_t kv_heads = kv_heads_per_rank(tp);
+  const int64_t small = embedding_parameters(*this, ceil_div(vocab_size, tp)) +
+                        num_hidden_layers * layer_bias_parameters(*this, q_heads, kv_heads) +
+                        norm_parameters(*this);
+  const double bytes = linear_bytes(*this, linear_parameter_count_per_rank(tp)) +
+                       static_cast<double>(small * embedding_bytes_per_parameter());
+  return static_cast<Bytes>(bytes);
+}
+
+// kv_heads / tp; when tp exceeds the KV heads each rank keeps one (replicated)
+// head, as vLLM does. Rounded up so a non-dividing tp never under-counts.
+int64_t ModelSpec::kv_heads_per_rank(int64_t tp) const {
+  if (tp < 1) throw std::invalid_argument("tensor parallel size must be >= 1");
+  return std::max<int64_t>(1, ceil_div(num_key_value_heads, tp));
+}
+
+// 2 (K and V) * layers * kv_heads_per_rank * head_dim * dtype bytes.
+// Llama-2-7B fp16: 2*32*32*128*2 = 524288 B per token (seed 004).
+Bytes ModelSpec::kv_bytes_per_token(Bytes kv_dtype_bytes_value, int64_t tp) const {
+  return 2 * num_hidden_layers * kv_heads_per_rank(tp) * head_dim * kv_dtype_bytes_value;
+}
+
+// Quantised formats (w8a8 dequantises into 16-bit accumulations on Ascend,
+// w4a16 by name) compute in 16-bit; only fp32 models compute in fp32.
+Bytes ModelSpec::activation_bytes() const {
+  return weights_dtype == "fp32" ? 4 : 2;
+}
+
+std::string ModelSpec::tensor_parallel_problem(int64_t tp) const {
+  if (tp < 1) return fmt::format("tensor parallel size {} must be >= 1", tp);
+  if (num_attention_heads % tp != 0)
+    return fmt::format("{} attention heads do not divide over {} ranks", num_attention_heads, tp);
+  if (intermediate_size % tp != 0)
+    return fmt::format("intermediate_size {} does not divide over {} ranks", intermediate_size, tp);
+  if (tp <= num_key_value_heads ? num_key_value_heads % tp != 0 : tp % num_key_value_heads != 0)
+    return fmt::format(
+        "{} KV heads cannot be split over or replicated on {} ranks (one must divide the other)",
+        num_key_value_heads, tp);
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// Reading a model file.
+
+namespace {
+
+// Records a cross-field problem at `key` (or at the map when the key is absent).
+void error_at_key(const config::Node& map, const std::string& key, std::string problem,
+                  std::string allowed = {}) {
+  const config::Node c = map.child_at(key);
+  const config::Location where = c.raw().IsDefined() ? c.location() : map.location();
+  map.context().diagnostics.error(where, c.path(), std::move(problem), std::move(allowed));
+}
+
+// `name` when absent: the file stem, or for a Hugging Face snapshot
+// (`.../Meta-Llama-3-8B/config.json`) the folder name, since every such file
+// is called config.json. A model written inline in a scenario gets
+// "<stem>.<key path>".
+std::string default_name(const config::Node& node) {
+  const std::filesystem::path file(node.file());
+  std::string stem = file.stem().string();
+  if (stem == "config" && file.has_parent_path() && !file.parent_path().filename().empty())
+    stem = file.parent_path().filename().string();
+  if (stem.empty()) stem = "model";
+  return node.path().empty() ? stem : stem + "." + node.path();
+}
+
+// Hugging Face `torch_dtype` (or `dtype`, its name since transformers 4.56)
+// -> kvsim weights_dtype. Returns "" and records an error for other names.
+std::string weights_dtype_from_torch(const config::Node& value) {
+  const auto text = value.as_string();
+  if (!text) return {};
+  if (*text == "float16") return "fp16";
+  if (*text == "bfloat16") return "bf16";
+  if (*text == "float32") return "fp32";
+  value.error(fmt::format("torch dtype '{}' has no kvsim weight format", *text),
+              "float16, bfloat16, float32; or set weights_dtype: fp32|fp16|bf16|w8a8|w4a16");
+  return {};
+}
+
+// Second pass: relations between fields (DESIGN practice 5). Never corrects a
+// value, only reports.
+void check_model_shape(const config::Node& node, const ModelSpec& m, bool head_dim_given) {
+  if (m.num_attention_heads % m.num_key_value_heads != 0) {
+    error_at_key(node, "num_key_value_heads",
+                 fmt::format("{} attention heads are not a multiple of {} KV heads",
+                             m.num_attention_heads, m.num_key_value_heads),
+                 "num_attention_heads % num_key_value_heads == 0 (grouped-query attention)");
+  }
+  if (!head_dim_given && m.hidden_size % m.num_attention_heads != 0) {
+    error_at_key(node, "num_attention_heads",
+                 fmt::format("hidden_size {} does not divide into {} heads, so head_dim cannot "
+                             "be derived",
+                             m.hidden_size, m.num_attention_heads),
+                 "give head_dim explicitly");
+    return;
+  }
+  const std::string head_dim_key = head_dim_given ? "head_dim" : "num_attention_heads";
+  if (m.head_dim % 2 != 0) {
+    error_at_key(node, head_dim_key, fmt::format("head_dim {} is odd", m.head_dim),
+                 "an even head_dim (RoPE rotates pairs of dimensions)");
+  }
+  // Real models keep heads*head_dim within a small factor of hidden_size
+  // (Qwen3-32B: 8192 vs 5120; Gemma-7B: 4096 vs 3072). A larger gap is a typo.
+  if (m.q_dim() > 4 * m.hidden_size || 4 * m.q_dim() < m.hidden_size) {
+    error_at_key(node, head_dim_key,
+                 fmt::format("num_attention_heads * head_dim = {} * {} = {} is far from "
+                             "hidden_size {}",
+                             m.num_attention_heads, m.head_dim, m.q_dim(), m.hidden_size),
+                 "hidden_size / 4 <= heads * head_dim <= 4 * hidden_size");
+  }
+}
+
+}  // namespace
+
+ModelSpec parse_model(const config::Node& node, bool lenient_unknown_keys) {
+  ModelSpec m;
+  config::MapReader r(node);
+  if (!r.valid()) return m;
+  config::Diagnostics& diagnostics = node.context().diagnostics;
+  const size_t errors_before = diagnostics.size();
+
+  constexpr int64_t kMaxWidth = int64_t{1} << 20;
+  constexpr int64_t kMaxCount = int64_t{1} << 16;
+  constexpr int64_t kMaxVocab = int64_t{1} << 24;
+  m.hidden_size = r.integer("hidden_size", std::nullopt, 1, kMaxWidth);
+  m.num_hidden_layers = r.integer("num_hidden_layers", std::nullopt, 1, kMaxCount);
+  m.num_attention_heads = r.integer("num_attention_heads", std::nullopt, 1, kMaxCount);
+  // HF rule: no num_key_value_heads means multi-head attention (one KV head per head).
+  m.num_key_value_heads = r.integer("num_key_value_heads", m.num_attention_heads, 1, kMaxCount);
+  const config::Node head_dim_node = r.child("head_dim");
+  const bool head_dim_given = head_dim_node.defined();
+  m.intermediate_size = r.integer("intermediate_size", std::nullopt, 1, kMaxWidth * 16);
+  m.vocab_size = r.integer("vocab_size", std::nullopt, 1, kMaxVocab);
+  m.max_position_embeddings =
+      r.integer("max_position_embeddings", std::nullopt, 1, int64_t{1} << 30);
+  m.rope_theta = r.number("rope_theta", 10000.0, 1.0, 1e12);
+  m.rms_norm_eps = r.number("rms_norm_eps", 1e-5, 1e-12, 1.0);
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+  m.model_type = r.string("model_type", "llama");
+  // Family defaults: Qwen2 has q/k/v biases and its config.json does not say
+  // so; Qwen3 normalises q and k per head.
+  m.attention_bias = r.boolean("attention_bias", m.model_type == "qwen2");
+  m.qk_norm = r.boolean("qk_norm", m.model_type == "qwen3");
+  m.rope_style = r.choice("rope_style", "rotate_half", {"rotate_half", "adjacent_pairs"});
+
+  if (head_dim_given) {
+    m.head_dim = head_dim_node.as_int(1, kMaxCount).value_or(0);
+  } else if (m.num_attention_heads > 0) {
+    m.head_dim = m.hidden_size / m.num_attention_heads;
+  }
+
+  // weights_dtype wins; otherwise the HF checkpoint's dtype; otherwise fp16.
+  const config::Node torch_dtype = r.child("torch_dtype");
+  const config::Node hf_dtype = r.child("dtype");
+  if (r.child("weights_dtype").defined()) {
+    m.weights_dtype = r.choice("weights_dtype", std::nullopt, kWeightsDtypeNames);
+  } else if (torch_dtype.defined() || hf_dtype.defined()) {
+    const std::string derived =
+        weights_dtype_from_torch(torch_dtype.defined() ? torch_dtype : hf_dtype);
+    m.weights_dtype = derived.empty() ? "fp16" : derived;
+  } else {
+    m.weights_dtype = "fp16";
+  }
+
+  std::string name = default_name(node);
+  if (lenient_unknown_keys) {
+    // Saved HF configs carry the checkpoint path; its last component names the model.
+    const config::Node name_or_path = r.child("_name_or_path");
+    if (name_or_path.defined() && name_or_path.is_scalar() && !name_or_path.raw().Scalar().empty())
+      name = std::filesystem::path(name_or_path.raw().Scalar()).filename().string();
+  }
+  m.name = r.string("name", name);
+  m.source = r.string("source", node.file());
+
+  // kvsim prices a dense decoder with one MLP per layer. Mixture-of-experts
+  // and latent-attention configs would load with wrong numbers, so say so.
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "kv_lora_rank"}) {
+    const config::Node c = r.child(key);
+    if (c.defined())
+      c.error(fmt::format("'{}' marks a mixture-of-experts or latent-attention model, which "
+                          "kvsim does not model",
+                          key),
+              "dense decoder-only models (Llama, Qwen2, Qwen3 families)");
+  }
+
+  // Cross-field checks only on values that read cleanly, so one typo does
+  // not cascade into several messages.
+  if (diagnostics.size() == errors_before) check_model_shape(node, m, head_dim_given);
+  if (!lenient_unknown_keys) r.finish();
+  return m;
+}
+
+ModelSpec load_model_file(const std::string& path, config::LoadContext& ctx) {
+  const YAML::Node doc = config::load_file(path, ctx);
+  if (!doc.IsDefined()) return {};
+  const bool is_hf_config = std::filesystem::path(path).extension() == ".json";
+  return parse_model(config::Node(doc, "", path, &ctx), is_hf_config);
+}
+
+Bytes kv_dtype_bytes(const std::string& dtype) {
+  if (dtype == "fp16" || dtype == "bf16") return 2;
+  if (dtype == "int8") return 1;
+  if (dtype == "fp32") return 4;
+  throw std::invalid_argument(
+      fmt::format("unknown KV-cache dtype '{}' (fp16, bf16, int8, fp32)", dtype));
+}
+
+}  // namespace kvsim

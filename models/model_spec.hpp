@@ -1,0 +1,95 @@
+#pragma once
+// A transformer model's shape, read from a file that uses Hugging Face
+// `config.json` key names (SPEC 4b), and everything derived from the shape:
+// parameter count, weight bytes, KV bytes per token. Numbers are derived,
+// never typed in.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/config/reader.hpp"
+#include "sim/config/units.hpp"
+
+namespace kvsim {
+
+struct ModelSpec {
+  std::string name;        // kvsim key `name` (or the file stem / HF `_name_or_path`)
+  std::string source;      // where the shape comes from (kvsim key `source`)
+  std::string model_type;  // HF `model_type` (llama, qwen2, qwen3, ...)
+  int64_t hidden_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // defaults to num_attention_heads (HF rule)
+  int64_t head_dim = 0;             // defaults to hidden_size / num_attention_heads (HF rule)
+  int64_t intermediate_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-5;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2 family)
+  bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3 family)
+  // RoPE convention: "rotate_half" (Hugging Face Llama) or "adjacent_pairs" (llama2.c).
+  std::string rope_style = "rotate_half";
+  // Storage of the weights: fp32 | fp16 | bf16 | w8a8 | w4a16.
+  std::string weights_dtype = "fp16";
+
+  int64_t q_dim() const { return num_attention_heads * head_dim; }
+  int64_t kv_dim() const { return num_key_value_heads * head_dim; }
+
+  // Parameters of the whole model (embeddings, every layer, final norm,
+  // lm_head unless tied).
+  int64_t parameter_count() const;
+  // Parameters held in linear (matmul) weights, the part that quantises.
+  int64_t linear_parameter_count() const;
+  // Bytes of all weights in `weights_dtype`: linear weights at the quantised
+  // width (w8a8: 1 B, w4a16: 0.5 B + one fp16 scale per 128-weight group),
+  // embeddings and norms at 2 B (fp32: 4 B).
+  Bytes weight_bytes() const;
+  // One tensor-parallel rank's share: linear weights and embeddings are split
+  // over `tp` ranks, norms are replicated.
+  Bytes weight_bytes_per_rank(int64_t tp) const;
+  // KV heads one rank holds: kv_heads / tp, or 1 when tp > kv_heads (the KV
+  // heads are replicated, as vLLM does).
+  int64_t kv_heads_per_rank(int64_t tp) const;
+  // Bytes of K and V for one token on one rank:
+  // 2 * layers * kv_heads_per_rank * head_dim * kv_dtype_bytes.
+  Bytes kv_bytes_per_token(Bytes kv_dtype_bytes, int64_t tp) const;
+  // Bytes per activation element in compute (2 for fp16/bf16/w8a8/w4a16, 4 for fp32).
+  Bytes activation_bytes() const;
+
+  // Added for step_ops and capacity planning.
+  // Average bytes per linear weight: fp32 4, fp16/bf16 2, w8a8 1,
+  // w4a16 0.5 + 2/128 (one fp16 scale per 128-weight group) = 0.515625.
+  double linear_weight_bytes_per_parameter() const;
+  // Bytes per embedding / lm_head / norm / bias element: 4 for fp32, else 2
+  // (quantisation schemes leave these in 16-bit).
+  Bytes embedding_bytes_per_parameter() const;
+  // Parameters of linear weights one rank holds (query heads, intermediate
+  // split over tp; KV heads as kv_heads_per_rank).
+  int64_t linear_parameter_count_per_rank(int64_t tp) const;
+  // Why `tp` cannot shard this model ("" when it can): heads and
+  // intermediate_size must divide by tp, and kv_heads must divide by tp or tp
+  // by kv_heads (vLLM's rules). For the scenario's cross-field checks.
+  std::string tensor_parallel_problem(int64_t tp) const;
+};
+
+// Reads a model from a map node. YAML model files are strict (unknown keys are
+// errors). A Hugging Face config.json (file ending in .json) is accepted as
+// is: keys kvsim does not use are ignored there, because HF adds keys with
+// every release. Errors go to the node's LoadContext.
+ModelSpec parse_model(const config::Node& node, bool lenient_unknown_keys);
+
+// Loads a model file: YAML strictly, a `.json` file (a Hugging Face
+// config.json) leniently. Errors go to ctx; check ctx.diagnostics.
+ModelSpec load_model_file(const std::string& path, config::LoadContext& ctx);
+
+// Bytes per element of a KV-cache dtype name: fp16, bf16 -> 2; int8 -> 1; fp32 -> 4.
+// Throws std::invalid_argument for any other name (validate with
+// kKvDtypeNames first).
+Bytes kv_dtype_bytes(const std::string& dtype);
+inline const std::vector<std::string> kKvDtypeNames = {"fp16", "bf16", "int8", "fp32"};
+inline const std::vector<std::string> kWeightsDtypeNames = {"fp32", "fp16", "bf16", "w8a8",
+                                                            "w4a16"};
+
+}  // namespace kvsim

@@ -1,0 +1,307 @@
+#include "models/step_ops.hpp"
+
+#include <stdexcept>
+
+namespace kvsim {
+
+std::string_view op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::embedding:
+      return "embedding";
+    case OpKind::swap_in:
+      return "swap_in";
+    case OpKind::swap_out:
+      return "swap_out";
+    case OpKind::kv_copy:
+      return "kv_copy";
+    case OpKind::input_norm:
+      return "input_norm";
+    case OpKind::qkv_proj:
+      return "qkv_proj";
+    case OpKind::rope:
+      return "rope";
+    case OpKind::kv_store:
+      return "kv_store";
+    case OpKind::attention:
+      return "attention";
+    case OpKind::o_proj:
+      return "o_proj";
+    case OpKind::attn_allreduce:
+      return "attn_allreduce";
+    case OpKind::post_norm:
+      return "post_norm";
+    case OpKind::mlp_gate_up:
+      return "mlp_gate_up";
+    case OpKind::mlp_act:
+      return "mlp_act";
+    case OpKind::mlp_down:
+      return "mlp_down";
+    case OpKind::mlp_allreduce:
+      return "mlp_allreduce";
+    case OpKind::final_norm:
+      return "final_norm";
+    case OpKind::lm_head:
+      return "lm_head";
+    case OpKind::sampling:
+      return "sampling";
+    case OpKind::count:
+      break;
+  }
+  return "unknown";
+}
+
+bool op_is_per_layer(OpKind kind) {
+  return kind >= OpKind::input_norm && kind <= OpKind::mlp_allreduce;
+}
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The batch reduced to the sums the formulas need.
+struct BatchTotals {
+  double tokens = 0;          // T: new tokens computed this step
+  double samplers = 0;        // S: sequences that produce a token
+  double attended_pairs = 0;  // sum_i P_i, (query, key) pairs under the causal mask
+  double kv_tokens_read = 0;  // sum_i (c_i + q_i), cached tokens whose K and V are read
+};
+
+BatchTotals totals_of(const StepWork& work) {
+  BatchTotals t;
+  for (const SeqWork& s : work.seqs) {
+    if (s.query_tokens < 0 || s.context_before < 0)
+      throw std::invalid_argument("step_op_costs: negative query_tokens or context_before");
+    const double q = static_cast<double>(s.query_tokens);
+    const double c = static_cast<double>(s.context_before);
+    t.tokens += q;
+    if (s.samples) t.samplers += 1;
+    // Query token j (0-based) sees the c cached keys and the j+1 new keys up
+    // to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2.
+    t.attended_pairs += q * c + q * (q + 1) / 2;
+    if (s.query_tokens > 0) t.kv_tokens_read += c + q;
+  }
+  return t;
+}
+
+// A GEMM of `tokens` rows: x[tokens, in] . W[in, out].
+// flops = 2 * tokens * in * out (one multiply-add = 2 flops);
+// bytes = weights in*out*w once (batch-shared) + activations in and out.
+OpCost matmul(double tokens, double in, double out, double w, double a) {
+  OpCost c;
+  c.flops = 2.0 * tokens * in * out;
+  c.mem_bytes = in * out * w + tokens * (in + out) * a;
+  return c;
+}
+
+// RMSNorm over `tokens` rows of `width`: square, sum, rsqrt, scale, multiply
+// by weight ~ 4 flops per element; read x, write y, read the weight once.
+// (A fused residual-add norm also reads/writes the residual; the brief's
+// 2*T*h*a is kept and the residual traffic is folded into efficiency.)
+OpCost rms_norm(double tokens, double width, double a, double weight_bytes) {
+  OpCost c;
+  c.flops = 4.0 * tokens * width;
+  c.mem_bytes = 2.0 * tokens * width * a + width * weight_bytes;
+  return c;
+}
+
+// Ring all-reduce of the [T, h] hidden state: each rank sends and receives
+// 2*(tp-1)/tp of the buffer. mem_bytes counts the same amount of device
+// memory traffic (read what is sent, write what arrives); the reduction
+// adds are negligible and not counted.
+OpCost all_reduce(double tokens, double hidden, double a, int64_t tp) {
+  OpCost c;
+  const double bytes =
+      2.0 * static_cast<double>(tp - 1) / static_cast<double>(tp) * tokens * hidden * a;
+  c.link_bytes = bytes;
+  c.mem_bytes = bytes;
+  return c;
+}
+
+}  // namespace
+
+StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
+                          const StepShapeParams& params) {
+  if (params.tp < 1) throw std::invalid_argument("step_op_costs: tp must be >= 1");
+  if (params.kv_dtype_bytes < 1)
+    throw std::invalid_argument("step_op_costs: kv_dtype_bytes must be >= 1");
+  if (work.swap_in_bytes < 0 || work.swap_out_bytes < 0 || work.kv_copy_bytes < 0)
+    throw std::invalid_argument("step_op_costs: negative swap or copy bytes");
+
+  const BatchTotals b = totals_of(work);
+  const double T = b.tokens;
+  const double S = b.samplers;
+  const int64_t tp = params.tp;
+  // Per-rank shapes (vLLM sharding; tensor_parallel_problem() rejects a tp
+  // that does not divide, the ceilings only keep this function total).
+  const double h = static_cast<double>(model.hidden_size);
+  const double d = static_cast<double>(model.head_dim);
+  const double Hq = static_cast<double>(ceil_div(model.num_attention_heads, tp));
+  const double Hkv = static_cast<double>(model.kv_heads_per_rank(tp));
+  const double I = static_cast<double>(ceil_div(model.intermediate_size, tp));
+  const double vocab = static_cast<double>(model.vocab_size);
+  const double vocab_rank = static_cast<double>(ceil_div(model.vocab_size, tp));
+  const double a = static_cast<double>(model.activation_bytes());
+  const double w = model.linear_weight_bytes_per_parameter();
+  const double we = static_cast<double>(model.embedding_bytes_per_parameter());
+  const double kvb = static_cast<double>(params.kv_dtype_bytes);
+
+  StepOpCosts ops{};
+  auto op = [&ops](OpKind k) -> OpCost& { return ops[static_cast<size_t>(k)]; };
+
+  if (T > 0) {
+    // Embedding: gather T rows of the (vocab-sharded) table and write them.
+    // The all-reduce vLLM's VocabParallelEmbedding does at tp > 1 is small
+    // next to the per-layer ones and is not modelled.
+    op(OpKind::embedding).mem_bytes = T * h * we + T * h * a;
+
+    op(OpKind::input_norm) = rms_norm(T, h, a, we);
+    op(OpKind::post_norm) = rms_norm(T, h, a, we);
+
+    // Fused q/k/v projection: out = (Hq + 2*Hkv) * d columns; Qwen2 adds a
+    // bias (one add per output, bias read once).
+    const double qkv_out = (Hq + 2.0 * Hkv) * d;
+    OpCost& qkv = op(OpKind::qkv_proj);
+    qkv = matmul(T, h, qkv_out, w, a);
+    if (model.attention_bias) {
+      qkv.flops += T * qkv_out;
+      qkv.mem_bytes += qkv_out * we;
+    }
+
+    // RoPE rotates every q and k element: out = x*cos -/+ y*sin, 3 flops per
+    // element (2 mul + 1 add); read q,k and write them back. The cos/sin
+    // cache (d values per token, shared by all heads) is left out.
+    // Qwen3's per-head q/k RMSNorm runs right before the rotation (vLLM
+    // Qwen3Attention) and is folded into this op: 4 flops and a read+write
+    // per element, plus its two head_dim weights.
+    const double qk_elems = T * (Hq + Hkv) * d;
+    OpCost& rope = op(OpKind::rope);
+    rope.flops = 3.0 * qk_elems;
+    rope.mem_bytes = 2.0 * qk_elems * a;
+    if (model.qk_norm) {
+      rope.flops += 4.0 * qk_elems;
+      rope.mem_bytes += 2.0 * qk_elems * a + 2.0 * d * we;
+    }
+
+    // KV store (seed 001 store_kvcache): read the new K and V in the
+    // activation dtype, write them into the cache in the KV dtype.
+    // Quantisation to int8 costs a few vector ops, not counted.
+    op(OpKind::kv_store).mem_bytes = T * 2.0 * Hkv * d * (a + kvb);
+
+    // Attention: QK^T and PV, one MAC each per (query, key, dim) = 4 flops
+    // per pair per head dim; softmax (~5 flops per pair) is small next to d
+    // and left out. K and V of every attended token are read once per
+    // sequence; a flash kernel re-reads them once per query tile in long
+    // prefill chunks, which is ignored here (calibrated by efficiency).
+    // Q is read and O written in the activation dtype.
+    OpCost& attn = op(OpKind::attention);
+    attn.flops = 4.0 * Hq * d * b.attended_pairs;
+    attn.mem_bytes = b.kv_tokens_read * 2.0 * Hkv * d * kvb + 2.0 * T * Hq * d * a;
+
+    op(OpKind::o_proj) = matmul(T, Hq * d, h, w, a);
+
+    // Gate and up as one fused GEMM of 2*I columns (vLLM MergedColumnParallelLinear).
+    op(OpKind::mlp_gate_up) = matmul(T, h, 2.0 * I, w, a);
+    // SiLU(gate) * up: ~5 flops per element (exp, add, divide, multiply,
+    // multiply); read gate and up, write the product.
+    OpCost& act = op(OpKind::mlp_act);
+    act.flops = 5.0 * T * I;
+    act.mem_bytes = 3.0 * T * I * a;
+    op(OpKind::mlp_down) = matmul(T, I, h, w, a);
+
+    if (tp > 1) {
+      op(OpKind::attn_allreduce) = all_reduce(T, h, a, tp);
+      op(OpKind::mlp_allreduce) = all_reduce(T, h, a, tp);
+    }
+
+    // The final norm runs on all T tokens: vLLM's model forward normalises
+    // every hidden state and only then picks the sampled rows for logits.
+    op(OpKind::final_norm) = rms_norm(T, h, a, we);
+
+    const OpKind run_with_tokens[] = {OpKind::input_norm, OpKind::qkv_proj,    OpKind::rope,
+                                      OpKind::kv_store,   OpKind::attention,   OpKind::o_proj,
+                                      OpKind::post_norm,  OpKind::mlp_gate_up, OpKind::mlp_act,
+                                      OpKind::mlp_down,   OpKind::final_norm,  OpKind::embedding};
+    for (OpKind k : run_with_tokens) op(k).present = true;
+    op(OpKind::attn_allreduce).present = tp > 1;
+    op(OpKind::mlp_allreduce).present = tp > 1;
+  }
+
+  if (S > 0) {
+    // Logits only for the S sampled rows, against this rank's vocab shard;
+    // lm_head stays in 16-bit (we) even in quantised models. Gathering the
+    // shards' logits is small (S * vocab) and not modelled as link traffic.
+    OpCost& lm = op(OpKind::lm_head);
+    lm.flops = 2.0 * S * h * vocab_rank;
+    lm.mem_bytes = h * vocab_rank * we + S * h * a + S * vocab_rank * a;
+    lm.present = true;
+    // Sampling reads the full fp32 logits row per sampled sequence and does
+    // ~1 op per entry (softmax/argmax/top-k scan).
+    OpCost& sampling = op(OpKind::sampling);
+    sampling.flops = S * vocab;
+    sampling.mem_bytes = S * vocab * 4.0;
+    sampling.present = true;
+  }
+
+  if (work.swap_in_bytes > 0) {
+    OpCost& c = op(OpKind::swap_in);
+    c.host_bytes = static_cast<double>(work.swap_in_bytes);
+    c.mem_bytes = c.host_bytes;
+    c.present = true;
+  }
+  if (work.swap_out_bytes > 0) {
+    OpCost& c = op(OpKind::swap_out);
+    c.host_bytes = static_cast<double>(work.swap_out_bytes);
+    c.mem_bytes = c.host_bytes;
+    c.present = true;
+  }
+  if (work.kv_copy_bytes > 0) {
+    // Block copy inside device memory: read the source, write the destination.
+    OpCost& c = op(OpKind::kv_copy);
+    c.mem_bytes = 2.0 * static_cast<double>(work.kv_copy_bytes);
+    c.present = true;
+  }
+  return ops;
+}
+
+StepDependencies step_dependencies() {
+  using K = OpKind;
+  StepDependencies deps;
+  deps.pre_ops = {K::embedding, K::swap_in, K::swap_out, K::kv_copy};
+  deps.layer_ops = {K::input_norm,  K::qkv_proj, K::rope,           K::kv_store,
+                    K::attention,   K::o_proj,   K::attn_allreduce, K::post_norm,
+                    K::mlp_gate_up, K::mlp_act,  K::mlp_down,       K::mlp_allreduce};
+  deps.post_ops = {K::final_norm, K::lm_head, K::sampling};
+  deps.layer_edges = {
+      {K::input_norm, K::qkv_proj},
+      {K::qkv_proj, K::rope},
+      {K::rope, K::kv_store},
+      {K::qkv_proj, K::kv_store},  // V goes straight to the store
+      {K::rope, K::attention},
+      {K::kv_store, K::attention},
+      {K::attention, K::o_proj},
+      {K::o_proj, K::attn_allreduce},
+      {K::attn_allreduce, K::post_norm},
+      {K::post_norm, K::mlp_gate_up},
+      {K::mlp_gate_up, K::mlp_act},
+      {K::mlp_act, K::mlp_down},
+      {K::mlp_down, K::mlp_allreduce},
+  };
+  deps.layer_entry = K::input_norm;
+  deps.layer_exit = K::mlp_allreduce;
+  // Swapped-in and copied blocks must be in place before layer 0 writes new
+  // tokens into them (kv_store: a swapped-in or copy-on-write block can be the
+  // one receiving the token) and before it attends over them. Later layers
+  // depend on them through the layer chain. swap_out has no consumer: it
+  // overlaps with compute (its blocks are no longer read).
+  deps.pre_to_first_layer = {
+      {K::embedding, K::input_norm}, {K::swap_in, K::kv_store},  {K::swap_in, K::attention},
+      {K::kv_copy, K::kv_store},     {K::kv_copy, K::attention},
+  };
+  deps.last_layer_to_post = {{K::mlp_allreduce, K::final_norm}};
+  deps.post_edges = {{K::final_norm, K::lm_head}, {K::lm_head, K::sampling}};
+  return deps;
+}
+
+}  // namespace kvsim

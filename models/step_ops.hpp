@@ -1,0 +1,103 @@
+#pragma once
+// The operators one forward step of a decoder-only model runs, with their
+// FLOPs and memory bytes as a function of the batch (how many new tokens each
+// sequence brings and how much context it attends to). The model knows shapes
+// and data dependencies; it knows nothing of bandwidths (DESIGN: nothing above
+// the device knows a bandwidth).
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "models/model_spec.hpp"
+
+namespace kvsim {
+
+enum class OpKind : uint8_t {
+  // once per step, before the layers
+  embedding,
+  swap_in,   // host -> device KV blocks (preempted sequences coming back)
+  swap_out,  // device -> host KV blocks (sequences being preempted)
+  kv_copy,   // device-side block copies requested by the cache policy
+  // per decoder layer
+  input_norm,
+  qkv_proj,
+  rope,
+  kv_store,
+  attention,
+  o_proj,
+  attn_allreduce,  // only with tensor parallelism > 1
+  post_norm,
+  mlp_gate_up,
+  mlp_act,
+  mlp_down,
+  mlp_allreduce,  // only with tensor parallelism > 1
+  // once per step, after the layers
+  final_norm,
+  lm_head,
+  sampling,
+  count
+};
+constexpr size_t kOpKindCount = static_cast<size_t>(OpKind::count);
+std::string_view op_kind_name(OpKind kind);
+bool op_is_per_layer(OpKind kind);
+
+// What one sequence contributes to a step.
+struct SeqWork {
+  int64_t query_tokens = 0;    // new tokens computed this step (prefill chunk or 1 for decode)
+  int64_t context_before = 0;  // tokens already in the KV cache before this step
+  bool samples = false;        // produces a token this step (last chunk of prefill, or decode)
+};
+
+// One step of the engine as the timing model sees it.
+struct StepWork {
+  std::vector<SeqWork> seqs;
+  Bytes swap_in_bytes = 0;   // over the host link, per rank
+  Bytes swap_out_bytes = 0;  // over the host link, per rank
+  Bytes kv_copy_bytes = 0;   // device-side copy, per rank (read + write counted by the op)
+};
+
+// Work of one operator on one tensor-parallel rank. For per-layer ops the
+// figures are for ONE layer; the step runs them num_hidden_layers times.
+struct OpCost {
+  double flops = 0;       // floating-point (or integer MAC x2) operations
+  double mem_bytes = 0;   // bytes read + written in device memory (HBM / DDR)
+  double link_bytes = 0;  // bytes over the device-to-device link (all-reduce)
+  double host_bytes = 0;  // bytes over the host link (swap)
+  bool present = false;   // the op runs in this step (e.g. no all-reduce at tp=1)
+};
+using StepOpCosts = std::array<OpCost, kOpKindCount>;
+
+struct StepShapeParams {
+  int64_t tp = 1;
+  Bytes kv_dtype_bytes = 2;
+};
+
+// Per-op costs of a step. Pure: same inputs, same outputs.
+StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
+                          const StepShapeParams& params);
+
+// Data dependencies between ops (producer, consumer), fixed for a model:
+// within a layer, from one layer to the next (via layer_entry/layer_exit),
+// and between the once-per-step ops and the first/last layer. The device turns
+// these into a graph over its engines.
+// An op that is not `present` in a step (the all-reduces at tp = 1, lm_head
+// in a step that samples nothing) is a pass-through: its consumers depend on
+// its producers. Edges only add constraints; every listed edge is a true data
+// dependency (see step_ops.cpp for why each pre-op edge exists).
+struct StepDependencies {
+  std::vector<OpKind> pre_ops;                         // before the layers, in program order
+  std::vector<OpKind> layer_ops;                       // one layer, in program order
+  std::vector<OpKind> post_ops;                        // after the layers, in program order
+  std::vector<std::pair<OpKind, OpKind>> layer_edges;  // within a layer
+  OpKind layer_entry = OpKind::input_norm;             // first op of a layer
+  OpKind layer_exit = OpKind::mlp_allreduce;           // its output feeds the next layer's entry
+  // Edges from pre ops into layer 0, and from the last layer into post ops.
+  std::vector<std::pair<OpKind, OpKind>> pre_to_first_layer;
+  std::vector<std::pair<OpKind, OpKind>> last_layer_to_post;
+  std::vector<std::pair<OpKind, OpKind>> post_edges;
+};
+StepDependencies step_dependencies();
+
+}  // namespace kvsim

@@ -1,0 +1,69 @@
+#pragma once
+// A device as a file: every number with its unit and a `source:` note
+// (SPEC 4b/7, non-negotiable 7). Parsed once into integers.
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "models/step_ops.hpp"
+#include "sim/config/reader.hpp"
+#include "sim/config/units.hpp"
+
+namespace kvsim {
+
+// Execution engines a step's operators run on. Each engine is an in-order
+// stream: two ops on one engine never overlap; ops on different engines may.
+enum class Engine : uint8_t { matrix, vector, dma, device_link, host_link, count };
+constexpr size_t kEngineCount = static_cast<size_t>(Engine::count);
+std::string_view engine_name(Engine e);
+
+// Classes of operator that share an efficiency figure.
+enum class OpClass : uint8_t { gemm, attention, elementwise, transfer, collective, count };
+constexpr size_t kOpClassCount = static_cast<size_t>(OpClass::count);
+std::string_view op_class_name(OpClass c);
+
+struct DeviceSpec {
+  std::string name;
+  std::string kind;  // "ascend" (this issue); "htp" comes with the on-device issue
+  std::string description;
+  std::string notes;  // optional free text: calibration fits and their error (shared/data README)
+
+  Bytes memory_bytes = 0;             // device memory (HBM) per device
+  int64_t memory_bandwidth = 0;       // bytes/s
+  int64_t matrix_fp16_ops = 0;        // cube peak, FLOP/s, fp16/bf16
+  int64_t matrix_int8_ops = 0;        // cube peak, OP/s, int8 (w8a8)
+  int64_t vector_fp16_ops = 0;        // vector unit peak, FLOP/s
+  int64_t device_link_bandwidth = 0;  // bytes/s per direction (HCCS), for all-reduce
+  TimeNs device_link_latency = 0;     // per collective step
+  int64_t host_link_bandwidth = 0;    // bytes/s (PCIe), for swap
+  TimeNs kernel_launch = 0;           // per operator launch
+  TimeNs step_overhead = 0;           // per engine step (scheduling, host prep)
+  int64_t max_tensor_parallel = 1;    // devices one node can group (HCCS domain)
+
+  // Fraction of peak an op class reaches, per resource: compute and memory.
+  std::array<double, kOpClassCount> compute_efficiency{};
+  std::array<double, kOpClassCount> memory_efficiency{};
+
+  // key path -> source note, for reports and `kvsim list devices`.
+  std::map<std::string, std::string> sources;
+};
+
+DeviceSpec parse_device(const config::Node& node);
+
+// Loads and parses a device file (key paths are relative to the file's root,
+// e.g. `efficiency.gemm.compute`). Errors go to ctx; the caller decides when
+// to throw (ctx.diagnostics.throw_if_any()).
+DeviceSpec load_device_file(const std::string& path, config::LoadContext& ctx);
+
+// The provenance label a source note starts with: "V" vendor datasheet, "D"
+// derived, "M" measured, "3P" third party, "A" assumed; "" when the note
+// carries none of them (user files may use free text).
+std::string_view source_label(std::string_view source);
+
+// Which engine and efficiency class each op of a step uses on this kind of
+// device.
+Engine engine_of(OpKind kind);
+OpClass class_of(OpKind kind);
+
+}  // namespace kvsim

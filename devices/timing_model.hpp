@@ -1,0 +1,79 @@
+#pragma once
+// Prices a step: each op by a roofline,
+//   t = max(flops / (peak * eff_compute), mem_bytes / (bw * eff_mem),
+//           link_bytes / link_bw + link latency, host_bytes / host_bw) + launch
+// and the step's ops as a graph (Boost.Graph) over the device's engines: data
+// dependencies from the model, plus program order on each engine (an engine
+// is an in-order stream). The step latency is the critical path, and never
+// less than the step's total device-memory bytes over the memory bandwidth
+// (engines that overlap in time share one memory system).
+//
+// Pure: price() takes the step's work and returns durations; it never touches
+// the clock (DESIGN practice 8).
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "devices/device_spec.hpp"
+#include "models/model_spec.hpp"
+#include "models/step_ops.hpp"
+
+namespace kvsim {
+
+struct StepTiming {
+  TimeNs latency = 0;                          // what the engine step takes
+  TimeNs critical_path = 0;                    // longest path through the op graph
+  TimeNs memory_floor = 0;                     // total mem bytes / memory bandwidth
+  double mem_bytes = 0;                        // device-memory bytes of the whole step
+  double flops = 0;                            // whole step
+  std::array<TimeNs, kOpKindCount> op_time{};  // per kind, summed over layers
+};
+
+class TimingModel {
+ public:
+  struct Params {
+    int64_t tp = 1;
+    Bytes kv_dtype_bytes = 2;
+  };
+  // Throws std::invalid_argument when tp is outside [1, device.max_tensor_parallel]
+  // or the model has no layers, std::logic_error when the dependencies do not
+  // list every OpKind exactly once or form a cycle.
+  TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params);
+  // Same, with an explicit dependency structure instead of step_dependencies()
+  // (tests build small hand-made graphs with it).
+  TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params,
+              const StepDependencies& deps);
+
+  StepTiming price(const StepWork& work) const;
+  // price() once the per-op costs are known (price = price_costs(step_op_costs(...))).
+  StepTiming price_costs(const StepOpCosts& costs) const;
+
+  // Time of one op from its cost (used by price(); public for tests).
+  TimeNs op_duration(OpKind kind, const OpCost& cost) const;
+
+  const DeviceSpec& device() const { return device_; }
+  const ModelSpec& model() const { return model_; }
+
+ private:
+  DeviceSpec device_;
+  ModelSpec model_;
+  Params params_;
+  // The step graph is built once (structure does not depend on the batch):
+  // vertices in topological order, each with its op kind and predecessors.
+  struct Vertex {
+    OpKind kind;
+    std::vector<uint32_t> preds;
+  };
+  std::vector<Vertex> topo_;
+
+  // Per op kind, fixed at construction: how many vertices of the kind the
+  // graph holds (num_hidden_layers for per-layer ops, else 1), and the
+  // effective rates its roofline uses, in units per nanosecond.
+  std::array<int64_t, kOpKindCount> vertices_per_kind_{};
+  std::array<double, kOpKindCount> compute_per_ns_{};
+  std::array<double, kOpKindCount> memory_bytes_per_ns_{};
+  double link_bytes_per_ns_ = 0;
+  double host_bytes_per_ns_ = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,46 @@
+#pragma once
+// A request as the workload produces it and the engine consumes it.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "sim/config/units.hpp"
+
+namespace kvsim {
+
+struct Request {
+  uint64_t id = 0;          // arrival order, 0-based, unique in a run
+  TimeNs arrival = 0;       // when it reaches the server
+  std::vector<int32_t> prompt;  // token ids (real content: hashes are computed on them)
+  // Token ids the model "generates"; size() is the number of output tokens.
+  // Deterministic so that a chat's next turn, which carries this reply in its
+  // history, hashes to the same blocks.
+  std::vector<int32_t> output;
+  uint64_t session = 0;     // chat session id (0 for single-shot requests)
+  int32_t turn = 0;         // 0-based turn within the session
+  int32_t prefix_group = -1;  // shared-prefix group, -1 when none
+};
+
+// A stream of requests in arrival order. Streams are pulled: the engine asks
+// for the next arrival time and takes requests as the clock reaches them, so
+// memory does not grow with the length of the workload.
+class RequestSource {
+ public:
+  virtual ~RequestSource() = default;
+  // Arrival time of the next request that is known now, or nullopt when none
+  // is known yet (a closed-loop source learns of its next request only when
+  // an earlier one completes) or the source is exhausted.
+  virtual std::optional<TimeNs> next_arrival() const = 0;
+  // Takes the next request. Precondition: next_arrival() has a value.
+  virtual Request take() = 0;
+  // A request finished at `now`; sources whose future depends on completions
+  // (chat turns) react here. May make next_arrival() earlier.
+  virtual void on_complete(const Request& request, TimeNs now) {
+    (void)request;
+    (void)now;
+  }
+  // True when no request will ever come again.
+  virtual bool exhausted() const = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,99 @@
+#include "workloads/rng.hpp"
+
+#include <cmath>
+#include <numbers>
+
+namespace kvsim {
+
+uint64_t stream_key(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b) {
+  // Chained mixing: each field passes through the bijective mixer before the
+  // next is folded in, so (a, b) and (b, a) give unrelated keys.
+  uint64_t h = mix64(seed);
+  h = mix64(h ^ static_cast<uint64_t>(stream));
+  h = mix64(h ^ a);
+  return mix64(h ^ b);
+}
+
+Rng::Rng(uint64_t seed) {
+  // splitmix64 sequence as recommended by the xoshiro authors: never all zero.
+  uint64_t x = seed;
+  for (auto& word : s_) {
+    word = mix64(x);
+    x += 0x9e3779b97f4a7c15ULL;
+  }
+}
+
+uint64_t Rng::next_u64() {
+  auto rotl = [](uint64_t v, int k) { return (v << k) | (v >> (64 - k)); };
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double Rng::uniform01() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
+
+double Rng::uniform_open0() {
+  return static_cast<double>((next_u64() >> 11) + 1) * 0x1.0p-53;
+}
+
+int64_t Rng::uniform_int(int64_t lo, int64_t hi) {
+  if (hi <= lo) return lo;
+  const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+  if (range == 0) return static_cast<int64_t>(next_u64());  // the whole int64 range
+  // Lemire (2019), "Fast random integer generation in an interval": a 128-bit
+  // product whose low half is rejected in the few biased cases.
+  __extension__ typedef unsigned __int128 u128;
+  u128 m = static_cast<u128>(next_u64()) * range;
+  uint64_t low = static_cast<uint64_t>(m);
+  if (low < range) {
+    const uint64_t threshold = (0 - range) % range;
+    while (low < threshold) {
+      m = static_cast<u128>(next_u64()) * range;
+      low = static_cast<uint64_t>(m);
+    }
+  }
+  return lo + static_cast<int64_t>(static_cast<uint64_t>(m >> 64));
+}
+
+double Rng::standard_normal() {
+  const double u1 = uniform_open0();
+  const double u2 = uniform01();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+double Rng::exponential(double mean) {
+  return -mean * std::log(uniform_open0());
+}
+
+double Rng::gamma(double shape, double scale) {
+  if (shape < 1.0) {
+    // Marsaglia and Tsang, section 6: X ~ Gamma(a + 1), U^(1/a) X ~ Gamma(a).
+    const double boost = std::pow(uniform_open0(), 1.0 / shape);
+    return gamma(shape + 1.0, scale) * boost;
+  }
+  const double d = shape - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  while (true) {
+    double x = 0;
+    double v = 0;
+    do {
+      x = standard_normal();
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = uniform_open0();
+    const double x2 = x * x;
+    if (u < 1.0 - 0.0331 * x2 * x2) return d * v * scale;
+    if (std::log(u) < 0.5 * x2 + d * (1.0 - v + std::log(v))) return d * v * scale;
+  }
+}
+
+}  // namespace kvsim

@@ -1,0 +1,95 @@
+#pragma once
+// Deterministic random numbers for workload generation.
+//
+// std:: distributions are implementation-defined (libstdc++ and libc++ give
+// different normal or gamma draws for the same engine), so kvsim carries its
+// own generator and its own sampling algorithms: a run is reproducible from
+// its seed on any standard library.
+//
+// Every random quantity of a workload is counter-based: the generator for
+// "the output length of request 17" is seeded from (run seed, stream, 17), not
+// taken from a shared sequence. Changing one quantity's distribution therefore
+// never shifts another (arrivals stay put when output lengths change), and a
+// chat session's content does not depend on the order in which the engine
+// completes other sessions' turns (so `kvsim compare` variants see the same
+// requests even though their completion times differ).
+#include <cstdint>
+
+namespace kvsim {
+
+// One independent random stream per quantity. The values are part of the
+// reproducibility contract: renumbering them changes every generated workload.
+enum class RandomStream : uint64_t {
+  arrival = 1,         // inter-arrival gaps (requests or chat session starts)
+  input_length = 2,    // synthetic unique prompt length
+  output_length = 3,   // output length (synthetic request, chat turn)
+  prefix_group = 4,    // which shared-prefix group a synthetic request uses
+  prefix_tokens = 5,   // token ids of a shared-prefix group
+  prompt_tokens = 6,   // token ids of a synthetic request's unique tail
+  output_tokens = 7,   // token ids a request "generates"
+  session_turns = 8,   // number of turns of a chat session
+  user_length = 9,     // a chat turn's new user tokens
+  think_time = 10,     // gap between a turn's completion and the next turn
+  system_tokens = 11,  // token ids of the chat system prompt
+  user_tokens = 12,    // token ids of a chat turn's user message
+};
+
+// splitmix64's output function (Steele, Lea, Flood 2014): a bijective mixer
+// with full avalanche, used to derive seeds and counter-based values.
+constexpr uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A 64-bit key for (seed, stream, a, b): the seed of one counter-based draw.
+uint64_t stream_key(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b = 0);
+
+// xoshiro256** 1.0 (Blackman and Vigna 2018) seeded through splitmix64, with
+// the few sampling algorithms the workloads need.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed);
+  // The generator of one counter-based draw, e.g. Rng::keyed(seed,
+  // RandomStream::output_length, request_index).
+  static Rng keyed(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b = 0) {
+    return Rng(stream_key(seed, stream, a, b));
+  }
+
+  uint64_t next_u64();
+  // Uniform in [0, 1) with 53 random bits.
+  double uniform01();
+  // Uniform in (0, 1]: safe to take the logarithm of.
+  double uniform_open0();
+  // Uniform integer in [lo, hi], unbiased (Lemire's multiply-and-reject).
+  int64_t uniform_int(int64_t lo, int64_t hi);
+  // Standard normal by Box-Muller (one pair per call, the second discarded so
+  // that every call consumes the same number of draws).
+  double standard_normal();
+  // Exponential with the given mean, by inversion.
+  double exponential(double mean);
+  // Gamma(shape, scale) by Marsaglia and Tsang (2000); shape < 1 through the
+  // boost Gamma(shape + 1) * U^(1/shape).
+  double gamma(double shape, double scale);
+
+ private:
+  uint64_t s_[4];
+};
+
+// Token ids that are a pure function of their key and position: the content
+// of a prompt is "real" (block hashes are computed on it), identical exactly
+// where the workload means it (same key), different elsewhere.
+class TokenStream {
+ public:
+  TokenStream(uint64_t key, int64_t vocab_size) : key_(key), vocab_size_(vocab_size) {}
+  int32_t at(uint64_t position) const {
+    return static_cast<int32_t>(mix64(key_ ^ mix64(position)) % static_cast<uint64_t>(vocab_size_));
+  }
+
+ private:
+  uint64_t key_;
+  int64_t vocab_size_;
+};
+
+}  // namespace kvsim

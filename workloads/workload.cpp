@@ -1,0 +1,110 @@
+// The table of workload kinds and the public entry points.
+#include "workloads/workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "workloads/workload_kinds.hpp"
+
+namespace kvsim {
+namespace {
+
+// Every kind `kind:` accepts. Adding one: write its file (parse, bounds,
+// source) and list it here; a test compares workload_kinds() with the docs.
+constexpr detail::WorkloadKind kWorkloadKinds[] = {
+    {"chat", detail::parse_chat_workload, detail::make_chat_source, detail::chat_bounds},
+    {"synthetic", detail::parse_synthetic_workload, detail::make_synthetic_source,
+     detail::synthetic_bounds},
+};
+
+const detail::WorkloadKind& kind_of(const WorkloadSpec& spec) {
+  for (const auto& k : kWorkloadKinds)
+    if (spec.kind == k.name) return k;
+  throw std::invalid_argument(fmt::format("unknown workload kind '{}'", spec.kind));
+}
+
+void report_missing(config::MapReader& reader, const config::Node& child, const char* example) {
+  reader.node().context().diagnostics.error(reader.node().location(), child.path(),
+                                            "is required but missing", example);
+}
+
+}  // namespace
+
+namespace detail {
+
+std::shared_ptr<const ClampedDistribution> read_distribution(config::MapReader& reader,
+                                                             std::string_view key,
+                                                             const QuantityRules& rules) {
+  const config::Node node = reader.child(key);
+  if (!node.defined()) {
+    report_missing(reader, node,
+                   rules.kind == QuantityKind::tokens
+                       ? "a distribution such as {dist: uniform, min: 64, max: 512}"
+                       : "a distribution such as {dist: exponential, mean: 10s}");
+    return nullptr;
+  }
+  auto parsed = parse_distribution(node, rules);
+  if (!parsed) return nullptr;
+  return std::make_shared<const ClampedDistribution>(std::move(*parsed));
+}
+
+std::shared_ptr<const ArrivalProcess> read_arrival(config::MapReader& reader,
+                                                   std::string_view key) {
+  const config::Node node = reader.child(key);
+  if (!node.defined()) {
+    report_missing(reader, node, "e.g. {process: poisson, rate_per_s: 4}");
+    return nullptr;
+  }
+  return parse_arrival(node);
+}
+
+QuantityRules output_length_rules() {
+  return {QuantityKind::tokens, 1, "every request generates at least 1 token"};
+}
+
+void append_tokens(std::vector<int32_t>& out, const TokenStream& stream, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out.push_back(stream.at(static_cast<uint64_t>(i)));
+}
+
+}  // namespace detail
+
+std::vector<std::string> workload_kinds() {
+  std::vector<std::string> names;
+  for (const auto& k : kWorkloadKinds) names.emplace_back(k.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::shared_ptr<const WorkloadSpec> parse_workload(const config::Node& node) {
+  auto& diagnostics = node.context().diagnostics;
+  const size_t errors_before = diagnostics.size();
+  if (!node.defined()) {
+    node.error("is required but missing", "a map with kind: chat | synthetic");
+    return nullptr;
+  }
+  config::MapReader reader(node);
+  if (!reader.valid()) return nullptr;
+  auto spec = std::make_shared<WorkloadSpec>();
+  // kind: chat | synthetic — which generator; the other keys depend on it
+  spec->kind = reader.choice("kind", std::nullopt, workload_kinds());
+  if (diagnostics.size() != errors_before) return nullptr;  // the keys depend on the kind
+  kind_of(*spec).parse(reader, *spec);
+  reader.finish();
+  if (diagnostics.size() != errors_before) return nullptr;
+  return spec;
+}
+
+std::unique_ptr<RequestSource> make_request_source(const WorkloadSpec& spec, uint64_t seed,
+                                                   int64_t vocab_size) {
+  if (vocab_size < 1)
+    throw std::invalid_argument(fmt::format("vocab_size must be >= 1, got {}", vocab_size));
+  return kind_of(spec).make_source(spec, seed, vocab_size);
+}
+
+WorkloadBounds workload_bounds(const WorkloadSpec& spec) {
+  return kind_of(spec).bounds(spec);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,116 @@
+#pragma once
+// The interface every KV-cache policy implements (SPEC 6): look up reusable
+// content, admit a sequence, grow it, record what a step computed, release it,
+// swap it out and in, and report its accounting.
+//
+// Contract: plan_*() and lookup_prefix() are const and never change the cache;
+// apply_*() are the only mutators and take a plan made against the current
+// state (llama.cpp's find_slot / apply_ubatch split, DESIGN practice 9). The
+// scheduler calls the policy once per sequence per step, never per token.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "sim/cache/block_hash.hpp"
+#include "sim/cache/block_pool.hpp"
+#include "sim/config/units.hpp"
+
+namespace kvsim {
+
+// A sequence's content: its prompt followed by the tokens generated so far.
+struct TokenView {
+  const int32_t* prompt = nullptr;
+  int64_t prompt_len = 0;
+  const int32_t* output = nullptr;
+  int64_t output_len = 0;  // generated so far (known content)
+
+  int64_t size() const { return prompt_len + output_len; }
+  int32_t at(int64_t i) const { return i < prompt_len ? prompt[i] : output[i - prompt_len]; }
+  // Copies [begin, begin + count) into dst.
+  void copy(int64_t begin, int64_t count, int32_t* dst) const;
+};
+
+using SeqSlot = int32_t;  // a policy's handle for a sequence it holds
+constexpr SeqSlot kNoSeq = -1;
+using HostSlot = int32_t;  // a policy's handle for a sequence swapped to the host
+
+struct PrefixHit {
+  int64_t cached_tokens = 0;          // tokens whose KV is reused (multiple of the block size)
+  std::vector<BlockId> blocks;        // the blocks holding them, in order
+  std::vector<BlockHash> hashes;      // hashes of the full blocks of the known content
+  int64_t tokens_queried = 0;         // tokens looked up (for the hit rate)
+};
+
+struct AdmitPlan {
+  bool fits = false;
+  PrefixHit hit;
+  int64_t tokens = 0;       // cached + newly scheduled tokens the sequence will hold
+  int64_t new_blocks = 0;   // blocks to allocate from the free queue
+};
+
+struct GrowPlan {
+  bool fits = false;
+  int64_t new_blocks = 0;
+};
+
+struct SwapPlan {
+  bool fits = false;       // host space (swap out) or device space (swap in)
+  int64_t blocks = 0;      // blocks the sequence holds
+  int64_t copy_blocks = 0; // blocks that must cross the host link
+  Bytes bytes = 0;         // copy_blocks * block_bytes
+};
+
+// What a policy reports (SPEC 9 kv_cache.* and memory.kv_bytes).
+struct CacheAccounting {
+  int64_t num_blocks = 0;
+  int64_t block_size = 0;      // tokens per block
+  Bytes block_bytes = 0;       // per tensor-parallel rank
+  int64_t blocks_used = 0;     // referenced now
+  int64_t slots_reserved = 0;  // sum over sequences of block slots held
+  int64_t tokens_held = 0;     // sum over sequences of token slots in use
+  uint64_t evictions = 0;      // cached blocks whose content was overwritten
+  Bytes bytes_moved = 0;       // swap + copies, per rank
+  Bytes swapped_bytes = 0;     // over the host link, per rank
+  uint64_t pointer_updates = 0;
+  int64_t prefix_query_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t host_blocks_used = 0;
+};
+
+class KvCachePolicy {
+ public:
+  virtual ~KvCachePolicy() = default;
+  virtual std::string_view name() const = 0;
+
+  // Longest cached prefix of `tokens`, never the whole of it (the last token
+  // is always computed so the step yields logits, as vLLM does).
+  virtual PrefixHit lookup_prefix(const TokenView& tokens) const = 0;
+  // Room for a new sequence holding hit.cached_tokens + new_tokens tokens.
+  virtual AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const = 0;
+  virtual SeqSlot apply_admit(const AdmitPlan& plan) = 0;
+
+  // Room for `new_tokens` more tokens of a sequence the policy holds.
+  virtual GrowPlan plan_grow(SeqSlot seq, int64_t new_tokens) const = 0;
+  virtual void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) = 0;
+
+  // A step finished: the first `computed_tokens` tokens of `tokens` now have
+  // their KV in the cache (full blocks become reusable by content).
+  virtual void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) = 0;
+  // The sequence finished or is preempted by recompute: drop its references.
+  virtual void release(SeqSlot seq) = 0;
+
+  virtual SwapPlan plan_swap_out(SeqSlot seq) const = 0;
+  virtual HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) = 0;
+  virtual SwapPlan plan_swap_in(HostSlot host) const = 0;
+  virtual SeqSlot apply_swap_in(HostSlot host, const SwapPlan& plan) = 0;
+
+  // Block table of a held sequence (for slot mappings and numerics).
+  virtual const std::vector<BlockId>& block_table(SeqSlot seq) const = 0;
+  virtual int64_t free_blocks() const = 0;
+  virtual CacheAccounting accounting() const = 0;
+  // Throws std::logic_error unless every block is back in the pool with no
+  // reference and no sequence is held: called after every run.
+  virtual void check_drained() const = 0;
+};
+
+}  // namespace kvsim

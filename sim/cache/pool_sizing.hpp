@@ -1,0 +1,49 @@
+#pragma once
+// Sizing of the paged KV pool from a memory budget (SPEC 6, the nano-vllm
+// formula of seed 001, per tensor-parallel rank):
+//   block_bytes = 2 * layers * block_size * (kv_heads / tp) * head_dim * dtype_bytes
+//   num_blocks  = floor((memory * memory_fraction - weights_per_rank - activation_reserve)
+//                       / block_bytes)
+#include <cstdint>
+#include <optional>
+
+#include "models/model_spec.hpp"
+#include "sim/config/units.hpp"
+
+namespace kvsim {
+
+struct PoolSizingInput {
+  Bytes device_memory = 0;
+  double memory_fraction = 0.9;
+  int64_t tp = 1;
+  int64_t block_size = 128;
+  Bytes kv_dtype_bytes = 2;
+  int64_t max_batched_tokens = 8192;
+  int64_t max_num_seqs = 256;
+  std::optional<Bytes> activation_reserve;  // overrides the derived estimate
+  Bytes swap_space = 0;                     // host bytes per rank for swapped blocks
+};
+
+struct PoolSizing {
+  Bytes kv_bytes_per_token = 0;  // per rank
+  Bytes block_bytes = 0;         // per rank
+  Bytes weights_bytes = 0;       // per rank
+  Bytes activation_reserve = 0;  // per rank
+  Bytes budget = 0;              // memory * fraction
+  Bytes kv_budget = 0;           // budget - weights - activations (may be negative)
+  int64_t num_blocks = 0;        // 0 when nothing fits
+  int64_t capacity_tokens = 0;   // num_blocks * block_size
+  int64_t host_blocks = 0;       // swap_space / block_bytes
+};
+
+// Peak activation memory of one forward step, the part of device memory the
+// KV pool must leave free (nano-vllm measures it with a warm-up run; we
+// derive it): the widest live set of a decoder layer at max_batched_tokens,
+// residual + hidden + gate/up + activated MLP, plus fp32 logits for every
+// sequence: T * (2*hidden + 3*intermediate/tp) * act_bytes + S * vocab/tp * 4.
+Bytes derived_activation_reserve(const ModelSpec& model, int64_t tp, int64_t max_batched_tokens,
+                                 int64_t max_num_seqs);
+
+PoolSizing size_paged_pool(const ModelSpec& model, const PoolSizingInput& in);
+
+}  // namespace kvsim

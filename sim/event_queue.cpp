@@ -1,0 +1,361 @@
+// Event queues and their registry.
+//
+// Each queue is one slot pool (SlotPoolEventQueue) over an ordered container
+// of small POD keys: a 128-bit order plus a slot index, 24 bytes, so the
+// container moves keys, never callables. Callbacks live out of line in the
+// slot pool with a free list; a slot's generation counter makes stale
+// handles harmless after the slot is reused. The containers are a binary and
+// a 4-ary heap; bench/bench_event_queue.cpp measures both.
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "sim/event_queue.hpp"
+
+namespace kvsim {
+namespace {
+
+__extension__ typedef unsigned __int128 Order128;  // __extension__: GCC/Clang builtin
+
+// The whole (time, priority, sequence) order is one unsigned 128-bit number,
+// so comparing two keys is a compare-and-borrow with no branch to mispredict
+// (in a large heap each comparison is a coin toss):
+//   order_high: time with its sign bit flipped (signed order -> unsigned order)
+//   order_low:  priority with its sign bit flipped (high 32 bits),
+//               insertion sequence (low 32 bits)
+// The 32-bit sequence is renumbered before it can wrap (see push()). The
+// sequence is unique, so the order is total: pop order never depends on a
+// container's internal shape, which is what makes compaction and
+// renumbering safe and all queues interchangeable bit for bit.
+struct HeapKey {
+  uint64_t order_low;
+  uint64_t order_high;
+  uint32_t slot;
+};
+static_assert(sizeof(HeapKey) == 24, "keys should stay small: containers move them");
+
+constexpr uint64_t kSignBit = uint64_t{1} << 63;
+constexpr uint64_t kSequenceMask = 0xffffffffu;
+
+inline Order128 order_of(const HeapKey& key) {
+  return (static_cast<Order128>(key.order_high) << 64) | key.order_low;
+}
+inline bool runs_before(const HeapKey& a, const HeapKey& b) {
+  return order_of(a) < order_of(b);
+}
+inline TimeNs time_of(const HeapKey& key) {
+  return static_cast<TimeNs>(key.order_high ^ kSignBit);
+}
+inline HeapKey make_key(TimeNs time, int32_t priority, uint64_t sequence, uint32_t slot) {
+  const uint64_t biased_priority = static_cast<uint32_t>(priority) ^ 0x80000000u;
+  return HeapKey{(biased_priority << 32) | sequence, static_cast<uint64_t>(time) ^ kSignBit, slot};
+}
+
+// ---- d-ary heap --------------------------------------------------------------
+
+template <unsigned kArity>
+class DaryKeyHeap {
+  static_assert(kArity == 2 || kArity == 4, "earliest_child() is unrolled for 2 and 4");
+
+ public:
+  bool empty() const { return keys_.empty(); }
+  size_t size() const { return keys_.size(); }
+  const HeapKey& front() const { return keys_.front(); }
+
+  void insert(const HeapKey& key) {
+    keys_.emplace_back();
+    sift_up(keys_.size() - 1, 0, key);
+  }
+
+  void remove_front() {
+    const HeapKey last = keys_.back();
+    keys_.pop_back();
+    if (!keys_.empty()) sift_down(0, last);
+  }
+
+  template <class Predicate>
+  void erase_if(Predicate predicate) {
+    std::erase_if(keys_, predicate);
+    if (keys_.size() < 2) return;
+    for (size_t i = (keys_.size() - 2) / kArity + 1; i-- > 0;) sift_down(i, keys_[i]);
+  }
+
+  void move_all_to(std::vector<HeapKey>& out) {
+    out.insert(out.end(), keys_.begin(), keys_.end());
+    keys_.clear();
+  }
+  // A sorted array is a valid heap of any arity.
+  void assign_sorted(std::vector<HeapKey> sorted) { keys_ = std::move(sorted); }
+
+ private:
+  // Moves the hole up from `hole` (not above `top`) past the keys `key` runs
+  // before, then stores `key` there. A hole, not swaps: one write per level.
+  void sift_up(size_t hole, size_t top, HeapKey key) {
+    while (hole > top) {
+      const size_t parent = (hole - 1) / kArity;
+      if (!runs_before(key, keys_[parent])) break;
+      keys_[hole] = keys_[parent];
+      hole = parent;
+    }
+    keys_[hole] = key;
+  }
+
+  // The earliest of the kArity children starting at `first`, chosen with
+  // selects rather than branches. For 4 it is a tournament whose final
+  // comparison uses the winners' orders already in registers.
+  size_t earliest_child(size_t first) const {
+    const HeapKey* child = keys_.data() + first;
+    const Order128 order0 = order_of(child[0]);
+    const Order128 order1 = order_of(child[1]);
+    const bool one_first = order1 < order0;
+    if constexpr (kArity == 2) {
+      return first + static_cast<size_t>(one_first);
+    } else {
+      const Order128 order2 = order_of(child[2]);
+      const Order128 order3 = order_of(child[3]);
+      const bool three_first = order3 < order2;
+      const Order128 winner01 = one_first ? order1 : order0;
+      const Order128 winner23 = three_first ? order3 : order2;
+      const size_t offset01 = static_cast<size_t>(one_first);
+      const size_t offset23 = 2 + static_cast<size_t>(three_first);
+      // Mask arithmetic, not `?:`: GCC turns this last select into a branch.
+      const size_t take23 = size_t{0} - static_cast<size_t>(winner23 < winner01);
+      return first + (offset01 ^ ((offset01 ^ offset23) & take23));
+    }
+  }
+
+  // Places `key` in the subtree rooted at `hole`, bottom-up (Wegener's
+  // bottom-up heapsort): walk the hole down along the earliest children to a
+  // leaf without comparing against `key`, then sift `key` up from there. The
+  // key being placed is usually the heap's last, hence late, so it belongs
+  // near the bottom; this saves a comparison and an unpredictable branch per
+  // level over the textbook sift-down.
+  void sift_down(size_t hole, HeapKey key) {
+    const size_t top = hole;
+    const size_t count = keys_.size();
+    size_t first_child = hole * kArity + 1;
+    while (first_child + kArity <= count) {  // every child present
+      const size_t best = earliest_child(first_child);
+      keys_[hole] = keys_[best];
+      hole = best;
+      first_child = hole * kArity + 1;
+    }
+    if (first_child < count) {  // the one node with fewer than kArity children
+      size_t best = first_child;
+      for (size_t child = first_child + 1; child < count; ++child) {
+        if (runs_before(keys_[child], keys_[best])) best = child;
+      }
+      keys_[hole] = keys_[best];
+      hole = best;
+    }
+    sift_up(hole, top, key);
+  }
+
+  std::vector<HeapKey> keys_;
+};
+
+// ---- the queue: slot pool + key container ------------------------------------
+
+enum class SlotState : uint8_t { kFree, kPending, kCancelled };
+
+// Handle id = generation (high 32 bits) | slot index (low 32 bits).
+inline uint64_t handle_id(uint32_t generation, uint32_t slot_index) {
+  return (static_cast<uint64_t>(generation) << 32) | slot_index;
+}
+
+template <class KeyContainer>
+class SlotPoolEventQueue final : public EventQueue {
+ public:
+  explicit SlotPoolEventQueue(uint64_t first_sequence = 0) : next_sequence_(first_sequence) {}
+
+  EventHandle push(TimeNs time, int32_t priority, EventCallback callback) override {
+    if (next_sequence_ > kSequenceMask) [[unlikely]] {
+      renumber_sequences();
+    }
+    const uint32_t slot_index = acquire_slot();
+    callbacks_[slot_index] = std::move(callback);
+    states_[slot_index] = SlotState::kPending;
+    keys_.insert(make_key(time, priority, next_sequence_++, slot_index));
+    ++live_;
+    return EventHandle{handle_id(generations_[slot_index], slot_index)};
+  }
+
+  bool cancel(EventHandle handle) override {
+    const uint32_t slot_index = static_cast<uint32_t>(handle.id & 0xffffffffu);
+    const uint32_t generation = static_cast<uint32_t>(handle.id >> 32);
+    if (!handle.valid() || slot_index >= states_.size()) return false;
+    if (generations_[slot_index] != generation || states_[slot_index] != SlotState::kPending) {
+      return false;
+    }
+    states_[slot_index] = SlotState::kCancelled;
+    callbacks_[slot_index].reset();  // release captured resources now, not when the key surfaces
+    --live_;
+    ++cancelled_keys_;
+    drop_cancelled_front();
+    compact_if_mostly_cancelled();
+    return true;
+  }
+
+  bool empty() const override { return live_ == 0; }
+  size_t size() const override { return live_; }
+
+  // Invariant kept by push/pop/cancel: the front key is live, so this is O(1)
+  // and const without mutable state.
+  TimeNs next_time() const override {
+    if (live_ == 0) throw std::logic_error("EventQueue::next_time() on an empty queue");
+    return time_of(keys_.front());
+  }
+
+  PoppedEvent pop() override {
+    if (live_ == 0) throw std::logic_error("EventQueue::pop() on an empty queue");
+    // Read in place, field by field: the front key may have just been written
+    // by push() in 8-byte pieces, and copying it whole (16-byte loads) would
+    // stall on store forwarding.
+    const HeapKey& front = keys_.front();
+    const uint32_t slot_index = front.slot;
+    PoppedEvent event{time_of(front), std::move(callbacks_[slot_index])};
+    release_slot(slot_index);
+    keys_.remove_front();
+    --live_;
+    drop_cancelled_front();
+    return event;
+  }
+
+ private:
+  uint32_t acquire_slot() {
+    if (!free_slots_.empty()) {
+      const uint32_t slot_index = free_slots_.back();
+      free_slots_.pop_back();
+      return slot_index;
+    }
+    if (states_.size() >= kSequenceMask) {
+      throw std::length_error("EventQueue: more than 2^32-1 pending events");
+    }
+    callbacks_.emplace_back();
+    generations_.push_back(1);  // starts at 1 so that no handle id is 0
+    states_.push_back(SlotState::kFree);
+    return static_cast<uint32_t>(states_.size() - 1);
+  }
+
+  // A slot whose generation is exhausted is retired rather than reused, so a
+  // generation never wraps and an old handle can never match a new event.
+  // (That costs one slot per 4 billion reuses of it.) Freed slots are reused
+  // last-in first-out, so push() usually writes a slot that is still cached.
+  void release_slot(uint32_t slot_index) {
+    callbacks_[slot_index].reset();
+    states_[slot_index] = SlotState::kFree;
+    if (generations_[slot_index] == std::numeric_limits<uint32_t>::max()) return;
+    ++generations_[slot_index];
+    free_slots_.push_back(slot_index);
+  }
+
+  // Restores the invariant that the front key is live. The state bytes are
+  // kept apart from the callbacks so this check stays in cache even when the
+  // queue is large; the new front's callback is prefetched, since the next
+  // pop() will move it and at large sizes it is a cache miss.
+  void drop_cancelled_front() {
+    while (!keys_.empty()) {
+      const uint32_t slot_index = keys_.front().slot;
+      if (states_[slot_index] != SlotState::kCancelled) {
+#if defined(__GNUC__)
+        __builtin_prefetch(&callbacks_[slot_index]);
+#endif
+        return;
+      }
+      release_slot(slot_index);
+      keys_.remove_front();
+      --cancelled_keys_;
+    }
+  }
+
+  // Lazy deletion leaves cancelled keys inside the container (a time-out
+  // cancelled long before it is due, say). When they outnumber live keys,
+  // drop them all so memory tracks live events, in O(n) amortised over the
+  // cancels that made the garbage.
+  void compact_if_mostly_cancelled() {
+    if (cancelled_keys_ < 1024 || cancelled_keys_ <= live_) return;
+    keys_.erase_if([this](const HeapKey& key) {
+      if (states_[key.slot] != SlotState::kCancelled) return false;
+      release_slot(key.slot);
+      return true;
+    });
+    cancelled_keys_ = 0;
+  }
+
+  // Once per 2^32 pushes: give the queued keys sequences 0..n-1 in their
+  // current order, so FIFO among equal (time, priority) survives the 32-bit
+  // counter.
+  void renumber_sequences() {
+    std::vector<HeapKey> all;
+    keys_.move_all_to(all);
+    std::sort(all.begin(), all.end(), runs_before);
+    for (size_t i = 0; i < all.size(); ++i) {
+      all[i].order_low = (all[i].order_low & ~kSequenceMask) | i;
+    }
+    next_sequence_ = all.size();
+    keys_.assign_sorted(std::move(all));
+  }
+
+  KeyContainer keys_;
+  // The slot pool, one entry per slot index, structure of arrays.
+  std::vector<EventCallback> callbacks_;
+  std::vector<uint32_t> generations_;
+  std::vector<SlotState> states_;
+  std::vector<uint32_t> free_slots_;
+  uint64_t next_sequence_;
+  size_t live_ = 0;
+  size_t cancelled_keys_ = 0;
+};
+
+// ---- registry -----------------------------------------------------------------
+
+struct QueueFactory {
+  std::string_view name;
+  std::unique_ptr<EventQueue> (*make)(uint64_t first_sequence);
+};
+
+template <class KeyContainer>
+std::unique_ptr<EventQueue> make_slot_pool_queue(uint64_t first_sequence) {
+  return std::make_unique<SlotPoolEventQueue<KeyContainer>>(first_sequence);
+}
+
+// Every queue kvsim knows. tests/test_event_queue.cpp compares this list with
+// the expected names so a registration cannot be lost silently.
+constexpr QueueFactory kQueueFactories[] = {
+    {"binary_heap", make_slot_pool_queue<DaryKeyHeap<2>>},
+    {"quaternary_heap", make_slot_pool_queue<DaryKeyHeap<4>>},
+};
+
+const QueueFactory& find_factory(std::string_view name) {
+  for (const QueueFactory& factory : kQueueFactories) {
+    if (factory.name == name) return factory;
+  }
+  std::string known;
+  for (const QueueFactory& factory : kQueueFactories) {
+    if (!known.empty()) known += ", ";
+    known += factory.name;
+  }
+  throw std::invalid_argument("unknown event queue '" + std::string(name) + "' (known: " + known +
+                              ")");
+}
+
+}  // namespace
+
+std::unique_ptr<EventQueue> make_event_queue(std::string_view name) {
+  return find_factory(name).make(0);
+}
+
+std::vector<std::string> event_queue_names() {
+  std::vector<std::string> names;
+  for (const QueueFactory& factory : kQueueFactories) names.emplace_back(factory.name);
+  return names;
+}
+
+namespace detail {
+std::unique_ptr<EventQueue> make_event_queue_for_testing(std::string_view name,
+                                                         uint64_t first_sequence) {
+  return find_factory(name).make(first_sequence);
+}
+}  // namespace detail
+
+}  // namespace kvsim

@@ -1,0 +1,24 @@
+#pragma once
+// Streams requests.csv and timeline.csv while a run goes on.
+#include <fstream>
+#include <string>
+
+#include "sim/serve/run_sink.hpp"
+
+namespace kvsim {
+
+class CsvRunSink final : public RunSink {
+ public:
+  CsvRunSink(const std::string& requests_path, const std::string& timeline_path);
+  void request(const RequestRow& row) override;
+  void timeline(const TimelineRow& row) override;
+  // Flushes; throws std::runtime_error when a write failed.
+  void close();
+
+ private:
+  std::ofstream requests_;
+  std::ofstream timeline_;
+  std::string requests_path_, timeline_path_;
+};
+
+}  // namespace kvsim

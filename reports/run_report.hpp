@@ -1,0 +1,21 @@
+#pragma once
+// What `kvsim run` writes and prints: metrics.json, report.md and the summary
+// table on stdout.
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "sim/config/scenario.hpp"
+#include "sim/metrics.hpp"
+#include "sim/cache/pool_sizing.hpp"
+
+namespace kvsim {
+
+// metrics.json text (2-space indent, keys in SPEC order, trailing newline).
+std::string metrics_json_text(const RunMetrics& m);
+// The summary table printed after a run (plain text, fixed width).
+std::string summary_table(const ScenarioSpec& s, const RunMetrics& m);
+// report.md: the scenario, the memory plan and the summary as Markdown.
+std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing);
+
+}  // namespace kvsim

@@ -1,0 +1,360 @@
+#include "sim/config/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "sim/cache/kv_layout.hpp"
+#include "sim/cache/policy_registry.hpp"
+#include "sim/metrics.hpp"
+
+namespace kvsim {
+namespace fs = std::filesystem;
+using config::Location;
+using config::MapReader;
+using config::Node;
+
+std::string find_configs_dir(const std::string& scenario_path) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(fs::path(scenario_path), ec).parent_path();
+  while (!dir.empty()) {
+    if (dir.filename() == "configs" && fs::is_directory(dir / "devices", ec) &&
+        fs::is_directory(dir / "models", ec)) {
+      return dir.string();
+    }
+    if (dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  return KVSIM_CONFIG_DIR;
+}
+
+std::vector<std::string> list_config_names(const std::string& configs_dir, const std::string& kind) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(configs_dir) / kind, ec)) {
+    const auto ext = e.path().extension();
+    if (ext == ".yaml" || ext == ".json") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+namespace {
+
+// A `device:` or `model:` value: a name under configs/<kind>/, a path, or an
+// inline map. Returns the node to parse (from whichever file it lives in).
+std::optional<Node> resolve_ref(const Node& ref, const std::string& kind, const std::string& configs_dir,
+                                config::LoadContext& ctx, std::vector<YAML::Node>& keep_alive,
+                                bool* is_json) {
+  *is_json = false;
+  if (!ref.defined()) {
+    ref.error("is required but missing", fmt::format("a name from {}/{}, a path, or a map", configs_dir, kind));
+    return std::nullopt;
+  }
+  if (ref.is_map()) return ref;
+  const auto text = ref.as_string();
+  if (!text) return std::nullopt;
+  fs::path path;
+  const bool looks_like_path = text->find('/') != std::string::npos ||
+                               text->ends_with(".yaml") || text->ends_with(".json");
+  std::error_code ec;
+  if (looks_like_path) {
+    path = fs::path(*text);
+    if (path.is_relative() && !ref.file().empty()) {
+      const fs::path beside = fs::path(ref.file()).parent_path() / path;
+      if (fs::exists(beside, ec)) path = beside;
+    }
+  } else {
+    path = fs::path(configs_dir) / kind / (*text + ".yaml");
+    if (!fs::exists(path, ec)) path = fs::path(configs_dir) / kind / (*text + ".json");
+  }
+  if (!fs::is_regular_file(path, ec)) {
+    const auto names = list_config_names(configs_dir, kind);
+    const std::string near = config::closest_match(*text, names);
+    std::string allowed;
+    for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+    ref.error(near.empty() ? fmt::format("no {} named '{}' (looked for {})", kind, *text, path.string())
+                           : fmt::format("no {} named '{}', did you mean '{}'?", kind, *text, near),
+              allowed.empty() ? std::string("a path to a file") : allowed);
+    return std::nullopt;
+  }
+  YAML::Node loaded = config::load_file(path.string(), ctx);
+  if (!loaded.IsDefined()) return std::nullopt;
+  keep_alive.push_back(loaded);
+  *is_json = path.extension() == ".json";
+  Node file_root(loaded, "", path.string(), &ctx);
+  // A file of the form {alias: other-name, description: ...} stands for
+  // another file of the same kind (ascend-910b is the 910B2).
+  if (loaded.IsMap() && loaded["alias"]) {
+    MapReader alias(file_root);
+    const Node target = alias.child("alias");
+    alias.string("description", "");
+    alias.finish();
+    if (!target.is_scalar() || target.raw().Scalar() == *text) {
+      target.error("an alias must name another file", "alias: <name>");
+      return std::nullopt;
+    }
+    return resolve_ref(target, kind, configs_dir, ctx, keep_alive, is_json);
+  }
+  return file_root;
+}
+
+void read_cache(MapReader& top, ScenarioSpec& s) {
+  MapReader r(top.child("kv_cache"));
+  std::vector<std::string> policies = cache_policy_names();
+  const Node policy = r.child("policy");
+  if (policy.defined()) {
+    const auto name = policy.as_string();
+    if (name) {
+      const auto planned = planned_cache_policy_names();
+      if (std::find(planned.begin(), planned.end(), *name) != planned.end()) {
+        std::string list;
+        for (const auto& p : policies) list += (list.empty() ? "" : ", ") + p;
+        policy.error(fmt::format("policy '{}' is specified (SPEC 6) but not implemented in this build", *name),
+                     "available: " + list);
+      } else if (policy.as_choice(policies)) {
+        s.cache.policy = *name;
+      }
+    }
+  }
+  s.cache.dtype = r.choice("dtype", "fp16", {"fp16", "bf16", "int8", "fp32"});
+  s.cache.block_size = r.integer("block_size", 128, 1, 1 << 16);
+  s.cache.memory_fraction = r.number("memory_fraction", 0.9, 0.01, 1.0);
+  s.cache.prefix_caching = r.boolean("prefix_caching", true);
+  s.cache.layout = r.choice("layout", "ksana", kv_layout_names());
+  s.cache.preemption = r.choice("preemption", "recompute", {"recompute", "swap"});
+  s.cache.swap_space = r.bytes("swap_space", 4LL << 30, 0, 1LL << 50);
+  if (r.has("activation_reserve")) s.cache.activation_reserve = r.bytes("activation_reserve", 0, 0, 1LL << 50);
+  else r.ignore({"activation_reserve"});
+  r.finish();
+}
+
+void read_scheduler(MapReader& top, ScenarioSpec& s) {
+  MapReader r(top.child("scheduler"));
+  s.scheduler.max_num_seqs = r.integer("max_num_seqs", 256, 1, 1 << 20);
+  s.scheduler.max_batched_tokens = r.integer("max_batched_tokens", 8192, 1, 1 << 24);
+  s.scheduler.chunked_prefill = r.boolean("chunked_prefill", true);
+  s.scheduler.max_model_len = r.integer("max_model_len", 0, 0, 1LL << 32);
+  r.finish();
+}
+
+void read_expect(MapReader& top, ScenarioSpec& s) {
+  const Node ex = top.child("expect");
+  if (!ex.defined()) return;
+  if (!ex.is_map()) {
+    ex.error("expected a map of metric: bounds", "expect: {latency_ms.ttft.p99: {max: 800}}");
+    return;
+  }
+  const auto keys = metric_key_names();
+  for (auto it = ex.raw().begin(); it != ex.raw().end(); ++it) {
+    const std::string metric = it->first.Scalar();
+    Node key_node(it->first, "expect." + metric, ex.file(), &ex.context());
+    if (std::find(keys.begin(), keys.end(), metric) == keys.end()) {
+      const std::string near = config::closest_match(metric, keys);
+      key_node.error(near.empty() ? fmt::format("unknown metric '{}'", metric)
+                                  : fmt::format("unknown metric '{}', did you mean '{}'?", metric, near),
+                     "a numeric key of metrics.json");
+      continue;
+    }
+    Expectation e;
+    e.metric = metric;
+    e.where = key_node.location();
+    MapReader b(Node(it->second, "expect." + metric, ex.file(), &ex.context()));
+    auto opt = [&](const char* k) -> std::optional<double> {
+      if (!b.has(k)) {
+        b.ignore({k});
+        return std::nullopt;
+      }
+      return b.number(k, 0.0, -1e300, 1e300);
+    };
+    e.min = opt("min");
+    e.max = opt("max");
+    e.equals = opt("equals");
+    e.approx = opt("approx");
+    e.rel = b.number("rel", 0.0, 0.0, 1e9);
+    e.abs = b.number("abs", 0.0, 0.0, 1e300);
+    b.finish();
+    if (!e.min && !e.max && !e.equals && !e.approx) {
+      b.node().error("no bound given", "min, max, equals, or approx with rel/abs");
+    }
+    s.expect.push_back(e);
+  }
+}
+
+// Second pass: checks that need several values (DESIGN practice 5). Each
+// problem points at the key the user most likely has to change.
+void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
+  auto at = [&](const std::string& key) { return ctx.location_of(key); };
+  const ModelSpec& m = s.model;
+  if (const std::string why = m.tensor_parallel_problem(s.tp); !why.empty()) {
+    ctx.diagnostics.error(at("parallel.tensor"), "parallel.tensor", why,
+                          "a tensor-parallel size that divides the heads and the MLP");
+  }
+  if (s.tp > s.device.max_tensor_parallel) {
+    ctx.diagnostics.error(at("parallel.tensor"), "parallel.tensor",
+                          fmt::format("{} ranks but {} groups at most {} devices", s.tp, s.device.name,
+                                      s.device.max_tensor_parallel),
+                          fmt::format("1..{}", s.device.max_tensor_parallel));
+  }
+  BlockGeometry g{m.num_hidden_layers, s.cache.block_size, m.kv_heads_per_rank(s.tp), m.head_dim,
+                  kv_dtype_bytes(s.cache.dtype)};
+  if (auto layout = make_kv_layout(s.cache.layout)) {
+    if (auto why = layout->reject(g)) {
+      ctx.diagnostics.error(at("kv_cache.block_size"), "kv_cache.block_size", *why,
+                            fmt::format("layout {}", s.cache.layout));
+    }
+  }
+  const PoolSizing sz = size_paged_pool(m, s.pool_input());
+  if (sz.num_blocks < 1) {
+    ctx.diagnostics.error(
+        at("model"), "model",
+        fmt::format("{} does not fit on {}: {} x {} = {} for weights {} + activations {} leaves {} for KV, "
+                    "less than one block of {}",
+                    m.name, s.device.name, format_bytes(s.device.memory_bytes), s.cache.memory_fraction,
+                    format_bytes(sz.budget), format_bytes(sz.weights_bytes), format_bytes(sz.activation_reserve),
+                    format_bytes(sz.kv_budget), format_bytes(sz.block_bytes)),
+        "a larger memory_fraction, more tensor parallelism, a smaller model or a bigger device");
+  }
+  if (s.scheduler.max_model_len > m.max_position_embeddings) {
+    ctx.diagnostics.error(at("scheduler.max_model_len"), "scheduler.max_model_len",
+                          fmt::format("{} is beyond the model's max_position_embeddings {}",
+                                      s.scheduler.max_model_len, m.max_position_embeddings),
+                          fmt::format("0..{}", m.max_position_embeddings));
+  }
+  if (s.scheduler.max_batched_tokens < s.scheduler.max_num_seqs && s.scheduler.chunked_prefill) {
+    // vLLM requires it so that every running sequence can decode in one step.
+    ctx.diagnostics.error(at("scheduler.max_batched_tokens"), "scheduler.max_batched_tokens",
+                          fmt::format("{} is below max_num_seqs {}", s.scheduler.max_batched_tokens,
+                                      s.scheduler.max_num_seqs),
+                          "max_batched_tokens >= max_num_seqs");
+  }
+  if (s.workload) {
+    const WorkloadBounds wb = workload_bounds(*s.workload);
+    if (!s.scheduler.chunked_prefill && wb.max_prompt_tokens > s.scheduler.max_batched_tokens) {
+      ctx.diagnostics.error(at("scheduler.max_batched_tokens"), "scheduler.max_batched_tokens",
+                            fmt::format("without chunked prefill a {}-token prompt (the workload's longest) "
+                                        "needs max_batched_tokens >= {}",
+                                        wb.max_prompt_tokens, wb.max_prompt_tokens),
+                            "raise max_batched_tokens or set chunked_prefill: true");
+    }
+  }
+  if (s.numerics.mode != "off") {
+    ctx.diagnostics.error(at("numerics.mode"), "numerics.mode",
+                          fmt::format("numerics mode '{}' is not available in this build yet", s.numerics.mode),
+                          "off");
+  }
+}
+
+ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir, config::LoadContext& ctx) {
+  ScenarioSpec s;
+  s.file = root.file();
+  s.configs_dir = configs_dir;
+  std::vector<YAML::Node> keep_alive;
+  MapReader top(root);
+  const std::string stem = root.file().empty() ? "scenario" : fs::path(root.file()).stem().string();
+  s.name = top.string("name", stem);
+  s.description = top.string("description", "");
+  s.seed = static_cast<uint64_t>(top.integer("seed", 42, 0, INT64_MAX));
+
+  bool is_json = false;
+  if (auto dev = resolve_ref(top.child("device"), "devices", configs_dir, ctx, keep_alive, &is_json)) {
+    s.device = parse_device(*dev);
+  }
+  if (auto model = resolve_ref(top.child("model"), "models", configs_dir, ctx, keep_alive, &is_json)) {
+    s.model = parse_model(*model, is_json);
+  }
+  {
+    MapReader p(top.child("parallel"));
+    s.tp = p.integer("tensor", 1, 1, 64);
+    p.finish();
+  }
+  read_cache(top, s);
+  read_scheduler(top, s);
+  s.workload = parse_workload(top.child("workload"));
+  {
+    MapReader n(top.child("numerics"));
+    s.numerics.mode = n.choice("mode", "off", {"off", "sampled", "full"});
+    n.ignore({"sample_every", "tolerance", "shadow"});
+    n.finish();
+  }
+  {
+    MapReader o(top.child("output"));
+    s.output.timeline_interval = o.duration("timeline_interval", 100 * kNsPerMs, 1, 3600 * kNsPerS);
+    o.finish();
+  }
+  read_expect(top, s);
+  top.finish();
+  // Cross-field checks only make sense on values that parsed.
+  if (ctx.diagnostics.empty()) cross_checks(s, ctx);
+  ctx.diagnostics.throw_if_any();
+  return s;
+}
+
+}  // namespace
+
+PoolSizingInput ScenarioSpec::pool_input() const {
+  PoolSizingInput in;
+  in.device_memory = device.memory_bytes;
+  in.memory_fraction = cache.memory_fraction;
+  in.tp = tp;
+  in.block_size = cache.block_size;
+  in.kv_dtype_bytes = kv_dtype_bytes(cache.dtype);
+  in.max_batched_tokens = scheduler.max_batched_tokens;
+  in.max_num_seqs = scheduler.max_num_seqs;
+  in.activation_reserve = cache.activation_reserve;
+  in.swap_space = cache.swap_space;
+  return in;
+}
+
+ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  config::LoadContext ctx;
+  YAML::Node doc = config::load_file(path, ctx);
+  ctx.diagnostics.throw_if_any();
+  for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+  ctx.diagnostics.throw_if_any();
+  return parse_scenario(Node(doc, "", path, &ctx), find_configs_dir(path), ctx);
+}
+
+ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string& file,
+                                const std::string& configs_dir) {
+  config::LoadContext ctx;
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    ctx.diagnostics.error({file, e.mark.line + 1, e.mark.column + 1}, "", "invalid YAML: " + e.msg);
+  }
+  ctx.diagnostics.throw_if_any();
+  return parse_scenario(Node(doc, "", file, &ctx), configs_dir, ctx);
+}
+
+void validate_file(const std::string& path) {
+  config::LoadContext ctx;
+  YAML::Node doc = config::load_file(path, ctx);
+  ctx.diagnostics.throw_if_any();
+  const std::string parent = fs::path(path).parent_path().filename().string();
+  Node root(doc, "", path, &ctx);
+  if (doc.IsMap() && doc["alias"] && (parent == "devices" || parent == "models")) {
+    bool is_json = false;
+    std::vector<YAML::Node> keep_alive;
+    Node ref(YAML::Node(fs::path(path).filename().string()), "", path, &ctx);
+    if (auto target = resolve_ref(ref, parent, fs::path(path).parent_path().parent_path().string(), ctx,
+                                  keep_alive, &is_json)) {
+      if (parent == "devices") parse_device(*target);
+      else parse_model(*target, is_json);
+    }
+    ctx.diagnostics.throw_if_any();
+    return;
+  }
+  if (parent == "devices" || (doc.IsMap() && doc["kind"] && !doc["workload"])) {
+    parse_device(root);
+  } else if (parent == "models" || (doc.IsMap() && doc["hidden_size"])) {
+    parse_model(root, fs::path(path).extension() == ".json");
+  } else {
+    (void)parse_scenario(root, find_configs_dir(path), ctx);
+  }
+  ctx.diagnostics.throw_if_any();
+}
+
+}  // namespace kvsim

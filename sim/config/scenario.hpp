@@ -1,0 +1,95 @@
+#pragma once
+// A scenario (SPEC 4): device, model, parallelism, cache policy, scheduler,
+// workload, numerics and expectations, loaded strictly. load_scenario() either
+// returns a scenario that can run or throws config::ConfigError listing every
+// problem with FILE:LINE:COL and key path.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "devices/device_spec.hpp"
+#include "models/model_spec.hpp"
+#include "sim/cache/pool_sizing.hpp"
+#include "sim/config/reader.hpp"
+#include "workloads/workload.hpp"
+
+namespace kvsim {
+
+struct CacheConfig {
+  std::string policy = "paged";
+  std::string dtype = "fp16";
+  int64_t block_size = 128;
+  double memory_fraction = 0.9;
+  bool prefix_caching = true;
+  std::string layout = "ksana";
+  std::string preemption = "recompute";
+  Bytes swap_space = 4LL << 30;  // vLLM's default swap_space, 4 GiB per rank
+  std::optional<Bytes> activation_reserve;
+};
+
+struct SchedulerConfig {
+  int64_t max_num_seqs = 256;
+  int64_t max_batched_tokens = 8192;
+  bool chunked_prefill = true;
+  int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
+};
+
+struct NumericsConfig {
+  std::string mode = "off";
+};
+
+struct OutputConfig {
+  TimeNs timeline_interval = 100 * kNsPerMs;  // simulated time between timeline rows
+};
+
+// One `expect:` entry: a metric key and the bounds it must meet.
+struct Expectation {
+  std::string metric;
+  std::optional<double> min, max, equals, approx;
+  double rel = 0.0;
+  double abs = 0.0;
+  config::Location where;
+};
+
+struct ScenarioSpec {
+  std::string name;
+  std::string description;
+  std::string file;         // the scenario file (empty for an inline test scenario)
+  std::string configs_dir;  // where names resolve
+  uint64_t seed = 0;
+  DeviceSpec device;
+  ModelSpec model;
+  int64_t tp = 1;
+  CacheConfig cache;
+  SchedulerConfig scheduler;
+  std::shared_ptr<const WorkloadSpec> workload;
+  NumericsConfig numerics;
+  OutputConfig output;
+  std::vector<Expectation> expect;
+
+  int64_t max_model_len() const {
+    return scheduler.max_model_len > 0 ? scheduler.max_model_len : model.max_position_embeddings;
+  }
+  PoolSizingInput pool_input() const;
+};
+
+// Loads a scenario file, applies `--set` overrides, resolves device/model
+// names under configs/, validates everything and runs the cross-field checks.
+ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same from an in-memory document (tests); `file` names it in errors.
+ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string& file,
+                                const std::string& configs_dir);
+
+// The configs/ folder for a scenario: the nearest ancestor folder named
+// `configs` that has devices/ and models/, else the one of this source tree.
+std::string find_configs_dir(const std::string& scenario_path);
+
+// Validates any kvsim YAML file (scenario, device or model), guessing the
+// kind from its folder or content. Throws ConfigError.
+void validate_file(const std::string& path);
+
+// Names available under configs/<kind>/ (devices, models, scenarios).
+std::vector<std::string> list_config_names(const std::string& configs_dir, const std::string& kind);
+
+}  // namespace kvsim

@@ -1,0 +1,101 @@
+#include "sim/metrics.hpp"
+
+namespace kvsim {
+namespace {
+nlohmann::ordered_json latency_json(const LatencySummary& s) {
+  nlohmann::ordered_json j;
+  j["mean"] = s.mean;
+  j["p50"] = s.p50;
+  j["p90"] = s.p90;
+  j["p99"] = s.p99;
+  j["max"] = s.max;
+  return j;
+}
+
+void flatten(const nlohmann::ordered_json& j, const std::string& prefix, std::vector<std::string>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object()) flatten(*it, key, out);
+    else if (it->is_number()) out.push_back(key);
+  }
+}
+}  // namespace
+
+nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {
+  nlohmann::ordered_json j;
+  j["scenario"] = m.scenario;
+  j["seed"] = m.seed;
+  j["device"] = m.device;
+  j["model"] = m.model;
+  j["policy"] = m.policy;
+  auto& r = j["requests"];
+  r["arrived"] = m.requests.arrived;
+  r["completed"] = m.requests.completed;
+  r["rejected"] = m.requests.rejected;
+  r["preempted"] = m.requests.preempted;
+  r["preemptions"] = m.requests.preemptions;
+  auto& l = j["latency_ms"];
+  l["ttft"] = latency_json(m.latency_ms.ttft);
+  l["tpot"] = latency_json(m.latency_ms.tpot);
+  l["e2e"] = latency_json(m.latency_ms.e2e);
+  auto& t = j["throughput"];
+  t["output_tokens_per_s"] = m.throughput.output_tokens_per_s;
+  t["total_tokens_per_s"] = m.throughput.total_tokens_per_s;
+  t["requests_per_s"] = m.throughput.requests_per_s;
+  auto& k = j["kv_cache"];
+  k["block_bytes"] = m.kv_cache.block_bytes;
+  k["block_size"] = m.kv_cache.block_size;
+  k["num_blocks"] = m.kv_cache.num_blocks;
+  k["capacity_tokens"] = m.kv_cache.capacity_tokens;
+  k["kv_bytes_per_token"] = m.kv_cache.kv_bytes_per_token;
+  k["peak_used_bytes"] = m.kv_cache.peak_used_bytes;
+  k["mean_used_bytes"] = m.kv_cache.mean_used_bytes;
+  k["fragmentation"] = m.kv_cache.fragmentation;
+  k["prefix_hit_rate"] = m.kv_cache.prefix_hit_rate;
+  k["chunk_hit_rate"] = m.kv_cache.chunk_hit_rate;
+  k["bytes_moved"] = m.kv_cache.bytes_moved;
+  k["pointer_updates"] = m.kv_cache.pointer_updates;
+  k["evictions"] = m.kv_cache.evictions;
+  k["swapped_bytes"] = m.kv_cache.swapped_bytes;
+  auto& mem = j["memory"];
+  mem["device_bytes"] = m.memory.device_bytes;
+  mem["weights_bytes"] = m.memory.weights_bytes;
+  mem["kv_bytes"] = m.memory.kv_bytes;
+  mem["vtcm_bytes"] = m.memory.vtcm_bytes;
+  mem["activation_reserve_bytes"] = m.memory.activation_reserve_bytes;
+  auto& n = j["numerics"];
+  n["mode"] = m.numerics.mode;
+  n["checks"] = m.numerics.checks;
+  n["max_abs_err"] = m.numerics.max_abs_err;
+  auto& s = j["sim"];
+  s["events"] = m.sim.events;
+  s["steps"] = m.sim.steps;
+  s["simulated_s"] = m.sim.simulated_s;
+  s["wall_s"] = m.sim.wall_s;
+  return j;
+}
+
+std::vector<std::string> metric_key_names() {
+  std::vector<std::string> out;
+  flatten(metrics_to_json(RunMetrics{}), "", out);
+  return out;
+}
+
+std::optional<double> metric_value(const nlohmann::ordered_json& doc, const std::string& key) {
+  const nlohmann::ordered_json* cur = &doc;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!cur->is_object()) return std::nullopt;
+    auto it = cur->find(part);
+    if (it == cur->end()) return std::nullopt;
+    cur = &*it;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (!cur->is_number()) return std::nullopt;
+  return cur->get<double>();
+}
+
+}  // namespace kvsim

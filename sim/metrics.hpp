@@ -1,0 +1,69 @@
+#pragma once
+// The metrics of one run (SPEC 9). Keys are stable: add, don't rename.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/config/units.hpp"
+
+namespace kvsim {
+
+struct LatencySummary {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;  // milliseconds
+};
+
+struct RunMetrics {
+  std::string scenario;
+  uint64_t seed = 0;
+  std::string device, model, policy;
+  struct {
+    int64_t arrived = 0, completed = 0, rejected = 0;
+    int64_t preempted = 0;    // requests preempted at least once
+    int64_t preemptions = 0;  // preemption events
+  } requests;
+  struct {
+    LatencySummary ttft, tpot, e2e;
+  } latency_ms;
+  struct {
+    double output_tokens_per_s = 0, total_tokens_per_s = 0, requests_per_s = 0;
+  } throughput;
+  struct {
+    Bytes block_bytes = 0;
+    int64_t block_size = 0;
+    int64_t num_blocks = 0, capacity_tokens = 0;
+    Bytes kv_bytes_per_token = 0;
+    Bytes peak_used_bytes = 0;
+    double mean_used_bytes = 0;
+    double fragmentation = 0;
+    double prefix_hit_rate = 0;
+    double chunk_hit_rate = 0;
+    Bytes bytes_moved = 0;
+    uint64_t pointer_updates = 0, evictions = 0;
+    Bytes swapped_bytes = 0;
+  } kv_cache;
+  struct {
+    Bytes device_bytes = 0, weights_bytes = 0, kv_bytes = 0, vtcm_bytes = 0, activation_reserve_bytes = 0;
+  } memory;
+  struct {
+    std::string mode = "off";
+    int64_t checks = 0;
+    double max_abs_err = 0;
+  } numerics;
+  struct {
+    uint64_t events = 0;
+    int64_t steps = 0;
+    double simulated_s = 0, wall_s = 0;
+  } sim;
+};
+
+// Ordered JSON (keys in SPEC order) so that files compare byte for byte.
+nlohmann::ordered_json metrics_to_json(const RunMetrics& m);
+// Every numeric metric key, dotted (for `expect` validation and `check`).
+std::vector<std::string> metric_key_names();
+// Value of a dotted key in a metrics JSON document, when numeric.
+std::optional<double> metric_value(const nlohmann::ordered_json& doc, const std::string& key);
+
+}  // namespace kvsim

@@ -1,0 +1,37 @@
+#pragma once
+// A request while the engine serves it: how much of it is known, computed and
+// generated, and where its KV lives.
+#include <cstdint>
+
+#include "sim/cache/kv_cache_policy.hpp"
+#include "workloads/request.hpp"
+
+namespace kvsim {
+
+enum class SeqState : uint8_t { waiting, running, swapped, finished };
+
+struct Sequence {
+  Request request;
+  SeqState state = SeqState::waiting;
+  int64_t generated = 0;   // output tokens produced so far
+  int64_t computed = 0;    // tokens whose KV is in the cache
+  SeqSlot slot = kNoSeq;   // the policy's handle while running
+  HostSlot host = -1;      // the policy's handle while swapped out
+  TimeNs first_token_at = -1;
+  TimeNs finished_at = -1;
+  int64_t cached_tokens = 0;  // prefix-cache hit at first admission
+  bool admitted_once = false;
+  int32_t preemptions = 0;
+
+  int64_t prompt_len() const { return static_cast<int64_t>(request.prompt.size()); }
+  int64_t output_len() const { return static_cast<int64_t>(request.output.size()); }
+  // Known content: the prompt and what has been generated.
+  int64_t num_tokens() const { return prompt_len() + generated; }
+  // Tokens still to compute before the next token can be sampled.
+  int64_t remaining() const { return num_tokens() - computed; }
+  TokenView tokens() const {
+    return {request.prompt.data(), prompt_len(), request.output.data(), generated};
+  }
+};
+
+}  // namespace kvsim

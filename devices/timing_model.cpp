@@ -201,19 +201,103 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
         "the step graph has a cycle: a data dependency runs against program order on an engine");
   }
 
+  // Vertex ids are program order. When every edge runs forward in program
+  // order (it does for the model's step), program order is itself a
+  // topological order and layers are contiguous ranges, which lets price()
+  // skip identical layers (see price_costs). Otherwise the DP follows the
+  // Boost topological order.
+  layered_ =
+      std::all_of(edges.begin(), edges.end(), [](const auto& e) { return e.first < e.second; });
   std::vector<uint32_t> position(n_vertices);
-  topo_.resize(n_vertices);
+  std::vector<OpKind> kinds(n_vertices);
   for (size_t i = 0; i < n_vertices; ++i) {
-    const size_t v = reverse_order[n_vertices - 1 - i];
+    const size_t v = layered_ ? i : reverse_order[n_vertices - 1 - i];
     position[v] = static_cast<uint32_t>(i);
-    topo_[i].kind = kind_of[v];
+    kinds[i] = kind_of[v];
   }
-  for (const auto& [from, to] : edges) topo_[position[to]].preds.push_back(position[from]);
-  for (Vertex& v : topo_) {
-    std::sort(v.preds.begin(), v.preds.end());
-    v.preds.erase(std::unique(v.preds.begin(), v.preds.end()), v.preds.end());
-    ++vertices_per_kind_[static_cast<size_t>(v.kind)];
+  std::vector<std::vector<uint32_t>> preds(n_vertices);
+  for (const auto& [from, to] : edges) preds[position[to]].push_back(position[from]);
+  n_pre_ = n_pre;
+  n_layer_ = n_layer;
+  layers_ = layers;
+  for (size_t i = 0; i < n_vertices; ++i) {
+    auto& p = preds[i];
+    std::sort(p.begin(), p.end());
+    p.erase(std::unique(p.begin(), p.end()), p.end());
+    ++vertices_per_kind_[static_cast<size_t>(kinds[i])];
+    // The layer skip needs each layer to read only itself and the layer
+    // before (layer 0 also pre ops), and post ops to read only pre ops, the
+    // last layer and themselves.
+    if (layered_ && !p.empty()) {
+      const size_t first_post = n_pre + layers * n_layer;
+      const size_t lowest = p.front();
+      if (i >= n_pre && i < first_post) {
+        const size_t layer = (i - n_pre) / n_layer;
+        const size_t allowed_from = layer == 0 ? 0 : n_pre + (layer - 1) * n_layer;
+        layered_ = layered_ && lowest >= allowed_from;
+      } else if (i >= first_post) {
+        for (uint32_t q : p) {
+          layered_ = layered_ && (q < n_pre || q >= n_pre + (layers - 1) * n_layer);
+        }
+      }
+    }
   }
+  vertex_kind_ = std::move(kinds);
+  pred_begin_.reserve(n_vertices + 1);
+  for (const auto& p : preds) {
+    pred_begin_.push_back(static_cast<uint32_t>(preds_.size()));
+    preds_.insert(preds_.end(), p.begin(), p.end());
+  }
+  pred_begin_.push_back(static_cast<uint32_t>(preds_.size()));
+  finish_.resize(n_vertices);
+}
+
+TimeNs TimingModel::longest_path(const std::array<TimeNs, kOpKindCount>& duration,
+                                 bool allow_layer_skip) const {
+  TimeNs* finish = finish_.data();
+  const uint32_t* preds = preds_.data();
+  const uint32_t* begin = pred_begin_.data();
+  TimeNs critical = 0;
+  auto eval = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      TimeNs start = 0;
+      for (uint32_t e = begin[i]; e < begin[i + 1]; ++e) start = std::max(start, finish[preds[e]]);
+      finish[i] = start + duration[static_cast<size_t>(vertex_kind_[i])];
+      critical = std::max(critical, finish[i]);
+    }
+  };
+  const size_t n = vertex_kind_.size();
+  if (!layered_ || !allow_layer_skip) {
+    eval(0, n);
+    return critical;
+  }
+  // Layers are identical and, past layer 0, layer l + 1 depends only on
+  // layer l through max and plus. So once a layer's finish times are the
+  // previous layer's shifted by one constant delta, every later layer is too
+  // (max-plus maps commute with a uniform shift): the last layer is computed
+  // directly instead of walking the ones in between. Exact in integers.
+  eval(0, n_pre_);
+  size_t l = 0;
+  for (; l < layers_; ++l) {
+    const size_t base = n_pre_ + l * n_layer_;
+    eval(base, base + n_layer_);
+    if (l == 0 || l + 1 >= layers_) continue;
+    const size_t prev = base - n_layer_;
+    const TimeNs delta = finish[base] - finish[prev];
+    bool uniform = true;
+    for (size_t i = 1; i < n_layer_ && uniform; ++i)
+      uniform = finish[base + i] - finish[prev + i] == delta;
+    if (!uniform) continue;
+    const size_t last = n_pre_ + (layers_ - 1) * n_layer_;
+    const TimeNs shift = static_cast<TimeNs>(layers_ - 1 - l) * delta;
+    for (size_t i = 0; i < n_layer_; ++i) {
+      finish[last + i] = finish[base + i] + shift;
+      critical = std::max(critical, finish[last + i]);
+    }
+    break;
+  }
+  eval(n_pre_ + layers_ * n_layer_, n);
+  return critical;
 }
 
 TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost) const {
@@ -253,19 +337,9 @@ StepTiming TimingModel::price_costs(const StepOpCosts& costs) const {
   }
   if (!any_present) return out;
 
-  // Longest path by dynamic programming in topological order. The scratch
-  // buffer is per thread and reused: price() runs once per engine step, and
-  // sweeps may price on several threads at once.
-  thread_local std::vector<TimeNs> finish;
-  finish.resize(topo_.size());
-  TimeNs critical = 0;
-  for (size_t i = 0; i < topo_.size(); ++i) {
-    TimeNs start = 0;
-    for (const uint32_t p : topo_[i].preds) start = std::max(start, finish[p]);
-    finish[i] = start + duration[static_cast<size_t>(topo_[i].kind)];
-    critical = std::max(critical, finish[i]);
-  }
-  out.critical_path = critical;
+  // Longest path by dynamic programming over the flattened graph (price()
+  // runs once per engine step: it is the simulator's hot loop).
+  out.critical_path = longest_path(duration, /*allow_layer_skip=*/true);
   // Engines that overlap in time still share one memory system: the step can
   // never beat its total traffic at peak bandwidth.
   out.memory_floor = ceil_ns(out.mem_bytes / (static_cast<double>(device_.memory_bandwidth) / 1e9));

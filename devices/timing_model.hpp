@@ -48,6 +48,12 @@ class TimingModel {
   // price() once the per-op costs are known (price = price_costs(step_op_costs(...))).
   StepTiming price_costs(const StepOpCosts& costs) const;
 
+  // Longest path through the step graph for per-kind op durations; with
+  // allow_layer_skip the identical-layer shortcut is taken when it applies
+  // (both give the same answer; public so tests can compare them).
+  TimeNs longest_path(const std::array<TimeNs, kOpKindCount>& duration,
+                      bool allow_layer_skip) const;
+
   // Time of one op from its cost (used by price(); public for tests).
   TimeNs op_duration(OpKind kind, const OpCost& cost) const;
 
@@ -59,12 +65,18 @@ class TimingModel {
   ModelSpec model_;
   Params params_;
   // The step graph is built once (structure does not depend on the batch):
-  // vertices in topological order, each with its op kind and predecessors.
-  struct Vertex {
-    OpKind kind;
-    std::vector<uint32_t> preds;
-  };
-  std::vector<Vertex> topo_;
+  // vertices in topological order, flattened for the per-step longest-path
+  // pass: vertex i has kind vertex_kind_[i] and predecessors
+  // preds_[pred_begin_[i] .. pred_begin_[i + 1]).
+  std::vector<OpKind> vertex_kind_;
+  std::vector<uint32_t> pred_begin_;
+  std::vector<uint32_t> preds_;
+  // Scratch for price(): one TimingModel per engine, so no sharing.
+  mutable std::vector<TimeNs> finish_;
+  // Program order is a topological order with layers as contiguous ranges
+  // (true for the model's step graph): enables the identical-layer skip.
+  bool layered_ = false;
+  size_t n_pre_ = 0, n_layer_ = 0, layers_ = 0;
 
   // Per op kind, fixed at construction: how many vertices of the kind the
   // graph holds (num_hidden_layers for per-layer ops, else 1), and the

@@ -45,8 +45,8 @@ class Simulator {
   // schedule_in() afterwards counts from there; later events stay queued.
   // After stop() the clock stays at the last event run. A later run()
   // continues where this one left off. Exceptions from a callback propagate
-  // (that event counts as run). Calling run() from inside a callback throws
-  // std::logic_error.
+  // (that event counts as run). Calling run() from inside a callback, or
+  // with until < now(), throws std::logic_error.
   void run(TimeNs until = std::numeric_limits<TimeNs>::max());
 
   // Makes the current run() return once the running callback finishes.

@@ -188,8 +188,11 @@ TEST_P(EventQueueTest, ExtremeTimesAndPriorities) {
   push_tagged(kMax, kLowest, 2);
   push_tagged(0, kHighest, 1);
   push_tagged(0, kLowest, 0);
-  EXPECT_EQ(drain(), (std::vector<TimeNs>{0, 0, kMax, kMax}));
-  EXPECT_EQ(fired_, (std::vector<int>{0, 1, 2, 3}));
+  push_tagged(-1, 0, -1);  // the queue itself accepts negative times
+  push_tagged(std::numeric_limits<TimeNs>::min(), kHighest, -2);
+  EXPECT_EQ(drain(),
+            (std::vector<TimeNs>{std::numeric_limits<TimeNs>::min(), -1, 0, 0, kMax, kMax}));
+  EXPECT_EQ(fired_, (std::vector<int>{-2, -1, 0, 1, 2, 3}));
 }
 
 // Reference model: (time, priority, sequence) -> tag. 100k random push, pop,

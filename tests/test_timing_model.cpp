@@ -361,3 +361,26 @@ TEST(StepPricing, ShippedDeviceFilePricesADecodeStep) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// The identical-layer skip in longest_path() must give exactly the full
+// dynamic programme's answer, whatever the op durations.
+TEST(CriticalPath, LayerSkipEqualsTheFullLongestPath) {
+  std::mt19937_64 rng(12345);
+  for (int64_t layers : {1, 2, 3, 5, 32, 64}) {
+    for (int64_t tp : {1, 2}) {
+      const TimingModel tm(round_device(), tiny_model(layers), {.tp = tp});
+      for (int trial = 0; trial < 200; ++trial) {
+        std::array<TimeNs, kOpKindCount> d{};
+        for (auto& x : d) x = (rng() % 4 == 0) ? 0 : static_cast<TimeNs>(rng() % 100000);
+        ASSERT_EQ(tm.longest_path(d, true), tm.longest_path(d, false))
+            << "layers=" << layers << " tp=" << tp << " trial=" << trial;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -30,6 +30,9 @@ class ServingEngine {
   RunMetrics run();
 
   const PoolSizing& sizing() const { return sizing_; }
+  // Sequence objects ever allocated: bounded by the requests in flight at
+  // once, not by the requests served (a memory check for long runs).
+  size_t pooled_sequences() const { return sequence_pool_.size(); }
 
  private:
   void arm_arrival();
@@ -72,8 +75,8 @@ class ServingEngine {
   int64_t prompt_tokens_done_ = 0, output_tokens_done_ = 0;
   int64_t steps_ = 0;
   TimeNs last_observed_ = 0;
-  double used_bytes_integral_ = 0;   // byte-nanoseconds
-  double frag_integral_ = 0;         // fraction-nanoseconds while blocks are used
+  double used_bytes_integral_ = 0;  // byte-nanoseconds
+  double frag_integral_ = 0;        // fraction-nanoseconds while blocks are used
   double frag_time_ = 0;
   Bytes peak_used_bytes_ = 0;
   Bytes current_used_bytes_ = 0;

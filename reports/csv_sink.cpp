@@ -7,38 +7,48 @@
 namespace kvsim {
 namespace {
 // Milliseconds with microsecond resolution, or empty when the event did not happen.
-std::string ms_or_empty(TimeNs t) { return t < 0 ? std::string() : fmt::format("{:.3f}", static_cast<double>(t) / 1e6); }
+std::string ms_or_empty(TimeNs t) {
+  return t < 0 ? std::string() : fmt::format("{:.3f}", static_cast<double>(t) / 1e6);
+}
 }  // namespace
 
 CsvRunSink::CsvRunSink(const std::string& requests_path, const std::string& timeline_path)
-    : requests_(requests_path), timeline_(timeline_path), requests_path_(requests_path), timeline_path_(timeline_path) {
+    : requests_(requests_path),
+      timeline_(timeline_path),
+      requests_path_(requests_path),
+      timeline_path_(timeline_path) {
   if (!requests_ || !timeline_) throw std::runtime_error("cannot open the run's CSV files");
-  requests_ << "id,status,session,turn,arrival_ms,first_token_ms,finish_ms,prompt_tokens,output_tokens,"
-               "cached_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms\n";
-  timeline_ << "time_ms,running,waiting,swapped,blocks_used,kv_used_bytes,tokens_held,step_tokens,step_ms\n";
+  requests_
+      << "id,status,session,turn,arrival_ms,first_token_ms,finish_ms,prompt_tokens,output_tokens,"
+         "cached_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms\n";
+  timeline_ << "time_ms,running,waiting,swapped,blocks_used,kv_used_bytes,tokens_held,step_tokens,"
+               "step_ms\n";
 }
 
 void CsvRunSink::request(const RequestRow& r) {
   const bool done = r.status == "completed";
   const std::string ttft = done ? ms_or_empty(r.first_token - r.arrival) : "";
-  const std::string tpot =
-      done && r.output_tokens > 1 ? ms_or_empty((r.finished - r.first_token) / (r.output_tokens - 1)) : "";
+  const std::string tpot = done && r.output_tokens > 1
+                               ? ms_or_empty((r.finished - r.first_token) / (r.output_tokens - 1))
+                               : "";
   const std::string e2e = done ? ms_or_empty(r.finished - r.arrival) : "";
-  requests_ << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.status, r.session, r.turn,
-                           ms_or_empty(r.arrival), ms_or_empty(r.first_token), ms_or_empty(r.finished),
-                           r.prompt_tokens, r.output_tokens, r.cached_tokens, r.preemptions, ttft, tpot, e2e);
+  requests_ << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.status, r.session,
+                           r.turn, ms_or_empty(r.arrival), ms_or_empty(r.first_token),
+                           ms_or_empty(r.finished), r.prompt_tokens, r.output_tokens,
+                           r.cached_tokens, r.preemptions, ttft, tpot, e2e);
 }
 
 void CsvRunSink::timeline(const TimelineRow& r) {
-  timeline_ << fmt::format("{},{},{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running, r.waiting, r.swapped,
-                           r.blocks_used, r.kv_used_bytes, r.tokens_held, r.step_tokens,
-                           ms_or_empty(r.step_latency));
+  timeline_ << fmt::format("{},{},{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running,
+                           r.waiting, r.swapped, r.blocks_used, r.kv_used_bytes, r.tokens_held,
+                           r.step_tokens, ms_or_empty(r.step_latency));
 }
 
 void CsvRunSink::close() {
   requests_.flush();
   timeline_.flush();
-  if (!requests_ || !timeline_) throw std::runtime_error(fmt::format("cannot write {} or {}", requests_path_, timeline_path_));
+  if (!requests_ || !timeline_)
+    throw std::runtime_error(fmt::format("cannot write {} or {}", requests_path_, timeline_path_));
   requests_.close();
   timeline_.close();
 }

@@ -27,7 +27,9 @@ OutputDir::~OutputDir() {
   }
 }
 
-std::string OutputDir::file(const std::string& name) const { return (fs::path(temp_) / name).string(); }
+std::string OutputDir::file(const std::string& name) const {
+  return (fs::path(temp_) / name).string();
+}
 
 void OutputDir::commit() {
   std::error_code ec;

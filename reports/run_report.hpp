@@ -5,9 +5,9 @@
 
 #include <string>
 
+#include "sim/cache/pool_sizing.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/metrics.hpp"
-#include "sim/cache/pool_sizing.hpp"
 
 namespace kvsim {
 
@@ -16,6 +16,7 @@ std::string metrics_json_text(const RunMetrics& m);
 // The summary table printed after a run (plain text, fixed width).
 std::string summary_table(const ScenarioSpec& s, const RunMetrics& m);
 // report.md: the scenario, the memory plan and the summary as Markdown.
-std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing);
+std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
+                                const PoolSizing& sizing);
 
 }  // namespace kvsim

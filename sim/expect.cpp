@@ -12,20 +12,24 @@ std::vector<std::string> check_expectations(const std::vector<Expectation>& expe
                                             const nlohmann::ordered_json& metrics) {
   std::vector<std::string> failures;
   for (const Expectation& e : expect) {
-    const std::string where = fmt::format("{}:{}:{}: expect.{}", e.where.file, e.where.line, e.where.col, e.metric);
+    const std::string where =
+        fmt::format("{}:{}:{}: expect.{}", e.where.file, e.where.line, e.where.col, e.metric);
     const std::optional<double> v = metric_value(metrics, e.metric);
     if (!v) {
       failures.push_back(fmt::format("{}: metric is missing from metrics.json", where));
       continue;
     }
-    if (e.min && *v < *e.min) failures.push_back(fmt::format("{}: {} is below min {}", where, *v, *e.min));
-    if (e.max && *v > *e.max) failures.push_back(fmt::format("{}: {} is above max {}", where, *v, *e.max));
-    if (e.equals && *v != *e.equals) failures.push_back(fmt::format("{}: {} is not equal to {}", where, *v, *e.equals));
+    if (e.min && *v < *e.min)
+      failures.push_back(fmt::format("{}: {} is below min {}", where, *v, *e.min));
+    if (e.max && *v > *e.max)
+      failures.push_back(fmt::format("{}: {} is above max {}", where, *v, *e.max));
+    if (e.equals && *v != *e.equals)
+      failures.push_back(fmt::format("{}: {} is not equal to {}", where, *v, *e.equals));
     if (e.approx) {
       const double tol = std::max(e.abs, e.rel * std::fabs(*e.approx));
       if (std::fabs(*v - *e.approx) > tol) {
-        failures.push_back(fmt::format("{}: {} is not within {} of {} (rel {}, abs {})", where, *v, tol, *e.approx,
-                                       e.rel, e.abs));
+        failures.push_back(fmt::format("{}: {} is not within {} of {} (rel {}, abs {})", where, *v,
+                                       tol, *e.approx, e.rel, e.abs));
       }
     }
   }

@@ -6,9 +6,9 @@
 
 namespace kvsim {
 namespace {
-constexpr uint64_t kExact = 2048;    // values below are their own bucket
-constexpr uint64_t kSub = 1024;      // buckets per power of two above
-constexpr int kMaxShift = 64 - 11;   // v < 2^64
+constexpr uint64_t kExact = 2048;   // values below are their own bucket
+constexpr uint64_t kSub = 1024;     // buckets per power of two above
+constexpr int kMaxShift = 64 - 11;  // v < 2^64
 }  // namespace
 
 LatencyHistogram::LatencyHistogram() : buckets_(kExact + kSub * (kMaxShift + 1), 0) {}
@@ -16,7 +16,8 @@ LatencyHistogram::LatencyHistogram() : buckets_(kExact + kSub * (kMaxShift + 1),
 size_t LatencyHistogram::bucket_of(uint64_t v) {
   if (v < kExact) return static_cast<size_t>(v);
   const int shift = std::bit_width(v) - 11;  // v >> shift is in [1024, 2047]
-  return static_cast<size_t>(kExact + static_cast<uint64_t>(shift - 1) * kSub + ((v >> shift) - kSub));
+  return static_cast<size_t>(kExact + static_cast<uint64_t>(shift - 1) * kSub +
+                             ((v >> shift) - kSub));
 }
 
 double LatencyHistogram::bucket_mid(size_t index) {

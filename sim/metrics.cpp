@@ -12,11 +12,14 @@ nlohmann::ordered_json latency_json(const LatencySummary& s) {
   return j;
 }
 
-void flatten(const nlohmann::ordered_json& j, const std::string& prefix, std::vector<std::string>& out) {
+void flatten(const nlohmann::ordered_json& j, const std::string& prefix,
+             std::vector<std::string>& out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_object()) flatten(*it, key, out);
-    else if (it->is_number()) out.push_back(key);
+    if (it->is_object())
+      flatten(*it, key, out);
+    else if (it->is_number())
+      out.push_back(key);
   }
 }
 }  // namespace
@@ -86,7 +89,8 @@ std::optional<double> metric_value(const nlohmann::ordered_json& doc, const std:
   size_t start = 0;
   while (true) {
     const size_t dot = key.find('.', start);
-    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string part =
+        key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!cur->is_object()) return std::nullopt;
     auto it = cur->find(part);
     if (it == cur->end()) return std::nullopt;

@@ -45,7 +45,8 @@ struct RunMetrics {
     Bytes swapped_bytes = 0;
   } kv_cache;
   struct {
-    Bytes device_bytes = 0, weights_bytes = 0, kv_bytes = 0, vtcm_bytes = 0, activation_reserve_bytes = 0;
+    Bytes device_bytes = 0, weights_bytes = 0, kv_bytes = 0, vtcm_bytes = 0,
+          activation_reserve_bytes = 0;
   } memory;
   struct {
     std::string mode = "off";

@@ -11,7 +11,9 @@
 
 namespace kvsim::testing {
 
-inline std::string configs_dir() { return std::string(KVSIM_SOURCE_DIR) + "/configs"; }
+inline std::string configs_dir() {
+  return std::string(KVSIM_SOURCE_DIR) + "/configs";
+}
 
 inline ScenarioSpec scenario_from_text(const std::string& yaml) {
   return load_scenario_text(yaml, "test.yaml", configs_dir());

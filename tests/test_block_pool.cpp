@@ -10,7 +10,9 @@
 namespace kvsim {
 namespace {
 
-BlockHash h(uint64_t v) { return {v, ~v}; }
+BlockHash h(uint64_t v) {
+  return {v, ~v};
+}
 
 TEST(BlockPool, AllocatesInIdOrderFromAFreshPool) {
   BlockPool pool(4);
@@ -43,7 +45,7 @@ TEST(BlockPool, FreedCachedBlockKeepsItsHashUntilReused) {
   pool.release(a);
   EXPECT_EQ(pool.lookup(h(7)), a);  // still revivable
   EXPECT_EQ(pool.num_cached_free(), 1);
-  pool.touch(a);                    // a prefix hit takes it out of the free queue
+  pool.touch(a);  // a prefix hit takes it out of the free queue
   EXPECT_EQ(pool.ref_count(a), 1);
   EXPECT_EQ(pool.num_free(), 1);
   pool.release(a);

@@ -21,7 +21,8 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("kvsim-cli-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("kvsim-cli-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -68,13 +69,18 @@ struct BadCase {
 
 TEST_F(Cli, BadInputIsExitCode2WithFileLineColKeyPathAndNoOutput) {
   const BadCase cases[] = {
-      {"unknown_key", "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\nkv_cache: {policy: paged, block_sise: 64}\n",
+      {"unknown_key",
+       "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\nkv_cache: {policy: paged, block_sise: "
+       "64}\n",
        ":4:27: kv_cache.block_sise: unknown key 'block_sise', did you mean 'block_size'?"},
-      {"wrong_type", "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\nscheduler:\n  max_num_seqs: many\n",
+      {"wrong_type",
+       "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\nscheduler:\n  max_num_seqs: many\n",
        ":5:17: scheduler.max_num_seqs: expected an integer, got 'many'"},
-      {"negative_size", "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\nkv_cache:\n  swap_space: -4GiB\n",
+      {"negative_size",
+       "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\nkv_cache:\n  swap_space: -4GiB\n",
        ":5:15: kv_cache.swap_space: '-4GiB' is negative"},
-      {"fraction", "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\nkv_cache:\n  memory_fraction: 1.5\n",
+      {"fraction",
+       "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\nkv_cache:\n  memory_fraction: 1.5\n",
        ":5:20: kv_cache.memory_fraction: 1.5 is out of range (a number in [0.01, 1])"},
       {"does_not_fit", "name: x\ndevice: ascend-910b4\nmodel: qwen3-32b\n",
        ":3:8: model: qwen3-32b does not fit on ascend-910b4"},
@@ -85,26 +91,30 @@ TEST_F(Cli, BadInputIsExitCode2WithFileLineColKeyPathAndNoOutput) {
     SCOPED_TRACE(c.name);
     std::string yaml = c.yaml;
     if (yaml.find("workload") == std::string::npos) {
-      yaml += "workload: {kind: synthetic, requests: 5, arrival: {process: poisson, rate_per_s: 2}, "
-              "input_tokens: 64, output_tokens: 8}\n";
+      yaml +=
+          "workload: {kind: synthetic, requests: 5, arrival: {process: poisson, rate_per_s: 2}, "
+          "input_tokens: 64, output_tokens: 8}\n";
     }
     const std::string f = write(fmt::format("{}.yaml", c.name), yaml);
     const auto r = run("run " + f + " --quiet --out " + out());
     EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find(fmt::format("kvsim: error: {}{}", f, c.expected)), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(fmt::format("kvsim: error: {}{}", f, c.expected)), std::string::npos)
+        << r.output;
     EXPECT_FALSE(fs::exists(out())) << "no output folder on bad input";
   }
 }
 
 TEST_F(Cli, AllErrorsOfAFileAreReportedTogether) {
-  const std::string f = write("three.yaml",
-                              "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\n"
-                              "kv_cache: {block_size: 0, dtyp: fp16}\nscheduler: {max_num_seqs: -1}\n");
+  const std::string f =
+      write("three.yaml",
+            "name: x\ndevice: ascend-910b2\nmodel: llama-3-8b\n"
+            "kv_cache: {block_size: 0, dtyp: fp16}\nscheduler: {max_num_seqs: -1}\n");
   const auto r = run("run " + f + " --quiet --out " + out());
   EXPECT_EQ(r.exit_code, 2);
   int lines = 0;
   std::istringstream in(r.output);
-  for (std::string line; std::getline(in, line);) lines += line.rfind("kvsim: error: ", 0) == 0 ? 1 : 0;
+  for (std::string line; std::getline(in, line);)
+    lines += line.rfind("kvsim: error: ", 0) == 0 ? 1 : 0;
   EXPECT_GE(lines, 4) << r.output;  // block_size, dtyp, max_num_seqs, missing workload
   EXPECT_NE(r.output.find("kv_cache.block_size"), std::string::npos);
   EXPECT_NE(r.output.find("kv_cache.dtyp"), std::string::npos);
@@ -120,8 +130,9 @@ TEST_F(Cli, MissingFileAndBadFlagsAreExitCode2) {
   const std::string f = write("ok.yaml", kValid);
   r = run("run " + f + " --quiet --out " + out() + " --set kv_cache.block_size=abc");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--set kv_cache.block_size:1:1: kv_cache.block_size: expected an integer"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("--set kv_cache.block_size:1:1: kv_cache.block_size: expected an integer"),
+      std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(out()));
 }
@@ -137,11 +148,14 @@ TEST_F(Cli, SetOverridesAKeyAfterLoading) {
 }
 
 TEST_F(Cli, FailedExpectationIsExitCode1) {
-  const std::string f = write("expect.yaml", std::string(kValid) + "expect:\n  requests.completed: {equals: 6}\n");
+  const std::string f =
+      write("expect.yaml", std::string(kValid) + "expect:\n  requests.completed: {equals: 6}\n");
   const auto r = run("run " + f + " --quiet --out " + out());
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("expect.requests.completed: 5 is not equal to 6"), std::string::npos) << r.output;
-  const std::string bad = write("badexpect.yaml", std::string(kValid) + "expect:\n  requests.complted: {min: 1}\n");
+  EXPECT_NE(r.output.find("expect.requests.completed: 5 is not equal to 6"), std::string::npos)
+      << r.output;
+  const std::string bad =
+      write("badexpect.yaml", std::string(kValid) + "expect:\n  requests.complted: {min: 1}\n");
   EXPECT_EQ(run("run " + bad + " --quiet --out " + out()).exit_code, 2);
 }
 

@@ -25,7 +25,9 @@ model: llama-3-8b
 kv_cache: {policy: paged, dtype: fp16, block_size: 128, memory_fraction: 0.9}
 )";
 
-std::string with_workload(const std::string& extra) { return std::string(kLlama3On910B2) + extra; }
+std::string with_workload(const std::string& extra) {
+  return std::string(kLlama3On910B2) + extra;
+}
 
 TEST(PoolArithmetic, Llama3_8bOn910B2MatchesTheFormula) {
   const ScenarioSpec s = scenario_from_text(with_workload(R"(
@@ -88,23 +90,23 @@ struct HandRoofline {
                  V = m.vocab_size;
     const double pairs = T * ctx + T * (T + 1) / 2;
     double layer = 0;
-    layer += vec(4 * T * h, 2 * T * h * 2 + h * 2);             // input norm
-    layer += gemm(T, h, q + 2 * kv);                             // q/k/v projection
-    layer += vec(3 * T * (q + kv), 2 * T * (q + kv) * 2);        // RoPE on q and k
+    layer += vec(4 * T * h, 2 * T * h * 2 + h * 2);                        // input norm
+    layer += gemm(T, h, q + 2 * kv);                                       // q/k/v projection
+    layer += vec(3 * T * (q + kv), 2 * T * (q + kv) * 2);                  // RoPE on q and k
     layer += op(0, 1, 1, T * 2 * kv * (2 + 2), eff_m(OpClass::transfer));  // KV store
     layer += op(4 * q * pairs, static_cast<double>(d.matrix_fp16_ops), eff_c(OpClass::attention),
                 (ctx + T) * 2 * kv * 2 + 2 * T * q * 2, eff_m(OpClass::attention));
-    layer += gemm(T, q, h);                                      // o projection
-    layer += vec(4 * T * h, 2 * T * h * 2 + h * 2);             // post-attention norm
-    layer += gemm(T, h, 2 * I);                                  // gate + up
-    layer += vec(5 * T * I, 3 * T * I * 2);                      // SiLU * up
-    layer += gemm(T, I, h);                                      // down
+    layer += gemm(T, q, h);                          // o projection
+    layer += vec(4 * T * h, 2 * T * h * 2 + h * 2);  // post-attention norm
+    layer += gemm(T, h, 2 * I);                      // gate + up
+    layer += vec(5 * T * I, 3 * T * I * 2);          // SiLU * up
+    layer += gemm(T, I, h);                          // down
     double step = layer * m.num_hidden_layers;
-    step += vec(0, T * h * 2 * 2);                               // embedding gather
-    step += vec(4 * T * h, 2 * T * h * 2 + h * 2);              // final norm
+    step += vec(0, T * h * 2 * 2);                  // embedding gather
+    step += vec(4 * T * h, 2 * T * h * 2 + h * 2);  // final norm
     step += op(2 * h * V, static_cast<double>(d.matrix_fp16_ops), eff_c(OpClass::gemm),
                h * V * 2 + h * 2 + V * 2, eff_m(OpClass::gemm));  // lm_head, one row
-    step += vec(V, V * 4);                                       // sampling
+    step += vec(V, V * 4);                                        // sampling
     return step + static_cast<double>(d.step_overhead);
   }
 };
@@ -159,9 +161,9 @@ workload:
 
 TEST(Preemption, OverloadCompletesEveryRequestUnderRecomputeAndSwap) {
   for (const char* mode : {"recompute", "swap"}) {
-    const ScenarioSpec s = load_scenario(testing::configs_dir() + "/scenarios/preempt-recompute.yaml",
-                                         {std::string("kv_cache.preemption=") + mode,
-                                          "kv_cache.swap_space=2GiB"});
+    const ScenarioSpec s =
+        load_scenario(testing::configs_dir() + "/scenarios/preempt-recompute.yaml",
+                      {std::string("kv_cache.preemption=") + mode, "kv_cache.swap_space=2GiB"});
     ServingEngine engine(s, nullptr);
     const RunMetrics m = engine.run();  // throws if a block is left behind
     EXPECT_EQ(m.requests.completed, 200) << mode;

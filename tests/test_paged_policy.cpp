@@ -67,7 +67,8 @@ TEST(PagedPolicy, RequestsSharingAnNBlockPrefixHitExactlyNBlocks) {
     const PrefixHit hit = p.lookup_prefix(view(b));
     EXPECT_EQ(hit.blocks.size(), static_cast<size_t>(n)) << "prefix of " << n << " blocks";
     EXPECT_EQ(hit.cached_tokens, n * kBlock);
-    for (int i = 0; i < n; ++i) EXPECT_EQ(hit.blocks[static_cast<size_t>(i)], p.block_table(sa)[static_cast<size_t>(i)]);
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(hit.blocks[static_cast<size_t>(i)], p.block_table(sa)[static_cast<size_t>(i)]);
     p.release(sa);
     p.check_drained();
   }

@@ -30,7 +30,6 @@ TEST(Units, BandwidthDurationOps) {
   EXPECT_EQ(parse_ops_rate("140TOPS").value, 140'000'000'000'000LL);
 }
 
-
 TEST(Reader, UnknownKeyGetsDidYouMeanWithLineAndColumn) {
   config::LoadContext ctx;
   YAML::Node doc = YAML::Load("block_size: 16\nmemory_fractoin: 0.5\n");
@@ -40,7 +39,8 @@ TEST(Reader, UnknownKeyGetsDidYouMeanWithLineAndColumn) {
   r.finish();
   ASSERT_EQ(ctx.diagnostics.size(), 1u);
   const std::string msg = ctx.diagnostics.all()[0].format();
-  EXPECT_NE(msg.find("s.yaml:2:1: kv_cache.memory_fractoin: unknown key"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("s.yaml:2:1: kv_cache.memory_fractoin: unknown key"), std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("did you mean 'memory_fraction'"), std::string::npos) << msg;
 }
 
@@ -53,8 +53,10 @@ TEST(Reader, WrongTypeAndRangeAreReportedTogether) {
   r.bytes("c", 0, 0, 1LL << 40);
   r.finish();
   ASSERT_EQ(ctx.diagnostics.size(), 3u);
-  EXPECT_NE(ctx.diagnostics.all()[0].format().find("f.yaml:1:4: x.a: expected an integer"), std::string::npos);
-  EXPECT_NE(ctx.diagnostics.all()[1].format().find("f.yaml:2:4: x.b: 1.5 is out of range"), std::string::npos);
+  EXPECT_NE(ctx.diagnostics.all()[0].format().find("f.yaml:1:4: x.a: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(ctx.diagnostics.all()[1].format().find("f.yaml:2:4: x.b: 1.5 is out of range"),
+            std::string::npos);
   EXPECT_NE(ctx.diagnostics.all()[2].format().find("f.yaml:3:4: x.c:"), std::string::npos);
   EXPECT_NE(ctx.diagnostics.all()[2].format().find("negative"), std::string::npos);
   EXPECT_THROW(ctx.diagnostics.throw_if_any(), config::ConfigError);
@@ -68,7 +70,8 @@ TEST(Reader, MissingRequiredKey) {
   r.ignore({"other"});
   r.finish();
   ASSERT_EQ(ctx.diagnostics.size(), 1u);
-  EXPECT_NE(ctx.diagnostics.all()[0].format().find("m.hidden_size: is required"), std::string::npos);
+  EXPECT_NE(ctx.diagnostics.all()[0].format().find("m.hidden_size: is required"),
+            std::string::npos);
 }
 
 TEST(Reader, OverrideSetsNestedKeysAndPointsErrorsAtTheFlag) {

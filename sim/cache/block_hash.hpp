@@ -15,7 +15,9 @@ struct BlockHash {
 };
 
 struct BlockHashHasher {
-  size_t operator()(const BlockHash& h) const noexcept { return static_cast<size_t>(h.low ^ (h.high * 0x9E3779B97F4A7C15ull)); }
+  size_t operator()(const BlockHash& h) const noexcept {
+    return static_cast<size_t>(h.low ^ (h.high * 0x9E3779B97F4A7C15ull));
+  }
 };
 
 // XXH3-128 over (parent hash, token ids). The first block's parent is the

@@ -16,10 +16,14 @@ BlockPool::BlockPool(int64_t num_blocks) {
 
 void BlockPool::unlink(BlockId b) {
   Block& blk = blocks_[static_cast<size_t>(b)];
-  if (blk.prev != kNoBlock) blocks_[static_cast<size_t>(blk.prev)].next = blk.next;
-  else head_ = blk.next;
-  if (blk.next != kNoBlock) blocks_[static_cast<size_t>(blk.next)].prev = blk.prev;
-  else tail_ = blk.prev;
+  if (blk.prev != kNoBlock)
+    blocks_[static_cast<size_t>(blk.prev)].next = blk.next;
+  else
+    head_ = blk.next;
+  if (blk.next != kNoBlock)
+    blocks_[static_cast<size_t>(blk.next)].prev = blk.prev;
+  else
+    tail_ = blk.prev;
   blk.prev = blk.next = kNoBlock;
   blk.in_free_queue = false;
   --num_free_;
@@ -30,8 +34,10 @@ void BlockPool::push_tail(BlockId b) {
   Block& blk = blocks_[static_cast<size_t>(b)];
   blk.prev = tail_;
   blk.next = kNoBlock;
-  if (tail_ != kNoBlock) blocks_[static_cast<size_t>(tail_)].next = b;
-  else head_ = b;
+  if (tail_ != kNoBlock)
+    blocks_[static_cast<size_t>(tail_)].next = b;
+  else
+    head_ = b;
   tail_ = b;
   blk.in_free_queue = true;
   ++num_free_;
@@ -62,7 +68,8 @@ void BlockPool::touch(BlockId b) {
 void BlockPool::release(BlockId b) {
   Block& blk = blocks_[static_cast<size_t>(b)];
   if (blk.ref_count <= 0) {
-    throw std::logic_error(fmt::format("release of block {} with reference count {}", b, blk.ref_count));
+    throw std::logic_error(
+        fmt::format("release of block {} with reference count {}", b, blk.ref_count));
   }
   if (--blk.ref_count == 0) push_tail(b);
 }
@@ -92,7 +99,8 @@ void BlockPool::check_invariants() const {
   int64_t cached = 0;
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const Block& blk = blocks_[i];
-    if (blk.ref_count < 0) throw std::logic_error(fmt::format("block {} has reference count {}", i, blk.ref_count));
+    if (blk.ref_count < 0)
+      throw std::logic_error(fmt::format("block {} has reference count {}", i, blk.ref_count));
     if (blk.in_free_queue != (blk.ref_count == 0)) {
       throw std::logic_error(fmt::format("block {}: reference count {} but {} the free queue", i,
                                          blk.ref_count, blk.in_free_queue ? "in" : "not in"));

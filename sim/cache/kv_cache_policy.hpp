@@ -35,17 +35,17 @@ constexpr SeqSlot kNoSeq = -1;
 using HostSlot = int32_t;  // a policy's handle for a sequence swapped to the host
 
 struct PrefixHit {
-  int64_t cached_tokens = 0;          // tokens whose KV is reused (multiple of the block size)
-  std::vector<BlockId> blocks;        // the blocks holding them, in order
-  std::vector<BlockHash> hashes;      // hashes of the full blocks of the known content
-  int64_t tokens_queried = 0;         // tokens looked up (for the hit rate)
+  int64_t cached_tokens = 0;      // tokens whose KV is reused (multiple of the block size)
+  std::vector<BlockId> blocks;    // the blocks holding them, in order
+  std::vector<BlockHash> hashes;  // hashes of the full blocks of the known content
+  int64_t tokens_queried = 0;     // tokens looked up (for the hit rate)
 };
 
 struct AdmitPlan {
   bool fits = false;
   PrefixHit hit;
-  int64_t tokens = 0;       // cached + newly scheduled tokens the sequence will hold
-  int64_t new_blocks = 0;   // blocks to allocate from the free queue
+  int64_t tokens = 0;      // cached + newly scheduled tokens the sequence will hold
+  int64_t new_blocks = 0;  // blocks to allocate from the free queue
 };
 
 struct GrowPlan {
@@ -54,10 +54,10 @@ struct GrowPlan {
 };
 
 struct SwapPlan {
-  bool fits = false;       // host space (swap out) or device space (swap in)
-  int64_t blocks = 0;      // blocks the sequence holds
-  int64_t copy_blocks = 0; // blocks that must cross the host link
-  Bytes bytes = 0;         // copy_blocks * block_bytes
+  bool fits = false;        // host space (swap out) or device space (swap in)
+  int64_t blocks = 0;       // blocks the sequence holds
+  int64_t copy_blocks = 0;  // blocks that must cross the host link
+  Bytes bytes = 0;          // copy_blocks * block_bytes
 };
 
 // What a policy reports (SPEC 9 kv_cache.* and memory.kv_bytes).

@@ -10,7 +10,9 @@ int64_t atb_block_id(const BlockGeometry& g, int64_t block, int64_t layer) {
   return block * g.layers * 2 + layer;
 }
 
-int64_t atb_kcache_base(const BlockGeometry&) { return 0; }
+int64_t atb_kcache_base(const BlockGeometry&) {
+  return 0;
+}
 
 int64_t atb_vcache_base(const BlockGeometry& g) {
   // cache_base_ptr + layer_num * block_token_num * head_num * head_dim * sizeof(DTYPE)
@@ -47,7 +49,9 @@ class AtbLayout final : public KvLayout {
 };
 }  // namespace
 
-std::unique_ptr<KvLayout> make_atb_layout() { return std::make_unique<AtbLayout>(); }
+std::unique_ptr<KvLayout> make_atb_layout() {
+  return std::make_unique<AtbLayout>();
+}
 
 std::unique_ptr<KvLayout> make_kv_layout(std::string_view name) {
   if (name == "ksana") return make_ksana_layout();
@@ -55,6 +59,8 @@ std::unique_ptr<KvLayout> make_kv_layout(std::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> kv_layout_names() { return {"atb", "ksana"}; }
+std::vector<std::string> kv_layout_names() {
+  return {"atb", "ksana"};
+}
 
 }  // namespace kvsim

@@ -23,6 +23,8 @@ class KsanaLayout final : public KvLayout {
 };
 }  // namespace
 
-std::unique_ptr<KvLayout> make_ksana_layout() { return std::make_unique<KsanaLayout>(); }
+std::unique_ptr<KvLayout> make_ksana_layout() {
+  return std::make_unique<KsanaLayout>();
+}
 
 }  // namespace kvsim

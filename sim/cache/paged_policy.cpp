@@ -121,17 +121,19 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
       // A block filled by generated tokens: hash it now, chained on its parent.
       const BlockHash parent = b == 0 ? BlockHash{} : seq.hashes[static_cast<size_t>(b - 1)];
       tokens.copy(b * params_.block_size, params_.block_size, scratch_tokens_.data());
-      seq.hashes.push_back(
-          chained_block_hash(parent, scratch_tokens_.data(), static_cast<size_t>(params_.block_size)));
+      seq.hashes.push_back(chained_block_hash(parent, scratch_tokens_.data(),
+                                              static_cast<size_t>(params_.block_size)));
     }
-    pool_.register_hash(seq.block_table[static_cast<size_t>(b)], seq.hashes[static_cast<size_t>(b)]);
+    pool_.register_hash(seq.block_table[static_cast<size_t>(b)],
+                        seq.hashes[static_cast<size_t>(b)]);
     ++seq.registered_blocks;
   }
 }
 
 void PagedPolicy::release(SeqSlot s) {
   SeqCache& seq = seqs_.at(static_cast<size_t>(s));
-  if (!seq.live) throw std::logic_error(fmt::format("release of sequence slot {} that is not held", s));
+  if (!seq.live)
+    throw std::logic_error(fmt::format("release of sequence slot {} that is not held", s));
   // Tail first: the blocks least likely to be shared go to the free queue
   // first and so are reused before the common prefix (vLLM v1 frees in
   // reverse order for the same reason).
@@ -173,9 +175,10 @@ HostSlot PagedPolicy::apply_swap_out(SeqSlot s, const SwapPlan& plan) {
   HostSeq& host = host_[static_cast<size_t>(h)];
   // Only hashes of blocks whose content is complete AND registered are kept:
   // those are the ones a swap-in may find still on device.
-  host.hashes.assign(seq.hashes.begin(),
-                     seq.hashes.begin() + std::min<int64_t>(seq.registered_blocks,
-                                                            static_cast<int64_t>(seq.hashes.size())));
+  host.hashes.assign(
+      seq.hashes.begin(),
+      seq.hashes.begin() +
+          std::min<int64_t>(seq.registered_blocks, static_cast<int64_t>(seq.hashes.size())));
   host.blocks = plan.blocks;
   host.tokens = seq.tokens;
   host.live = true;
@@ -261,9 +264,11 @@ CacheAccounting PagedPolicy::accounting() const {
 
 void PagedPolicy::check_drained() const {
   pool_.check_invariants();
-  if (live_seqs_ != 0) throw std::logic_error(fmt::format("{} sequences still hold blocks", live_seqs_));
+  if (live_seqs_ != 0)
+    throw std::logic_error(fmt::format("{} sequences still hold blocks", live_seqs_));
   if (host_blocks_used_ != 0) {
-    throw std::logic_error(fmt::format("{} blocks still swapped out on the host", host_blocks_used_));
+    throw std::logic_error(
+        fmt::format("{} blocks still swapped out on the host", host_blocks_used_));
   }
   if (pool_.num_free() != pool_.num_blocks()) {
     throw std::logic_error(fmt::format("{} of {} blocks are not back in the pool",

@@ -14,8 +14,8 @@ namespace kvsim {
 
 struct PagedParams {
   int64_t num_blocks = 0;
-  int64_t block_size = 0;   // tokens per block
-  Bytes block_bytes = 0;    // per rank
+  int64_t block_size = 0;  // tokens per block
+  Bytes block_bytes = 0;   // per rank
   bool prefix_caching = true;
   int64_t host_blocks = 0;  // swap space in blocks
 };
@@ -58,7 +58,9 @@ class PagedPolicy final : public KvCachePolicy {
     bool live = false;
   };
 
-  int64_t blocks_for(int64_t tokens) const { return (tokens + params_.block_size - 1) / params_.block_size; }
+  int64_t blocks_for(int64_t tokens) const {
+    return (tokens + params_.block_size - 1) / params_.block_size;
+  }
   SeqSlot new_slot();
   // Blocks a swap-in must copy: those whose content is no longer on device.
   int64_t blocks_to_copy(const HostSeq& h) const;

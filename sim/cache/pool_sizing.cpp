@@ -21,7 +21,8 @@ PoolSizing size_paged_pool(const ModelSpec& model, const PoolSizingInput& in) {
       derived_activation_reserve(model, in.tp, in.max_batched_tokens, in.max_num_seqs));
   // floor(memory * fraction): the fraction is a user-facing decimal, the
   // budget an integer number of bytes.
-  s.budget = static_cast<Bytes>(std::floor(static_cast<double>(in.device_memory) * in.memory_fraction));
+  s.budget =
+      static_cast<Bytes>(std::floor(static_cast<double>(in.device_memory) * in.memory_fraction));
   s.kv_budget = s.budget - s.weights_bytes - s.activation_reserve;
   s.num_blocks = (s.kv_budget > 0 && s.block_bytes > 0) ? s.kv_budget / s.block_bytes : 0;
   s.capacity_tokens = s.num_blocks * in.block_size;

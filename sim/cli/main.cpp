@@ -1,7 +1,7 @@
 // kvsim command line (SPEC 3). Exit codes: 0 ok; 1 an expectation failed;
 // 2 bad input (config, file, flag); 3 internal error.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -41,12 +41,14 @@ int cmd_run(const std::string& scenario_path, const std::string& out_flag,
   dir.commit();
   if (!quiet) {
     std::cout << kvsim::summary_table(spec, metrics);
-    std::cout << "report: " << dir.final_path() << "/ (metrics.json, requests.csv, timeline.csv, report.md)\n";
+    std::cout << "report: " << dir.final_path()
+              << "/ (metrics.json, requests.csv, timeline.csv, report.md)\n";
   }
   const auto failures = kvsim::check_expectations(spec.expect, kvsim::metrics_to_json(metrics));
   for (const auto& f : failures) std::cerr << "kvsim: expect failed: " << f << "\n";
   if (!failures.empty()) return kExitExpect;
-  if (!quiet && !spec.expect.empty()) std::cout << "expect: " << spec.expect.size() << " checks passed\n";
+  if (!quiet && !spec.expect.empty())
+    std::cout << "expect: " << spec.expect.size() << " checks passed\n";
   return kExitOk;
 }
 

@@ -8,8 +8,8 @@
 namespace kvsim::config {
 
 std::string Diagnostic::format() const {
-  std::string out = fmt::format("{}:{}:{}: ", where.file.empty() ? "<input>" : where.file,
-                                where.line, where.col);
+  std::string out =
+      fmt::format("{}:{}:{}: ", where.file.empty() ? "<input>" : where.file, where.line, where.col);
   if (!key_path.empty()) out += key_path + ": ";
   out += problem;
   if (!allowed.empty()) out += " (" + allowed + ")";

@@ -40,7 +40,9 @@ void Node::error(std::string problem, std::string allowed) const {
 }
 
 namespace {
-std::string scalar_text(const YAML::Node& n) { return n.Scalar(); }
+std::string scalar_text(const YAML::Node& n) {
+  return n.Scalar();
+}
 
 std::string describe(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "nothing";
@@ -65,7 +67,8 @@ std::optional<int64_t> Node::as_int(int64_t min, int64_t max) const {
     return std::nullopt;
   }
   if (value < min || value > max) {
-    error(fmt::format("{} is out of range", value), fmt::format("an integer in [{}, {}]", min, max));
+    error(fmt::format("{} is out of range", value),
+          fmt::format("an integer in [{}, {}]", min, max));
     return std::nullopt;
   }
   return value;
@@ -311,9 +314,9 @@ void MapReader::finish() {
 YAML::Node load_file(const std::string& path, LoadContext& ctx) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    ctx.diagnostics.error({path, 0, 0}, "",
-                          std::filesystem::exists(path, ec) ? "is not a regular file"
-                                                            : "file not found");
+    ctx.diagnostics.error(
+        {path, 0, 0}, "",
+        std::filesystem::exists(path, ec) ? "is not a regular file" : "file not found");
     return YAML::Node(YAML::NodeType::Undefined);
   }
   try {

@@ -69,8 +69,7 @@ class Node {
   Node child_at(const std::string& key) const;  // no declaration, no checks
 
  private:
-  std::optional<int64_t> quantity(int64_t min, int64_t max, const char* what,
-                                  const char* example,
+  std::optional<int64_t> quantity(int64_t min, int64_t max, const char* what, const char* example,
                                   ParsedQuantity (*parse)(std::string_view)) const;
 
   YAML::Node node_;

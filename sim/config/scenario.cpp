@@ -29,7 +29,8 @@ std::string find_configs_dir(const std::string& scenario_path) {
   return KVSIM_CONFIG_DIR;
 }
 
-std::vector<std::string> list_config_names(const std::string& configs_dir, const std::string& kind) {
+std::vector<std::string> list_config_names(const std::string& configs_dir,
+                                           const std::string& kind) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fs::path(configs_dir) / kind, ec)) {
@@ -44,20 +45,21 @@ namespace {
 
 // A `device:` or `model:` value: a name under configs/<kind>/, a path, or an
 // inline map. Returns the node to parse (from whichever file it lives in).
-std::optional<Node> resolve_ref(const Node& ref, const std::string& kind, const std::string& configs_dir,
-                                config::LoadContext& ctx, std::vector<YAML::Node>& keep_alive,
-                                bool* is_json) {
+std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
+                                const std::string& configs_dir, config::LoadContext& ctx,
+                                std::vector<YAML::Node>& keep_alive, bool* is_json) {
   *is_json = false;
   if (!ref.defined()) {
-    ref.error("is required but missing", fmt::format("a name from {}/{}, a path, or a map", configs_dir, kind));
+    ref.error("is required but missing",
+              fmt::format("a name from {}/{}, a path, or a map", configs_dir, kind));
     return std::nullopt;
   }
   if (ref.is_map()) return ref;
   const auto text = ref.as_string();
   if (!text) return std::nullopt;
   fs::path path;
-  const bool looks_like_path = text->find('/') != std::string::npos ||
-                               text->ends_with(".yaml") || text->ends_with(".json");
+  const bool looks_like_path =
+      text->find('/') != std::string::npos || text->ends_with(".yaml") || text->ends_with(".json");
   std::error_code ec;
   if (looks_like_path) {
     path = fs::path(*text);
@@ -74,8 +76,9 @@ std::optional<Node> resolve_ref(const Node& ref, const std::string& kind, const 
     const std::string near = config::closest_match(*text, names);
     std::string allowed;
     for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
-    ref.error(near.empty() ? fmt::format("no {} named '{}' (looked for {})", kind, *text, path.string())
-                           : fmt::format("no {} named '{}', did you mean '{}'?", kind, *text, near),
+    ref.error(near.empty()
+                  ? fmt::format("no {} named '{}' (looked for {})", kind, *text, path.string())
+                  : fmt::format("no {} named '{}', did you mean '{}'?", kind, *text, near),
               allowed.empty() ? std::string("a path to a file") : allowed);
     return std::nullopt;
   }
@@ -111,8 +114,10 @@ void read_cache(MapReader& top, ScenarioSpec& s) {
       if (std::find(planned.begin(), planned.end(), *name) != planned.end()) {
         std::string list;
         for (const auto& p : policies) list += (list.empty() ? "" : ", ") + p;
-        policy.error(fmt::format("policy '{}' is specified (SPEC 6) but not implemented in this build", *name),
-                     "available: " + list);
+        policy.error(
+            fmt::format("policy '{}' is specified (SPEC 6) but not implemented in this build",
+                        *name),
+            "available: " + list);
       } else if (policy.as_choice(policies)) {
         s.cache.policy = *name;
       }
@@ -125,8 +130,10 @@ void read_cache(MapReader& top, ScenarioSpec& s) {
   s.cache.layout = r.choice("layout", "ksana", kv_layout_names());
   s.cache.preemption = r.choice("preemption", "recompute", {"recompute", "swap"});
   s.cache.swap_space = r.bytes("swap_space", 4LL << 30, 0, 1LL << 50);
-  if (r.has("activation_reserve")) s.cache.activation_reserve = r.bytes("activation_reserve", 0, 0, 1LL << 50);
-  else r.ignore({"activation_reserve"});
+  if (r.has("activation_reserve"))
+    s.cache.activation_reserve = r.bytes("activation_reserve", 0, 0, 1LL << 50);
+  else
+    r.ignore({"activation_reserve"});
   r.finish();
 }
 
@@ -152,8 +159,9 @@ void read_expect(MapReader& top, ScenarioSpec& s) {
     Node key_node(it->first, "expect." + metric, ex.file(), &ex.context());
     if (std::find(keys.begin(), keys.end(), metric) == keys.end()) {
       const std::string near = config::closest_match(metric, keys);
-      key_node.error(near.empty() ? fmt::format("unknown metric '{}'", metric)
-                                  : fmt::format("unknown metric '{}', did you mean '{}'?", metric, near),
+      key_node.error(near.empty()
+                         ? fmt::format("unknown metric '{}'", metric)
+                         : fmt::format("unknown metric '{}', did you mean '{}'?", metric, near),
                      "a numeric key of metrics.json");
       continue;
     }
@@ -193,8 +201,8 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
   }
   if (s.tp > s.device.max_tensor_parallel) {
     ctx.diagnostics.error(at("parallel.tensor"), "parallel.tensor",
-                          fmt::format("{} ranks but {} groups at most {} devices", s.tp, s.device.name,
-                                      s.device.max_tensor_parallel),
+                          fmt::format("{} ranks but {} groups at most {} devices", s.tp,
+                                      s.device.name, s.device.max_tensor_parallel),
                           fmt::format("1..{}", s.device.max_tensor_parallel));
   }
   BlockGeometry g{m.num_hidden_layers, s.cache.block_size, m.kv_heads_per_rank(s.tp), m.head_dim,
@@ -209,11 +217,13 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
   if (sz.num_blocks < 1) {
     ctx.diagnostics.error(
         at("model"), "model",
-        fmt::format("{} does not fit on {}: {} x {} = {} for weights {} + activations {} leaves {} for KV, "
-                    "less than one block of {}",
-                    m.name, s.device.name, format_bytes(s.device.memory_bytes), s.cache.memory_fraction,
-                    format_bytes(sz.budget), format_bytes(sz.weights_bytes), format_bytes(sz.activation_reserve),
-                    format_bytes(sz.kv_budget), format_bytes(sz.block_bytes)),
+        fmt::format(
+            "{} does not fit on {}: {} x {} = {} for weights {} + activations {} leaves {} for KV, "
+            "less than one block of {}",
+            m.name, s.device.name, format_bytes(s.device.memory_bytes), s.cache.memory_fraction,
+            format_bytes(sz.budget), format_bytes(sz.weights_bytes),
+            format_bytes(sz.activation_reserve), format_bytes(sz.kv_budget),
+            format_bytes(sz.block_bytes)),
         "a larger memory_fraction, more tensor parallelism, a smaller model or a bigger device");
   }
   if (s.scheduler.max_model_len > m.max_position_embeddings) {
@@ -232,21 +242,24 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
   if (s.workload) {
     const WorkloadBounds wb = workload_bounds(*s.workload);
     if (!s.scheduler.chunked_prefill && wb.max_prompt_tokens > s.scheduler.max_batched_tokens) {
-      ctx.diagnostics.error(at("scheduler.max_batched_tokens"), "scheduler.max_batched_tokens",
-                            fmt::format("without chunked prefill a {}-token prompt (the workload's longest) "
-                                        "needs max_batched_tokens >= {}",
-                                        wb.max_prompt_tokens, wb.max_prompt_tokens),
-                            "raise max_batched_tokens or set chunked_prefill: true");
+      ctx.diagnostics.error(
+          at("scheduler.max_batched_tokens"), "scheduler.max_batched_tokens",
+          fmt::format("without chunked prefill a {}-token prompt (the workload's longest) "
+                      "needs max_batched_tokens >= {}",
+                      wb.max_prompt_tokens, wb.max_prompt_tokens),
+          "raise max_batched_tokens or set chunked_prefill: true");
     }
   }
   if (s.numerics.mode != "off") {
-    ctx.diagnostics.error(at("numerics.mode"), "numerics.mode",
-                          fmt::format("numerics mode '{}' is not available in this build yet", s.numerics.mode),
-                          "off");
+    ctx.diagnostics.error(
+        at("numerics.mode"), "numerics.mode",
+        fmt::format("numerics mode '{}' is not available in this build yet", s.numerics.mode),
+        "off");
   }
 }
 
-ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir, config::LoadContext& ctx) {
+ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
+                            config::LoadContext& ctx) {
   ScenarioSpec s;
   s.file = root.file();
   s.configs_dir = configs_dir;
@@ -258,10 +271,12 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir, co
   s.seed = static_cast<uint64_t>(top.integer("seed", 42, 0, INT64_MAX));
 
   bool is_json = false;
-  if (auto dev = resolve_ref(top.child("device"), "devices", configs_dir, ctx, keep_alive, &is_json)) {
+  if (auto dev =
+          resolve_ref(top.child("device"), "devices", configs_dir, ctx, keep_alive, &is_json)) {
     s.device = parse_device(*dev);
   }
-  if (auto model = resolve_ref(top.child("model"), "models", configs_dir, ctx, keep_alive, &is_json)) {
+  if (auto model =
+          resolve_ref(top.child("model"), "models", configs_dir, ctx, keep_alive, &is_json)) {
     s.model = parse_model(*model, is_json);
   }
   {
@@ -339,10 +354,12 @@ void validate_file(const std::string& path) {
     bool is_json = false;
     std::vector<YAML::Node> keep_alive;
     Node ref(YAML::Node(fs::path(path).filename().string()), "", path, &ctx);
-    if (auto target = resolve_ref(ref, parent, fs::path(path).parent_path().parent_path().string(), ctx,
-                                  keep_alive, &is_json)) {
-      if (parent == "devices") parse_device(*target);
-      else parse_model(*target, is_json);
+    if (auto target = resolve_ref(ref, parent, fs::path(path).parent_path().parent_path().string(),
+                                  ctx, keep_alive, &is_json)) {
+      if (parent == "devices")
+        parse_device(*target);
+      else
+        parse_model(*target, is_json);
     }
     ctx.diagnostics.throw_if_any();
     return;

@@ -19,17 +19,18 @@ struct Unit {
 // Splits "1.6TB/s" into 1.6 and "TB/s". The number must be non-negative.
 bool split_number(std::string_view text, double& number, std::string_view& suffix,
                   std::string& problem) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   size_t i = 0;
   if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
                              text[i] == 'e' || text[i] == 'E')) {
     // Accept exponents like 1e9 but not a unit that starts with 'E' (EB is not supported).
     if ((text[i] == 'e' || text[i] == 'E') &&
-        !(i + 1 < text.size() &&
-          (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '-' ||
-           text[i + 1] == '+'))) {
+        !(i + 1 < text.size() && (std::isdigit(static_cast<unsigned char>(text[i + 1])) ||
+                                  text[i + 1] == '-' || text[i + 1] == '+'))) {
       break;
     }
     if ((text[i] == 'e' || text[i] == 'E') && i + 1 < text.size() &&

@@ -33,8 +33,8 @@ ParsedQuantity parse_duration(std::string_view text);
 ParsedQuantity parse_ops_rate(std::string_view text);
 
 // Human-readable forms for tables and messages.
-std::string format_bytes(Bytes bytes);        // "16.00 MiB"
-std::string format_duration(TimeNs ns);       // "12.34 ms"
+std::string format_bytes(Bytes bytes);              // "16.00 MiB"
+std::string format_duration(TimeNs ns);             // "12.34 ms"
 std::string format_bandwidth(int64_t bytes_per_s);  // "1.60 TB/s"
 
 }  // namespace kvsim

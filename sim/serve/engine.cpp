@@ -16,7 +16,9 @@ constexpr int32_t kPrioStepDone = 0;
 constexpr int32_t kPrioArrival = 1;
 constexpr int32_t kPrioKick = 2;
 
-double ms(double ns) { return ns / 1e6; }
+double ms(double ns) {
+  return ns / 1e6;
+}
 LatencySummary summarize(const LatencyHistogram& h) {
   LatencySummary s;
   if (h.count() == 0) return s;
@@ -33,7 +35,8 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
     : scenario_(scenario), sink_(sink ? sink : &null_sink_) {
   sizing_ = size_paged_pool(scenario.model, scenario.pool_input());
   policy_ = make_cache_policy(scenario, sizing_);
-  if (!policy_) throw std::logic_error(fmt::format("no cache policy named '{}'", scenario.cache.policy));
+  if (!policy_)
+    throw std::logic_error(fmt::format("no cache policy named '{}'", scenario.cache.policy));
   SchedulerParams sp;
   sp.max_num_seqs = scenario.scheduler.max_num_seqs;
   sp.max_batched_tokens = scenario.scheduler.max_batched_tokens;
@@ -62,7 +65,9 @@ Sequence* ServingEngine::new_sequence(Request&& request) {
   return seq;
 }
 
-void ServingEngine::recycle(Sequence* seq) { free_sequences_.push_back(seq); }
+void ServingEngine::recycle(Sequence* seq) {
+  free_sequences_.push_back(seq);
+}
 
 void ServingEngine::arm_arrival() {
   const std::optional<TimeNs> next = source_->next_arrival();
@@ -81,7 +86,8 @@ void ServingEngine::on_arrival() {
   const TimeNs now = sim_.now();
   const int64_t max_len = scenario_.max_model_len();
   const int64_t block_size = scenario_.cache.block_size;
-  for (std::optional<TimeNs> t = source_->next_arrival(); t && *t <= now; t = source_->next_arrival()) {
+  for (std::optional<TimeNs> t = source_->next_arrival(); t && *t <= now;
+       t = source_->next_arrival()) {
     Sequence* seq = new_sequence(source_->take());
     ++arrived_;
     const int64_t total = seq->prompt_len() + seq->output_len();
@@ -126,7 +132,8 @@ void ServingEngine::start_step() {
   work_.seqs.clear();
   for (const ScheduledSeq& item : batch_.items) {
     const Sequence* seq = item.seq;
-    work_.seqs.push_back({item.tokens, seq->computed, seq->computed + item.tokens == seq->num_tokens()});
+    work_.seqs.push_back(
+        {item.tokens, seq->computed, seq->computed + item.tokens == seq->num_tokens()});
   }
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;
@@ -147,7 +154,7 @@ void ServingEngine::on_step_done() {
     seq->computed += item.tokens;
     policy_->commit(seq->slot, seq->tokens(), seq->computed);
     if (seq->computed < seq->num_tokens()) continue;  // prefill chunk, no token yet
-    ++seq->generated;  // the step sampled a token
+    ++seq->generated;                                 // the step sampled a token
     if (seq->first_token_at < 0) seq->first_token_at = now;
     if (seq->generated >= seq->output_len()) complete(seq);
   }
@@ -201,7 +208,8 @@ void ServingEngine::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency
   current_frag_ = current_has_blocks_ ? static_cast<double>(acc.slots_reserved - acc.tokens_held) /
                                             static_cast<double>(acc.slots_reserved)
                                       : 0.0;
-  if (force_row || last_timeline_ < 0 || now - last_timeline_ >= scenario_.output.timeline_interval) {
+  if (force_row || last_timeline_ < 0 ||
+      now - last_timeline_ >= scenario_.output.timeline_interval) {
     last_timeline_ = now;
     sink_->timeline({now, static_cast<int64_t>(scheduler_->num_running()),
                      static_cast<int64_t>(scheduler_->num_waiting()),
@@ -216,9 +224,9 @@ RunMetrics ServingEngine::run() {
   sim_.run();
   if (scheduler_->num_running() + scheduler_->num_waiting() + scheduler_->num_swapped() != 0 ||
       step_in_flight_) {
-    throw std::logic_error(fmt::format("the run ended with requests in flight: {} running, {} waiting, {} swapped",
-                                       scheduler_->num_running(), scheduler_->num_waiting(),
-                                       scheduler_->num_swapped()));
+    throw std::logic_error(fmt::format(
+        "the run ended with requests in flight: {} running, {} waiting, {} swapped",
+        scheduler_->num_running(), scheduler_->num_waiting(), scheduler_->num_swapped()));
   }
   // Every block must be back in the pool with no reference: fail loudly.
   policy_->check_drained();
@@ -271,7 +279,8 @@ RunMetrics ServingEngine::run() {
   m.sim.events = sim_.events_processed();
   m.sim.steps = steps_;
   m.sim.simulated_s = total_ns / 1e9;
-  m.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  m.sim.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return m;
 }
 

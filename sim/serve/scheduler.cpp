@@ -5,7 +5,9 @@
 
 namespace kvsim {
 namespace {
-bool by_arrival(const Sequence* a, const Sequence* b) { return a->request.id < b->request.id; }
+bool by_arrival(const Sequence* a, const Sequence* b) {
+  return a->request.id < b->request.id;
+}
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerParams& params, KvCachePolicy& policy)
@@ -43,7 +45,8 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
       victim->slot = kNoSeq;
       victim->state = SeqState::swapped;
       batch.swap_out_bytes += plan.bytes;
-      swapped_.insert(std::upper_bound(swapped_.begin(), swapped_.end(), victim, by_arrival), victim);
+      swapped_.insert(std::upper_bound(swapped_.begin(), swapped_.end(), victim, by_arrival),
+                      victim);
       return victim;
     }
     ++swap_fallbacks_;  // host swap space is full: fall back to recompute
@@ -149,7 +152,8 @@ void Scheduler::schedule(ScheduledBatch& batch) {
 
 void Scheduler::finish(Sequence* seq) {
   auto it = std::lower_bound(running_.begin(), running_.end(), seq, by_arrival);
-  if (it == running_.end() || *it != seq) throw std::logic_error("finish() of a sequence that is not running");
+  if (it == running_.end() || *it != seq)
+    throw std::logic_error("finish() of a sequence that is not running");
   running_.erase(it);
   policy_.release(seq->slot);
   seq->slot = kNoSeq;

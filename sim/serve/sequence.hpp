@@ -13,10 +13,10 @@ enum class SeqState : uint8_t { waiting, running, swapped, finished };
 struct Sequence {
   Request request;
   SeqState state = SeqState::waiting;
-  int64_t generated = 0;   // output tokens produced so far
-  int64_t computed = 0;    // tokens whose KV is in the cache
-  SeqSlot slot = kNoSeq;   // the policy's handle while running
-  HostSlot host = -1;      // the policy's handle while swapped out
+  int64_t generated = 0;  // output tokens produced so far
+  int64_t computed = 0;   // tokens whose KV is in the cache
+  SeqSlot slot = kNoSeq;  // the policy's handle while running
+  HostSlot host = -1;     // the policy's handle while swapped out
   TimeNs first_token_at = -1;
   TimeNs finished_at = -1;
   int64_t cached_tokens = 0;  // prefix-cache hit at first admission

@@ -9,18 +9,13 @@
 #include <queue>
 #include <set>
 
+#include "workload_helpers.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {
 namespace {
 
-std::shared_ptr<const WorkloadSpec> parse_ok(const std::string& yaml) {
-  config::LoadContext ctx;
-  auto spec = parse_workload(config::Node(YAML::Load(yaml), "workload", "test.yaml", &ctx));
-  for (const auto& diag : ctx.diagnostics.all()) ADD_FAILURE() << diag.format();
-  if (!spec) throw std::runtime_error("workload did not parse:\n" + yaml);
-  return spec;
-}
+using testing::parse_ok;
 
 const char* kChat = R"(
 kind: chat

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -33,7 +36,26 @@ int cmd_run(const std::string& scenario_path, const std::string& out_flag,
   kvsim::OutputDir dir(out);
   kvsim::CsvRunSink sink(dir.file("requests.csv"), dir.file("timeline.csv"));
   kvsim::ServingEngine engine(spec, &sink);
+  // Progress on stderr for long runs, only when it is a terminal (SPEC 3).
+  const bool show_progress = !quiet && isatty(STDERR_FILENO);
+  auto last_print = std::chrono::steady_clock::now();
+  bool printed = false;
+  if (show_progress) {
+    engine.set_progress([&](const kvsim::RunProgress& p) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_print < std::chrono::milliseconds(500)) return;
+      last_print = now;
+      printed = true;
+      std::cerr << fmt::format(
+                       "\rkvsim: {} completed, {} rejected of {} arrived; {} running, {} waiting; "
+                       "simulated {:.1f} s   ",
+                       p.completed, p.rejected, p.arrived, p.running, p.waiting,
+                       static_cast<double>(p.simulated) / 1e9)
+                << std::flush;
+    });
+  }
   const kvsim::RunMetrics metrics = engine.run();
+  if (printed) std::cerr << "\n";
   sink.close();
   kvsim::write_file_atomically(dir.file("metrics.json"), kvsim::metrics_json_text(metrics));
   kvsim::write_file_atomically(dir.file("report.md"),

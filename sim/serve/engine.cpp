@@ -142,6 +142,10 @@ void ServingEngine::start_step() {
   step_latency_ = std::max<TimeNs>(timing.latency, 1);
   step_in_flight_ = true;
   ++steps_;
+  if (progress_ && steps_ % 4096 == 0) {
+    progress_({arrived_, completed_, rejected_, static_cast<int64_t>(scheduler_->num_running()),
+               static_cast<int64_t>(scheduler_->num_waiting()), now});
+  }
   observe(now, batch_.total_tokens, step_latency_);
   sim_.schedule_in(step_latency_, kPrioStepDone, [this] { on_step_done(); });
 }

@@ -4,6 +4,7 @@
 // event engine advances the clock by that price (DESIGN, "the flow of one
 // run"). Nothing here knows a bandwidth; nothing below the scheduler
 // schedules events.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -19,6 +20,14 @@
 
 namespace kvsim {
 
+// Where a long run stands, for a progress line (the CLI shows it on a
+// terminal). Reported every few thousand steps; never affects the run.
+struct RunProgress {
+  int64_t arrived = 0, completed = 0, rejected = 0;
+  int64_t running = 0, waiting = 0;
+  TimeNs simulated = 0;
+};
+
 class ServingEngine {
  public:
   // `sink` may be null (rows are dropped).
@@ -30,6 +39,9 @@ class ServingEngine {
   RunMetrics run();
 
   const PoolSizing& sizing() const { return sizing_; }
+  void set_progress(std::function<void(const RunProgress&)> callback) {
+    progress_ = std::move(callback);
+  }
   // Sequence objects ever allocated: bounded by the requests in flight at
   // once, not by the requests served (a memory check for long runs).
   size_t pooled_sequences() const { return sequence_pool_.size(); }
@@ -84,6 +96,7 @@ class ServingEngine {
   bool current_has_blocks_ = false;
   TimeNs last_timeline_ = -1;
   TimeNs last_completion_ = 0;
+  std::function<void(const RunProgress&)> progress_;
 };
 
 }  // namespace kvsim

@@ -45,6 +45,10 @@ class ChatSource final : public WorkloadSource {
  public:
   ChatSource(ChatWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
       : spec_(std::move(spec)), seed_(seed), vocab_size_(vocab_size) {
+    // The system prompt is the same for every turn of every session:
+    // generated once, copied into each prompt.
+    append_tokens(system_prompt_, tokens(RandomStream::system_tokens, 0, 0),
+                  spec_.system_prompt_tokens);
     start_next_session();
   }
 
@@ -76,8 +80,7 @@ class ChatSource final : public WorkloadSource {
     const int64_t user = user_length(s, t);
     const int64_t output = output_length(s, t);
     request.prompt.reserve(static_cast<size_t>(session.history_tokens + user));
-    append_tokens(request.prompt, tokens(RandomStream::system_tokens, 0, 0),
-                  spec_.system_prompt_tokens);
+    request.prompt.insert(request.prompt.end(), system_prompt_.begin(), system_prompt_.end());
     for (int32_t j = 0; j < t; ++j) {
       append_tokens(request.prompt, tokens(RandomStream::user_tokens, s, j), user_length(s, j));
       append_tokens(request.prompt, tokens(RandomStream::output_tokens, s, j), output_length(s, j));
@@ -173,6 +176,7 @@ class ChatSource final : public WorkloadSource {
   ChatWorkloadSpec spec_;
   uint64_t seed_;
   int64_t vocab_size_;
+  std::vector<int32_t> system_prompt_;
   uint64_t taken_ = 0;
   uint64_t next_index_ = 0;                   // next session to draw
   TimeNs last_start_ = 0;                     // start of session next_index_ - 1 (session 0 at 0)

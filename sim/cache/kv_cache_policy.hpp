@@ -83,8 +83,15 @@ class KvCachePolicy {
   virtual std::string_view name() const = 0;
 
   // Longest cached prefix of `tokens`, never the whole of it (the last token
-  // is always computed so the step yields logits, as vLLM does).
-  virtual PrefixHit lookup_prefix(const TokenView& tokens) const = 0;
+  // is always computed so the step yields logits, as vLLM does). `memo`
+  // belongs to the sequence: the content hashes of its full blocks computed
+  // so far, extended in place, so a request that waits at the head of the
+  // queue for several steps is hashed once, not once per step.
+  virtual PrefixHit lookup_prefix(const TokenView& tokens, std::vector<BlockHash>& memo) const = 0;
+  PrefixHit lookup_prefix(const TokenView& tokens) const {
+    std::vector<BlockHash> memo;
+    return lookup_prefix(tokens, memo);
+  }
   // Room for a new sequence holding hit.cached_tokens + new_tokens tokens.
   virtual AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const = 0;
   virtual SeqSlot apply_admit(const AdmitPlan& plan) = 0;

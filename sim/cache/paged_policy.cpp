@@ -16,32 +16,27 @@ PagedPolicy::PagedPolicy(const PagedParams& params) : params_(params), pool_(par
   scratch_tokens_.resize(static_cast<size_t>(params.block_size));
 }
 
-PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens) const {
+PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockHash>& memo) const {
   PrefixHit hit;
   if (!params_.prefix_caching) return hit;
   hit.tokens_queried = tokens.size();
-  // Hash every full block of the known content once: the hashes are kept by
-  // the sequence and registered as its blocks get computed.
+  // Hash every full block of the known content once (the memo keeps them
+  // across calls); the sequence registers them as its blocks get computed.
   const int64_t full_blocks = tokens.size() / params_.block_size;
-  hit.hashes.reserve(static_cast<size_t>(full_blocks));
+  for (int64_t b = static_cast<int64_t>(memo.size()); b < full_blocks; ++b) {
+    tokens.copy(b * params_.block_size, params_.block_size, scratch_tokens_.data());
+    const BlockHash parent = b == 0 ? BlockHash{} : memo[static_cast<size_t>(b - 1)];
+    memo.push_back(chained_block_hash(parent, scratch_tokens_.data(),
+                                      static_cast<size_t>(params_.block_size)));
+  }
+  hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
   // blocks can be hits (vLLM v1 get_computed_blocks).
   const int64_t max_hit_blocks = (tokens.size() - 1) / params_.block_size;
-  BlockHash parent{};
-  bool chain_alive = true;
-  std::vector<int32_t>& buf = scratch_tokens_;
-  for (int64_t b = 0; b < full_blocks; ++b) {
-    tokens.copy(b * params_.block_size, params_.block_size, buf.data());
-    parent = chained_block_hash(parent, buf.data(), static_cast<size_t>(params_.block_size));
-    hit.hashes.push_back(parent);
-    if (chain_alive && b < max_hit_blocks) {
-      const BlockId found = pool_.lookup(parent);
-      if (found == kNoBlock) {
-        chain_alive = false;
-      } else {
-        hit.blocks.push_back(found);
-      }
-    }
+  for (int64_t b = 0; b < max_hit_blocks; ++b) {
+    const BlockId found = pool_.lookup(hit.hashes[static_cast<size_t>(b)]);
+    if (found == kNoBlock) break;
+    hit.blocks.push_back(found);
   }
   hit.cached_tokens = static_cast<int64_t>(hit.blocks.size()) * params_.block_size;
   return hit;

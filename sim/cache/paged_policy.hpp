@@ -25,7 +25,8 @@ class PagedPolicy final : public KvCachePolicy {
   explicit PagedPolicy(const PagedParams& params);
 
   std::string_view name() const override { return "paged"; }
-  PrefixHit lookup_prefix(const TokenView& tokens) const override;
+  using KvCachePolicy::lookup_prefix;
+  PrefixHit lookup_prefix(const TokenView& tokens, std::vector<BlockHash>& memo) const override;
   AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const override;
   SeqSlot apply_admit(const AdmitPlan& plan) override;
   GrowPlan plan_grow(SeqSlot seq, int64_t new_tokens) const override;

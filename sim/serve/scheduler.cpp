@@ -102,7 +102,7 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < params_.max_num_seqs &&
          budget > 0) {
     Sequence* seq = waiting_.front();
-    PrefixHit hit = policy_.lookup_prefix(seq->tokens());
+    PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
     int64_t tokens = seq->num_tokens() - hit.cached_tokens;
     if (params_.chunked_prefill) {
       tokens = std::min(tokens, budget);

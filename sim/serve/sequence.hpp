@@ -2,6 +2,7 @@
 // A request while the engine serves it: how much of it is known, computed and
 // generated, and where its KV lives.
 #include <cstdint>
+#include <vector>
 
 #include "sim/cache/kv_cache_policy.hpp"
 #include "workloads/request.hpp"
@@ -21,6 +22,7 @@ struct Sequence {
   TimeNs finished_at = -1;
   int64_t cached_tokens = 0;  // prefix-cache hit at first admission
   bool admitted_once = false;
+  std::vector<BlockHash> block_hashes;  // the policy's hash memo (see lookup_prefix)
   int32_t preemptions = 0;
 
   int64_t prompt_len() const { return static_cast<int64_t>(request.prompt.size()); }

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
-#include "sim/config/scenario.hpp"
+#include "sim/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace {

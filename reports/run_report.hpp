@@ -6,7 +6,7 @@
 #include <string>
 
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/config/scenario.hpp"
+#include "sim/scenario.hpp"
 #include "sim/metrics.hpp"
 
 namespace kvsim {

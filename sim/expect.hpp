@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/scenario.hpp"
+#include "sim/scenario.hpp"
 
 namespace kvsim {
 

@@ -4,21 +4,20 @@
 #include <utility>
 
 #include "sim/cache/paged_policy.hpp"
-#include "sim/config/scenario.hpp"
 
 namespace kvsim {
 namespace {
 
 using Factory =
-    std::function<std::unique_ptr<KvCachePolicy>(const ScenarioSpec&, const PoolSizing&)>;
+    std::function<std::unique_ptr<KvCachePolicy>(const CacheConfig&, const PoolSizing&)>;
 
-std::unique_ptr<KvCachePolicy> make_paged(const ScenarioSpec& s, const PoolSizing& sizing) {
+std::unique_ptr<KvCachePolicy> make_paged(const CacheConfig& c, const PoolSizing& sizing) {
   PagedParams p;
   p.num_blocks = sizing.num_blocks;
-  p.block_size = s.cache.block_size;
+  p.block_size = c.block_size;
   p.block_bytes = sizing.block_bytes;
-  p.prefix_caching = s.cache.prefix_caching;
-  p.host_blocks = s.cache.preemption == "swap" ? sizing.host_blocks : 0;
+  p.prefix_caching = c.prefix_caching;
+  p.host_blocks = c.preemption == "swap" ? sizing.host_blocks : 0;
   return std::make_unique<PagedPolicy>(p);
 }
 
@@ -41,10 +40,10 @@ std::vector<std::string> planned_cache_policy_names() {
   return {"pointer_shift", "shift_concat", "smart_mask", "sliding_window", "chunk_lru"};
 }
 
-std::unique_ptr<KvCachePolicy> make_cache_policy(const ScenarioSpec& scenario,
+std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheConfig& config,
                                                  const PoolSizing& sizing) {
   for (const auto& [name, factory] : table()) {
-    if (name == scenario.cache.policy) return factory(scenario, sizing);
+    if (name == config.policy) return factory(config, sizing);
   }
   return nullptr;
 }

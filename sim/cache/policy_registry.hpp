@@ -6,19 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "sim/cache/cache_config.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
 
 namespace kvsim {
-
-struct ScenarioSpec;
 
 std::vector<std::string> cache_policy_names();
 // Policies in SPEC 6 that this build does not implement yet, so an error can
 // say "not available yet" rather than "unknown".
 std::vector<std::string> planned_cache_policy_names();
 // nullptr when the name is not registered.
-std::unique_ptr<KvCachePolicy> make_cache_policy(const ScenarioSpec& scenario,
+std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheConfig& config,
                                                  const PoolSizing& sizing);
 
 }  // namespace kvsim

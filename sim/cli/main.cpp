@@ -14,7 +14,7 @@
 #include "reports/output_dir.hpp"
 #include "reports/run_report.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/config/scenario.hpp"
+#include "sim/scenario.hpp"
 #include "sim/expect.hpp"
 #include "sim/serve/engine.hpp"
 

@@ -34,7 +34,7 @@ LatencySummary summarize(const LatencyHistogram& h) {
 ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
     : scenario_(scenario), sink_(sink ? sink : &null_sink_) {
   sizing_ = size_paged_pool(scenario.model, scenario.pool_input());
-  policy_ = make_cache_policy(scenario, sizing_);
+  policy_ = make_cache_policy(scenario.cache, sizing_);
   if (!policy_)
     throw std::logic_error(fmt::format("no cache policy named '{}'", scenario.cache.policy));
   SchedulerParams sp;

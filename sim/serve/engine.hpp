@@ -11,7 +11,7 @@
 #include "devices/timing_model.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/config/scenario.hpp"
+#include "sim/scenario.hpp"
 #include "sim/latency_histogram.hpp"
 #include "sim/metrics.hpp"
 #include "sim/serve/run_sink.hpp"

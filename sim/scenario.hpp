@@ -10,23 +10,12 @@
 
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
+#include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/config/reader.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {
-
-struct CacheConfig {
-  std::string policy = "paged";
-  std::string dtype = "fp16";
-  int64_t block_size = 128;
-  double memory_fraction = 0.9;
-  bool prefix_caching = true;
-  std::string layout = "ksana";
-  std::string preemption = "recompute";
-  Bytes swap_space = 4LL << 30;  // vLLM's default swap_space, 4 GiB per rank
-  std::optional<Bytes> activation_reserve;
-};
 
 struct SchedulerConfig {
   int64_t max_num_seqs = 256;

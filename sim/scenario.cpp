@@ -1,4 +1,4 @@
-#include "sim/config/scenario.hpp"
+#include "sim/scenario.hpp"
 
 #include <fmt/format.h>
 

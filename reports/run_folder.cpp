@@ -1,0 +1,27 @@
+#include "reports/run_folder.hpp"
+
+#include "reports/csv_sink.hpp"
+#include "reports/output_dir.hpp"
+#include "reports/run_report.hpp"
+
+namespace kvsim {
+
+RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,
+                                std::function<void(const RunProgress&)> progress) {
+  OutputDir dir(out);
+  CsvRunSink sink(dir.file("requests.csv"), dir.file("timeline.csv"));
+  ServingEngine engine(spec, &sink);
+  if (progress) engine.set_progress(std::move(progress));
+  RunFolderResult result;
+  result.metrics = engine.run();
+  result.sizing = engine.sizing();
+  sink.close();
+  write_file_atomically(dir.file("metrics.json"), metrics_json_text(result.metrics));
+  write_file_atomically(dir.file("report.md"),
+                        run_report_markdown(spec, result.metrics, result.sizing));
+  dir.commit();
+  result.folder = dir.final_path();
+  return result;
+}
+
+}  // namespace kvsim

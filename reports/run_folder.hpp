@@ -1,0 +1,24 @@
+#pragma once
+// Runs one scenario into an output folder: requests.csv and timeline.csv
+// streamed while it runs, then metrics.json and report.md; the folder appears
+// whole or not at all. Used by `kvsim run` and by every command that runs
+// scenarios (compare, sweeps).
+#include <functional>
+#include <string>
+
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+#include "sim/serve/engine.hpp"
+
+namespace kvsim {
+
+struct RunFolderResult {
+  RunMetrics metrics;
+  PoolSizing sizing;
+  std::string folder;  // final path
+};
+
+RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,
+                                std::function<void(const RunProgress&)> progress = {});
+
+}  // namespace kvsim

@@ -70,6 +70,7 @@ nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {
   n["mode"] = m.numerics.mode;
   n["checks"] = m.numerics.checks;
   n["max_abs_err"] = m.numerics.max_abs_err;
+  j["workload"]["skipped_records"] = m.workload.skipped_records;
   auto& s = j["sim"];
   s["events"] = m.sim.events;
   s["steps"] = m.sim.steps;

@@ -54,6 +54,9 @@ struct RunMetrics {
     double max_abs_err = 0;
   } numerics;
   struct {
+    int64_t skipped_records = 0;  // malformed trace records skipped (on_error: skip)
+  } workload;
+  struct {
     uint64_t events = 0;
     int64_t steps = 0;
     double simulated_s = 0, wall_s = 0;

@@ -41,6 +41,8 @@ class RequestSource {
   }
   // True when no request will ever come again.
   virtual bool exhausted() const = 0;
+  // Input records dropped as malformed (trace readers with on_error: skip).
+  virtual int64_t skipped_records() const { return 0; }
 };
 
 }  // namespace kvsim

@@ -47,6 +47,7 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
       scenario.device, scenario.model,
       TimingModel::Params{scenario.tp, kv_dtype_bytes(scenario.cache.dtype)});
   source_ = make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size);
+  numerics_ = make_numerics_observer(scenario, sizing_);
 }
 
 ServingEngine::~ServingEngine() = default;
@@ -157,6 +158,10 @@ void ServingEngine::on_step_done() {
     Sequence* seq = item.seq;
     seq->computed += item.tokens;
     policy_->commit(seq->slot, seq->tokens(), seq->computed);
+  }
+  if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
+  for (const ScheduledSeq& item : batch_.items) {
+    Sequence* seq = item.seq;
     if (seq->computed < seq->num_tokens()) continue;  // prefill chunk, no token yet
     ++seq->generated;                                 // the step sampled a token
     if (seq->first_token_at < 0) seq->first_token_at = now;
@@ -168,6 +173,7 @@ void ServingEngine::on_step_done() {
 
 void ServingEngine::complete(Sequence* seq) {
   const TimeNs now = sim_.now();
+  if (numerics_) numerics_->on_release(*seq);
   scheduler_->finish(seq);
   seq->finished_at = now;
   last_completion_ = now;
@@ -280,6 +286,8 @@ RunMetrics ServingEngine::run() {
   m.memory.kv_bytes = sizing_.num_blocks * sizing_.block_bytes;
   m.memory.activation_reserve_bytes = sizing_.activation_reserve;
   m.numerics.mode = scenario_.numerics.mode;
+  if (numerics_) numerics_->report(m);
+  m.workload.skipped_records = source_->skipped_records();
   m.sim.events = sim_.events_processed();
   m.sim.steps = steps_;
   m.sim.simulated_s = total_ns / 1e9;

@@ -11,11 +11,12 @@
 #include "devices/timing_model.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/scenario.hpp"
 #include "sim/latency_histogram.hpp"
 #include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
 #include "sim/serve/scheduler.hpp"
+#include "sim/serve/step_observer.hpp"
 #include "sim/simulator.hpp"
 
 namespace kvsim {
@@ -97,6 +98,7 @@ class ServingEngine {
   TimeNs last_timeline_ = -1;
   TimeNs last_completion_ = 0;
   std::function<void(const RunProgress&)> progress_;
+  std::unique_ptr<StepObserver> numerics_;
 };
 
 }  // namespace kvsim

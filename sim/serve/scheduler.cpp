@@ -36,6 +36,7 @@ bool Scheduler::try_grow(Sequence* seq, int64_t tokens, ScheduledBatch& batch, i
 Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   Sequence* victim = running_.back();
   running_.pop_back();
+  batch.preempted.push_back(victim);
   ++preemptions_;
   ++victim->preemptions;
   if (params_.swap) {
@@ -92,6 +93,7 @@ void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
     seq->slot = policy_.apply_swap_in(seq->host, plan);
     seq->host = -1;
     batch.swap_in_bytes += plan.bytes;
+    batch.swapped_in.push_back(seq);
     swapped_.pop_front();
     insert_running(seq);
     try_grow(seq, std::min(seq->remaining(), budget), batch, budget);
@@ -127,6 +129,8 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
 
 void Scheduler::schedule(ScheduledBatch& batch) {
   batch.items.clear();
+  batch.preempted.clear();
+  batch.swapped_in.clear();
   batch.swap_in_bytes = batch.swap_out_bytes = 0;
   batch.total_tokens = 0;
   int64_t budget = params_.max_batched_tokens;

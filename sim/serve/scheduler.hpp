@@ -28,6 +28,10 @@ struct ScheduledSeq {
 
 struct ScheduledBatch {
   std::vector<ScheduledSeq> items;
+  // Sequences preempted while building this step (their KV left the device:
+  // swapped out, or dropped for recompute) and sequences swapped back in.
+  std::vector<Sequence*> preempted;
+  std::vector<Sequence*> swapped_in;
   Bytes swap_in_bytes = 0;
   Bytes swap_out_bytes = 0;
   int64_t total_tokens = 0;

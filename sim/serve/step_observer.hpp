@@ -1,0 +1,36 @@
+#pragma once
+// Something that watches a run step by step without changing it: the
+// numerics checker (SPEC 8) runs the real kernels through the policy's block
+// tables after every step. Observers see the batch after the step's tokens
+// are committed to the cache and before finished sequences release their
+// blocks.
+#include <memory>
+
+#include "sim/cache/kv_cache_policy.hpp"
+#include "sim/cache/pool_sizing.hpp"
+#include "sim/metrics.hpp"
+#include "sim/serve/scheduler.hpp"
+
+namespace kvsim {
+
+struct ScenarioSpec;
+
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  // A step finished at `now`: every item's tokens are computed and committed.
+  // May throw (a failed numerics check stops the run).
+  virtual void on_step_done(const ScheduledBatch& batch, const KvCachePolicy& policy,
+                            TimeNs now) = 0;
+  // A sequence's KV leaves the device: it finished, or was preempted.
+  virtual void on_release(const Sequence& seq) { (void)seq; }
+  // Adds what the observer measured to the run's metrics.
+  virtual void report(RunMetrics& metrics) const { (void)metrics; }
+};
+
+// The numerics checker a scenario asks for (`numerics.mode`), or nullptr
+// when it asks for none (mode off). Defined in sim/numerics/.
+std::unique_ptr<StepObserver> make_numerics_observer(const ScenarioSpec& scenario,
+                                                     const PoolSizing& sizing);
+
+}  // namespace kvsim

@@ -18,7 +18,7 @@ using Names = std::vector<std::string>;
 TEST(Registries, ListTheExpectedNames) {
   EXPECT_EQ(cache_policy_names(), (Names{"paged"}));
   EXPECT_EQ(kv_layout_names(), (Names{"atb", "ksana"}));
-  EXPECT_EQ(workload_kinds(), (Names{"chat", "synthetic"}));
+  EXPECT_EQ(workload_kinds(), (Names{"chat", "synthetic", "trace"}));
   EXPECT_EQ(arrival_processes(), (Names{"constant", "gamma", "poisson"}));
   EXPECT_EQ(length_distributions(), (Names{"constant", "empirical", "exponential", "lognormal",
                                            "normal", "uniform", "zipf"}));

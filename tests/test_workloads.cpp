@@ -45,7 +45,7 @@ shared_prefix: {groups: 4, tokens: 64, popularity: uniform}
 )";
 
 TEST(Workloads, KindsListed) {
-  EXPECT_EQ(workload_kinds(), (std::vector<std::string>{"chat", "synthetic"}));
+  EXPECT_EQ(workload_kinds(), (std::vector<std::string>{"chat", "synthetic", "trace"}));
 }
 
 TEST(SyntheticWorkload, SameSeedGivesIdenticalStream) {

@@ -17,6 +17,7 @@ constexpr detail::WorkloadKind kWorkloadKinds[] = {
     {"chat", detail::parse_chat_workload, detail::make_chat_source, detail::chat_bounds},
     {"synthetic", detail::parse_synthetic_workload, detail::make_synthetic_source,
      detail::synthetic_bounds},
+    {"trace", detail::parse_trace_workload, detail::make_trace_source, detail::trace_bounds},
 };
 
 const detail::WorkloadKind& kind_of(const WorkloadSpec& spec) {
@@ -81,14 +82,17 @@ std::shared_ptr<const WorkloadSpec> parse_workload(const config::Node& node) {
   auto& diagnostics = node.context().diagnostics;
   const size_t errors_before = diagnostics.size();
   if (!node.defined()) {
-    node.error("is required but missing", "a map with kind: chat | synthetic");
+    node.error("is required but missing", "a map with kind: chat | synthetic, or trace: {...}");
     return nullptr;
   }
   config::MapReader reader(node);
   if (!reader.valid()) return nullptr;
   auto spec = std::make_shared<WorkloadSpec>();
-  // kind: chat | synthetic — which generator; the other keys depend on it
-  spec->kind = reader.choice("kind", std::nullopt, workload_kinds());
+  // kind: chat | synthetic | trace — which generator; the other keys depend
+  // on it. A `trace:` map alone means kind: trace (SPEC 5 `workload.trace`).
+  spec->kind = !reader.has("kind") && reader.has("trace")
+                   ? std::string("trace")
+                   : reader.choice("kind", std::nullopt, workload_kinds());
   if (diagnostics.size() != errors_before) return nullptr;  // the keys depend on the kind
   kind_of(*spec).parse(reader, *spec);
   reader.finish();

@@ -31,7 +31,7 @@ struct WorkloadBounds {
 };
 WorkloadBounds workload_bounds(const WorkloadSpec& spec);
 
-std::vector<std::string> workload_kinds();        // {"chat", "synthetic"}
+std::vector<std::string> workload_kinds();        // {"chat", "synthetic", "trace"}
 std::vector<std::string> arrival_processes();     // {"constant", "gamma", "poisson"}
 std::vector<std::string> length_distributions();  // {"constant", "empirical", ...}
 

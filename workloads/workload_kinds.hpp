@@ -33,6 +33,11 @@ std::unique_ptr<WorkloadSource> make_chat_source(const WorkloadSpec& spec, uint6
                                                  int64_t vocab_size);
 WorkloadBounds chat_bounds(const WorkloadSpec& spec);
 
+void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec);
+std::unique_ptr<WorkloadSource> make_trace_source(const WorkloadSpec& spec, uint64_t seed,
+                                                  int64_t vocab_size);
+WorkloadBounds trace_bounds(const WorkloadSpec& spec);
+
 // Shared readers: a required distribution / arrival map under `key`
 // (nullptr after reporting errors).
 std::shared_ptr<const ClampedDistribution> read_distribution(config::MapReader& reader,

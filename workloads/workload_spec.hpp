@@ -47,9 +47,22 @@ struct ChatWorkloadSpec {
   std::optional<int64_t> max_context_tokens;
 };
 
+// `trace:` a recorded trace replayed line by line (trace_workload.cpp).
+struct TraceWorkloadSpec {
+  std::string format;       // a name of trace_formats(): mooncake | azure | prefill_decode_csv
+  std::string path;         // resolved: a relative path is from the YAML file's folder
+  std::string key_path;     // "workload.trace", for errors found while replaying
+  double time_scale = 1.0;  // simulated gap = trace gap * time_scale (0.5: twice the load)
+  TimeNs start = 0;         // replay from this trace time (after the first record)
+  std::optional<TimeNs> duration;       // ... for this long (trace time)
+  std::optional<int64_t> max_requests;  // stop after this many requests
+  bool skip_malformed = false;          // on_error: skip (count and drop) instead of fail
+  int64_t loop = 1;                     // replay the window this many times, back to back
+};
+
 struct WorkloadSpec {
-  std::string kind;  // "synthetic" | "chat"
-  std::variant<SyntheticWorkloadSpec, ChatWorkloadSpec> body;
+  std::string kind;  // "synthetic" | "chat" | "trace"
+  std::variant<SyntheticWorkloadSpec, ChatWorkloadSpec, TraceWorkloadSpec> body;
 };
 
 }  // namespace kvsim

@@ -1,0 +1,191 @@
+// `workload.trace`: replays a recorded trace (SPEC 5). The file is read as the
+// simulation reaches each request (trace_file_reader.cpp), so memory does not
+// depend on the trace length. Content: Mooncake requests get their prompt
+// from their hash ids (prefix sharing exactly as the trace records it); the
+// formats without prefix information get unique prompts; every output is
+// unique to its request.
+#include "workloads/trace_workload.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "workloads/trace_file_reader.hpp"
+#include "workloads/workload_kinds.hpp"
+
+namespace kvsim {
+
+void append_mooncake_prompt(std::vector<int32_t>& out, const std::vector<int64_t>& hash_ids,
+                            int64_t input_tokens, uint64_t seed, int64_t pass, int64_t vocab_size) {
+  out.reserve(out.size() + static_cast<size_t>(input_tokens));
+  for (size_t i = 0; i < hash_ids.size(); ++i) {
+    const int64_t begin = static_cast<int64_t>(i) * kMooncakeBlockTokens;
+    const int64_t count = std::min(kMooncakeBlockTokens, input_tokens - begin);
+    if (count <= 0) break;
+    // b = pass + 1 keeps these keys apart from the synthetic shared-prefix
+    // groups, which use the same stream with b = 0.
+    const TokenStream block(
+        stream_key(seed, RandomStream::prefix_tokens, static_cast<uint64_t>(hash_ids[i]),
+                   static_cast<uint64_t>(pass) + 1),
+        vocab_size);
+    detail::append_tokens(out, block, count);
+  }
+}
+
+namespace detail {
+namespace {
+
+constexpr int64_t kMaxLoop = 1'000'000'000;
+constexpr double kMaxSeconds = 1e9;
+
+const TraceWorkloadSpec& trace_of(const WorkloadSpec& spec) {
+  return std::get<TraceWorkloadSpec>(spec.body);
+}
+
+TimeNs seconds_to_ns(double s) {
+  return static_cast<TimeNs>(std::llround(s * 1e9));
+}
+
+class TraceSource final : public WorkloadSource {
+ public:
+  TraceSource(const TraceWorkloadSpec& spec, uint64_t seed, int64_t vocab_size)
+      : reader_(spec), seed_(seed), vocab_size_(vocab_size) {
+    has_next_ = reader_.next(next_);
+    // A replay of nothing is a mistake (start_s past the end, an empty file),
+    // not an empty run that passes its checks.
+    if (!has_next_) reader_.fail_empty();
+  }
+
+  std::optional<TimeNs> next_arrival() const override {
+    if (!has_next_) return std::nullopt;
+    return next_.arrival;
+  }
+
+  Request take() override {
+    if (!has_next_) throw std::logic_error("take() on an exhausted trace request source");
+    const TraceRecord& r = next_.record;
+    Request request;
+    request.id = taken_;
+    request.arrival = next_.arrival;
+    if (!r.hash_ids.empty()) {
+      append_mooncake_prompt(request.prompt, r.hash_ids, r.input_tokens, seed_, next_.pass,
+                             vocab_size_);
+    } else {
+      request.prompt.reserve(static_cast<size_t>(r.input_tokens));
+      append_tokens(
+          request.prompt,
+          TokenStream(stream_key(seed_, RandomStream::prompt_tokens, taken_), vocab_size_),
+          r.input_tokens);
+    }
+    request.output.reserve(static_cast<size_t>(r.output_tokens));
+    append_tokens(request.output,
+                  TokenStream(stream_key(seed_, RandomStream::output_tokens, taken_), vocab_size_),
+                  r.output_tokens);
+    ++taken_;
+    // Read one record ahead so next_arrival() can answer; a malformed line
+    // under on_error: fail throws here, as the replay reaches it.
+    has_next_ = reader_.next(next_);
+    return request;
+  }
+
+  bool exhausted() const override { return !has_next_; }
+  int64_t skipped_records() const override { return reader_.skipped_records(); }
+  size_t held_entries() const override { return 0; }
+  uint64_t taken() const override { return taken_; }
+
+ private:
+  TraceFileReader reader_;
+  uint64_t seed_;
+  int64_t vocab_size_;
+  ReplayedRecord next_;
+  bool has_next_ = false;
+  uint64_t taken_ = 0;
+};
+
+}  // namespace
+
+void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
+  TraceWorkloadSpec trace;
+  // trace: {format, path, time_scale, start_s, duration_s, max_requests, on_error, loop}
+  const config::Node node = reader.child("trace");
+  if (!node.defined()) {
+    reader.node().context().diagnostics.error(
+        reader.node().location(), node.path(), "is required but missing",
+        "trace: {format: mooncake | azure | prefill_decode_csv, path: FILE}");
+    spec.body = std::move(trace);
+    return;
+  }
+  auto& diagnostics = node.context().diagnostics;
+  const size_t errors_before = diagnostics.size();
+  config::MapReader t(node);
+  if (!t.valid()) {
+    spec.body = std::move(trace);
+    return;
+  }
+  trace.key_path = node.path();
+  // format: which reader parses the lines (trace_formats.cpp)
+  trace.format = t.choice("format", std::nullopt, trace_formats());
+  // path: the trace file; relative to the YAML file's folder
+  const config::Node path_node = t.child("path");
+  // time_scale: simulated gap = trace gap * time_scale (0.5 replays twice as fast)
+  trace.time_scale = t.number("time_scale", 1.0, 1e-6, 1e6);
+  // start_s: replay from this many seconds after the trace's first record
+  trace.start = seconds_to_ns(t.number("start_s", 0.0, 0.0, kMaxSeconds));
+  // duration_s: replay this many seconds of trace time (default: to the end)
+  if (t.has("duration_s"))
+    trace.duration = seconds_to_ns(t.number("duration_s", 0.0, 1e-9, kMaxSeconds));
+  // max_requests: stop after this many requests (default: all)
+  if (t.has("max_requests"))
+    trace.max_requests = t.integer("max_requests", std::nullopt, 1, INT64_MAX);
+  // on_error: fail (a malformed line stops the run, naming file and line) | skip
+  trace.skip_malformed = t.choice("on_error", "fail", {"fail", "skip"}) == "skip";
+  // loop: replay the window this many times back to back, each pass one span
+  // later with new content (for long, flat-memory runs)
+  trace.loop = t.integer("loop", 1, 1, kMaxLoop);
+  t.finish();
+
+  if (!path_node.defined()) {
+    diagnostics.error(node.location(), path_node.path(), "is required but missing",
+                      "path: a trace file, relative to the YAML file's folder");
+  } else if (const auto path = path_node.as_string()) {
+    std::filesystem::path file(*path);
+    if (file.is_relative()) file = std::filesystem::path(path_node.file()).parent_path() / file;
+    trace.path = file.lexically_normal().string();
+    if (diagnostics.size() == errors_before) {
+      // Open it now, so `kvsim validate` and the pre-run checks catch a
+      // missing file or a wrong header before any output is written.
+      try {
+        TraceFileReader probe(trace);
+      } catch (const config::ConfigError& e) {
+        for (const config::Diagnostic& d : e.diagnostics()) {
+          if (d.where.line == 0)  // the file itself: point at the YAML key
+            path_node.error(fmt::format("cannot read '{}'", trace.path), d.allowed);
+          else
+            diagnostics.error(d.where, d.key_path, d.problem, d.allowed);
+        }
+      }
+    }
+  }
+  spec.body = std::move(trace);
+}
+
+std::unique_ptr<WorkloadSource> make_trace_source(const WorkloadSpec& spec, uint64_t seed,
+                                                  int64_t vocab_size) {
+  return std::make_unique<TraceSource>(trace_of(spec), seed, vocab_size);
+}
+
+WorkloadBounds trace_bounds(const WorkloadSpec& spec) {
+  (void)spec;
+  // A trace is streamed, so its longest request is not known before the run
+  // (finding it would mean reading the whole file first). The engine rejects
+  // at arrival a request beyond max_model_len or the pool, and without
+  // chunked prefill a prompt larger than max_batched_tokens is rejected when
+  // it reaches the head of an idle queue.
+  return {0, 0};
+}
+
+}  // namespace detail
+}  // namespace kvsim

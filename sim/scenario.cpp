@@ -250,11 +250,32 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
           "raise max_batched_tokens or set chunked_prefill: true");
     }
   }
+  if (s.numerics.mode != "off" && s.numerics.shadow_head_dim % 2 != 0) {
+    ctx.diagnostics.error(at("numerics.shadow.head_dim"), "numerics.shadow.head_dim",
+                          fmt::format("{} is odd: RoPE rotates pairs", s.numerics.shadow_head_dim),
+                          "an even number");
+  }
   if (s.numerics.mode != "off") {
+    // The shadow pool has every block of the real pool at the shadow width.
+    const NumericsConfig& n = s.numerics;
+    const Bytes shadow = sz.num_blocks * 2 * std::min(n.shadow_layers, m.num_hidden_layers) *
+                         s.cache.block_size * std::min(n.shadow_heads, m.kv_heads_per_rank(s.tp)) *
+                         n.shadow_head_dim * kv_dtype_bytes(s.cache.dtype);
+    constexpr Bytes kShadowLimit = 2LL << 30;
+    if (shadow > kShadowLimit) {
+      ctx.diagnostics.error(at("numerics.shadow"), "numerics.shadow",
+                            fmt::format("the shadow pool would take {} ({} blocks)",
+                                        format_bytes(shadow), sz.num_blocks),
+                            fmt::format("at most {}: fewer shadow layers, heads or head_dim",
+                                        format_bytes(kShadowLimit)));
+    }
+  }
+  if (s.numerics.mode != "off" && s.cache.policy != "paged") {
     ctx.diagnostics.error(
         at("numerics.mode"), "numerics.mode",
-        fmt::format("numerics mode '{}' is not available in this build yet", s.numerics.mode),
-        "off");
+        fmt::format("numerics checks run on the paged policy in this build, not '{}'",
+                    s.cache.policy),
+        "off, or kv_cache.policy: paged");
   }
 }
 
@@ -290,7 +311,15 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
   {
     MapReader n(top.child("numerics"));
     s.numerics.mode = n.choice("mode", "off", {"off", "sampled", "full"});
-    n.ignore({"sample_every", "tolerance", "shadow"});
+    s.numerics.sample_every = n.integer("sample_every", 16, 1, 1000000);
+    s.numerics.tolerance = n.number("tolerance", 1e-4, 1e-9, 10.0);
+    {
+      MapReader sh(n.child("shadow"));
+      s.numerics.shadow_layers = sh.integer("layers", 2, 1, 1024);
+      s.numerics.shadow_heads = sh.integer("heads", 2, 1, 1024);
+      s.numerics.shadow_head_dim = sh.integer("head_dim", 16, 2, 1024);
+      sh.finish();
+    }
     n.finish();
   }
   {

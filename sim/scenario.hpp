@@ -24,8 +24,15 @@ struct SchedulerConfig {
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
 };
 
+// SPEC 8: real kernels run through the policy's buffers on a reduced
+// "shadow" width with the real block and slot structure.
 struct NumericsConfig {
-  std::string mode = "off";
+  std::string mode = "off";  // off | sampled | full
+  int64_t sample_every = 16;  // sampled: check one step in this many
+  double tolerance = 1e-4;    // max abs error against the dense reference
+  int64_t shadow_layers = 2;  // capped at the model's layers
+  int64_t shadow_heads = 2;   // KV heads, capped at the model's KV heads per rank
+  int64_t shadow_head_dim = 16;
 };
 
 struct OutputConfig {

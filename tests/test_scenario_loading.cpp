@@ -97,8 +97,9 @@ TEST(ScenarioLoading, CrossFieldChecksNameTheKeyToChange) {
           .find(
               "scheduler.max_model_len: 100000 is beyond the model's max_position_embeddings 8192"),
       std::string::npos);
-  EXPECT_NE(error_of("device: ascend-910b2\nmodel: llama-3-8b\nnumerics: {mode: full}\n")
-                .find("numerics.mode"),
+  EXPECT_NE(error_of("device: ascend-910b2\nmodel: llama-3-8b\n"
+                     "numerics: {mode: full, shadow: {head_dim: 7}}\n")
+                .find("numerics.shadow.head_dim"),
             std::string::npos);
 }
 

@@ -1,9 +1,14 @@
-// numerics.mode selects the checker. Only `off` passes validation in this
-// build (sim/scenario.cpp rejects the others), so there is no checker yet.
-#include "sim/serve/step_observer.hpp"
+// numerics.mode selects the checker: `full` checks every step, `sampled`
+// one step in sample_every, `off` runs none (SPEC 8).
+#include "sim/numerics/numerics_checker.hpp"
+#include "sim/scenario.hpp"
 
 namespace kvsim {
 
-std::unique_ptr<StepObserver> make_numerics_observer(const ScenarioSpec&, const PoolSizing&) { return nullptr; }
+std::unique_ptr<StepObserver> make_numerics_observer(const ScenarioSpec& scenario,
+                                                     const PoolSizing& sizing) {
+  if (scenario.numerics.mode == "off") return nullptr;
+  return std::make_unique<numerics::NumericsChecker>(numerics::checker_params(scenario, sizing));
+}
 
 }  // namespace kvsim

@@ -5,6 +5,7 @@
 // are committed to the cache and before finished sequences release their
 // blocks.
 #include <memory>
+#include <stdexcept>
 
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
@@ -14,6 +15,13 @@
 namespace kvsim {
 
 struct ScenarioSpec;
+
+// A check an observer runs on the simulation failed (a numerics mismatch):
+// the run stops and `kvsim run` exits 1, like a failed expectation.
+class CheckFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class StepObserver {
  public:

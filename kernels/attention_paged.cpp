@@ -1,0 +1,300 @@
+// Paged attention over a KvPool: varlen prefill (blockwise online softmax
+// with Eigen GEMMs) and decode (two passes over the context; an AVX2/F16C
+// path for fp16 storage, chosen at run time).
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/attention.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace kvsim::kernels {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+void check_heads(const KvPool& pool, int64_t q_heads) {
+  if (q_heads <= 0 || q_heads % pool.kv_heads() != 0)
+    throw std::invalid_argument("attention: q_heads must be a positive multiple of kv_heads");
+}
+
+// Loads rows [first, first + n) of one block's K or V for a head into m (n x d).
+void load_block(const KvPool& pool, int32_t block, KvPart part, int64_t layer, int64_t head,
+                int64_t n, RowMat& m) {
+  m.resize(n, pool.head_dim());
+  for (int64_t t = 0; t < n; ++t) pool.read_row(block, part, layer, t, head, m.row(t).data());
+}
+
+// One sequence, one KV head: queries [q_len, group] rows, FlashAttention over blocks.
+void varlen_one(const KvPool& pool, int64_t layer, const float* q, int64_t q_len, int64_t k_len,
+                std::span<const int32_t> table, int64_t q_heads, int64_t kh, float scale,
+                float* out) {
+  const int64_t d = pool.head_dim();
+  const int64_t group = q_heads / pool.kv_heads();
+  const int64_t bt = pool.block_tokens();
+  constexpr int64_t kTile = 64;  // queries per tile
+  RowMat qt, s, acc, kb, vb;
+  for (int64_t q0 = 0; q0 < q_len; q0 += kTile) {
+    const int64_t tq = std::min(kTile, q_len - q0);
+    const int64_t rows = tq * group;
+    qt.resize(rows, d);
+    for (int64_t i = 0; i < tq; ++i)
+      for (int64_t j = 0; j < group; ++j)
+        qt.row(i * group + j) =
+            Eigen::Map<const Eigen::RowVectorXf>(q + ((q0 + i) * q_heads + kh * group + j) * d, d) *
+            scale;
+    acc.setZero(rows, d);
+    Eigen::VectorXf m = Eigen::VectorXf::Constant(rows, -std::numeric_limits<float>::infinity());
+    Eigen::VectorXf l = Eigen::VectorXf::Zero(rows);
+    const int64_t last_visible = k_len - q_len + q0 + tq - 1;  // of the tile's last query
+    for (int64_t b0 = 0; b0 <= last_visible; b0 += bt) {
+      const int64_t n = std::min(bt, k_len - b0);
+      const int32_t block = table[static_cast<size_t>(b0 / bt)];
+      load_block(pool, block, KvPart::key, layer, kh, n, kb);
+      load_block(pool, block, KvPart::value, layer, kh, n, vb);
+      s.noalias() = qt * kb.transpose();
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t visible = k_len - q_len + q0 + r / group;  // last key this query sees
+        float mx = m(r);
+        for (int64_t t = 0; t < n; ++t) {
+          if (b0 + t > visible) s(r, t) = -std::numeric_limits<float>::infinity();
+          mx = std::max(mx, s(r, t));
+        }
+        if (mx == -std::numeric_limits<float>::infinity()) continue;
+        const float corr = std::exp(m(r) - mx);
+        s.row(r) = (s.row(r).array() - mx).exp();
+        l(r) = l(r) * corr + s.row(r).sum();
+        acc.row(r) *= corr;
+        m(r) = mx;
+      }
+      acc.noalias() += s * vb;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = r / group, j = r % group;
+      Eigen::Map<Eigen::RowVectorXf>(out + ((q0 + i) * q_heads + kh * group + j) * d, d) =
+          acc.row(r) / l(r);
+    }
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma,f16c"))) float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_hadd_ps(lo, lo);
+  lo = _mm_hadd_ps(lo, lo);
+  return _mm_cvtss_f32(lo);
+}
+
+// Four dot-product accumulators reduced to four floats with one hadd tree.
+__attribute__((target("avx2,fma,f16c"))) __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// Decode, fp16 storage, one sequence, every head at once. Scores are kept
+// token-major, [position, q_head], so the key pass writes them in order and
+// the value pass reads each token's weights together. The key pass walks
+// each block's rows in memory order ([token, head, dim], seed 000); the value
+// pass keeps its accumulators in registers over a block's tokens.
+__attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool, int64_t layer,
+                                                              const float* q, int64_t k_len,
+                                                              std::span<const int32_t> table,
+                                                              int64_t q_heads, float scale,
+                                                              float* out,
+                                                              std::vector<float>& scores) {
+  const int64_t d = pool.head_dim();
+  const int64_t heads = pool.kv_heads();
+  const int64_t group = q_heads / heads;
+  const int64_t bt = pool.block_tokens();
+  scores.resize(static_cast<size_t>(q_heads * k_len));
+  // Queries pre-scaled, and each query head's running max kept during the
+  // key pass, so the softmax is two passes over the scores (exp, sum).
+  std::vector<float> qs(q, q + q_heads * d), mx(static_cast<size_t>(q_heads), -INFINITY);
+  for (float& x : qs) x *= scale;
+  __m256 acc[8], acc1[8];
+  const int64_t row = heads * d;  // halves from one token's rows to the next's
+  for (int64_t b0 = 0; b0 < k_len; b0 += bt) {
+    const int64_t n = std::min(bt, k_len - b0);
+    const auto* rows = reinterpret_cast<const uint16_t*>(
+        pool.row(table[static_cast<size_t>(b0 / bt)], KvPart::key, layer, 0, 0));
+    float* sp = scores.data() + b0 * q_heads;
+    int64_t t = 0;
+    // Two tokens per pass share the query loads.
+    for (; t + 2 <= n; t += 2, rows += 2 * row, sp += 2 * q_heads) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* qh = qs.data() + h * group * d;
+        const uint16_t* r0 = rows + h * d;
+        const uint16_t* r1 = r0 + row;
+        for (int64_t j = 0; j < group; ++j) acc[j] = acc1[j] = _mm256_setzero_ps();
+        for (int64_t c = 0; c < d; c += 8) {
+          const __m256 k0 =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
+          const __m256 k1 =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + c)));
+          for (int64_t j = 0; j < group; ++j) {
+            const __m256 qv = _mm256_loadu_ps(qh + j * d + c);
+            acc[j] = _mm256_fmadd_ps(qv, k0, acc[j]);
+            acc1[j] = _mm256_fmadd_ps(qv, k1, acc1[j]);
+          }
+        }
+        float* s0 = sp + h * group;
+        float* s1 = s0 + q_heads;
+        int64_t j = 0;
+        for (; j + 4 <= group; j += 4) {
+          const __m128 a = hsum4(acc[j], acc[j + 1], acc[j + 2], acc[j + 3]);
+          const __m128 b = hsum4(acc1[j], acc1[j + 1], acc1[j + 2], acc1[j + 3]);
+          _mm_storeu_ps(s0 + j, a);
+          _mm_storeu_ps(s1 + j, b);
+          float* m = mx.data() + h * group + j;
+          _mm_storeu_ps(m, _mm_max_ps(_mm_loadu_ps(m), _mm_max_ps(a, b)));
+        }
+        for (; j < group; ++j) {
+          s0[j] = hsum(acc[j]);
+          s1[j] = hsum(acc1[j]);
+          float& m = mx[static_cast<size_t>(h * group + j)];
+          m = std::max(m, std::max(s0[j], s1[j]));
+        }
+      }
+    }
+    for (; t < n; ++t, rows += row, sp += q_heads) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* qh = qs.data() + h * group * d;
+        const uint16_t* r0 = rows + h * d;
+        for (int64_t j = 0; j < group; ++j) acc[j] = _mm256_setzero_ps();
+        for (int64_t c = 0; c < d; c += 8) {
+          const __m256 k0 =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
+          for (int64_t j = 0; j < group; ++j)
+            acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(qh + j * d + c), k0, acc[j]);
+        }
+        for (int64_t j = 0; j < group; ++j) {
+          const float sc = hsum(acc[j]);
+          sp[h * group + j] = sc;
+          float& m = mx[static_cast<size_t>(h * group + j)];
+          m = std::max(m, sc);
+        }
+      }
+    }
+  }
+  // Softmax per query head over positions (columns of the [k_len, q_heads] matrix).
+  using ScoreMat = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+  ScoreMat sm(scores.data(), k_len, q_heads);
+  const Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>> mxa(mx.data(), q_heads);
+  sm = (sm.rowwise() - mxa).exp();
+  const Eigen::Array<float, 1, Eigen::Dynamic> inv = sm.colwise().sum().inverse();
+  std::fill(out, out + q_heads * d, 0.0f);
+  // Value pass in memory order too; the [q_heads, head_dim] accumulators stay in L1.
+  for (int64_t b0 = 0; b0 < k_len; b0 += bt) {
+    const int64_t n = std::min(bt, k_len - b0);
+    const auto* rows = reinterpret_cast<const uint16_t*>(
+        pool.row(table[static_cast<size_t>(b0 / bt)], KvPart::value, layer, 0, 0));
+    const float* w = scores.data() + b0 * q_heads;
+    int64_t t = 0;
+    // Two tokens per pass: one load and one store of the accumulators per two rows.
+    for (; t + 2 <= n; t += 2, rows += 2 * row, w += 2 * q_heads) {
+      for (int64_t h = 0; h < heads; ++h) {
+        __m256 w0[8], w1[8];
+        for (int64_t j = 0; j < group; ++j) {
+          w0[j] = _mm256_broadcast_ss(w + h * group + j);
+          w1[j] = _mm256_broadcast_ss(w + q_heads + h * group + j);
+        }
+        const uint16_t* r0 = rows + h * d;
+        const uint16_t* r1 = r0 + row;
+        float* oh = out + h * group * d;
+        for (int64_t c = 0; c < d; c += 8) {
+          const __m256 v0 =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
+          const __m256 v1 =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + c)));
+          for (int64_t j = 0; j < group; ++j) {
+            float* oj = oh + j * d + c;
+            _mm256_storeu_ps(
+                oj, _mm256_fmadd_ps(w1[j], v1, _mm256_fmadd_ps(w0[j], v0, _mm256_loadu_ps(oj))));
+          }
+        }
+      }
+    }
+    for (; t < n; ++t) {
+      for (int64_t h = 0; h < heads; ++h, rows += d, w += group) {
+        for (int64_t j = 0; j < group; ++j) acc[j] = _mm256_broadcast_ss(w + j);
+        float* oh = out + h * group * d;
+        for (int64_t c = 0; c < d; c += 8) {
+          const __m256 vv =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + c)));
+          for (int64_t j = 0; j < group; ++j) {
+            float* oj = oh + j * d + c;
+            _mm256_storeu_ps(oj, _mm256_fmadd_ps(acc[j], vv, _mm256_loadu_ps(oj)));
+          }
+        }
+      }
+    }
+  }
+  for (int64_t r = 0; r < q_heads; ++r) Eigen::Map<Eigen::ArrayXf>(out + r * d, d) *= inv(r);
+}
+#endif
+
+}  // namespace
+
+bool fast_fp16_decode_available() {
+#if defined(__x86_64__)
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                         __builtin_cpu_supports("f16c");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+void paged_varlen_attention(const KvPool& pool, int64_t layer, const float* q,
+                            std::span<const int32_t> cu_seqlens_q,
+                            std::span<const int32_t> seqlens_k,
+                            std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
+                            float scale, float* out) {
+  check_heads(pool, q_heads);
+  const int64_t d = pool.head_dim();
+  for (size_t s = 0; s + 1 < cu_seqlens_q.size(); ++s) {
+    const int64_t q0 = cu_seqlens_q[s], q_len = cu_seqlens_q[s + 1] - q0;
+    const int64_t k_len = seqlens_k[s];
+    if (q_len <= 0) continue;
+    if (k_len < q_len) throw std::invalid_argument("attention: fewer keys than queries");
+    if (static_cast<int64_t>(block_tables[s].size()) * pool.block_tokens() < k_len)
+      throw std::invalid_argument("attention: block table shorter than the context");
+    for (int64_t kh = 0; kh < pool.kv_heads(); ++kh)
+      varlen_one(pool, layer, q + q0 * q_heads * d, q_len, k_len, block_tables[s], q_heads, kh,
+                 scale, out + q0 * q_heads * d);
+  }
+}
+
+void paged_decode_attention(const KvPool& pool, int64_t layer, const float* q,
+                            std::span<const int32_t> cache_seqlens,
+                            std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
+                            float scale, float* out) {
+  check_heads(pool, q_heads);
+  const int64_t d = pool.head_dim();
+  const int64_t group = q_heads / pool.kv_heads();
+#if defined(__x86_64__)
+  if (pool.dtype() == KvDtype::fp16 && d % 8 == 0 && group <= 8 && fast_fp16_decode_available()) {
+    std::vector<float> scores;
+    for (size_t s = 0; s < cache_seqlens.size(); ++s) {
+      if (static_cast<int64_t>(block_tables[s].size()) * pool.block_tokens() < cache_seqlens[s])
+        throw std::invalid_argument("attention: block table shorter than the context");
+      decode_fp16_seq(pool, layer, q + static_cast<int64_t>(s) * q_heads * d, cache_seqlens[s],
+                      block_tables[s], q_heads, scale, out + static_cast<int64_t>(s) * q_heads * d,
+                      scores);
+    }
+    return;
+  }
+#endif
+  std::vector<int32_t> cu(cache_seqlens.size() + 1);
+  for (size_t s = 0; s < cache_seqlens.size(); ++s) cu[s + 1] = static_cast<int32_t>(s + 1);
+  paged_varlen_attention(pool, layer, q, cu, cache_seqlens, block_tables, q_heads, scale, out);
+}
+
+}  // namespace kvsim::kernels

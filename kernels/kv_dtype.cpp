@@ -1,0 +1,135 @@
+#include "kernels/kv_dtype.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+namespace kvsim::kernels {
+
+int64_t kv_dtype_bytes(KvDtype t) {
+  switch (t) {
+    case KvDtype::fp32:
+      return 4;
+    case KvDtype::fp16:
+    case KvDtype::bf16:
+      return 2;
+    case KvDtype::int8:
+      return 1;
+  }
+  return 0;
+}
+
+std::string_view kv_dtype_name(KvDtype t) {
+  switch (t) {
+    case KvDtype::fp32:
+      return "fp32";
+    case KvDtype::fp16:
+      return "fp16";
+    case KvDtype::bf16:
+      return "bf16";
+    case KvDtype::int8:
+      return "int8";
+  }
+  return "?";
+}
+
+std::optional<KvDtype> parse_kv_dtype(std::string_view name) {
+  for (KvDtype t : {KvDtype::fp32, KvDtype::fp16, KvDtype::bf16, KvDtype::int8}) {
+    if (kv_dtype_name(t) == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> kv_dtype_names() {
+  return {"fp32", "fp16", "bf16", "int8"};
+}
+
+uint16_t float_to_half_bits(float x) {
+  return Eigen::numext::bit_cast<uint16_t>(Eigen::half(x));
+}
+float half_bits_to_float(uint16_t h) {
+  return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(h));
+}
+uint16_t float_to_bf16_bits(float x) {
+  return Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(x));
+}
+float bf16_bits_to_float(uint16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
+
+Int8Params int8_params_for(const float* row, int64_t n) {
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, row[i]);
+    hi = std::max(hi, row[i]);
+  }
+  Int8Params p;
+  p.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  p.offset = static_cast<int32_t>(std::lround(lo / p.scale));
+  p.offset = std::clamp(p.offset, -255, 0);
+  return p;
+}
+
+uint8_t quantize_int8(float x, const Int8Params& p) {
+  const long q = std::lround(x / p.scale) - p.offset;
+  return static_cast<uint8_t>(std::clamp<long>(q, 0, 255));
+}
+
+Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst) {
+  Int8Params p;
+  switch (t) {
+    case KvDtype::fp32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      break;
+    case KvDtype::fp16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_half_bits(src[i]);
+      break;
+    }
+    case KvDtype::bf16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_bf16_bits(src[i]);
+      break;
+    }
+    case KvDtype::int8: {
+      p = int8_params_for(src, n);
+      auto* d = static_cast<uint8_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = quantize_int8(src[i], p);
+      break;
+    }
+  }
+  return p;
+}
+
+void decode_row(KvDtype t, const void* src, int64_t n, const Int8Params& p, float* dst) {
+  switch (t) {
+    case KvDtype::fp32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      break;
+    case KvDtype::fp16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(s[i]);
+      break;
+    }
+    case KvDtype::bf16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_float(s[i]);
+      break;
+    }
+    case KvDtype::int8: {
+      const auto* s = static_cast<const uint8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = dequantize_int8(s[i], p);
+      break;
+    }
+  }
+}
+
+void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst) {
+  std::vector<uint8_t> tmp(static_cast<size_t>(n * 4));
+  const Int8Params p = encode_row(t, src, n, tmp.data());
+  decode_row(t, tmp.data(), n, p, dst);
+}
+
+}  // namespace kvsim::kernels

@@ -1,0 +1,47 @@
+#pragma once
+// KV storage element types (SPEC 8: fp32 compute on fp32/fp16/bf16/int8
+// storage). fp16 and bf16 round to nearest even through Eigen's types; int8
+// is asymmetric per (token, head) row as Qualcomm QNN stores it (seed 002):
+// real = scale * (q + offset), q an unsigned byte, offset <= 0, so the byte
+// that means 0.0 is -offset, which Genie uses as its pad value.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvsim::kernels {
+
+enum class KvDtype : uint8_t { fp32, fp16, bf16, int8 };
+
+int64_t kv_dtype_bytes(KvDtype t);
+std::string_view kv_dtype_name(KvDtype t);
+std::optional<KvDtype> parse_kv_dtype(std::string_view name);
+std::vector<std::string> kv_dtype_names();
+
+uint16_t float_to_half_bits(float x);
+float half_bits_to_float(uint16_t h);
+uint16_t float_to_bf16_bits(float x);
+float bf16_bits_to_float(uint16_t h);
+
+// Quantisation parameters of one int8 row (seed 002: pad value = -offset).
+struct Int8Params {
+  float scale = 1.0f;
+  int32_t offset = 0;  // in [-255, 0]
+  uint8_t pad_value() const { return static_cast<uint8_t>(-offset); }
+};
+// Parameters covering [min(row, 0), max(row, 0)] so 0.0 is exact.
+Int8Params int8_params_for(const float* row, int64_t n);
+uint8_t quantize_int8(float x, const Int8Params& p);
+inline float dequantize_int8(uint8_t q, const Int8Params& p) {
+  return p.scale * (static_cast<float>(q) + static_cast<float>(p.offset));
+}
+
+// Encodes n floats into `dst` (kv_dtype_bytes each); for int8 also returns
+// the row's parameters. Decodes back to fp32.
+Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst);
+void decode_row(KvDtype t, const void* src, int64_t n, const Int8Params& p, float* dst);
+// What a value becomes after storage and load: encode then decode.
+void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst);
+
+}  // namespace kvsim::kernels

@@ -1,0 +1,86 @@
+#include "kernels/kv_pool.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace kvsim::kernels {
+
+KvPool::KvPool(int64_t num_blocks, int64_t layers, int64_t block_tokens, int64_t kv_heads,
+               int64_t head_dim, KvDtype dtype)
+    : dtype_(dtype), num_blocks_(num_blocks) {
+  if (num_blocks <= 0 || layers <= 0 || block_tokens <= 0 || kv_heads <= 0 || head_dim <= 0)
+    throw std::invalid_argument("KvPool: every dimension must be positive");
+  g_ = {layers, block_tokens, kv_heads, head_dim, kv_dtype_bytes(dtype)};
+  data_.assign(static_cast<size_t>(num_blocks * g_.block_bytes()), 0);
+  if (dtype == KvDtype::int8) params_.resize(static_cast<size_t>(num_blocks * rows_per_block()));
+}
+
+uint8_t* KvPool::row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head) {
+  return const_cast<uint8_t*>(std::as_const(*this).row(block, part, layer, token, head));
+}
+
+const uint8_t* KvPool::row(int64_t block, KvPart part, int64_t layer, int64_t token,
+                           int64_t head) const {
+  // Seed 000 Ksana: block base, then K or V, then layer, then [token, head, dim].
+  const int64_t off = ksana_block_base(g_, block) +
+                      (static_cast<int64_t>(part) * g_.layers + layer) * g_.slab_bytes() +
+                      (token * g_.kv_heads + head) * g_.head_dim * g_.dtype_bytes;
+  return data_.data() + off;
+}
+
+const uint8_t* KvPool::atb_row(KvPart part, int64_t atb_block, int64_t token, int64_t head) const {
+  // atb_view_offset includes the kcache/vcache base of the view.
+  return data_.data() + atb_view_offset(g_, part, atb_block, token, head, 0);
+}
+
+int64_t KvPool::param_index(int64_t block, KvPart part, int64_t layer, int64_t token,
+                            int64_t head) const {
+  return (((block * 2 + static_cast<int64_t>(part)) * g_.layers + layer) * g_.block_tokens +
+          token) *
+             g_.kv_heads +
+         head;
+}
+
+Int8Params& KvPool::params(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head) {
+  return params_[static_cast<size_t>(param_index(block, part, layer, token, head))];
+}
+
+const Int8Params& KvPool::params(int64_t block, KvPart part, int64_t layer, int64_t token,
+                                 int64_t head) const {
+  static const Int8Params unit;
+  if (dtype_ != KvDtype::int8) return unit;
+  return params_[static_cast<size_t>(param_index(block, part, layer, token, head))];
+}
+
+void KvPool::write_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
+                       const float* src) {
+  const Int8Params p = encode_row(dtype_, src, g_.head_dim, row(block, part, layer, token, head));
+  if (dtype_ == KvDtype::int8) params(block, part, layer, token, head) = p;
+}
+
+void KvPool::read_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
+                      float* dst) const {
+  decode_row(dtype_, row(block, part, layer, token, head), g_.head_dim,
+             params(block, part, layer, token, head), dst);
+}
+
+void KvPool::copy_block_out(int64_t block, std::vector<uint8_t>& bytes,
+                            std::vector<Int8Params>& params) const {
+  const auto* base = data_.data() + ksana_block_base(g_, block);
+  bytes.assign(base, base + g_.block_bytes());
+  params.clear();
+  if (dtype_ == KvDtype::int8) {
+    const auto first = params_.begin() + block * rows_per_block();
+    params.assign(first, first + rows_per_block());
+  }
+}
+
+void KvPool::copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
+                           const std::vector<Int8Params>& params) {
+  std::memcpy(data_.data() + ksana_block_base(g_, block), bytes.data(), bytes.size());
+  if (dtype_ == KvDtype::int8)
+    std::copy(params.begin(), params.end(), params_.begin() + block * rows_per_block());
+}
+
+}  // namespace kvsim::kernels

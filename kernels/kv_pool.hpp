@@ -1,0 +1,64 @@
+#pragma once
+// A real paged KV pool: num_blocks Ksana blocks [2, layers, block_tokens,
+// kv_heads, head_dim] in one contiguous allocation (seed 000), elements of a
+// KvDtype. The ATB kcache/vcache view (block id b * layers * 2 + layer,
+// vcache at its base offset) reads the same bytes: atb_row() and row() are
+// two addressings of one buffer (sim/cache/kv_layout.hpp has the formulas).
+// int8 rows carry their (scale, offset) in a side table indexed like the rows.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kv_dtype.hpp"
+#include "sim/cache/kv_layout.hpp"
+
+namespace kvsim::kernels {
+
+class KvPool {
+ public:
+  KvPool(int64_t num_blocks, int64_t layers, int64_t block_tokens, int64_t kv_heads,
+         int64_t head_dim, KvDtype dtype);
+
+  const BlockGeometry& geometry() const { return g_; }
+  KvDtype dtype() const { return dtype_; }
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t layers() const { return g_.layers; }
+  int64_t block_tokens() const { return g_.block_tokens; }
+  int64_t kv_heads() const { return g_.kv_heads; }
+  int64_t head_dim() const { return g_.head_dim; }
+  int64_t bytes() const { return static_cast<int64_t>(data_.size()); }
+
+  // Row (head_dim elements) of (block, K/V, layer, token in block, head), Ksana addressing.
+  uint8_t* row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head);
+  const uint8_t* row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head) const;
+  // The same row through the ATB kcache/vcache view (seed 000).
+  const uint8_t* atb_row(KvPart part, int64_t atb_block, int64_t token, int64_t head) const;
+
+  Int8Params& params(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head);
+  const Int8Params& params(int64_t block, KvPart part, int64_t layer, int64_t token,
+                           int64_t head) const;
+
+  // Encodes / decodes one row in fp32.
+  void write_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
+                 const float* src);
+  void read_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
+                float* dst) const;
+
+  // Whole-block copies (swap out to a host buffer and back in, seed 001).
+  void copy_block_out(int64_t block, std::vector<uint8_t>& bytes,
+                      std::vector<Int8Params>& params) const;
+  void copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
+                     const std::vector<Int8Params>& params);
+  uint8_t* data() { return data_.data(); }
+
+ private:
+  int64_t param_index(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head) const;
+  int64_t rows_per_block() const { return 2 * g_.layers * g_.block_tokens * g_.kv_heads; }
+
+  BlockGeometry g_;
+  KvDtype dtype_;
+  int64_t num_blocks_;
+  std::vector<uint8_t> data_;
+  std::vector<Int8Params> params_;  // int8 only
+};
+
+}  // namespace kvsim::kernels

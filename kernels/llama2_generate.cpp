@@ -1,0 +1,76 @@
+#include "kernels/llama2_generate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/cache/policy_registry.hpp"
+
+namespace kvsim::kernels {
+
+GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& tok,
+                               const GenerateOptions& o) {
+  const Llama2Config& c = w.config;
+  if (o.block_size <= 0) throw std::invalid_argument("block size must be positive");
+  const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
+  const std::vector<int32_t> prompt = tok.encode(o.prompt, true);
+  if (static_cast<int64_t>(prompt.size()) > steps)
+    throw std::invalid_argument(
+        fmt::format("the prompt has {} tokens, more than --steps {}", prompt.size(), steps));
+
+  KvPool pool((steps + o.block_size - 1) / o.block_size + 1, c.n_layers, o.block_size, c.n_kv_heads,
+              c.head_size(), o.kv_dtype);
+  CacheConfig cfg;
+  cfg.policy = o.policy;
+  cfg.block_size = o.block_size;
+  cfg.prefix_caching = false;
+  PoolSizing sizing;
+  sizing.block_bytes = pool.geometry().block_bytes();
+  sizing.num_blocks = pool.num_blocks();
+  sizing.capacity_tokens = sizing.num_blocks * o.block_size;
+  auto policy = make_cache_policy(cfg, sizing);
+  if (!policy)
+    throw std::invalid_argument(fmt::format("unknown cache policy '{}' (allowed: {})", o.policy,
+                                            fmt::join(cache_policy_names(), ", ")));
+
+  GenerateResult r;
+  r.tokens = prompt;
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  std::vector<int32_t> none;
+  const auto view = [&](int64_t n) { return TokenView{r.tokens.data(), n, none.data(), 0}; };
+  // Admit the prompt (one prefill), then one token per step.
+  AdmitPlan admit = policy->plan_admit(PrefixHit{}, n_prompt);
+  if (!admit.fits) throw std::invalid_argument("the prompt does not fit the pool");
+  const SeqSlot slot = policy->apply_admit(admit);
+  std::vector<float> logits =
+      llama2_forward(w, pool, policy->block_table(slot), prompt.data(), n_prompt, 0);
+  policy->commit(slot, view(n_prompt), n_prompt);
+  for (int64_t i = 1; i < n_prompt; ++i)
+    r.text += tok.piece(prompt[static_cast<size_t>(i - 1)], prompt[static_cast<size_t>(i)]);
+  for (int64_t pos = n_prompt - 1; pos < steps; ++pos) {
+    if (o.keep_logits) r.logits.push_back(logits);
+    const int32_t token = r.tokens.back();
+    int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const auto gen = static_cast<size_t>(pos - (n_prompt - 1));
+    if (o.forced) {
+      if (gen >= o.forced->size()) break;
+      next = (*o.forced)[gen];
+    }
+    if (next == kLlama2Bos) break;  // llama2.c stops on BOS
+    r.text += tok.piece(token, next);
+    r.tokens.push_back(next);
+    if (pos + 1 >= steps) break;
+    const GrowPlan grow = policy->plan_grow(slot, 1);
+    if (!grow.fits) throw std::logic_error("the pool ran out of blocks");
+    policy->apply_grow(slot, grow, 1);
+    logits = llama2_forward(w, pool, policy->block_table(slot), &next, 1, pos + 1);
+    policy->commit(slot, view(pos + 2), pos + 2);
+  }
+  policy->release(slot);
+  policy->check_drained();
+  return r;
+}
+
+}  // namespace kvsim::kernels

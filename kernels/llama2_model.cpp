@@ -1,0 +1,136 @@
+#include "kernels/llama2_model.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+#include "kernels/attention.hpp"
+#include "kernels/store_kvcache.hpp"
+
+namespace kvsim::kernels {
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+    if (!in_) throw std::runtime_error(fmt::format("{}: cannot open the checkpoint", path));
+  }
+  void read(void* dst, size_t bytes) {
+    in_.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
+    if (!in_) throw std::runtime_error(fmt::format("{}: truncated checkpoint", path_));
+  }
+  WeightMatrix matrix(int64_t rows, int64_t cols) {
+    WeightMatrix m(rows, cols);
+    read(m.data(), static_cast<size_t>(rows * cols) * sizeof(float));
+    return m;
+  }
+  Eigen::VectorXf vector(int64_t n) {
+    Eigen::VectorXf v(n);
+    read(v.data(), static_cast<size_t>(n) * sizeof(float));
+    return v;
+  }
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+};
+
+void rmsnorm(const WeightMatrix& x, const Eigen::VectorXf& weight, float eps, WeightMatrix& out) {
+  out.resize(x.rows(), x.cols());
+  for (int64_t i = 0; i < x.rows(); ++i) {
+    const float ss = 1.0f / std::sqrt(x.row(i).squaredNorm() / static_cast<float>(x.cols()) + eps);
+    out.row(i) = x.row(i).cwiseProduct(weight.transpose()) * ss;
+  }
+}
+
+}  // namespace
+
+Llama2Weights load_llama2_checkpoint(const std::string& path) {
+  Reader r(path);
+  Llama2Weights w;
+  Llama2Config& c = w.config;
+  int32_t header[7];
+  r.read(header, sizeof(header));
+  c.dim = header[0];
+  c.hidden_dim = header[1];
+  c.n_layers = header[2];
+  c.n_heads = header[3];
+  c.n_kv_heads = header[4];
+  c.vocab_size = header[5];
+  c.seq_len = header[6];
+  c.shared_classifier = c.vocab_size > 0;
+  if (c.vocab_size < 0) c.vocab_size = -c.vocab_size;
+  if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
+      c.vocab_size <= 0 || c.seq_len <= 0 || c.dim % c.n_heads != 0 ||
+      c.n_heads % c.n_kv_heads != 0 || c.dim > 65536 || c.n_layers > 1024)
+    throw std::runtime_error(fmt::format("{}: not a llama2.c checkpoint (bad header)", path));
+  const int64_t L = c.n_layers;
+  w.token_embedding = r.matrix(c.vocab_size, c.dim);
+  for (int64_t l = 0; l < L; ++l) w.rms_att.push_back(r.vector(c.dim));
+  for (int64_t l = 0; l < L; ++l) w.wq.push_back(r.matrix(c.dim, c.dim));
+  for (int64_t l = 0; l < L; ++l) w.wk.push_back(r.matrix(c.kv_dim(), c.dim));
+  for (int64_t l = 0; l < L; ++l) w.wv.push_back(r.matrix(c.kv_dim(), c.dim));
+  for (int64_t l = 0; l < L; ++l) w.wo.push_back(r.matrix(c.dim, c.dim));
+  for (int64_t l = 0; l < L; ++l) w.rms_ffn.push_back(r.vector(c.dim));
+  for (int64_t l = 0; l < L; ++l) w.w1.push_back(r.matrix(c.hidden_dim, c.dim));
+  for (int64_t l = 0; l < L; ++l) w.w2.push_back(r.matrix(c.dim, c.hidden_dim));
+  for (int64_t l = 0; l < L; ++l) w.w3.push_back(r.matrix(c.hidden_dim, c.dim));
+  w.rms_final = r.vector(c.dim);
+  // Two legacy RoPE tables [seq_len, head_size / 2] follow; we compute RoPE instead.
+  std::vector<float> skip(static_cast<size_t>(c.seq_len) * static_cast<size_t>(c.head_size()));
+  r.read(skip.data(), skip.size() * sizeof(float));
+  if (!c.shared_classifier) w.classifier = r.matrix(c.vocab_size, c.dim);
+  return w;
+}
+
+std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
+                                  std::span<const int32_t> block_table, const int32_t* tokens,
+                                  int64_t n, int64_t pos0) {
+  const Llama2Config& c = w.config;
+  const int64_t hs = c.head_size();
+  WeightMatrix x(n, c.dim), xb, q, k, v, att(n, c.dim), h1, h3;
+  for (int64_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
+      throw std::out_of_range("llama2_forward: token id outside the vocabulary");
+    x.row(i) = w.token_embedding.row(tokens[i]);
+  }
+  const std::vector<int64_t> slots = slot_mapping_for(block_table, pool.block_tokens(), pos0, n);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const std::span<const int32_t> tables[1] = {block_table};
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    rmsnorm(x, w.rms_att[static_cast<size_t>(l)], w.norm_eps, xb);
+    q.noalias() = xb * w.wq[static_cast<size_t>(l)].transpose();
+    k.noalias() = xb * w.wk[static_cast<size_t>(l)].transpose();
+    v.noalias() = xb * w.wv[static_cast<size_t>(l)].transpose();
+    for (int64_t i = 0; i < n; ++i) {
+      apply_rope(q.row(i).data(), c.n_heads, hs, pos0 + i, w.rope_theta, w.rope_style);
+      apply_rope(k.row(i).data(), c.n_kv_heads, hs, pos0 + i, w.rope_theta, w.rope_style);
+    }
+    // K is cached after RoPE (llama2.c), then everything is read back from the pool.
+    store_kvcache(pool, l, k.data(), v.data(), slots);
+    if (n == 1) {
+      const int32_t seqlen[1] = {static_cast<int32_t>(pos0 + 1)};
+      paged_decode_attention(pool, l, q.data(), seqlen, tables, c.n_heads, scale, att.data());
+    } else {
+      const int32_t cu[2] = {0, static_cast<int32_t>(n)};
+      const int32_t seqlen[1] = {static_cast<int32_t>(pos0 + n)};
+      paged_varlen_attention(pool, l, q.data(), cu, seqlen, tables, c.n_heads, scale, att.data());
+    }
+    x.noalias() += att * w.wo[static_cast<size_t>(l)].transpose();
+    rmsnorm(x, w.rms_ffn[static_cast<size_t>(l)], w.norm_eps, xb);
+    h1.noalias() = xb * w.w1[static_cast<size_t>(l)].transpose();
+    h3.noalias() = xb * w.w3[static_cast<size_t>(l)].transpose();
+    // SwiGLU: silu(w1 x) * (w3 x).
+    h1 = (h1.array() / (1.0f + (-h1.array()).exp())) * h3.array();
+    x.noalias() += h1 * w.w2[static_cast<size_t>(l)].transpose();
+  }
+  WeightMatrix last = x.bottomRows(1);
+  rmsnorm(last, w.rms_final, w.norm_eps, xb);
+  const WeightMatrix& cls = w.config.shared_classifier ? w.token_embedding : w.classifier;
+  Eigen::RowVectorXf logits = xb.row(0) * cls.transpose();
+  return std::vector<float>(logits.data(), logits.data() + logits.size());
+}
+
+}  // namespace kvsim::kernels

@@ -1,0 +1,51 @@
+#pragma once
+// A llama2.c legacy `.bin` checkpoint (shared/data/models/stories260K) and
+// its transformer forward pass: RMSNorm, attention through a paged KV pool,
+// SwiGLU. Every K/V the pass uses is written to the pool by slot mapping
+// (store_kvcache) and read back through the sequence's block table (paged
+// attention): nothing is kept on the side, so a wrong block table makes
+// wrong text.
+#include <Eigen/Core>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/kv_pool.hpp"
+#include "kernels/rope.hpp"
+
+namespace kvsim::kernels {
+
+struct Llama2Config {
+  int32_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, vocab_size = 0,
+          seq_len = 0;
+  bool shared_classifier = true;  // positive vocab_size in the header
+  int32_t head_size() const { return dim / n_heads; }
+  int32_t kv_dim() const { return n_kv_heads * head_size(); }
+};
+
+using WeightMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct Llama2Weights {
+  Llama2Config config;
+  WeightMatrix token_embedding;  // [vocab, dim]
+  std::vector<Eigen::VectorXf> rms_att, rms_ffn;
+  std::vector<WeightMatrix> wq, wk, wv, wo, w1, w2, w3;  // (out, in)
+  Eigen::VectorXf rms_final;
+  WeightMatrix classifier;  // empty when shared with the embedding
+  // llama2.c conventions for this format (shared/data/README.md).
+  float rope_theta = 10000.0f;
+  RopeStyle rope_style = RopeStyle::adjacent_pairs;
+  float norm_eps = 1e-5f;
+};
+
+// Throws std::runtime_error naming the file and what is wrong.
+Llama2Weights load_llama2_checkpoint(const std::string& path);
+
+// Runs tokens[0..n) at positions pos0.. of a sequence whose KV lives in
+// `pool` under `block_table`; returns the logits of the last token.
+std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
+                                  std::span<const int32_t> block_table, const int32_t* tokens,
+                                  int64_t n, int64_t pos0);
+
+}  // namespace kvsim::kernels

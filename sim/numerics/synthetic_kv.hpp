@@ -1,0 +1,30 @@
+#pragma once
+// Synthetic activations for the numerics checker (SPEC 8): queries, keys
+// and values that are a deterministic function of (token id, layer, head)
+// and, through RoPE, of position. Two sequences with the same tokens at the
+// same positions have the same K/V, so a correct prefix-cache hit carries
+// exactly the content a recompute would write, and a block reused for
+// different content gives a different attention output.
+#include <cstdint>
+
+#include "kernels/rope.hpp"
+
+namespace kvsim::numerics {
+
+struct SyntheticShape {
+  int64_t layers = 2;
+  int64_t kv_heads = 2;
+  int64_t q_heads = 4;
+  int64_t head_dim = 16;
+  float rope_theta = 10000.0f;
+  kernels::RopeStyle rope_style = kernels::RopeStyle::rotate_half;
+};
+
+enum class Tensor : uint32_t { query = 1, key = 2, value = 3 };
+
+// One token's rows for all heads of `layer`: [heads, head_dim] floats
+// (heads = q_heads for queries, kv_heads otherwise), values in [-1, 1).
+void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_t position,
+                    int64_t layer, float* out);
+
+}  // namespace kvsim::numerics

@@ -1,0 +1,163 @@
+// stories260K end to end (shared/data/models/stories260K): greedy text
+// through the paged policy's real blocks equals llama2.c's expected output
+// for block sizes 1, 16 and 64; low-precision KV is measured by forcing the
+// fp32 tokens and bounding the logit error and top-1 agreement. Skipped,
+// with a message, when the shared data folder is absent.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/llama2_generate.hpp"
+#include "scenario_helpers.hpp"
+
+namespace kvsim::kernels {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kDir = fs::path(KVSIM_SHARED_DATA_DIR) / "models" / "stories260K";
+
+bool have_data() {
+  return fs::exists(kDir / "stories260K.bin") && fs::exists(kDir / "tok512.bin") &&
+         fs::exists(kDir / "expected_greedy_200.txt");
+}
+
+#define REQUIRE_SHARED_DATA()                             \
+  if (!have_data())                                       \
+  GTEST_SKIP() << "shared data absent: " << kDir.string() \
+               << " (stories260K.bin, tok512.bin, expected_greedy_200.txt) is not there"
+
+struct Model {
+  Llama2Weights weights;
+  Llama2Tokenizer tokenizer;
+};
+
+const Model& model() {
+  static const Model m{load_llama2_checkpoint((kDir / "stories260K.bin").string()),
+                       Llama2Tokenizer((kDir / "tok512.bin").string(), 512)};
+  return m;
+}
+
+std::string expected_text() {
+  std::ifstream in(kDir / "expected_greedy_200.txt", std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class GreedyPaged : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(GreedyPaged, EmptyPrompt200StepsFp32MatchesLlama2cByteForByte) {
+  REQUIRE_SHARED_DATA();
+  GenerateOptions o;
+  o.steps = 200;
+  o.block_size = GetParam();
+  o.kv_dtype = KvDtype::fp32;
+  const GenerateResult r = generate_greedy(model().weights, model().tokenizer, o);
+  EXPECT_EQ(r.text, expected_text());
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockSizes, GreedyPaged, ::testing::Values(1, 16, 64));
+
+TEST(Llama2Checkpoint, HeaderOfStories260K) {
+  REQUIRE_SHARED_DATA();
+  const Llama2Config& c = model().weights.config;
+  EXPECT_EQ(c.dim, 64);
+  EXPECT_EQ(c.hidden_dim, 172);
+  EXPECT_EQ(c.n_layers, 5);
+  EXPECT_EQ(c.n_heads, 8);
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_TRUE(c.shared_classifier);
+}
+
+TEST(Llama2Tokenizer, EncodeAddsBosAndDecodesBack) {
+  REQUIRE_SHARED_DATA();
+  const auto& tok = model().tokenizer;
+  const std::string text = "Once upon a time, Lily saw a ball.";
+  const auto ids = tok.encode(text, true);
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids[0], kLlama2Bos);
+  EXPECT_LT(ids.size(), text.size());  // merges happened
+  std::string back;
+  for (size_t i = 1; i < ids.size(); ++i) back += tok.piece(ids[i - 1], ids[i]);
+  EXPECT_EQ(back, text);
+}
+
+struct LowPrecision {
+  KvDtype dtype;
+  double max_logit_err;  // bound on |logit - fp32 logit| over 200 positions
+  double min_top1;       // share of positions whose argmax equals fp32's
+};
+
+void PrintTo(const LowPrecision& c, std::ostream* os) {
+  *os << kv_dtype_name(c.dtype);
+}
+
+class LowPrecisionKv : public ::testing::TestWithParam<LowPrecision> {};
+
+TEST_P(LowPrecisionKv, ForcedReferenceTokensBoundLogitErrorAndTop1Agreement) {
+  REQUIRE_SHARED_DATA();
+  GenerateOptions o;
+  o.steps = 200;
+  o.keep_logits = true;
+  const GenerateResult ref = generate_greedy(model().weights, model().tokenizer, o);
+  o.kv_dtype = GetParam().dtype;
+  o.forced = std::vector<int32_t>(ref.tokens.begin() + 1, ref.tokens.end());
+  const GenerateResult low = generate_greedy(model().weights, model().tokenizer, o);
+  ASSERT_EQ(low.logits.size(), ref.logits.size());
+  double max_err = 0;
+  int agree = 0;
+  for (size_t p = 0; p < ref.logits.size(); ++p) {
+    const auto& a = ref.logits[p];
+    const auto& b = low.logits[p];
+    for (size_t i = 0; i < a.size(); ++i)
+      max_err = std::max(max_err, double(std::fabs(a[i] - b[i])));
+    agree += std::max_element(a.begin(), a.end()) - a.begin() ==
+             std::max_element(b.begin(), b.end()) - b.begin();
+  }
+  const double top1 = double(agree) / double(ref.logits.size());
+  std::cout << "[ figures ] " << kv_dtype_name(GetParam().dtype) << " KV: max |logit err| "
+            << max_err << ", top-1 agreement " << top1 << " over " << ref.logits.size()
+            << " positions\n";
+  EXPECT_LE(max_err, GetParam().max_logit_err);
+  EXPECT_GE(top1, GetParam().min_top1);
+  EXPECT_GT(max_err, 0.0);  // the storage type was really used
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LowPrecisionKv,
+                         ::testing::Values(LowPrecision{KvDtype::fp16, 0.05, 0.98},
+                                           LowPrecision{KvDtype::bf16, 0.5, 0.9},
+                                           LowPrecision{KvDtype::int8, 1.5, 0.95}),
+                         [](const auto& param_info) {
+                           return std::string(kv_dtype_name(param_info.param.dtype));
+                         });
+
+TEST(GenerateCli, PrintsTheExpectedTextThroughTheBinary) {
+  REQUIRE_SHARED_DATA();
+  const auto r = testing::run_command(std::string(KVSIM_BINARY) +
+                                      " generate --model stories260k --steps 200 --policy paged "
+                                      "--kv-dtype fp32 --block-size 16");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, expected_text() + "\n");
+}
+
+TEST(GenerateCli, MissingCheckpointIsBadInputWithAClearMessage) {
+  const auto r = testing::run_command(std::string(KVSIM_BINARY) +
+                                      " generate --checkpoint /nonexistent/stories.bin --steps 5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/nonexistent/stories.bin: not found"), std::string::npos) << r.output;
+}
+
+TEST(GenerateCli, UnknownPolicyOrDtypeIsBadInput) {
+  EXPECT_EQ(testing::run_command(std::string(KVSIM_BINARY) + " generate --policy nope").exit_code,
+            2);
+  EXPECT_EQ(testing::run_command(std::string(KVSIM_BINARY) + " generate --kv-dtype fp8").exit_code,
+            2);
+}
+
+}  // namespace
+}  // namespace kvsim::kernels

@@ -2,6 +2,7 @@
 
 #include "reports/csv_sink.hpp"
 #include "reports/output_dir.hpp"
+#include "reports/run_html_report.hpp"
 #include "reports/run_report.hpp"
 
 namespace kvsim {
@@ -19,6 +20,9 @@ RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out
   write_file_atomically(dir.file("metrics.json"), metrics_json_text(result.metrics));
   write_file_atomically(dir.file("report.md"),
                         run_report_markdown(spec, result.metrics, result.sizing));
+  write_file_atomically(dir.file("report.html"),
+                        run_report_html(spec, result.metrics, result.sizing,
+                                        dir.file("requests.csv"), dir.file("timeline.csv")));
   dir.commit();
   result.folder = dir.final_path();
   return result;

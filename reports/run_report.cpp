@@ -71,6 +71,9 @@ std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
   out += fmt::format("| KV pool ({} blocks x {}) | {} | {} |\n\n", sizing.num_blocks,
                      sizing.block_bytes, m.memory.kv_bytes, format_bytes(m.memory.kv_bytes));
   out += "## Summary\n\n```\n" + summary_table(s, m) + "```\n";
+  out +=
+      "\nCharts (KV memory and queue length over time, TTFT and TPOT CDFs) are in "
+      "[report.html](report.html); the data is in timeline.csv and requests.csv.\n";
   return out;
 }
 

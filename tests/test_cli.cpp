@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "scenario_helpers.hpp"
 
@@ -20,9 +21,10 @@ const std::string kBinary = KVSIM_BINARY;
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The process id keeps two builds running the same tests apart.
     dir_ = fs::temp_directory_path() /
-           ("kvsim-cli-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           fmt::format("kvsim-cli-{}-{}",
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name(), getpid());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

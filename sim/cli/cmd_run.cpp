@@ -57,7 +57,7 @@ int run(const RunOptions& o) {
   if (!o.quiet) {
     std::cout << summary_table(spec, result.metrics);
     std::cout << "report: " << result.folder
-              << "/ (metrics.json, requests.csv, timeline.csv, report.md)\n";
+              << "/ (metrics.json, requests.csv, timeline.csv, report.md, report.html)\n";
   }
   const auto failures = check_expectations(spec.expect, metrics_to_json(result.metrics));
   for (const auto& f : failures) std::cerr << "kvsim: expect failed: " << f << "\n";

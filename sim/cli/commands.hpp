@@ -24,6 +24,10 @@ struct Command {
 Command add_run_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
+Command add_generate_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);   // cmd_compare.cpp
+Command add_capacity_command(CLI::App& app);  // cmd_capacity.cpp
+Command add_check_command(CLI::App& app);     // cmd_check.cpp
 
 // Prints every diagnostic of a config error as `kvsim: error: ...`.
 void print_config_error(const config::ConfigError& error);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/serve/step_observer.hpp"
 
 int main(int argc, char** argv) {
   using namespace kvsim::cli;
@@ -11,9 +12,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // One line per subcommand; each is defined in its own cmd_*.cpp.
   const std::vector<Command> commands = {
-      add_run_command(app),
-      add_validate_command(app),
-      add_list_command(app),
+      add_run_command(app),      add_validate_command(app), add_list_command(app),
+      add_generate_command(app), add_compare_command(app),  add_capacity_command(app),
+      add_check_command(app),
   };
 
   try {
@@ -34,6 +35,9 @@ int main(int argc, char** argv) {
   } catch (const kvsim::config::ConfigError& e) {
     print_config_error(e);
     return kExitBadInput;
+  } catch (const kvsim::CheckFailed& e) {
+    std::cerr << "kvsim: check failed: " << e.what() << "\n";
+    return kExitExpect;
   } catch (const std::filesystem::filesystem_error& e) {
     // An output folder that cannot be created or replaced is a bad --out.
     std::cerr << "kvsim: error: " << e.path1().string() << ": " << e.code().message() << "\n";

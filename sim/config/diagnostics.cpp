@@ -37,12 +37,25 @@ void Diagnostics::error(Location where, std::string key_path, std::string proble
 
 void Diagnostics::throw_if_any() const {
   if (items_.empty()) return;
-  std::vector<Diagnostic> sorted = items_;
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Diagnostic& a, const Diagnostic& b) {
-    if (a.where.file != b.where.file) return false;  // keep file order of discovery
-    if (a.where.line != b.where.line) return a.where.line < b.where.line;
-    return a.where.col < b.where.col;
+  // Files in the order their first problem was found, then by position
+  // (stable for problems at the same place).
+  std::vector<std::string> files;
+  auto file_rank = [&files](const std::string& f) {
+    for (size_t i = 0; i < files.size(); ++i)
+      if (files[i] == f) return i;
+    files.push_back(f);
+    return files.size() - 1;
+  };
+  std::vector<std::pair<size_t, const Diagnostic*>> keyed;
+  for (const auto& d : items_) keyed.emplace_back(file_rank(d.where.file), &d);
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    if (a.second->where.line != b.second->where.line)
+      return a.second->where.line < b.second->where.line;
+    return a.second->where.col < b.second->where.col;
   });
+  std::vector<Diagnostic> sorted;
+  for (const auto& [rank, d] : keyed) sorted.push_back(*d);
   throw ConfigError(std::move(sorted));
 }
 

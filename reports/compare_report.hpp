@@ -1,0 +1,56 @@
+#pragma once
+// `kvsim compare SCENARIO --vary KEY=V1,V2 [--vary ...]` (SPEC 3/9): a grid of
+// variants of one scenario, each applied through the same `--set` mechanism
+// (load_scenario(path, overrides)), so every variant replays the identical
+// request stream unless a varied key touches `workload` or `seed`. Writes
+// compare.json/.csv/.md/.html and one run folder per variant inside one
+// output folder that appears whole or not at all.
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/metrics.hpp"
+
+namespace kvsim {
+
+struct VaryAxis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+// "kv_cache.block_size=64,128" -> {key, values}. Throws config::ConfigError
+// pointing at --vary.
+VaryAxis parse_vary(const std::string& text);
+
+struct CompareVariant {
+  std::string label;              // "kv_cache.block_size=64 preemption=swap"
+  std::string short_label;        // the values only ("swap 64"), for chart labels
+  std::string folder;             // folder name inside the compare folder
+  std::vector<std::string> sets;  // the --set assignments of this variant
+};
+
+// The cartesian product, first axis outermost.
+std::vector<CompareVariant> expand_variants(const std::vector<VaryAxis>& axes);
+
+// A column of the side-by-side table.
+struct CompareColumn {
+  std::string key;    // metrics.json key
+  std::string title;  // short heading
+};
+const std::vector<CompareColumn>& compare_columns();
+
+struct CompareResult {
+  std::string folder;  // final path
+  std::vector<CompareVariant> variants;
+  std::vector<RunMetrics> metrics;  // per variant
+};
+
+// Loads every variant first (bad input fails before anything runs), then
+// runs them in order. `progress` gets (index, label) before each run.
+CompareResult run_compare(const std::string& scenario_path, const std::vector<std::string>& sets,
+                          const std::vector<VaryAxis>& axes, const std::string& out,
+                          const std::function<void(size_t, const std::string&)>& progress = {});
+
+}  // namespace kvsim

@@ -1,0 +1,34 @@
+#pragma once
+// Self-contained HTML pages (SPEC 9: report.html, compare.html): one file, CSS
+// inline, charts as inline SVG, nothing fetched over the network. Every
+// user-supplied string (scenario names, descriptions, --vary values) goes
+// through html_escape(), so a scenario named `<script>...` is inert text.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvsim {
+
+// Escapes & < > " ' for use in HTML text and attribute values.
+std::string html_escape(std::string_view text);
+
+// A whole HTML document around `body_html` (already escaped/trusted markup).
+std::string html_document(std::string_view title, const std::string& body_html);
+
+// A table; every header and cell is escaped. Cells that parse as numbers are
+// right-aligned.
+std::string html_table(const std::vector<std::string>& headers,
+                       const std::vector<std::vector<std::string>>& rows);
+
+// A figure holding an inline SVG chart (trusted: produced by gnuplot from
+// sanitised labels) with an escaped caption.
+std::string html_figure(const std::string& svg, std::string_view caption);
+
+// The note shown instead of the charts when gnuplot is not on PATH.
+std::string html_charts_missing_note();
+
+// A Markdown table; `|` in cells is escaped.
+std::string markdown_table(const std::vector<std::string>& headers,
+                           const std::vector<std::vector<std::string>>& rows);
+
+}  // namespace kvsim

@@ -1,0 +1,154 @@
+#include "reports/metrics_check.hpp"
+
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "reports/input_error.hpp"
+#include "sim/config/diagnostics.hpp"
+
+namespace kvsim {
+namespace {
+
+void collect(const nlohmann::ordered_json& j, const std::string& prefix,
+             std::vector<std::string>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object())
+      collect(*it, key, out);
+    else
+      out.push_back(key);
+  }
+}
+
+const nlohmann::ordered_json* find_key(const nlohmann::ordered_json& doc, const std::string& key) {
+  const nlohmann::ordered_json* cur = &doc;
+  std::stringstream parts(key);
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    if (!cur->is_object()) return nullptr;
+    const auto it = cur->find(part);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
+std::string show(const nlohmann::ordered_json* v) {
+  if (v == nullptr) return "(missing)";
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_number_float()) return fmt::format("{}", v->get<double>());
+  return v->dump();
+}
+
+bool matches(const std::vector<std::string>& patterns, const std::string& key) {
+  if (patterns.empty()) return true;
+  return std::any_of(patterns.begin(), patterns.end(),
+                     [&](const std::string& p) { return fnmatch(p.c_str(), key.c_str(), 0) == 0; });
+}
+
+}  // namespace
+
+std::vector<std::string> leaf_keys(const nlohmann::ordered_json& doc) {
+  std::vector<std::string> out;
+  if (doc.is_object()) collect(doc, "", out);
+  return out;
+}
+
+MetricsCheckResult check_metrics(const nlohmann::ordered_json& metrics,
+                                 const nlohmann::ordered_json& baseline,
+                                 const MetricsCheckOptions& options) {
+  // The baseline's keys in its order, then keys only the new file has.
+  std::vector<std::string> keys = leaf_keys(baseline);
+  for (const auto& k : leaf_keys(metrics))
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+
+  MetricsCheckResult r;
+  for (const auto& key : keys) {
+    if (std::find(options.skipped_keys.begin(), options.skipped_keys.end(), key) !=
+        options.skipped_keys.end()) {
+      r.skipped.push_back(key);
+      continue;
+    }
+    if (!matches(options.key_patterns, key)) continue;
+    ++r.keys_compared;
+    const auto* v = find_key(metrics, key);
+    const auto* b = find_key(baseline, key);
+    MetricDifference d{key, show(v), show(b), std::nullopt, std::nullopt, false};
+    if (v != nullptr && b != nullptr && v->is_number() && b->is_number()) {
+      const double x = v->get<double>();
+      const double y = b->get<double>();
+      if (x == y) continue;
+      d.abs_diff = x - y;
+      if (y != 0) d.rel_diff = (x - y) / std::fabs(y);
+      const double tol = std::max(options.abs_tol, options.rel_tol * std::fabs(y));
+      d.beyond_tolerance = std::fabs(x - y) > tol;
+    } else {
+      if (v != nullptr && b != nullptr && *v == *b) continue;
+      d.beyond_tolerance = true;  // missing on one side, a type change, or a string change
+    }
+    r.differences.push_back(std::move(d));
+  }
+  return r;
+}
+
+bool MetricsCheckResult::passed() const {
+  return std::none_of(differences.begin(), differences.end(),
+                      [](const MetricDifference& d) { return d.beyond_tolerance; });
+}
+
+std::string MetricsCheckResult::format(const MetricsCheckOptions& options) const {
+  std::string out;
+  int failing = 0;
+  for (const auto& d : differences) {
+    failing += d.beyond_tolerance ? 1 : 0;
+    std::string delta;
+    if (d.abs_diff) {
+      delta = fmt::format(" ({:+g}", *d.abs_diff);
+      delta += d.rel_diff ? fmt::format(", {:+.3f}%)", *d.rel_diff * 100.0) : ")";
+    }
+    out += fmt::format("{} {}: {} vs baseline {}{}\n", d.beyond_tolerance ? "FAIL" : "ok  ", d.key,
+                       d.value, d.baseline, delta);
+  }
+  std::string skipped_text;
+  for (const auto& s : skipped) skipped_text += (skipped_text.empty() ? "" : ", ") + s;
+  out += fmt::format(
+      "check: {} keys compared, {} differ, {} beyond tolerance (rel-tol {}, abs-tol {}){}\n",
+      keys_compared, differences.size(), failing, options.rel_tol, options.abs_tol,
+      skipped_text.empty() ? "" : "; skipped " + skipped_text + " (host time, not deterministic)");
+  return out;
+}
+
+nlohmann::ordered_json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw_input_error(path, "", "cannot read the file", "a metrics.json file");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  try {
+    return nlohmann::ordered_json::parse(s);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Byte offset -> line and column, so the error points where an editor can go.
+    int line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
+      if (s[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    config::Diagnostics d;
+    d.error({path, line, col}, "", "invalid JSON", "a metrics.json written by kvsim run");
+    d.throw_if_any();
+    throw;
+  }
+}
+
+}  // namespace kvsim

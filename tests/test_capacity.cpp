@@ -1,0 +1,155 @@
+// kvsim capacity: rows equal the SPEC 6 formulas, a model that does not fit
+// says by how much, and the SLO search converges to a rate that meets the SLO
+// while the top of its bracket does not.
+#include <gtest/gtest.h>
+
+#include "report_test_helpers.hpp"
+#include "reports/capacity_plan.hpp"
+#include "reports/metrics_check.hpp"
+#include "reports/slo_search.hpp"
+#include "sim/cache/pool_sizing.hpp"
+#include "sim/config/diagnostics.hpp"
+
+namespace kvsim {
+namespace {
+using testing::TempFolderTest;
+
+const std::string kConfigs = testing::configs_dir();
+
+TEST(Capacity, Llama2_7bFp16At1024TokensHolds512MiBOfKv) {
+  CapacityQuery q;
+  q.devices = {"ascend-910b2"};
+  q.models = {"llama-2-7b"};
+  q.contexts = {1024, 4096, 8192};
+  q.kv_dtypes = {"fp16", "int8"};
+  const auto rows = capacity_rows(q, kConfigs);
+  ASSERT_EQ(rows.size(), 6u);
+  const CapacityRow& r = rows[0];
+  EXPECT_EQ(r.kv_dtype, "fp16");
+  EXPECT_EQ(r.context, 1024);
+  // 2 (K and V) x 32 layers x 32 KV heads x 128 head_dim x 2 bytes = 512 KiB per token.
+  EXPECT_EQ(r.kv_bytes_per_token, 2 * 32 * 32 * 128 * 2);
+  EXPECT_EQ(r.kv_bytes_at_context, int64_t{512} * 1024 * 1024);
+  EXPECT_EQ(r.block_bytes, r.kv_bytes_per_token * 128);
+  // int8 halves the KV bytes.
+  EXPECT_EQ(rows[3].kv_bytes_per_token * 2, r.kv_bytes_per_token);
+
+  // Every row equals size_paged_pool and the two derived columns' formulas.
+  const ModelSpec model = resolve_model("llama-2-7b", kConfigs);
+  const DeviceSpec device = resolve_device("ascend-910b2", kConfigs);
+  for (const auto& row : rows) {
+    PoolSizingInput in;
+    in.device_memory = device.memory_bytes;
+    in.kv_dtype_bytes = kv_dtype_bytes(row.kv_dtype);
+    const PoolSizing s = size_paged_pool(model, in);
+    EXPECT_TRUE(row.fits);
+    EXPECT_EQ(row.weights_bytes, s.weights_bytes);
+    EXPECT_EQ(row.num_blocks, s.num_blocks);
+    EXPECT_EQ(row.num_blocks,
+              (s.budget - s.weights_bytes - s.activation_reserve) / row.block_bytes);
+    EXPECT_EQ(row.capacity_tokens, row.num_blocks * 128);
+    EXPECT_EQ(row.max_concurrent_seqs, row.num_blocks / ((row.context + 127) / 128));
+    EXPECT_EQ(row.max_context_tokens, std::min<int64_t>(row.capacity_tokens, 4096));
+  }
+  EXPECT_NE(rows[2].note.find("max_position_embeddings 4096"), std::string::npos);
+}
+
+TEST(Capacity, AModelThatDoesNotFitSaysByHowMuch) {
+  CapacityQuery q;
+  q.devices = {"ascend-910b4"};  // 32 GiB
+  q.models = {"qwen3-32b"};      // about 61 GiB of fp16/bf16 weights
+  q.contexts = {4096};
+  const auto rows = capacity_rows(q, kConfigs);
+  ASSERT_EQ(rows.size(), 1u);
+  const CapacityRow& r = rows[0];
+  EXPECT_FALSE(r.fits);
+  EXPECT_EQ(r.num_blocks, 0);
+  EXPECT_EQ(r.max_concurrent_seqs, 0);
+  EXPECT_EQ(r.shortfall_bytes,
+            r.weights_bytes + r.activation_reserve_bytes + r.block_bytes - r.budget_bytes);
+  EXPECT_GT(r.shortfall_bytes, int64_t{30} << 30);
+  EXPECT_EQ(r.note.rfind("does not fit: ", 0), 0u) << r.note;
+  // Tensor parallel 4 splits the weights: it fits.
+  q.devices = {"ascend-910b2"};
+  q.tps = {4};
+  EXPECT_TRUE(capacity_rows(q, kConfigs)[0].fits);
+}
+
+TEST(Capacity, NamesResolveThroughAliasesAndBadInputIsAConfigError) {
+  EXPECT_EQ(resolve_device("ascend-910b", kConfigs).name,
+            resolve_device("ascend-910b2", kConfigs).name);
+  try {
+    resolve_device("ascend-910b9", kConfigs);
+    FAIL() << "no error";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--device:1:1: device: no device named 'ascend-910b9', "
+                                         "did you mean"),
+              std::string::npos)
+        << e.what();
+  }
+  CapacityQuery q;
+  q.devices = {"ascend-910b2"};
+  q.models = {"llama-3-8b"};
+  q.kv_dtypes = {"fp8"};
+  EXPECT_THROW(capacity_rows(q, kConfigs), config::ConfigError);
+  q.kv_dtypes = {"fp16"};
+  q.tps = {3};  // 32 heads do not split over 3 ranks
+  EXPECT_THROW(capacity_rows(q, kConfigs), config::ConfigError);
+}
+
+class SloSearch : public TempFolderTest {};
+
+TEST_F(SloSearch, ConvergesToARateThatMeetsTheSloWhileTheTopOfTheBracketDoesNot) {
+  const std::string workload = write("slo.yaml", testing::small_scenario("slo", 120, 10));
+  const SloTarget slo = parse_slo("ttft_p99_ms=300,tpot_p99_ms=40");
+  const SloSearchResult r = search_max_rate(workload, {}, slo);
+  ASSERT_TRUE(r.found);
+  ASSERT_GT(r.hi, 0.0);
+  EXPECT_DOUBLE_EQ(r.best_rate, r.lo);
+  EXPECT_LT(r.lo, r.hi);
+  EXPECT_LE(r.hi - r.lo, 0.02 * r.hi);
+  EXPECT_TRUE(meets_slo(run_at_rate(workload, {}, r.lo), slo));
+  EXPECT_FALSE(meets_slo(run_at_rate(workload, {}, r.hi), slo));
+  // Every probe at or below lo met it, every probe at or above hi did not.
+  for (const auto& p : r.probes) {
+    if (p.rate_per_s <= r.lo) {
+      EXPECT_TRUE(p.meets) << p.rate_per_s;
+    }
+    if (p.rate_per_s >= r.hi) {
+      EXPECT_FALSE(p.meets) << p.rate_per_s;
+    }
+  }
+}
+
+TEST_F(SloSearch, CommandLineWritesTheTableAndTheSearch) {
+  const std::string workload = write("slo.yaml", testing::small_scenario("slo", 60, 10));
+  auto r = kvsim(
+      "capacity --device ascend-910b2,ascend-910b4 --model llama-3.2-1b,qwen3-32b "
+      "--context 1024,4096 --kv-dtype fp16,int8 --out " +
+      path("cap") + " --slo ttft_p99_ms=300 --workload " + workload);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = read_json_file(path("cap") + "/capacity.json");
+  ASSERT_EQ(rows.size(), 16u);  // 2 devices x 2 models x 2 dtypes x 2 contexts
+  for (const char* key : {"device", "model", "kv_dtype", "context", "tp", "weights_bytes",
+                          "kv_bytes_per_token", "block_bytes", "num_blocks", "capacity_tokens",
+                          "max_concurrent_seqs", "max_context_tokens"})
+    EXPECT_TRUE(rows[0].contains(key)) << key;
+  EXPECT_NE(r.output.find("does not fit"), std::string::npos);
+  const auto slo = read_json_file(path("cap") + "/slo.json");
+  // Searched for every combination that fits: qwen3-32b fits neither device.
+  EXPECT_EQ(slo["searches"].size(), 4u);
+  EXPECT_TRUE(std::filesystem::exists(path("cap") + "/capacity.csv"));
+  EXPECT_TRUE(std::filesystem::exists(path("cap") + "/capacity.md"));
+
+  r = kvsim(
+      "capacity --device ascend-910b2 --model llama-3-8b --slo ttft_p99_ms=fast "
+      "--workload " +
+      workload + " --out " + path("bad"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--slo:1:1: slo: 'fast' is not a positive number"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(path("bad")));
+}
+
+}  // namespace
+}  // namespace kvsim

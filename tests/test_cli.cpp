@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -189,8 +191,17 @@ TEST_F(Cli, SameScenarioTwiceGivesByteIdenticalMetricsApartFromWallTime) {
 
 TEST_F(Cli, ValidateAcceptsEveryShippedConfig) {
   std::string files;
+  // Scenarios replaying ../shared/data are left out where that folder is absent.
+  const bool shared_data = fs::exists(KVSIM_SHARED_DATA_DIR);
   for (const char* kind : {"devices", "models", "scenarios"}) {
     for (const auto& e : fs::directory_iterator(fs::path(testing::configs_dir()) / kind)) {
+      std::ifstream in(e.path());
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      if (!shared_data && text.find("shared/data/") != std::string::npos) {
+        std::cout << "[ skipped  ] " << e.path() << ": " << KVSIM_SHARED_DATA_DIR << " is absent\n";
+        continue;
+      }
       files += ' ';  // (not " " + string: g++ 12 raises a false -Wrestrict)
       files += e.path().string();
     }

@@ -27,7 +27,7 @@ struct SchedulerConfig {
 // SPEC 8: real kernels run through the policy's buffers on a reduced
 // "shadow" width with the real block and slot structure.
 struct NumericsConfig {
-  std::string mode = "off";  // off | sampled | full
+  std::string mode = "off";   // off | sampled | full
   int64_t sample_every = 16;  // sampled: check one step in this many
   double tolerance = 1e-4;    // max abs error against the dense reference
   int64_t shadow_layers = 2;  // capped at the model's layers

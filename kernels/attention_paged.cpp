@@ -98,6 +98,11 @@ __attribute__((target("avx2,fma,f16c"))) __m128 hsum4(__m256 a0, __m256 a1, __m2
   return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
+// Rows are prefetched this many tokens ahead, across block boundaries too
+// (measured in bench_attention: single-threaded decode went from about half
+// of the copy bandwidth to 64-93% of it).
+constexpr int64_t kPrefetchTokens = 8;
+
 // Two fp16 rows of head_dim values, one prefetch per 64-byte line.
 __attribute__((target("avx2,fma,f16c"))) inline void prefetch_rows(const uint16_t* a,
                                                                    const uint16_t* b, int64_t d) {
@@ -107,16 +112,34 @@ __attribute__((target("avx2,fma,f16c"))) inline void prefetch_rows(const uint16_
   }
 }
 
+// Where the table's next block starts, and how many tokens of it are used.
+struct NextBlock {
+  const uint16_t* rows = nullptr;
+  int64_t tokens = 0;
+};
+inline NextBlock next_block_rows(const KvPool& pool, std::span<const int32_t> table, int64_t b0,
+                                 int64_t bt, int64_t k_len, KvPart part, int64_t layer) {
+  const int64_t tokens = std::min(bt, k_len - b0 - bt);
+  if (tokens <= 0) return {};
+  return {reinterpret_cast<const uint16_t*>(
+              pool.row(table[static_cast<size_t>(b0 / bt + 1)], part, layer, 0, 0)),
+          tokens};
+}
+// First row of the token pair kPrefetchTokens after token t of a block of n
+// tokens starting at `rows` (t's row), or nullptr past the context.
+inline const uint16_t* rows_ahead(const uint16_t* rows, int64_t t, int64_t n, const NextBlock& next,
+                                  int64_t row) {
+  const int64_t u = t + kPrefetchTokens;
+  if (u + 2 <= n) return rows + kPrefetchTokens * row;
+  if (u >= n && u - n + 2 <= next.tokens) return next.rows + (u - n) * row;
+  return nullptr;
+}
+
 // Decode, fp16 storage, one sequence, every head at once. Scores are kept
 // token-major, [position, q_head], so the key pass writes them in order and
 // the value pass reads each token's weights together. The key pass walks
 // each block's rows in memory order ([token, head, dim], seed 000); the value
 // pass keeps its accumulators in registers over a block's tokens.
-//
-// Rows are prefetched this many tokens ahead within a block (measured in
-// bench_attention: single-threaded decode went from about half of the copy
-// bandwidth to 60-85% of it).
-constexpr int64_t kPrefetchTokens = 8;
 //
 // kGroup is the number of query heads per KV head when known at compile time
 // (0: read at run time). With a constant group the per-head accumulator
@@ -143,18 +166,20 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
     const int64_t n = std::min(bt, k_len - b0);
     const auto* rows = reinterpret_cast<const uint16_t*>(
         pool.row(table[static_cast<size_t>(b0 / bt)], KvPart::key, layer, 0, 0));
+    const NextBlock next = next_block_rows(pool, table, b0, bt, k_len, KvPart::key, layer);
     float* sp = scores.data() + b0 * q_heads;
     int64_t t = 0;
     // Two tokens per pass share the query loads.
     for (; t + 2 <= n; t += 2, rows += 2 * row, sp += 2 * q_heads) {
+      const uint16_t* ahead = rows_ahead(rows, t, n, next, row);
       for (int64_t h = 0; h < heads; ++h) {
         const float* qh = qs.data() + h * group * d;
         const uint16_t* r0 = rows + h * d;
         const uint16_t* r1 = r0 + row;
         // One core's hardware prefetcher does not keep enough reads in
-        // flight: ask for the rows kPrefetchTokens ahead in this block.
-        if (t + kPrefetchTokens + 2 <= n)
-          prefetch_rows(r0 + kPrefetchTokens * row, r1 + kPrefetchTokens * row, d);
+        // flight: ask for the rows kPrefetchTokens ahead (into the next block
+        // of the table when this one ends first).
+        if (ahead) prefetch_rows(ahead + h * d, ahead + row + h * d, d);
         for (int64_t j = 0; j < group; ++j) acc[j] = acc1[j] = _mm256_setzero_ps();
         for (int64_t c = 0; c < d; c += 8) {
           const __m256 k0 =
@@ -218,10 +243,12 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
     const int64_t n = std::min(bt, k_len - b0);
     const auto* rows = reinterpret_cast<const uint16_t*>(
         pool.row(table[static_cast<size_t>(b0 / bt)], KvPart::value, layer, 0, 0));
+    const NextBlock next = next_block_rows(pool, table, b0, bt, k_len, KvPart::value, layer);
     const float* w = scores.data() + b0 * q_heads;
     int64_t t = 0;
     // Two tokens per pass: one load and one store of the accumulators per two rows.
     for (; t + 2 <= n; t += 2, rows += 2 * row, w += 2 * q_heads) {
+      const uint16_t* ahead = rows_ahead(rows, t, n, next, row);
       for (int64_t h = 0; h < heads; ++h) {
         __m256 w0[8], w1[8];
         for (int64_t j = 0; j < group; ++j) {
@@ -230,8 +257,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
         }
         const uint16_t* r0 = rows + h * d;
         const uint16_t* r1 = r0 + row;
-        if (t + kPrefetchTokens + 2 <= n)
-          prefetch_rows(r0 + kPrefetchTokens * row, r1 + kPrefetchTokens * row, d);
+        if (ahead) prefetch_rows(ahead + h * d, ahead + row + h * d, d);
         float* oh = out + h * group * d;
         for (int64_t c = 0; c < d; c += 8) {
           const __m256 v0 =

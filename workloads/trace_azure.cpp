@@ -74,15 +74,9 @@ LineResult parse_azure_line(std::string_view line, const CsvColumns& columns, Tr
   if (!parse_timestamp(time, out.time))
     return malformed(
         fmt::format("TIMESTAMP '{}' is not a time like 2023-11-16 18:15:46.6805900", time));
-  if (auto p = parse_token_count(cells[static_cast<size_t>(columns.input)], "ContextTokens",
-                                 "prompt", out.input_tokens);
+  if (auto p = parse_token_columns(cells, columns, "ContextTokens", "GeneratedTokens", out);
       !p.empty())
     return malformed(p);
-  if (auto p = parse_token_count(cells[static_cast<size_t>(columns.output)], "GeneratedTokens",
-                                 "output", out.output_tokens);
-      !p.empty())
-    return malformed(p);
-  out.hash_ids.clear();
   return {};
 }
 

@@ -82,6 +82,12 @@ std::string find_columns(std::string_view header, const char* time_name, const c
 // (and `kind`: "prompt" or "output") or "".
 std::string parse_token_count(std::string_view text, const char* field, const char* kind,
                               int64_t& out);
+// The prompt and output counts of a CSV record (columns.input/.output, named
+// input_name/output_name in problems); CSV traces carry no hash ids. A
+// problem or "".
+std::string parse_token_columns(const std::vector<std::string_view>& cells,
+                                const CsvColumns& columns, const char* input_name,
+                                const char* output_name, TraceRecord& out);
 }  // namespace detail
 
 }  // namespace kvsim

@@ -102,5 +102,20 @@ std::string parse_token_count(std::string_view text, const char* field, const ch
   return {};
 }
 
+std::string parse_token_columns(const std::vector<std::string_view>& cells,
+                                const CsvColumns& columns, const char* input_name,
+                                const char* output_name, TraceRecord& out) {
+  if (auto p = parse_token_count(cells[static_cast<size_t>(columns.input)], input_name, "prompt",
+                                 out.input_tokens);
+      !p.empty())
+    return p;
+  if (auto p = parse_token_count(cells[static_cast<size_t>(columns.output)], output_name, "output",
+                                 out.output_tokens);
+      !p.empty())
+    return p;
+  out.hash_ids.clear();
+  return {};
+}
+
 }  // namespace detail
 }  // namespace kvsim

@@ -34,15 +34,9 @@ LineResult parse_prefill_decode_line(std::string_view line, const CsvColumns& co
   if (!(seconds >= 0) || seconds > 1e9)
     return malformed(fmt::format("arrived_at is {}: seconds, >= 0", time));
   out.time = static_cast<TimeNs>(std::llround(seconds * 1e9));
-  if (auto p = parse_token_count(cells[static_cast<size_t>(columns.input)], "num_prefill_tokens",
-                                 "prompt", out.input_tokens);
+  if (auto p = parse_token_columns(cells, columns, "num_prefill_tokens", "num_decode_tokens", out);
       !p.empty())
     return malformed(p);
-  if (auto p = parse_token_count(cells[static_cast<size_t>(columns.output)], "num_decode_tokens",
-                                 "output", out.output_tokens);
-      !p.empty())
-    return malformed(p);
-  out.hash_ids.clear();
   return {};
 }
 

@@ -10,33 +10,10 @@
 
 #include "reports/input_error.hpp"
 #include "sim/config/diagnostics.hpp"
+#include "sim/metrics.hpp"
 
 namespace kvsim {
 namespace {
-
-void collect(const nlohmann::ordered_json& j, const std::string& prefix,
-             std::vector<std::string>& out) {
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_object())
-      collect(*it, key, out);
-    else
-      out.push_back(key);
-  }
-}
-
-const nlohmann::ordered_json* find_key(const nlohmann::ordered_json& doc, const std::string& key) {
-  const nlohmann::ordered_json* cur = &doc;
-  std::stringstream parts(key);
-  std::string part;
-  while (std::getline(parts, part, '.')) {
-    if (!cur->is_object()) return nullptr;
-    const auto it = cur->find(part);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
 
 std::string show(const nlohmann::ordered_json* v) {
   if (v == nullptr) return "(missing)";
@@ -53,18 +30,12 @@ bool matches(const std::vector<std::string>& patterns, const std::string& key) {
 
 }  // namespace
 
-std::vector<std::string> leaf_keys(const nlohmann::ordered_json& doc) {
-  std::vector<std::string> out;
-  if (doc.is_object()) collect(doc, "", out);
-  return out;
-}
-
 MetricsCheckResult check_metrics(const nlohmann::ordered_json& metrics,
                                  const nlohmann::ordered_json& baseline,
                                  const MetricsCheckOptions& options) {
   // The baseline's keys in its order, then keys only the new file has.
-  std::vector<std::string> keys = leaf_keys(baseline);
-  for (const auto& k : leaf_keys(metrics))
+  std::vector<std::string> keys = metric_leaf_keys(baseline, /*numeric_only=*/false);
+  for (const auto& k : metric_leaf_keys(metrics, /*numeric_only=*/false))
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
 
   MetricsCheckResult r;
@@ -76,8 +47,8 @@ MetricsCheckResult check_metrics(const nlohmann::ordered_json& metrics,
     }
     if (!matches(options.key_patterns, key)) continue;
     ++r.keys_compared;
-    const auto* v = find_key(metrics, key);
-    const auto* b = find_key(baseline, key);
+    const auto* v = find_metric(metrics, key);
+    const auto* b = find_metric(baseline, key);
     MetricDifference d{key, show(v), show(b), std::nullopt, std::nullopt, false};
     if (v != nullptr && b != nullptr && v->is_number() && b->is_number()) {
       const double x = v->get<double>();

@@ -40,9 +40,6 @@ MetricsCheckResult check_metrics(const nlohmann::ordered_json& metrics,
                                  const nlohmann::ordered_json& baseline,
                                  const MetricsCheckOptions& options);
 
-// Every leaf key of a JSON document, dotted, in document order.
-std::vector<std::string> leaf_keys(const nlohmann::ordered_json& doc);
-
 // Reads a JSON file; throws config::ConfigError (FILE:LINE:COL) when the file
 // is missing or is not JSON.
 nlohmann::ordered_json read_json_file(const std::string& path);

@@ -12,13 +12,13 @@ nlohmann::ordered_json latency_json(const LatencySummary& s) {
   return j;
 }
 
-void flatten(const nlohmann::ordered_json& j, const std::string& prefix,
+void flatten(const nlohmann::ordered_json& j, const std::string& prefix, bool numeric_only,
              std::vector<std::string>& out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
     if (it->is_object())
-      flatten(*it, key, out);
-    else if (it->is_number())
+      flatten(*it, key, numeric_only, out);
+    else if (!numeric_only || it->is_number())
       out.push_back(key);
   }
 }
@@ -79,28 +79,37 @@ nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {
   return j;
 }
 
-std::vector<std::string> metric_key_names() {
+std::vector<std::string> metric_leaf_keys(const nlohmann::ordered_json& doc, bool numeric_only) {
   std::vector<std::string> out;
-  flatten(metrics_to_json(RunMetrics{}), "", out);
+  if (doc.is_object()) flatten(doc, "", numeric_only, out);
   return out;
 }
 
-std::optional<double> metric_value(const nlohmann::ordered_json& doc, const std::string& key) {
+std::vector<std::string> metric_key_names() {
+  return metric_leaf_keys(metrics_to_json(RunMetrics{}), /*numeric_only=*/true);
+}
+
+const nlohmann::ordered_json* find_metric(const nlohmann::ordered_json& doc,
+                                          const std::string& key) {
   const nlohmann::ordered_json* cur = &doc;
   size_t start = 0;
   while (true) {
     const size_t dot = key.find('.', start);
     const std::string part =
         key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!cur->is_object()) return std::nullopt;
+    if (!cur->is_object()) return nullptr;
     auto it = cur->find(part);
-    if (it == cur->end()) return std::nullopt;
+    if (it == cur->end()) return nullptr;
     cur = &*it;
-    if (dot == std::string::npos) break;
+    if (dot == std::string::npos) return cur;
     start = dot + 1;
   }
-  if (!cur->is_number()) return std::nullopt;
-  return cur->get<double>();
+}
+
+std::optional<double> metric_value(const nlohmann::ordered_json& doc, const std::string& key) {
+  const nlohmann::ordered_json* v = find_metric(doc, key);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  return v->get<double>();
 }
 
 }  // namespace kvsim

@@ -69,5 +69,11 @@ nlohmann::ordered_json metrics_to_json(const RunMetrics& m);
 std::vector<std::string> metric_key_names();
 // Value of a dotted key in a metrics JSON document, when numeric.
 std::optional<double> metric_value(const nlohmann::ordered_json& doc, const std::string& key);
+// The node at a dotted key, or nullptr.
+const nlohmann::ordered_json* find_metric(const nlohmann::ordered_json& doc,
+                                          const std::string& key);
+// Dotted keys of a document's leaves in document order (only numeric leaves
+// when numeric_only).
+std::vector<std::string> metric_leaf_keys(const nlohmann::ordered_json& doc, bool numeric_only);
 
 }  // namespace kvsim

@@ -4,8 +4,10 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
+#include "devices/htp_spec.hpp"
 #include "models/step_ops.hpp"
 #include "sim/config/reader.hpp"
 #include "sim/config/units.hpp"
@@ -25,7 +27,7 @@ std::string_view op_class_name(OpClass c);
 
 struct DeviceSpec {
   std::string name;
-  std::string kind;  // "ascend" (this issue); "htp" comes with the on-device issue
+  std::string kind;  // "ascend" | "htp"
   std::string description;
   std::string notes;  // optional free text: calibration fits and their error (shared/data README)
 
@@ -44,6 +46,9 @@ struct DeviceSpec {
   // Fraction of peak an op class reaches, per resource: compute and memory.
   std::array<double, kOpClassCount> compute_efficiency{};
   std::array<double, kOpClassCount> memory_efficiency{};
+
+  // kind: htp only (devices/htp_spec.hpp).
+  std::optional<HtpSpec> htp;
 
   // key path -> source note, for reports and `kvsim list devices`.
   std::map<std::string, std::string> sources;

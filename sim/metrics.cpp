@@ -60,17 +60,50 @@ nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {
   k["pointer_updates"] = m.kv_cache.pointer_updates;
   k["evictions"] = m.kv_cache.evictions;
   k["swapped_bytes"] = m.kv_cache.swapped_bytes;
+  k["buffer_bytes"] = m.kv_cache.buffer_bytes;
+  k["compactions"] = m.kv_cache.compactions;
+  k["variant_switches"] = m.kv_cache.variant_switches;
+  k["rewinds"] = m.kv_cache.rewinds;
+  k["window_evicted_tokens"] = m.kv_cache.window_evicted_tokens;
+  k["attention_read_tokens"] = m.kv_cache.attention_read_tokens;
+  k["attention_useful_tokens"] = m.kv_cache.attention_useful_tokens;
+  k["chunk_hits"] = m.kv_cache.chunk_hits;
+  k["chunk_misses"] = m.kv_cache.chunk_misses;
+  k["chunk_evictions"] = m.kv_cache.chunk_evictions;
+  k["chunk_bytes_copied"] = m.kv_cache.chunk_bytes_copied;
+  k["chunk_rope_tokens"] = m.kv_cache.chunk_rope_tokens;
+  k["chunk_fallbacks"] = m.kv_cache.chunk_fallbacks;
   auto& mem = j["memory"];
   mem["device_bytes"] = m.memory.device_bytes;
   mem["weights_bytes"] = m.memory.weights_bytes;
   mem["kv_bytes"] = m.memory.kv_bytes;
   mem["vtcm_bytes"] = m.memory.vtcm_bytes;
   mem["activation_reserve_bytes"] = m.memory.activation_reserve_bytes;
+  mem["main_pool_bytes"] = m.memory.main_pool_bytes;
+  mem["chunk_pool_bytes"] = m.memory.chunk_pool_bytes;
+  auto& v = j["vtcm"];
+  v["requested_bytes"] = m.vtcm.requested_bytes;
+  v["granted_bytes"] = m.vtcm.granted_bytes;
+  v["wait_ms"] = m.vtcm.wait_ms;
+  v["sessions_waited"] = m.vtcm.sessions_waited;
   auto& n = j["numerics"];
   n["mode"] = m.numerics.mode;
   n["checks"] = m.numerics.checks;
   n["max_abs_err"] = m.numerics.max_abs_err;
   j["workload"]["skipped_records"] = m.workload.skipped_records;
+  if (!m.sessions.empty()) {
+    auto& list = j["sessions"];
+    list = nlohmann::ordered_json::array();
+    for (const auto& session : m.sessions) {
+      nlohmann::ordered_json e;
+      e["name"] = session.name;
+      e["vtcm_requested_bytes"] = session.vtcm_requested_bytes;
+      e["vtcm_granted_bytes"] = session.vtcm_granted_bytes;
+      e["vtcm_wait_ms"] = session.vtcm_wait_ms;
+      e["runs"] = session.runs;
+      list.push_back(e);
+    }
+  }
   auto& s = j["sim"];
   s["events"] = m.sim.events;
   s["steps"] = m.sim.steps;

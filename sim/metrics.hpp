@@ -43,11 +43,40 @@ struct RunMetrics {
     Bytes bytes_moved = 0;
     uint64_t pointer_updates = 0, evictions = 0;
     Bytes swapped_bytes = 0;
+    // On-device update modes and sliding window (seed 002).
+    Bytes buffer_bytes = 0;               // KV buffers allocated (all layers, K and V)
+    uint64_t compactions = 0;             // pointer_shift re-packs when headroom ran out
+    uint64_t variant_switches = 0;        // AR-m -> AR-n realignments
+    uint64_t rewinds = 0;                 // rejected speculative tokens rolled back
+    int64_t window_evicted_tokens = 0;    // sliding window
+    int64_t attention_read_tokens = 0;    // KV columns attention read, summed over passes
+    int64_t attention_useful_tokens = 0;  // ... of which held valid tokens
+    // chunk_lru (seed 003).
+    int64_t chunk_hits = 0, chunk_misses = 0, chunk_evictions = 0;
+    Bytes chunk_bytes_copied = 0;   // chunk pool -> main pool
+    int64_t chunk_rope_tokens = 0;  // keys re-rotated to their real position
+    int64_t chunk_fallbacks = 0;    // prompts without separator, plain prefill
   } kv_cache;
   struct {
     Bytes device_bytes = 0, weights_bytes = 0, kv_bytes = 0, vtcm_bytes = 0,
           activation_reserve_bytes = 0;
+    Bytes main_pool_bytes = 0, chunk_pool_bytes = 0;  // chunk_lru's dual pool
   } memory;
+  // One HTP session (an LLM dialog or another model sharing the NPU) and its
+  // VTCM (seed 002, data README "VTCM window feature").
+  struct Session {
+    std::string name;
+    Bytes vtcm_requested_bytes = 0, vtcm_granted_bytes = 0;
+    double vtcm_wait_ms = 0;  // time spent waiting for VTCM
+    int64_t runs = 0;         // VTCM acquisitions (turns or duty-cycle bursts)
+  };
+  struct {
+    Bytes requested_bytes = 0;  // the LLM session (the first)
+    Bytes granted_bytes = 0;    // smallest grant it ran with
+    double wait_ms = 0;         // summed over all sessions
+    int64_t sessions_waited = 0;
+  } vtcm;
+  std::vector<Session> sessions;  // empty for serving (Ascend) runs
   struct {
     std::string mode = "off";
     int64_t checks = 0;

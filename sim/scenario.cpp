@@ -134,6 +134,31 @@ void read_cache(MapReader& top, ScenarioSpec& s) {
     s.cache.activation_reserve = r.bytes("activation_reserve", 0, 0, 1LL << 50);
   else
     r.ignore({"activation_reserve"});
+  // On-device family (seed 002); range checks that need the model or the
+  // policy are in cross_checks().
+  s.cache.ctx_size = r.integer("ctx_size", 4096, 1, 1 << 22);
+  if (const Node variants = r.child("ar_variants"); variants.defined()) {
+    std::vector<int64_t> list;
+    for (const Node& item : variants.items()) {
+      if (auto n = item.as_int(1, 1 << 22)) list.push_back(*n);
+    }
+    if (variants.is_sequence() && list.empty())
+      variants.error("is empty", "a list of AR-n sizes such as [1, 32, 128]");
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    if (!list.empty()) s.cache.ar_variants = list;
+  }
+  s.cache.update_mode = r.choice("update_mode", "pointer_shift",
+                                 {"shift_concat", "pointer_shift", "smart_mask", "paged"});
+  s.cache.window = r.integer("window", 0, 0, 1 << 22);
+  s.cache.update_threads = r.integer("update_threads", 4, 1, 64);
+  s.cache.pointer_shift_headroom = r.integer("pointer_shift_headroom", 0, 0, 1 << 22);
+  // chunk_lru (seed 003).
+  s.cache.main_pool_fraction = r.number("main_pool_fraction", 0.70, 0.0, 1.0);
+  s.cache.chunk_pool_fraction = r.number("chunk_pool_fraction", 0.15, 0.0, 1.0);
+  s.cache.virtual_pos_start = r.integer("virtual_pos_start", 4096, 0, 1LL << 31);
+  s.cache.max_chunks = r.integer("max_chunks", 1 << 20, 1, 1LL << 31);
+  s.cache.max_chunk_tokens = r.integer("max_chunk_tokens", 32768, 1, 1LL << 31);
   r.finish();
 }
 

@@ -8,7 +8,9 @@
 #include <variant>
 
 #include "workloads/arrival.hpp"
+#include "workloads/dialog_workload_spec.hpp"
 #include "workloads/distribution.hpp"
+#include "workloads/rag_workload_spec.hpp"
 
 namespace kvsim {
 
@@ -61,8 +63,10 @@ struct TraceWorkloadSpec {
 };
 
 struct WorkloadSpec {
-  std::string kind;  // "synthetic" | "chat" | "trace"
-  std::variant<SyntheticWorkloadSpec, ChatWorkloadSpec, TraceWorkloadSpec> body;
+  std::string kind;  // "synthetic" | "chat" | "trace" | "rag" | "dialog"
+  std::variant<SyntheticWorkloadSpec, ChatWorkloadSpec, TraceWorkloadSpec, RagWorkloadSpec,
+               DialogWorkloadSpec>
+      body;
 };
 
 }  // namespace kvsim

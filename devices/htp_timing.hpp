@@ -1,0 +1,58 @@
+#pragma once
+// Prices what one Genie dialog does on an HTP (seed 002): an AR-n graph pass
+// over the model, the CPU-side KV update after it (split over update
+// threads), a variant (graph) switch with its realignment, and a cache
+// save/restore to storage. Pure: durations in, nothing scheduled.
+//
+// CONTRACT between the HTP device work and the dialog engine (issue 4); the
+// implementation lives in devices/htp_timing.cpp.
+#include <cstdint>
+
+#include "devices/device_spec.hpp"
+#include "models/model_spec.hpp"
+#include "sim/config/units.hpp"
+
+namespace kvsim {
+
+struct HtpPass {
+  int64_t variant = 1;  // AR-n: tokens the graph computes (a short last prefill pass is padded)
+  int64_t useful_tokens = 1;  // real tokens among them
+  int64_t kv_cols_read = 0;   // KV columns attention reads per layer and KV head
+  Bytes vtcm_requested = 0;   // what the session asked for
+  Bytes vtcm_granted = 0;     // what it runs with (less: DDR spill)
+};
+
+struct HtpPassTiming {
+  TimeNs latency = 0;
+  TimeNs compute = 0;    // HMX/HVX roofline part
+  TimeNs memory = 0;     // DDR part (weights + KV + spill)
+  double ddr_bytes = 0;  // after the VTCM spill factor
+  double kv_bytes_read = 0;
+  double flops = 0;
+};
+
+class HtpTimingModel {
+ public:
+  // Throws std::invalid_argument when `device` is not kind htp.
+  HtpTimingModel(const DeviceSpec& device, const ModelSpec& model, Bytes kv_dtype_bytes);
+
+  HtpPassTiming price_pass(const HtpPass& pass) const;
+  // A KV update moving `bytes` on the CPU, split over `threads` (seed 002's
+  // runKVUpdateJob splits the KV tensors between threads).
+  TimeNs cpu_copy_time(Bytes bytes, int64_t threads) const;
+  // Switching the executing AR-n graph (realignment bytes priced separately
+  // with cpu_copy_time).
+  TimeNs variant_switch_time() const;
+  // Saving or restoring `bytes` of cache to storage.
+  TimeNs storage_time(Bytes bytes) const;
+
+  const DeviceSpec& device() const { return device_; }
+  const ModelSpec& model() const { return model_; }
+
+ private:
+  DeviceSpec device_;
+  ModelSpec model_;
+  Bytes kv_dtype_bytes_;
+};
+
+}  // namespace kvsim

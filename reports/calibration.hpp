@@ -1,0 +1,45 @@
+#pragma once
+// Holding kvsim against published or user measurements (issues 4 and 8):
+// rows of a CSV in the format of shared/data/calibration/published_measurements.csv
+//   id,device,model,weights,kv_dtype,context,batch,input_tokens,output_tokens,
+//   metric,value,unit,software,source
+// each predicted by running a scenario built from the row on the device
+// kind's predictor, then compared with the published value.
+//
+// CONTRACT: reports/calibration.cpp (reader, dispatch, report; issue 8),
+// reports/calibration_ascend.cpp (issue 8), reports/calibration_htp.cpp
+// (issue 4).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvsim {
+
+struct MeasurementRow {
+  std::string id, device, model, weights, kv_dtype;
+  std::optional<int64_t> context, batch, input_tokens, output_tokens;
+  std::string metric;  // decode_rate, ttft_one_ar128_pass, ttft_1024_prompt, output_throughput, ...
+  double value = 0;
+  std::string unit, software, source;
+  int64_t line = 0;  // 1-based line in the CSV, for messages
+};
+
+// Reads the CSV; throws config::ConfigError (exit code 2) naming the file,
+// line and column of a malformed row (see reports/input_error.hpp).
+std::vector<MeasurementRow> read_measurements(const std::string& path);
+
+struct Prediction {
+  double value = 0;      // in the row's unit
+  std::string scenario;  // what was run (device, model, shape), one line
+};
+
+// nullopt when the predictor does not handle the row (another device kind, a
+// metric it cannot produce); throws std::runtime_error when it should but
+// cannot (a model file missing), with the reason.
+std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
+                                             const std::string& configs_dir);
+std::optional<Prediction> predict_htp_row(const MeasurementRow& row,
+                                          const std::string& configs_dir);
+
+}  // namespace kvsim

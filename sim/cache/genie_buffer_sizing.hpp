@@ -1,0 +1,45 @@
+#pragma once
+// Bytes of Genie's on-device KV buffers (seed 002), the closed form every
+// on-device policy's buffer_bytes() and `kvsim capacity` agree on:
+//   per layer, K [kv_heads, head_dim, cols] + V [kv_heads, cols, head_dim]
+//   cache:  2 * layers * kv_heads * head_dim * cols * dtype_bytes
+//           cols = ctx_size (shift_concat, smart_mask)
+//                = ctx_size + headroom (pointer_shift; headroom 0 means
+//                  ctx_size, the 2x row the kernel uses)
+//   output: 2 * layers * kv_heads * head_dim * max_variant * dtype_bytes
+//           (the new K/V an AR-n pass writes before the update copies them)
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "sim/config/units.hpp"
+
+namespace kvsim {
+
+struct GenieBufferBytes {
+  Bytes cache = 0;
+  Bytes output = 0;
+  Bytes total() const { return cache + output; }
+};
+
+inline int64_t genie_cache_columns(std::string_view update_mode, int64_t ctx_size,
+                                   int64_t pointer_shift_headroom) {
+  if (update_mode != "pointer_shift") return ctx_size;
+  return ctx_size + (pointer_shift_headroom > 0 ? pointer_shift_headroom : ctx_size);
+}
+
+inline GenieBufferBytes genie_buffer_bytes(const ModelSpec& m, std::string_view update_mode,
+                                           int64_t ctx_size, const std::vector<int64_t>& variants,
+                                           Bytes dtype_bytes, int64_t pointer_shift_headroom = 0) {
+  const Bytes per_col = 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim * dtype_bytes;
+  const int64_t max_variant =
+      variants.empty() ? 1 : *std::max_element(variants.begin(), variants.end());
+  GenieBufferBytes b;
+  b.cache = per_col * genie_cache_columns(update_mode, ctx_size, pointer_shift_headroom);
+  b.output = per_col * std::min(max_variant, ctx_size);
+  return b;
+}
+
+}  // namespace kvsim

@@ -119,6 +119,75 @@ void read_efficiencies(config::MapReader& root, DeviceSpec& spec) {
   eff.finish();
 }
 
+// kind: htp (SPEC 7, seed 002, shared/data README "Snapdragon"): the common
+// numbers a phone has (LPDDR size and bandwidth, HMX as matrix_*, HVX as
+// vector_fp16, per-graph-execution overhead, efficiencies), then an `htp:` map
+// of what only an HTP has. Links, host PCIe and tensor parallelism do not
+// exist on a phone and are not accepted (max_tensor_parallel is 1).
+void read_htp_device(config::MapReader& r, DeviceSpec& spec) {
+  SourcedReader n(r, spec, "");
+  spec.memory_bytes = n.bytes("memory", kMinMemory, kMaxMemory);
+  spec.memory_bandwidth = n.bandwidth("memory_bandwidth");
+  spec.matrix_fp16_ops = n.ops_rate("matrix_fp16");
+  spec.matrix_int8_ops = n.ops_rate("matrix_int8");
+  spec.vector_fp16_ops = n.ops_rate("vector_fp16");
+  spec.kernel_launch = n.duration("kernel_launch", kMaxLaunch);
+  spec.step_overhead = n.duration("step_overhead", kMaxStepOverhead);
+  spec.max_tensor_parallel = 1;
+  read_efficiencies(r, spec);
+
+  config::Node htp_node = r.child("htp");
+  HtpSpec htp;
+  if (!htp_node.defined()) {
+    if (r.valid()) {
+      r.node().context().diagnostics.error(
+          r.node().location(), htp_node.path(), "is required but missing for kind: htp",
+          "htp: {hexagon_version, vtcm, address_space, cpu_memcpy_bandwidth, max_update_threads, "
+          "graph_switch, storage_bandwidth, vtcm_spill_factor}, each {value, source}");
+    }
+    spec.htp = htp;
+    return;
+  }
+  config::MapReader hr(htp_node);
+  SourcedReader h(hr, spec, "htp.");
+  config::Node version = h.value("hexagon_version");
+  if (version.defined()) {
+    if (auto v = version.as_choice({"68", "69", "73", "75", "79", "81"}))
+      htp.hexagon_version = std::stoll(*v);
+  }
+  htp.vtcm_bytes = h.bytes("vtcm", Bytes{64} << 10, Bytes{1} << 30);
+  // VTCM windows exist from v79 (HAP_compute_res "VTCM window feature"); the
+  // key may turn them off on v79+ but cannot invent them on older parts.
+  htp.vtcm_windows = htp.hexagon_version >= 79;
+  if (hr.has("vtcm_windows")) {
+    config::Node w = h.value("vtcm_windows");
+    if (w.defined()) {
+      if (auto b = w.as_bool()) {
+        if (*b && htp.hexagon_version < 79) {
+          w.error(fmt::format("VTCM windows need Hexagon v79 or later (this is v{})",
+                              htp.hexagon_version),
+                  "false, or leave the key out");
+        } else {
+          htp.vtcm_windows = *b;
+        }
+      }
+    }
+  }
+  if (hr.has("vtcm_window_granule") || htp.vtcm_windows) {
+    htp.vtcm_window_granule =
+        h.bytes("vtcm_window_granule", 1, htp.vtcm_bytes > 0 ? htp.vtcm_bytes : 1);
+  }
+  htp.address_space_bytes = h.bytes("address_space", kMinMemory, Bytes{1} << 40);
+  htp.cpu_memcpy_bandwidth = h.bandwidth("cpu_memcpy_bandwidth");
+  htp.max_update_threads = h.integer("max_update_threads", 1, 64);
+  htp.graph_switch = h.duration("graph_switch", kMaxLaunch);
+  htp.storage_bandwidth = h.bandwidth("storage_bandwidth");
+  config::Node spill = h.value("vtcm_spill_factor");
+  if (spill.defined()) htp.vtcm_spill_factor = spill.as_double(0.0, 100.0).value_or(0.0);
+  hr.finish();
+  spec.htp = htp;
+}
+
 }  // namespace
 
 std::string_view engine_name(Engine e) {
@@ -148,10 +217,14 @@ DeviceSpec parse_device(const config::Node& node) {
   DeviceSpec spec;
   config::MapReader r(node);
   spec.name = r.string("name", std::nullopt);
-  // Only Ascend devices exist so far; `htp` comes with the on-device issue.
-  spec.kind = r.choice("kind", std::nullopt, {"ascend"});
+  spec.kind = r.choice("kind", std::nullopt, {"ascend", "htp"});
   spec.description = r.string("description", std::string());
   spec.notes = r.string("notes", std::string());
+  if (spec.kind == "htp") {
+    read_htp_device(r, spec);  // Snapdragon phones: devices/htp_spec.hpp
+    r.finish();
+    return spec;
+  }
 
   SourcedReader n(r, spec, "");
   spec.memory_bytes = n.bytes("memory", kMinMemory, kMaxMemory);
@@ -189,6 +262,7 @@ Engine engine_of(OpKind kind) {
     case OpKind::post_norm:
     case OpKind::final_norm:
     case OpKind::rope:
+    case OpKind::kv_rerope:  // the seed 003 remap's rotation: vector math on K
     case OpKind::mlp_act:
     case OpKind::embedding:  // a gather: vector unit moving rows
     case OpKind::sampling:
@@ -223,6 +297,7 @@ OpClass class_of(OpKind kind) {
     case OpKind::post_norm:
     case OpKind::final_norm:
     case OpKind::rope:
+    case OpKind::kv_rerope:
     case OpKind::mlp_act:
     case OpKind::embedding:
     case OpKind::sampling:

@@ -1,5 +1,6 @@
 #include "kernels/genie_kv_buffer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -7,7 +8,8 @@
 namespace kvsim::kernels {
 
 GenieKvBuffer::GenieKvBuffer(int64_t n_ctx, int64_t heads, int64_t head_dim, KvDtype dtype,
-                             GenieUpdateMode mode, int64_t variant, Int8Params int8)
+                             GenieUpdateMode mode, int64_t variant, Int8Params int8,
+                             int64_t pointer_shift_headroom)
     : n_ctx_(n_ctx),
       heads_(heads),
       head_dim_(head_dim),
@@ -15,7 +17,8 @@ GenieKvBuffer::GenieKvBuffer(int64_t n_ctx, int64_t heads, int64_t head_dim, KvD
       mode_(mode),
       int8_(int8),
       bw_(kv_dtype_bytes(dtype)),
-      variant_(variant) {
+      variant_(variant),
+      headroom_(pointer_shift_headroom > 0 ? pointer_shift_headroom : n_ctx) {
   if (variant <= 0 || variant > n_ctx)
     throw std::invalid_argument("genie: variant outside 1..n_ctx");
   cache_dim_ = variant == n_ctx ? n_ctx : n_ctx - variant;
@@ -28,8 +31,11 @@ uint8_t GenieKvBuffer::pad_byte() const {
 }
 
 void GenieKvBuffer::allocate() {
-  stride_ = mode_ == GenieUpdateMode::pointer_shift ? 2 * cache_dim_ : cache_dim_;
+  // pointer_shift rows keep their length across variants (the view moves in
+  // them); the other modes' rows are the variant's cache dim.
+  stride_ = mode_ == GenieUpdateMode::pointer_shift ? n_ctx_ + headroom_ : cache_dim_;
   offset_ = 0;
+  ring_start_ = 0;
   key_.assign(static_cast<size_t>(heads_ * head_dim_ * stride_ * bw_), pad_byte());
   value_.assign(static_cast<size_t>(heads_ * stride_ * head_dim_ * bw_), pad_byte());
 }
@@ -56,6 +62,15 @@ void GenieKvBuffer::store(std::vector<uint8_t>& buf, int64_t index, float x) {
   }
 }
 
+void GenieKvBuffer::round_trip(float* values, int64_t n) const {
+  if (dtype_ == KvDtype::int8) {
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = dequantize_int8(quantize_int8(values[i], int8_), int8_);
+  } else {
+    round_trip_row(dtype_, values, n, values);
+  }
+}
+
 float GenieKvBuffer::key(int64_t head, int64_t dim, int64_t col) const {
   return load(key_, key_index(head, dim, col));
 }
@@ -64,68 +79,78 @@ float GenieKvBuffer::value(int64_t head, int64_t col, int64_t dim) const {
 }
 
 bool GenieKvBuffer::column_valid(int64_t col) const {
-  if (mode_ == GenieUpdateMode::smart_mask) return col < n_valid_;
+  if (mode_ == GenieUpdateMode::smart_mask)
+    return (col - ring_start_ + cache_dim_) % cache_dim_ < n_valid_;
   return col >= cache_dim_ - n_valid_;
 }
 
-void GenieKvBuffer::repack() {
-  // pointer_shift ran out of slack: one memmove per row brings the view home.
+int64_t GenieKvBuffer::valid_column(int64_t i) const {
+  if (mode_ == GenieUpdateMode::smart_mask) return (ring_start_ + i) % cache_dim_;
+  return cache_dim_ - n_valid_ + i;
+}
+
+void GenieKvBuffer::move_columns(int64_t from, int64_t to, int64_t count) {
+  // Physical columns of every row: K rows are [head, dim] x stride columns,
+  // V rows are head x (stride x head_dim).
+  if (count <= 0 || from == to) return;
   const int64_t key_rows = heads_ * head_dim_;
   for (int64_t r = 0; r < key_rows; ++r) {
     uint8_t* row = key_.data() + r * stride_ * bw_;
-    std::memmove(row, row + offset_ * bw_, static_cast<size_t>(cache_dim_ * bw_));
-    std::memset(row + cache_dim_ * bw_, pad_byte(),
-                static_cast<size_t>((stride_ - cache_dim_) * bw_));
+    std::memmove(row + to * bw_, row + from * bw_, static_cast<size_t>(count * bw_));
   }
+  const int64_t vcol = head_dim_ * bw_;
   for (int64_t h = 0; h < heads_; ++h) {
-    uint8_t* row = value_.data() + h * stride_ * head_dim_ * bw_;
-    std::memmove(row, row + offset_ * head_dim_ * bw_,
-                 static_cast<size_t>(cache_dim_ * head_dim_ * bw_));
-    std::memset(row + cache_dim_ * head_dim_ * bw_, pad_byte(),
-                static_cast<size_t>((stride_ - cache_dim_) * head_dim_ * bw_));
+    uint8_t* row = value_.data() + h * stride_ * vcol;
+    std::memmove(row + to * vcol, row + from * vcol, static_cast<size_t>(count * vcol));
   }
-  bytes_moved_ += static_cast<uint64_t>(2 * heads_ * head_dim_ * cache_dim_ * bw_);
+  bytes_moved_ += static_cast<uint64_t>(2 * heads_ * head_dim_ * count * bw_);
+}
+
+void GenieKvBuffer::pad_columns(int64_t first, int64_t count) {
+  if (count <= 0) return;
+  const int64_t key_rows = heads_ * head_dim_;
+  for (int64_t r = 0; r < key_rows; ++r)
+    std::memset(key_.data() + (r * stride_ + first) * bw_, pad_byte(),
+                static_cast<size_t>(count * bw_));
+  const int64_t vcol = head_dim_ * bw_;
+  for (int64_t h = 0; h < heads_; ++h)
+    std::memset(value_.data() + h * stride_ * vcol + first * vcol, pad_byte(),
+                static_cast<size_t>(count * vcol));
+  bytes_moved_ += static_cast<uint64_t>(2 * heads_ * head_dim_ * count * bw_);
+}
+
+void GenieKvBuffer::repack() {
+  // pointer_shift ran out of slack: one memmove per row brings the valid
+  // columns to the right end of the view at offset 0.
+  move_columns(offset_ + cache_dim_ - n_valid_, cache_dim_ - n_valid_, n_valid_);
   offset_ = 0;
 }
 
 void GenieKvBuffer::append(const float* k, const float* v, int64_t n) {
   if (n < 0 || n_valid_ + n > cache_dim_)
-    throw std::length_error("genie: new entries do not fit the cache (sliding window is issue 4)");
-  const int64_t key_rows = heads_ * head_dim_;
-  int64_t first_col = 0;  // view column of the first new entry
+    throw std::length_error("genie: new entries do not fit the cache dim");
+  int64_t first_col = cache_dim_ - n;  // view column of the first new entry
   switch (mode_) {
-    case GenieUpdateMode::shift_concat: {
-      // nsp-kvmanager: std::memmove(dst, dst + copy_size, ...) then memcpy at the end.
-      for (int64_t r = 0; r < key_rows; ++r) {
-        uint8_t* row = key_.data() + r * stride_ * bw_;
-        std::memmove(row, row + n * bw_, static_cast<size_t>((cache_dim_ - n) * bw_));
-      }
-      for (int64_t h = 0; h < heads_; ++h) {
-        uint8_t* row = value_.data() + h * stride_ * head_dim_ * bw_;
-        std::memmove(row, row + n * head_dim_ * bw_,
-                     static_cast<size_t>((cache_dim_ - n) * head_dim_ * bw_));
-      }
-      bytes_moved_ += static_cast<uint64_t>(2 * heads_ * head_dim_ * (cache_dim_ - n) * bw_);
-      first_col = cache_dim_ - n;
+    case GenieUpdateMode::shift_concat:
+      // nsp-kvmanager: memmove the kept columns left by n, then memcpy at the end.
+      move_columns(cache_dim_ - n_valid_, cache_dim_ - n_valid_ - n, n_valid_);
       break;
-    }
-    case GenieUpdateMode::pointer_shift: {
+    case GenieUpdateMode::pointer_shift:
       if (offset_ + cache_dim_ + n > stride_) repack();
       // New entries go just past the view's end, then the view slides over them.
       offset_ += n;
-      first_col = cache_dim_ - n;
       break;
-    }
     case GenieUpdateMode::smart_mask:
-      first_col = n_valid_;
+      first_col = -1;  // in place, after the newest entry (ring)
       break;
   }
   for (int64_t i = 0; i < n; ++i) {
+    const int64_t col = first_col >= 0 ? first_col + i : (ring_start_ + n_valid_ + i) % cache_dim_;
     for (int64_t h = 0; h < heads_; ++h) {
       for (int64_t c = 0; c < head_dim_; ++c) {
         const int64_t src = (i * heads_ + h) * head_dim_ + c;
-        store(key_, key_index(h, c, first_col + i), k[src]);
-        store(value_, value_index(h, first_col + i, c), v[src]);
+        store(key_, key_index(h, c, col), k[src]);
+        store(value_, value_index(h, col, c), v[src]);
       }
     }
   }
@@ -133,58 +158,130 @@ void GenieKvBuffer::append(const float* k, const float* v, int64_t n) {
   n_valid_ += n;
 }
 
+void GenieKvBuffer::rewind(int64_t n) {
+  if (n < 0 || n > n_valid_) throw std::length_error("genie: rewind past the cached entries");
+  const int64_t kept = n_valid_ - n;
+  switch (mode_) {
+    case GenieUpdateMode::shift_concat:
+      // seed 002, n_update < 0: memmove(dst + copy_size, dst, ...) then memset the pad.
+      move_columns(cache_dim_ - n_valid_, cache_dim_ - kept, kept);
+      pad_columns(cache_dim_ - n_valid_, n);
+      break;
+    case GenieUpdateMode::pointer_shift:
+      if (offset_ >= n) {
+        offset_ -= n;  // the view slides back over the kept entries
+      } else {
+        move_columns(offset_ + cache_dim_ - n_valid_, cache_dim_ - kept, kept);
+        offset_ = 0;
+      }
+      break;
+    case GenieUpdateMode::smart_mask:
+      break;  // the mask forgets them
+  }
+  n_valid_ = kept;
+}
+
+void GenieKvBuffer::evict_oldest(int64_t n) {
+  if (n < 0 || n > n_valid_) throw std::length_error("genie: eviction past the cached entries");
+  switch (mode_) {
+    case GenieUpdateMode::shift_concat:
+      pad_columns(cache_dim_ - n_valid_, n);  // keep "pad, then valid"
+      break;
+    case GenieUpdateMode::pointer_shift:
+      break;  // attention reads only the n_valid rightmost columns
+    case GenieUpdateMode::smart_mask:
+      ring_start_ = (ring_start_ + n) % cache_dim_;
+      break;
+  }
+  n_valid_ -= n;
+}
+
+void GenieKvBuffer::clear() {
+  switch (mode_) {
+    case GenieUpdateMode::shift_concat:
+      pad_columns(cache_dim_ - n_valid_, n_valid_);
+      break;
+    case GenieUpdateMode::pointer_shift:
+      offset_ = 0;
+      break;
+    case GenieUpdateMode::smart_mask:
+      ring_start_ = 0;
+      break;
+  }
+  n_valid_ = 0;
+}
+
 void GenieKvBuffer::switch_variant(int64_t n) {
   if (n <= 0 || n > n_ctx_) throw std::invalid_argument("genie: variant outside 1..n_ctx");
   const int64_t out_dim = n == n_ctx_ ? n_ctx_ : n_ctx_ - n;
   if (n_valid_ > out_dim) throw std::length_error("genie: valid entries exceed the new variant");
-  // Read the valid entries through the old view, rebuild, write them back
-  // where the new view expects them (switchKeyVariant's realignment).
-  std::vector<float> k(static_cast<size_t>(n_valid_ * heads_ * head_dim_)), v(k.size());
-  int64_t i = 0;
-  for (int64_t col = 0; col < cache_dim_; ++col) {
-    if (!column_valid(col)) continue;
+  // Read the valid entries, oldest first, through the old view, rebuild,
+  // write them where the new view expects them (switchKeyVariant).
+  const int64_t count = n_valid_;
+  std::vector<float> k(static_cast<size_t>(count * heads_ * head_dim_)), v(k.size());
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t col = valid_column(i);
     for (int64_t h = 0; h < heads_; ++h)
       for (int64_t c = 0; c < head_dim_; ++c) {
         k[static_cast<size_t>((i * heads_ + h) * head_dim_ + c)] = key(h, c, col);
         v[static_cast<size_t>((i * heads_ + h) * head_dim_ + c)] = value(h, col, c);
       }
-    ++i;
   }
-  const int64_t count = n_valid_;
   variant_ = n;
   cache_dim_ = out_dim;
-  n_valid_ = 0;
   allocate();
-  const uint64_t before = bytes_moved_;
-  append(k.data(), v.data(), count);
+  const int64_t first = mode_ == GenieUpdateMode::smart_mask ? 0 : cache_dim_ - count;
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t h = 0; h < heads_; ++h)
+      for (int64_t c = 0; c < head_dim_; ++c) {
+        const size_t src = static_cast<size_t>((i * heads_ + h) * head_dim_ + c);
+        store(key_, key_index(h, c, first + i), k[src]);
+        store(value_, value_index(h, first + i, c), v[src]);
+      }
   // A realignment moves each valid entry once, whatever the mode.
-  bytes_moved_ = before + static_cast<uint64_t>(2 * count * heads_ * head_dim_ * bw_);
+  bytes_moved_ += static_cast<uint64_t>(2 * count * heads_ * head_dim_ * bw_);
 }
 
-void GenieKvBuffer::attend(const float* q, int64_t q_heads, float scale, float* out) const {
+void GenieKvBuffer::attend(const float* q, int64_t q_heads, float scale, float* out,
+                           const float* new_k, const float* new_v, int64_t n_new) const {
   const int64_t group = q_heads / heads_;
-  std::vector<float> w(static_cast<size_t>(cache_dim_));
+  // Scores of the cache's columns [0, cache_dim) then of the new entries.
+  std::vector<float> w(static_cast<size_t>(cache_dim_ + n_new));
+  std::vector<uint8_t> valid(w.size());
+  for (int64_t col = 0; col < cache_dim_; ++col)
+    valid[static_cast<size_t>(col)] = column_valid(col);
+  for (int64_t i = 0; i < n_new; ++i) valid[static_cast<size_t>(cache_dim_ + i)] = 1;
+  auto new_row = [&](const float* base, int64_t i, int64_t h) {
+    return base + (i * heads_ + h) * head_dim_;
+  };
   for (int64_t qh = 0; qh < q_heads; ++qh) {
     const int64_t h = qh / group;
     float mx = -INFINITY;
-    for (int64_t col = 0; col < cache_dim_; ++col) {
-      if (!column_valid(col)) continue;
+    for (int64_t col = 0; col < cache_dim_ + n_new; ++col) {
+      if (!valid[static_cast<size_t>(col)]) continue;
       float s = 0;
-      for (int64_t c = 0; c < head_dim_; ++c) s += q[qh * head_dim_ + c] * key(h, c, col);
+      if (col < cache_dim_) {
+        for (int64_t c = 0; c < head_dim_; ++c) s += q[qh * head_dim_ + c] * key(h, c, col);
+      } else {
+        const float* kr = new_row(new_k, col - cache_dim_, h);
+        for (int64_t c = 0; c < head_dim_; ++c) s += q[qh * head_dim_ + c] * kr[c];
+      }
       w[static_cast<size_t>(col)] = s * scale;
       mx = std::max(mx, s * scale);
     }
     float sum = 0;
-    for (int64_t col = 0; col < cache_dim_; ++col) {
-      const float e = column_valid(col) ? std::exp(w[static_cast<size_t>(col)] - mx) : 0.0f;
-      w[static_cast<size_t>(col)] = e;
+    for (size_t col = 0; col < w.size(); ++col) {
+      const float e = valid[col] ? std::exp(w[col] - mx) : 0.0f;
+      w[col] = e;
       sum += e;
     }
     for (int64_t c = 0; c < head_dim_; ++c) {
       float acc = 0;
-      for (int64_t col = 0; col < cache_dim_; ++col)
-        if (w[static_cast<size_t>(col)] != 0.0f)
-          acc += w[static_cast<size_t>(col)] * value(h, col, c);
+      for (int64_t col = 0; col < cache_dim_ + n_new; ++col) {
+        const float wc = w[static_cast<size_t>(col)];
+        if (wc == 0.0f) continue;
+        acc += wc * (col < cache_dim_ ? value(h, col, c) : new_row(new_v, col - cache_dim_, h)[c]);
+      }
       out[qh * head_dim_ + c] = sum > 0 ? acc / sum : 0.0f;
     }
   }

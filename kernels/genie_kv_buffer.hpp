@@ -6,14 +6,23 @@
 // left-padded: the newest entry is the rightmost column and columns before
 // the oldest hold the pad value (0 for fp, -offset for int8). Three ways to
 // append the step's new K/V:
-//   shift_concat:  memmove every row left by n, copy the n new columns at its end;
-//   pointer_shift: rows have slack; copy the n new columns past the view's
-//                  end and move the shared view offset right by n (re-packed
-//                  with one memmove when the slack runs out);
-//   smart_mask:    never move: write column n_valid in place (left-aligned)
-//                  and let the attention mask select the valid columns.
+//   shift_concat:  memmove each row's valid columns left by n, copy the n new
+//                  columns at its end;
+//   pointer_shift: rows have slack (n_ctx + headroom columns, headroom 0
+//                  meaning n_ctx); copy the n new columns past the view's
+//                  end and move the shared view offset right by n (the valid
+//                  columns re-packed to offset 0 with one memmove when the
+//                  slack runs out);
+//   smart_mask:    never move: write the next column in place (left-aligned,
+//                  a ring once a window evicts the oldest) and let the
+//                  attention mask select the valid columns.
+// Only the valid columns are ever moved (a memmove restricted to them leaves
+// the same buffer as the seed's whole-row memmove). Rewind drops the newest
+// entries (shift_concat: memmove right + memset pad, seed 002's n_update < 0
+// path; pointer_shift: offset back; smart_mask: mask), evict_oldest drops
+// the oldest (sliding window; shift_concat pads them), clear empties it.
 // All three present the same attention result (SPEC 8); bytes_moved() tells
-// what each one cost.
+// what each one cost, and equals the closed forms of sim/cache/*_policy.cpp.
 #include <cstdint>
 #include <vector>
 
@@ -27,18 +36,32 @@ class GenieKvBuffer {
  public:
   // int8 uses one tensor-wide (scale, offset), as QNN's quantParam[0] (seed 002).
   GenieKvBuffer(int64_t n_ctx, int64_t heads, int64_t head_dim, KvDtype dtype, GenieUpdateMode mode,
-                int64_t variant, Int8Params int8 = {});
+                int64_t variant, Int8Params int8 = {}, int64_t pointer_shift_headroom = 0);
 
   int64_t cache_dim() const { return cache_dim_; }
+  int64_t heads() const { return heads_; }
+  int64_t head_dim() const { return head_dim_; }
   int64_t n_valid() const { return n_valid_; }
   int64_t variant() const { return variant_; }
   uint64_t bytes_moved() const { return bytes_moved_; }
   uint8_t pad_byte() const;
+  int64_t view_offset() const { return offset_; }
+  int64_t ring_start() const { return ring_start_; }
+  int64_t row_columns() const { return stride_; }
 
   // Appends n new entries, k and v [n, heads, head_dim]. Throws when they do not fit.
   void append(const float* k, const float* v, int64_t n);
+  // What values become once stored in this buffer and loaded back (the
+  // graph's output tensors share the cache's dtype and quantisation).
+  void round_trip(float* values, int64_t n) const;
   // Realigns the buffers from the current AR-m variant to AR-n (switchKeyVariant).
   void switch_variant(int64_t n);
+  // Drops the n newest entries (a rejected speculative draft).
+  void rewind(int64_t n);
+  // Drops the n oldest entries (a sliding window making room).
+  void evict_oldest(int64_t n);
+  // Empties the cache (dispatch CLEAR_CACHE).
+  void clear();
 
   // The view the model reads, column `col` in [0, cache_dim).
   float key(int64_t head, int64_t dim, int64_t col) const;
@@ -46,7 +69,11 @@ class GenieKvBuffer {
   bool column_valid(int64_t col) const;  // the attention mask over the view
 
   // One query [q_heads, head_dim] over the valid columns; out [q_heads, head_dim].
-  void attend(const float* q, int64_t q_heads, float scale, float* out) const;
+  // With n_new > 0 it also attends to n_new entries not in the cache yet,
+  // new_k / new_v [n_new, heads, head_dim]: an AR-n graph reads the past from
+  // the cache and the pass's own K/V from its output (seed 002), causally.
+  void attend(const float* q, int64_t q_heads, float scale, float* out,
+              const float* new_k = nullptr, const float* new_v = nullptr, int64_t n_new = 0) const;
 
  private:
   // A strip: `rows` rows of `stride` columns of `width` elements; the view
@@ -56,7 +83,12 @@ class GenieKvBuffer {
   float load(const std::vector<uint8_t>& buf, int64_t index) const;
   void store(std::vector<uint8_t>& buf, int64_t index, float x);
   void allocate();
-  void repack();  // pointer_shift: move the view back to offset 0
+  void repack();  // pointer_shift: move the valid columns back to offset 0
+  // Moves `count` columns of every K row and V head from view column `from`
+  // to view column `to` (memmove), counting the bytes.
+  void move_columns(int64_t from, int64_t to, int64_t count);
+  void pad_columns(int64_t first, int64_t count);  // memset to the pad value
+  int64_t valid_column(int64_t i) const;           // view column of the i-th oldest entry
 
   int64_t n_ctx_, heads_, head_dim_;
   KvDtype dtype_;
@@ -67,6 +99,8 @@ class GenieKvBuffer {
   int64_t cache_dim_ = 0;
   int64_t stride_ = 0;  // columns per row in memory
   int64_t offset_ = 0;  // pointer_shift's view offset, in columns
+  int64_t headroom_ = 0;
+  int64_t ring_start_ = 0;  // smart_mask: view column of the oldest entry
   int64_t n_valid_ = 0;
   std::vector<uint8_t> key_, value_;
   uint64_t bytes_moved_ = 0;

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "kernels/llama2_genie.hpp"
 #include "sim/cache/policy_registry.hpp"
 
 namespace kvsim::kernels {
 
 GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& tok,
                                const GenerateOptions& o) {
+  // The on-device modes keep the KV in Genie buffers (kernels/llama2_genie.cpp).
+  if (is_genie_update_mode(o.policy)) return generate_greedy_genie(w, tok, o);
   const Llama2Config& c = w.config;
   if (o.block_size <= 0) throw std::invalid_argument("block size must be positive");
   const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);

@@ -21,6 +21,9 @@ struct GenerateOptions {
   std::string policy = "paged";
   KvDtype kv_dtype = KvDtype::fp32;
   int64_t block_size = 16;
+  // Genie modes (shift_concat, pointer_shift, smart_mask): tokens per KV
+  // buffer, 0 meaning the model's seq_len.
+  int64_t ctx_size = 0;
   // When set, these tokens are fed instead of the argmax (teacher forcing:
   // compares storage types on the same context).
   std::optional<std::vector<int32_t>> forced;

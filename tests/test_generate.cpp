@@ -62,6 +62,68 @@ TEST_P(GreedyPaged, EmptyPrompt200StepsFp32MatchesLlama2cByteForByte) {
 
 INSTANTIATE_TEST_SUITE_P(BlockSizes, GreedyPaged, ::testing::Values(1, 16, 64));
 
+// The same text with the KV in Genie's on-device buffers (seed 002): AR-32
+// prefill passes, AR-1 decode, every update planned by the policy.
+class GreedyGenie : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GreedyGenie, EmptyPrompt200StepsFp32MatchesLlama2cByteForByte) {
+  REQUIRE_SHARED_DATA();
+  GenerateOptions o;
+  o.steps = 200;
+  o.policy = GetParam();
+  o.kv_dtype = KvDtype::fp32;
+  const GenerateResult r = generate_greedy(model().weights, model().tokenizer, o);
+  EXPECT_EQ(r.text, expected_text());
+}
+
+TEST_P(GreedyGenie, APromptPrefilledInSeveralPassesMatchesPaged) {
+  REQUIRE_SHARED_DATA();
+  // 40+ prompt tokens: two AR-32 passes, the last one padded.
+  GenerateOptions o;
+  o.steps = 120;
+  o.prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside "
+             "with her friends in the big green park near her house.";
+  const GenerateResult paged = generate_greedy(model().weights, model().tokenizer, o);
+  ASSERT_GT(paged.tokens.size(), 40u);
+  o.policy = GetParam();
+  o.ctx_size = 130;  // a buffer just larger than the run
+  EXPECT_EQ(generate_greedy(model().weights, model().tokenizer, o).text, paged.text);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, GreedyGenie,
+                         ::testing::Values("shift_concat", "pointer_shift", "smart_mask"));
+
+TEST(GenieInt8Kv, ForcedReferenceTokensBoundLogitErrorAndTop1Agreement) {
+  REQUIRE_SHARED_DATA();
+  GenerateOptions o;
+  o.steps = 200;
+  o.keep_logits = true;
+  const GenerateResult ref = generate_greedy(model().weights, model().tokenizer, o);
+  o.policy = "pointer_shift";
+  o.kv_dtype = KvDtype::int8;
+  o.forced = std::vector<int32_t>(ref.tokens.begin() + 1, ref.tokens.end());
+  const GenerateResult low = generate_greedy(model().weights, model().tokenizer, o);
+  ASSERT_EQ(low.logits.size(), ref.logits.size());
+  double max_err = 0;
+  int agree = 0;
+  for (size_t p = 0; p < ref.logits.size(); ++p) {
+    const auto& a = ref.logits[p];
+    const auto& b = low.logits[p];
+    for (size_t i = 0; i < a.size(); ++i)
+      max_err = std::max(max_err, double(std::fabs(a[i] - b[i])));
+    agree += std::max_element(a.begin(), a.end()) - a.begin() ==
+             std::max_element(b.begin(), b.end()) - b.begin();
+  }
+  const double top1 = double(agree) / double(ref.logits.size());
+  std::cout << "[ figures ] Genie pointer_shift int8 KV (one scale/offset per layer): max |logit "
+               "err| "
+            << max_err << ", top-1 agreement " << top1 << " over " << ref.logits.size()
+            << " positions\n";
+  EXPECT_LE(max_err, 3.0);
+  EXPECT_GE(top1, 0.9);
+  EXPECT_GT(max_err, 0.0);  // the storage type was really used
+}
+
 TEST(Llama2Checkpoint, HeaderOfStories260K) {
   REQUIRE_SHARED_DATA();
   const Llama2Config& c = model().weights.config;
@@ -143,6 +205,24 @@ TEST(GenerateCli, PrintsTheExpectedTextThroughTheBinary) {
                                       "--kv-dtype fp32 --block-size 16");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.output, expected_text() + "\n");
+}
+
+TEST(GenerateCli, GenieModeThroughTheBinary) {
+  REQUIRE_SHARED_DATA();
+  const auto r = testing::run_command(std::string(KVSIM_BINARY) +
+                                      " generate --steps 200 --policy smart_mask --ctx-size 256");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, expected_text() + "\n");
+  // bf16 is no QNN KV type, and a buffer smaller than the run is bad input.
+  EXPECT_EQ(testing::run_command(std::string(KVSIM_BINARY) +
+                                 " generate --policy shift_concat --kv-dtype bf16 --steps 5")
+                .exit_code,
+            2);
+  const auto small = testing::run_command(
+      std::string(KVSIM_BINARY) + " generate --policy pointer_shift --ctx-size 64 --steps 100");
+  EXPECT_EQ(small.exit_code, 2);
+  EXPECT_NE(small.output.find("--steps 100 exceeds the Genie ctx_size 64"), std::string::npos)
+      << small.output;
 }
 
 TEST(GenerateCli, MissingCheckpointIsBadInputWithAClearMessage) {

@@ -68,6 +68,14 @@ struct KvUpdatePlan {
   Bytes pad_bytes = 0;           // columns reset to the pad value (memset)
   uint64_t pointer_updates = 0;  // registerPointerOffset calls
   bool compaction = false;       // pointer_shift ran out of headroom
+  // Added by the policies (genie-policies): the cache state the plan leads
+  // to, so apply_update() installs what was priced. tokens_held differs from
+  // n_past only under sliding_window (n_past is the logical position).
+  int64_t tokens_held_before = 0, tokens_held_after = 0;
+  int64_t view_offset_after = 0;  // pointer_shift's offset after the update (columns)
+  int64_t ring_start_after = 0;   // smart_mask under a window: column of the oldest token
+  int64_t appended_tokens = 0;    // entries written (a window keeps at most `window` of a pass)
+  int64_t rewound_tokens = 0;     // entries removed from the newest end
   Bytes bytes_moved() const { return bytes_copied + bytes_shifted + realign_bytes + pad_bytes; }
 };
 
@@ -97,7 +105,10 @@ class OnDeviceKvPolicy {
   virtual void apply_update(const KvUpdatePlan& plan) = 0;
 
   virtual AttentionSpan attention_span() const = 0;  // for a pass at the current variant
-  virtual int64_t n_past() const = 0;                // tokens held
+  // The logical position (the last requested n_past): tokens held, except
+  // under sliding_window where tokens_held() keeps at most `window` of them.
+  virtual int64_t n_past() const = 0;
+  virtual int64_t tokens_held() const { return n_past(); }
   virtual int64_t variant() const = 0;
   // Most tokens the cache can hold at `variant` (ctx_size - variant; a
   // sliding window holds at most `window`, older ones are evicted).

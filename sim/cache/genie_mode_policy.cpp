@@ -1,0 +1,195 @@
+#include "sim/cache/genie_mode_policy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/cache/genie_buffer_sizing.hpp"
+
+namespace kvsim {
+
+std::string_view kv_dispatch_name(KvDispatch d) {
+  switch (d) {
+    case KvDispatch::clear_cache:
+      return "clear_cache";
+    case KvDispatch::set_variant:
+      return "set_variant";
+    case KvDispatch::rewind:
+      return "rewind";
+    case KvDispatch::update_and_set:
+      return "update_and_set";
+  }
+  return "?";
+}
+
+OnDeviceCacheShape ondevice_cache_shape(const CacheConfig& cache, const ModelSpec& model) {
+  OnDeviceCacheShape s;
+  // On the HTP a model runs on one NPU: no tensor parallelism splits the heads.
+  s.layers = model.num_hidden_layers;
+  s.kv_heads = model.num_key_value_heads;
+  s.head_dim = model.head_dim;
+  s.dtype_bytes = kv_dtype_bytes(cache.dtype);
+  s.ctx_size = cache.ctx_size;
+  s.ar_variants = cache.ar_variants;
+  s.pointer_shift_headroom = cache.pointer_shift_headroom;
+  s.window = cache.policy == "sliding_window" ? cache.window : 0;
+  s.update_mode = cache.policy == "sliding_window" ? cache.update_mode : cache.policy;
+  return s;
+}
+
+GenieModePolicy::GenieModePolicy(const OnDeviceCacheShape& shape) : shape_(shape) {
+  if (shape_.ctx_size < 2) throw std::invalid_argument("genie: ctx_size must be at least 2");
+  if (shape_.ar_variants.empty()) shape_.ar_variants = {1};
+  std::sort(shape_.ar_variants.begin(), shape_.ar_variants.end());
+  for (int64_t v : shape_.ar_variants) {
+    if (v < 1 || v > shape_.ctx_size)
+      throw std::invalid_argument(
+          fmt::format("genie: AR-{} variant outside 1..ctx_size {}", v, shape_.ctx_size));
+  }
+  state_.variant = shape_.ar_variants.front();
+}
+
+int64_t GenieModePolicy::cache_dim(int64_t variant) const {
+  // seed 002: in_cache_dim = (m == n_ctx) ? n_ctx : n_ctx - m.
+  return variant == shape_.ctx_size ? shape_.ctx_size : shape_.ctx_size - variant;
+}
+
+bool GenieModePolicy::variant_shipped(int64_t variant) const {
+  // The BERT variant (n == ctx_size) is always there; AR-n ones as listed.
+  return variant == shape_.ctx_size ||
+         std::find(shape_.ar_variants.begin(), shape_.ar_variants.end(), variant) !=
+             shape_.ar_variants.end();
+}
+
+Bytes GenieModePolicy::buffer_bytes() const {
+  // The closed form of genie_buffer_sizing.hpp, from the shape: cache rows
+  // of row_columns() plus the output buffer of the largest variant.
+  const int64_t max_variant = shape_.ar_variants.back();
+  return column_bytes() * (row_columns() + std::min(max_variant, shape_.ctx_size));
+}
+
+void GenieModePolicy::price_realign(GenieState& s, int64_t variant, KvUpdatePlan& plan) const {
+  plan.realign_bytes += s.held * column_bytes();
+  s.variant = variant;
+  s.offset = 0;
+  s.ring_start = 0;
+}
+
+KvUpdatePlan GenieModePolicy::plan_step(const GenieStep& step) const {
+  if (!variant_shipped(step.variant))
+    throw std::invalid_argument(
+        fmt::format("genie: the model ships no AR-{} variant (ar_variants: [{}])", step.variant,
+                    fmt::join(shape_.ar_variants, ", ")));
+  KvUpdatePlan plan;
+  plan.variant_before = state_.variant;
+  plan.variant_after = step.variant;
+  plan.tokens_held_before = state_.held;
+  GenieState s = state_;
+  if (step.clear) {
+    price_clear(s, plan);
+    s.held = 0;
+    s.offset = 0;
+    s.ring_start = 0;
+  }
+  if (step.evict < 0 || step.rewind < 0 || step.append < 0 || step.evict + step.rewind > s.held)
+    throw std::invalid_argument(
+        fmt::format("genie: cannot drop {} oldest and {} newest of {} tokens", step.evict,
+                    step.rewind, s.held));
+  if (step.evict > 0) {
+    price_evict(s, step.evict, plan);
+    s.held -= step.evict;
+  }
+  if (step.rewind > 0) {
+    price_rewind(s, step.rewind, plan);
+    s.held -= step.rewind;
+  }
+  if (s.variant != step.variant) {
+    if (s.held > cache_dim(step.variant))
+      throw std::invalid_argument(
+          fmt::format("genie: {} tokens do not fit AR-{}'s cache dim {} (ctx_size {})", s.held,
+                      step.variant, cache_dim(step.variant), shape_.ctx_size));
+    price_realign(s, step.variant, plan);
+  }
+  if (step.append > 0) {
+    if (s.held + step.append > cache_dim(s.variant))
+      throw std::invalid_argument(
+          fmt::format("genie: {} + {} tokens exceed AR-{}'s cache dim {} (ctx_size {})", s.held,
+                      step.append, s.variant, cache_dim(s.variant), shape_.ctx_size));
+    price_append(s, step.append, plan);
+    s.held += step.append;
+  }
+  plan.pointer_updates = pointer_updates_per_update();
+  plan.appended_tokens = step.append;
+  plan.rewound_tokens = step.rewind;
+  plan.evicted_tokens = step.evict;
+  plan.tokens_held_after = s.held;
+  plan.view_offset_after = s.offset;
+  plan.ring_start_after = s.ring_start;
+  return plan;
+}
+
+KvUpdatePlan GenieModePolicy::plan_update(const KvUpdateRequest& r) const {
+  if (r.n_past < 0) throw std::invalid_argument("genie: negative n_past");
+  // seed 002 dispatchUpdate.
+  GenieStep step;
+  step.variant = r.variant;
+  KvDispatch d = KvDispatch::update_and_set;
+  if (r.n_past == 0) {
+    d = KvDispatch::clear_cache;
+    step.clear = true;
+  } else if (r.n_past == state_.held) {
+    d = KvDispatch::set_variant;
+  } else if (r.n_past < state_.held) {
+    d = KvDispatch::rewind;
+    step.rewind = state_.held - r.n_past;
+  } else {
+    step.append = r.n_past - state_.held;
+  }
+  KvUpdatePlan plan = plan_step(step);
+  plan.dispatch = d;
+  plan.n_past_before = state_.held;
+  plan.n_past_after = r.n_past;
+  plan.n_update = r.n_past - state_.held;
+  return plan;
+}
+
+void GenieModePolicy::install(const KvUpdatePlan& plan) {
+  if (plan.tokens_held_before != state_.held || plan.variant_before != state_.variant)
+    throw std::logic_error("genie: the update was planned against another cache state");
+  state_.held = plan.tokens_held_after;
+  state_.variant = plan.variant_after;
+  state_.offset = plan.view_offset_after;
+  state_.ring_start = plan.ring_start_after;
+  acc_.bytes_moved += plan.bytes_moved();
+  acc_.pointer_updates += plan.pointer_updates;
+  acc_.compactions += plan.compaction ? 1 : 0;
+  acc_.variant_switches += plan.variant_before != plan.variant_after ? 1 : 0;
+  acc_.rewinds += plan.dispatch == KvDispatch::rewind ? 1 : 0;
+  acc_.window_evicted_tokens += plan.evicted_tokens;
+}
+
+void GenieModePolicy::apply_update(const KvUpdatePlan& plan) {
+  if (plan.n_past_before != state_.held)
+    throw std::logic_error("genie: the update was planned against another n_past");
+  install(plan);
+}
+
+AttentionSpan GenieModePolicy::attention_span() const {
+  return {attention_read_columns(), state_.held};
+}
+
+OnDeviceAccounting GenieModePolicy::accounting() const {
+  OnDeviceAccounting a = acc_;
+  a.buffer_bytes = buffer_bytes();
+  return a;
+}
+
+std::unique_ptr<GenieModePolicy> make_genie_mode_policy(const OnDeviceCacheShape& shape) {
+  if (shape.update_mode == "shift_concat") return make_shift_concat_policy(shape);
+  if (shape.update_mode == "pointer_shift") return make_pointer_shift_policy(shape);
+  if (shape.update_mode == "smart_mask") return make_smart_mask_policy(shape);
+  return nullptr;
+}
+
+}  // namespace kvsim

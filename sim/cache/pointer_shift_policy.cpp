@@ -1,0 +1,74 @@
+// POINTER_SHIFT (seed 002): "modify tensor pointers instead of copying data".
+// Every K row and V head has row_columns() = C + headroom physical columns
+// (pointer_shift_headroom, 0 meaning C: the 2x row of the kernel); the graph
+// sees the view [offset, offset + cache_dim). The valid columns sit at the
+// right end of the view. An update memcpys the n new entries just past the
+// view's end and moves the offset right by n; the new offset is given to QNN
+// with one registerPointerOffset(variant, ptr_offset * bw) call.
+//
+// What counts as a pointer update: one registerPointerOffset per dispatched
+// update (clear, set variant, rewind, update and set), for the variant the
+// next pass runs, whether or not the offset changed: dispatchUpdate always
+// ends with it, and a graph switch needs its tensors re-pointed anyway.
+//
+// Closed form of one AR-1 decode step (n_update = 1, p = n_past before),
+// L layers, H KV heads, D head_dim, b dtype bytes, C ctx_size, h headroom
+// (h = C when 0), cache dim C - 1, row R = C + h columns:
+//   no compaction:  bytes_moved = bytes_copied = 2 L H D b      (constant in p)
+//   compaction, when offset + (C - 1) + 1 > R, i.e. offset > h:
+//                   bytes_shifted = 2 L H D b p  (one memmove of the valid
+//                   columns back to offset 0), then the copy: 2 L H D b (p + 1).
+//   In steady AR-1 decoding the offset grows by one per step, so a
+//   compaction comes once every h + 2 steps after the previous one.
+//
+// Rewind of r tokens: the offset moves back by r (no bytes) when offset >= r;
+// otherwise the kept p - r columns are memmoved to end at column cache_dim
+// with offset 0 (a compaction of p - r columns). Window eviction: nothing
+// moves (attention reads the p rightmost columns of the view). Clear: offset
+// back to 0, nothing moves.
+// Attention reads the p valid columns: read = useful = p.
+#include "sim/cache/genie_mode_policy.hpp"
+
+namespace kvsim {
+namespace {
+
+class PointerShiftPolicy final : public GenieModePolicy {
+ public:
+  using GenieModePolicy::GenieModePolicy;
+  std::string_view name() const override { return "pointer_shift"; }
+  int64_t row_columns() const override {
+    return shape_.ctx_size +
+           (shape_.pointer_shift_headroom > 0 ? shape_.pointer_shift_headroom : shape_.ctx_size);
+  }
+
+ protected:
+  void price_clear(GenieState&, KvUpdatePlan&) const override {}
+  void price_evict(GenieState&, int64_t, KvUpdatePlan&) const override {}
+  void price_rewind(GenieState& s, int64_t tokens, KvUpdatePlan& plan) const override {
+    if (s.offset >= tokens) {
+      s.offset -= tokens;
+      return;
+    }
+    plan.bytes_shifted += (s.held - tokens) * column_bytes();
+    plan.compaction = true;
+    s.offset = 0;
+  }
+  void price_append(GenieState& s, int64_t tokens, KvUpdatePlan& plan) const override {
+    if (s.offset + cache_dim(s.variant) + tokens > row_columns()) {
+      plan.bytes_shifted += s.held * column_bytes();
+      plan.compaction = true;
+      s.offset = 0;
+    }
+    plan.bytes_copied += tokens * column_bytes();
+    s.offset += tokens;
+  }
+  uint64_t pointer_updates_per_update() const override { return 1; }
+};
+
+}  // namespace
+
+std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const OnDeviceCacheShape& shape) {
+  return std::make_unique<PointerShiftPolicy>(shape);
+}
+
+}  // namespace kvsim

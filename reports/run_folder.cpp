@@ -4,6 +4,7 @@
 #include "reports/output_dir.hpp"
 #include "reports/run_html_report.hpp"
 #include "reports/run_report.hpp"
+#include "sim/run_scenario.hpp"
 
 namespace kvsim {
 
@@ -11,11 +12,11 @@ RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out
                                 std::function<void(const RunProgress&)> progress) {
   OutputDir dir(out);
   CsvRunSink sink(dir.file("requests.csv"), dir.file("timeline.csv"));
-  ServingEngine engine(spec, &sink);
-  if (progress) engine.set_progress(std::move(progress));
+  // The engine follows the device kind (serving or on-device dialog).
+  ScenarioRunResult run = run_scenario(spec, &sink, std::move(progress));
   RunFolderResult result;
-  result.metrics = engine.run();
-  result.sizing = engine.sizing();
+  result.metrics = std::move(run.metrics);
+  result.sizing = run.sizing;
   sink.close();
   write_file_atomically(dir.file("metrics.json"), metrics_json_text(result.metrics));
   write_file_atomically(dir.file("report.md"),

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "reports/ondevice_report.hpp"
+
 namespace kvsim {
 
 std::string metrics_json_text(const RunMetrics& m) {
@@ -31,6 +33,12 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   out += fmt::format("throughput: {:.1f} output tok/s, {:.1f} total tok/s, {:.3f} req/s\n",
                      m.throughput.output_tokens_per_s, m.throughput.total_tokens_per_s,
                      m.throughput.requests_per_s);
+  if (is_ondevice_run(m)) {
+    out += ondevice_summary_lines(s, m);
+    out += fmt::format("simulated {:.1f} s in {} passes, {} events, {:.2f} s wall\n",
+                       m.sim.simulated_s, m.sim.steps, m.sim.events, m.sim.wall_s);
+    return out;
+  }
   out += fmt::format(
       "KV cache: {} blocks x {} = {} ({} tokens); peak used {} ({:.1f}%), mean {}\n",
       m.kv_cache.num_blocks, format_bytes(m.kv_cache.block_bytes), format_bytes(m.memory.kv_bytes),
@@ -68,8 +76,14 @@ std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
                      format_bytes(sizing.weights_bytes));
   out += fmt::format("| activation reserve | {} | {} |\n", sizing.activation_reserve,
                      format_bytes(sizing.activation_reserve));
-  out += fmt::format("| KV pool ({} blocks x {}) | {} | {} |\n\n", sizing.num_blocks,
-                     sizing.block_bytes, m.memory.kv_bytes, format_bytes(m.memory.kv_bytes));
+  if (is_ondevice_run(m)) {
+    out += fmt::format("| Genie KV buffers | {} | {} |\n\n", m.memory.kv_bytes,
+                       format_bytes(m.memory.kv_bytes));
+    out += ondevice_report_markdown(s, m);
+  } else {
+    out += fmt::format("| KV pool ({} blocks x {}) | {} | {} |\n\n", sizing.num_blocks,
+                       sizing.block_bytes, m.memory.kv_bytes, format_bytes(m.memory.kv_bytes));
+  }
   out += "## Summary\n\n```\n" + summary_table(s, m) + "```\n";
   out +=
       "\nCharts (KV memory and queue length over time, TTFT and TPOT CDFs) are in "

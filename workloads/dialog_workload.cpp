@@ -1,0 +1,152 @@
+// `kind: dialog` (SPEC 5, seed 002): one user talking to an on-device LLM.
+// Turn 0 arrives at t = 0; turn t+1 arrives a think time after turn t
+// completes (on_complete), as the user reads the reply before typing again.
+// A turn's prompt is only its new user tokens: the conversation's history
+// stays in the device's KV buffers between turns (Genie's dialog keeps
+// n_past), so nothing is re-sent.
+//
+// Every length, think time and token of turn t is a pure function of
+// (seed, t), so `kvsim compare` variants see the same conversation.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "workloads/workload_kinds.hpp"
+
+namespace kvsim::detail {
+namespace {
+
+constexpr int64_t kMaxTurns = 1'000'000;
+
+const DialogWorkloadSpec& dialog_of(const WorkloadSpec& spec) {
+  return std::get<DialogWorkloadSpec>(spec.body);
+}
+
+class DialogSource final : public WorkloadSource {
+ public:
+  DialogSource(DialogWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
+      : spec_(std::move(spec)), seed_(seed), vocab_size_(vocab_size) {
+    next_arrival_ = 0;
+  }
+
+  std::optional<TimeNs> next_arrival() const override { return next_arrival_; }
+
+  Request take() override {
+    if (!next_arrival_) throw std::logic_error("take() on a dialog source with no known arrival");
+    const auto t = static_cast<int32_t>(taken_);
+    Request request;
+    request.id = taken_++;
+    request.arrival = *next_arrival_;
+    request.session = 1;
+    request.turn = t;
+    const int64_t prompt = dialog_prompt_length(spec_, seed_, t);
+    const int64_t reply = dialog_reply_length(spec_, seed_, t);
+    append_tokens(request.prompt, tokens(RandomStream::user_tokens, t), prompt);
+    append_tokens(request.output, tokens(RandomStream::output_tokens, t), reply);
+    next_arrival_.reset();  // known once this turn completes
+    in_flight_ = true;
+    return request;
+  }
+
+  void on_complete(const Request& request, TimeNs now) override {
+    if (!in_flight_ || request.turn + 1 != static_cast<int32_t>(taken_)) {
+      throw std::invalid_argument(
+          fmt::format("on_complete: dialog turn {} completed, but turn {} is the one in flight",
+                      request.turn, static_cast<int64_t>(taken_) - 1));
+    }
+    in_flight_ = false;
+    if (static_cast<int64_t>(taken_) >= spec_.turns) return;
+    Rng think_rng = Rng::keyed(seed_, RandomStream::think_time, 0, taken_);
+    next_arrival_ = now + (spec_.think_time ? spec_.think_time->sample(think_rng) : 0);
+  }
+
+  bool exhausted() const override {
+    return !in_flight_ && !next_arrival_ && static_cast<int64_t>(taken_) >= spec_.turns;
+  }
+  size_t held_entries() const override { return 0; }
+  uint64_t taken() const override { return taken_; }
+
+ private:
+  TokenStream tokens(RandomStream stream, int32_t t) const {
+    return TokenStream(stream_key(seed_, stream, 0, static_cast<uint64_t>(t)), vocab_size_);
+  }
+
+  DialogWorkloadSpec spec_;
+  uint64_t seed_;
+  int64_t vocab_size_;
+  uint64_t taken_ = 0;
+  bool in_flight_ = false;
+  std::optional<TimeNs> next_arrival_;
+};
+
+}  // namespace
+
+int64_t dialog_prompt_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn) {
+  Rng rng = Rng::keyed(seed, RandomStream::user_length, 0, static_cast<uint64_t>(turn));
+  return spec.prompt_tokens->sample(rng);
+}
+
+int64_t dialog_reply_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn) {
+  Rng rng = Rng::keyed(seed, RandomStream::output_length, 0, static_cast<uint64_t>(turn));
+  return spec.reply_tokens->sample(rng);
+}
+
+void parse_dialog_workload(config::MapReader& reader, WorkloadSpec& spec) {
+  auto& diagnostics = reader.node().context().diagnostics;
+  const size_t errors_before = diagnostics.size();
+  DialogWorkloadSpec dialog;
+  // turns: how many turns the user takes (prompt, then reply)
+  dialog.turns = reader.integer("turns", std::nullopt, 1, kMaxTurns);
+  // prompt_tokens: new user tokens per turn (>= 1)
+  dialog.prompt_tokens = read_distribution(
+      reader, "prompt_tokens", {QuantityKind::tokens, 1, "a turn has at least 1 prompt token"});
+  // reply_tokens: tokens the model generates per turn (>= 1)
+  dialog.reply_tokens = read_distribution(reader, "reply_tokens", output_length_rules());
+  // think_time: from a reply's last token to the next prompt (durations); default 0
+  // (absent: the next prompt follows the reply at once)
+  if (reader.has("think_time"))
+    dialog.think_time = read_distribution(reader, "think_time", {QuantityKind::duration, 0, ""});
+  else
+    reader.ignore({"think_time"});
+  // speculative: {draft_tokens, acceptance_rate, draft_cost_per_token}
+  if (const config::Node node = reader.child("speculative"); node.defined()) {
+    config::MapReader s(node);
+    SpeculativeSpec spec_s;
+    spec_s.draft_tokens = s.integer("draft_tokens", std::nullopt, 1, 1024);
+    spec_s.acceptance_rate = s.number("acceptance_rate", std::nullopt, 0.0, 1.0);
+    spec_s.draft_cost_per_token = s.duration("draft_cost_per_token", 0, 0, kNsPerS);
+    s.finish();
+    dialog.speculative = spec_s;
+  }
+  // session_cache: {restore, tokens, save}
+  if (const config::Node node = reader.child("session_cache"); node.defined()) {
+    config::MapReader c(node);
+    dialog.session_cache.restore = c.boolean("restore", false);
+    if (dialog.session_cache.restore) {
+      dialog.session_cache.tokens = c.integer("tokens", std::nullopt, 1, kMaxTokensPerValue);
+    } else {
+      dialog.session_cache.tokens = c.integer("tokens", 0, 0, kMaxTokensPerValue);
+      if (dialog.session_cache.tokens > 0)
+        c.child("tokens").error("is set but restore is false", "restore: true, or drop tokens");
+    }
+    dialog.session_cache.save = c.boolean("save", false);
+    c.finish();
+  }
+  if (diagnostics.size() != errors_before) return;
+  spec.body = std::move(dialog);
+}
+
+std::unique_ptr<WorkloadSource> make_dialog_source(const WorkloadSpec& spec, uint64_t seed,
+                                                   int64_t vocab_size) {
+  return std::make_unique<DialogSource>(dialog_of(spec), seed, vocab_size);
+}
+
+WorkloadBounds dialog_bounds(const WorkloadSpec& spec) {
+  const DialogWorkloadSpec& d = dialog_of(spec);
+  // The prompt of one turn (the history is in the device cache, not
+  // re-sent); +1 for the previous reply's last token, which no pass has fed
+  // through the model yet and the next turn's prefill carries.
+  return {d.prompt_tokens->upper_bound() + (d.turns > 1 ? 1 : 0), d.reply_tokens->upper_bound()};
+}
+
+}  // namespace kvsim::detail

@@ -87,7 +87,7 @@ Llama2Weights load_llama2_checkpoint(const std::string& path) {
 
 std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
                                   std::span<const int32_t> block_table, const int32_t* tokens,
-                                  int64_t n, int64_t pos0) {
+                                  int64_t n, int64_t pos0, int64_t rope_offset) {
   const Llama2Config& c = w.config;
   const int64_t hs = c.head_size();
   WeightMatrix x(n, c.dim), xb, q, k, v, att(n, c.dim), h1, h3;
@@ -105,8 +105,9 @@ std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
     k.noalias() = xb * w.wk[static_cast<size_t>(l)].transpose();
     v.noalias() = xb * w.wv[static_cast<size_t>(l)].transpose();
     for (int64_t i = 0; i < n; ++i) {
-      apply_rope(q.row(i).data(), c.n_heads, hs, pos0 + i, w.rope_theta, w.rope_style);
-      apply_rope(k.row(i).data(), c.n_kv_heads, hs, pos0 + i, w.rope_theta, w.rope_style);
+      const int64_t pos = rope_offset + pos0 + i;
+      apply_rope(q.row(i).data(), c.n_heads, hs, pos, w.rope_theta, w.rope_style);
+      apply_rope(k.row(i).data(), c.n_kv_heads, hs, pos, w.rope_theta, w.rope_style);
     }
     // K is cached after RoPE (llama2.c), then everything is read back from the pool.
     store_kvcache(pool, l, k.data(), v.data(), slots);

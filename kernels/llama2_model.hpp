@@ -44,8 +44,11 @@ Llama2Weights load_llama2_checkpoint(const std::string& path);
 
 // Runs tokens[0..n) at positions pos0.. of a sequence whose KV lives in
 // `pool` under `block_table`; returns the logits of the last token.
+// `rope_offset` rotates q and k as if the sequence started that many
+// positions later while its cache rows stay at pos0.. (seed 003: a chunk
+// computed alone at a virtual position, in blocks of its own).
 std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
                                   std::span<const int32_t> block_table, const int32_t* tokens,
-                                  int64_t n, int64_t pos0);
+                                  int64_t n, int64_t pos0, int64_t rope_offset = 0);
 
 }  // namespace kvsim::kernels

@@ -14,6 +14,8 @@ std::string_view op_kind_name(OpKind kind) {
       return "swap_out";
     case OpKind::kv_copy:
       return "kv_copy";
+    case OpKind::kv_rerope:
+      return "kv_rerope";
     case OpKind::input_norm:
       return "input_norm";
     case OpKind::qkv_proj:
@@ -126,7 +128,8 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
   if (params.tp < 1) throw std::invalid_argument("step_op_costs: tp must be >= 1");
   if (params.kv_dtype_bytes < 1)
     throw std::invalid_argument("step_op_costs: kv_dtype_bytes must be >= 1");
-  if (work.swap_in_bytes < 0 || work.swap_out_bytes < 0 || work.kv_copy_bytes < 0)
+  if (work.swap_in_bytes < 0 || work.swap_out_bytes < 0 || work.kv_copy_bytes < 0 ||
+      work.rerope_tokens < 0)
     throw std::invalid_argument("step_op_costs: negative swap or copy bytes");
 
   const BatchTotals b = totals_of(work);
@@ -262,13 +265,25 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     c.mem_bytes = 2.0 * static_cast<double>(work.kv_copy_bytes);
     c.present = true;
   }
+  if (work.rerope_tokens > 0) {
+    // Seed 003's remap turns each copied key from the virtual position to
+    // its real one (rotations compose: one rotation by the delta), in every
+    // layer: 3 flops per K element (x*cos - y*sin), K read and written in
+    // place. V is untouched.
+    const double k_elems = static_cast<double>(work.rerope_tokens) * Hkv * d *
+                           static_cast<double>(model.num_hidden_layers);
+    OpCost& c = op(OpKind::kv_rerope);
+    c.flops = 3.0 * k_elems;
+    c.mem_bytes = 2.0 * k_elems * kvb;
+    c.present = true;
+  }
   return ops;
 }
 
 StepDependencies step_dependencies() {
   using K = OpKind;
   StepDependencies deps;
-  deps.pre_ops = {K::embedding, K::swap_in, K::swap_out, K::kv_copy};
+  deps.pre_ops = {K::embedding, K::swap_in, K::swap_out, K::kv_copy, K::kv_rerope};
   deps.layer_ops = {K::input_norm,  K::qkv_proj, K::rope,           K::kv_store,
                     K::attention,   K::o_proj,   K::attn_allreduce, K::post_norm,
                     K::mlp_gate_up, K::mlp_act,  K::mlp_down,       K::mlp_allreduce};
@@ -298,6 +313,7 @@ StepDependencies step_dependencies() {
   deps.pre_to_first_layer = {
       {K::embedding, K::input_norm}, {K::swap_in, K::kv_store},  {K::swap_in, K::attention},
       {K::kv_copy, K::kv_store},     {K::kv_copy, K::attention},
+      {K::kv_rerope, K::attention},
   };
   deps.last_layer_to_post = {{K::mlp_allreduce, K::final_norm}};
   deps.post_edges = {{K::final_norm, K::lm_head}, {K::lm_head, K::sampling}};

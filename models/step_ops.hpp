@@ -19,6 +19,7 @@ enum class OpKind : uint8_t {
   embedding,
   swap_in,   // host -> device KV blocks (preempted sequences coming back)
   swap_out,  // device -> host KV blocks (sequences being preempted)
+  kv_rerope,  // cached keys turned to a new position in place (seed 003 chunk remap)
   kv_copy,   // device-side block copies requested by the cache policy
   // per decoder layer
   input_norm,
@@ -56,6 +57,7 @@ struct StepWork {
   Bytes swap_in_bytes = 0;   // over the host link, per rank
   Bytes swap_out_bytes = 0;  // over the host link, per rank
   Bytes kv_copy_bytes = 0;   // device-side copy, per rank (read + write counted by the op)
+  int64_t rerope_tokens = 0;  // tokens whose cached keys are re-rotated (all layers)
 };
 
 // Work of one operator on one tensor-parallel rank. For per-layer ops the

@@ -203,7 +203,8 @@ TEST(StepOps, PresentOpsOfADecodeStep) {
   for (size_t i = 0; i < kOpKindCount; ++i) {
     const OpKind k = static_cast<OpKind>(i);
     const bool expected = k != OpKind::swap_in && k != OpKind::swap_out && k != OpKind::kv_copy &&
-                          k != OpKind::attn_allreduce && k != OpKind::mlp_allreduce;
+                          k != OpKind::kv_rerope && k != OpKind::attn_allreduce &&
+                          k != OpKind::mlp_allreduce;
     EXPECT_EQ(ops[i].present, expected) << op_kind_name(k);
   }
 }

@@ -27,6 +27,10 @@ PoolSizing size_paged_pool(const ModelSpec& model, const PoolSizingInput& in) {
   s.num_blocks = (s.kv_budget > 0 && s.block_bytes > 0) ? s.kv_budget / s.block_bytes : 0;
   s.capacity_tokens = s.num_blocks * in.block_size;
   s.host_blocks = s.block_bytes > 0 ? in.swap_space / s.block_bytes : 0;
+  const auto chunk_budget = static_cast<Bytes>(
+      std::floor(static_cast<double>(in.device_memory) * in.chunk_pool_fraction));
+  s.chunk_pool_blocks = s.block_bytes > 0 ? chunk_budget / s.block_bytes : 0;
+  s.chunk_pool_bytes = s.chunk_pool_blocks * s.block_bytes;
   return s;
 }
 

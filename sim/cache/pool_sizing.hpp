@@ -22,6 +22,9 @@ struct PoolSizingInput {
   int64_t max_num_seqs = 256;
   std::optional<Bytes> activation_reserve;  // overrides the derived estimate
   Bytes swap_space = 0;                     // host bytes per rank for swapped blocks
+  // chunk_lru (seed 003): a second pool of chunk_pool_fraction x device
+  // memory, KV only, beside the main pool (whose fraction is memory_fraction).
+  double chunk_pool_fraction = 0;
 };
 
 struct PoolSizing {
@@ -34,6 +37,8 @@ struct PoolSizing {
   int64_t num_blocks = 0;        // 0 when nothing fits
   int64_t capacity_tokens = 0;   // num_blocks * block_size
   int64_t host_blocks = 0;       // swap_space / block_bytes
+  int64_t chunk_pool_blocks = 0;  // floor(memory * chunk_pool_fraction / block_bytes)
+  Bytes chunk_pool_bytes = 0;     // chunk_pool_blocks * block_bytes
 };
 
 // Peak activation memory of one forward step, the part of device memory the

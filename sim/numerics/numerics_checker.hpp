@@ -49,6 +49,10 @@ class NumericsChecker : public StepObserver {
   // it to inject a fault (a corrupted entry must fail the check).
   virtual std::vector<int32_t> block_table_of(const Sequence& seq,
                                               const KvCachePolicy& policy) const;
+  // For checkers of policies that place KV outside the step's own tokens
+  // (chunk_lru's remap, sim/numerics/chunk_numerics_checker.hpp).
+  kernels::KvPool& shadow_pool() { return pool_; }
+  const CheckerParams& params() const { return p_; }
 
  private:
   struct Shadow {

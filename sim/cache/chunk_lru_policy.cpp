@@ -1,0 +1,182 @@
+#include "sim/cache/chunk_lru_policy.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/cache/chunk_prompt.hpp"
+#include "sim/metrics.hpp"
+
+namespace kvsim {
+namespace {
+
+PagedParams main_pool_params(PagedParams p) {
+  p.prefix_caching = false;  // seed 003: all content, sys_prompt included, goes through chunks
+  return p;
+}
+
+// A caller that never prices the pending work (a hit-rate sweep driving the
+// cache in a loop) must not grow memory without bound: past this many
+// isolated prefills waiting, further ones are not recorded. An engine step
+// admits at most max_num_seqs requests, far below it.
+constexpr size_t kMaxPendingPrefills = size_t{1} << 16;
+
+}  // namespace
+
+ChunkLruPolicy::ChunkLruPolicy(const ChunkLruParams& params)
+    : params_(params),
+      main_(main_pool_params(params.main)),
+      chunk_pool_({params.chunk_blocks, params.main.block_size, params.max_chunks}) {
+  if (params.main.block_size <= 0 || params.main.block_bytes % params.main.block_size != 0)
+    throw std::invalid_argument("chunk_lru: block_bytes must be a multiple of block_size");
+  kv_bytes_per_token_ = params.main.block_bytes / params.main.block_size;
+}
+
+bool ChunkLruPolicy::cacheable(int64_t content_tokens) const {
+  return content_tokens <= params_.max_chunk_tokens &&
+         chunk_pool_.can_hold(content_tokens + kChunkSeparatorLength);
+}
+
+PrefixHit ChunkLruPolicy::lookup_prefix(const TokenView& tokens,
+                                        std::vector<BlockHash>& memo) const {
+  PrefixHit hit;
+  hit.tokens_queried = tokens.size();
+  // Segments come from the prompt alone: generated tokens never hold a
+  // separator and belong to the question's tail.
+  const std::vector<PromptSegment> segments =
+      split_chunked_prompt(tokens.prompt, tokens.prompt_len);
+  if (segments.size() < 2) return hit;  // no separator: plain prefill
+  const size_t units = segments.size() - 1;
+  if (memo.size() != units) {
+    memo.clear();
+    for (size_t i = 0; i < units; ++i)
+      memo.push_back(chunk_content_hash(tokens.prompt + segments[i].begin, segments[i].length));
+  }
+  hit.hashes = memo;
+  hit.segment_tokens.reserve(units);
+  for (size_t i = 0; i < units; ++i)
+    hit.segment_tokens.push_back(segments[i].length + kChunkSeparatorLength);
+  // Everything up to the last separator is placed by the chunk path; the
+  // last token is always computed (it yields the first logits).
+  hit.cached_tokens = std::min(segments.back().begin, tokens.size() - 1);
+  return hit;
+}
+
+AdmitPlan ChunkLruPolicy::plan_admit(PrefixHit hit, int64_t new_tokens) const {
+  // The chunk path fills newly allocated main-pool blocks: nothing is shared.
+  AdmitPlan plan = main_.plan_admit(PrefixHit{}, hit.cached_tokens + new_tokens);
+  plan.hit = std::move(hit);
+  return plan;
+}
+
+void ChunkLruPolicy::copy_into_main(int64_t tokens) {
+  const Bytes bytes = tokens * kv_bytes_per_token_;
+  stats_.bytes_copied += bytes;
+  stats_.rope_tokens += tokens;
+  pending_.kv_copy_bytes += bytes;
+  pending_.rerope_tokens += tokens;
+}
+
+SeqSlot ChunkLruPolicy::apply_admit(const AdmitPlan& plan) {
+  AdmitPlan main_plan;
+  main_plan.fits = plan.fits;
+  main_plan.tokens = plan.tokens;
+  main_plan.new_blocks = plan.new_blocks;
+  const SeqSlot slot = main_.apply_admit(main_plan);
+  const PrefixHit& hit = plan.hit;
+  stats_.query_tokens += hit.tokens_queried;
+  if (hit.segment_tokens.empty()) {
+    ++stats_.no_separator;
+    return slot;
+  }
+  auto isolated_prefill = [&](int64_t tokens) {
+    stats_.isolated_prefill_tokens += tokens;
+    if (pending_.seqs.size() < kMaxPendingPrefills) pending_.seqs.push_back({tokens, 0, false});
+  };
+  int64_t position = 0;  // real position of the segment's first token
+  for (size_t i = 0; i < hit.segment_tokens.size(); ++i) {
+    const int64_t unit = hit.segment_tokens[i];
+    const int64_t placed = std::min(unit, hit.cached_tokens - position);
+    if (placed <= 0) break;
+    const BlockHash& hash = hit.hashes[i];
+    if (!cacheable(unit - kChunkSeparatorLength)) {
+      // Not cached: prefilled alone at its real position, straight into the
+      // main pool (no copy, no re-rotation).
+      ++stats_.oversized;
+      isolated_prefill(placed);
+    } else if (chunk_pool_.touch(hash)) {
+      ++stats_.hits;
+      stats_.hit_tokens += placed;
+      copy_into_main(placed);
+    } else {
+      ++stats_.misses;
+      isolated_prefill(unit);  // at virtual_pos_start, into the chunk pool
+      chunk_pool_.insert(hash, unit, params_.keep_eviction_log ? &eviction_log_ : nullptr);
+      copy_into_main(placed);
+    }
+    position += unit;
+  }
+  return slot;
+}
+
+CacheAccounting ChunkLruPolicy::accounting() const {
+  CacheAccounting a = main_.accounting();
+  a.bytes_moved += stats_.bytes_copied;
+  // The generic "served from a cache" counters: chunk-hit tokens over the
+  // prompt tokens looked up (so kv_cache.prefix_hit_rate equals
+  // chunk_hit_rate under chunk_lru, and cache-only replays read hits here;
+  // the main pool itself does no prefix caching).
+  a.prefix_query_tokens = stats_.query_tokens;
+  a.prefix_hit_tokens = stats_.hit_tokens;
+  return a;
+}
+
+void ChunkLruPolicy::check_drained() const {
+  main_.check_drained();
+  chunk_pool_.check_invariants();
+}
+
+bool ChunkLruPolicy::take_pending_work(StepWork& pass) {
+  const bool any =
+      !pending_.seqs.empty() || pending_.kv_copy_bytes > 0 || pending_.rerope_tokens > 0;
+  pass.seqs.insert(pass.seqs.end(), pending_.seqs.begin(), pending_.seqs.end());
+  pass.kv_copy_bytes += pending_.kv_copy_bytes;
+  pass.rerope_tokens += pending_.rerope_tokens;
+  pending_.seqs.clear();
+  pending_.kv_copy_bytes = 0;
+  pending_.rerope_tokens = 0;
+  return any;
+}
+
+void ChunkLruPolicy::report(RunMetrics& m) const {
+  auto& k = m.kv_cache;
+  k.chunk_hits = stats_.hits;
+  k.chunk_misses = stats_.misses;
+  k.chunk_evictions = static_cast<int64_t>(chunk_pool_.evictions());
+  k.chunk_bytes_copied = stats_.bytes_copied;
+  k.chunk_rope_tokens = stats_.rope_tokens;
+  k.chunk_fallbacks = stats_.no_separator + stats_.oversized;
+  // Token-weighted like prefix_hit_rate (same denominator: the prompt
+  // tokens looked up), so the two compare directly.
+  k.chunk_hit_rate = stats_.query_tokens > 0 ? static_cast<double>(stats_.hit_tokens) /
+                                                   static_cast<double>(stats_.query_tokens)
+                                             : 0.0;
+  m.memory.main_pool_bytes = params_.main.num_blocks * params_.main.block_bytes;
+  m.memory.chunk_pool_bytes = params_.chunk_blocks * params_.main.block_bytes;
+}
+
+std::unique_ptr<KvCachePolicy> make_chunk_lru_policy(const CacheConfig& c,
+                                                     const PoolSizing& sizing) {
+  ChunkLruParams p;
+  p.main.num_blocks = sizing.num_blocks;
+  p.main.block_size = c.block_size;
+  p.main.block_bytes = sizing.block_bytes;
+  p.main.prefix_caching = false;
+  p.main.host_blocks = c.preemption == "swap" ? sizing.host_blocks : 0;
+  p.chunk_blocks = sizing.chunk_pool_blocks;
+  p.max_chunks = c.max_chunks;
+  p.max_chunk_tokens = c.max_chunk_tokens;
+  p.virtual_pos_start = c.virtual_pos_start;
+  return std::make_unique<ChunkLruPolicy>(p);
+}
+
+}  // namespace kvsim

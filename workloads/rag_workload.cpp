@@ -1,0 +1,217 @@
+// `kind: rag` (SPEC 5, seed 003): retrieval-augmented prompts
+//   sys_prompt SEP doc_a SEP doc_b ... SEP question
+// where SEP is the reserved separator kChunkSeparator (sim/cache/chunk_prompt.hpp,
+// seed 003's "##"), the documents are drawn without repetition from a corpus
+// by Zipf popularity and put in random order, so the same document shows up
+// at different positions in different requests (what defeats prefix caching
+// and what chunk_lru is for).
+//
+// Content is real: a document's length and token ids are functions of (seed,
+// document id) only, the system prompt's of the seed, a question's and a
+// reply's of (seed, request index). Every token except the separator is drawn
+// from [1, vocab): the separator (token 0) never appears by accident.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/cache/chunk_prompt.hpp"
+#include "workloads/distribution_impl.hpp"
+#include "workloads/workload_kinds.hpp"
+
+namespace kvsim::detail {
+namespace {
+
+constexpr int64_t kMaxRequests = 1'000'000'000'000;  // a bound: the stream is O(1) in memory
+constexpr int64_t kMaxCorpus = 100'000'000;
+constexpr int64_t kMaxDocsPerRequest = 4096;
+
+// Streams of this kind, numbered apart from the other kinds' (rng.hpp).
+constexpr auto kDocRank = static_cast<RandomStream>(501);       // which documents a request gets
+constexpr auto kDocCount = static_cast<RandomStream>(502);      // how many
+constexpr auto kDocLength = static_cast<RandomStream>(503);     // a document's length
+constexpr auto kDocTokens = static_cast<RandomStream>(504);     // a document's token ids
+constexpr auto kSystemTokens = static_cast<RandomStream>(505);  // the system prompt's token ids
+constexpr auto kQuestionLength = static_cast<RandomStream>(506);
+constexpr auto kQuestionTokens = static_cast<RandomStream>(507);
+constexpr auto kReplyTokens = static_cast<RandomStream>(508);
+
+const RagWorkloadSpec& rag_of(const WorkloadSpec& spec) {
+  return std::get<RagWorkloadSpec>(spec.body);
+}
+
+// Token ids in [1, vocab): id 0 is the separator.
+void append_content(std::vector<int32_t>& out, uint64_t key, int64_t count, int64_t vocab) {
+  const auto range = static_cast<uint64_t>(vocab - 1);
+  for (int64_t i = 0; i < count; ++i)
+    out.push_back(static_cast<int32_t>(1 + mix64(key ^ mix64(static_cast<uint64_t>(i))) % range));
+}
+
+void append_separator(std::vector<int32_t>& out) {
+  out.insert(out.end(), kChunkSeparator.begin(), kChunkSeparator.end());
+}
+
+class RagSource final : public WorkloadSource {
+ public:
+  RagSource(RagWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
+      : spec_(std::move(spec)), seed_(seed), vocab_size_(vocab_size) {
+    if (vocab_size < 2)
+      throw std::invalid_argument("kind: rag needs a vocabulary of at least 2 tokens");
+  }
+
+  std::optional<TimeNs> next_arrival() const override {
+    if (exhausted()) return std::nullopt;
+    return next_time_;
+  }
+
+  Request take() override {
+    if (exhausted()) throw std::logic_error("take() on an exhausted rag request source");
+    const uint64_t index = next_index_;
+    Request request;
+    request.id = index;
+    request.arrival = next_time_;
+    if (spec_.sys_prompt_tokens > 0) {
+      append_content(request.prompt, stream_key(seed_, kSystemTokens, 0), spec_.sys_prompt_tokens,
+                     vocab_size_);
+      append_separator(request.prompt);
+    }
+    for (const int64_t doc : documents_of(index)) {
+      Rng length_rng = Rng::keyed(seed_, kDocLength, static_cast<uint64_t>(doc));
+      append_content(request.prompt, stream_key(seed_, kDocTokens, static_cast<uint64_t>(doc)),
+                     spec_.chunk_tokens->sample(length_rng), vocab_size_);
+      append_separator(request.prompt);
+    }
+    Rng question_rng = Rng::keyed(seed_, kQuestionLength, index);
+    append_content(request.prompt, stream_key(seed_, kQuestionTokens, index),
+                   spec_.question_tokens->sample(question_rng), vocab_size_);
+    Rng output_rng = Rng::keyed(seed_, RandomStream::output_length, index);
+    append_content(request.output, stream_key(seed_, kReplyTokens, index),
+                   spec_.output_tokens->sample(output_rng), vocab_size_);
+    ++next_index_;
+    if (!exhausted()) {
+      Rng arrival_rng = Rng::keyed(seed_, RandomStream::arrival, next_index_);
+      next_time_ = spec_.arrival->next_arrival(next_time_, next_index_, arrival_rng);
+    }
+    return request;
+  }
+
+  bool exhausted() const override { return next_index_ >= static_cast<uint64_t>(spec_.requests); }
+  size_t held_entries() const override { return 0; }
+  uint64_t taken() const override { return next_index_; }
+
+  // The documents of request `index` in prompt order: distinct, drawn by
+  // popularity, then shuffled (Fisher-Yates) so order carries no popularity.
+  std::vector<int64_t> documents_of(uint64_t index) const {
+    Rng count_rng = Rng::keyed(seed_, kDocCount, index);
+    const int64_t k = std::min(spec_.docs_per_request->sample(count_rng), spec_.corpus);
+    Rng rng = Rng::keyed(seed_, kDocRank, index);
+    std::vector<int64_t> docs;
+    docs.reserve(static_cast<size_t>(k));
+    auto taken = [&docs](int64_t d) {
+      return std::find(docs.begin(), docs.end(), d) != docs.end();
+    };
+    // Rejection keeps the Zipf law among distinct documents; a steep law
+    // over a small corpus can stall it, so after enough tries the most
+    // popular documents not yet taken fill the rest (deterministically).
+    for (int64_t tries = 0; static_cast<int64_t>(docs.size()) < k && tries < 64 * k; ++tries) {
+      const int64_t d = spec_.doc_rank->sample(rng);
+      if (!taken(d)) docs.push_back(d);
+    }
+    for (int64_t d = 0; static_cast<int64_t>(docs.size()) < k; ++d)
+      if (!taken(d)) docs.push_back(d);
+    for (size_t i = docs.size(); i > 1; --i)
+      std::swap(docs[i - 1],
+                docs[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(i) - 1))]);
+    return docs;
+  }
+
+ private:
+  RagWorkloadSpec spec_;
+  uint64_t seed_;
+  int64_t vocab_size_;
+  uint64_t next_index_ = 0;
+  TimeNs next_time_ = 0;  // request 0 arrives at time 0
+};
+
+void parse_docs(const config::Node& node, RagWorkloadSpec& rag) {
+  if (!node.defined()) {
+    node.error("is required but missing",
+               "{corpus: 1000, zipf: 1.1, per_request: 4, chunk_tokens: {dist: uniform, min: "
+               "256, max: 1024}}");
+    return;
+  }
+  config::MapReader docs(node);
+  if (!docs.valid()) return;
+  // corpus: how many documents retrieval draws from
+  rag.corpus = docs.integer("corpus", std::nullopt, 1, kMaxCorpus);
+  // zipf: popularity exponent s > 0; document d (0-based) has weight 1/(d+1)^s
+  rag.zipf_s = 1.0;
+  if (const config::Node s = docs.child("zipf"); s.defined()) {
+    if (auto v = s.as_double(0.0, 20.0)) {
+      if (*v <= 0) s.error(fmt::format("must be greater than 0, got {}", *v), "(0, 20]");
+      rag.zipf_s = *v;
+    }
+  } else {
+    node.context().diagnostics.error(node.location(), s.path(), "is required but missing",
+                                     "a Zipf exponent such as 1.1");
+  }
+  // per_request: distinct documents per prompt (a number or a distribution)
+  rag.docs_per_request = read_distribution(
+      docs, "per_request", {QuantityKind::tokens, 1, "a RAG prompt retrieves at least 1 document"});
+  // chunk_tokens: a document's length in tokens (fixed per document)
+  rag.chunk_tokens = read_distribution(
+      docs, "chunk_tokens", {QuantityKind::tokens, 1, "a document has at least 1 token"});
+  docs.finish();
+  if (rag.docs_per_request && rag.corpus > 0) {
+    const int64_t most = rag.docs_per_request->upper_bound();
+    if (most > std::min(rag.corpus, kMaxDocsPerRequest)) {
+      const config::Node where = node.child_at("per_request");
+      where.error(fmt::format("up to {} distinct documents per prompt but the corpus has {}", most,
+                              rag.corpus),
+                  fmt::format("at most min(corpus, {})", kMaxDocsPerRequest));
+    }
+  }
+  if (rag.corpus > 0 && rag.zipf_s > 0) {
+    rag.doc_rank = std::make_shared<const ClampedDistribution>(
+        make_zipf(0, rag.corpus - 1, rag.zipf_s), 0, rag.corpus - 1);
+  }
+}
+
+}  // namespace
+
+void parse_rag_workload(config::MapReader& reader, WorkloadSpec& spec) {
+  RagWorkloadSpec rag;
+  // requests: how many prompts the stream produces
+  rag.requests = reader.integer("requests", std::nullopt, 1, kMaxRequests);
+  // arrival: {process: poisson | gamma | constant, rate_per_s, cv (gamma)}
+  rag.arrival = read_arrival(reader, "arrival");
+  // sys_prompt_tokens: the system prompt every request starts with (0: none)
+  rag.sys_prompt_tokens = reader.integer("sys_prompt_tokens", 0, 0, kMaxTokensPerValue);
+  // docs: {corpus, zipf, per_request, chunk_tokens}
+  parse_docs(reader.child("docs"), rag);
+  // question_tokens: the user question after the last separator (>= 1)
+  rag.question_tokens = read_distribution(
+      reader, "question_tokens", {QuantityKind::tokens, 1, "a question has at least 1 token"});
+  // output_tokens: tokens each request generates (>= 1)
+  rag.output_tokens = read_distribution(reader, "output_tokens", output_length_rules());
+  spec.body = std::move(rag);
+}
+
+std::unique_ptr<WorkloadSource> make_rag_source(const WorkloadSpec& spec, uint64_t seed,
+                                                int64_t vocab_size) {
+  return std::make_unique<RagSource>(rag_of(spec), seed, vocab_size);
+}
+
+WorkloadBounds rag_bounds(const WorkloadSpec& spec) {
+  const RagWorkloadSpec& r = rag_of(spec);
+  const int64_t sep = kChunkSeparatorLength;
+  const int64_t sys = r.sys_prompt_tokens > 0 ? r.sys_prompt_tokens + sep : 0;
+  const int64_t docs = r.docs_per_request->upper_bound() * (r.chunk_tokens->upper_bound() + sep);
+  return {sys + docs + r.question_tokens->upper_bound(), r.output_tokens->upper_bound()};
+}
+
+std::vector<int64_t> rag_documents_of(const WorkloadSpec& spec, uint64_t seed, uint64_t index) {
+  return RagSource(rag_of(spec), seed, 2).documents_of(index);
+}
+
+}  // namespace kvsim::detail

@@ -68,7 +68,7 @@ void BM_TraceSource(benchmark::State& state, const char* format, const char* fil
     state.SkipWithError(("shared data absent: " + trace_path(file)).c_str());
     return;
   }
-  const kvsim::WorkloadSpec spec{"trace", trace_spec(format, file, state.range(0))};
+  const kvsim::WorkloadSpec spec{"trace", trace_spec(format, file, state.range(0)), std::nullopt};
   int64_t requests = 0;
   for (auto _ : state) {
     auto source = kvsim::make_request_source(spec, 42, 128256);

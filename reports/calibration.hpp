@@ -42,4 +42,34 @@ std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
 std::optional<Prediction> predict_htp_row(const MeasurementRow& row,
                                           const std::string& configs_dir);
 
+// One row of a calibration report (issue 8, `kvsim calibrate`).
+struct CalibrationEntry {
+  MeasurementRow row;
+  std::optional<Prediction> prediction;
+  std::string not_predicted;  // why, when prediction is empty
+  // (predicted - published) / published * 100, when predicted.
+  std::optional<double> error_pct;
+};
+
+struct CalibrationReport {
+  std::string measurements;  // the CSV read
+  std::vector<CalibrationEntry> entries;
+  int64_t predicted = 0;
+  double median_abs_error_pct = 0;  // over predicted rows
+  double max_abs_error_pct = 0;
+};
+
+// Predicts every row: predict_ascend_row, then predict_htp_row; a row
+// neither handles is "not predicted" with the reason, as is one whose
+// predictor threw (the message is the reason).
+CalibrationReport calibrate_rows(const std::vector<MeasurementRow>& rows,
+                                 const std::string& configs_dir, const std::string& measurements);
+
+std::string calibration_table_text(const CalibrationReport& report);  // the printed table
+std::string calibration_csv(const CalibrationReport& report);
+std::string calibration_json_text(const CalibrationReport& report);
+std::string calibration_markdown(const CalibrationReport& report);
+// calibration.csv, .json and .md into `out`, which appears whole or not at all.
+void write_calibration(const CalibrationReport& report, const std::string& out);
+
 }  // namespace kvsim

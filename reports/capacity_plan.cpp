@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "reports/capacity_htp.hpp"
 #include "reports/html_page.hpp"
 #include "reports/input_error.hpp"
 #include "sim/cache/pool_sizing.hpp"
@@ -102,6 +103,10 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
           in.kv_dtype_bytes = kv_dtype_bytes(dtype);
           in.max_batched_tokens = q.max_batched_tokens;
           in.max_num_seqs = q.max_num_seqs;
+          if (q.policy == "chunk_lru") {
+            in.memory_fraction = q.main_pool_fraction;
+            in.chunk_pool_fraction = q.chunk_pool_fraction;
+          }
           const PoolSizing s = size_paged_pool(model, in);
           for (const int64_t context : q.contexts) {
             CapacityRow r;
@@ -119,6 +124,12 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
             r.device_bytes = device.memory_bytes;
             r.budget_bytes = s.budget;
             r.activation_reserve_bytes = s.activation_reserve;
+            if (q.policy == "chunk_lru") {
+              r.main_pool_bytes = s.num_blocks * s.block_bytes;
+              r.chunk_pool_bytes = s.chunk_pool_bytes;
+              r.chunk_pool_blocks = s.chunk_pool_blocks;
+              r.chunk_pool_tokens = s.chunk_pool_blocks * q.block_size;
+            }
             const int64_t blocks_per_seq = (context + q.block_size - 1) / q.block_size;
             r.max_concurrent_seqs = s.num_blocks / blocks_per_seq;
             r.max_context_tokens = std::min(s.capacity_tokens, model.max_position_embeddings);
@@ -139,6 +150,10 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
             } else if (r.max_concurrent_seqs == 0) {
               r.note = fmt::format("one sequence of {} tokens needs {} blocks, the pool has {}",
                                    context, blocks_per_seq, s.num_blocks);
+            }
+            if (device.kind == "htp") {
+              r.note.clear();
+              fill_htp_capacity_row(r, device, model);
             }
             rows.push_back(std::move(r));
           }
@@ -171,6 +186,20 @@ nlohmann::ordered_json capacity_row_json(const CapacityRow& r) {
   j["fits"] = r.fits;
   j["shortfall_bytes"] = r.shortfall_bytes;
   j["note"] = r.note;
+  // kind: htp rows (0 elsewhere): Genie buffers per update mode.
+  j["address_space_bytes"] = r.address_space_bytes;
+  for (const std::string& mode : kHtpCapacityModes) {
+    Bytes bytes = 0;
+    for (const auto& c : r.htp_buffers)
+      if (c.mode == mode) bytes = c.buffer_bytes;
+    j["buffer_bytes_" + mode] = bytes;
+  }
+  j["npu_sessions_needed"] = r.npu_sessions_needed;
+  // chunk_lru (0 elsewhere): the dual pool of seed 003.
+  j["main_pool_bytes"] = r.main_pool_bytes;
+  j["chunk_pool_bytes"] = r.chunk_pool_bytes;
+  j["chunk_pool_blocks"] = r.chunk_pool_blocks;
+  j["chunk_pool_tokens"] = r.chunk_pool_tokens;
   return j;
 }
 
@@ -191,7 +220,9 @@ std::vector<std::string> capacity_csv_cells(const CapacityRow& r) {
 
 std::string capacity_markdown(const std::vector<CapacityRow>& rows) {
   std::vector<std::vector<std::string>> cells;
+  const std::string htp_table = capacity_htp_markdown(rows);
   for (const auto& r : rows) {
+    if (r.htp) continue;  // in their own table below
     cells.push_back({r.device, r.model, r.kv_dtype, std::to_string(r.context), std::to_string(r.tp),
                      format_bytes(r.weights_bytes), format_bytes(r.kv_bytes_per_token),
                      format_bytes(r.kv_bytes_at_context), format_bytes(r.block_bytes),
@@ -199,9 +230,11 @@ std::string capacity_markdown(const std::vector<CapacityRow>& rows) {
                      std::to_string(r.max_concurrent_seqs), std::to_string(r.max_context_tokens),
                      r.fits ? r.note : "**" + r.note + "**"});
   }
+  if (cells.empty()) return htp_table;
   return markdown_table({"device", "model", "kv", "context", "tp", "weights", "KV/token", "KV/seq",
                          "block", "blocks", "capacity tokens", "max seqs", "max context", "note"},
-                        cells);
+                        cells) +
+         (htp_table.empty() ? "" : "\n" + htp_table);
 }
 
 }  // namespace kvsim

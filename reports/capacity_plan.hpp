@@ -1,9 +1,9 @@
 #pragma once
 // `kvsim capacity` (SPEC 3/9): the analytic capacity table per device x model
 // x KV dtype x context x tensor parallelism, from the paged pool sizing of
-// SPEC 6 (size_paged_pool, the nano-vllm formula of seed 001). On-device
-// (HTP) buffer bytes per update mode are issue 4's: no HTP device exists yet,
-// so those columns are not emitted.
+// SPEC 6 (size_paged_pool, the nano-vllm formula of seed 001). Rows of
+// kind: htp devices carry Genie buffer bytes per update mode and the address
+// space check instead (reports/capacity_htp.hpp).
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -25,6 +25,20 @@ struct CapacityQuery {
   // defaults of a scenario), as `kvsim run` does.
   int64_t max_batched_tokens = 8192;
   int64_t max_num_seqs = 256;
+  // `--policy chunk_lru` (seed 003): the main pool takes main_pool_fraction
+  // in place of memory_fraction, and a chunk pool of chunk_pool_fraction of
+  // device memory is sized beside it.
+  std::string policy = "paged";
+  double main_pool_fraction = 0.70;
+  double chunk_pool_fraction = 0.15;
+};
+
+// One update mode of an HTP row (reports/capacity_htp.hpp).
+struct HtpModeCapacity {
+  std::string mode;
+  Bytes buffer_bytes = 0;     // genie_buffer_bytes() at ctx_size = context
+  bool fits = true;           // weights + buffer_bytes within the address space
+  Bytes shortfall_bytes = 0;  // by how much they exceed it
 };
 
 struct CapacityRow {
@@ -42,6 +56,15 @@ struct CapacityRow {
   bool fits = true;           // weights + activations + one block within budget
   Bytes shortfall_bytes = 0;  // bytes missing for one block when it does not fit
   std::string note;           // "does not fit: ...", "context exceeds ..."
+  // kind: htp devices (issue 4; reports/capacity_htp.hpp gives the paged
+  // columns their phone meaning): Genie buffers per update mode.
+  bool htp = false;
+  Bytes address_space_bytes = 0;
+  std::vector<HtpModeCapacity> htp_buffers;  // shift_concat, pointer_shift, smart_mask
+  int64_t npu_sessions_needed = 0;           // sessions whose address spaces hold it
+  // chunk_lru's dual pool (0 for paged): main = num_blocks * block_bytes.
+  Bytes main_pool_bytes = 0, chunk_pool_bytes = 0;
+  int64_t chunk_pool_blocks = 0, chunk_pool_tokens = 0;
 };
 
 // A device or model resolved by name (configs/<kind>/NAME.yaml, following

@@ -67,6 +67,8 @@ nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {
   k["window_evicted_tokens"] = m.kv_cache.window_evicted_tokens;
   k["attention_read_tokens"] = m.kv_cache.attention_read_tokens;
   k["attention_useful_tokens"] = m.kv_cache.attention_useful_tokens;
+  k["context_resets"] = m.kv_cache.context_resets;
+  k["session_io_bytes"] = m.kv_cache.session_io_bytes;
   k["chunk_hits"] = m.kv_cache.chunk_hits;
   k["chunk_misses"] = m.kv_cache.chunk_misses;
   k["chunk_evictions"] = m.kv_cache.chunk_evictions;

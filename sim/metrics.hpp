@@ -51,6 +51,8 @@ struct RunMetrics {
     int64_t window_evicted_tokens = 0;    // sliding window
     int64_t attention_read_tokens = 0;    // KV columns attention read, summed over passes
     int64_t attention_useful_tokens = 0;  // ... of which held valid tokens
+    int64_t context_resets = 0;  // dialog turns that found ctx_size full (no window): cache cleared
+    Bytes session_io_bytes = 0;  // dialog session cache saved + restored (seed 002 dump/loadCache)
     // chunk_lru (seed 003).
     int64_t chunk_hits = 0, chunk_misses = 0, chunk_evictions = 0;
     Bytes chunk_bytes_copied = 0;   // chunk pool -> main pool

@@ -7,7 +7,9 @@
 
 #include "sim/cache/kv_layout.hpp"
 #include "sim/cache/policy_registry.hpp"
+#include "sim/htp_checks.hpp"
 #include "sim/metrics.hpp"
+#include "sim/ondevice/dialog_checks.hpp"
 
 namespace kvsim {
 namespace fs = std::filesystem;
@@ -215,6 +217,83 @@ void read_expect(MapReader& top, ScenarioSpec& s) {
   }
 }
 
+// chunk_lru (seed 003): the two pools and the reserve share the device.
+void chunk_lru_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+  if (s.cache.policy != "chunk_lru") return;
+  auto at = [&](const std::string& key) { return ctx.location_of(key); };
+  const double main = s.cache.main_pool_fraction;
+  const double chunk = s.cache.chunk_pool_fraction;
+  if (main + chunk > 1.0 + 1e-9) {
+    ctx.diagnostics.error(
+        at("kv_cache.chunk_pool_fraction"), "kv_cache.chunk_pool_fraction",
+        fmt::format("main_pool_fraction {} + chunk_pool_fraction {} = {} is more than the device's "
+                    "memory",
+                    main, chunk, main + chunk),
+        "a sum of at most 1 (seed 003: 0.70 main + 0.15 chunk, 0.15 left in reserve)");
+  }
+  if (ctx.locations.count("kv_cache.memory_fraction") > 0) {
+    ctx.diagnostics.error(at("kv_cache.memory_fraction"), "kv_cache.memory_fraction",
+                          "does not apply to chunk_lru: its main pool (weights, activations, "
+                          "main KV) is sized by main_pool_fraction",
+                          "remove it and set main_pool_fraction / chunk_pool_fraction");
+  }
+  const PoolSizing sz = size_paged_pool(s.model, s.pool_input());
+  if (sz.chunk_pool_blocks < 1) {
+    ctx.diagnostics.error(
+        at("kv_cache.chunk_pool_fraction"), "kv_cache.chunk_pool_fraction",
+        fmt::format("{} x {} holds no block of {}", format_bytes(s.device.memory_bytes), chunk,
+                    format_bytes(sz.block_bytes)),
+        "a chunk pool of at least one block");
+  }
+}
+
+// On-device update modes and sliding_window (seed 002): every AR variant
+// must leave a cache dim (ctx_size - n > 0) and a window must fit the
+// smallest cache dim, ctx_size - largest variant.
+void ondevice_cache_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+  auto at = [&](const std::string& key) { return ctx.location_of(key); };
+  const CacheConfig& c = s.cache;
+  const bool window_policy = c.policy == "sliding_window";
+  if (window_policy && c.window < 1) {
+    ctx.diagnostics.error(at("kv_cache.window"), "kv_cache.window",
+                          "sliding_window needs the number of tokens it keeps",
+                          "window: 1.. (at most ctx_size - largest AR variant on a Genie mode)");
+  }
+  if (window_policy && c.update_mode == "paged" && c.prefix_caching &&
+      ctx.locations.count("kv_cache.prefix_caching") > 0) {
+    ctx.diagnostics.error(at("kv_cache.prefix_caching"), "kv_cache.prefix_caching",
+                          "prefix caching is off under a sliding window (blocks leave the window)",
+                          "prefix_caching: false, or remove it");
+  }
+  if (!is_ondevice_policy(c)) return;
+  const int64_t largest = c.ar_variants.empty() ? 1 : c.ar_variants.back();
+  for (int64_t v : c.ar_variants) {
+    if (v >= c.ctx_size) {
+      ctx.diagnostics.error(
+          at("kv_cache.ar_variants"), "kv_cache.ar_variants",
+          fmt::format("AR-{} is not below ctx_size {}: its cache dim ctx_size - {} leaves no room "
+                      "for the past",
+                      v, c.ctx_size, v),
+          fmt::format("variants below ctx_size {}", c.ctx_size));
+    }
+  }
+  const std::string mode = window_policy ? c.update_mode : c.policy;
+  if (mode == "pointer_shift" && c.pointer_shift_headroom > 0 && c.pointer_shift_headroom < largest) {
+    ctx.diagnostics.error(
+        at("kv_cache.pointer_shift_headroom"), "kv_cache.pointer_shift_headroom",
+        fmt::format("{} columns cannot take one AR-{} pass past the view", c.pointer_shift_headroom,
+                    largest),
+        fmt::format("0 (= ctx_size) or at least the largest variant, {}", largest));
+  }
+  if (window_policy && c.window > 0 && largest < c.ctx_size && c.window > c.ctx_size - largest) {
+    ctx.diagnostics.error(
+        at("kv_cache.window"), "kv_cache.window",
+        fmt::format("{} tokens do not fit the cache: ctx_size {} - largest variant AR-{} = {}",
+                    c.window, c.ctx_size, largest, c.ctx_size - largest),
+        fmt::format("1..{}", c.ctx_size - largest));
+  }
+}
+
 // Second pass: checks that need several values (DESIGN practice 5). Each
 // problem points at the key the user most likely has to change.
 void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
@@ -239,7 +318,7 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
     }
   }
   const PoolSizing sz = size_paged_pool(m, s.pool_input());
-  if (sz.num_blocks < 1) {
+  if (sz.num_blocks < 1 && s.device.kind != "htp") {  // HTP: sim/htp_checks.cpp
     ctx.diagnostics.error(
         at("model"), "model",
         fmt::format(
@@ -295,7 +374,12 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
                                         format_bytes(kShadowLimit)));
     }
   }
-  if (s.numerics.mode != "off" && s.cache.policy != "paged") {
+  chunk_lru_checks(s, ctx);
+  ondevice_cache_checks(s, ctx);
+  dialog_cross_checks(s, ctx);
+  htp_cross_checks(s, ctx);
+  if (s.numerics.mode != "off" && s.cache.policy != "paged" && s.cache.policy != "chunk_lru" &&
+      !is_ondevice_policy(s.cache)) {
     ctx.diagnostics.error(
         at("numerics.mode"), "numerics.mode",
         fmt::format("numerics checks run on the paged policy in this build, not '{}'",
@@ -352,6 +436,7 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
     s.output.timeline_interval = o.duration("timeline_interval", 100 * kNsPerMs, 1, 3600 * kNsPerS);
     o.finish();
   }
+  s.htp = read_htp_config(top.child("htp"));
   read_expect(top, s);
   top.finish();
   // Cross-field checks only make sense on values that parsed.
@@ -373,6 +458,12 @@ PoolSizingInput ScenarioSpec::pool_input() const {
   in.max_num_seqs = scheduler.max_num_seqs;
   in.activation_reserve = cache.activation_reserve;
   in.swap_space = cache.swap_space;
+  if (cache.policy == "chunk_lru") {
+    // Seed 003's split: the main pool takes the place of memory_fraction
+    // (weights, activations and the main KV pool), the chunk pool is its own.
+    in.memory_fraction = cache.main_pool_fraction;
+    in.chunk_pool_fraction = cache.chunk_pool_fraction;
+  }
   return in;
 }
 

@@ -13,6 +13,7 @@
 #include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/config/reader.hpp"
+#include "sim/ondevice/htp_config.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {
@@ -63,6 +64,7 @@ struct ScenarioSpec {
   NumericsConfig numerics;
   OutputConfig output;
   std::vector<Expectation> expect;
+  HtpSessionConfig htp;  // `htp:` VTCM requests and co-runners (kind: htp devices)
 
   int64_t max_model_len() const {
     return scheduler.max_model_len > 0 ? scheduler.max_model_len : model.max_position_embeddings;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "workloads/distribution_impl.hpp"
+
 namespace kvsim {
 namespace {
 
@@ -63,6 +65,25 @@ class ConstantArrivals final : public ArrivalProcess {
   double rate_;
 };
 
+// Closed-loop clients (`process: closed`): the request stream underneath
+// sees every request "arrive" at 0; client_loop.cpp gives each one its real
+// send time (a client's previous completion + think time).
+class ClosedArrivals final : public ArrivalProcess {
+ public:
+  explicit ClosedArrivals(ClosedLoopParams params) : params_(std::move(params)) {}
+  std::string_view name() const override { return "closed"; }
+  TimeNs next_arrival(TimeNs, uint64_t, Rng&) const override { return 0; }
+  double rate_per_s() const override { return 0.0; }
+  const ClosedLoopParams* closed_loop() const override { return &params_; }
+
+ private:
+  ClosedLoopParams params_;
+};
+
+// Largest number of closed-loop clients: far above any benchmark's
+// --max-concurrency; bounds the clients a source tracks.
+constexpr int64_t kMaxClients = 1'000'000;
+
 // Reads `key` as a rate-like number that must be > 0.
 std::optional<double> positive(config::MapReader& reader, std::string_view key, double max,
                                const char* allowed) {
@@ -104,6 +125,26 @@ std::unique_ptr<ArrivalProcess> parse_constant_arrivals(config::MapReader& reade
   return std::make_unique<ConstantArrivals>(*rate);
 }
 
+std::unique_ptr<ArrivalProcess> parse_closed_arrivals(config::MapReader& reader) {
+  auto& diagnostics = reader.node().context().diagnostics;
+  const size_t errors_before = diagnostics.size();
+  ClosedLoopParams params;
+  // concurrency: clients, each with one request in flight at a time (>= 1)
+  params.concurrency = reader.integer("concurrency", std::nullopt, 1, kMaxClients);
+  // think_time: DIST of durations from a completion to that client's next
+  // request (default 0s: send at once, as benchmark tools do)
+  const config::Node think = reader.child("think_time");
+  if (think.defined()) {
+    if (auto d = parse_distribution(think, {QuantityKind::duration, 0, ""}))
+      params.think_time = std::make_shared<const ClampedDistribution>(std::move(*d));
+  } else {
+    params.think_time = std::make_shared<const ClampedDistribution>(
+        std::shared_ptr<const Distribution>(detail::make_constant(0.0)), 0, 0);
+  }
+  if (diagnostics.size() != errors_before || !params.think_time) return nullptr;
+  return std::make_unique<ClosedArrivals>(std::move(params));
+}
+
 struct ArrivalEntry {
   const char* name;
   std::unique_ptr<ArrivalProcess> (*parse)(config::MapReader&);
@@ -111,6 +152,7 @@ struct ArrivalEntry {
 
 // Every process `process:` accepts; a test compares this table with the docs.
 constexpr ArrivalEntry kArrivalProcesses[] = {
+    {"closed", parse_closed_arrivals},
     {"constant", parse_constant_arrivals},
     {"gamma", parse_gamma_arrivals},
     {"poisson", parse_poisson_arrivals},
@@ -130,7 +172,7 @@ std::shared_ptr<const ArrivalProcess> parse_arrival(const config::Node& node) {
   const size_t errors_before = diagnostics.size();
   config::MapReader reader(node);
   if (!reader.valid()) return nullptr;
-  // process: constant | gamma | poisson
+  // process: closed | constant | gamma | poisson
   const std::string name = reader.choice("process", std::nullopt, arrival_processes());
   if (diagnostics.size() != errors_before) return nullptr;
   std::unique_ptr<ArrivalProcess> process;

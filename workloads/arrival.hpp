@@ -9,9 +9,19 @@
 
 #include "sim/config/reader.hpp"
 #include "sim/config/units.hpp"
+#include "workloads/distribution.hpp"
 #include "workloads/rng.hpp"
 
 namespace kvsim {
+
+// `process: closed` (benchmark clients, as `vllm bench serve
+// --max-concurrency` with no request rate): `concurrency` clients each send
+// their next request `think_time` after their previous one completes.
+// client_loop.cpp turns this into arrivals; the process itself only says so.
+struct ClosedLoopParams {
+  int64_t concurrency = 1;
+  std::shared_ptr<const ClampedDistribution> think_time;  // ns
+};
 
 class ArrivalProcess {
  public:
@@ -23,8 +33,10 @@ class ArrivalProcess {
   // (seed, RandomStream::arrival, index), so the result is a pure function of
   // the seed and the index: other quantities never move arrivals.
   virtual TimeNs next_arrival(TimeNs previous, uint64_t index, Rng& rng) const = 0;
-  // Long-run arrivals per second.
+  // Long-run arrivals per second (0 for a closed loop: it follows service).
   virtual double rate_per_s() const = 0;
+  // Non-null for `process: closed`: the arrivals depend on completions.
+  virtual const ClosedLoopParams* closed_loop() const { return nullptr; }
 };
 
 // Parses an `arrival:` map. Errors go to node.context().diagnostics; returns

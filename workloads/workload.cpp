@@ -15,6 +15,9 @@ namespace {
 // source) and list it here; a test compares workload_kinds() with the docs.
 constexpr detail::WorkloadKind kWorkloadKinds[] = {
     {"chat", detail::parse_chat_workload, detail::make_chat_source, detail::chat_bounds},
+    {"dialog", detail::parse_dialog_workload, detail::make_dialog_source, detail::dialog_bounds},
+    {"fixed", detail::parse_fixed_workload, detail::make_fixed_source, detail::fixed_bounds},
+    {"rag", detail::parse_rag_workload, detail::make_rag_source, detail::rag_bounds},
     {"synthetic", detail::parse_synthetic_workload, detail::make_synthetic_source,
      detail::synthetic_bounds},
     {"trace", detail::parse_trace_workload, detail::make_trace_source, detail::trace_bounds},
@@ -95,6 +98,7 @@ std::shared_ptr<const WorkloadSpec> parse_workload(const config::Node& node) {
                    : reader.choice("kind", std::nullopt, workload_kinds());
   if (diagnostics.size() != errors_before) return nullptr;  // the keys depend on the kind
   kind_of(*spec).parse(reader, *spec);
+  detail::parse_benchmark_clients(reader, *spec);  // max_concurrency, closed-loop checks
   reader.finish();
   if (diagnostics.size() != errors_before) return nullptr;
   return spec;
@@ -104,7 +108,8 @@ std::unique_ptr<RequestSource> make_request_source(const WorkloadSpec& spec, uin
                                                    int64_t vocab_size) {
   if (vocab_size < 1)
     throw std::invalid_argument(fmt::format("vocab_size must be >= 1, got {}", vocab_size));
-  return kind_of(spec).make_source(spec, seed, vocab_size);
+  return detail::wrap_benchmark_clients(spec, kind_of(spec).make_source(spec, seed, vocab_size),
+                                        seed);
 }
 
 WorkloadBounds workload_bounds(const WorkloadSpec& spec) {

@@ -38,6 +38,39 @@ std::unique_ptr<WorkloadSource> make_trace_source(const WorkloadSpec& spec, uint
                                                   int64_t vocab_size);
 WorkloadBounds trace_bounds(const WorkloadSpec& spec);
 
+void parse_dialog_workload(config::MapReader& reader, WorkloadSpec& spec);
+std::unique_ptr<WorkloadSource> make_dialog_source(const WorkloadSpec& spec, uint64_t seed,
+                                                   int64_t vocab_size);
+WorkloadBounds dialog_bounds(const WorkloadSpec& spec);
+// A dialog turn's new user tokens and reply tokens: pure functions of (seed,
+// turn), shared by the source and the engine's context-fit checks.
+int64_t dialog_prompt_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn);
+int64_t dialog_reply_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn);
+
+void parse_fixed_workload(config::MapReader& reader, WorkloadSpec& spec);
+std::unique_ptr<WorkloadSource> make_fixed_source(const WorkloadSpec& spec, uint64_t seed,
+                                                  int64_t vocab_size);
+WorkloadBounds fixed_bounds(const WorkloadSpec& spec);
+
+// Benchmark clients around any kind's stream (client_loop.cpp): a closed loop
+// when the kind's `arrival` is `process: closed`, then the
+// `workload.max_concurrency` cap. Returns `source` itself when neither applies.
+std::unique_ptr<WorkloadSource> wrap_benchmark_clients(const WorkloadSpec& spec,
+                                                       std::unique_ptr<WorkloadSource> source,
+                                                       uint64_t seed);
+// Reads `max_concurrency` (any kind) and refuses `process: closed` where
+// it has no meaning (chat: turns follow their own session's completions).
+void parse_benchmark_clients(config::MapReader& reader, WorkloadSpec& spec);
+// The kind's arrival process, or nullptr when the kind has none (trace).
+const ArrivalProcess* arrival_of(const WorkloadSpec& spec);
+
+void parse_rag_workload(config::MapReader& reader, WorkloadSpec& spec);
+std::unique_ptr<WorkloadSource> make_rag_source(const WorkloadSpec& spec, uint64_t seed,
+                                                int64_t vocab_size);
+WorkloadBounds rag_bounds(const WorkloadSpec& spec);
+// The documents of request `index` in prompt order (tests).
+std::vector<int64_t> rag_documents_of(const WorkloadSpec& spec, uint64_t seed, uint64_t index);
+
 // Shared readers: a required distribution / arrival map under `key`
 // (nullptr after reporting errors).
 std::shared_ptr<const ClampedDistribution> read_distribution(config::MapReader& reader,

@@ -10,6 +10,7 @@
 #include "workloads/arrival.hpp"
 #include "workloads/dialog_workload_spec.hpp"
 #include "workloads/distribution.hpp"
+#include "workloads/fixed_workload_spec.hpp"
 #include "workloads/rag_workload_spec.hpp"
 
 namespace kvsim {
@@ -65,8 +66,11 @@ struct TraceWorkloadSpec {
 struct WorkloadSpec {
   std::string kind;  // "synthetic" | "chat" | "trace" | "rag" | "dialog"
   std::variant<SyntheticWorkloadSpec, ChatWorkloadSpec, TraceWorkloadSpec, RagWorkloadSpec,
-               DialogWorkloadSpec>
+               DialogWorkloadSpec, FixedWorkloadSpec>
       body;
+  // `workload.max_concurrency`: at most this many requests in flight; later
+  // ones wait at the client (client_loop.cpp). Any kind.
+  std::optional<int64_t> max_concurrency;
 };
 
 }  // namespace kvsim

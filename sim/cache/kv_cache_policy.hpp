@@ -11,11 +11,14 @@
 #include <string_view>
 #include <vector>
 
+#include "models/step_ops.hpp"
 #include "sim/cache/block_hash.hpp"
 #include "sim/cache/block_pool.hpp"
 #include "sim/config/units.hpp"
 
 namespace kvsim {
+
+struct RunMetrics;
 
 // A sequence's content: its prompt followed by the tokens generated so far.
 struct TokenView {
@@ -39,6 +42,10 @@ struct PrefixHit {
   std::vector<BlockId> blocks;    // the blocks holding them, in order
   std::vector<BlockHash> hashes;  // hashes of the full blocks of the known content
   int64_t tokens_queried = 0;     // tokens looked up (for the hit rate)
+  // chunk_lru (seed 003): `hashes` are the content hashes of the prompt's
+  // segments before the question and these their token counts (separator
+  // included); empty for block-prefix policies.
+  std::vector<int64_t> segment_tokens;
 };
 
 struct AdmitPlan {
@@ -75,6 +82,7 @@ struct CacheAccounting {
   int64_t prefix_query_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t host_blocks_used = 0;
+  int64_t window_evicted_tokens = 0;  // sliding_window: tokens whose blocks left the window
 };
 
 class KvCachePolicy {
@@ -118,6 +126,21 @@ class KvCachePolicy {
   // Throws std::logic_error unless every block is back in the pool with no
   // reference and no sequence is held: called after every run.
   virtual void check_drained() const = 0;
+  // Cached tokens a new token attends to when `context_tokens` are before it
+  // (sliding_window caps it at window - 1; the timing model prices this many).
+  virtual int64_t attention_context(int64_t context_tokens) const { return context_tokens; }
+
+  // Device work the policy itself ran since the last call, besides the
+  // batch's own tokens (seed 003: missed chunks prefilled alone at a virtual
+  // position, cached chunks copied into the main pool and re-rotated),
+  // appended to `pass`; true when there was any. The engine prices `pass` as
+  // a pass of its own ahead of the step that admitted the sequences.
+  virtual bool take_pending_work(StepWork& pass) {
+    (void)pass;
+    return false;
+  }
+  // Adds the policy's own counters to the run's metrics (kv_cache.chunk_*).
+  virtual void report(RunMetrics& metrics) const { (void)metrics; }
 };
 
 }  // namespace kvsim

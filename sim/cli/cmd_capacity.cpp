@@ -1,5 +1,6 @@
 // kvsim capacity --device D[,D] --model M[,M] [--context N,...] [--kv-dtype fp16,int8]
 //                [--block-size B] [--memory-fraction F] [--tp N,...] [--out DIR]
+//                [--policy paged|chunk_lru --main-pool-fraction F --chunk-pool-fraction F]
 //                [--slo ttft_p99_ms=X,tpot_p99_ms=Y --workload SCENARIO.yaml [--set K=V]...]
 // The analytic capacity table (SPEC 9 keys) and, with --slo, the highest
 // arrival rate that meets the SLO per device x model x dtype x tp.
@@ -9,6 +10,7 @@
 #include <iostream>
 #include <memory>
 
+#include "reports/capacity_chunk_pool.hpp"
 #include "reports/capacity_plan.hpp"
 #include "reports/html_page.hpp"
 #include "reports/output_dir.hpp"
@@ -91,12 +93,34 @@ int run_capacity(CapacityCliOptions& o) {
                  "workload.arrival.rate_per_s is searched)\n";
     return kExitBadInput;
   }
+  if (o.query.policy == "chunk_lru") {
+    // Seed 003's split: the pools and the reserve share the device.
+    const double sum = o.query.main_pool_fraction + o.query.chunk_pool_fraction;
+    if (sum > 1.0 + 1e-9 || o.memory_fraction->count() > 0) {
+      std::cerr << fmt::format(
+          "kvsim: error: --policy chunk_lru: {}\n",
+          o.memory_fraction->count() > 0
+              ? "--memory-fraction does not apply; the main pool is --main-pool-fraction"
+              : fmt::format("--main-pool-fraction {} + --chunk-pool-fraction {} = {} is more than "
+                            "the device's memory (at most 1)",
+                            o.query.main_pool_fraction, o.query.chunk_pool_fraction, sum));
+      return kExitBadInput;
+    }
+  }
   const std::vector<CapacityRow> rows = capacity_rows(o.query, configs_dir());
   std::vector<SloRow> slo_rows;
   SloTarget slo;
   if (!o.slo.empty()) {
     slo = parse_slo(o.slo);
     for (const auto& r : rows) {
+      // The SLO search sweeps a serving workload's arrival rate; a phone NPU
+      // runs one user's dialog (kvsim run on a dialog scenario instead).
+      if (resolve_device(r.device, configs_dir()).kind == "htp") {
+        std::cerr << "kvsim: error: --device " << r.device
+                  << ": --slo searches a serving arrival rate and works on Ascend devices only; "
+                     "an HTP device runs a dialog scenario (kvsim run)\n";
+        return kExitBadInput;
+      }
       if (!r.fits) continue;
       bool done = false;
       for (const auto& s : slo_rows)
@@ -112,6 +136,12 @@ int run_capacity(CapacityCliOptions& o) {
         sets.push_back(fmt::format("kv_cache.block_size={}", o.query.block_size));
       if (o.memory_fraction->count() > 0)
         sets.push_back(fmt::format("kv_cache.memory_fraction={}", o.query.memory_fraction));
+      if (o.query.policy == "chunk_lru") {
+        sets.push_back("kv_cache.policy=chunk_lru");
+        sets.push_back(fmt::format("kv_cache.main_pool_fraction={}", o.query.main_pool_fraction));
+        sets.push_back(
+            fmt::format("kv_cache.chunk_pool_fraction={}", o.query.chunk_pool_fraction));
+      }
       slo_rows.push_back(
           {r.device, r.model, r.kv_dtype, r.tp, search_max_rate(o.workload, sets, slo)});
     }
@@ -122,7 +152,7 @@ int run_capacity(CapacityCliOptions& o) {
       "SPEC 6 sizing: block = 2 x layers x block_size x kv_heads/tp x head_dim x "
       "dtype bytes; blocks = floor((memory x fraction - weights - activations) / "
       "block).\n\n" +
-      capacity_markdown(rows);
+      capacity_markdown(rows) + capacity_chunk_pool_markdown(o.query, rows);
   if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
 
   OutputDir dir(o.out);
@@ -185,6 +215,15 @@ Command add_capacity_command(CLI::App& app) {
   o->memory_fraction =
       cmd->add_option("--memory-fraction", o->query.memory_fraction, "share of memory (0.9)")
           ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--policy", o->query.policy,
+                  "paged, or chunk_lru for seed 003's main/chunk pool split (default paged)")
+      ->check(CLI::IsMember({"paged", "chunk_lru"}));
+  cmd->add_option("--main-pool-fraction", o->query.main_pool_fraction,
+                  "chunk_lru: share of memory for weights, activations and main KV (0.70)")
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--chunk-pool-fraction", o->query.chunk_pool_fraction,
+                  "chunk_lru: share of memory for cached chunks (0.15)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--tp", o->query.tps, "tensor-parallel sizes (default 1)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{64}));

@@ -134,13 +134,19 @@ void ServingEngine::start_step() {
   for (const ScheduledSeq& item : batch_.items) {
     const Sequence* seq = item.seq;
     work_.seqs.push_back(
-        {item.tokens, seq->computed, seq->computed + item.tokens == seq->num_tokens()});
+        {item.tokens, policy_->attention_context(seq->computed),
+         seq->computed + item.tokens == seq->num_tokens()});
   }
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;
   work_.kv_copy_bytes = 0;
   const StepTiming timing = timing_->price(work_);
   step_latency_ = std::max<TimeNs>(timing.latency, 1);
+  // Work the policy ran for this step's admissions (seed 003: missed chunks
+  // prefilled alone, chunks copied and re-rotated into the main pool) is a
+  // pass of its own ahead of the batch, as the seed's model runner does it.
+  if (StepWork pass; policy_->take_pending_work(pass))
+    step_latency_ += timing_->price(pass).latency;
   step_in_flight_ = true;
   ++steps_;
   if (progress_ && steps_ % 4096 == 0) {
@@ -281,11 +287,13 @@ RunMetrics ServingEngine::run() {
   m.kv_cache.pointer_updates = acc.pointer_updates;
   m.kv_cache.evictions = acc.evictions;
   m.kv_cache.swapped_bytes = acc.swapped_bytes;
+  m.kv_cache.window_evicted_tokens = acc.window_evicted_tokens;
   m.memory.device_bytes = scenario_.device.memory_bytes;
   m.memory.weights_bytes = sizing_.weights_bytes;
   m.memory.kv_bytes = sizing_.num_blocks * sizing_.block_bytes;
   m.memory.activation_reserve_bytes = sizing_.activation_reserve;
   m.numerics.mode = scenario_.numerics.mode;
+  policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
   if (numerics_) numerics_->report(m);
   m.workload.skipped_records = source_->skipped_records();
   m.sim.events = sim_.events_processed();

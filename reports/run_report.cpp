@@ -19,8 +19,11 @@ std::string latency_line(const char* name, const LatencySummary& s) {
 
 std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   std::string out;
-  out += fmt::format("scenario {}  |  {} on {} x{}  |  policy {} ({}, block {})\n", m.scenario,
-                     m.model, m.device, s.tp, m.policy, s.cache.dtype, s.cache.block_size);
+  // On-device buffers are sized by ctx_size; blocks exist only in the paged family.
+  const std::string geometry = is_ondevice_run(m) ? fmt::format("ctx_size {}", s.cache.ctx_size)
+                                                  : fmt::format("block {}", s.cache.block_size);
+  out += fmt::format("scenario {}  |  {} on {} x{}  |  policy {} ({}, {})\n", m.scenario, m.model,
+                     m.device, s.tp, m.policy, s.cache.dtype, geometry);
   out += fmt::format(
       "requests: {} arrived, {} completed, {} rejected, {} preempted ({} preemptions)\n",
       m.requests.arrived, m.requests.completed, m.requests.rejected, m.requests.preempted,

@@ -94,5 +94,19 @@ TEST_F(HtmlReport, ChartsWhenGnuplotIsFoundAndANoteWhenItIsNot) {
   EXPECT_NE(read(path("without") + "/report.md").find("report.html"), std::string::npos);
 }
 
+TEST_F(HtmlReport, DialogRunShowsGenieBuffersAndVtcmSessionsNotABlockPool) {
+  const std::string scenario =
+      std::string(KVSIM_SOURCE_DIR) + "/configs/scenarios/htp-vtcm-contention-v75.yaml";
+  const auto r = kvsim("run " + scenario + " --quiet --out " + path("dialog"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string html = read(path("dialog") + "/report.html");
+  EXPECT_NE(html.find("<h2>KV cache (Genie buffers)</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>VTCM sessions</h2>"), std::string::npos);
+  EXPECT_NE(html.find("camera"), std::string::npos);
+  EXPECT_NE(html.find("Genie buffers of ctx_size 4096"), std::string::npos);
+  EXPECT_EQ(html.find("blocks of"), std::string::npos);
+  EXPECT_EQ(html.find("KV pool ("), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -1,0 +1,195 @@
+#include "sim/cache/paged_policy_base.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace kvsim {
+namespace {
+
+// A freed index of `entries` if there is one, else a new entry at the end:
+// sequence and host handles are indices that stay small and stable.
+template <class Entry>
+int32_t take_slot(std::vector<Entry>& entries, std::vector<int32_t>& free_slots) {
+  if (free_slots.empty()) {
+    entries.emplace_back();
+    return static_cast<int32_t>(entries.size() - 1);
+  }
+  const int32_t slot = free_slots.back();
+  free_slots.pop_back();
+  return slot;
+}
+
+}  // namespace
+
+PagedPolicyBase::PagedPolicyBase(int64_t num_blocks, int64_t block_size, Bytes block_bytes,
+                                 int64_t host_blocks)
+    : pool_(num_blocks),
+      block_size_(block_size),
+      block_bytes_(block_bytes),
+      host_blocks_(host_blocks) {
+  if (block_size <= 0) throw std::invalid_argument("block_size must be positive");
+}
+
+SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t new_blocks,
+                                  int64_t tokens, int64_t freed_blocks) {
+  const SeqSlot s = take_slot(seqs_, free_seq_slots_);
+  SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
+  sq.block_table.assign(static_cast<size_t>(freed_blocks), kNoBlock);
+  for (BlockId b : reused) {
+    pool_.touch(b);
+    sq.block_table.push_back(b);
+  }
+  for (int64_t i = 0; i < new_blocks; ++i) sq.block_table.push_back(pool_.allocate());
+  sq.tokens = tokens;
+  sq.freed_blocks = freed_blocks;
+  sq.live = true;
+  ++live_seqs_;
+  slots_reserved_ += (static_cast<int64_t>(reused.size()) + new_blocks) * block_size_;
+  tokens_held_ += tokens - freed_blocks * block_size_;
+  return s;
+}
+
+GrowPlan PagedPolicyBase::plan_grow(SeqSlot s, int64_t new_tokens) const {
+  const SeqBlocks& sq = seq(s);
+  GrowPlan plan;
+  plan.new_blocks = std::max<int64_t>(
+      0, blocks_for(sq.tokens + new_tokens) - static_cast<int64_t>(sq.block_table.size()));
+  plan.fits = plan.new_blocks <= pool_.num_free();
+  return plan;
+}
+
+void PagedPolicyBase::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_tokens) {
+  if (!plan.fits) throw std::logic_error("apply_grow with a plan that does not fit");
+  SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
+  for (int64_t i = 0; i < plan.new_blocks; ++i) sq.block_table.push_back(pool_.allocate());
+  slots_reserved_ += plan.new_blocks * block_size_;
+  sq.tokens += new_tokens;
+  tokens_held_ += new_tokens;
+}
+
+int64_t PagedPolicyBase::free_leading_blocks(SeqSlot s, int64_t end) {
+  SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
+  const int64_t last = std::min<int64_t>(end, static_cast<int64_t>(sq.block_table.size()));
+  int64_t released = 0;
+  for (; sq.freed_blocks < last; ++sq.freed_blocks, ++released) {
+    BlockId& b = sq.block_table[static_cast<size_t>(sq.freed_blocks)];
+    pool_.release(b);
+    b = kNoBlock;
+  }
+  slots_reserved_ -= released * block_size_;
+  tokens_held_ -= released * block_size_;
+  return released;
+}
+
+void PagedPolicyBase::release(SeqSlot s) {
+  SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
+  if (!sq.live)
+    throw std::logic_error(fmt::format("release of sequence slot {} that is not held", s));
+  // Tail first: the blocks least likely to be shared go to the free queue
+  // first and so are reused before the common prefix (vLLM v1 frees in
+  // reverse order for the same reason).
+  for (auto it = sq.block_table.rbegin(); it != sq.block_table.rend(); ++it)
+    if (*it != kNoBlock) pool_.release(*it);
+  slots_reserved_ -= live_blocks(s) * block_size_;
+  tokens_held_ -= sq.tokens - sq.freed_blocks * block_size_;
+  sq.block_table.clear();
+  sq.tokens = 0;
+  sq.freed_blocks = 0;
+  sq.live = false;
+  --live_seqs_;
+  free_seq_slots_.push_back(s);
+}
+
+int64_t PagedPolicyBase::live_blocks(SeqSlot s) const {
+  const SeqBlocks& sq = seq(s);
+  return static_cast<int64_t>(sq.block_table.size()) - sq.freed_blocks;
+}
+
+SwapPlan PagedPolicyBase::plan_swap_out(SeqSlot s) const {
+  SwapPlan plan;
+  plan.blocks = live_blocks(s);
+  // Every held block is copied out, shared ones too: another sequence's
+  // release may let them be evicted while this one waits on the host. Blocks
+  // that left a window are not held and do not cross the link.
+  plan.copy_blocks = plan.blocks;
+  plan.bytes = plan.copy_blocks * block_bytes_;
+  plan.fits = host_blocks_used_ + plan.blocks <= host_blocks_;
+  return plan;
+}
+
+HostSlot PagedPolicyBase::apply_swap_out(SeqSlot s, const SwapPlan& plan) {
+  if (!plan.fits) throw std::logic_error("apply_swap_out with a plan that does not fit");
+  const SeqBlocks& sq = seq(s);
+  const HostSlot h = take_slot(host_, free_host_slots_);
+  host_[static_cast<size_t>(h)] = {plan.blocks, sq.freed_blocks, sq.tokens, true};
+  host_blocks_used_ += plan.blocks;
+  bytes_moved_ += plan.bytes;
+  swapped_bytes_ += plan.bytes;
+  release(s);
+  return h;
+}
+
+SwapPlan PagedPolicyBase::plan_swap_in(HostSlot hs) const {
+  const HostSeq& h = host(hs);
+  SwapPlan plan;
+  plan.blocks = h.blocks;
+  plan.copy_blocks = h.blocks;
+  plan.bytes = plan.copy_blocks * block_bytes_;
+  plan.fits = plan.blocks <= pool_.num_free();
+  return plan;
+}
+
+SeqSlot PagedPolicyBase::apply_swap_in(HostSlot hs, const SwapPlan& plan) {
+  if (!plan.fits) throw std::logic_error("apply_swap_in with a plan that does not fit");
+  return restore_from_host(hs, plan, {});
+}
+
+SeqSlot PagedPolicyBase::restore_from_host(HostSlot hs, const SwapPlan& plan,
+                                           const std::vector<BlockId>& on_device) {
+  HostSeq& h = host_.at(static_cast<size_t>(hs));
+  const int64_t copied = h.blocks - static_cast<int64_t>(on_device.size());
+  const SeqSlot s = open_seq(on_device, copied, h.tokens, h.freed_blocks);
+  bytes_moved_ += plan.bytes;
+  swapped_bytes_ += plan.bytes;
+  host_blocks_used_ -= h.blocks;
+  h.live = false;
+  free_host_slots_.push_back(hs);
+  return s;
+}
+
+const std::vector<BlockId>& PagedPolicyBase::block_table(SeqSlot s) const {
+  return seq(s).block_table;
+}
+
+CacheAccounting PagedPolicyBase::accounting() const {
+  CacheAccounting a;
+  a.num_blocks = pool_.num_blocks();
+  a.block_size = block_size_;
+  a.block_bytes = block_bytes_;
+  a.blocks_used = pool_.num_used();
+  a.slots_reserved = slots_reserved_;
+  a.tokens_held = tokens_held_;
+  a.evictions = pool_.evictions();
+  a.bytes_moved = bytes_moved_;
+  a.swapped_bytes = swapped_bytes_;
+  a.host_blocks_used = host_blocks_used_;
+  return a;
+}
+
+void PagedPolicyBase::check_drained() const {
+  pool_.check_invariants();
+  if (live_seqs_ != 0)
+    throw std::logic_error(fmt::format("{} sequences still hold blocks", live_seqs_));
+  if (host_blocks_used_ != 0)
+    throw std::logic_error(
+        fmt::format("{} blocks still swapped out on the host", host_blocks_used_));
+  if (pool_.num_free() != pool_.num_blocks())
+    throw std::logic_error(fmt::format("{} of {} blocks are not back in the pool",
+                                       pool_.num_blocks() - pool_.num_free(), pool_.num_blocks()));
+  if (slots_reserved_ != 0 || tokens_held_ != 0)
+    throw std::logic_error("slot accounting did not return to zero");
+}
+
+}  // namespace kvsim

@@ -1,0 +1,96 @@
+#pragma once
+// What `paged` and `sliding_window` over paged share: one pool of fixed-size
+// blocks, a block table per held sequence, swap of whole sequences to a
+// bounded host pool, and the slot and byte counters behind their accounting
+// and drain check. Each derived policy adds only what differs: prefix caching
+// by chained block hashes (PagedPolicy), or freeing the blocks that leave the
+// window (PagedWindowPolicy).
+//
+// A block table may begin with released entries (kNoBlock): the sliding
+// window frees leading blocks mid-sequence and keeps their positions. Under
+// `paged` there are none, so every count below reduces to the whole table.
+#include <vector>
+
+#include "sim/cache/block_pool.hpp"
+#include "sim/cache/kv_cache_policy.hpp"
+
+namespace kvsim {
+
+class PagedPolicyBase : public KvCachePolicy {
+ public:
+  GrowPlan plan_grow(SeqSlot seq, int64_t new_tokens) const override;
+  void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
+  void release(SeqSlot seq) override;
+  // Copies out every block the sequence still holds.
+  SwapPlan plan_swap_out(SeqSlot seq) const override;
+  HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) override;
+  // Copies every block back into freshly allocated ones; PagedPolicy
+  // overrides both to revive blocks whose content is still on device.
+  SwapPlan plan_swap_in(HostSlot host) const override;
+  SeqSlot apply_swap_in(HostSlot host, const SwapPlan& plan) override;
+  // Released leading blocks read kNoBlock.
+  const std::vector<BlockId>& block_table(SeqSlot seq) const override;
+  int64_t free_blocks() const override { return pool_.num_free(); }
+  // The pool, slot and swap fields; derived policies add their own counters.
+  CacheAccounting accounting() const override;
+  void check_drained() const override;
+
+  // Blocks of a held sequence that are still allocated.
+  int64_t live_blocks(SeqSlot seq) const;
+  const BlockPool& pool() const { return pool_; }
+
+ protected:
+  PagedPolicyBase(int64_t num_blocks, int64_t block_size, Bytes block_bytes, int64_t host_blocks);
+
+  struct SeqBlocks {
+    std::vector<BlockId> block_table;
+    int64_t tokens = 0;        // token slots in use (computed or scheduled), released ones included
+    int64_t freed_blocks = 0;  // leading entries released (kNoBlock)
+    bool live = false;
+  };
+  struct HostSeq {
+    int64_t blocks = 0;  // live blocks copied out
+    int64_t freed_blocks = 0;
+    int64_t tokens = 0;
+    bool live = false;
+  };
+
+  int64_t block_size() const { return block_size_; }
+  Bytes block_bytes() const { return block_bytes_; }
+  int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+  const SeqBlocks& seq(SeqSlot s) const { return seqs_.at(static_cast<size_t>(s)); }
+  const HostSeq& host(HostSlot h) const { return host_.at(static_cast<size_t>(h)); }
+
+  // Holds a new sequence of `tokens` tokens whose table is `freed_blocks`
+  // released entries, then the `reused` blocks (a reference is added to
+  // each), then `new_blocks` allocated ones.
+  SeqSlot open_seq(const std::vector<BlockId>& reused, int64_t new_blocks, int64_t tokens,
+                   int64_t freed_blocks = 0);
+  // Brings a swapped-out sequence back: `on_device` are its leading blocks
+  // whose content never left the device, the rest are allocated and copied
+  // in. The host slot is freed.
+  SeqSlot restore_from_host(HostSlot h, const SwapPlan& plan,
+                            const std::vector<BlockId>& on_device);
+  // Releases the table's blocks before index `end` (clamped to the table)
+  // that are still held; returns how many it released now.
+  int64_t free_leading_blocks(SeqSlot s, int64_t end);
+
+  BlockPool pool_;
+
+ private:
+  int64_t block_size_;
+  Bytes block_bytes_;
+  int64_t host_blocks_;  // swap space in blocks
+  std::vector<SeqBlocks> seqs_;
+  std::vector<SeqSlot> free_seq_slots_;
+  std::vector<HostSeq> host_;
+  std::vector<HostSlot> free_host_slots_;
+  int64_t live_seqs_ = 0;
+  int64_t slots_reserved_ = 0;
+  int64_t tokens_held_ = 0;  // tokens in live blocks
+  int64_t host_blocks_used_ = 0;
+  Bytes bytes_moved_ = 0;
+  Bytes swapped_bytes_ = 0;
+};
+
+}  // namespace kvsim

@@ -10,45 +10,21 @@
 
 namespace kvsim::kernels {
 
-GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& tok,
-                               const GenerateOptions& o) {
-  // The on-device modes keep the KV in Genie buffers (kernels/llama2_genie.cpp).
-  if (is_genie_update_mode(o.policy)) return generate_greedy_genie(w, tok, o);
-  const Llama2Config& c = w.config;
-  if (o.block_size <= 0) throw std::invalid_argument("block size must be positive");
-  const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
-  const std::vector<int32_t> prompt = tok.encode(o.prompt, true);
-  if (static_cast<int64_t>(prompt.size()) > steps)
+std::vector<int32_t> encode_prompt(const Llama2Tokenizer& tok, const std::string& prompt,
+                                   int64_t steps) {
+  std::vector<int32_t> tokens = tok.encode(prompt, true);
+  if (static_cast<int64_t>(tokens.size()) > steps)
     throw std::invalid_argument(
-        fmt::format("the prompt has {} tokens, more than --steps {}", prompt.size(), steps));
+        fmt::format("the prompt has {} tokens, more than --steps {}", tokens.size(), steps));
+  return tokens;
+}
 
-  KvPool pool((steps + o.block_size - 1) / o.block_size + 1, c.n_layers, o.block_size, c.n_kv_heads,
-              c.head_size(), o.kv_dtype);
-  CacheConfig cfg;
-  cfg.policy = o.policy;
-  cfg.block_size = o.block_size;
-  cfg.prefix_caching = false;
-  PoolSizing sizing;
-  sizing.block_bytes = pool.geometry().block_bytes();
-  sizing.num_blocks = pool.num_blocks();
-  sizing.capacity_tokens = sizing.num_blocks * o.block_size;
-  auto policy = make_cache_policy(cfg, sizing);
-  if (!policy)
-    throw std::invalid_argument(fmt::format("unknown cache policy '{}' (allowed: {})", o.policy,
-                                            fmt::join(cache_policy_names(), ", ")));
-
+GenerateResult greedy_token_loop(const Llama2Tokenizer& tok, const GenerateOptions& o,
+                                 const std::vector<int32_t>& prompt, int64_t steps,
+                                 std::vector<float> logits, const Llama2DecodeStep& decode) {
   GenerateResult r;
   r.tokens = prompt;
   const auto n_prompt = static_cast<int64_t>(prompt.size());
-  std::vector<int32_t> none;
-  const auto view = [&](int64_t n) { return TokenView{r.tokens.data(), n, none.data(), 0}; };
-  // Admit the prompt (one prefill), then one token per step.
-  AdmitPlan admit = policy->plan_admit(PrefixHit{}, n_prompt);
-  if (!admit.fits) throw std::invalid_argument("the prompt does not fit the pool");
-  const SeqSlot slot = policy->apply_admit(admit);
-  std::vector<float> logits =
-      llama2_forward(w, pool, policy->block_table(slot), prompt.data(), n_prompt, 0);
-  policy->commit(slot, view(n_prompt), n_prompt);
   for (int64_t i = 1; i < n_prompt; ++i)
     r.text += tok.piece(prompt[static_cast<size_t>(i - 1)], prompt[static_cast<size_t>(i)]);
   for (int64_t pos = n_prompt - 1; pos < steps; ++pos) {
@@ -65,12 +41,57 @@ GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& to
     r.text += tok.piece(token, next);
     r.tokens.push_back(next);
     if (pos + 1 >= steps) break;
+    logits = decode(r.tokens, pos + 1);
+  }
+  return r;
+}
+
+GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& tok,
+                               const GenerateOptions& o) {
+  // The on-device modes keep the KV in Genie buffers (kernels/llama2_genie.cpp).
+  if (is_genie_update_mode(o.policy)) return generate_greedy_genie(w, tok, o);
+  const Llama2Config& c = w.config;
+  if (o.block_size <= 0) throw std::invalid_argument("block size must be positive");
+  const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
+  const std::vector<int32_t> prompt = encode_prompt(tok, o.prompt, steps);
+
+  KvPool pool((steps + o.block_size - 1) / o.block_size + 1, c.n_layers, o.block_size, c.n_kv_heads,
+              c.head_size(), o.kv_dtype);
+  CacheConfig cfg;
+  cfg.policy = o.policy;
+  cfg.block_size = o.block_size;
+  cfg.prefix_caching = false;
+  PoolSizing sizing;
+  sizing.block_bytes = pool.geometry().block_bytes();
+  sizing.num_blocks = pool.num_blocks();
+  sizing.capacity_tokens = sizing.num_blocks * o.block_size;
+  auto policy = make_cache_policy(cfg, sizing);
+  if (!policy)
+    throw std::invalid_argument(fmt::format("unknown cache policy '{}' (allowed: {})", o.policy,
+                                            fmt::join(cache_policy_names(), ", ")));
+
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  const std::vector<int32_t> none;
+  const auto view = [&](const std::vector<int32_t>& tokens, int64_t n) {
+    return TokenView{tokens.data(), n, none.data(), 0};
+  };
+  // Admit the prompt (one prefill), then grow by one token per step.
+  AdmitPlan admit = policy->plan_admit(PrefixHit{}, n_prompt);
+  if (!admit.fits) throw std::invalid_argument("the prompt does not fit the pool");
+  const SeqSlot slot = policy->apply_admit(admit);
+  std::vector<float> logits =
+      llama2_forward(w, pool, policy->block_table(slot), prompt.data(), n_prompt, 0);
+  policy->commit(slot, view(prompt, n_prompt), n_prompt);
+  const auto decode = [&](const std::vector<int32_t>& tokens, int64_t pos) {
     const GrowPlan grow = policy->plan_grow(slot, 1);
     if (!grow.fits) throw std::logic_error("the pool ran out of blocks");
     policy->apply_grow(slot, grow, 1);
-    logits = llama2_forward(w, pool, policy->block_table(slot), &next, 1, pos + 1);
-    policy->commit(slot, view(pos + 2), pos + 2);
-  }
+    std::vector<float> out =
+        llama2_forward(w, pool, policy->block_table(slot), &tokens.back(), 1, pos);
+    policy->commit(slot, view(tokens, pos + 1), pos + 1);
+    return out;
+  };
+  GenerateResult r = greedy_token_loop(tok, o, prompt, steps, std::move(logits), decode);
   policy->release(slot);
   policy->check_drained();
   return r;

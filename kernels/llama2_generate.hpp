@@ -5,6 +5,7 @@
 // the forward pass writes and reads K/V only through that policy's block
 // table on a real KvPool of the chosen storage type.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,5 +40,25 @@ struct GenerateResult {
 // Throws std::invalid_argument for an unknown policy or bad sizes.
 GenerateResult generate_greedy(const Llama2Weights& weights, const Llama2Tokenizer& tokenizer,
                                const GenerateOptions& options);
+
+// The pieces every KV store shares (paged here, Genie's buffers in
+// kernels/llama2_genie.cpp); only the prefill and the decode step differ.
+
+// The prompt's tokens, BOS first; throws std::invalid_argument when they
+// are more than `steps`.
+std::vector<int32_t> encode_prompt(const Llama2Tokenizer& tokenizer, const std::string& prompt,
+                                   int64_t steps);
+
+// Runs tokens.back() at position `pos` through the caller's KV (tokens so
+// far, BOS first) and returns its logits.
+using Llama2DecodeStep =
+    std::function<std::vector<float>(const std::vector<int32_t>& tokens, int64_t pos)>;
+
+// llama2.c's token loop once the prompt is prefilled (`logits` are its last
+// token's): the argmax, or the forced token, at each position up to `steps`,
+// stopping on BOS; the text holds the prompt and every chosen token.
+GenerateResult greedy_token_loop(const Llama2Tokenizer& tokenizer, const GenerateOptions& options,
+                                 const std::vector<int32_t>& prompt, int64_t steps,
+                                 std::vector<float> logits, const Llama2DecodeStep& decode);
 
 }  // namespace kvsim::kernels

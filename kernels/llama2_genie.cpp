@@ -6,20 +6,11 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/rope.hpp"
 #include "sim/cache/genie_mode_policy.hpp"
 #include "sim/numerics/genie_numerics.hpp"
 
 namespace kvsim::kernels {
 namespace {
-
-void rmsnorm(const WeightMatrix& x, const Eigen::VectorXf& weight, float eps, WeightMatrix& out) {
-  out.resize(x.rows(), x.cols());
-  for (int64_t i = 0; i < x.rows(); ++i) {
-    const float ss = 1.0f / std::sqrt(x.row(i).squaredNorm() / static_cast<float>(x.cols()) + eps);
-    out.row(i) = x.row(i).cwiseProduct(weight.transpose()) * ss;
-  }
-}
 
 constexpr int64_t kPrefillVariant = 32;  // AR-32 prefill passes, AR-1 decode
 
@@ -34,10 +25,7 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
                          std::vector<KvRange>* ranges) {
   const Llama2Config& c = w.config;
   const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
-  const std::vector<int32_t> prompt = tok.encode(o.prompt, true);
-  if (static_cast<int64_t>(prompt.size()) > steps)
-    throw std::invalid_argument(
-        fmt::format("the prompt has {} tokens, more than --steps {}", prompt.size(), steps));
+  const std::vector<int32_t> prompt = encode_prompt(tok, o.prompt, steps);
   OnDeviceCacheShape shape;
   shape.layers = c.n_layers;
   shape.kv_heads = c.n_kv_heads;
@@ -84,8 +72,6 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
     return logits;
   };
 
-  GenerateResult r;
-  r.tokens = prompt;
   const auto n_prompt = static_cast<int64_t>(prompt.size());
   dispatch(0, n_prompt > 1 ? kPrefillVariant : 1);  // clear cache
   std::vector<float> logits;
@@ -94,25 +80,10 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
     logits = pass(prompt.data() + pos, m, pos, n_prompt > 1 ? kPrefillVariant : 1);
     pos += m;
   }
-  for (int64_t i = 1; i < n_prompt; ++i)
-    r.text += tok.piece(prompt[static_cast<size_t>(i - 1)], prompt[static_cast<size_t>(i)]);
-  for (int64_t pos = n_prompt - 1; pos < steps; ++pos) {
-    if (o.keep_logits) r.logits.push_back(logits);
-    const int32_t token = r.tokens.back();
-    int32_t next =
-        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    const auto gen = static_cast<size_t>(pos - (n_prompt - 1));
-    if (o.forced) {
-      if (gen >= o.forced->size()) break;
-      next = (*o.forced)[gen];
-    }
-    if (next == kLlama2Bos) break;  // llama2.c stops on BOS
-    r.text += tok.piece(token, next);
-    r.tokens.push_back(next);
-    if (pos + 1 >= steps) break;
-    logits = pass(&next, 1, pos + 1, 1);
-  }
-  return r;
+  const auto decode = [&](const std::vector<int32_t>& tokens, int64_t pos) {
+    return pass(&tokens.back(), 1, pos, 1);
+  };
+  return greedy_token_loop(tok, o, prompt, steps, std::move(logits), decode);
 }
 
 }  // namespace
@@ -127,26 +98,12 @@ std::vector<float> llama2_forward_genie(const Llama2Weights& w,
                                         std::vector<std::vector<float>>& new_k,
                                         std::vector<std::vector<float>>& new_v) {
   const Llama2Config& c = w.config;
-  const int64_t hs = c.head_size();
-  WeightMatrix x(n, c.dim), xb, q, k, v, att(n, c.dim), h1, h3;
-  for (int64_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
-      throw std::out_of_range("llama2_forward_genie: token id outside the vocabulary");
-    x.row(i) = w.token_embedding.row(tokens[i]);
-  }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
   new_k.resize(static_cast<size_t>(c.n_layers));
   new_v.resize(static_cast<size_t>(c.n_layers));
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  const auto genie_attention = [&](int64_t l, const WeightMatrix& q, const WeightMatrix& k,
+                                   const WeightMatrix& v, WeightMatrix& att) {
     const auto li = static_cast<size_t>(l);
-    rmsnorm(x, w.rms_att[li], w.norm_eps, xb);
-    q.noalias() = xb * w.wq[li].transpose();
-    k.noalias() = xb * w.wk[li].transpose();
-    v.noalias() = xb * w.wv[li].transpose();
-    for (int64_t i = 0; i < n; ++i) {
-      apply_rope(q.row(i).data(), c.n_heads, hs, pos0 + i, w.rope_theta, w.rope_style);
-      apply_rope(k.row(i).data(), c.n_kv_heads, hs, pos0 + i, w.rope_theta, w.rope_style);
-    }
     // The pass's K/V (after RoPE) as the graph's output buffer holds them:
     // stored in the cache's dtype, so the pass reads what the update copies.
     new_k[li].assign(k.data(), k.data() + n * c.kv_dim());
@@ -156,18 +113,8 @@ std::vector<float> llama2_forward_genie(const Llama2Weights& w,
     for (int64_t i = 0; i < n; ++i)
       layers[li].attend(q.row(i).data(), c.n_heads, scale, att.row(i).data(), new_k[li].data(),
                         new_v[li].data(), i + 1);
-    x.noalias() += att * w.wo[li].transpose();
-    rmsnorm(x, w.rms_ffn[li], w.norm_eps, xb);
-    h1.noalias() = xb * w.w1[li].transpose();
-    h3.noalias() = xb * w.w3[li].transpose();
-    h1 = (h1.array() / (1.0f + (-h1.array()).exp())) * h3.array();  // SwiGLU
-    x.noalias() += h1 * w.w2[li].transpose();
-  }
-  WeightMatrix last = x.bottomRows(1);
-  rmsnorm(last, w.rms_final, w.norm_eps, xb);
-  const WeightMatrix& cls = w.config.shared_classifier ? w.token_embedding : w.classifier;
-  Eigen::RowVectorXf logits = xb.row(0) * cls.transpose();
-  return std::vector<float>(logits.data(), logits.data() + logits.size());
+  };
+  return llama2_forward_with(w, tokens, n, pos0, 0, genie_attention, "llama2_forward_genie");
 }
 
 GenerateResult generate_greedy_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,

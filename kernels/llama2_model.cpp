@@ -85,30 +85,53 @@ Llama2Weights load_llama2_checkpoint(const std::string& path) {
   return w;
 }
 
-std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
-                                  std::span<const int32_t> block_table, const int32_t* tokens,
-                                  int64_t n, int64_t pos0, int64_t rope_offset) {
+std::vector<float> llama2_forward_with(const Llama2Weights& w, const int32_t* tokens, int64_t n,
+                                       int64_t pos0, int64_t rope_offset,
+                                       const Llama2Attention& attend, const char* caller) {
   const Llama2Config& c = w.config;
   const int64_t hs = c.head_size();
   WeightMatrix x(n, c.dim), xb, q, k, v, att(n, c.dim), h1, h3;
   for (int64_t i = 0; i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
-      throw std::out_of_range("llama2_forward: token id outside the vocabulary");
+      throw std::out_of_range(fmt::format("{}: token id outside the vocabulary", caller));
     x.row(i) = w.token_embedding.row(tokens[i]);
   }
-  const std::vector<int64_t> slots = slot_mapping_for(block_table, pool.block_tokens(), pos0, n);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::span<const int32_t> tables[1] = {block_table};
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    rmsnorm(x, w.rms_att[static_cast<size_t>(l)], w.norm_eps, xb);
-    q.noalias() = xb * w.wq[static_cast<size_t>(l)].transpose();
-    k.noalias() = xb * w.wk[static_cast<size_t>(l)].transpose();
-    v.noalias() = xb * w.wv[static_cast<size_t>(l)].transpose();
+    const auto li = static_cast<size_t>(l);
+    rmsnorm(x, w.rms_att[li], w.norm_eps, xb);
+    q.noalias() = xb * w.wq[li].transpose();
+    k.noalias() = xb * w.wk[li].transpose();
+    v.noalias() = xb * w.wv[li].transpose();
     for (int64_t i = 0; i < n; ++i) {
       const int64_t pos = rope_offset + pos0 + i;
       apply_rope(q.row(i).data(), c.n_heads, hs, pos, w.rope_theta, w.rope_style);
       apply_rope(k.row(i).data(), c.n_kv_heads, hs, pos, w.rope_theta, w.rope_style);
     }
+    attend(l, q, k, v, att);
+    x.noalias() += att * w.wo[li].transpose();
+    rmsnorm(x, w.rms_ffn[li], w.norm_eps, xb);
+    h1.noalias() = xb * w.w1[li].transpose();
+    h3.noalias() = xb * w.w3[li].transpose();
+    // SwiGLU: silu(w1 x) * (w3 x).
+    h1 = (h1.array() / (1.0f + (-h1.array()).exp())) * h3.array();
+    x.noalias() += h1 * w.w2[li].transpose();
+  }
+  WeightMatrix last = x.bottomRows(1);
+  rmsnorm(last, w.rms_final, w.norm_eps, xb);
+  const WeightMatrix& cls = w.config.shared_classifier ? w.token_embedding : w.classifier;
+  Eigen::RowVectorXf logits = xb.row(0) * cls.transpose();
+  return std::vector<float>(logits.data(), logits.data() + logits.size());
+}
+
+std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
+                                  std::span<const int32_t> block_table, const int32_t* tokens,
+                                  int64_t n, int64_t pos0, int64_t rope_offset) {
+  const Llama2Config& c = w.config;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
+  const std::span<const int32_t> tables[1] = {block_table};
+  const std::vector<int64_t> slots = slot_mapping_for(block_table, pool.block_tokens(), pos0, n);
+  const auto paged_attention = [&](int64_t l, const WeightMatrix& q, const WeightMatrix& k,
+                                   const WeightMatrix& v, WeightMatrix& att) {
     // K is cached after RoPE (llama2.c), then everything is read back from the pool.
     store_kvcache(pool, l, k.data(), v.data(), slots);
     if (n == 1) {
@@ -119,19 +142,8 @@ std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
       const int32_t seqlen[1] = {static_cast<int32_t>(pos0 + n)};
       paged_varlen_attention(pool, l, q.data(), cu, seqlen, tables, c.n_heads, scale, att.data());
     }
-    x.noalias() += att * w.wo[static_cast<size_t>(l)].transpose();
-    rmsnorm(x, w.rms_ffn[static_cast<size_t>(l)], w.norm_eps, xb);
-    h1.noalias() = xb * w.w1[static_cast<size_t>(l)].transpose();
-    h3.noalias() = xb * w.w3[static_cast<size_t>(l)].transpose();
-    // SwiGLU: silu(w1 x) * (w3 x).
-    h1 = (h1.array() / (1.0f + (-h1.array()).exp())) * h3.array();
-    x.noalias() += h1 * w.w2[static_cast<size_t>(l)].transpose();
-  }
-  WeightMatrix last = x.bottomRows(1);
-  rmsnorm(last, w.rms_final, w.norm_eps, xb);
-  const WeightMatrix& cls = w.config.shared_classifier ? w.token_embedding : w.classifier;
-  Eigen::RowVectorXf logits = xb.row(0) * cls.transpose();
-  return std::vector<float>(logits.data(), logits.data() + logits.size());
+  };
+  return llama2_forward_with(w, tokens, n, pos0, rope_offset, paged_attention, "llama2_forward");
 }
 
 }  // namespace kvsim::kernels

@@ -4,9 +4,12 @@
 // SwiGLU. Every K/V the pass uses is written to the pool by slot mapping
 // (store_kvcache) and read back through the sequence's block table (paged
 // attention): nothing is kept on the side, so a wrong block table makes
-// wrong text.
+// wrong text. The pass itself (llama2_forward_with) takes the attention as a
+// step of its own, so Genie's buffers (kernels/llama2_genie.cpp) run the
+// same arithmetic with their own KV reads and writes.
 #include <Eigen/Core>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,5 +53,20 @@ Llama2Weights load_llama2_checkpoint(const std::string& path);
 std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,
                                   std::span<const int32_t> block_table, const int32_t* tokens,
                                   int64_t n, int64_t pos0, int64_t rope_offset = 0);
+
+// One layer's attention for the pass's n rows: q [n, dim], k and v
+// [n, kv_dim] after RoPE in, att [n, dim] out. Where the K/V are written
+// and read back from (a paged pool, Genie's buffers) is the caller's.
+using Llama2Attention =
+    std::function<void(int64_t layer, const WeightMatrix& q, const WeightMatrix& k,
+                       const WeightMatrix& v, WeightMatrix& att)>;
+
+// The forward pass shared by every KV store: embedding, then per layer
+// RMSNorm, QKV, RoPE at rope_offset + pos0.., `attend`, output projection and
+// SwiGLU; returns the last token's logits. `caller` names the entry point in
+// the error for a token outside the vocabulary (std::out_of_range).
+std::vector<float> llama2_forward_with(const Llama2Weights& w, const int32_t* tokens, int64_t n,
+                                       int64_t pos0, int64_t rope_offset,
+                                       const Llama2Attention& attend, const char* caller);
 
 }  // namespace kvsim::kernels

@@ -48,16 +48,54 @@ std::string expected_text() {
   return ss.str();
 }
 
+// The text llama2.c's expected_greedy_200.txt was made with: an empty
+// prompt, 200 steps, fp32 KV; `o` picks where the KV lives.
+std::string empty_prompt_200_steps_fp32(GenerateOptions o) {
+  o.steps = 200;
+  o.kv_dtype = KvDtype::fp32;
+  return generate_greedy(model().weights, model().tokenizer, o).text;
+}
+
+// How far a low-precision run strays from fp32 paged on the same context:
+// the reference's tokens are forced into `low` (its policy and dtype set by
+// the caller) and the logits compared position by position.
+struct LogitAgreement {
+  double max_err = 0;  // max |logit - fp32 logit|
+  double top1 = 0;     // share of positions whose argmax equals fp32's
+  size_t positions = 0;
+};
+
+LogitAgreement against_fp32_reference(GenerateOptions low) {
+  GenerateOptions o;
+  o.steps = low.steps;
+  o.keep_logits = true;
+  const GenerateResult ref = generate_greedy(model().weights, model().tokenizer, o);
+  low.keep_logits = true;
+  low.forced = std::vector<int32_t>(ref.tokens.begin() + 1, ref.tokens.end());
+  const GenerateResult run = generate_greedy(model().weights, model().tokenizer, low);
+  EXPECT_EQ(run.logits.size(), ref.logits.size());
+  LogitAgreement r;
+  r.positions = std::min(run.logits.size(), ref.logits.size());
+  int agree = 0;
+  for (size_t p = 0; p < r.positions; ++p) {
+    const auto& a = ref.logits[p];
+    const auto& b = run.logits[p];
+    for (size_t i = 0; i < a.size(); ++i)
+      r.max_err = std::max(r.max_err, double(std::fabs(a[i] - b[i])));
+    agree += std::max_element(a.begin(), a.end()) - a.begin() ==
+             std::max_element(b.begin(), b.end()) - b.begin();
+  }
+  r.top1 = double(agree) / double(ref.logits.size());
+  return r;
+}
+
 class GreedyPaged : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(GreedyPaged, EmptyPrompt200StepsFp32MatchesLlama2cByteForByte) {
   REQUIRE_SHARED_DATA();
   GenerateOptions o;
-  o.steps = 200;
   o.block_size = GetParam();
-  o.kv_dtype = KvDtype::fp32;
-  const GenerateResult r = generate_greedy(model().weights, model().tokenizer, o);
-  EXPECT_EQ(r.text, expected_text());
+  EXPECT_EQ(empty_prompt_200_steps_fp32(o), expected_text());
 }
 
 INSTANTIATE_TEST_SUITE_P(BlockSizes, GreedyPaged, ::testing::Values(1, 16, 64));
@@ -69,11 +107,8 @@ class GreedyGenie : public ::testing::TestWithParam<std::string> {};
 TEST_P(GreedyGenie, EmptyPrompt200StepsFp32MatchesLlama2cByteForByte) {
   REQUIRE_SHARED_DATA();
   GenerateOptions o;
-  o.steps = 200;
   o.policy = GetParam();
-  o.kv_dtype = KvDtype::fp32;
-  const GenerateResult r = generate_greedy(model().weights, model().tokenizer, o);
-  EXPECT_EQ(r.text, expected_text());
+  EXPECT_EQ(empty_prompt_200_steps_fp32(o), expected_text());
 }
 
 TEST_P(GreedyGenie, APromptPrefilledInSeveralPassesMatchesPaged) {
@@ -81,8 +116,9 @@ TEST_P(GreedyGenie, APromptPrefilledInSeveralPassesMatchesPaged) {
   // 40+ prompt tokens: two AR-32 passes, the last one padded.
   GenerateOptions o;
   o.steps = 120;
-  o.prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside "
-             "with her friends in the big green park near her house.";
+  o.prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside "
+      "with her friends in the big green park near her house.";
   const GenerateResult paged = generate_greedy(model().weights, model().tokenizer, o);
   ASSERT_GT(paged.tokens.size(), 40u);
   o.policy = GetParam();
@@ -97,31 +133,16 @@ TEST(GenieInt8Kv, ForcedReferenceTokensBoundLogitErrorAndTop1Agreement) {
   REQUIRE_SHARED_DATA();
   GenerateOptions o;
   o.steps = 200;
-  o.keep_logits = true;
-  const GenerateResult ref = generate_greedy(model().weights, model().tokenizer, o);
   o.policy = "pointer_shift";
   o.kv_dtype = KvDtype::int8;
-  o.forced = std::vector<int32_t>(ref.tokens.begin() + 1, ref.tokens.end());
-  const GenerateResult low = generate_greedy(model().weights, model().tokenizer, o);
-  ASSERT_EQ(low.logits.size(), ref.logits.size());
-  double max_err = 0;
-  int agree = 0;
-  for (size_t p = 0; p < ref.logits.size(); ++p) {
-    const auto& a = ref.logits[p];
-    const auto& b = low.logits[p];
-    for (size_t i = 0; i < a.size(); ++i)
-      max_err = std::max(max_err, double(std::fabs(a[i] - b[i])));
-    agree += std::max_element(a.begin(), a.end()) - a.begin() ==
-             std::max_element(b.begin(), b.end()) - b.begin();
-  }
-  const double top1 = double(agree) / double(ref.logits.size());
+  const LogitAgreement r = against_fp32_reference(o);
   std::cout << "[ figures ] Genie pointer_shift int8 KV (one scale/offset per layer): max |logit "
                "err| "
-            << max_err << ", top-1 agreement " << top1 << " over " << ref.logits.size()
+            << r.max_err << ", top-1 agreement " << r.top1 << " over " << r.positions
             << " positions\n";
-  EXPECT_LE(max_err, 3.0);
-  EXPECT_GE(top1, 0.9);
-  EXPECT_GT(max_err, 0.0);  // the storage type was really used
+  EXPECT_LE(r.max_err, 3.0);
+  EXPECT_GE(r.top1, 0.9);
+  EXPECT_GT(r.max_err, 0.0);  // the storage type was really used
 }
 
 TEST(Llama2Checkpoint, HeaderOfStories260K) {
@@ -165,29 +186,14 @@ TEST_P(LowPrecisionKv, ForcedReferenceTokensBoundLogitErrorAndTop1Agreement) {
   REQUIRE_SHARED_DATA();
   GenerateOptions o;
   o.steps = 200;
-  o.keep_logits = true;
-  const GenerateResult ref = generate_greedy(model().weights, model().tokenizer, o);
   o.kv_dtype = GetParam().dtype;
-  o.forced = std::vector<int32_t>(ref.tokens.begin() + 1, ref.tokens.end());
-  const GenerateResult low = generate_greedy(model().weights, model().tokenizer, o);
-  ASSERT_EQ(low.logits.size(), ref.logits.size());
-  double max_err = 0;
-  int agree = 0;
-  for (size_t p = 0; p < ref.logits.size(); ++p) {
-    const auto& a = ref.logits[p];
-    const auto& b = low.logits[p];
-    for (size_t i = 0; i < a.size(); ++i)
-      max_err = std::max(max_err, double(std::fabs(a[i] - b[i])));
-    agree += std::max_element(a.begin(), a.end()) - a.begin() ==
-             std::max_element(b.begin(), b.end()) - b.begin();
-  }
-  const double top1 = double(agree) / double(ref.logits.size());
+  const LogitAgreement r = against_fp32_reference(o);
   std::cout << "[ figures ] " << kv_dtype_name(GetParam().dtype) << " KV: max |logit err| "
-            << max_err << ", top-1 agreement " << top1 << " over " << ref.logits.size()
+            << r.max_err << ", top-1 agreement " << r.top1 << " over " << r.positions
             << " positions\n";
-  EXPECT_LE(max_err, GetParam().max_logit_err);
-  EXPECT_GE(top1, GetParam().min_top1);
-  EXPECT_GT(max_err, 0.0);  // the storage type was really used
+  EXPECT_LE(r.max_err, GetParam().max_logit_err);
+  EXPECT_GE(r.top1, GetParam().min_top1);
+  EXPECT_GT(r.max_err, 0.0);  // the storage type was really used
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LowPrecisionKv,

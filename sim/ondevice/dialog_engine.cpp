@@ -251,13 +251,7 @@ void DialogEngine::Impl::complete_turn(TimeNs update_time) {
   if (t.reply_tokens > 1) tpot_.add((now - t.first_token) / (t.reply_tokens - 1));
   sink_->request({t.request.id, "completed", t.request.arrival, t.first_token, now, t.input_tokens,
                   t.reply_tokens, t.cached_tokens, 0, t.request.session, t.request.turn});
-  const Request done = std::move(t.request);
-  turn_.reset();
-  source_->on_complete(done, now);
-  if (source_->exhausted())
-    finish_dialog();
-  else
-    arm_arrival();
+  end_turn(now);
 }
 
 void DialogEngine::Impl::reject_turn() {
@@ -268,7 +262,14 @@ void DialogEngine::Impl::reject_turn() {
   sink_->request({t.request.id, "rejected", t.request.arrival, -1, now,
                   static_cast<int64_t>(t.request.prompt.size()), t.reply_tokens, 0, 0,
                   t.request.session, t.request.turn});
-  const Request done = std::move(t.request);
+  end_turn(now);
+}
+
+// The turn is over (completed or rejected): its request goes back to the
+// source (a closed-loop source issues the next turn from it), then the next
+// arrival is armed or, after the last turn, the dialog ends.
+void DialogEngine::Impl::end_turn(TimeNs now) {
+  const Request done = std::move(turn_->request);
   turn_.reset();
   source_->on_complete(done, now);
   if (source_->exhausted())

@@ -85,6 +85,7 @@ class DialogEngine::Impl {
   void on_pass_done();
   void complete_turn(TimeNs update_time);
   void reject_turn();
+  void end_turn(TimeNs now);
   void finish_dialog();
   TimeNs update_time(const KvUpdatePlan& plan) const;
   KvUpdatePlan dispatch(int64_t n_past, int64_t variant, const std::string& where);

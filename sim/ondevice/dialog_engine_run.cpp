@@ -9,23 +9,13 @@
 #include "sim/cache/policy_registry.hpp"
 #include "sim/ondevice/dialog_engine_impl.hpp"
 #include "sim/ondevice/dialog_numerics.hpp"
+#include "sim/served_metrics.hpp"
 
 namespace kvsim {
 
 using namespace dialog_detail;  // this file's own engine internals
 
 namespace {
-
-LatencySummary summarize(const LatencyHistogram& h) {
-  LatencySummary s;
-  if (h.count() == 0) return s;
-  s.mean = h.mean() / 1e6;
-  s.p50 = h.percentile(50) / 1e6;
-  s.p90 = h.percentile(90) / 1e6;
-  s.p99 = h.percentile(99) / 1e6;
-  s.max = static_cast<double>(h.max()) / 1e6;
-  return s;
-}
 
 std::unique_ptr<OnDeviceKvPolicy> scenario_policy(const ScenarioSpec& s) {
   auto policy = make_ondevice_policy(s.cache, s.model);
@@ -136,16 +126,9 @@ RunMetrics DialogEngine::Impl::run() {
   m.requests.arrived = arrived_;
   m.requests.completed = completed_;
   m.requests.rejected = rejected_;
-  m.latency_ms.ttft = summarize(ttft_);
-  m.latency_ms.tpot = summarize(tpot_);
-  m.latency_ms.e2e = summarize(e2e_);
-  const double span_s = static_cast<double>(last_completion_) / 1e9;
-  if (span_s > 0) {
-    m.throughput.output_tokens_per_s = static_cast<double>(output_tokens_done_) / span_s;
-    m.throughput.total_tokens_per_s =
-        static_cast<double>(output_tokens_done_ + prompt_tokens_done_) / span_s;
-    m.throughput.requests_per_s = static_cast<double>(completed_) / span_s;
-  }
+  fill_served_metrics(
+      {ttft_, tpot_, e2e_, completed_, prompt_tokens_done_, output_tokens_done_, last_completion_},
+      m);
   const OnDeviceAccounting acc = policy_->accounting();
   m.kv_cache.capacity_tokens = policy_->capacity_tokens(1);
   m.kv_cache.kv_bytes_per_token = shape_.column_bytes();

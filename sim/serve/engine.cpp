@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "sim/cache/policy_registry.hpp"
+#include "sim/served_metrics.hpp"
 
 namespace kvsim {
 namespace {
@@ -16,19 +17,6 @@ constexpr int32_t kPrioStepDone = 0;
 constexpr int32_t kPrioArrival = 1;
 constexpr int32_t kPrioKick = 2;
 
-double ms(double ns) {
-  return ns / 1e6;
-}
-LatencySummary summarize(const LatencyHistogram& h) {
-  LatencySummary s;
-  if (h.count() == 0) return s;
-  s.mean = ms(h.mean());
-  s.p50 = ms(h.percentile(50));
-  s.p90 = ms(h.percentile(90));
-  s.p99 = ms(h.percentile(99));
-  s.max = ms(static_cast<double>(h.max()));
-  return s;
-}
 }  // namespace
 
 ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
@@ -133,9 +121,8 @@ void ServingEngine::start_step() {
   work_.seqs.clear();
   for (const ScheduledSeq& item : batch_.items) {
     const Sequence* seq = item.seq;
-    work_.seqs.push_back(
-        {item.tokens, policy_->attention_context(seq->computed),
-         seq->computed + item.tokens == seq->num_tokens()});
+    work_.seqs.push_back({item.tokens, policy_->attention_context(seq->computed),
+                          seq->computed + item.tokens == seq->num_tokens()});
   }
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;
@@ -259,16 +246,9 @@ RunMetrics ServingEngine::run() {
   m.requests.rejected = rejected_;
   m.requests.preempted = preempted_requests_;
   m.requests.preemptions = static_cast<int64_t>(scheduler_->preemptions());
-  m.latency_ms.ttft = summarize(ttft_);
-  m.latency_ms.tpot = summarize(tpot_);
-  m.latency_ms.e2e = summarize(e2e_);
-  const double span_s = static_cast<double>(last_completion_) / 1e9;
-  if (span_s > 0) {
-    m.throughput.output_tokens_per_s = static_cast<double>(output_tokens_done_) / span_s;
-    m.throughput.total_tokens_per_s =
-        static_cast<double>(output_tokens_done_ + prompt_tokens_done_) / span_s;
-    m.throughput.requests_per_s = static_cast<double>(completed_) / span_s;
-  }
+  fill_served_metrics(
+      {ttft_, tpot_, e2e_, completed_, prompt_tokens_done_, output_tokens_done_, last_completion_},
+      m);
   const CacheAccounting acc = policy_->accounting();
   m.kv_cache.block_bytes = sizing_.block_bytes;
   m.kv_cache.block_size = scenario_.cache.block_size;

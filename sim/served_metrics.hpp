@@ -1,0 +1,35 @@
+#pragma once
+// The request-level metrics every engine reports the same way (SPEC 9):
+// latency_ms.{ttft,tpot,e2e} from the run's histograms and throughput over
+// the time to the last completion. Both the serving engine
+// (sim/serve/engine.cpp) and the dialog engine
+// (sim/ondevice/dialog_engine_run.cpp) fill them here, so the two kinds of
+// run can be compared key for key.
+#include <cstdint>
+
+#include "sim/config/units.hpp"
+#include "sim/latency_histogram.hpp"
+#include "sim/metrics.hpp"
+
+namespace kvsim {
+
+// A histogram of nanoseconds as a summary in milliseconds; all zero when
+// the histogram is empty.
+LatencySummary summarize_latency(const LatencyHistogram& h);
+
+// What the requests of a run came to. The engines brace-initialise it in
+// field order from members of the same names.
+struct ServedRequests {
+  const LatencyHistogram& ttft;
+  const LatencyHistogram& tpot;
+  const LatencyHistogram& e2e;
+  int64_t completed = 0;
+  int64_t prompt_tokens = 0, output_tokens = 0;  // of the completed requests
+  TimeNs last_completion = 0;                    // the throughput's time span
+};
+
+// Fills m.latency_ms and m.throughput (throughput stays 0 when nothing
+// completed after time 0).
+void fill_served_metrics(const ServedRequests& served, RunMetrics& m);
+
+}  // namespace kvsim

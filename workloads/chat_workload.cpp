@@ -110,9 +110,8 @@ class ChatSource final : public WorkloadSource {
                       request.session, request.turn, session.next_turn - 1));
     }
     awaiting_.erase(it);
-    Rng think_rng = Rng::keyed(seed_, RandomStream::think_time, session.index,
-                               static_cast<uint64_t>(session.next_turn));
-    session.arrival = now + spec_.think_time->sample(think_rng);
+    session.arrival = now + keyed_sample(*spec_.think_time, seed_, RandomStream::think_time,
+                                         session.index, static_cast<uint64_t>(session.next_turn));
     waiting_.push_back(session);
     std::push_heap(waiting_.begin(), waiting_.end(), arrives_later);
   }
@@ -123,12 +122,12 @@ class ChatSource final : public WorkloadSource {
 
  private:
   int64_t user_length(uint64_t s, int32_t t) const {
-    Rng rng = Rng::keyed(seed_, RandomStream::user_length, s, static_cast<uint64_t>(t));
-    return spec_.user_tokens->sample(rng);
+    return keyed_sample(*spec_.user_tokens, seed_, RandomStream::user_length, s,
+                        static_cast<uint64_t>(t));
   }
   int64_t output_length(uint64_t s, int32_t t) const {
-    Rng rng = Rng::keyed(seed_, RandomStream::output_length, s, static_cast<uint64_t>(t));
-    return spec_.output_tokens->sample(rng);
+    return keyed_sample(*spec_.output_tokens, seed_, RandomStream::output_length, s,
+                        static_cast<uint64_t>(t));
   }
   TokenStream tokens(RandomStream stream, uint64_t s, int32_t t) const {
     return TokenStream(stream_key(seed_, stream, s, static_cast<uint64_t>(t)), vocab_size_);
@@ -160,10 +159,10 @@ class ChatSource final : public WorkloadSource {
         Rng arrival_rng = Rng::keyed(seed_, RandomStream::arrival, s);
         last_start_ = spec_.arrival->next_arrival(last_start_, s, arrival_rng);
       }
-      Rng turns_rng = Rng::keyed(seed_, RandomStream::session_turns, s);
       ChatSession session;
       session.index = s;
-      session.turns = static_cast<int32_t>(spec_.turns->sample(turns_rng));
+      session.turns =
+          static_cast<int32_t>(keyed_sample(*spec_.turns, seed_, RandomStream::session_turns, s));
       session.history_tokens = spec_.system_prompt_tokens;
       session.arrival = last_start_;
       if (fits(session)) {

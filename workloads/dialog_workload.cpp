@@ -56,8 +56,10 @@ class DialogSource final : public WorkloadSource {
     }
     in_flight_ = false;
     if (static_cast<int64_t>(taken_) >= spec_.turns) return;
-    Rng think_rng = Rng::keyed(seed_, RandomStream::think_time, 0, taken_);
-    next_arrival_ = now + (spec_.think_time ? spec_.think_time->sample(think_rng) : 0);
+    TimeNs think = 0;  // no think_time: the next prompt follows the reply at once
+    if (spec_.think_time)
+      think = keyed_sample(*spec_.think_time, seed_, RandomStream::think_time, 0, taken_);
+    next_arrival_ = now + think;
   }
 
   bool exhausted() const override {
@@ -82,13 +84,13 @@ class DialogSource final : public WorkloadSource {
 }  // namespace
 
 int64_t dialog_prompt_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn) {
-  Rng rng = Rng::keyed(seed, RandomStream::user_length, 0, static_cast<uint64_t>(turn));
-  return spec.prompt_tokens->sample(rng);
+  return keyed_sample(*spec.prompt_tokens, seed, RandomStream::user_length, 0,
+                      static_cast<uint64_t>(turn));
 }
 
 int64_t dialog_reply_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn) {
-  Rng rng = Rng::keyed(seed, RandomStream::output_length, 0, static_cast<uint64_t>(turn));
-  return spec.reply_tokens->sample(rng);
+  return keyed_sample(*spec.reply_tokens, seed, RandomStream::output_length, 0,
+                      static_cast<uint64_t>(turn));
 }
 
 void parse_dialog_workload(config::MapReader& reader, WorkloadSpec& spec) {

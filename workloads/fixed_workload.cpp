@@ -17,14 +17,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <stdexcept>
 
+#include "workloads/single_shot_source.hpp"
 #include "workloads/workload_kinds.hpp"
 
 namespace kvsim::detail {
 namespace {
 
-constexpr int64_t kMaxRequests = 1'000'000'000'000;  // a bound: streams are O(1)
 constexpr int64_t kMaxGroups = 1'000'000;
 
 const FixedWorkloadSpec& fixed_of(const WorkloadSpec& spec) {
@@ -36,61 +35,28 @@ int64_t shared_tokens(const FixedPrefixSpec& prefix, int64_t input) {
   return std::llround(prefix.shared_fraction * static_cast<double>(input));
 }
 
-class FixedSource final : public WorkloadSource {
+class FixedSource final : public SingleShotSource {
  public:
   FixedSource(FixedWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
-      : spec_(std::move(spec)), seed_(seed), vocab_size_(vocab_size) {}
+      : SingleShotSource("fixed", spec.requests, spec.arrival, seed, vocab_size),
+        spec_(std::move(spec)) {}
 
-  std::optional<TimeNs> next_arrival() const override {
-    if (exhausted()) return std::nullopt;
-    return next_time_;
-  }
-
-  Request take() override {
-    if (exhausted()) throw std::logic_error("take() on an exhausted fixed request source");
-    const uint64_t index = next_index_;
-    Request request;
-    request.id = index;
-    request.arrival = next_time_;
+ private:
+  // [the first `shared` tokens of group i mod groups][the rest, unique]
+  void build(Request& request) const override {
+    const uint64_t index = request.id;
     const uint64_t group = index % static_cast<uint64_t>(spec_.prefix.groups);
-    Rng input_rng = Rng::keyed(seed_, RandomStream::input_length, index);
-    Rng output_rng = Rng::keyed(seed_, RandomStream::output_length, index);
-    const int64_t input = spec_.input_tokens->sample(input_rng);
-    const int64_t output = spec_.output_tokens->sample(output_rng);
+    const int64_t input = draw(*spec_.input_tokens, RandomStream::input_length, index);
+    const int64_t output = draw(*spec_.output_tokens, RandomStream::output_length, index);
     const int64_t shared = shared_tokens(spec_.prefix, input);
     if (shared > 0) request.prefix_group = static_cast<int32_t>(group);
 
     request.prompt.reserve(static_cast<size_t>(input));
-    append_tokens(
-        request.prompt,
-        TokenStream(stream_key(seed_, RandomStream::fixed_prefix_tokens, group), vocab_size_),
-        shared);
-    append_tokens(request.prompt,
-                  TokenStream(stream_key(seed_, RandomStream::prompt_tokens, index), vocab_size_),
-                  input - shared);
-    request.output.reserve(static_cast<size_t>(output));
-    append_tokens(request.output,
-                  TokenStream(stream_key(seed_, RandomStream::output_tokens, index), vocab_size_),
-                  output);
-
-    ++next_index_;
-    if (!exhausted()) {
-      Rng arrival_rng = Rng::keyed(seed_, RandomStream::arrival, next_index_);
-      next_time_ = spec_.arrival->next_arrival(next_time_, next_index_, arrival_rng);
-    }
-    return request;
+    append_tokens(request.prompt, tokens(RandomStream::fixed_prefix_tokens, group), shared);
+    append_own_tokens(request, input - shared, output);
   }
 
-  bool exhausted() const override { return next_index_ >= static_cast<uint64_t>(spec_.requests); }
-  size_t held_entries() const override { return 0; }
-  uint64_t taken() const override { return next_index_; }
-
- private:
   FixedWorkloadSpec spec_;
-  uint64_t seed_;
-  int64_t vocab_size_;
-  uint64_t next_index_ = 0;
-  TimeNs next_time_ = 0;
 };
 
 FixedPrefixSpec parse_prefix(const config::Node& node) {
@@ -109,10 +75,8 @@ FixedPrefixSpec parse_prefix(const config::Node& node) {
 
 void parse_fixed_workload(config::MapReader& reader, WorkloadSpec& spec) {
   FixedWorkloadSpec fixed;
-  // requests: how many requests the stream produces
-  fixed.requests = reader.integer("requests", std::nullopt, 1, kMaxRequests);
-  // arrival: {process: closed, concurrency, think_time} or an open-loop process
-  fixed.arrival = read_arrival(reader, "arrival");
+  // requests, arrival: as every single-shot kind reads them
+  read_requests_and_arrival(reader, fixed);
   // input_tokens: the whole prompt (shared prefix + unique rest), >= 1
   fixed.input_tokens = read_distribution(
       reader, "input_tokens", {QuantityKind::tokens, 1, "a prompt needs at least 1 token"});

@@ -17,12 +17,12 @@
 
 #include "sim/cache/chunk_prompt.hpp"
 #include "workloads/distribution_impl.hpp"
+#include "workloads/single_shot_source.hpp"
 #include "workloads/workload_kinds.hpp"
 
 namespace kvsim::detail {
 namespace {
 
-constexpr int64_t kMaxRequests = 1'000'000'000'000;  // a bound: the stream is O(1) in memory
 constexpr int64_t kMaxCorpus = 100'000'000;
 constexpr int64_t kMaxDocsPerRequest = 4096;
 
@@ -51,60 +51,20 @@ void append_separator(std::vector<int32_t>& out) {
   out.insert(out.end(), kChunkSeparator.begin(), kChunkSeparator.end());
 }
 
-class RagSource final : public WorkloadSource {
+class RagSource final : public SingleShotSource {
  public:
   RagSource(RagWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
-      : spec_(std::move(spec)), seed_(seed), vocab_size_(vocab_size) {
+      : SingleShotSource("rag", spec.requests, spec.arrival, seed, vocab_size),
+        spec_(std::move(spec)) {
     if (vocab_size < 2)
       throw std::invalid_argument("kind: rag needs a vocabulary of at least 2 tokens");
   }
 
-  std::optional<TimeNs> next_arrival() const override {
-    if (exhausted()) return std::nullopt;
-    return next_time_;
-  }
-
-  Request take() override {
-    if (exhausted()) throw std::logic_error("take() on an exhausted rag request source");
-    const uint64_t index = next_index_;
-    Request request;
-    request.id = index;
-    request.arrival = next_time_;
-    if (spec_.sys_prompt_tokens > 0) {
-      append_content(request.prompt, stream_key(seed_, kSystemTokens, 0), spec_.sys_prompt_tokens,
-                     vocab_size_);
-      append_separator(request.prompt);
-    }
-    for (const int64_t doc : documents_of(index)) {
-      Rng length_rng = Rng::keyed(seed_, kDocLength, static_cast<uint64_t>(doc));
-      append_content(request.prompt, stream_key(seed_, kDocTokens, static_cast<uint64_t>(doc)),
-                     spec_.chunk_tokens->sample(length_rng), vocab_size_);
-      append_separator(request.prompt);
-    }
-    Rng question_rng = Rng::keyed(seed_, kQuestionLength, index);
-    append_content(request.prompt, stream_key(seed_, kQuestionTokens, index),
-                   spec_.question_tokens->sample(question_rng), vocab_size_);
-    Rng output_rng = Rng::keyed(seed_, RandomStream::output_length, index);
-    append_content(request.output, stream_key(seed_, kReplyTokens, index),
-                   spec_.output_tokens->sample(output_rng), vocab_size_);
-    ++next_index_;
-    if (!exhausted()) {
-      Rng arrival_rng = Rng::keyed(seed_, RandomStream::arrival, next_index_);
-      next_time_ = spec_.arrival->next_arrival(next_time_, next_index_, arrival_rng);
-    }
-    return request;
-  }
-
-  bool exhausted() const override { return next_index_ >= static_cast<uint64_t>(spec_.requests); }
-  size_t held_entries() const override { return 0; }
-  uint64_t taken() const override { return next_index_; }
-
   // The documents of request `index` in prompt order: distinct, drawn by
   // popularity, then shuffled (Fisher-Yates) so order carries no popularity.
   std::vector<int64_t> documents_of(uint64_t index) const {
-    Rng count_rng = Rng::keyed(seed_, kDocCount, index);
-    const int64_t k = std::min(spec_.docs_per_request->sample(count_rng), spec_.corpus);
-    Rng rng = Rng::keyed(seed_, kDocRank, index);
+    const int64_t k = std::min(draw(*spec_.docs_per_request, kDocCount, index), spec_.corpus);
+    Rng rng = Rng::keyed(seed(), kDocRank, index);
     std::vector<int64_t> docs;
     docs.reserve(static_cast<size_t>(k));
     auto taken = [&docs](int64_t d) {
@@ -126,11 +86,27 @@ class RagSource final : public WorkloadSource {
   }
 
  private:
+  // sys_prompt SEP doc SEP ... SEP question; the reply after it.
+  void build(Request& request) const override {
+    const uint64_t index = request.id;
+    if (spec_.sys_prompt_tokens > 0) {
+      append_content(request.prompt, stream_key(seed(), kSystemTokens, 0), spec_.sys_prompt_tokens,
+                     vocab_size());
+      append_separator(request.prompt);
+    }
+    for (const int64_t doc : documents_of(index)) {
+      const auto key = static_cast<uint64_t>(doc);
+      append_content(request.prompt, stream_key(seed(), kDocTokens, key),
+                     draw(*spec_.chunk_tokens, kDocLength, key), vocab_size());
+      append_separator(request.prompt);
+    }
+    append_content(request.prompt, stream_key(seed(), kQuestionTokens, index),
+                   draw(*spec_.question_tokens, kQuestionLength, index), vocab_size());
+    append_content(request.output, stream_key(seed(), kReplyTokens, index),
+                   draw(*spec_.output_tokens, RandomStream::output_length, index), vocab_size());
+  }
+
   RagWorkloadSpec spec_;
-  uint64_t seed_;
-  int64_t vocab_size_;
-  uint64_t next_index_ = 0;
-  TimeNs next_time_ = 0;  // request 0 arrives at time 0
 };
 
 void parse_docs(const config::Node& node, RagWorkloadSpec& rag) {
@@ -181,10 +157,8 @@ void parse_docs(const config::Node& node, RagWorkloadSpec& rag) {
 
 void parse_rag_workload(config::MapReader& reader, WorkloadSpec& spec) {
   RagWorkloadSpec rag;
-  // requests: how many prompts the stream produces
-  rag.requests = reader.integer("requests", std::nullopt, 1, kMaxRequests);
-  // arrival: {process: poisson | gamma | constant, rate_per_s, cv (gamma)}
-  rag.arrival = read_arrival(reader, "arrival");
+  // requests, arrival: as every single-shot kind reads them
+  read_requests_and_arrival(reader, rag);
   // sys_prompt_tokens: the system prompt every request starts with (0: none)
   rag.sys_prompt_tokens = reader.integer("sys_prompt_tokens", 0, 0, kMaxTokensPerValue);
   // docs: {corpus, zipf, per_request, chunk_tokens}

@@ -4,15 +4,13 @@
 // prompt or a few-shot header shared by many users).
 #include <fmt/format.h>
 
-#include <stdexcept>
-
 #include "workloads/distribution_impl.hpp"
+#include "workloads/single_shot_source.hpp"
 #include "workloads/workload_kinds.hpp"
 
 namespace kvsim::detail {
 namespace {
 
-constexpr int64_t kMaxRequests = 1'000'000'000'000;  // a bound, not a budget: streams are O(1)
 constexpr int64_t kMaxPrefixGroups = 1'000'000;
 
 std::optional<SharedPrefixSpec> parse_shared_prefix(const config::Node& node) {
@@ -50,78 +48,42 @@ const SyntheticWorkloadSpec& synthetic_of(const WorkloadSpec& spec) {
   return std::get<SyntheticWorkloadSpec>(spec.body);
 }
 
-// Requests are a pure function of (seed, index): the stream keeps only the
-// next index and its arrival time, so memory is O(1) whatever the length.
-class SyntheticSource final : public WorkloadSource {
+class SyntheticSource final : public SingleShotSource {
  public:
   SyntheticSource(SyntheticWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
-      : spec_(std::move(spec)), seed_(seed), vocab_size_(vocab_size) {}
+      : SingleShotSource("synthetic", spec.requests, spec.arrival, seed, vocab_size),
+        spec_(std::move(spec)) {}
 
-  std::optional<TimeNs> next_arrival() const override {
-    if (exhausted()) return std::nullopt;
-    return next_time_;
-  }
-
-  Request take() override {
-    if (exhausted()) throw std::logic_error("take() on an exhausted synthetic request source");
-    const uint64_t index = next_index_;
-    Request request;
-    request.id = index;
-    request.arrival = next_time_;
+ private:
+  // [the group's shared prefix, if any][unique tokens]
+  void build(Request& request) const override {
+    const uint64_t index = request.id;
     int64_t prefix_tokens = 0;
     if (spec_.shared_prefix) {
-      Rng group_rng = Rng::keyed(seed_, RandomStream::prefix_group, index);
-      request.prefix_group = static_cast<int32_t>(spec_.shared_prefix->group->sample(group_rng));
+      request.prefix_group = static_cast<int32_t>(
+          draw(*spec_.shared_prefix->group, RandomStream::prefix_group, index));
       prefix_tokens = spec_.shared_prefix->tokens;
     }
-    Rng input_rng = Rng::keyed(seed_, RandomStream::input_length, index);
-    Rng output_rng = Rng::keyed(seed_, RandomStream::output_length, index);
-    const int64_t unique_tokens = spec_.input_tokens->sample(input_rng);
-    const int64_t output_tokens = spec_.output_tokens->sample(output_rng);
+    const int64_t unique_tokens = draw(*spec_.input_tokens, RandomStream::input_length, index);
+    const int64_t output_tokens = draw(*spec_.output_tokens, RandomStream::output_length, index);
 
     request.prompt.reserve(static_cast<size_t>(prefix_tokens + unique_tokens));
     if (prefix_tokens > 0) {
       const auto group = static_cast<uint64_t>(request.prefix_group);
-      append_tokens(request.prompt,
-                    TokenStream(stream_key(seed_, RandomStream::prefix_tokens, group), vocab_size_),
-                    prefix_tokens);
+      append_tokens(request.prompt, tokens(RandomStream::prefix_tokens, group), prefix_tokens);
     }
-    append_tokens(request.prompt,
-                  TokenStream(stream_key(seed_, RandomStream::prompt_tokens, index), vocab_size_),
-                  unique_tokens);
-    request.output.reserve(static_cast<size_t>(output_tokens));
-    append_tokens(request.output,
-                  TokenStream(stream_key(seed_, RandomStream::output_tokens, index), vocab_size_),
-                  output_tokens);
-
-    ++next_index_;
-    if (!exhausted()) {
-      Rng arrival_rng = Rng::keyed(seed_, RandomStream::arrival, next_index_);
-      next_time_ = spec_.arrival->next_arrival(next_time_, next_index_, arrival_rng);
-    }
-    return request;
+    append_own_tokens(request, unique_tokens, output_tokens);
   }
 
-  bool exhausted() const override { return next_index_ >= static_cast<uint64_t>(spec_.requests); }
-  size_t held_entries() const override { return 0; }
-  uint64_t taken() const override { return next_index_; }
-
- private:
   SyntheticWorkloadSpec spec_;
-  uint64_t seed_;
-  int64_t vocab_size_;
-  uint64_t next_index_ = 0;
-  TimeNs next_time_ = 0;  // arrival 0 is at time 0
 };
 
 }  // namespace
 
 void parse_synthetic_workload(config::MapReader& reader, WorkloadSpec& spec) {
   SyntheticWorkloadSpec synthetic;
-  // requests: how many requests the stream produces
-  synthetic.requests = reader.integer("requests", std::nullopt, 1, kMaxRequests);
-  // arrival: {process: poisson | gamma | constant, rate_per_s, cv (gamma)}
-  synthetic.arrival = read_arrival(reader, "arrival");
+  // requests, arrival: as every single-shot kind reads them
+  read_requests_and_arrival(reader, synthetic);
   // shared_prefix: optional {groups, tokens, popularity, zipf_s}
   const config::Node prefix = reader.child("shared_prefix");
   if (prefix.defined()) synthetic.shared_prefix = parse_shared_prefix(prefix);

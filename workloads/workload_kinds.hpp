@@ -85,4 +85,12 @@ QuantityRules output_length_rules();
 // Appends `count` tokens of `stream` (positions 0..count-1) to `out`.
 void append_tokens(std::vector<int32_t>& out, const TokenStream& stream, int64_t count);
 
+// One counter-based draw of `quantity` (a length, a count, a think time), its
+// generator keyed by (seed, stream, a, b): no draw ever shifts another (rng.hpp).
+inline int64_t keyed_sample(const ClampedDistribution& quantity, uint64_t seed, RandomStream stream,
+                            uint64_t a, uint64_t b = 0) {
+  Rng rng = Rng::keyed(seed, stream, a, b);
+  return quantity.sample(rng);
+}
+
 }  // namespace kvsim::detail

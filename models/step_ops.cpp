@@ -312,8 +312,7 @@ StepDependencies step_dependencies() {
   // overlaps with compute (its blocks are no longer read).
   deps.pre_to_first_layer = {
       {K::embedding, K::input_norm}, {K::swap_in, K::kv_store},  {K::swap_in, K::attention},
-      {K::kv_copy, K::kv_store},     {K::kv_copy, K::attention},
-      {K::kv_rerope, K::attention},
+      {K::kv_copy, K::kv_store},     {K::kv_copy, K::attention}, {K::kv_rerope, K::attention},
   };
   deps.last_layer_to_post = {{K::mlp_allreduce, K::final_norm}};
   deps.post_edges = {{K::final_norm, K::lm_head}, {K::lm_head, K::sampling}};

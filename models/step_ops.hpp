@@ -17,10 +17,10 @@ namespace kvsim {
 enum class OpKind : uint8_t {
   // once per step, before the layers
   embedding,
-  swap_in,   // host -> device KV blocks (preempted sequences coming back)
-  swap_out,  // device -> host KV blocks (sequences being preempted)
+  swap_in,    // host -> device KV blocks (preempted sequences coming back)
+  swap_out,   // device -> host KV blocks (sequences being preempted)
   kv_rerope,  // cached keys turned to a new position in place (seed 003 chunk remap)
-  kv_copy,   // device-side block copies requested by the cache policy
+  kv_copy,    // device-side block copies requested by the cache policy
   // per decoder layer
   input_norm,
   qkv_proj,
@@ -54,9 +54,9 @@ struct SeqWork {
 // One step of the engine as the timing model sees it.
 struct StepWork {
   std::vector<SeqWork> seqs;
-  Bytes swap_in_bytes = 0;   // over the host link, per rank
-  Bytes swap_out_bytes = 0;  // over the host link, per rank
-  Bytes kv_copy_bytes = 0;   // device-side copy, per rank (read + write counted by the op)
+  Bytes swap_in_bytes = 0;    // over the host link, per rank
+  Bytes swap_out_bytes = 0;   // over the host link, per rank
+  Bytes kv_copy_bytes = 0;    // device-side copy, per rank (read + write counted by the op)
   int64_t rerope_tokens = 0;  // tokens whose cached keys are re-rotated (all layers)
 };
 

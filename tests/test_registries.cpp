@@ -16,9 +16,8 @@ namespace {
 using Names = std::vector<std::string>;
 
 TEST(Registries, ListTheExpectedNames) {
-  EXPECT_EQ(cache_policy_names(),
-            (Names{"chunk_lru", "paged", "pointer_shift", "shift_concat", "sliding_window",
-                   "smart_mask"}));
+  EXPECT_EQ(cache_policy_names(), (Names{"chunk_lru", "paged", "pointer_shift", "shift_concat",
+                                         "sliding_window", "smart_mask"}));
   EXPECT_EQ(ondevice_policy_names(),
             (Names{"pointer_shift", "shift_concat", "smart_mask", "sliding_window"}));
   EXPECT_EQ(kv_layout_names(), (Names{"atb", "ksana"}));

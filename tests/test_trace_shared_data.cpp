@@ -223,8 +223,7 @@ double hit_rate_from_hash_ids(int64_t block_size) {
 TEST(SharedTraces, MooncakeConversationUnboundedPrefixHitRate) {
   REQUIRE_TRACE("mooncake_conversation.jsonl");
   constexpr int64_t kBlockSize = 128;  // the replay scenario's
-  WorkloadSpec workload{"trace", spec_for("mooncake", "mooncake_conversation.jsonl"),
-                        std::nullopt};
+  WorkloadSpec workload{"trace", spec_for("mooncake", "mooncake_conversation.jsonl"), std::nullopt};
   auto source = make_request_source(workload, 42, 128256);
   PagedParams params;
   params.block_size = kBlockSize;

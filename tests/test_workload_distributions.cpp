@@ -276,7 +276,8 @@ std::vector<double> gaps(const ArrivalProcess& process, int n, uint64_t seed = 3
 }
 
 TEST(WorkloadArrivals, RegistryListsEveryProcess) {
-  EXPECT_EQ(arrival_processes(), (std::vector<std::string>{"closed", "constant", "gamma", "poisson"}));
+  EXPECT_EQ(arrival_processes(),
+            (std::vector<std::string>{"closed", "constant", "gamma", "poisson"}));
 }
 
 TEST(WorkloadArrivals, GammaCoefficientOfVariation) {

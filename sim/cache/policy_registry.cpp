@@ -4,8 +4,8 @@
 #include <functional>
 #include <utility>
 
-#include "sim/cache/genie_mode_policy.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
+#include "sim/cache/genie_mode_policy.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/cache/paged_window_policy.hpp"
 

@@ -28,15 +28,15 @@ struct PoolSizingInput {
 };
 
 struct PoolSizing {
-  Bytes kv_bytes_per_token = 0;  // per rank
-  Bytes block_bytes = 0;         // per rank
-  Bytes weights_bytes = 0;       // per rank
-  Bytes activation_reserve = 0;  // per rank
-  Bytes budget = 0;              // memory * fraction
-  Bytes kv_budget = 0;           // budget - weights - activations (may be negative)
-  int64_t num_blocks = 0;        // 0 when nothing fits
-  int64_t capacity_tokens = 0;   // num_blocks * block_size
-  int64_t host_blocks = 0;       // swap_space / block_bytes
+  Bytes kv_bytes_per_token = 0;   // per rank
+  Bytes block_bytes = 0;          // per rank
+  Bytes weights_bytes = 0;        // per rank
+  Bytes activation_reserve = 0;   // per rank
+  Bytes budget = 0;               // memory * fraction
+  Bytes kv_budget = 0;            // budget - weights - activations (may be negative)
+  int64_t num_blocks = 0;         // 0 when nothing fits
+  int64_t capacity_tokens = 0;    // num_blocks * block_size
+  int64_t host_blocks = 0;        // swap_space / block_bytes
   int64_t chunk_pool_blocks = 0;  // floor(memory * chunk_pool_fraction / block_bytes)
   Bytes chunk_pool_bytes = 0;     // chunk_pool_blocks * block_bytes
 };

@@ -139,8 +139,7 @@ int run_capacity(CapacityCliOptions& o) {
       if (o.query.policy == "chunk_lru") {
         sets.push_back("kv_cache.policy=chunk_lru");
         sets.push_back(fmt::format("kv_cache.main_pool_fraction={}", o.query.main_pool_fraction));
-        sets.push_back(
-            fmt::format("kv_cache.chunk_pool_fraction={}", o.query.chunk_pool_fraction));
+        sets.push_back(fmt::format("kv_cache.chunk_pool_fraction={}", o.query.chunk_pool_fraction));
       }
       slo_rows.push_back(
           {r.device, r.model, r.kv_dtype, r.tp, search_max_rate(o.workload, sets, slo)});

@@ -25,9 +25,9 @@ Command add_run_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
-Command add_compare_command(CLI::App& app);   // cmd_compare.cpp
-Command add_capacity_command(CLI::App& app);  // cmd_capacity.cpp
-Command add_check_command(CLI::App& app);     // cmd_check.cpp
+Command add_compare_command(CLI::App& app);    // cmd_compare.cpp
+Command add_capacity_command(CLI::App& app);   // cmd_capacity.cpp
+Command add_check_command(CLI::App& app);      // cmd_check.cpp
 Command add_hitcurve_command(CLI::App& app);   // cmd_hitcurve.cpp
 Command add_calibrate_command(CLI::App& app);  // cmd_calibrate.cpp
 

@@ -1,6 +1,6 @@
 // Paged attention over a KvPool: varlen prefill (blockwise online softmax
-// with Eigen GEMMs) and decode (two passes over the context; an AVX2/F16C
-// path for fp16 storage, chosen at run time).
+// with Eigen GEMMs) and decode (one pass over the context with an online
+// softmax; an AVX2/F16C path for fp16 storage, chosen at run time).
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -98,12 +98,18 @@ __attribute__((target("avx2,fma,f16c"))) __m128 hsum4(__m256 a0, __m256 a1, __m2
   return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-// Rows are prefetched this many tokens ahead, across block boundaries too
-// (measured in bench_attention: single-threaded decode went from about half
-// of the copy bandwidth to 64-93% of it).
+// Rows are prefetched into L1 this many tokens ahead, across block boundaries
+// too (measured in bench_attention: single-threaded decode went from about
+// half of the copy bandwidth to 64-93% of it; 4, 12 and 16 were no better).
 constexpr int64_t kPrefetchTokens = 8;
+// And into L2 this many tokens ahead: with 16-token blocks this is the same
+// token of the block's V rows while reading its K rows, and of the next
+// block's K rows while reading V, so the next block's reads are in flight a
+// whole half block early (32K context, 16-token blocks: from about 68% to
+// 80-90% of the copy bandwidth; 24 leaves gaps and was slower).
+constexpr int64_t kPrefetchFarTokens = 16;
 
-// Two fp16 rows of head_dim values, one prefetch per 64-byte line.
+// Two fp16 rows of head_dim values, one prefetch per 64-byte line (into L1).
 __attribute__((target("avx2,fma,f16c"))) inline void prefetch_rows(const uint16_t* a,
                                                                    const uint16_t* b, int64_t d) {
   for (int64_t c = 0; c < d; c += 32) {
@@ -112,6 +118,15 @@ __attribute__((target("avx2,fma,f16c"))) inline void prefetch_rows(const uint16_
   }
 }
 
+// The same into L2.
+__attribute__((target("avx2,fma,f16c"))) inline void prefetch_rows_l2(const uint16_t* a,
+                                                                      const uint16_t* b,
+                                                                      int64_t d) {
+  for (int64_t c = 0; c < d; c += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + c), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(b + c), _MM_HINT_T1);
+  }
+}
 // Where the table's next block starts, and how many tokens of it are used.
 struct NextBlock {
   const uint16_t* rows = nullptr;
@@ -125,21 +140,29 @@ inline NextBlock next_block_rows(const KvPool& pool, std::span<const int32_t> ta
               pool.row(table[static_cast<size_t>(b0 / bt + 1)], part, layer, 0, 0)),
           tokens};
 }
-// First row of the token pair kPrefetchTokens after token t of a block of n
+// First row of the token pair kDist after token t of a block of n
 // tokens starting at `rows` (t's row), or nullptr past the context.
+template <int64_t kDist = kPrefetchTokens>
 inline const uint16_t* rows_ahead(const uint16_t* rows, int64_t t, int64_t n, const NextBlock& next,
                                   int64_t row) {
-  const int64_t u = t + kPrefetchTokens;
-  if (u + 2 <= n) return rows + kPrefetchTokens * row;
+  const int64_t u = t + kDist;
+  if (u + 2 <= n) return rows + kDist * row;
   if (u >= n && u - n + 2 <= next.tokens) return next.rows + (u - n) * row;
   return nullptr;
 }
 
-// Decode, fp16 storage, one sequence, every head at once. Scores are kept
-// token-major, [position, q_head], so the key pass writes them in order and
-// the value pass reads each token's weights together. The key pass walks
-// each block's rows in memory order ([token, head, dim], seed 000); the value
-// pass keeps its accumulators in registers over a block's tokens.
+// Decode, fp16 storage, one sequence, every head at once, in one pass over
+// the context (flash-decoding style online softmax). For each block of the
+// table: the key rows give the block's scores for every query head
+// ([token, q_head], a few KiB that stay in L1) and their maximum; the
+// running max, sum and output accumulators are rescaled when the maximum
+// grows; then the block's value rows are read, in memory order, right after
+// its key rows. Compared with two passes (all scores, then all values) this
+// saves writing and re-reading a [k_len, q_heads] scores buffer and the
+// second walk over the block table, and each block's K and V are streamed
+// back to back. Prefetch runs kPrefetchTokens (L1) and kPrefetchFarTokens
+// (L2) ahead, from K into the same block's V and from V into the next
+// block's K.
 //
 // kGroup is the number of query heads per KV head when known at compile time
 // (0: read at run time). With a constant group the per-head accumulator
@@ -155,139 +178,164 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
   const int64_t heads = pool.kv_heads();
   const int64_t group = kGroup > 0 ? kGroup : q_heads / heads;
   const int64_t bt = pool.block_tokens();
-  scores.resize(static_cast<size_t>(q_heads * k_len));
-  // Queries pre-scaled, and each query head's running max kept during the
-  // key pass, so the softmax is two passes over the scores (exp, sum).
-  std::vector<float> qs(q, q + q_heads * d), mx(static_cast<size_t>(q_heads), -INFINITY);
+  scores.resize(static_cast<size_t>(q_heads * std::min(bt, k_len)));
+  // Queries pre-scaled; per query head the running max, the running sum of
+  // exp(score - max), and the block's max.
+  std::vector<float> qs(q, q + q_heads * d);
   for (float& x : qs) x *= scale;
+  std::vector<float> mx(static_cast<size_t>(q_heads), -INFINITY), sum(static_cast<size_t>(q_heads)),
+      bmx(static_cast<size_t>(q_heads));
+  std::fill(out, out + q_heads * d, 0.0f);
+  using ScoreMat = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+  const Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>> mxa(mx.data(), q_heads);
+  Eigen::Map<Eigen::Array<float, 1, Eigen::Dynamic>> suma(sum.data(), q_heads);
   __m256 acc[8], acc1[8];
   const int64_t row = heads * d;  // halves from one token's rows to the next's
   for (int64_t b0 = 0; b0 < k_len; b0 += bt) {
     const int64_t n = std::min(bt, k_len - b0);
-    const auto* rows = reinterpret_cast<const uint16_t*>(
-        pool.row(table[static_cast<size_t>(b0 / bt)], KvPart::key, layer, 0, 0));
-    const NextBlock next = next_block_rows(pool, table, b0, bt, k_len, KvPart::key, layer);
-    float* sp = scores.data() + b0 * q_heads;
-    int64_t t = 0;
-    // Two tokens per pass share the query loads.
-    for (; t + 2 <= n; t += 2, rows += 2 * row, sp += 2 * q_heads) {
-      const uint16_t* ahead = rows_ahead(rows, t, n, next, row);
-      for (int64_t h = 0; h < heads; ++h) {
-        const float* qh = qs.data() + h * group * d;
-        const uint16_t* r0 = rows + h * d;
-        const uint16_t* r1 = r0 + row;
-        // One core's hardware prefetcher does not keep enough reads in
-        // flight: ask for the rows kPrefetchTokens ahead (into the next block
-        // of the table when this one ends first).
-        if (ahead) prefetch_rows(ahead + h * d, ahead + row + h * d, d);
-        for (int64_t j = 0; j < group; ++j) acc[j] = acc1[j] = _mm256_setzero_ps();
-        for (int64_t c = 0; c < d; c += 8) {
-          const __m256 k0 =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
-          const __m256 k1 =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + c)));
-          for (int64_t j = 0; j < group; ++j) {
-            const __m256 qv = _mm256_loadu_ps(qh + j * d + c);
-            acc[j] = _mm256_fmadd_ps(qv, k0, acc[j]);
-            acc1[j] = _mm256_fmadd_ps(qv, k1, acc1[j]);
+    const int32_t block = table[static_cast<size_t>(b0 / bt)];
+    const auto* rows = reinterpret_cast<const uint16_t*>(pool.row(block, KvPart::key, layer, 0, 0));
+    const auto* vrows =
+        reinterpret_cast<const uint16_t*>(pool.row(block, KvPart::value, layer, 0, 0));
+    // Key pass: scores [n, q_heads] and their per-head maximum.
+    {
+      const NextBlock next{vrows, n};
+      std::fill(bmx.begin(), bmx.end(), -INFINITY);
+      float* sp = scores.data();
+      int64_t t = 0;
+      // Two tokens per pass share the query loads.
+      for (; t + 2 <= n; t += 2, rows += 2 * row, sp += 2 * q_heads) {
+        const uint16_t* ahead = rows_ahead(rows, t, n, next, row);
+        const uint16_t* far = rows_ahead<kPrefetchFarTokens>(rows, t, n, next, row);
+        for (int64_t h = 0; h < heads; ++h) {
+          const float* qh = qs.data() + h * group * d;
+          const uint16_t* r0 = rows + h * d;
+          const uint16_t* r1 = r0 + row;
+          // One core's hardware prefetcher does not keep enough reads in
+          // flight: ask for the rows kPrefetchTokens ahead into L1 and
+          // kPrefetchFarTokens ahead into L2 (into this block's value rows
+          // when its key rows end first).
+          if (ahead) prefetch_rows(ahead + h * d, ahead + row + h * d, d);
+          if (far) prefetch_rows_l2(far + h * d, far + row + h * d, d);
+          for (int64_t j = 0; j < group; ++j) acc[j] = acc1[j] = _mm256_setzero_ps();
+          for (int64_t c = 0; c < d; c += 8) {
+            const __m256 k0 =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
+            const __m256 k1 =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + c)));
+            for (int64_t j = 0; j < group; ++j) {
+              const __m256 qv = _mm256_loadu_ps(qh + j * d + c);
+              acc[j] = _mm256_fmadd_ps(qv, k0, acc[j]);
+              acc1[j] = _mm256_fmadd_ps(qv, k1, acc1[j]);
+            }
+          }
+          float* s0 = sp + h * group;
+          float* s1 = s0 + q_heads;
+          int64_t j = 0;
+          for (; j + 4 <= group; j += 4) {
+            const __m128 a = hsum4(acc[j], acc[j + 1], acc[j + 2], acc[j + 3]);
+            const __m128 b = hsum4(acc1[j], acc1[j + 1], acc1[j + 2], acc1[j + 3]);
+            _mm_storeu_ps(s0 + j, a);
+            _mm_storeu_ps(s1 + j, b);
+            float* m = bmx.data() + h * group + j;
+            _mm_storeu_ps(m, _mm_max_ps(_mm_loadu_ps(m), _mm_max_ps(a, b)));
+          }
+          for (; j < group; ++j) {
+            s0[j] = hsum(acc[j]);
+            s1[j] = hsum(acc1[j]);
+            float& m = bmx[static_cast<size_t>(h * group + j)];
+            m = std::max(m, std::max(s0[j], s1[j]));
           }
         }
-        float* s0 = sp + h * group;
-        float* s1 = s0 + q_heads;
-        int64_t j = 0;
-        for (; j + 4 <= group; j += 4) {
-          const __m128 a = hsum4(acc[j], acc[j + 1], acc[j + 2], acc[j + 3]);
-          const __m128 b = hsum4(acc1[j], acc1[j + 1], acc1[j + 2], acc1[j + 3]);
-          _mm_storeu_ps(s0 + j, a);
-          _mm_storeu_ps(s1 + j, b);
-          float* m = mx.data() + h * group + j;
-          _mm_storeu_ps(m, _mm_max_ps(_mm_loadu_ps(m), _mm_max_ps(a, b)));
-        }
-        for (; j < group; ++j) {
-          s0[j] = hsum(acc[j]);
-          s1[j] = hsum(acc1[j]);
-          float& m = mx[static_cast<size_t>(h * group + j)];
-          m = std::max(m, std::max(s0[j], s1[j]));
+      }
+      for (; t < n; ++t, rows += row, sp += q_heads) {
+        for (int64_t h = 0; h < heads; ++h) {
+          const float* qh = qs.data() + h * group * d;
+          const uint16_t* r0 = rows + h * d;
+          for (int64_t j = 0; j < group; ++j) acc[j] = _mm256_setzero_ps();
+          for (int64_t c = 0; c < d; c += 8) {
+            const __m256 k0 =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
+            for (int64_t j = 0; j < group; ++j)
+              acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(qh + j * d + c), k0, acc[j]);
+          }
+          for (int64_t j = 0; j < group; ++j) {
+            const float sc = hsum(acc[j]);
+            sp[h * group + j] = sc;
+            float& m = bmx[static_cast<size_t>(h * group + j)];
+            m = std::max(m, sc);
+          }
         }
       }
     }
-    for (; t < n; ++t, rows += row, sp += q_heads) {
-      for (int64_t h = 0; h < heads; ++h) {
-        const float* qh = qs.data() + h * group * d;
-        const uint16_t* r0 = rows + h * d;
-        for (int64_t j = 0; j < group; ++j) acc[j] = _mm256_setzero_ps();
-        for (int64_t c = 0; c < d; c += 8) {
-          const __m256 k0 =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
-          for (int64_t j = 0; j < group; ++j)
-            acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(qh + j * d + c), k0, acc[j]);
+    // Online softmax: raise the running max where the block's is higher,
+    // rescaling that head's sum and accumulators (exp(-inf) = 0 the first time).
+    for (int64_t r = 0; r < q_heads; ++r) {
+      const float m = mx[static_cast<size_t>(r)], bm = bmx[static_cast<size_t>(r)];
+      if (bm <= m) continue;
+      const float corr = std::exp(m - bm);
+      mx[static_cast<size_t>(r)] = bm;
+      sum[static_cast<size_t>(r)] *= corr;
+      const __m256 cv = _mm256_set1_ps(corr);
+      float* o = out + r * d;
+      for (int64_t c = 0; c < d; c += 8)
+        _mm256_storeu_ps(o + c, _mm256_mul_ps(cv, _mm256_loadu_ps(o + c)));
+    }
+    ScoreMat sm(scores.data(), n, q_heads);
+    sm = (sm.rowwise() - mxa).exp();
+    suma += sm.colwise().sum();
+    // Value pass in memory order; the [q_heads, head_dim] accumulators stay in L1.
+    {
+      rows = vrows;
+      const NextBlock next = next_block_rows(pool, table, b0, bt, k_len, KvPart::key, layer);
+      const float* w = scores.data();
+      int64_t t = 0;
+      // Two tokens per pass: one load and one store of the accumulators per two rows.
+      for (; t + 2 <= n; t += 2, rows += 2 * row, w += 2 * q_heads) {
+        const uint16_t* ahead = rows_ahead(rows, t, n, next, row);
+        const uint16_t* far = rows_ahead<kPrefetchFarTokens>(rows, t, n, next, row);
+        for (int64_t h = 0; h < heads; ++h) {
+          __m256 w0[8], w1[8];
+          for (int64_t j = 0; j < group; ++j) {
+            w0[j] = _mm256_broadcast_ss(w + h * group + j);
+            w1[j] = _mm256_broadcast_ss(w + q_heads + h * group + j);
+          }
+          const uint16_t* r0 = rows + h * d;
+          const uint16_t* r1 = r0 + row;
+          if (ahead) prefetch_rows(ahead + h * d, ahead + row + h * d, d);
+          if (far) prefetch_rows_l2(far + h * d, far + row + h * d, d);
+          float* oh = out + h * group * d;
+          for (int64_t c = 0; c < d; c += 8) {
+            const __m256 v0 =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
+            const __m256 v1 =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + c)));
+            for (int64_t j = 0; j < group; ++j) {
+              float* oj = oh + j * d + c;
+              _mm256_storeu_ps(
+                  oj, _mm256_fmadd_ps(w1[j], v1, _mm256_fmadd_ps(w0[j], v0, _mm256_loadu_ps(oj))));
+            }
+          }
         }
-        for (int64_t j = 0; j < group; ++j) {
-          const float sc = hsum(acc[j]);
-          sp[h * group + j] = sc;
-          float& m = mx[static_cast<size_t>(h * group + j)];
-          m = std::max(m, sc);
+      }
+      for (; t < n; ++t) {
+        for (int64_t h = 0; h < heads; ++h, rows += d, w += group) {
+          for (int64_t j = 0; j < group; ++j) acc[j] = _mm256_broadcast_ss(w + j);
+          float* oh = out + h * group * d;
+          for (int64_t c = 0; c < d; c += 8) {
+            const __m256 vv =
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + c)));
+            for (int64_t j = 0; j < group; ++j) {
+              float* oj = oh + j * d + c;
+              _mm256_storeu_ps(oj, _mm256_fmadd_ps(acc[j], vv, _mm256_loadu_ps(oj)));
+            }
+          }
         }
       }
     }
   }
-  // Softmax per query head over positions (columns of the [k_len, q_heads] matrix).
-  using ScoreMat = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-  ScoreMat sm(scores.data(), k_len, q_heads);
-  const Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>> mxa(mx.data(), q_heads);
-  sm = (sm.rowwise() - mxa).exp();
-  const Eigen::Array<float, 1, Eigen::Dynamic> inv = sm.colwise().sum().inverse();
-  std::fill(out, out + q_heads * d, 0.0f);
-  // Value pass in memory order too; the [q_heads, head_dim] accumulators stay in L1.
-  for (int64_t b0 = 0; b0 < k_len; b0 += bt) {
-    const int64_t n = std::min(bt, k_len - b0);
-    const auto* rows = reinterpret_cast<const uint16_t*>(
-        pool.row(table[static_cast<size_t>(b0 / bt)], KvPart::value, layer, 0, 0));
-    const NextBlock next = next_block_rows(pool, table, b0, bt, k_len, KvPart::value, layer);
-    const float* w = scores.data() + b0 * q_heads;
-    int64_t t = 0;
-    // Two tokens per pass: one load and one store of the accumulators per two rows.
-    for (; t + 2 <= n; t += 2, rows += 2 * row, w += 2 * q_heads) {
-      const uint16_t* ahead = rows_ahead(rows, t, n, next, row);
-      for (int64_t h = 0; h < heads; ++h) {
-        __m256 w0[8], w1[8];
-        for (int64_t j = 0; j < group; ++j) {
-          w0[j] = _mm256_broadcast_ss(w + h * group + j);
-          w1[j] = _mm256_broadcast_ss(w + q_heads + h * group + j);
-        }
-        const uint16_t* r0 = rows + h * d;
-        const uint16_t* r1 = r0 + row;
-        if (ahead) prefetch_rows(ahead + h * d, ahead + row + h * d, d);
-        float* oh = out + h * group * d;
-        for (int64_t c = 0; c < d; c += 8) {
-          const __m256 v0 =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
-          const __m256 v1 =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + c)));
-          for (int64_t j = 0; j < group; ++j) {
-            float* oj = oh + j * d + c;
-            _mm256_storeu_ps(
-                oj, _mm256_fmadd_ps(w1[j], v1, _mm256_fmadd_ps(w0[j], v0, _mm256_loadu_ps(oj))));
-          }
-        }
-      }
-    }
-    for (; t < n; ++t) {
-      for (int64_t h = 0; h < heads; ++h, rows += d, w += group) {
-        for (int64_t j = 0; j < group; ++j) acc[j] = _mm256_broadcast_ss(w + j);
-        float* oh = out + h * group * d;
-        for (int64_t c = 0; c < d; c += 8) {
-          const __m256 vv =
-              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + c)));
-          for (int64_t j = 0; j < group; ++j) {
-            float* oj = oh + j * d + c;
-            _mm256_storeu_ps(oj, _mm256_fmadd_ps(acc[j], vv, _mm256_loadu_ps(oj)));
-          }
-        }
-      }
-    }
-  }
-  for (int64_t r = 0; r < q_heads; ++r) Eigen::Map<Eigen::ArrayXf>(out + r * d, d) *= inv(r);
+  for (int64_t r = 0; r < q_heads; ++r)
+    Eigen::Map<Eigen::ArrayXf>(out + r * d, d) *= 1.0f / sum[static_cast<size_t>(r)];
 }
 #endif
 

@@ -119,13 +119,10 @@ void read_efficiencies(config::MapReader& root, DeviceSpec& spec) {
   eff.finish();
 }
 
-// kind: htp (SPEC 7, seed 002, shared/data README "Snapdragon"): the common
-// numbers a phone has (LPDDR size and bandwidth, HMX as matrix_*, HVX as
-// vector_fp16, per-graph-execution overhead, efficiencies), then an `htp:` map
-// of what only an HTP has. Links, host PCIe and tensor parallelism do not
-// exist on a phone and are not accepted (max_tensor_parallel is 1).
-void read_htp_device(config::MapReader& r, DeviceSpec& spec) {
-  SourcedReader n(r, spec, "");
+// The numbers every device kind has: memory and its bandwidth, matrix and
+// vector rates, launch and per-step overheads (diagnostics are sorted by
+// location, so the order they are read in does not show).
+void read_common_numbers(SourcedReader& n, DeviceSpec& spec) {
   spec.memory_bytes = n.bytes("memory", kMinMemory, kMaxMemory);
   spec.memory_bandwidth = n.bandwidth("memory_bandwidth");
   spec.matrix_fp16_ops = n.ops_rate("matrix_fp16");
@@ -133,6 +130,16 @@ void read_htp_device(config::MapReader& r, DeviceSpec& spec) {
   spec.vector_fp16_ops = n.ops_rate("vector_fp16");
   spec.kernel_launch = n.duration("kernel_launch", kMaxLaunch);
   spec.step_overhead = n.duration("step_overhead", kMaxStepOverhead);
+}
+
+// kind: htp (SPEC 7, seed 002, shared/data README "Snapdragon"): the common
+// numbers a phone has (LPDDR size and bandwidth, HMX as matrix_*, HVX as
+// vector_fp16, per-graph-execution overhead, efficiencies), then an `htp:` map
+// of what only an HTP has. Links, host PCIe and tensor parallelism do not
+// exist on a phone and are not accepted (max_tensor_parallel is 1).
+void read_htp_device(config::MapReader& r, DeviceSpec& spec) {
+  SourcedReader n(r, spec, "");
+  read_common_numbers(n, spec);
   spec.max_tensor_parallel = 1;
   read_efficiencies(r, spec);
 
@@ -227,16 +234,10 @@ DeviceSpec parse_device(const config::Node& node) {
   }
 
   SourcedReader n(r, spec, "");
-  spec.memory_bytes = n.bytes("memory", kMinMemory, kMaxMemory);
-  spec.memory_bandwidth = n.bandwidth("memory_bandwidth");
-  spec.matrix_fp16_ops = n.ops_rate("matrix_fp16");
-  spec.matrix_int8_ops = n.ops_rate("matrix_int8");
-  spec.vector_fp16_ops = n.ops_rate("vector_fp16");
+  read_common_numbers(n, spec);
   spec.device_link_bandwidth = n.bandwidth("device_link_bandwidth");
   spec.device_link_latency = n.duration("device_link_latency", kMaxLaunch);
   spec.host_link_bandwidth = n.bandwidth("host_link_bandwidth");
-  spec.kernel_launch = n.duration("kernel_launch", kMaxLaunch);
-  spec.step_overhead = n.duration("step_overhead", kMaxStepOverhead);
   spec.max_tensor_parallel = n.integer("max_tensor_parallel", 1, kMaxTensorParallel);
   read_efficiencies(r, spec);
   r.finish();

@@ -17,8 +17,8 @@
 
 #include <vector>
 
+#include "base/reader.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
-#include "sim/config/reader.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {

@@ -1,4 +1,4 @@
-// A long on-device dialog (issue 4): Llama-3.2-3B w4a16 on Snapdragon 8
+// A long on-device dialog: Llama-3.2-3B w4a16 on Snapdragon 8
 // Elite, a sliding window over each Genie update mode, speculative decoding
 // and a camera model sharing VTCM. Counters:
 //   passes_per_wall_s  HTP graph passes simulated per wall-clock second
@@ -6,7 +6,8 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include "sim/ondevice/dialog_engine.hpp"
+#include "base/source_paths.hpp"
+#include "sim/genie/genie_engine.hpp"
 #include "sim/scenario.hpp"
 
 namespace {
@@ -44,7 +45,7 @@ void BM_DialogRun(benchmark::State& state) {
   double simulated_s = 0, wall_s = 0;
   int64_t passes = 0;
   for (auto _ : state) {
-    kvsim::DialogEngine engine(s, nullptr);
+    kvsim::GenieEngine engine(s, nullptr);
     const kvsim::RunMetrics m = engine.run();
     simulated_s += m.sim.simulated_s;
     wall_s += m.sim.wall_s;

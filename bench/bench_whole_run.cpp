@@ -1,5 +1,5 @@
 // A whole serving run: 100,000 synthetic requests on Llama-3-8B / Ascend
-// 910B2, paged KV cache with prefix caching (issue 2's target: at least
+// 910B2, paged KV cache with prefix caching (target: at least
 // 10,000 simulated seconds per wall second, memory flat in the number of
 // finished requests). Counters:
 //   sim_s_per_wall_s  simulated seconds per wall-clock second
@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include "base/source_paths.hpp"
 #include "sim/scenario.hpp"
 #include "sim/serve/engine.hpp"
 

@@ -7,10 +7,10 @@
 #include <optional>
 #include <string>
 
+#include "base/reader.hpp"
+#include "base/units.hpp"
 #include "devices/htp_spec.hpp"
 #include "models/step_ops.hpp"
-#include "sim/config/reader.hpp"
-#include "sim/config/units.hpp"
 
 namespace kvsim {
 

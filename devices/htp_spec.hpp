@@ -9,7 +9,7 @@
 // rates, since no trustworthy TOPS figure is published).
 #include <cstdint>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 
 namespace kvsim {
 

@@ -4,13 +4,13 @@
 // threads), a variant (graph) switch with its realignment, and a cache
 // save/restore to storage. Pure: durations in, nothing scheduled.
 //
-// CONTRACT between the HTP device work and the dialog engine (issue 4); the
+// CONTRACT between the HTP device work and the dialog engine; the
 // implementation lives in devices/htp_timing.cpp.
 #include <cstdint>
 
+#include "base/units.hpp"
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
-#include "sim/config/units.hpp"
 
 namespace kvsim {
 

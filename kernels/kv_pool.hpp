@@ -3,13 +3,13 @@
 // kv_heads, head_dim] in one contiguous allocation (seed 000), elements of a
 // KvDtype. The ATB kcache/vcache view (block id b * layers * 2 + layer,
 // vcache at its base offset) reads the same bytes: atb_row() and row() are
-// two addressings of one buffer (sim/cache/kv_layout.hpp has the formulas).
+// two addressings of one buffer (kernels/kv_layout.hpp has the formulas).
 // int8 rows carry their (scale, offset) in a side table indexed like the rows.
 #include <cstdint>
 #include <vector>
 
 #include "kernels/kv_dtype.hpp"
-#include "sim/cache/kv_layout.hpp"
+#include "kernels/kv_layout.hpp"
 
 namespace kvsim::kernels {
 

@@ -5,7 +5,7 @@
 // (store_kvcache) and read back through the sequence's block table (paged
 // attention): nothing is kept on the side, so a wrong block table makes
 // wrong text. The pass itself (llama2_forward_with) takes the attention as a
-// step of its own, so Genie's buffers (kernels/llama2_genie.cpp) run the
+// step of its own, so Genie's buffers (cli/generate/llama2_genie.cpp) run the
 // same arithmetic with their own KV reads and writes.
 #include <Eigen/Core>
 #include <cstdint>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/reader.hpp"
-#include "sim/config/units.hpp"
+#include "base/reader.hpp"
+#include "base/units.hpp"
 
 namespace kvsim {
 

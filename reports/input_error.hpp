@@ -3,7 +3,7 @@
 // at the flag: "--vary:1:1: vary: problem (allowed)", as `--set` errors are.
 #include <string>
 
-#include "sim/config/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 
 namespace kvsim {
 

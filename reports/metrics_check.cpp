@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/diagnostics.hpp"
 #include "reports/input_error.hpp"
-#include "sim/config/diagnostics.hpp"
 #include "sim/metrics.hpp"
 
 namespace kvsim {

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "reports/genie_report.hpp"
 #include "reports/html_page.hpp"
-#include "reports/ondevice_report.hpp"
 #include "reports/run_charts.hpp"
 #include "reports/run_report.hpp"
 
@@ -54,7 +54,7 @@ std::string paged_tables_html(const ScenarioSpec& s, const RunMetrics& m,
 
 // A dialog on an HTP has no block pool: Genie's fixed buffers, what the
 // update mode moved, and who held how much VTCM (seed 002).
-std::string ondevice_tables_html(const ScenarioSpec& s, const RunMetrics& m) {
+std::string genie_tables_html(const ScenarioSpec& s, const RunMetrics& m) {
   const auto& k = m.kv_cache;
   std::string body = "<h2>KV cache (Genie buffers)</h2>\n";
   const double useful_share = k.attention_read_tokens > 0
@@ -99,7 +99,7 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
                             const std::string& requests_csv, const std::string& timeline_csv) {
   std::string body = "<h1>" + html_escape(m.scenario) + "</h1>\n";
   if (!s.description.empty()) body += "<p>" + html_escape(s.description) + "</p>\n";
-  const bool ondevice = is_ondevice_run(m);
+  const bool ondevice = is_genie_run(m);
   const std::string geometry =
       ondevice ? fmt::format("in Genie buffers of ctx_size {}", s.cache.ctx_size)
                : fmt::format("in blocks of {} tokens", s.cache.block_size);
@@ -133,7 +133,7 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
                            {ttft_cdf_chart(runs), "TTFT of completed requests (requests.csv)"},
                            {tpot_cdf_chart(runs), "TPOT of completed requests (requests.csv)"}});
 
-  body += ondevice ? ondevice_tables_html(s, m) : paged_tables_html(s, m, sizing);
+  body += ondevice ? genie_tables_html(s, m) : paged_tables_html(s, m, sizing);
   body += "<h2>Summary</h2>\n<pre>" + html_escape(summary_table(s, m)) + "</pre>\n";
   body += "<p>Files: metrics.json, requests.csv, timeline.csv, report.md.</p>\n";
   return html_document("kvsim: " + m.scenario, body);

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "reports/ondevice_report.hpp"
+#include "reports/genie_report.hpp"
 
 namespace kvsim {
 
@@ -20,8 +20,8 @@ std::string latency_line(const char* name, const LatencySummary& s) {
 std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   std::string out;
   // On-device buffers are sized by ctx_size; blocks exist only in the paged family.
-  const std::string geometry = is_ondevice_run(m) ? fmt::format("ctx_size {}", s.cache.ctx_size)
-                                                  : fmt::format("block {}", s.cache.block_size);
+  const std::string geometry = is_genie_run(m) ? fmt::format("ctx_size {}", s.cache.ctx_size)
+                                               : fmt::format("block {}", s.cache.block_size);
   out += fmt::format("scenario {}  |  {} on {} x{}  |  policy {} ({}, {})\n", m.scenario, m.model,
                      m.device, s.tp, m.policy, s.cache.dtype, geometry);
   out += fmt::format(
@@ -36,8 +36,8 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   out += fmt::format("throughput: {:.1f} output tok/s, {:.1f} total tok/s, {:.3f} req/s\n",
                      m.throughput.output_tokens_per_s, m.throughput.total_tokens_per_s,
                      m.throughput.requests_per_s);
-  if (is_ondevice_run(m)) {
-    out += ondevice_summary_lines(s, m);
+  if (is_genie_run(m)) {
+    out += genie_summary_lines(s, m);
     out += fmt::format("simulated {:.1f} s in {} passes, {} events, {:.2f} s wall\n",
                        m.sim.simulated_s, m.sim.steps, m.sim.events, m.sim.wall_s);
     return out;
@@ -79,10 +79,10 @@ std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
                      format_bytes(sizing.weights_bytes));
   out += fmt::format("| activation reserve | {} | {} |\n", sizing.activation_reserve,
                      format_bytes(sizing.activation_reserve));
-  if (is_ondevice_run(m)) {
+  if (is_genie_run(m)) {
     out += fmt::format("| Genie KV buffers | {} | {} |\n\n", m.memory.kv_bytes,
                        format_bytes(m.memory.kv_bytes));
-    out += ondevice_report_markdown(s, m);
+    out += genie_report_markdown(s, m);
   } else {
     out += fmt::format("| KV pool ({} blocks x {}) | {} | {} |\n\n", sizing.num_blocks,
                        sizing.block_bytes, m.memory.kv_bytes, format_bytes(m.memory.kv_bytes));

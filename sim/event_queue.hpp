@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 
 namespace kvsim {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 
 namespace kvsim {
 

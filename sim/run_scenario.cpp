@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "sim/ondevice/dialog_engine.hpp"
+#include "sim/genie/genie_engine.hpp"
 
 namespace kvsim {
 namespace {
@@ -21,7 +21,7 @@ ScenarioRunResult run_serving(const ScenarioSpec& s, RunSink* sink,
 
 ScenarioRunResult run_dialog(const ScenarioSpec& s, RunSink* sink,
                              std::function<void(const RunProgress&)> progress) {
-  DialogEngine engine(s, sink);
+  GenieEngine engine(s, sink);
   if (progress) engine.set_progress(std::move(progress));
   ScenarioRunResult r;
   r.metrics = engine.run();

@@ -1,7 +1,7 @@
 #pragma once
 // The one place that picks the engine a scenario runs on: serving (Ascend,
 // vLLM-style continuous batching, sim/serve) or an on-device dialog (Qualcomm
-// HTP, sim/ondevice), by the device's kind, in an explicit table.
+// HTP, sim/genie), by the device's kind, in an explicit table.
 #include <functional>
 #include <string>
 #include <vector>

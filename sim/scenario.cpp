@@ -1,14 +1,15 @@
 #include "sim/scenario.hpp"
+#include "base/source_paths.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "sim/cache/kv_layout.hpp"
+#include "kernels/kv_layout.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/htp_checks.hpp"
-#include "sim/ondevice/dialog_checks.hpp"
+#include "sim/genie/genie_address_checks.hpp"
+#include "sim/genie/genie_checks.hpp"
 #include "sim/scenario_sections.hpp"
 
 namespace kvsim {
@@ -138,7 +139,7 @@ void chunk_lru_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
 // On-device update modes and sliding_window (seed 002): every AR variant
 // must leave a cache dim (ctx_size - n > 0) and a window must fit the
 // smallest cache dim, ctx_size - largest variant.
-void ondevice_cache_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+void genie_cache_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
   const CacheConfig& c = s.cache;
   const bool window_policy = c.policy == "sliding_window";
@@ -153,7 +154,7 @@ void ondevice_cache_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
                           "prefix caching is off under a sliding window (blocks leave the window)",
                           "prefix_caching: false, or remove it");
   }
-  if (!is_ondevice_policy(c)) return;
+  if (!is_genie_policy(c)) return;
   const int64_t largest = c.ar_variants.empty() ? 1 : c.ar_variants.back();
   for (int64_t v : c.ar_variants) {
     if (v >= c.ctx_size) {
@@ -207,7 +208,7 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
     }
   }
   const PoolSizing sz = size_paged_pool(m, s.pool_input());
-  if (sz.num_blocks < 1 && s.device.kind != "htp") {  // HTP: sim/htp_checks.cpp
+  if (sz.num_blocks < 1 && s.device.kind != "htp") {  // HTP: sim/genie/genie_address_checks.cpp
     ctx.diagnostics.error(
         at("model"), "model",
         fmt::format(
@@ -264,11 +265,11 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
     }
   }
   chunk_lru_checks(s, ctx);
-  ondevice_cache_checks(s, ctx);
-  dialog_cross_checks(s, ctx);
-  htp_cross_checks(s, ctx);
+  genie_cache_checks(s, ctx);
+  genie_cross_checks(s, ctx);
+  genie_address_cross_checks(s, ctx);
   if (s.numerics.mode != "off" && s.cache.policy != "paged" && s.cache.policy != "chunk_lru" &&
-      !is_ondevice_policy(s.cache)) {
+      !is_genie_policy(s.cache)) {
     ctx.diagnostics.error(
         at("numerics.mode"), "numerics.mode",
         fmt::format("numerics checks run on the paged policy in this build, not '{}'",

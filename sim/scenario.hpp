@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "base/reader.hpp"
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
 #include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/config/reader.hpp"
-#include "sim/ondevice/htp_config.hpp"
+#include "sim/genie/genie_session_config.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "sim/cache/kv_layout.hpp"
+#include "kernels/kv_layout.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/metrics.hpp"
 

@@ -5,7 +5,7 @@
 // unknown key, a bad value or an unknown metric is reported with its
 // FILE:LINE:COL; range checks that need other sections are in
 // sim/scenario.cpp's cross_checks.
-#include "sim/config/reader.hpp"
+#include "base/reader.hpp"
 #include "sim/scenario.hpp"
 
 namespace kvsim {

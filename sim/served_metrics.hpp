@@ -3,11 +3,11 @@
 // latency_ms.{ttft,tpot,e2e} from the run's histograms and throughput over
 // the time to the last completion. Both the serving engine
 // (sim/serve/engine.cpp) and the dialog engine
-// (sim/ondevice/dialog_engine_run.cpp) fill them here, so the two kinds of
+// (sim/genie/genie_engine_run.cpp) fill them here, so the two kinds of
 // run can be compared key for key.
 #include <cstdint>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 #include "sim/latency_histogram.hpp"
 #include "sim/metrics.hpp"
 

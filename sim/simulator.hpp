@@ -10,7 +10,7 @@
 #include <limits>
 #include <memory>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 #include "sim/event_queue.hpp"
 
 namespace kvsim {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "scenario_helpers.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim::testing {
 

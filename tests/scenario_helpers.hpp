@@ -8,6 +8,7 @@
 
 #include "sim/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim::testing {
 

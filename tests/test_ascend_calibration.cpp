@@ -1,12 +1,13 @@
-// Ascend calibration on published baselines and `kvsim calibrate` (issue 8).
+// Ascend calibration on published baselines and `kvsim calibrate`.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
-#include "reports/calibration.hpp"
+#include "cli/studies/calibration.hpp"
 #include "scenario_helpers.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

@@ -1,4 +1,4 @@
-// Benchmark-style workloads (issue 8): closed-loop clients, the
+// Benchmark-style workloads: closed-loop clients, the
 // max_concurrency cap, and `kind: fixed` prompts with a controlled prefix.
 #include <gtest/gtest.h>
 

@@ -3,12 +3,12 @@
 // while the top of its bracket does not.
 #include <gtest/gtest.h>
 
+#include "base/diagnostics.hpp"
+#include "cli/studies/capacity_plan.hpp"
+#include "cli/studies/slo_search.hpp"
 #include "report_test_helpers.hpp"
-#include "reports/capacity_plan.hpp"
 #include "reports/metrics_check.hpp"
-#include "reports/slo_search.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/config/diagnostics.hpp"
 
 namespace kvsim {
 namespace {

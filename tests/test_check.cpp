@@ -3,9 +3,9 @@
 // `kvsim run` with exit 1 on a deliberate regression and pass otherwise.
 #include <gtest/gtest.h>
 
+#include "base/diagnostics.hpp"
 #include "report_test_helpers.hpp"
 #include "reports/metrics_check.hpp"
-#include "sim/config/diagnostics.hpp"
 
 namespace kvsim {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <iostream>
 
+#include "cli/studies/capacity_plan.hpp"
 #include "devices/timing_model.hpp"
-#include "reports/capacity_plan.hpp"
 #include "scenario_helpers.hpp"
 
 namespace kvsim {

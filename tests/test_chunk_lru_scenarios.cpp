@@ -6,16 +6,17 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostics.hpp"
+#include "cli/studies/capacity_plan.hpp"
 #include "devices/timing_model.hpp"
-#include "reports/capacity_plan.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/chunk_prompt.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/config/diagnostics.hpp"
 #include "sim/metrics.hpp"
 #include "sim/numerics/chunk_numerics_checker.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "scenario_helpers.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <map>
 
+#include "base/diagnostics.hpp"
+#include "cli/studies/compare_report.hpp"
+#include "cli/studies/compare_writers.hpp"
 #include "report_test_helpers.hpp"
-#include "reports/compare_report.hpp"
-#include "reports/compare_writers.hpp"
 #include "reports/metrics_check.hpp"
-#include "sim/config/diagnostics.hpp"
 
 namespace kvsim {
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "devices/device_spec.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

@@ -1,4 +1,4 @@
-// The on-device dialog engine (issue 4): turns of a `kind: dialog` workload
+// The on-device dialog engine: turns of a `kind: dialog` workload
 // on a Snapdragon HTP, AR-n prefill passes, AR-1 or speculative decoding,
 // Genie KV updates, VTCM sessions and co-runners, context resets and the
 // sliding window, metrics, determinism and bad input.
@@ -9,14 +9,15 @@
 #include <regex>
 #include <string>
 
+#include "base/diagnostics.hpp"
 #include "report_test_helpers.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/config/diagnostics.hpp"
-#include "sim/ondevice/dialog_engine.hpp"
-#include "sim/ondevice/dialog_passes.hpp"
+#include "sim/genie/genie_engine.hpp"
+#include "sim/genie/genie_passes.hpp"
 #include "sim/run_scenario.hpp"
 #include "sim/serve/step_observer.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {
@@ -51,15 +52,15 @@ ScenarioSpec load(const DialogYaml& y) {
 
 struct DialogRun {
   RunMetrics metrics;
-  std::vector<DialogPassRecord> passes;
+  std::vector<GeniePassRecord> passes;
   testing::CapturingSink sink;
 };
 
 DialogRun run_dialog(const DialogYaml& y) {
   const ScenarioSpec s = load(y);
   DialogRun r;
-  DialogEngine engine(s, &r.sink);
-  engine.set_pass_callback([&r](const DialogPassRecord& p) { r.passes.push_back(p); });
+  GenieEngine engine(s, &r.sink);
+  engine.set_pass_callback([&r](const GeniePassRecord& p) { r.passes.push_back(p); });
   r.metrics = engine.run();
   return r;
 }
@@ -74,7 +75,7 @@ std::string load_error(const DialogYaml& y) {
   return "";
 }
 
-TEST(DialogPasses, PrefillUsesTheLargestVariantAndPadsTheLastPass) {
+TEST(GeniePasses, PrefillUsesTheLargestVariantAndPadsTheLastPass) {
   const std::vector<int64_t> v{1, 32, 128};
   const auto p300 = prefill_passes(300, v);
   ASSERT_EQ(p300.size(), 3u);  // ceil(300 / 128)
@@ -94,7 +95,7 @@ TEST(DialogPasses, PrefillUsesTheLargestVariantAndPadsTheLastPass) {
   }
 }
 
-TEST(DialogPasses, TurnFitsFollowsTheCacheDims) {
+TEST(GeniePasses, TurnFitsFollowsTheCacheDims) {
   const std::vector<int64_t> v{1, 128};
   const auto cap = [](int64_t variant) { return 1024 - variant; };
   EXPECT_TRUE(turn_fits(0, 128, 895, v, cap));   // 128 + 894 = 1022 <= 1023
@@ -103,7 +104,7 @@ TEST(DialogPasses, TurnFitsFollowsTheCacheDims) {
   EXPECT_FALSE(turn_fits(800, 200, 1, v, cap));  // the 2nd AR-128 pass finds 928 > 896
 }
 
-TEST(DialogPasses, AcceptanceRunStopsAtTheFirstRejection) {
+TEST(GeniePasses, AcceptanceRunStopsAtTheFirstRejection) {
   std::vector<double> draws{0.1, 0.2, 0.9, 0.1};
   size_t i = 0;
   EXPECT_EQ(accepted_drafts(4, 0.5, [&] { return draws[i++]; }), 2);
@@ -113,7 +114,7 @@ TEST(DialogPasses, AcceptanceRunStopsAtTheFirstRejection) {
   EXPECT_EQ(accepted_drafts(4, 1.0, [] { return 0.999; }), 4);
 }
 
-TEST(DialogEngine, PassCountsMatchTheArithmetic) {
+TEST(GenieEngine, PassCountsMatchTheArithmetic) {
   DialogYaml y;  // 3 turns, 300 prompt tokens, 10 reply tokens
   const DialogRun r = run_dialog(y);
   EXPECT_EQ(r.metrics.requests.arrived, 3);
@@ -124,14 +125,14 @@ TEST(DialogEngine, PassCountsMatchTheArithmetic) {
   ASSERT_EQ(r.passes.size(), 3u * (3 + 9));
   EXPECT_EQ(r.metrics.sim.steps, 36);
   for (int turn = 0; turn < 3; ++turn) {
-    const DialogPassRecord* p = &r.passes[static_cast<size_t>(turn) * 12];
+    const GeniePassRecord* p = &r.passes[static_cast<size_t>(turn) * 12];
     for (int i = 0; i < 3; ++i) {
-      EXPECT_EQ(p[i].kind, DialogPassKind::prefill);
+      EXPECT_EQ(p[i].kind, GeniePassKind::prefill);
       EXPECT_EQ(p[i].htp.variant, 128);
     }
     EXPECT_EQ(p[2].htp.useful_tokens, turn == 0 ? 44 : 45);
     for (int i = 3; i < 12; ++i) {
-      EXPECT_EQ(p[i].kind, DialogPassKind::decode);
+      EXPECT_EQ(p[i].kind, GeniePassKind::decode);
       EXPECT_EQ(p[i].htp.variant, 1);
       EXPECT_EQ(p[i].htp.useful_tokens, 1);
     }
@@ -151,12 +152,12 @@ TEST(DialogEngine, PassCountsMatchTheArithmetic) {
   EXPECT_GT(r.metrics.latency_ms.tpot.mean, 0.0);
 }
 
-TEST(DialogEngine, EachPassTakesAtLeastItsDdrBytesAtPeakBandwidth) {
+TEST(GenieEngine, EachPassTakesAtLeastItsDdrBytesAtPeakBandwidth) {
   DialogYaml y;
   const ScenarioSpec s = load(y);
   const DialogRun r = run_dialog(y);
   const double bw = static_cast<double>(s.device.memory_bandwidth);
-  for (const DialogPassRecord& p : r.passes) {
+  for (const GeniePassRecord& p : r.passes) {
     ASSERT_GT(p.timing.ddr_bytes, 0.0);
     EXPECT_GE(static_cast<double>(p.timing.latency), p.timing.ddr_bytes / bw * 1e9 - 1.0)
         << "turn " << p.turn << " pass " << p.pass;
@@ -169,14 +170,14 @@ TEST(DialogEngine, EachPassTakesAtLeastItsDdrBytesAtPeakBandwidth) {
   EXPECT_GE(r.sink.request_rows[0].first_token - r.sink.request_rows[0].arrival, prefill);
 }
 
-TEST(DialogEngine, SpeculativeDecodingRewindsRejectedDrafts) {
+TEST(GenieEngine, SpeculativeDecodingRewindsRejectedDrafts) {
   DialogYaml y;
   y.reply = "200";
   y.workload_extra = "  speculative: {draft_tokens: 4, acceptance_rate: 0.6}\n";
   const DialogRun r = run_dialog(y);
   int64_t verify = 0, rewinds = 0, generated = 0;
-  for (const DialogPassRecord& p : r.passes) {
-    if (p.kind != DialogPassKind::verify) continue;
+  for (const GeniePassRecord& p : r.passes) {
+    if (p.kind != GeniePassKind::verify) continue;
     ++verify;
     EXPECT_EQ(p.htp.variant, 32);  // smallest variant >= 5
     EXPECT_LE(p.htp.useful_tokens, 5);
@@ -196,7 +197,7 @@ TEST(DialogEngine, SpeculativeDecodingRewindsRejectedDrafts) {
   EXPECT_LT(verify, 3 * 199);
 }
 
-TEST(DialogEngine, SpeculationWithFullAcceptanceNeverRewinds) {
+TEST(GenieEngine, SpeculationWithFullAcceptanceNeverRewinds) {
   DialogYaml y;
   y.reply = "50";
   y.workload_extra = "  speculative: {draft_tokens: 4, acceptance_rate: 1.0}\n";
@@ -205,7 +206,7 @@ TEST(DialogEngine, SpeculationWithFullAcceptanceNeverRewinds) {
   // 49 tokens after the first, 5 per verify pass: 9 passes, then one with
   // the 3 drafts the reply still needs.
   int64_t verify = 0;
-  for (const auto& p : r.passes) verify += p.kind == DialogPassKind::verify;
+  for (const auto& p : r.passes) verify += p.kind == GeniePassKind::verify;
   EXPECT_EQ(verify, 3 * 10);
 }
 
@@ -220,10 +221,10 @@ std::string contention_yaml(const std::string& device) {
   return y.text();
 }
 
-TEST(DialogEngine, VtcmOfV75KeepsTheSecondSessionWaitingWhileV79RunsBoth) {
+TEST(GenieEngine, VtcmOfV75KeepsTheSecondSessionWaitingWhileV79RunsBoth) {
   const auto run = [](const std::string& device) {
     const ScenarioSpec s = testing::scenario_from_text(contention_yaml(device));
-    return DialogEngine(s, nullptr).run();
+    return GenieEngine(s, nullptr).run();
   };
   const RunMetrics v75 = run("snapdragon-8-gen3");
   const RunMetrics v79 = run("snapdragon-8-elite");
@@ -246,15 +247,15 @@ TEST(DialogEngine, VtcmOfV75KeepsTheSecondSessionWaitingWhileV79RunsBoth) {
   EXPECT_GT(v79.sessions[1].runs, 1);
 }
 
-TEST(DialogEngine, LessVtcmThanAskedRaisesThePassesDdrTraffic) {
+TEST(GenieEngine, LessVtcmThanAskedRaisesThePassesDdrTraffic) {
   const ScenarioSpec s = testing::scenario_from_text(contention_yaml("snapdragon-8-gen3"));
-  std::vector<DialogPassRecord> passes;
-  DialogEngine engine(s, nullptr);
-  engine.set_pass_callback([&](const DialogPassRecord& p) { passes.push_back(p); });
+  std::vector<GeniePassRecord> passes;
+  GenieEngine engine(s, nullptr);
+  engine.set_pass_callback([&](const GeniePassRecord& p) { passes.push_back(p); });
   (void)engine.run();
   const HtpTimingModel timing(s.device, s.model, kv_dtype_bytes(s.cache.dtype));
   int64_t short_passes = 0;
-  for (const DialogPassRecord& p : passes) {
+  for (const GeniePassRecord& p : passes) {
     EXPECT_EQ(p.htp.vtcm_requested, 6 << 20);
     if (p.htp.vtcm_granted >= p.htp.vtcm_requested) continue;
     ++short_passes;
@@ -266,7 +267,7 @@ TEST(DialogEngine, LessVtcmThanAskedRaisesThePassesDdrTraffic) {
   EXPECT_GT(short_passes, 0);
 }
 
-TEST(DialogEngine, SameSeedGivesByteIdenticalMetrics) {
+TEST(GenieEngine, SameSeedGivesByteIdenticalMetrics) {
   DialogYaml y;
   y.reply = "{dist: uniform, min: 5, max: 60}";
   y.prompt = "{dist: uniform, min: 10, max: 400}";
@@ -280,7 +281,7 @@ TEST(DialogEngine, SameSeedGivesByteIdenticalMetrics) {
   EXPECT_EQ(a.dump(), b.dump());
 }
 
-TEST(DialogEngine, AConversationPastCtxSizeResetsWithoutAWindowAndSlidesWithOne) {
+TEST(GenieEngine, AConversationPastCtxSizeResetsWithoutAWindowAndSlidesWithOne) {
   DialogYaml y;
   y.ctx = 1024;
   y.turns = 8;
@@ -301,7 +302,7 @@ TEST(DialogEngine, AConversationPastCtxSizeResetsWithoutAWindowAndSlidesWithOne)
   EXPECT_GT(slide.passes.back().update.n_past_after, 1024);
 }
 
-TEST(DialogEngine, SessionCacheRestoreAndSaveArePricedAtStorageBandwidth) {
+TEST(GenieEngine, SessionCacheRestoreAndSaveArePricedAtStorageBandwidth) {
   DialogYaml y;
   y.turns = 1;
   y.workload_extra = "  session_cache: {restore: true, tokens: 1000, save: true}\n";
@@ -316,7 +317,7 @@ TEST(DialogEngine, SessionCacheRestoreAndSaveArePricedAtStorageBandwidth) {
   EXPECT_GE(static_cast<double>(r.sink.request_rows[0].first_token), restore_ns);
 }
 
-TEST(DialogEngine, RunScenarioPicksTheEngineByDeviceKind) {
+TEST(GenieEngine, RunScenarioPicksTheEngineByDeviceKind) {
   const ScenarioSpec s = load(DialogYaml{});
   EXPECT_EQ(engine_name_for(s), "dialog");
   testing::CapturingSink sink;
@@ -331,9 +332,9 @@ TEST(DialogEngine, RunScenarioPicksTheEngineByDeviceKind) {
 
 // The real policy, except that one update's plan claims a column more than
 // it copies: the numerics replay must catch it and name where.
-class MispricedPolicy final : public OnDeviceKvPolicy {
+class MispricedPolicy final : public GenieKvPolicy {
  public:
-  MispricedPolicy(std::unique_ptr<OnDeviceKvPolicy> inner, int64_t bad_update, Bytes column)
+  MispricedPolicy(std::unique_ptr<GenieKvPolicy> inner, int64_t bad_update, Bytes column)
       : inner_(std::move(inner)), bad_update_(bad_update), column_(column) {}
   std::string_view name() const override { return inner_->name(); }
   KvUpdatePlan plan_update(const KvUpdateRequest& request) const override {
@@ -350,10 +351,10 @@ class MispricedPolicy final : public OnDeviceKvPolicy {
   int64_t capacity_tokens(int64_t v) const override { return inner_->capacity_tokens(v); }
   int64_t view_offset() const override { return inner_->view_offset(); }
   Bytes saved_bytes() const override { return inner_->saved_bytes(); }
-  OnDeviceAccounting accounting() const override { return inner_->accounting(); }
+  GenieAccounting accounting() const override { return inner_->accounting(); }
 
  private:
-  std::unique_ptr<OnDeviceKvPolicy> inner_;
+  std::unique_ptr<GenieKvPolicy> inner_;
   int64_t bad_update_;
   Bytes column_;
   mutable int64_t appends_ = 0;
@@ -382,10 +383,9 @@ TEST(DialogEngineNumerics, AMispricedUpdateStopsTheRunNamingTurnAndPass) {
   const ScenarioSpec s = load(y);
   // Updates and sets: turn 0 has 2 prefill + 29 decode passes, so the 40th
   // is turn 1's ninth pass (2 prefill passes, then decodes).
-  auto policy =
-      std::make_unique<MispricedPolicy>(make_ondevice_policy(s.cache, s.model), 39,
-                                        ondevice_cache_shape(s.cache, s.model).column_bytes());
-  DialogEngine engine(s, nullptr, std::move(policy));
+  auto policy = std::make_unique<MispricedPolicy>(
+      make_genie_policy(s.cache, s.model), 39, genie_cache_shape(s.cache, s.model).column_bytes());
+  GenieEngine engine(s, nullptr, std::move(policy));
   try {
     (void)engine.run();
     ADD_FAILURE() << "the mispriced update was not caught";

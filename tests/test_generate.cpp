@@ -11,8 +11,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "kernels/llama2_generate.hpp"
+#include "cli/generate/llama2_generate.hpp"
 #include "scenario_helpers.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim::kernels {
 namespace {

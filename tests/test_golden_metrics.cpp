@@ -8,6 +8,7 @@
 
 #include "report_test_helpers.hpp"
 #include "reports/metrics_check.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

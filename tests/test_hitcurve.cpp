@@ -1,4 +1,4 @@
-// Cache-only replay and `kvsim hitcurve` (issue 8).
+// Cache-only replay and `kvsim hitcurve`.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -8,9 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "reports/hitcurve.hpp"
+#include "cli/studies/hitcurve.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

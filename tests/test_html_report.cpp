@@ -5,6 +5,7 @@
 #include "report_test_helpers.hpp"
 #include "reports/gnuplot_chart.hpp"
 #include "reports/html_page.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

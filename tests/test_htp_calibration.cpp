@@ -1,18 +1,23 @@
-// Calibration of the Snapdragon device files (issue 4): every Snapdragon row
-// of shared/data/calibration/published_measurements.csv runs as a one-turn
-// dialog scenario (reports/calibration_htp.cpp) and must land within 15% of
-// the published figure. The fitted efficiencies and each row's error are in
-// the device files' notes; this test prints the errors it measures.
+// Calibration of the Snapdragon device files: the six Snapdragon rows of
+// shared/data/calibration/published_measurements.csv the device files were
+// fitted on (Q1, Q1t, Q6, Q6t, Q13, Q13t) run as one-turn dialog scenarios
+// (cli/studies/calibration_htp.cpp) and must land within 15% of the
+// published figure. Rows added to the file later are held out: how well they
+// are predicted is the cross-validation's figure, not an in-sample bound.
+// The fitted efficiencies and each row's error are in the device files'
+// notes; this test prints the errors it measures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "cli/studies/calibration.hpp"
 #include "devices/htp_timing.hpp"
-#include "reports/calibration.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {
@@ -23,9 +28,12 @@ const std::string kCsv =
     std::string(KVSIM_SHARED_DATA_DIR) + "/calibration/published_measurements.csv";
 
 std::vector<MeasurementRow> snapdragon_rows() {
+  const std::array<std::string, 6> fitted = {"Q1", "Q1t", "Q6", "Q6t", "Q13", "Q13t"};
   std::vector<MeasurementRow> rows;
   for (const MeasurementRow& row : read_measurements(kCsv)) {
-    if (row.device.rfind("snapdragon-", 0) == 0) rows.push_back(row);
+    if (row.device.rfind("snapdragon-", 0) == 0 &&
+        std::find(fitted.begin(), fitted.end(), row.id) != fitted.end())
+      rows.push_back(row);
   }
   return rows;
 }

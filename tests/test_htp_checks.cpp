@@ -1,5 +1,5 @@
-// Scenario checks that tie a scenario to its HTP device (issue 4,
-// sim/htp_checks.cpp and the dialog checks): a model + Genie KV buffers over
+// Scenario checks that tie a scenario to its HTP device (
+// sim/genie/genie_address_checks.cpp and the dialog checks): a model + Genie KV buffers over
 // the NPU address space, a VTCM request over the VTCM, on-device policies on
 // the wrong kind of device. Each is a located error before the run.
 #include <gtest/gtest.h>
@@ -8,10 +8,11 @@
 #include <fstream>
 #include <string>
 
-#include "reports/capacity_plan.hpp"
+#include "cli/studies/capacity_plan.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/genie_buffer_sizing.hpp"
-#include "sim/htp_checks.hpp"
+#include "sim/genie/genie_address_checks.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

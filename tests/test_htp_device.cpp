@@ -1,4 +1,4 @@
-// Snapdragon HTP devices (issue 4): the `kind: htp` device files, the HTP
+// Snapdragon HTP devices: the `kind: htp` device files, the HTP
 // pass timing (analytic bounds and monotonicity) and the VTCM allocator with
 // the shared/data README case (8 MiB VTCM, 6 MiB then 2 MiB) on v75 and v79.
 #include <gtest/gtest.h>
@@ -10,8 +10,9 @@
 
 #include "devices/device_spec.hpp"
 #include "devices/htp_timing.hpp"
-#include "devices/vtcm_allocator.hpp"
+#include "devices/htp_vtcm_allocator.hpp"
 #include "models/model_spec.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

@@ -10,14 +10,15 @@
 #include <filesystem>
 #include <random>
 
+#include "cli/generate/llama2_chunk_reuse.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/chunk_mask.hpp"
 #include "kernels/chunk_remap.hpp"
-#include "kernels/llama2_chunk_reuse.hpp"
+#include "kernels/kv_layout.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/chunk_prompt.hpp"
-#include "sim/cache/kv_layout.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

@@ -71,7 +71,7 @@ TEST_P(GenieModes, AllModesEqualDenseAfterPrefillAndDecodes_ctx64_h2_d8) {
   check("after 40 decodes");
   // What each costs: shift_concat moves the whole window every step;
   // pointer_shift and smart_mask copy only the new entries (pointer_shift
-  // re-packs only when a sliding window runs it out of slack, issue 4).
+  // re-packs only when a sliding window runs it out of slack).
   EXPECT_GT(bufs[0].bytes_moved(), 4 * bufs[1].bytes_moved());
   EXPECT_EQ(bufs[1].bytes_moved(), bufs[2].bytes_moved());
 }

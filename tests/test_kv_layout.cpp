@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "sim/cache/kv_layout.hpp"
+#include "kernels/kv_layout.hpp"
 
 namespace kvsim {
 namespace {

@@ -9,10 +9,7 @@
 #include <string>
 
 #include "models/model_spec.hpp"
-
-#ifndef KVSIM_CONFIG_DIR
-#define KVSIM_CONFIG_DIR "configs"
-#endif
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

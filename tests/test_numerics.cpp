@@ -6,9 +6,9 @@
 
 #include <numeric>
 
+#include "base/diagnostics.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/paged_policy.hpp"
-#include "sim/config/diagnostics.hpp"
 #include "sim/numerics/numerics_checker.hpp"
 #include "sim/serve/engine.hpp"
 

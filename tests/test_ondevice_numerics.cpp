@@ -46,7 +46,7 @@ GenieNumericsParams params_for(const Case& c) {
 
 // Plans an update on the policy, applies it, and replays it on the checker.
 struct Driver {
-  std::unique_ptr<OnDeviceKvPolicy> policy;
+  std::unique_ptr<GenieKvPolicy> policy;
   GenieNumericsChecker checker;
   int updates = 0;
   std::vector<KvDispatch> seen;
@@ -54,7 +54,7 @@ struct Driver {
   explicit Driver(const GenieNumericsParams& p)
       : policy(p.shape.window > 0
                    ? make_sliding_window_policy(p.shape)
-                   : std::unique_ptr<OnDeviceKvPolicy>(make_genie_mode_policy(p.shape))),
+                   : std::unique_ptr<GenieKvPolicy>(make_genie_mode_policy(p.shape))),
         checker(p) {}
 
   void update(int64_t n_past, int64_t variant) {

@@ -10,6 +10,7 @@
 
 #include <random>
 
+#include "base/diagnostics.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/kv_pool.hpp"
 #include "kernels/store_kvcache.hpp"
@@ -18,7 +19,6 @@
 #include "sim/cache/genie_mode_policy.hpp"
 #include "sim/cache/paged_window_policy.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/config/diagnostics.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {
@@ -27,9 +27,9 @@ namespace {
 constexpr int64_t L = 2, H = 2, D = 8, B = 2;  // layers, kv heads, head_dim, dtype bytes
 constexpr Bytes kCol = 2 * L * H * D * B;      // one token's column over all layers, K and V
 
-OnDeviceCacheShape shape(const std::string& mode, int64_t ctx = 256, int64_t headroom = 0,
-                         int64_t window = 0) {
-  OnDeviceCacheShape s;
+GenieCacheShape shape(const std::string& mode, int64_t ctx = 256, int64_t headroom = 0,
+                      int64_t window = 0) {
+  GenieCacheShape s;
   s.layers = L;
   s.kv_heads = H;
   s.head_dim = D;
@@ -42,12 +42,12 @@ OnDeviceCacheShape shape(const std::string& mode, int64_t ctx = 256, int64_t hea
   return s;
 }
 
-std::unique_ptr<OnDeviceKvPolicy> make(const std::string& policy, const OnDeviceCacheShape& s) {
+std::unique_ptr<GenieKvPolicy> make(const std::string& policy, const GenieCacheShape& s) {
   if (policy == "sliding_window") return make_sliding_window_policy(s);
   return make_genie_mode_policy(s);
 }
 
-KvUpdatePlan update(OnDeviceKvPolicy& p, int64_t n_past, int64_t variant) {
+KvUpdatePlan update(GenieKvPolicy& p, int64_t n_past, int64_t variant) {
   const KvUpdatePlan plan = p.plan_update({n_past, variant});
   p.apply_update(plan);
   return plan;
@@ -55,7 +55,7 @@ KvUpdatePlan update(OnDeviceKvPolicy& p, int64_t n_past, int64_t variant) {
 
 // Prefill of `prompt` tokens in AR-32 passes (the last one padded), then
 // the switch to AR-1 for decoding, as the dialog engine dispatches them.
-void prefill(OnDeviceKvPolicy& p, int64_t prompt) {
+void prefill(GenieKvPolicy& p, int64_t prompt) {
   update(p, 0, 32);
   for (int64_t done = 0; done < prompt;) {
     const int64_t n = std::min<int64_t>(32, prompt - done);
@@ -242,7 +242,7 @@ TEST(BufferBytes, EqualGenieBufferBytes) {
         c.dtype = dtype;
         c.update_mode = "pointer_shift";
         c.window = 1024;
-        const auto p = make_ondevice_policy(c, m);
+        const auto p = make_genie_policy(c, m);
         ASSERT_NE(p, nullptr) << policy;
         const std::string mode = std::string(policy) == "sliding_window" ? "pointer_shift" : policy;
         EXPECT_EQ(p->accounting().buffer_bytes,
@@ -261,18 +261,18 @@ TEST(Registry, OnDevicePoliciesComeFromTheirFactory) {
   m.head_dim = 8;
   CacheConfig c;
   c.ctx_size = 128;
-  for (const std::string& name : ondevice_policy_names()) {
+  for (const std::string& name : genie_policy_names()) {
     c.policy = name;
     c.window = 32;
-    EXPECT_TRUE(is_ondevice_policy(c));
-    const auto p = make_ondevice_policy(c, m);
+    EXPECT_TRUE(is_genie_policy(c));
+    const auto p = make_genie_policy(c, m);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->name(), name);
   }
   c.policy = "sliding_window";
   c.update_mode = "paged";
-  EXPECT_FALSE(is_ondevice_policy(c));
-  EXPECT_EQ(make_ondevice_policy(c, m), nullptr);
+  EXPECT_FALSE(is_genie_policy(c));
+  EXPECT_EQ(make_genie_policy(c, m), nullptr);
   PoolSizing sizing;
   sizing.num_blocks = 8;
   sizing.block_bytes = 1024;

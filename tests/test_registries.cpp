@@ -3,8 +3,8 @@
 // (DESIGN practice 1), and check that "unknown name" errors list what exists.
 #include <gtest/gtest.h>
 
+#include "kernels/kv_layout.hpp"
 #include "scenario_helpers.hpp"
-#include "sim/cache/kv_layout.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/metrics.hpp"
@@ -18,7 +18,7 @@ using Names = std::vector<std::string>;
 TEST(Registries, ListTheExpectedNames) {
   EXPECT_EQ(cache_policy_names(), (Names{"chunk_lru", "paged", "pointer_shift", "shift_concat",
                                          "sliding_window", "smart_mask"}));
-  EXPECT_EQ(ondevice_policy_names(),
+  EXPECT_EQ(genie_policy_names(),
             (Names{"pointer_shift", "shift_concat", "smart_mask", "sliding_window"}));
   EXPECT_EQ(kv_layout_names(), (Names{"atb", "ksana"}));
   EXPECT_EQ(workload_kinds(), (Names{"chat", "dialog", "fixed", "rag", "synthetic", "trace"}));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "devices/timing_model.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace kvsim {
 namespace {

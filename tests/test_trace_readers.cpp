@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 #include "tests/trace_helpers.hpp"
 #include "workloads/trace_format.hpp"
 

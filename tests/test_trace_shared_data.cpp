@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/cache/paged_policy.hpp"
+#include "tests/support/test_paths.hpp"
 #include "tests/trace_helpers.hpp"
 #include "workloads/trace_file_reader.hpp"
 #include "workloads/trace_workload.hpp"

@@ -1,8 +1,8 @@
 // Units parsed once into integers, and the strict YAML reader.
 #include <gtest/gtest.h>
 
-#include "sim/config/reader.hpp"
-#include "sim/config/units.hpp"
+#include "base/reader.hpp"
+#include "base/units.hpp"
 #include "sim/latency_histogram.hpp"
 
 namespace kvsim {

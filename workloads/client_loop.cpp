@@ -1,4 +1,4 @@
-// Benchmark clients around a request stream (issue 8, SPEC 5 "closed" and
+// Benchmark clients around a request stream (SPEC 5 "closed" and
 // "max_concurrency"), as `vllm bench serve` and SGLang's bench_serving drive a
 // server:
 //

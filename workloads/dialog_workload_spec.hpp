@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 
 namespace kvsim {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/config/reader.hpp"
-#include "sim/config/units.hpp"
+#include "base/reader.hpp"
+#include "base/units.hpp"
 #include "workloads/rng.hpp"
 
 namespace kvsim {

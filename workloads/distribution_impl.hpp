@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/config/reader.hpp"
+#include "base/reader.hpp"
 #include "workloads/distribution.hpp"
 
 namespace kvsim::detail {

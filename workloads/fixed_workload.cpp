@@ -1,4 +1,4 @@
-// `kind: fixed`: benchmark-shaped requests with a controlled prefix (issue 8),
+// `kind: fixed`: benchmark-shaped requests with a controlled prefix,
 // the way prefix-cache benchmarks build them (SGLang's generated-shared-prefix
 // dataset, vLLM's prefix-repetition dataset): every prompt is
 //   [round(shared_fraction * input) tokens of its group's prefix][the rest, unique]

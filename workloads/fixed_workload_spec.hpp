@@ -1,5 +1,5 @@
 #pragma once
-// `kind: fixed` (issue 8): benchmark-shaped single-shot requests, the way
+// `kind: fixed`: benchmark-shaped single-shot requests, the way
 // prefix-cache benchmarks build them. `input_tokens` is the WHOLE prompt;
 // `prefix.shared_fraction` of it is a prefix shared by every request of its
 // group and the rest is unique to the request.

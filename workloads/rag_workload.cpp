@@ -1,6 +1,6 @@
 // `kind: rag` (SPEC 5, seed 003): retrieval-augmented prompts
 //   sys_prompt SEP doc_a SEP doc_b ... SEP question
-// where SEP is the reserved separator kChunkSeparator (sim/cache/chunk_prompt.hpp,
+// where SEP is the reserved separator kChunkSeparator (workloads/rag_prompt.hpp,
 // seed 003's "##"), the documents are drawn without repetition from a corpus
 // by Zipf popularity and put in random order, so the same document shows up
 // at different positions in different requests (what defeats prefix caching
@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/cache/chunk_prompt.hpp"
 #include "workloads/distribution_impl.hpp"
+#include "workloads/rag_prompt.hpp"
 #include "workloads/single_shot_source.hpp"
 #include "workloads/workload_kinds.hpp"
 

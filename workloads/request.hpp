@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 
 namespace kvsim {
 

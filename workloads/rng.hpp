@@ -32,7 +32,7 @@ enum class RandomStream : uint64_t {
   think_time = 10,     // gap between a turn's completion and the next turn
   system_tokens = 11,  // token ids of the chat system prompt
   user_tokens = 12,    // token ids of a chat turn's user message
-  // Issue 8 (benchmark clients), numbered apart from other issues' additions:
+  // Benchmark clients (SPEC 5 closed arrivals), numbered apart from the others:
   client_think = 801,         // a closed-loop client's think time after a completion
   fixed_prefix_tokens = 802,  // token ids of a `kind: fixed` prefix group
 };

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "sim/config/diagnostics.hpp"
+#include "base/diagnostics.hpp"
 
 namespace kvsim {
 namespace {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 
 namespace kvsim {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/reader.hpp"
+#include "base/reader.hpp"
 #include "workloads/request.hpp"
 #include "workloads/workload_spec.hpp"
 

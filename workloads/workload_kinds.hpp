@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/config/reader.hpp"
+#include "base/reader.hpp"
 #include "workloads/rng.hpp"
 #include "workloads/workload.hpp"
 

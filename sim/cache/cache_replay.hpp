@@ -1,5 +1,5 @@
 #pragma once
-// Cache-only replay (issue 8, `kvsim hitcurve`): a request stream pushed
+// Cache-only replay (`kvsim hitcurve`): a request stream pushed
 // through a KV-cache policy with no timing and no concurrency. Each request,
 // in arrival order, is looked up, admitted with its prompt, committed (its
 // full blocks become reusable by content), and released at once (its blocks

@@ -1,37 +1,12 @@
 #pragma once
-// Seed 003's chunked prompt, `sys_prompt + "##" + chunk_1 + ... + "##" +
-// question`, at the level kvsim sees it: token ids.
-//
-// The separator "##" is the reserved token-id sequence kChunkSeparator
-// ({0, 0}). Token id 0 is <unk> in the Llama/llama2.c vocabularies, which no
-// real text tokenises to; the `rag` workload draws every other token (system
-// prompt, documents, question, reply) from [1, vocab), so the separator
-// appears exactly between segments and never by accident. Policies find the
-// segments by scanning the prompt for it, as the seed's InputProcessor does,
-// never from side information.
-#include <array>
+// The chunk cache's key for a segment of a chunked prompt (seed 003); the
+// prompt format itself is workloads/rag_prompt.hpp.
 #include <cstdint>
-#include <vector>
 
 #include "sim/cache/block_hash.hpp"
-#include "sim/cache/kv_cache_policy.hpp"
+#include "workloads/rag_prompt.hpp"
 
 namespace kvsim {
-
-constexpr int32_t kChunkSeparatorToken = 0;
-constexpr std::array<int32_t, 2> kChunkSeparator = {kChunkSeparatorToken, kChunkSeparatorToken};
-constexpr int64_t kChunkSeparatorLength = static_cast<int64_t>(kChunkSeparator.size());
-
-// One segment's content, separator excluded: tokens [begin, begin + length).
-struct PromptSegment {
-  int64_t begin = 0;
-  int64_t length = 0;
-};
-
-// The segments of a prompt in order: the system prompt (possibly empty),
-// each chunk, and last the question (what follows the last separator). A
-// prompt without a separator is one segment.
-std::vector<PromptSegment> split_chunked_prompt(const int32_t* prompt, int64_t length);
 
 // XXH3-128 over a segment's token ids alone (no position, no parent): the
 // chunk cache's key, identical wherever the content appears (seed 003 §3.1).

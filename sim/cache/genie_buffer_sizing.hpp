@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/units.hpp"
 #include "models/model_spec.hpp"
-#include "sim/config/units.hpp"
 
 namespace kvsim {
 

@@ -23,8 +23,8 @@ std::string_view kv_dispatch_name(KvDispatch d) {
   return "?";
 }
 
-OnDeviceCacheShape ondevice_cache_shape(const CacheConfig& cache, const ModelSpec& model) {
-  OnDeviceCacheShape s;
+GenieCacheShape genie_cache_shape(const CacheConfig& cache, const ModelSpec& model) {
+  GenieCacheShape s;
   // On the HTP a model runs on one NPU: no tensor parallelism splits the heads.
   s.layers = model.num_hidden_layers;
   s.kv_heads = model.num_key_value_heads;
@@ -38,7 +38,7 @@ OnDeviceCacheShape ondevice_cache_shape(const CacheConfig& cache, const ModelSpe
   return s;
 }
 
-GenieModePolicy::GenieModePolicy(const OnDeviceCacheShape& shape) : shape_(shape) {
+GenieModePolicy::GenieModePolicy(const GenieCacheShape& shape) : shape_(shape) {
   if (shape_.ctx_size < 2) throw std::invalid_argument("genie: ctx_size must be at least 2");
   if (shape_.ar_variants.empty()) shape_.ar_variants = {1};
   std::sort(shape_.ar_variants.begin(), shape_.ar_variants.end());
@@ -179,13 +179,13 @@ AttentionSpan GenieModePolicy::attention_span() const {
   return {attention_read_columns(), state_.held};
 }
 
-OnDeviceAccounting GenieModePolicy::accounting() const {
-  OnDeviceAccounting a = acc_;
+GenieAccounting GenieModePolicy::accounting() const {
+  GenieAccounting a = acc_;
   a.buffer_bytes = buffer_bytes();
   return a;
 }
 
-std::unique_ptr<GenieModePolicy> make_genie_mode_policy(const OnDeviceCacheShape& shape) {
+std::unique_ptr<GenieModePolicy> make_genie_mode_policy(const GenieCacheShape& shape) {
   if (shape.update_mode == "shift_concat") return make_shift_concat_policy(shape);
   if (shape.update_mode == "pointer_shift") return make_pointer_shift_policy(shape);
   if (shape.update_mode == "smart_mask") return make_smart_mask_policy(shape);

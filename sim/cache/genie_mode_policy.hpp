@@ -16,7 +16,7 @@
 // ctx_size - 1 tokens, not ctx_size - 128).
 #include <memory>
 
-#include "sim/cache/ondevice_policy.hpp"
+#include "sim/cache/genie_policy.hpp"
 
 namespace kvsim {
 
@@ -37,9 +37,9 @@ struct GenieStep {
   int64_t variant = 1;
 };
 
-class GenieModePolicy : public OnDeviceKvPolicy {
+class GenieModePolicy : public GenieKvPolicy {
  public:
-  explicit GenieModePolicy(const OnDeviceCacheShape& shape);
+  explicit GenieModePolicy(const GenieCacheShape& shape);
 
   KvUpdatePlan plan_update(const KvUpdateRequest& request) const override;
   void apply_update(const KvUpdatePlan& plan) override;
@@ -49,7 +49,7 @@ class GenieModePolicy : public OnDeviceKvPolicy {
   int64_t capacity_tokens(int64_t variant) const override { return cache_dim(variant); }
   int64_t view_offset() const override { return state_.offset; }
   Bytes saved_bytes() const override { return state_.held * shape_.column_bytes(); }
-  OnDeviceAccounting accounting() const override;
+  GenieAccounting accounting() const override;
 
   // Prices the elementary steps against the current state (the dispatch and
   // the n_past fields are left for the caller). Throws std::invalid_argument
@@ -59,7 +59,7 @@ class GenieModePolicy : public OnDeviceKvPolicy {
   // its own position); apply_update() checks, then calls it.
   void install(const KvUpdatePlan& plan);
 
-  const OnDeviceCacheShape& shape() const { return shape_; }
+  const GenieCacheShape& shape() const { return shape_; }
   const GenieState& state() const { return state_; }
   // seed 002 switchKeyVariant: in/out cache dim of the AR-n variant.
   int64_t cache_dim(int64_t variant) const;
@@ -86,16 +86,16 @@ class GenieModePolicy : public OnDeviceKvPolicy {
   // Columns the next pass's attention reads at the current state.
   virtual int64_t attention_read_columns() const { return state_.held; }
 
-  OnDeviceCacheShape shape_;
+  GenieCacheShape shape_;
   GenieState state_;
-  OnDeviceAccounting acc_;
+  GenieAccounting acc_;
 };
 
-std::unique_ptr<GenieModePolicy> make_shift_concat_policy(const OnDeviceCacheShape& shape);
-std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const OnDeviceCacheShape& shape);
-std::unique_ptr<GenieModePolicy> make_smart_mask_policy(const OnDeviceCacheShape& shape);
+std::unique_ptr<GenieModePolicy> make_shift_concat_policy(const GenieCacheShape& shape);
+std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const GenieCacheShape& shape);
+std::unique_ptr<GenieModePolicy> make_smart_mask_policy(const GenieCacheShape& shape);
 // The mode by name (shift_concat | pointer_shift | smart_mask); nullptr otherwise.
-std::unique_ptr<GenieModePolicy> make_genie_mode_policy(const OnDeviceCacheShape& shape);
-std::unique_ptr<OnDeviceKvPolicy> make_sliding_window_policy(const OnDeviceCacheShape& shape);
+std::unique_ptr<GenieModePolicy> make_genie_mode_policy(const GenieCacheShape& shape);
+std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(const GenieCacheShape& shape);
 
 }  // namespace kvsim

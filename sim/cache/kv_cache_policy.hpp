@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/units.hpp"
 #include "models/step_ops.hpp"
 #include "sim/cache/block_hash.hpp"
 #include "sim/cache/block_pool.hpp"
-#include "sim/config/units.hpp"
 
 namespace kvsim {
 

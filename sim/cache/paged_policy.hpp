@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/kv_layout.hpp"
 #include "sim/cache/block_pool.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
-#include "sim/cache/kv_layout.hpp"
 #include "sim/cache/paged_policy_base.hpp"
 
 namespace kvsim {

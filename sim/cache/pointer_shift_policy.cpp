@@ -67,7 +67,7 @@ class PointerShiftPolicy final : public GenieModePolicy {
 
 }  // namespace
 
-std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const OnDeviceCacheShape& shape) {
+std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const GenieCacheShape& shape) {
   return std::make_unique<PointerShiftPolicy>(shape);
 }
 

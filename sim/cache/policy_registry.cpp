@@ -46,11 +46,11 @@ const std::vector<std::pair<std::string, Factory>>& table() {
   return t;
 }
 
-using OnDeviceFactory = std::function<std::unique_ptr<OnDeviceKvPolicy>(const OnDeviceCacheShape&)>;
+using GenieFactory = std::function<std::unique_ptr<GenieKvPolicy>(const GenieCacheShape&)>;
 
 // The on-device family (seed 002), one line each.
-const std::vector<std::pair<std::string, OnDeviceFactory>>& ondevice_table() {
-  static const std::vector<std::pair<std::string, OnDeviceFactory>> t = {
+const std::vector<std::pair<std::string, GenieFactory>>& genie_table() {
+  static const std::vector<std::pair<std::string, GenieFactory>> t = {
       {"pointer_shift", make_pointer_shift_policy},
       {"shift_concat", make_shift_concat_policy},
       {"smart_mask", make_smart_mask_policy},
@@ -64,7 +64,7 @@ const std::vector<std::pair<std::string, OnDeviceFactory>>& ondevice_table() {
 std::vector<std::string> cache_policy_names() {
   std::vector<std::string> names;
   for (const auto& [name, factory] : table()) names.push_back(name);
-  for (const auto& [name, factory] : ondevice_table()) names.push_back(name);
+  for (const auto& [name, factory] : genie_table()) names.push_back(name);
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
@@ -74,24 +74,24 @@ std::vector<std::string> planned_cache_policy_names() {
   return {};
 }
 
-std::vector<std::string> ondevice_policy_names() {
+std::vector<std::string> genie_policy_names() {
   std::vector<std::string> names;
-  for (const auto& [name, factory] : ondevice_table()) names.push_back(name);
+  for (const auto& [name, factory] : genie_table()) names.push_back(name);
   return names;
 }
 
-bool is_ondevice_policy(const CacheConfig& config) {
+bool is_genie_policy(const CacheConfig& config) {
   if (config.policy == "sliding_window") return config.update_mode != "paged";
-  for (const auto& [name, factory] : ondevice_table())
+  for (const auto& [name, factory] : genie_table())
     if (name == config.policy) return true;
   return false;
 }
 
-std::unique_ptr<OnDeviceKvPolicy> make_ondevice_policy(const CacheConfig& config,
-                                                       const ModelSpec& model) {
-  if (!is_ondevice_policy(config)) return nullptr;
-  const OnDeviceCacheShape shape = ondevice_cache_shape(config, model);
-  for (const auto& [name, factory] : ondevice_table())
+std::unique_ptr<GenieKvPolicy> make_genie_policy(const CacheConfig& config,
+                                                 const ModelSpec& model) {
+  if (!is_genie_policy(config)) return nullptr;
+  const GenieCacheShape shape = genie_cache_shape(config, model);
+  for (const auto& [name, factory] : genie_table())
     if (name == config.policy) return factory(shape);
   return nullptr;
 }

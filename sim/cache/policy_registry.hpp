@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "sim/cache/cache_config.hpp"
+#include "sim/cache/genie_policy.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
-#include "sim/cache/ondevice_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
 
 namespace kvsim {
@@ -24,12 +24,11 @@ std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheConfig& config,
 // The on-device (HTP) family of seed 002: shift_concat, pointer_shift,
 // smart_mask, and sliding_window over one of them (kv_cache.update_mode).
 // sliding_window over `paged` is a serving-engine policy: make_cache_policy
-// builds it and is_ondevice_policy() says false.
-std::vector<std::string> ondevice_policy_names();
-bool is_ondevice_policy(const CacheConfig& config);
+// builds it and is_genie_policy() says false.
+std::vector<std::string> genie_policy_names();
+bool is_genie_policy(const CacheConfig& config);
 // nullptr when `config` is not an on-device policy; throws
 // std::invalid_argument when its shape is unusable (variants beyond ctx_size).
-std::unique_ptr<OnDeviceKvPolicy> make_ondevice_policy(const CacheConfig& config,
-                                                       const ModelSpec& model);
+std::unique_ptr<GenieKvPolicy> make_genie_policy(const CacheConfig& config, const ModelSpec& model);
 
 }  // namespace kvsim

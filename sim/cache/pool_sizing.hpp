@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "base/units.hpp"
 #include "models/model_spec.hpp"
-#include "sim/config/units.hpp"
 
 namespace kvsim {
 

@@ -51,7 +51,7 @@ class ShiftConcatPolicy final : public GenieModePolicy {
 
 }  // namespace
 
-std::unique_ptr<GenieModePolicy> make_shift_concat_policy(const OnDeviceCacheShape& shape) {
+std::unique_ptr<GenieModePolicy> make_shift_concat_policy(const GenieCacheShape& shape) {
   return std::make_unique<ShiftConcatPolicy>(shape);
 }
 

@@ -16,7 +16,7 @@
 //   pointer_shift: copy 1 = 2 L H D b, plus a compaction of W - 1 columns
 //                  whenever the offset runs past the headroom
 //   smart_mask:    copy 1 = 2 L H D b (the ring wraps in place)
-// The cross-check ondevice_cache_checks (sim/scenario.cpp) requires window <=
+// The cross-check genie_cache_checks (sim/scenario.cpp) requires window <=
 // ctx_size - largest variant, so `window` tokens fit every variant's cache dim.
 #include <fmt/format.h>
 
@@ -28,7 +28,7 @@
 namespace kvsim {
 namespace {
 
-class SlidingWindowPolicy final : public OnDeviceKvPolicy {
+class SlidingWindowPolicy final : public GenieKvPolicy {
  public:
   SlidingWindowPolicy(std::unique_ptr<GenieModePolicy> base, int64_t window)
       : base_(std::move(base)), window_(window) {
@@ -83,7 +83,7 @@ class SlidingWindowPolicy final : public OnDeviceKvPolicy {
   }
   int64_t view_offset() const override { return base_->view_offset(); }
   Bytes saved_bytes() const override { return base_->saved_bytes(); }
-  OnDeviceAccounting accounting() const override { return base_->accounting(); }
+  GenieAccounting accounting() const override { return base_->accounting(); }
 
   const GenieModePolicy& base() const { return *base_; }
 
@@ -95,7 +95,7 @@ class SlidingWindowPolicy final : public OnDeviceKvPolicy {
 
 }  // namespace
 
-std::unique_ptr<OnDeviceKvPolicy> make_sliding_window_policy(const OnDeviceCacheShape& shape) {
+std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(const GenieCacheShape& shape) {
   auto base = make_genie_mode_policy(shape);
   if (!base)
     throw std::invalid_argument(fmt::format(

@@ -38,7 +38,7 @@ class SmartMaskPolicy final : public GenieModePolicy {
 
 }  // namespace
 
-std::unique_ptr<GenieModePolicy> make_smart_mask_policy(const OnDeviceCacheShape& shape) {
+std::unique_ptr<GenieModePolicy> make_smart_mask_policy(const GenieCacheShape& shape) {
   return std::make_unique<SmartMaskPolicy>(shape);
 }
 

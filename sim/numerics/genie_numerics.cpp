@@ -59,7 +59,7 @@ void replay_update(const KvUpdatePlan& plan, kernels::GenieKvBuffer& b, const fl
 
 GenieNumericsParams genie_numerics_params(const ScenarioSpec& s) {
   GenieNumericsParams p;
-  const OnDeviceCacheShape full = ondevice_cache_shape(s.cache, s.model);
+  const GenieCacheShape full = genie_cache_shape(s.cache, s.model);
   p.shape = full;
   const NumericsConfig& n = s.numerics;
   p.shape.layers = std::min(n.shadow_layers, full.layers);

@@ -1,6 +1,6 @@
 #pragma once
 // Numerics for the on-device update modes (SPEC 8, seed 002): replays an
-// OnDeviceKvPolicy's update plans on real Genie buffers
+// GenieKvPolicy's update plans on real Genie buffers
 // (kernels::GenieKvBuffer, one per shadow layer, in the policy's mode) and,
 // after every update, checks that
 //   1. attention of a fresh query through the buffers (their own layout,
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "kernels/genie_kv_buffer.hpp"
-#include "sim/cache/ondevice_policy.hpp"
+#include "sim/cache/genie_policy.hpp"
 
 namespace kvsim {
 struct ScenarioSpec;
@@ -37,7 +37,7 @@ namespace kvsim::numerics {
 struct GenieNumericsParams {
   // Shadow geometry (layers, kv_heads, head_dim at the reduced width;
   // ctx_size, ar_variants, headroom, window and update_mode as the policy's).
-  OnDeviceCacheShape shape;
+  GenieCacheShape shape;
   int64_t q_heads = 4;  // grouped-query heads per check (a multiple of kv_heads)
   // Bytes of one column at the policy's (full) width, to compare plans with
   // the kernel's bytes in columns; 0: the shadow's own (tests at full width).

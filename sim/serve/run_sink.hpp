@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sim/config/units.hpp"
+#include "base/units.hpp"
 
 namespace kvsim {
 

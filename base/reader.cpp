@@ -1,0 +1,384 @@
+#include "base/reader.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+namespace kvsim::config {
+
+Location LoadContext::location_of(const std::string& key_path) const {
+  auto it = locations.find(key_path);
+  if (it != locations.end()) return it->second;
+  return {};
+}
+
+// A missing key comes back from yaml-cpp as an invalid "zombie" node whose
+// type queries throw; it is replaced by a valid Undefined node.
+Node::Node(YAML::Node node, std::string key_path, std::string file, LoadContext* ctx)
+    : node_(node.IsDefined() ? std::move(node) : YAML::Node(YAML::NodeType::Undefined)),
+      path_(std::move(key_path)),
+      file_(std::move(file)),
+      ctx_(ctx) {}
+
+Location Node::location() const {
+  // A value given with --set has no line in any file: point at the flag.
+  for (const auto& p : ctx_->overridden_paths) {
+    if (path_ == p || path_.rfind(p + ".", 0) == 0) return {"--set " + p, 1, 1};
+  }
+  if (node_.IsDefined()) {
+    const YAML::Mark m = node_.Mark();
+    if (!m.is_null()) return {file_, m.line + 1, m.column + 1};
+  }
+  return {file_, 0, 0};
+}
+
+void Node::error(std::string problem, std::string allowed) const {
+  ctx_->diagnostics.error(location(), path_, std::move(problem), std::move(allowed));
+}
+
+namespace {
+std::string scalar_text(const YAML::Node& n) {
+  return n.Scalar();
+}
+
+std::string describe(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing";
+  if (n.IsMap()) return "a map";
+  if (n.IsSequence()) return "a list";
+  return fmt::format("'{}'", n.Scalar());
+}
+}  // namespace
+
+std::optional<int64_t> Node::as_int(int64_t min, int64_t max) const {
+  if (!node_.IsScalar()) {
+    error(fmt::format("expected an integer, got {}", describe(node_)),
+          fmt::format("an integer in [{}, {}]", min, max));
+    return std::nullopt;
+  }
+  const std::string text = scalar_text(node_);
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    error(fmt::format("expected an integer, got '{}'", text),
+          fmt::format("an integer in [{}, {}]", min, max));
+    return std::nullopt;
+  }
+  if (value < min || value > max) {
+    error(fmt::format("{} is out of range", value),
+          fmt::format("an integer in [{}, {}]", min, max));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> Node::as_double(double min, double max) const {
+  const std::string allowed = fmt::format("a number in [{}, {}]", min, max);
+  if (!node_.IsScalar()) {
+    error(fmt::format("expected a number, got {}", describe(node_)), allowed);
+    return std::nullopt;
+  }
+  const std::string text = scalar_text(node_);
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value)) {
+    error(fmt::format("expected a number, got '{}'", text), allowed);
+    return std::nullopt;
+  }
+  if (value < min || value > max) {
+    error(fmt::format("{} is out of range", text), allowed);
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<bool> Node::as_bool() const {
+  if (node_.IsScalar()) {
+    const std::string& t = node_.Scalar();
+    if (t == "true" || t == "True" || t == "yes") return true;
+    if (t == "false" || t == "False" || t == "no") return false;
+  }
+  error(fmt::format("expected true or false, got {}", describe(node_)), "true, false");
+  return std::nullopt;
+}
+
+std::optional<std::string> Node::as_string() const {
+  if (!node_.IsScalar()) {
+    error(fmt::format("expected a string, got {}", describe(node_)), "a string");
+    return std::nullopt;
+  }
+  return node_.Scalar();
+}
+
+std::optional<std::string> Node::as_choice(const std::vector<std::string>& allowed) const {
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  if (!node_.IsScalar()) {
+    error(fmt::format("expected one of the names, got {}", describe(node_)), list);
+    return std::nullopt;
+  }
+  const std::string& v = node_.Scalar();
+  for (const auto& a : allowed)
+    if (a == v) return v;
+  const std::string near = closest_match(v, allowed);
+  error(near.empty() ? fmt::format("unknown value '{}'", v)
+                     : fmt::format("unknown value '{}', did you mean '{}'?", v, near),
+        list);
+  return std::nullopt;
+}
+
+std::optional<int64_t> Node::quantity(int64_t min, int64_t max, const char* what,
+                                      const char* example,
+                                      ParsedQuantity (*parse)(std::string_view)) const {
+  const std::string allowed = fmt::format("{} such as {}", what, example);
+  if (!node_.IsScalar()) {
+    error(fmt::format("expected {}, got {}", what, describe(node_)), allowed);
+    return std::nullopt;
+  }
+  const ParsedQuantity q = parse(node_.Scalar());
+  if (!q.value) {
+    error(q.problem, allowed);
+    return std::nullopt;
+  }
+  if (*q.value < min || *q.value > max) {
+    error(fmt::format("'{}' is out of range", node_.Scalar()),
+          fmt::format("{} between {} and {}", what, min, max));
+    return std::nullopt;
+  }
+  return q.value;
+}
+
+std::optional<Bytes> Node::as_bytes(Bytes min, Bytes max) const {
+  return quantity(min, max, "a size", "64GiB or 4096", parse_bytes);
+}
+std::optional<int64_t> Node::as_bandwidth(int64_t min, int64_t max) const {
+  return quantity(min, max, "a bandwidth", "1.6TB/s", parse_bandwidth);
+}
+std::optional<TimeNs> Node::as_duration(TimeNs min, TimeNs max) const {
+  return quantity(min, max, "a duration", "20us or 1.5s", parse_duration);
+}
+std::optional<int64_t> Node::as_ops_rate(int64_t min, int64_t max) const {
+  return quantity(min, max, "a compute rate", "353.9TFLOPS", parse_ops_rate);
+}
+
+std::vector<Node> Node::items() const {
+  std::vector<Node> out;
+  if (!node_.IsSequence()) {
+    error(fmt::format("expected a list, got {}", describe(node_)), "a list");
+    return out;
+  }
+  for (size_t i = 0; i < node_.size(); ++i)
+    out.emplace_back(node_[i], fmt::format("{}[{}]", path_, i), file_, ctx_);
+  return out;
+}
+
+Node Node::child_at(const std::string& key) const {
+  const std::string p = path_.empty() ? key : path_ + "." + key;
+  if (!node_.IsMap()) return Node(YAML::Node(YAML::NodeType::Undefined), p, file_, ctx_);
+  return Node(node_[key], p, file_, ctx_);
+}
+
+// ---------------------------------------------------------------------------
+
+MapReader::MapReader(const Node& map) : map_(map) {
+  if (map_.raw().IsDefined() && !map_.raw().IsNull() && !map_.raw().IsMap()) {
+    map_.error(fmt::format("expected a map of keys, got {}", describe(map_.raw())), "a YAML map");
+    valid_ = false;
+  }
+}
+
+Node MapReader::child(std::string_view key) {
+  declared_.emplace_back(key);
+  Node c = map_.child_at(std::string(key));
+  if (c.raw().IsDefined()) map_.context().locations[c.path()] = c.location();
+  return c;
+}
+
+bool MapReader::has(std::string_view key) const {
+  return valid_ && map_.raw().IsMap() && map_.raw()[std::string(key)].IsDefined();
+}
+
+bool MapReader::declared(std::string_view key) const {
+  for (const auto& d : declared_)
+    if (d == key) return true;
+  return false;
+}
+
+void MapReader::ignore(std::initializer_list<std::string_view> keys) {
+  for (auto k : keys) declared_.emplace_back(k);
+}
+
+Node MapReader::required_or_default(std::string_view key, bool has_default) {
+  Node c = child(key);
+  if (!c.defined() && !has_default && valid_) {
+    Location where = map_.location();
+    map_.context().diagnostics.error(where, c.path(), "is required but missing");
+  }
+  return c;
+}
+
+int64_t MapReader::integer(std::string_view key, std::optional<int64_t> def, int64_t min,
+                           int64_t max) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or(min);
+  return c.as_int(min, max).value_or(def.value_or(min));
+}
+
+double MapReader::number(std::string_view key, std::optional<double> def, double min, double max) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or(min);
+  return c.as_double(min, max).value_or(def.value_or(min));
+}
+
+bool MapReader::boolean(std::string_view key, std::optional<bool> def) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or(false);
+  return c.as_bool().value_or(def.value_or(false));
+}
+
+std::string MapReader::string(std::string_view key, std::optional<std::string> def) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or("");
+  return c.as_string().value_or(def.value_or(""));
+}
+
+std::string MapReader::choice(std::string_view key, std::optional<std::string> def,
+                              const std::vector<std::string>& allowed) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or(allowed.empty() ? "" : allowed.front());
+  return c.as_choice(allowed).value_or(def.value_or(allowed.empty() ? "" : allowed.front()));
+}
+
+Bytes MapReader::bytes(std::string_view key, std::optional<Bytes> def, Bytes min, Bytes max) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or(min);
+  return c.as_bytes(min, max).value_or(def.value_or(min));
+}
+
+int64_t MapReader::bandwidth(std::string_view key, std::optional<int64_t> def, int64_t min,
+                             int64_t max) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or(min);
+  return c.as_bandwidth(min, max).value_or(def.value_or(min));
+}
+
+TimeNs MapReader::duration(std::string_view key, std::optional<TimeNs> def, TimeNs min,
+                           TimeNs max) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or(min);
+  return c.as_duration(min, max).value_or(def.value_or(min));
+}
+
+int64_t MapReader::ops_rate(std::string_view key, std::optional<int64_t> def, int64_t min,
+                            int64_t max) {
+  Node c = required_or_default(key, def.has_value());
+  if (!c.defined()) return def.value_or(min);
+  return c.as_ops_rate(min, max).value_or(def.value_or(min));
+}
+
+Node MapReader::sourced(std::string_view key, std::string* source_out) {
+  Node c = required_or_default(key, false);
+  if (!c.defined()) return c;
+  if (!c.is_map()) {
+    c.error("a device number needs its source",
+            fmt::format("write {}: {{value: {}, source: \"datasheet/measured/derived ...\"}}", key,
+                        c.is_scalar() ? c.raw().Scalar() : "..."));
+    return Node(YAML::Node(YAML::NodeType::Undefined), c.path(), c.file(), &c.context());
+  }
+  MapReader inner(c);
+  Node value = inner.child("value");
+  const std::string src = inner.string("source", std::nullopt);
+  if (!value.defined()) c.error("'value' is missing", "{value: ..., source: ...}");
+  if (source_out) *source_out = src;
+  inner.finish();
+  // Errors on the value are reported under the parent key's path.
+  return Node(value.raw(), c.path(), c.file(), &c.context());
+}
+
+void MapReader::finish() {
+  if (finished_ || !valid_) return;
+  finished_ = true;
+  if (!map_.raw().IsMap()) return;
+  for (auto it = map_.raw().begin(); it != map_.raw().end(); ++it) {
+    const std::string key = it->first.Scalar();
+    bool known = false;
+    for (const auto& d : declared_) known = known || d == key;
+    if (known) continue;
+    const std::string p = map_.path().empty() ? key : map_.path() + "." + key;
+    Node key_node(it->first, p, map_.file(), &map_.context());
+    const std::string near = closest_match(key, declared_);
+    std::string allowed;
+    for (const auto& d : declared_) allowed += (allowed.empty() ? "known keys: " : ", ") + d;
+    key_node.error(near.empty() ? fmt::format("unknown key '{}'", key)
+                                : fmt::format("unknown key '{}', did you mean '{}'?", key, near),
+                   allowed);
+  }
+}
+
+YAML::Node load_file(const std::string& path, LoadContext& ctx) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    ctx.diagnostics.error(
+        {path, 0, 0}, "",
+        std::filesystem::exists(path, ec) ? "is not a regular file" : "file not found");
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    ctx.diagnostics.error({path, e.mark.line + 1, e.mark.column + 1}, "",
+                          fmt::format("invalid YAML: {}", e.msg));
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+bool apply_override(YAML::Node& root, const std::string& assignment, LoadContext& ctx) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    ctx.diagnostics.error({"--set", 1, 1}, assignment, "expected KEY=VALUE",
+                          "a dotted key path such as kv_cache.block_size=64");
+    return false;
+  }
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  YAML::Node value;
+  try {
+    value = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    ctx.diagnostics.error({"--set " + path, 1, static_cast<int>(eq) + 2}, path,
+                          fmt::format("invalid value: {}", e.msg));
+    return false;
+  }
+  if (!root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
+  // Walk with explicit node copies: yaml-cpp nodes are handles, so assigning
+  // through a copy writes into the document.
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  YAML::Node cur = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (parts[i].empty()) break;
+    YAML::Node next = cur[parts[i]];
+    if (!next.IsDefined() || !next.IsMap()) {
+      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next.reset(cur[parts[i]]);
+    }
+    cur.reset(next);
+  }
+  if (parts.back().empty()) {
+    ctx.diagnostics.error({"--set", 1, 1}, path, "empty key in path", "a.b.c=value");
+    return false;
+  }
+  cur[parts.back()] = value;
+  ctx.overridden_paths.insert(path);
+  return true;
+}
+
+}  // namespace kvsim::config

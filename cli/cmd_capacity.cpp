@@ -1,0 +1,238 @@
+// kvsim capacity --device D[,D] --model M[,M] [--context N,...] [--kv-dtype fp16,int8]
+//                [--block-size B] [--memory-fraction F] [--tp N,...] [--out DIR]
+//                [--policy paged|chunk_lru --main-pool-fraction F --chunk-pool-fraction F]
+//                [--slo ttft_p99_ms=X,tpot_p99_ms=Y --workload SCENARIO.yaml [--set K=V]...]
+// The analytic capacity table (SPEC 9 keys) and, with --slo, the highest
+// arrival rate that meets the SLO per device x model x dtype x tp.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "base/source_paths.hpp"
+#include "cli/commands.hpp"
+#include "cli/studies/capacity_chunk_pool.hpp"
+#include "cli/studies/capacity_plan.hpp"
+#include "cli/studies/slo_search.hpp"
+#include "reports/html_page.hpp"
+#include "reports/output_dir.hpp"
+
+namespace kvsim::cli {
+namespace {
+
+struct CapacityCliOptions {
+  CapacityQuery query;
+  std::string out = "out/capacity";
+  std::string slo, workload;
+  std::vector<std::string> sets;
+  CLI::Option* block_size = nullptr;
+  CLI::Option* memory_fraction = nullptr;
+};
+
+std::string configs_dir() {
+  std::error_code ec;
+  return std::filesystem::is_directory("configs/devices", ec) ? "configs" : KVSIM_CONFIG_DIR;
+}
+
+struct SloRow {
+  std::string device, model, kv_dtype;
+  int64_t tp = 1;
+  SloSearchResult result;
+};
+
+nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>& rows,
+                                const std::string& workload) {
+  nlohmann::ordered_json j;
+  j["workload"] = workload;
+  j["ttft_p99_ms"] = slo.ttft_p99_ms ? nlohmann::ordered_json(*slo.ttft_p99_ms) : nullptr;
+  j["tpot_p99_ms"] = slo.tpot_p99_ms ? nlohmann::ordered_json(*slo.tpot_p99_ms) : nullptr;
+  j["searches"] = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    nlohmann::ordered_json s;
+    s["device"] = r.device;
+    s["model"] = r.model;
+    s["kv_dtype"] = r.kv_dtype;
+    s["tp"] = r.tp;
+    s["found"] = r.result.found;
+    s["max_rate_per_s"] = r.result.best_rate;
+    s["bracket"] = {r.result.lo, r.result.hi};
+    s["probes"] = nlohmann::ordered_json::array();
+    for (const auto& p : r.result.probes)
+      s["probes"].push_back({{"rate_per_s", p.rate_per_s},
+                             {"ttft_p99_ms", p.ttft_p99_ms},
+                             {"tpot_p99_ms", p.tpot_p99_ms},
+                             {"meets", p.meets}});
+    j["searches"].push_back(s);
+  }
+  return j;
+}
+
+std::string slo_markdown(const SloTarget& slo, const std::vector<SloRow>& rows) {
+  std::string out = fmt::format(
+      "\n## Highest arrival rate meeting the SLO (p99 TTFT <= {} ms, p99 TPOT <= {} ms)\n\n",
+      slo.ttft_p99_ms ? fmt::format("{}", *slo.ttft_p99_ms) : "-",
+      slo.tpot_p99_ms ? fmt::format("{}", *slo.tpot_p99_ms) : "-");
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    const auto& s = r.result;
+    cells.push_back(
+        {r.device, r.model, r.kv_dtype, std::to_string(r.tp),
+         s.found ? fmt::format("{:.3f}", s.best_rate) : "none",
+         fmt::format("[{:.3f}, {}]", s.lo,
+                     s.hi > 0 ? fmt::format("{:.3f}", s.hi) : std::string("not reached")),
+         std::to_string(s.probes.size())});
+  }
+  return out + markdown_table({"device", "model", "kv", "tp", "max rate (req/s)",
+                               "bracket [meets, fails]", "runs"},
+                              cells);
+}
+
+int run_capacity(CapacityCliOptions& o) {
+  if (o.slo.empty() != o.workload.empty()) {
+    std::cerr << "kvsim: error: --slo and --workload go together (the scenario whose "
+                 "workload.arrival.rate_per_s is searched)\n";
+    return kExitBadInput;
+  }
+  if (o.query.policy == "chunk_lru") {
+    // Seed 003's split: the pools and the reserve share the device.
+    const double sum = o.query.main_pool_fraction + o.query.chunk_pool_fraction;
+    if (sum > 1.0 + 1e-9 || o.memory_fraction->count() > 0) {
+      std::cerr << fmt::format(
+          "kvsim: error: --policy chunk_lru: {}\n",
+          o.memory_fraction->count() > 0
+              ? "--memory-fraction does not apply; the main pool is --main-pool-fraction"
+              : fmt::format("--main-pool-fraction {} + --chunk-pool-fraction {} = {} is more than "
+                            "the device's memory (at most 1)",
+                            o.query.main_pool_fraction, o.query.chunk_pool_fraction, sum));
+      return kExitBadInput;
+    }
+  }
+  const std::vector<CapacityRow> rows = capacity_rows(o.query, configs_dir());
+  std::vector<SloRow> slo_rows;
+  SloTarget slo;
+  if (!o.slo.empty()) {
+    slo = parse_slo(o.slo);
+    for (const auto& r : rows) {
+      // The SLO search sweeps a serving workload's arrival rate; a phone NPU
+      // runs one user's dialog (kvsim run on a dialog scenario instead).
+      if (resolve_device(r.device, configs_dir()).kind == "htp") {
+        std::cerr << "kvsim: error: --device " << r.device
+                  << ": --slo searches a serving arrival rate and works on Ascend devices only; "
+                     "an HTP device runs a dialog scenario (kvsim run)\n";
+        return kExitBadInput;
+      }
+      if (!r.fits) continue;
+      bool done = false;
+      for (const auto& s : slo_rows)
+        done = done || (s.device == r.device && s.model == r.model && s.kv_dtype == r.kv_dtype &&
+                        s.tp == r.tp);
+      if (done) continue;
+      std::vector<std::string> sets = o.sets;
+      sets.push_back("device=" + r.device);
+      sets.push_back("model=" + r.model);
+      sets.push_back("kv_cache.dtype=" + r.kv_dtype);
+      sets.push_back(fmt::format("parallel.tensor={}", r.tp));
+      if (o.block_size->count() > 0)
+        sets.push_back(fmt::format("kv_cache.block_size={}", o.query.block_size));
+      if (o.memory_fraction->count() > 0)
+        sets.push_back(fmt::format("kv_cache.memory_fraction={}", o.query.memory_fraction));
+      if (o.query.policy == "chunk_lru") {
+        sets.push_back("kv_cache.policy=chunk_lru");
+        sets.push_back(fmt::format("kv_cache.main_pool_fraction={}", o.query.main_pool_fraction));
+        sets.push_back(fmt::format("kv_cache.chunk_pool_fraction={}", o.query.chunk_pool_fraction));
+      }
+      slo_rows.push_back(
+          {r.device, r.model, r.kv_dtype, r.tp, search_max_rate(o.workload, sets, slo)});
+    }
+  }
+
+  std::string md =
+      "# Capacity plan\n\nPaged KV pool per device (per tensor-parallel rank), "
+      "SPEC 6 sizing: block = 2 x layers x block_size x kv_heads/tp x head_dim x "
+      "dtype bytes; blocks = floor((memory x fraction - weights - activations) / "
+      "block).\n\n" +
+      capacity_markdown(rows) + capacity_chunk_pool_markdown(o.query, rows);
+  if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
+
+  OutputDir dir(o.out);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  std::string csv;
+  for (const auto& h : capacity_csv_header()) csv += (csv.empty() ? "" : ",") + h;
+  csv += "\n";
+  std::vector<std::vector<std::string>> html_rows;
+  for (const auto& r : rows) {
+    list.push_back(capacity_row_json(r));
+    const auto cells = capacity_csv_cells(r);
+    std::string line;
+    for (const auto& c : cells) {
+      const bool quote = c.find_first_of(",\"") != std::string::npos;
+      std::string q = c;
+      if (quote) {
+        q.clear();
+        for (const char ch : c) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        q = "\"" + q + "\"";
+      }
+      line += (line.empty() ? "" : ",") + q;
+    }
+    csv += line + "\n";
+    html_rows.push_back(cells);
+  }
+  write_file_atomically(dir.file("capacity.json"), list.dump(2) + "\n");
+  write_file_atomically(dir.file("capacity.csv"), csv);
+  write_file_atomically(dir.file("capacity.md"), md);
+  write_file_atomically(
+      dir.file("capacity.html"),
+      html_document("kvsim capacity plan",
+                    "<h1>Capacity plan</h1>\n" + html_table(capacity_csv_header(), html_rows)));
+  if (!slo_rows.empty())
+    write_file_atomically(dir.file("slo.json"), slo_json(slo, slo_rows, o.workload).dump(2) + "\n");
+  dir.commit();
+  std::cout << md << "\nreport: " << dir.final_path()
+            << "/ (capacity.json, capacity.csv, capacity.md, capacity.html"
+            << (slo_rows.empty() ? "" : ", slo.json") << ")\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_capacity_command(CLI::App& app) {
+  auto o = std::make_shared<CapacityCliOptions>();
+  auto* cmd = app.add_subcommand("capacity", "KV capacity table and SLO rate search");
+  cmd->add_option("--device", o->query.devices, "devices, comma separated")
+      ->required()
+      ->delimiter(',');
+  cmd->add_option("--model", o->query.models, "models, comma separated")
+      ->required()
+      ->delimiter(',');
+  cmd->add_option("--context", o->query.contexts,
+                  "context lengths in tokens (default 1024,8192,32768)")
+      ->delimiter(',');
+  cmd->add_option("--kv-dtype", o->query.kv_dtypes, "KV dtypes: fp16,bf16,int8,fp32 (default fp16)")
+      ->delimiter(',');
+  o->block_size = cmd->add_option("--block-size", o->query.block_size, "tokens per block (128)")
+                      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  o->memory_fraction =
+      cmd->add_option("--memory-fraction", o->query.memory_fraction, "share of memory (0.9)")
+          ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--policy", o->query.policy,
+                  "paged, or chunk_lru for seed 003's main/chunk pool split (default paged)")
+      ->check(CLI::IsMember({"paged", "chunk_lru"}));
+  cmd->add_option("--main-pool-fraction", o->query.main_pool_fraction,
+                  "chunk_lru: share of memory for weights, activations and main KV (0.70)")
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--chunk-pool-fraction", o->query.chunk_pool_fraction,
+                  "chunk_lru: share of memory for cached chunks (0.15)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--tp", o->query.tps, "tensor-parallel sizes (default 1)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  cmd->add_option("--out", o->out, "output folder (default out/capacity)");
+  cmd->add_option("--slo", o->slo, "ttft_p99_ms=X,tpot_p99_ms=Y: search the highest rate");
+  cmd->add_option("--workload", o->workload,
+                  "scenario YAML whose workload.arrival.rate_per_s is searched");
+  cmd->add_option("--set", o->sets, "override a key of the --workload scenario (repeatable)");
+  return {cmd, [o] { return run_capacity(*o); }};
+}
+
+}  // namespace kvsim::cli

@@ -1,0 +1,82 @@
+// kvsim compare SCENARIO --vary KEY=V1,V2[,...] [--vary ...] [--out DIR] [--set KEY=VALUE]...
+// Runs every variant of the grid on the same request stream and writes the
+// side-by-side comparison (SPEC 3).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/studies/compare_report.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvsim::cli {
+namespace {
+
+struct CompareOptions {
+  std::string scenario, out;
+  std::vector<std::string> vary, sets;
+  bool quiet = false;
+};
+
+int run_compare_command(const CompareOptions& o) {
+  std::vector<VaryAxis> axes;
+  for (const auto& v : o.vary) axes.push_back(parse_vary(v));
+  std::string out = o.out;
+  if (out.empty()) out = "out/compare-" + load_scenario(o.scenario, o.sets).name;
+  const size_t total = expand_variants(axes).size();
+  const bool show = !o.quiet && isatty(STDERR_FILENO);
+  const CompareResult r =
+      run_compare(o.scenario, o.sets, axes, out, [&](size_t i, const std::string& label) {
+        if (show) std::cerr << fmt::format("kvsim: variant {}/{}: {}\n", i + 1, total, label);
+      });
+  if (!o.quiet) {
+    const auto& cols = compare_columns();
+    size_t width = 8;
+    for (const auto& v : r.variants) width = std::max(width, v.label.size());
+    std::cout << fmt::format("{:<{}}", "variant", width);
+    for (const size_t c : {1u, 3u, 5u, 7u, 8u, 12u})
+      std::cout << fmt::format(" {:>18}", cols[c].title);
+    std::cout << "\n";
+    for (size_t i = 0; i < r.variants.size(); ++i) {
+      const auto j = metrics_to_json(r.metrics[i]);
+      const auto j0 = metrics_to_json(r.metrics[0]);
+      std::cout << fmt::format("{:<{}}", r.variants[i].label, width);
+      for (const size_t c : {1u, 3u, 5u, 7u, 8u, 12u}) {
+        const double v = metric_value(j, cols[c].key).value_or(0);
+        const double v0 = metric_value(j0, cols[c].key).value_or(0);
+        const std::string ratio = v0 != 0 ? fmt::format(" ({:.2f}x)", v / v0) : "";
+        const std::string value = cols[c].key.ends_with("bytes")
+                                      ? format_bytes(static_cast<Bytes>(v))
+                                  : std::abs(v) >= 1000 ? fmt::format("{:.0f}", v)
+                                                        : fmt::format("{:.4g}", v);
+        std::cout << fmt::format(" {:>18}", value + ratio);
+      }
+      std::cout << "\n";
+    }
+    std::cout << "report: " << r.folder
+              << "/ (compare.json, compare.csv, compare.md, compare.html, one folder per "
+                 "variant)\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_compare_command(CLI::App& app) {
+  auto o = std::make_shared<CompareOptions>();
+  auto* cmd = app.add_subcommand("compare", "run variants of a scenario side by side");
+  cmd->add_option("scenario", o->scenario, "scenario YAML file")->required();
+  cmd->add_option("--vary", o->vary,
+                  "KEY=V1,V2,...: one axis of the grid (repeatable; ratios against the first)")
+      ->required();
+  cmd->add_option("--out", o->out, "output folder (default out/compare-<scenario name>)");
+  cmd->add_option("--set", o->sets, "override a key in every variant (repeatable)");
+  cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  return {cmd, [o] { return run_compare_command(*o); }};
+}
+
+}  // namespace kvsim::cli

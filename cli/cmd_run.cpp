@@ -1,0 +1,82 @@
+// kvsim run SCENARIO [--out DIR] [--set KEY=VALUE]... [--quiet]
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/studies/run_folder.hpp"
+#include "reports/run_report.hpp"
+#include "sim/expect.hpp"
+
+namespace kvsim::cli {
+namespace {
+
+struct RunOptions {
+  std::string scenario, out;
+  std::vector<std::string> sets;
+  bool quiet = false;
+};
+
+// A progress line on stderr, at most twice a second, only on a terminal (SPEC 3).
+class ProgressLine {
+ public:
+  void operator()(const RunProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(500)) return;
+    last_ = now;
+    printed_ = true;
+    std::cerr << fmt::format(
+                     "\rkvsim: {} completed, {} rejected of {} arrived; {} running, {} waiting; "
+                     "simulated {:.1f} s   ",
+                     p.completed, p.rejected, p.arrived, p.running, p.waiting,
+                     static_cast<double>(p.simulated) / 1e9)
+              << std::flush;
+  }
+  ~ProgressLine() {
+    if (printed_) std::cerr << "\n";
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  bool printed_ = false;
+};
+
+int run(const RunOptions& o) {
+  const ScenarioSpec spec = load_scenario(o.scenario, o.sets);
+  const std::string out = o.out.empty() ? "out/" + spec.name : o.out;
+  RunFolderResult result;
+  if (!o.quiet && isatty(STDERR_FILENO)) {
+    auto line = std::make_shared<ProgressLine>();
+    result = run_into_folder(spec, out, [line](const RunProgress& p) { (*line)(p); });
+  } else {
+    result = run_into_folder(spec, out);
+  }
+  if (!o.quiet) {
+    std::cout << summary_table(spec, result.metrics);
+    std::cout << "report: " << result.folder
+              << "/ (metrics.json, requests.csv, timeline.csv, report.md, report.html)\n";
+  }
+  const auto failures = check_expectations(spec.expect, metrics_to_json(result.metrics));
+  for (const auto& f : failures) std::cerr << "kvsim: expect failed: " << f << "\n";
+  if (!failures.empty()) return kExitExpect;
+  if (!o.quiet && !spec.expect.empty())
+    std::cout << "expect: " << spec.expect.size() << " checks passed\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "run a scenario and write its report");
+  cmd->add_option("scenario", o->scenario, "scenario YAML file")->required();
+  cmd->add_option("--out", o->out, "output folder (default out/<scenario name>)");
+  cmd->add_option("--set", o->sets, "override a key: --set kv_cache.block_size=64 (repeatable)");
+  cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  return {cmd, [o] { return run(*o); }};
+}
+
+}  // namespace kvsim::cli

@@ -1,0 +1,100 @@
+#include "cli/generate/llama2_generate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "cli/generate/llama2_genie.hpp"
+#include "sim/cache/policy_registry.hpp"
+
+namespace kvsim::kernels {
+
+std::vector<int32_t> encode_prompt(const Llama2Tokenizer& tok, const std::string& prompt,
+                                   int64_t steps) {
+  std::vector<int32_t> tokens = tok.encode(prompt, true);
+  if (static_cast<int64_t>(tokens.size()) > steps)
+    throw std::invalid_argument(
+        fmt::format("the prompt has {} tokens, more than --steps {}", tokens.size(), steps));
+  return tokens;
+}
+
+GenerateResult greedy_token_loop(const Llama2Tokenizer& tok, const GenerateOptions& o,
+                                 const std::vector<int32_t>& prompt, int64_t steps,
+                                 std::vector<float> logits, const Llama2DecodeStep& decode) {
+  GenerateResult r;
+  r.tokens = prompt;
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  for (int64_t i = 1; i < n_prompt; ++i)
+    r.text += tok.piece(prompt[static_cast<size_t>(i - 1)], prompt[static_cast<size_t>(i)]);
+  for (int64_t pos = n_prompt - 1; pos < steps; ++pos) {
+    if (o.keep_logits) r.logits.push_back(logits);
+    const int32_t token = r.tokens.back();
+    int32_t next =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const auto gen = static_cast<size_t>(pos - (n_prompt - 1));
+    if (o.forced) {
+      if (gen >= o.forced->size()) break;
+      next = (*o.forced)[gen];
+    }
+    if (next == kLlama2Bos) break;  // llama2.c stops on BOS
+    r.text += tok.piece(token, next);
+    r.tokens.push_back(next);
+    if (pos + 1 >= steps) break;
+    logits = decode(r.tokens, pos + 1);
+  }
+  return r;
+}
+
+GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& tok,
+                               const GenerateOptions& o) {
+  // The on-device modes keep the KV in Genie buffers (cli/generate/llama2_genie.cpp).
+  if (is_genie_update_mode(o.policy)) return generate_greedy_genie(w, tok, o);
+  const Llama2Config& c = w.config;
+  if (o.block_size <= 0) throw std::invalid_argument("block size must be positive");
+  const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
+  const std::vector<int32_t> prompt = encode_prompt(tok, o.prompt, steps);
+
+  KvPool pool((steps + o.block_size - 1) / o.block_size + 1, c.n_layers, o.block_size, c.n_kv_heads,
+              c.head_size(), o.kv_dtype);
+  CacheConfig cfg;
+  cfg.policy = o.policy;
+  cfg.block_size = o.block_size;
+  cfg.prefix_caching = false;
+  PoolSizing sizing;
+  sizing.block_bytes = pool.geometry().block_bytes();
+  sizing.num_blocks = pool.num_blocks();
+  sizing.capacity_tokens = sizing.num_blocks * o.block_size;
+  auto policy = make_cache_policy(cfg, sizing);
+  if (!policy)
+    throw std::invalid_argument(fmt::format("unknown cache policy '{}' (allowed: {})", o.policy,
+                                            fmt::join(cache_policy_names(), ", ")));
+
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  const std::vector<int32_t> none;
+  const auto view = [&](const std::vector<int32_t>& tokens, int64_t n) {
+    return TokenView{tokens.data(), n, none.data(), 0};
+  };
+  // Admit the prompt (one prefill), then grow by one token per step.
+  AdmitPlan admit = policy->plan_admit(PrefixHit{}, n_prompt);
+  if (!admit.fits) throw std::invalid_argument("the prompt does not fit the pool");
+  const SeqSlot slot = policy->apply_admit(admit);
+  std::vector<float> logits =
+      llama2_forward(w, pool, policy->block_table(slot), prompt.data(), n_prompt, 0);
+  policy->commit(slot, view(prompt, n_prompt), n_prompt);
+  const auto decode = [&](const std::vector<int32_t>& tokens, int64_t pos) {
+    const GrowPlan grow = policy->plan_grow(slot, 1);
+    if (!grow.fits) throw std::logic_error("the pool ran out of blocks");
+    policy->apply_grow(slot, grow, 1);
+    std::vector<float> out =
+        llama2_forward(w, pool, policy->block_table(slot), &tokens.back(), 1, pos);
+    policy->commit(slot, view(tokens, pos + 1), pos + 1);
+    return out;
+  };
+  GenerateResult r = greedy_token_loop(tok, o, prompt, steps, std::move(logits), decode);
+  policy->release(slot);
+  policy->check_drained();
+  return r;
+}
+
+}  // namespace kvsim::kernels

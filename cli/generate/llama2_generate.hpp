@@ -1,0 +1,64 @@
+#pragma once
+// Greedy generation with a llama2.c model whose KV lives in a real cache
+// policy's blocks: the policy (from the registry, by name) admits the
+// sequence, grows it a token at a time and commits what each step computed;
+// the forward pass writes and reads K/V only through that policy's block
+// table on a real KvPool of the chosen storage type.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/kv_dtype.hpp"
+#include "kernels/llama2_model.hpp"
+#include "kernels/llama2_tokenizer.hpp"
+
+namespace kvsim::kernels {
+
+struct GenerateOptions {
+  std::string prompt;
+  int64_t steps = 256;  // positions run, as llama2.c's -n
+  std::string policy = "paged";
+  KvDtype kv_dtype = KvDtype::fp32;
+  int64_t block_size = 16;
+  // Genie modes (shift_concat, pointer_shift, smart_mask): tokens per KV
+  // buffer, 0 meaning the model's seq_len.
+  int64_t ctx_size = 0;
+  // When set, these tokens are fed instead of the argmax (teacher forcing:
+  // compares storage types on the same context).
+  std::optional<std::vector<int32_t>> forced;
+  bool keep_logits = false;
+};
+
+struct GenerateResult {
+  std::string text;                        // what llama2.c prints
+  std::vector<int32_t> tokens;             // BOS, prompt, then the chosen tokens
+  std::vector<std::vector<float>> logits;  // per position, when keep_logits
+};
+
+// Throws std::invalid_argument for an unknown policy or bad sizes.
+GenerateResult generate_greedy(const Llama2Weights& weights, const Llama2Tokenizer& tokenizer,
+                               const GenerateOptions& options);
+
+// The pieces every KV store shares (paged here, Genie's buffers in
+// cli/generate/llama2_genie.cpp); only the prefill and the decode step differ.
+
+// The prompt's tokens, BOS first; throws std::invalid_argument when they
+// are more than `steps`.
+std::vector<int32_t> encode_prompt(const Llama2Tokenizer& tokenizer, const std::string& prompt,
+                                   int64_t steps);
+
+// Runs tokens.back() at position `pos` through the caller's KV (tokens so
+// far, BOS first) and returns its logits.
+using Llama2DecodeStep =
+    std::function<std::vector<float>(const std::vector<int32_t>& tokens, int64_t pos)>;
+
+// llama2.c's token loop once the prompt is prefilled (`logits` are its last
+// token's): the argmax, or the forced token, at each position up to `steps`,
+// stopping on BOS; the text holds the prompt and every chosen token.
+GenerateResult greedy_token_loop(const Llama2Tokenizer& tokenizer, const GenerateOptions& options,
+                                 const std::vector<int32_t>& prompt, int64_t steps,
+                                 std::vector<float> logits, const Llama2DecodeStep& decode);
+
+}  // namespace kvsim::kernels

@@ -1,0 +1,143 @@
+#include "cli/generate/llama2_genie.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "sim/cache/genie_mode_policy.hpp"
+#include "sim/numerics/genie_numerics.hpp"
+
+namespace kvsim::kernels {
+namespace {
+
+constexpr int64_t kPrefillVariant = 32;  // AR-32 prefill passes, AR-1 decode
+
+struct KvRange {
+  float lo = 0, hi = 0;
+};
+
+// One greedy run through Genie buffers; `ranges` (per layer), when given,
+// collects the K/V range for an int8 calibration.
+GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
+                         const GenerateOptions& o, const std::vector<Int8Params>& int8,
+                         std::vector<KvRange>* ranges) {
+  const Llama2Config& c = w.config;
+  const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
+  const std::vector<int32_t> prompt = encode_prompt(tok, o.prompt, steps);
+  GenieCacheShape shape;
+  shape.layers = c.n_layers;
+  shape.kv_heads = c.n_kv_heads;
+  shape.head_dim = c.head_size();
+  shape.dtype_bytes = kv_dtype_bytes(o.kv_dtype);
+  shape.ctx_size = o.ctx_size > 0 ? o.ctx_size : c.seq_len;
+  shape.update_mode = o.policy;
+  shape.ar_variants = {1};
+  if (kPrefillVariant < shape.ctx_size) shape.ar_variants.push_back(kPrefillVariant);
+  if (steps > shape.ctx_size)
+    throw std::invalid_argument(
+        fmt::format("--steps {} exceeds the Genie ctx_size {}", steps, shape.ctx_size));
+  const auto policy = make_genie_mode_policy(shape);
+  const auto mode = o.policy == "shift_concat"    ? GenieUpdateMode::shift_concat
+                    : o.policy == "pointer_shift" ? GenieUpdateMode::pointer_shift
+                                                  : GenieUpdateMode::smart_mask;
+  std::vector<GenieKvBuffer> layers;
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    layers.emplace_back(shape.ctx_size, c.n_kv_heads, c.head_size(), o.kv_dtype, mode, 1,
+                        int8.empty() ? Int8Params{} : int8[static_cast<size_t>(l)]);
+
+  // The update of a pass is dispatched before the next pass, for the
+  // variant that pass runs (dispatchUpdate's "update and set").
+  std::vector<std::vector<float>> pending_k(static_cast<size_t>(c.n_layers)),
+      pending_v(static_cast<size_t>(c.n_layers));
+  auto dispatch = [&](int64_t n_past, int64_t variant) {
+    const KvUpdatePlan plan = policy->plan_update({n_past, variant});
+    policy->apply_update(plan);
+    for (size_t l = 0; l < layers.size(); ++l)
+      numerics::replay_update(plan, layers[l], pending_k[l].data(), pending_v[l].data());
+  };
+  auto pass = [&](const int32_t* tokens, int64_t n, int64_t pos0, int64_t variant) {
+    if (pos0 != policy->n_past() || variant != policy->variant()) dispatch(pos0, variant);
+    std::vector<float> logits =
+        llama2_forward_genie(w, layers, tokens, n, pos0, pending_k, pending_v);
+    if (ranges) {
+      for (size_t l = 0; l < layers.size(); ++l)
+        for (const auto* vec : {&pending_k[l], &pending_v[l]})
+          for (float x : *vec) {
+            (*ranges)[l].lo = std::min((*ranges)[l].lo, x);
+            (*ranges)[l].hi = std::max((*ranges)[l].hi, x);
+          }
+    }
+    return logits;
+  };
+
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  dispatch(0, n_prompt > 1 ? kPrefillVariant : 1);  // clear cache
+  std::vector<float> logits;
+  for (int64_t pos = 0; pos < n_prompt;) {
+    const int64_t m = std::min<int64_t>(kPrefillVariant, n_prompt - pos);
+    logits = pass(prompt.data() + pos, m, pos, n_prompt > 1 ? kPrefillVariant : 1);
+    pos += m;
+  }
+  const auto decode = [&](const std::vector<int32_t>& tokens, int64_t pos) {
+    return pass(&tokens.back(), 1, pos, 1);
+  };
+  return greedy_token_loop(tok, o, prompt, steps, std::move(logits), decode);
+}
+
+}  // namespace
+
+bool is_genie_update_mode(const std::string& policy) {
+  return policy == "shift_concat" || policy == "pointer_shift" || policy == "smart_mask";
+}
+
+std::vector<float> llama2_forward_genie(const Llama2Weights& w,
+                                        const std::vector<GenieKvBuffer>& layers,
+                                        const int32_t* tokens, int64_t n, int64_t pos0,
+                                        std::vector<std::vector<float>>& new_k,
+                                        std::vector<std::vector<float>>& new_v) {
+  const Llama2Config& c = w.config;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
+  new_k.resize(static_cast<size_t>(c.n_layers));
+  new_v.resize(static_cast<size_t>(c.n_layers));
+  const auto genie_attention = [&](int64_t l, const WeightMatrix& q, const WeightMatrix& k,
+                                   const WeightMatrix& v, WeightMatrix& att) {
+    const auto li = static_cast<size_t>(l);
+    // The pass's K/V (after RoPE) as the graph's output buffer holds them:
+    // stored in the cache's dtype, so the pass reads what the update copies.
+    new_k[li].assign(k.data(), k.data() + n * c.kv_dim());
+    new_v[li].assign(v.data(), v.data() + n * c.kv_dim());
+    layers[li].round_trip(new_k[li].data(), n * c.kv_dim());
+    layers[li].round_trip(new_v[li].data(), n * c.kv_dim());
+    for (int64_t i = 0; i < n; ++i)
+      layers[li].attend(q.row(i).data(), c.n_heads, scale, att.row(i).data(), new_k[li].data(),
+                        new_v[li].data(), i + 1);
+  };
+  return llama2_forward_with(w, tokens, n, pos0, 0, genie_attention, "llama2_forward_genie");
+}
+
+GenerateResult generate_greedy_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
+                                     const GenerateOptions& o) {
+  if (!is_genie_update_mode(o.policy))
+    throw std::invalid_argument(fmt::format("'{}' is not a Genie update mode", o.policy));
+  std::vector<Int8Params> int8;
+  if (o.kv_dtype == KvDtype::int8) {
+    // QNN quantises each KV tensor with one (scale, offset) fixed offline:
+    // calibrate per layer on an fp32 run of the same positions.
+    GenerateOptions cal = o;
+    cal.kv_dtype = KvDtype::fp32;
+    cal.keep_logits = false;
+    std::vector<KvRange> ranges(static_cast<size_t>(w.config.n_layers));
+    run_genie(w, tok, cal, {}, &ranges);
+    for (const KvRange& r : ranges) {
+      const float span[2] = {r.lo, r.hi};
+      int8.push_back(int8_params_for(span, 2));
+    }
+  } else if (o.kv_dtype == KvDtype::bf16) {
+    throw std::invalid_argument("Genie buffers hold fp32, fp16 or int8 KV (QNN has no bf16 KV)");
+  }
+  return run_genie(w, tok, o, int8, nullptr);
+}
+
+}  // namespace kvsim::kernels

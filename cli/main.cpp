@@ -1,0 +1,50 @@
+// kvsim command line (SPEC 3). Exit codes: 0 ok; 1 an expectation failed;
+// 2 bad input (config, file, flag); 3 internal error.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "sim/serve/step_observer.hpp"
+
+int main(int argc, char** argv) {
+  using namespace kvsim::cli;
+  CLI::App app{"kvsim: a discrete-event simulator of KV-cache behaviour on NPUs"};
+  app.require_subcommand(1);
+  // One line per subcommand; each is defined in its own cmd_*.cpp.
+  const std::vector<Command> commands = {
+      add_run_command(app),      add_validate_command(app), add_list_command(app),
+      add_generate_command(app), add_compare_command(app),  add_capacity_command(app),
+      add_check_command(app),    add_hitcurve_command(app), add_calibrate_command(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "kvsim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+
+  try {
+    for (const Command& c : commands) {
+      if (*c.app) return c.run();
+    }
+  } catch (const kvsim::config::ConfigError& e) {
+    print_config_error(e);
+    return kExitBadInput;
+  } catch (const kvsim::CheckFailed& e) {
+    std::cerr << "kvsim: check failed: " << e.what() << "\n";
+    return kExitExpect;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // An output folder that cannot be created or replaced is a bad --out.
+    std::cerr << "kvsim: error: " << e.path1().string() << ": " << e.code().message() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "kvsim: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+  return kExitInternal;
+}

@@ -1,0 +1,369 @@
+// The measurements reader, the dispatch of each row to its device kind's
+// predictor, and the calibration report (`kvsim calibrate`).
+#include "cli/studies/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "base/diagnostics.hpp"
+#include "reports/html_page.hpp"
+#include "reports/output_dir.hpp"
+
+namespace kvsim {
+namespace {
+
+struct CsvField {
+  std::string text;
+  int64_t col = 1;  // 1-based column of the field's first character
+};
+
+// Splits one CSV line (RFC 4180 quotes, "" inside quotes). Returns false on
+// an unterminated quote, with `bad_col` at the opening quote.
+bool split_csv_line(const std::string& line, std::vector<CsvField>& out, int64_t& bad_col) {
+  out.clear();
+  size_t i = 0;
+  for (;;) {
+    CsvField f;
+    f.col = static_cast<int64_t>(i) + 1;
+    if (i < line.size() && line[i] == '"') {
+      const size_t open = i++;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            f.text += '"';
+            i += 2;
+            continue;
+          }
+          ++i;
+          closed = true;
+          break;
+        }
+        f.text += line[i++];
+      }
+      if (!closed) {
+        bad_col = static_cast<int64_t>(open) + 1;
+        return false;
+      }
+      while (i < line.size() && line[i] != ',') ++i;  // text after a closing quote: dropped
+    } else {
+      while (i < line.size() && line[i] != ',') f.text += line[i++];
+    }
+    out.push_back(std::move(f));
+    if (i >= line.size()) return true;
+    ++i;  // the comma
+  }
+}
+
+class RowErrors {
+ public:
+  explicit RowErrors(std::string file) : file_(std::move(file)) {}
+  void add(int64_t line, int64_t col, const std::string& key, std::string problem,
+           std::string allowed) {
+    config::Diagnostic d;
+    d.where.file = file_;
+    d.where.line = line;
+    d.where.col = col;
+    d.key_path = key;
+    d.problem = std::move(problem);
+    d.allowed = std::move(allowed);
+    all_.push_back(std::move(d));
+  }
+  void throw_if_any() {
+    if (!all_.empty()) throw config::ConfigError(std::move(all_));
+  }
+
+ private:
+  std::string file_;
+  std::vector<config::Diagnostic> all_;
+};
+
+const std::vector<std::string> kRequiredColumns = {"id",     "device", "model",
+                                                   "metric", "value",  "unit"};
+
+}  // namespace
+
+std::vector<MeasurementRow> read_measurements(const std::string& path) {
+  RowErrors errors(path);
+  std::ifstream in(path);
+  if (!in) {
+    errors.add(1, 1, "measurements", "cannot open the file",
+               "a CSV in the format of "
+               "published_measurements.csv");
+    errors.throw_if_any();
+  }
+  std::string line;
+  std::vector<CsvField> fields;
+  int64_t bad_col = 0;
+  std::map<std::string, size_t> column;  // name -> index
+  if (!std::getline(in, line)) {
+    errors.add(1, 1, "header", "the file is empty", "a header line naming the columns");
+    errors.throw_if_any();
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (!split_csv_line(line, fields, bad_col)) {
+    errors.add(1, bad_col, "header", "unterminated quote", "");
+    errors.throw_if_any();
+  }
+  for (size_t i = 0; i < fields.size(); ++i) column[fields[i].text] = i;
+  for (const auto& name : kRequiredColumns) {
+    if (!column.count(name)) {
+      std::string all;
+      for (const auto& n : kRequiredColumns) all += (all.empty() ? "" : ",") + n;
+      errors.add(1, 1, name, "the header has no such column",
+                 "needed: " + all +
+                     "; optional: weights,kv_dtype,context,batch,input_tokens,"
+                     "output_tokens,software,source");
+    }
+  }
+  errors.throw_if_any();
+
+  std::vector<MeasurementRow> rows;
+  std::set<std::string> ids;
+  int64_t line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank line
+    if (!split_csv_line(line, fields, bad_col)) {
+      errors.add(line_no, bad_col, "row", "unterminated quote", "");
+      continue;
+    }
+    MeasurementRow row;
+    row.line = line_no;
+    auto cell = [&](const std::string& name) -> const CsvField* {
+      const auto it = column.find(name);
+      if (it == column.end() || it->second >= fields.size()) return nullptr;
+      return &fields[it->second];
+    };
+    auto end_col = [&]() { return static_cast<int64_t>(line.size()) + 1; };
+    auto text = [&](const std::string& name, std::string& out, bool required) {
+      const CsvField* f = cell(name);
+      if (f == nullptr) {
+        if (required) errors.add(line_no, end_col(), name, "is missing (the row is too short)", "");
+        return;
+      }
+      out = f->text;
+      if (required && out.empty()) errors.add(line_no, f->col, name, "is empty", "");
+    };
+    auto count = [&](const std::string& name, std::optional<int64_t>& out) {
+      const CsvField* f = cell(name);
+      if (f == nullptr || f->text.empty()) return;
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(f->text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != f->text.size() || v < 1)
+        errors.add(line_no, f->col, name, fmt::format("'{}' is not a whole number >= 1", f->text),
+                   "a count, or empty");
+      else
+        out = v;
+    };
+    text("id", row.id, true);
+    text("device", row.device, true);
+    text("model", row.model, true);
+    text("metric", row.metric, true);
+    text("unit", row.unit, true);
+    text("weights", row.weights, false);
+    text("kv_dtype", row.kv_dtype, false);
+    text("software", row.software, false);
+    text("source", row.source, false);
+    count("context", row.context);
+    count("batch", row.batch);
+    count("input_tokens", row.input_tokens);
+    count("output_tokens", row.output_tokens);
+    if (const CsvField* f = cell("value")) {
+      size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(f->text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != f->text.size() || f->text.empty() || !(v > 0) || !std::isfinite(v))
+        errors.add(line_no, f->col, "value", fmt::format("'{}' is not a number > 0", f->text),
+                   "the published figure in the row's unit");
+      else
+        row.value = v;
+    } else {
+      errors.add(line_no, end_col(), "value", "is missing (the row is too short)", "");
+    }
+    if (!row.id.empty() && !ids.insert(row.id).second)
+      errors.add(line_no, cell("id")->col, "id", fmt::format("'{}' appears twice", row.id),
+                 "unique row ids");
+    rows.push_back(std::move(row));
+  }
+  errors.throw_if_any();
+  return rows;
+}
+
+CalibrationReport calibrate_rows(const std::vector<MeasurementRow>& rows,
+                                 const std::string& configs_dir, const std::string& measurements) {
+  CalibrationReport report;
+  report.measurements = measurements;
+  std::vector<double> abs_errors;
+  for (const MeasurementRow& row : rows) {
+    CalibrationEntry e;
+    e.row = row;
+    try {
+      e.prediction = predict_ascend_row(row, configs_dir);
+      if (!e.prediction) e.prediction = predict_htp_row(row, configs_dir);
+      if (!e.prediction)
+        e.not_predicted =
+            fmt::format("no predictor for device '{}' and metric '{}'", row.device, row.metric);
+    } catch (const std::exception& ex) {
+      e.prediction.reset();
+      e.not_predicted = ex.what();
+    }
+    if (e.prediction) {
+      e.error_pct = (e.prediction->value - row.value) / row.value * 100.0;
+      abs_errors.push_back(std::abs(*e.error_pct));
+    }
+    report.entries.push_back(std::move(e));
+  }
+  report.predicted = static_cast<int64_t>(abs_errors.size());
+  if (!abs_errors.empty()) {
+    std::sort(abs_errors.begin(), abs_errors.end());
+    const size_t n = abs_errors.size();
+    report.median_abs_error_pct =
+        n % 2 == 1 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2.0;
+    report.max_abs_error_pct = abs_errors.back();
+  }
+  return report;
+}
+
+namespace {
+
+const std::vector<std::string> kHeader = {"id",        "device",    "model",   "metric",
+                                          "published", "predicted", "error %", "unit"};
+
+std::vector<std::vector<std::string>> table_cells(const CalibrationReport& report) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : report.entries) {
+    const auto& r = e.row;
+    rows.push_back({r.id, r.device, r.model + (r.weights.empty() ? "" : " " + r.weights), r.metric,
+                    fmt::format("{:g}", r.value),
+                    e.prediction ? fmt::format("{:.4g}", e.prediction->value) : "not predicted",
+                    e.error_pct ? fmt::format("{:+.1f}", *e.error_pct) : "-", r.unit});
+  }
+  return rows;
+}
+
+std::string summary_line(const CalibrationReport& report) {
+  if (report.predicted == 0) return fmt::format("0 of {} rows predicted", report.entries.size());
+  return fmt::format("{} of {} rows predicted; absolute error median {:.1f}%, max {:.1f}%",
+                     report.predicted, report.entries.size(), report.median_abs_error_pct,
+                     report.max_abs_error_pct);
+}
+
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string calibration_table_text(const CalibrationReport& report) {
+  const auto cells = table_cells(report);
+  std::vector<size_t> width(kHeader.size());
+  for (size_t c = 0; c < kHeader.size(); ++c) width[c] = kHeader[c].size();
+  for (const auto& row : cells)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out;
+    for (size_t c = 0; c < row.size(); ++c)
+      out += fmt::format("{:<{}}", row[c], width[c] + (c + 1 < row.size() ? 2 : 0));
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(kHeader);
+  for (const auto& row : cells) out += line(row);
+  for (const auto& e : report.entries)
+    if (!e.prediction) out += fmt::format("  {}: not predicted: {}\n", e.row.id, e.not_predicted);
+  return out + summary_line(report) + "\n";
+}
+
+std::string calibration_csv(const CalibrationReport& report) {
+  std::string csv =
+      "id,device,model,weights,metric,unit,published,predicted,error_pct,scenario,"
+      "not_predicted\n";
+  for (const auto& e : report.entries) {
+    const auto& r = e.row;
+    csv += fmt::format(
+        "{},{},{},{},{},{},{:g},{},{},{},{}\n", csv_quote(r.id), csv_quote(r.device),
+        csv_quote(r.model), csv_quote(r.weights), csv_quote(r.metric), csv_quote(r.unit), r.value,
+        e.prediction ? fmt::format("{:.6g}", e.prediction->value) : "",
+        e.error_pct ? fmt::format("{:.3f}", *e.error_pct) : "",
+        csv_quote(e.prediction ? e.prediction->scenario : ""), csv_quote(e.not_predicted));
+  }
+  return csv;
+}
+
+std::string calibration_json_text(const CalibrationReport& report) {
+  nlohmann::ordered_json j;
+  j["measurements"] = report.measurements;
+  j["error_definition"] = "(predicted - published) / published x 100";
+  j["predicted_rows"] = report.predicted;
+  j["median_abs_error_pct"] = report.median_abs_error_pct;
+  j["max_abs_error_pct"] = report.max_abs_error_pct;
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const auto& e : report.entries) {
+    const auto& r = e.row;
+    nlohmann::ordered_json row;
+    row["id"] = r.id;
+    row["device"] = r.device;
+    row["model"] = r.model;
+    row["weights"] = r.weights;
+    row["metric"] = r.metric;
+    row["unit"] = r.unit;
+    row["published"] = r.value;
+    row["source"] = r.source;
+    if (e.prediction) {
+      row["predicted"] = e.prediction->value;
+      row["error_pct"] = *e.error_pct;
+      row["scenario"] = e.prediction->scenario;
+    } else {
+      row["predicted"] = nullptr;
+      row["not_predicted"] = e.not_predicted;
+    }
+    j["rows"].push_back(std::move(row));
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string calibration_markdown(const CalibrationReport& report) {
+  std::string md = fmt::format(
+      "# Calibration: predicted vs published\n\nMeasurements: `{}`. Error = (predicted - "
+      "published) / published. {}.\n\n",
+      report.measurements, summary_line(report));
+  md += markdown_table(kHeader, table_cells(report));
+  md += "\n";
+  for (const auto& e : report.entries) {
+    if (e.prediction)
+      md += fmt::format("- {}: {}\n", e.row.id, e.prediction->scenario);
+    else
+      md += fmt::format("- {}: not predicted: {}\n", e.row.id, e.not_predicted);
+  }
+  return md;
+}
+
+void write_calibration(const CalibrationReport& report, const std::string& out) {
+  OutputDir dir(out);
+  write_file_atomically(dir.file("calibration.csv"), calibration_csv(report));
+  write_file_atomically(dir.file("calibration.json"), calibration_json_text(report));
+  write_file_atomically(dir.file("calibration.md"), calibration_markdown(report));
+  dir.commit();
+}
+
+}  // namespace kvsim

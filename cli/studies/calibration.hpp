@@ -1,0 +1,75 @@
+#pragma once
+// Holding kvsim against published or user measurements:
+// rows of a CSV in the format of shared/data/calibration/published_measurements.csv
+//   id,device,model,weights,kv_dtype,context,batch,input_tokens,output_tokens,
+//   metric,value,unit,software,source
+// each predicted by running a scenario built from the row on the device
+// kind's predictor, then compared with the published value.
+//
+// CONTRACT: cli/studies/calibration.cpp (reader, dispatch, report),
+// cli/studies/calibration_ascend.cpp, cli/studies/calibration_htp.cpp
+//.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvsim {
+
+struct MeasurementRow {
+  std::string id, device, model, weights, kv_dtype;
+  std::optional<int64_t> context, batch, input_tokens, output_tokens;
+  std::string metric;  // decode_rate, ttft_one_ar128_pass, ttft_1024_prompt, output_throughput, ...
+  double value = 0;
+  std::string unit, software, source;
+  int64_t line = 0;  // 1-based line in the CSV, for messages
+};
+
+// Reads the CSV; throws config::ConfigError (exit code 2) naming the file,
+// line and column of a malformed row (see reports/input_error.hpp).
+std::vector<MeasurementRow> read_measurements(const std::string& path);
+
+struct Prediction {
+  double value = 0;      // in the row's unit
+  std::string scenario;  // what was run (device, model, shape), one line
+};
+
+// nullopt when the predictor does not handle the row (another device kind, a
+// metric it cannot produce); throws std::runtime_error when it should but
+// cannot (a model file missing), with the reason.
+std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
+                                             const std::string& configs_dir);
+std::optional<Prediction> predict_htp_row(const MeasurementRow& row,
+                                          const std::string& configs_dir);
+
+// One row of a calibration report (`kvsim calibrate`).
+struct CalibrationEntry {
+  MeasurementRow row;
+  std::optional<Prediction> prediction;
+  std::string not_predicted;  // why, when prediction is empty
+  // (predicted - published) / published * 100, when predicted.
+  std::optional<double> error_pct;
+};
+
+struct CalibrationReport {
+  std::string measurements;  // the CSV read
+  std::vector<CalibrationEntry> entries;
+  int64_t predicted = 0;
+  double median_abs_error_pct = 0;  // over predicted rows
+  double max_abs_error_pct = 0;
+};
+
+// Predicts every row: predict_ascend_row, then predict_htp_row; a row
+// neither handles is "not predicted" with the reason, as is one whose
+// predictor threw (the message is the reason).
+CalibrationReport calibrate_rows(const std::vector<MeasurementRow>& rows,
+                                 const std::string& configs_dir, const std::string& measurements);
+
+std::string calibration_table_text(const CalibrationReport& report);  // the printed table
+std::string calibration_csv(const CalibrationReport& report);
+std::string calibration_json_text(const CalibrationReport& report);
+std::string calibration_markdown(const CalibrationReport& report);
+// calibration.csv, .json and .md into `out`, which appears whole or not at all.
+void write_calibration(const CalibrationReport& report, const std::string& out);
+
+}  // namespace kvsim

@@ -1,0 +1,134 @@
+// Predicting the Snapdragon rows of published_measurements.csv:
+// each row becomes a one-turn dialog scenario (sim/genie/genie_engine)
+// on the row's device and a w4a16 model file, and the metric is read from the
+// run's RunMetrics:
+//   decode_rate          1000 / TPOT (ms) of AR-1 decode at the row's context
+//   ttft_one_ar128_pass  TTFT of a 128-token prompt = one AR-128 pass
+//   ttft_1024_prompt     TTFT of a 1024-token prompt: that export (AI Hub
+//                        Llama 2) ran it as one 1024-token prompt-processor
+//                        pass, so the scenario ships an AR-1024 variant;
+//                        Genie variants must stay below ctx_size, so its
+//                        ctx_size is twice the row's context
+// Assumptions (the rows leave them blank): KV int8 (AI Hub's Genie exports
+// quantise the KV cache to 8 bits), update mode smart_mask (Genie's static
+// AR-n graphs attend over the whole cache buffer under a mask, whatever moves
+// the data), the VTCM all the LLM's. A model larger than one NPU session's
+// address space is split over the fewest sessions that hold it
+// (htp.npu_sessions), as AI Hub's multi-part exports run.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <stdexcept>
+
+#include "cli/studies/calibration.hpp"
+#include "sim/cache/genie_buffer_sizing.hpp"
+#include "sim/genie/genie_engine.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+struct RowShape {
+  int64_t ctx_size = 0;
+  std::string variants;  // YAML list
+  int64_t largest_variant = 0;
+  int64_t prompt = 0;
+  int64_t reply = 0;
+};
+
+std::optional<RowShape> shape_of(const MeasurementRow& row) {
+  const int64_t context = row.context.value_or(4096);
+  if (row.metric == "decode_rate") {
+    // Decode is LPDDR-bound and smart_mask reads the whole buffer: the prompt
+    // only has to fit beside 32 decoded tokens.
+    const int64_t prompt = std::min<int64_t>(row.input_tokens.value_or(128), 128);
+    return RowShape{context, "[1, 128]", 128, prompt, 33};
+  }
+  if (row.metric == "ttft_one_ar128_pass") return RowShape{context, "[1, 128]", 128, 128, 1};
+  if (row.metric == "ttft_1024_prompt") return RowShape{2 * context, "[1, 1024]", 1024, 1024, 1};
+  return std::nullopt;
+}
+
+// The fewest NPU sessions whose address spaces hold the model and its
+// buffers (1 when it fits one).
+int64_t sessions_needed(const std::string& configs_dir, const std::string& device,
+                        const std::string& model_name, const RowShape& shape,
+                        const std::string& kv_dtype) {
+  config::LoadContext ctx;
+  const DeviceSpec d = load_device_file(configs_dir + "/devices/" + device + ".yaml", ctx);
+  const ModelSpec m = load_model_file(configs_dir + "/models/" + model_name + ".yaml", ctx);
+  if (!ctx.diagnostics.empty() || !d.htp || d.htp->address_space_bytes <= 0) return 1;
+  const Bytes total =
+      m.weight_bytes() + genie_buffer_bytes(m, "smart_mask", shape.ctx_size,
+                                            {1, shape.largest_variant}, kv_dtype_bytes(kv_dtype))
+                             .total();
+  return std::max<int64_t>(1,
+                           (total + d.htp->address_space_bytes - 1) / d.htp->address_space_bytes);
+}
+
+}  // namespace
+
+std::optional<Prediction> predict_htp_row(const MeasurementRow& row,
+                                          const std::string& configs_dir) {
+  if (row.device.rfind("snapdragon-", 0) != 0) return std::nullopt;
+  const std::optional<RowShape> shape = shape_of(row);
+  if (!shape) return std::nullopt;
+  if (!fs::exists(configs_dir + "/devices/" + row.device + ".yaml")) {
+    throw std::runtime_error(
+        fmt::format("row {}: no device file {}/devices/{}.yaml", row.id, configs_dir, row.device));
+  }
+  const std::string weights = row.weights.empty() ? "w4a16" : row.weights;
+  const std::string model_name = lower(row.model) + "-" + lower(weights);
+  if (!fs::exists(configs_dir + "/models/" + model_name + ".yaml")) {
+    throw std::runtime_error(fmt::format("row {}: no model file {}/models/{}.yaml for {} {}",
+                                         row.id, configs_dir, model_name, row.model, weights));
+  }
+  const std::string kv_dtype = row.kv_dtype.empty() ? "int8" : row.kv_dtype;
+  if (std::find(kKvDtypeNames.begin(), kKvDtypeNames.end(), kv_dtype) == kKvDtypeNames.end()) {
+    throw std::runtime_error(fmt::format(
+        "row {}: KV dtype '{}' is not one of fp16, bf16, int8, fp32", row.id, kv_dtype));
+  }
+  const int64_t sessions = sessions_needed(configs_dir, row.device, model_name, *shape, kv_dtype);
+  const std::string yaml = fmt::format(
+      "name: calibrate-{id}\n"
+      "seed: 1\n"
+      "device: {device}\n"
+      "model: {model}\n"
+      "kv_cache: {{policy: smart_mask, dtype: {kv}, ctx_size: {ctx}, ar_variants: {variants}}}\n"
+      "{htp}"
+      "workload: {{kind: dialog, turns: 1, prompt_tokens: {prompt}, reply_tokens: {reply}}}\n",
+      fmt::arg("id", row.id), fmt::arg("device", row.device), fmt::arg("model", model_name),
+      fmt::arg("kv", kv_dtype), fmt::arg("ctx", shape->ctx_size),
+      fmt::arg("variants", shape->variants),
+      fmt::arg("htp", sessions > 1 ? fmt::format("htp: {{npu_sessions: {}}}\n", sessions) : ""),
+      fmt::arg("prompt", shape->prompt), fmt::arg("reply", shape->reply));
+  const ScenarioSpec spec =
+      load_scenario_text(yaml, fmt::format("calibration row {}", row.id), configs_dir);
+  GenieEngine engine(spec, nullptr);
+  const RunMetrics m = engine.run();
+
+  Prediction p;
+  if (row.metric == "decode_rate") {
+    if (m.latency_ms.tpot.mean <= 0) throw std::runtime_error("row " + row.id + ": no decode ran");
+    p.value = 1000.0 / m.latency_ms.tpot.mean;
+  } else {
+    p.value = m.latency_ms.ttft.mean;
+  }
+  p.scenario =
+      fmt::format("{} {} {} KV smart_mask ctx_size {} ar_variants {} prompt {} reply {}{}",
+                  row.device, model_name, kv_dtype, shape->ctx_size, shape->variants, shape->prompt,
+                  shape->reply, sessions > 1 ? fmt::format(" npu_sessions {}", sessions) : "");
+  return p;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,240 @@
+#include "cli/studies/capacity_plan.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "base/diagnostics.hpp"
+#include "cli/studies/capacity_genie.hpp"
+#include "reports/html_page.hpp"
+#include "reports/input_error.hpp"
+#include "sim/cache/pool_sizing.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvsim {
+namespace fs = std::filesystem;
+namespace {
+
+[[noreturn]] void flag_error(const std::string& flag, const std::string& problem,
+                             const std::string& allowed) {
+  throw_input_error(flag, flag.substr(2), problem, allowed);
+}
+
+// configs/<kind>/NAME.yaml (or .json), following {alias: other} files.
+std::string resolve_path(const std::string& name, const std::string& configs_dir,
+                         const std::string& kind, const std::string& flag, int depth = 0) {
+  std::error_code ec;
+  const bool looks_like_path =
+      name.find('/') != std::string::npos || name.ends_with(".yaml") || name.ends_with(".json");
+  fs::path path =
+      looks_like_path ? fs::path(name) : fs::path(configs_dir) / kind / (name + ".yaml");
+  if (!looks_like_path && !fs::exists(path, ec))
+    path = fs::path(configs_dir) / kind / (name + ".json");
+  if (!fs::is_regular_file(path, ec)) {
+    const auto names = list_config_names(configs_dir, kind);
+    std::string allowed;
+    for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+    const std::string near = config::closest_match(name, names);
+    const std::string what = kind.substr(0, kind.size() - 1);  // "devices" -> "device"
+    flag_error(flag,
+               near.empty() ? fmt::format("no {} named '{}'", what, name)
+                            : fmt::format("no {} named '{}', did you mean '{}'?", what, name, near),
+               allowed);
+  }
+  if (path.extension() == ".yaml" && depth < 4) {
+    try {
+      const YAML::Node doc = YAML::LoadFile(path.string());
+      if (doc.IsMap() && doc["alias"] && doc["alias"].IsScalar())
+        return resolve_path(doc["alias"].Scalar(), configs_dir, kind, flag, depth + 1);
+    } catch (const YAML::Exception&) {
+      // Parsed again below, where the error gets its file, line and column.
+    }
+  }
+  return path.string();
+}
+
+}  // namespace
+
+DeviceSpec resolve_device(const std::string& name, const std::string& configs_dir,
+                          const std::string& flag) {
+  config::LoadContext ctx;
+  DeviceSpec d = load_device_file(resolve_path(name, configs_dir, "devices", flag), ctx);
+  ctx.diagnostics.throw_if_any();
+  return d;
+}
+
+ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
+                        const std::string& flag) {
+  config::LoadContext ctx;
+  ModelSpec m = load_model_file(resolve_path(name, configs_dir, "models", flag), ctx);
+  ctx.diagnostics.throw_if_any();
+  return m;
+}
+
+std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string& configs_dir) {
+  for (const auto& d : q.kv_dtypes) {
+    if (std::find(kKvDtypeNames.begin(), kKvDtypeNames.end(), d) == kKvDtypeNames.end())
+      flag_error("--kv-dtype", fmt::format("unknown KV dtype '{}'", d), "fp16, bf16, int8, fp32");
+  }
+  for (const int64_t c : q.contexts)
+    if (c < 1) flag_error("--context", fmt::format("context {} must be at least 1", c), ">= 1");
+  std::vector<CapacityRow> rows;
+  for (const auto& device_name : q.devices) {
+    const DeviceSpec device = resolve_device(device_name, configs_dir);
+    for (const auto& model_name : q.models) {
+      const ModelSpec model = resolve_model(model_name, configs_dir);
+      for (const auto& dtype : q.kv_dtypes) {
+        for (const int64_t tp : q.tps) {
+          if (const std::string p = model.tensor_parallel_problem(tp); !p.empty())
+            flag_error("--tp", fmt::format("tensor parallel {} for {}: {}", tp, model.name, p),
+                       "a size that divides the heads and the MLP");
+          if (tp > device.max_tensor_parallel)
+            flag_error("--tp",
+                       fmt::format("tensor parallel {} exceeds {}'s max_tensor_parallel {}", tp,
+                                   device.name, device.max_tensor_parallel),
+                       fmt::format("1..{}", device.max_tensor_parallel));
+          PoolSizingInput in;
+          in.device_memory = device.memory_bytes;
+          in.memory_fraction = q.memory_fraction;
+          in.tp = tp;
+          in.block_size = q.block_size;
+          in.kv_dtype_bytes = kv_dtype_bytes(dtype);
+          in.max_batched_tokens = q.max_batched_tokens;
+          in.max_num_seqs = q.max_num_seqs;
+          if (q.policy == "chunk_lru") {
+            in.memory_fraction = q.main_pool_fraction;
+            in.chunk_pool_fraction = q.chunk_pool_fraction;
+          }
+          const PoolSizing s = size_paged_pool(model, in);
+          for (const int64_t context : q.contexts) {
+            CapacityRow r;
+            r.device = device.name;
+            r.model = model.name;
+            r.kv_dtype = dtype;
+            r.context = context;
+            r.tp = tp;
+            r.weights_bytes = s.weights_bytes;
+            r.kv_bytes_per_token = s.kv_bytes_per_token;
+            r.kv_bytes_at_context = s.kv_bytes_per_token * context;
+            r.block_bytes = s.block_bytes;
+            r.num_blocks = s.num_blocks;
+            r.capacity_tokens = s.capacity_tokens;
+            r.device_bytes = device.memory_bytes;
+            r.budget_bytes = s.budget;
+            r.activation_reserve_bytes = s.activation_reserve;
+            if (q.policy == "chunk_lru") {
+              r.main_pool_bytes = s.num_blocks * s.block_bytes;
+              r.chunk_pool_bytes = s.chunk_pool_bytes;
+              r.chunk_pool_blocks = s.chunk_pool_blocks;
+              r.chunk_pool_tokens = s.chunk_pool_blocks * q.block_size;
+            }
+            const int64_t blocks_per_seq = (context + q.block_size - 1) / q.block_size;
+            r.max_concurrent_seqs = s.num_blocks / blocks_per_seq;
+            r.max_context_tokens = std::min(s.capacity_tokens, model.max_position_embeddings);
+            // Fits = the weights, the activation reserve and at least one
+            // block within the budget (the scenario cross-check of SPEC 4).
+            r.fits = s.num_blocks >= 1;
+            if (!r.fits) {
+              r.shortfall_bytes = s.weights_bytes + s.activation_reserve + s.block_bytes - s.budget;
+              r.note = fmt::format(
+                  "does not fit: weights {} + activations {} + one block {} exceed the budget {} "
+                  "by {}",
+                  format_bytes(s.weights_bytes), format_bytes(s.activation_reserve),
+                  format_bytes(s.block_bytes), format_bytes(s.budget),
+                  format_bytes(r.shortfall_bytes));
+            } else if (context > model.max_position_embeddings) {
+              r.note = fmt::format("context exceeds the model's max_position_embeddings {}",
+                                   model.max_position_embeddings);
+            } else if (r.max_concurrent_seqs == 0) {
+              r.note = fmt::format("one sequence of {} tokens needs {} blocks, the pool has {}",
+                                   context, blocks_per_seq, s.num_blocks);
+            }
+            if (device.kind == "htp") {
+              r.note.clear();
+              fill_htp_capacity_row(r, device, model);
+            }
+            rows.push_back(std::move(r));
+          }
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+nlohmann::ordered_json capacity_row_json(const CapacityRow& r) {
+  nlohmann::ordered_json j;
+  j["device"] = r.device;
+  j["model"] = r.model;
+  j["kv_dtype"] = r.kv_dtype;
+  j["context"] = r.context;
+  j["tp"] = r.tp;
+  j["weights_bytes"] = r.weights_bytes;
+  j["kv_bytes_per_token"] = r.kv_bytes_per_token;
+  j["block_bytes"] = r.block_bytes;
+  j["num_blocks"] = r.num_blocks;
+  j["capacity_tokens"] = r.capacity_tokens;
+  j["max_concurrent_seqs"] = r.max_concurrent_seqs;
+  j["max_context_tokens"] = r.max_context_tokens;
+  // Additions beyond SPEC 9's keys.
+  j["kv_bytes_at_context"] = r.kv_bytes_at_context;
+  j["device_bytes"] = r.device_bytes;
+  j["budget_bytes"] = r.budget_bytes;
+  j["activation_reserve_bytes"] = r.activation_reserve_bytes;
+  j["fits"] = r.fits;
+  j["shortfall_bytes"] = r.shortfall_bytes;
+  j["note"] = r.note;
+  // kind: htp rows (0 elsewhere): Genie buffers per update mode.
+  j["address_space_bytes"] = r.address_space_bytes;
+  for (const std::string& mode : kHtpCapacityModes) {
+    Bytes bytes = 0;
+    for (const auto& c : r.htp_buffers)
+      if (c.mode == mode) bytes = c.buffer_bytes;
+    j["buffer_bytes_" + mode] = bytes;
+  }
+  j["npu_sessions_needed"] = r.npu_sessions_needed;
+  // chunk_lru (0 elsewhere): the dual pool of seed 003.
+  j["main_pool_bytes"] = r.main_pool_bytes;
+  j["chunk_pool_bytes"] = r.chunk_pool_bytes;
+  j["chunk_pool_blocks"] = r.chunk_pool_blocks;
+  j["chunk_pool_tokens"] = r.chunk_pool_tokens;
+  return j;
+}
+
+std::vector<std::string> capacity_csv_header() {
+  std::vector<std::string> h;
+  const nlohmann::ordered_json j = capacity_row_json(CapacityRow{});
+  for (auto it = j.begin(); it != j.end(); ++it) h.push_back(it.key());
+  return h;
+}
+
+std::vector<std::string> capacity_csv_cells(const CapacityRow& r) {
+  std::vector<std::string> cells;
+  const nlohmann::ordered_json j = capacity_row_json(r);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    cells.push_back(it->is_string() ? it->get<std::string>() : it->dump());
+  return cells;
+}
+
+std::string capacity_markdown(const std::vector<CapacityRow>& rows) {
+  std::vector<std::vector<std::string>> cells;
+  const std::string htp_table = capacity_genie_markdown(rows);
+  for (const auto& r : rows) {
+    if (r.htp) continue;  // in their own table below
+    cells.push_back({r.device, r.model, r.kv_dtype, std::to_string(r.context), std::to_string(r.tp),
+                     format_bytes(r.weights_bytes), format_bytes(r.kv_bytes_per_token),
+                     format_bytes(r.kv_bytes_at_context), format_bytes(r.block_bytes),
+                     std::to_string(r.num_blocks), std::to_string(r.capacity_tokens),
+                     std::to_string(r.max_concurrent_seqs), std::to_string(r.max_context_tokens),
+                     r.fits ? r.note : "**" + r.note + "**"});
+  }
+  if (cells.empty()) return htp_table;
+  return markdown_table({"device", "model", "kv", "context", "tp", "weights", "KV/token", "KV/seq",
+                         "block", "blocks", "capacity tokens", "max seqs", "max context", "note"},
+                        cells) +
+         (htp_table.empty() ? "" : "\n" + htp_table);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,88 @@
+#pragma once
+// `kvsim capacity` (SPEC 3/9): the analytic capacity table per device x model
+// x KV dtype x context x tensor parallelism, from the paged pool sizing of
+// SPEC 6 (size_paged_pool, the nano-vllm formula of seed 001). Rows of
+// kind: htp devices carry Genie buffer bytes per update mode and the address
+// space check instead (cli/studies/capacity_genie.hpp).
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "devices/device_spec.hpp"
+#include "models/model_spec.hpp"
+
+namespace kvsim {
+
+struct CapacityQuery {
+  std::vector<std::string> devices, models;  // names under configs/ or paths
+  std::vector<int64_t> contexts = {1024, 8192, 32768};
+  std::vector<std::string> kv_dtypes = {"fp16"};
+  std::vector<int64_t> tps = {1};
+  int64_t block_size = 128;
+  double memory_fraction = 0.9;
+  // The activation reserve is derived for these scheduler limits (the
+  // defaults of a scenario), as `kvsim run` does.
+  int64_t max_batched_tokens = 8192;
+  int64_t max_num_seqs = 256;
+  // `--policy chunk_lru` (seed 003): the main pool takes main_pool_fraction
+  // in place of memory_fraction, and a chunk pool of chunk_pool_fraction of
+  // device memory is sized beside it.
+  std::string policy = "paged";
+  double main_pool_fraction = 0.70;
+  double chunk_pool_fraction = 0.15;
+};
+
+// One update mode of an HTP row (cli/studies/capacity_genie.hpp).
+struct HtpModeCapacity {
+  std::string mode;
+  Bytes buffer_bytes = 0;     // genie_buffer_bytes() at ctx_size = context
+  bool fits = true;           // weights + buffer_bytes within the address space
+  Bytes shortfall_bytes = 0;  // by how much they exceed it
+};
+
+struct CapacityRow {
+  std::string device, model, kv_dtype;
+  int64_t context = 0, tp = 1;
+  Bytes weights_bytes = 0;        // per rank
+  Bytes kv_bytes_per_token = 0;   // per rank
+  Bytes kv_bytes_at_context = 0;  // kv_bytes_per_token * context: one sequence
+  Bytes block_bytes = 0;          // per rank
+  int64_t num_blocks = 0;
+  int64_t capacity_tokens = 0;      // num_blocks * block_size
+  int64_t max_concurrent_seqs = 0;  // num_blocks / ceil(context / block_size)
+  int64_t max_context_tokens = 0;   // min(capacity_tokens, max_position_embeddings)
+  Bytes device_bytes = 0, budget_bytes = 0, activation_reserve_bytes = 0;
+  bool fits = true;           // weights + activations + one block within budget
+  Bytes shortfall_bytes = 0;  // bytes missing for one block when it does not fit
+  std::string note;           // "does not fit: ...", "context exceeds ..."
+  // kind: htp devices (cli/studies/capacity_genie.hpp gives the paged
+  // columns their phone meaning): Genie buffers per update mode.
+  bool htp = false;
+  Bytes address_space_bytes = 0;
+  std::vector<HtpModeCapacity> htp_buffers;  // shift_concat, pointer_shift, smart_mask
+  int64_t npu_sessions_needed = 0;           // sessions whose address spaces hold it
+  // chunk_lru's dual pool (0 for paged): main = num_blocks * block_bytes.
+  Bytes main_pool_bytes = 0, chunk_pool_bytes = 0;
+  int64_t chunk_pool_blocks = 0, chunk_pool_tokens = 0;
+};
+
+// A device or model resolved by name (configs/<kind>/NAME.yaml, following
+// `alias:` files) or path. Throws config::ConfigError naming `flag`.
+DeviceSpec resolve_device(const std::string& name, const std::string& configs_dir,
+                          const std::string& flag = "--device");
+ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
+                        const std::string& flag = "--model");
+
+// One row per device x model x dtype x tp x context (in that nesting order).
+// Throws config::ConfigError for unknown names, dtypes or tensor-parallel
+// sizes the model or device cannot take.
+std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string& configs_dir);
+
+nlohmann::ordered_json capacity_row_json(const CapacityRow& r);
+std::vector<std::string> capacity_csv_header();
+std::vector<std::string> capacity_csv_cells(const CapacityRow& r);
+// The human table (Markdown, also printed).
+std::string capacity_markdown(const std::vector<CapacityRow>& rows);
+
+}  // namespace kvsim

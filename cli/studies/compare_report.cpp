@@ -1,0 +1,118 @@
+#include "cli/studies/compare_report.hpp"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "cli/studies/compare_writers.hpp"
+#include "cli/studies/run_folder.hpp"
+#include "reports/input_error.hpp"
+#include "reports/output_dir.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvsim {
+namespace {
+
+[[noreturn]] void vary_error(const std::string& problem) {
+  throw_input_error("--vary", "vary", problem, "KEY=V1,V2[,...]");
+}
+
+// Folder names keep letters, digits and . _ = - and replace the rest.
+std::string folder_safe(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '=' || c == '-';
+    out += ok ? c : '_';
+  }
+  return out.substr(0, 100);
+}
+
+}  // namespace
+
+VaryAxis parse_vary(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) vary_error(fmt::format("'{}' is not KEY=VALUES", text));
+  VaryAxis axis{text.substr(0, eq), {}};
+  std::stringstream values(text.substr(eq + 1));
+  std::string v;
+  while (std::getline(values, v, ',')) {
+    if (v.empty()) vary_error(fmt::format("'{}' has an empty value", text));
+    axis.values.push_back(v);
+  }
+  if (axis.values.empty()) vary_error(fmt::format("'{}' has no values", text));
+  return axis;
+}
+
+std::vector<CompareVariant> expand_variants(const std::vector<VaryAxis>& axes) {
+  std::vector<CompareVariant> out = {CompareVariant{}};
+  for (const auto& axis : axes) {
+    std::vector<CompareVariant> next;
+    for (const auto& base : out) {
+      for (const auto& value : axis.values) {
+        CompareVariant v = base;
+        const std::string assignment = axis.key + "=" + value;
+        v.sets.push_back(assignment);
+        v.label += (v.label.empty() ? "" : " ") + assignment;
+        v.short_label += (v.short_label.empty() ? "" : " ") + value;
+        next.push_back(std::move(v));
+      }
+    }
+    out = std::move(next);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::string name;
+    for (const auto& s : out[i].sets) name += (name.empty() ? "" : "_") + s;
+    out[i].folder = fmt::format("{:02}-{}", i + 1, folder_safe(name.empty() ? "base" : name));
+    if (out[i].label.empty()) out[i].label = out[i].short_label = "base";
+  }
+  return out;
+}
+
+const std::vector<CompareColumn>& compare_columns() {
+  static const std::vector<CompareColumn> columns = {
+      {"latency_ms.ttft.p50", "TTFT p50 ms"},
+      {"latency_ms.ttft.p99", "TTFT p99 ms"},
+      {"latency_ms.tpot.p50", "TPOT p50 ms"},
+      {"latency_ms.tpot.p99", "TPOT p99 ms"},
+      {"latency_ms.e2e.p99", "E2E p99 ms"},
+      {"throughput.output_tokens_per_s", "output tok/s"},
+      {"throughput.requests_per_s", "req/s"},
+      {"kv_cache.peak_used_bytes", "peak KV bytes"},
+      {"kv_cache.prefix_hit_rate", "prefix hit rate"},
+      {"kv_cache.chunk_hit_rate", "chunk hit rate"},
+      {"kv_cache.bytes_moved", "bytes moved"},
+      {"kv_cache.swapped_bytes", "swapped bytes"},
+      {"requests.preemptions", "preemptions"},
+      {"requests.completed", "completed"},
+      {"requests.rejected", "rejected"},
+  };
+  return columns;
+}
+
+CompareResult run_compare(const std::string& scenario_path, const std::vector<std::string>& sets,
+                          const std::vector<VaryAxis>& axes, const std::string& out,
+                          const std::function<void(size_t, const std::string&)>& progress) {
+  CompareResult result;
+  result.variants = expand_variants(axes);
+  std::vector<ScenarioSpec> specs;
+  for (const auto& v : result.variants) {
+    std::vector<std::string> all = sets;
+    all.insert(all.end(), v.sets.begin(), v.sets.end());
+    specs.push_back(load_scenario(scenario_path, all));
+  }
+  OutputDir dir(out);
+  std::vector<std::string> folders;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (progress) progress(i, result.variants[i].label);
+    const std::string folder = dir.file(result.variants[i].folder);
+    result.metrics.push_back(run_into_folder(specs[i], folder).metrics);
+    folders.push_back(folder);
+  }
+  write_compare_files(dir, specs.front(), result, folders, axes, sets);
+  dir.commit();
+  result.folder = dir.final_path();
+  return result;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,179 @@
+#include "cli/studies/compare_writers.hpp"
+
+#include <fmt/format.h>
+
+#include "base/units.hpp"
+#include "reports/html_page.hpp"
+#include "reports/run_charts.hpp"
+
+namespace kvsim {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Values of every compare column per variant.
+std::vector<std::vector<double>> column_values(const CompareResult& r) {
+  std::vector<std::vector<double>> out;
+  for (const auto& m : r.metrics) {
+    const Json j = metrics_to_json(m);
+    std::vector<double> row;
+    for (const auto& c : compare_columns()) row.push_back(metric_value(j, c.key).value_or(0.0));
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::string number(double v) {
+  if (v == static_cast<double>(static_cast<int64_t>(v)) && std::abs(v) < 1e15)
+    return std::to_string(static_cast<int64_t>(v));
+  return std::abs(v) >= 1000 ? fmt::format("{:.1f}", v) : fmt::format("{:.4g}", v);
+}
+
+// For the human tables: byte columns with units.
+std::string display(const CompareColumn& c, double v) {
+  if (c.key.ends_with("bytes") || c.key.ends_with("bytes_moved"))
+    return format_bytes(static_cast<Bytes>(v));
+  return number(v);
+}
+
+std::string ratio_text(const std::optional<double>& r) {
+  return r ? fmt::format("{:.3f}x", *r) : std::string("-");
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::optional<double> compare_ratio(double value, double first) {
+  if (first == 0.0) return std::nullopt;
+  return value / first;
+}
+
+void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const CompareResult& result,
+                         const std::vector<std::string>& run_folders,
+                         const std::vector<VaryAxis>& axes, const std::vector<std::string>& sets) {
+  const auto& columns = compare_columns();
+  const auto values = column_values(result);
+
+  // compare.json
+  Json j;
+  j["scenario"] = base.name;
+  j["sets"] = sets;
+  j["vary"] = Json::array();
+  for (const auto& a : axes) j["vary"].push_back({{"key", a.key}, {"values", a.values}});
+  j["ratios_against"] = result.variants.front().label;
+  j["variants"] = Json::array();
+  for (size_t i = 0; i < result.variants.size(); ++i) {
+    Json v;
+    v["label"] = result.variants[i].label;
+    v["folder"] = result.variants[i].folder;
+    v["sets"] = result.variants[i].sets;
+    for (size_t c = 0; c < columns.size(); ++c) v["metrics"][columns[c].key] = values[i][c];
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const auto r = compare_ratio(values[i][c], values[0][c]);
+      v["ratio"][columns[c].key] = r ? Json(*r) : Json(nullptr);
+    }
+    j["variants"].push_back(v);
+  }
+  write_file_atomically(dir.file("compare.json"), j.dump(2) + "\n");
+
+  // compare.csv: values, then ratio.<key> columns.
+  std::string csv = "variant,folder";
+  for (const auto& c : columns) csv += fmt::format(",{}", c.key);
+  for (const auto& c : columns) csv += fmt::format(",ratio.{}", c.key);
+  csv += "\n";
+  for (size_t i = 0; i < result.variants.size(); ++i) {
+    csv += fmt::format("{},{}", csv_cell(result.variants[i].label),
+                       csv_cell(result.variants[i].folder));
+    for (size_t c = 0; c < columns.size(); ++c) csv += fmt::format(",{}", number(values[i][c]));
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const auto r = compare_ratio(values[i][c], values[0][c]);
+      csv += r ? fmt::format(",{:.6g}", *r) : std::string(",");
+    }
+    csv += "\n";
+  }
+  write_file_atomically(dir.file("compare.csv"), csv);
+
+  // Tables shared by the Markdown and the HTML: values, then ratios.
+  std::vector<std::string> headers = {"variant"};
+  for (const auto& c : columns) headers.push_back(c.title);
+  std::vector<std::vector<std::string>> value_rows, ratio_rows;
+  for (size_t i = 0; i < result.variants.size(); ++i) {
+    std::vector<std::string> vr = {result.variants[i].label}, rr = {result.variants[i].label};
+    for (size_t c = 0; c < columns.size(); ++c) {
+      vr.push_back(display(columns[c], values[i][c]));
+      rr.push_back(ratio_text(compare_ratio(values[i][c], values[0][c])));
+    }
+    value_rows.push_back(std::move(vr));
+    ratio_rows.push_back(std::move(rr));
+  }
+  std::string set_text;
+  for (const auto& s : sets) set_text += (set_text.empty() ? "" : " ") + s;
+  const std::string intro = fmt::format(
+      "{} variants of scenario {} ({} on {}, seed {}){}. Every variant replays the same "
+      "request stream unless a varied key changes the workload or the seed; chat turns "
+      "after the first arrive a think time after the previous reply, so their arrival "
+      "times follow each variant's latency.",
+      result.variants.size(), base.name, base.model.name, base.device.name, base.seed,
+      set_text.empty() ? "" : ", with " + set_text);
+
+  std::string md = "# Comparison: " + base.name + "\n\n" + intro + "\n\n## Values\n\n" +
+                   markdown_table(headers, value_rows) + "\n## Ratios against " +
+                   result.variants.front().label + "\n\n" + markdown_table(headers, ratio_rows) +
+                   "\nRun folders: ";
+  for (size_t i = 0; i < result.variants.size(); ++i)
+    md += (i ? ", " : "") + fmt::format("[{0}]({0}/report.md)", result.variants[i].folder);
+  md += ".\n\nCharts are in [compare.html](compare.html).\n";
+  write_file_atomically(dir.file("compare.md"), md);
+
+  // compare.html
+  std::vector<RunChartData> runs;
+  for (size_t i = 0; i < run_folders.size(); ++i) {
+    runs.push_back(read_run_chart_data(run_folders[i] + "/requests.csv",
+                                       run_folders[i] + "/timeline.csv",
+                                       result.variants[i].short_label));
+  }
+  std::vector<std::pair<ChartSpec, std::string>> charts;
+  std::vector<std::string> bar_labels;
+  for (const auto& v : result.variants) bar_labels.push_back(v.short_label);
+  for (const size_t c : {1u, 3u, 5u, 7u}) {
+    ChartSpec bars;
+    bars.kind = ChartSpec::Kind::bars;
+    bars.title = columns[c].title;
+    bars.y_label = columns[c].title;
+    bars.bar_labels = bar_labels;
+    ChartSeries s;
+    const bool bytes = columns[c].key.ends_with("bytes");
+    if (bytes) bars.y_label = "GiB";
+    for (size_t i = 0; i < values.size(); ++i)
+      s.y.push_back(bytes ? values[i][c] / (1024.0 * 1024.0 * 1024.0) : values[i][c]);
+    bars.series.push_back(s);
+    charts.push_back({bars, columns[c].title + " per variant"});
+  }
+  charts.push_back({ttft_cdf_chart(runs), "TTFT CDF per variant"});
+  charts.push_back({tpot_cdf_chart(runs), "TPOT CDF per variant"});
+  charts.push_back({kv_memory_chart(runs), "KV memory in use per variant"});
+  charts.push_back({queue_chart(runs), "Waiting requests per variant"});
+
+  std::string body =
+      "<h1>Comparison: " + html_escape(base.name) + "</h1>\n<p>" + html_escape(intro) + "</p>\n";
+  if (!base.description.empty()) body += "<p>" + html_escape(base.description) + "</p>\n";
+  body += "<h2>Values</h2>\n<div class=\"wide\">" + html_table(headers, value_rows) + "</div>\n";
+  body += "<h2>Ratios against " + html_escape(result.variants.front().label) + "</h2>\n" +
+          "<div class=\"wide\">" + html_table(headers, ratio_rows) + "</div>\n";
+  body += "<h2>Charts</h2>\n" + render_figures_html(charts);
+  body += "<h2>Run folders</h2>\n<ul>\n";
+  for (const auto& v : result.variants)
+    body += "<li><a href=\"" + html_escape(v.folder) + "/report.html\">" + html_escape(v.label) +
+            "</a></li>\n";
+  body += "</ul>\n";
+  write_file_atomically(dir.file("compare.html"),
+                        html_document("kvsim compare: " + base.name, body));
+}
+
+}  // namespace kvsim

@@ -1,0 +1,123 @@
+#pragma once
+// The interface of Genie's on-device KV update modes (seed 002, SPEC 6):
+// fixed per-layer buffers of ctx_size columns, the key cache transposed and
+// left-padded, the value cache per head, AR-n variants with a cache dim of
+// ctx_size - n, and one update dispatched after every pass (dispatchUpdate:
+// clear cache, set variant, rewind, update and set).
+//
+// Plan, then apply (as KvCachePolicy): plan_update() is const and prices the
+// update in bytes and pointer updates from the layout's closed form;
+// apply_update() changes the state. The dialog engine turns the plan into
+// time (CPU copy threads, graph switch); numerics drives the real buffers of
+// kernels/genie_kv_buffer with the same plans.
+//
+// CONTRACT between the policies (shift_concat, pointer_shift, smart_mask,
+// sliding_window) and the dialog engine. Implementations: one file
+// each under sim/cache/, listed in sim/cache/policy_registry.cpp.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/units.hpp"
+#include "models/model_spec.hpp"
+#include "sim/cache/cache_config.hpp"
+
+namespace kvsim {
+
+// seed 002 dispatchUpdate: what the requested state means for the cache.
+enum class KvDispatch : uint8_t {
+  clear_cache,     // requested n_past == 0
+  set_variant,     // same n_past, another AR-n variant (realignment only)
+  rewind,          // n_past below the current one (rejected speculative tokens)
+  update_and_set,  // forward: copy the pass's new entries in
+};
+std::string_view kv_dispatch_name(KvDispatch d);
+
+// The geometry every on-device policy is built from.
+struct GenieCacheShape {
+  int64_t layers = 0, kv_heads = 0, head_dim = 0;
+  Bytes dtype_bytes = 2;
+  int64_t ctx_size = 4096;
+  std::vector<int64_t> ar_variants{1, 32, 128};
+  int64_t pointer_shift_headroom = 0;  // 0: ctx_size (a 2x row)
+  int64_t window = 0;                  // sliding_window only
+  std::string update_mode;             // sliding_window: the mode it wraps
+
+  // Bytes of one cached token (one column) over all layers, K and V.
+  Bytes column_bytes() const { return 2 * layers * kv_heads * head_dim * dtype_bytes; }
+};
+
+// The state the engine asks for after (or before) a pass.
+struct KvUpdateRequest {
+  int64_t n_past = 0;   // tokens the cache should hold afterwards (positions 0..n_past-1,
+                        // or the last `window` of them under sliding_window)
+  int64_t variant = 1;  // AR-n graph the next pass runs
+};
+
+struct KvUpdatePlan {
+  KvDispatch dispatch = KvDispatch::update_and_set;
+  int64_t n_past_before = 0, n_past_after = 0;
+  int64_t variant_before = 1, variant_after = 1;
+  int64_t n_update = 0;          // signed, seed 002: > 0 appended, < 0 removed
+  int64_t evicted_tokens = 0;    // sliding window: oldest tokens dropped by this update
+  Bytes bytes_copied = 0;        // new entries from the output buffer (memcpy)
+  Bytes bytes_shifted = 0;       // kept entries moved (shift_concat, compaction, window shrink)
+  Bytes realign_bytes = 0;       // AR-m -> AR-n variant switch
+  Bytes pad_bytes = 0;           // columns reset to the pad value (memset)
+  uint64_t pointer_updates = 0;  // registerPointerOffset calls
+  bool compaction = false;       // pointer_shift ran out of headroom
+  // Added by the policies: the cache state the plan leads
+  // to, so apply_update() installs what was priced. tokens_held differs from
+  // n_past only under sliding_window (n_past is the logical position).
+  int64_t tokens_held_before = 0, tokens_held_after = 0;
+  int64_t view_offset_after = 0;  // pointer_shift's offset after the update (columns)
+  int64_t ring_start_after = 0;   // smart_mask under a window: column of the oldest token
+  int64_t appended_tokens = 0;    // entries written (a window keeps at most `window` of a pass)
+  int64_t rewound_tokens = 0;     // entries removed from the newest end
+  Bytes bytes_moved() const { return bytes_copied + bytes_shifted + realign_bytes + pad_bytes; }
+};
+
+// Columns per layer and KV head that the next pass's attention reads, and
+// how many of them hold valid tokens.
+struct AttentionSpan {
+  int64_t read = 0;
+  int64_t useful = 0;
+};
+
+struct GenieAccounting {
+  Bytes buffer_bytes = 0;
+  Bytes bytes_moved = 0;
+  uint64_t pointer_updates = 0, compactions = 0, variant_switches = 0, rewinds = 0;
+  int64_t window_evicted_tokens = 0;
+};
+
+class GenieKvPolicy {
+ public:
+  virtual ~GenieKvPolicy() = default;
+  virtual std::string_view name() const = 0;
+
+  // Throws std::invalid_argument when the request cannot be met (n_past
+  // beyond what the variant's cache dim holds without a window, a variant
+  // the model does not ship).
+  virtual KvUpdatePlan plan_update(const KvUpdateRequest& request) const = 0;
+  virtual void apply_update(const KvUpdatePlan& plan) = 0;
+
+  virtual AttentionSpan attention_span() const = 0;  // for a pass at the current variant
+  // The logical position (the last requested n_past): tokens held, except
+  // under sliding_window where tokens_held() keeps at most `window` of them.
+  virtual int64_t n_past() const = 0;
+  virtual int64_t tokens_held() const { return n_past(); }
+  virtual int64_t variant() const = 0;
+  // Most tokens the cache can hold at `variant` (ctx_size - variant; a
+  // sliding window holds at most `window`, older ones are evicted).
+  virtual int64_t capacity_tokens(int64_t variant) const = 0;
+  virtual int64_t view_offset() const = 0;  // pointer_shift's offset in columns, else 0
+  virtual Bytes saved_bytes() const = 0;    // dumpCache: the valid portion
+  virtual GenieAccounting accounting() const = 0;
+};
+
+GenieCacheShape genie_cache_shape(const CacheConfig& cache, const ModelSpec& model);
+
+}  // namespace kvsim

@@ -1,0 +1,141 @@
+#include "sim/genie/genie_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/cache/policy_registry.hpp"
+#include "sim/genie/genie_passes.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvsim {
+namespace {
+
+bool is_dialog(const ScenarioSpec& s) {
+  return s.workload && s.workload->kind == "dialog";
+}
+
+void vtcm_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+  const Bytes vtcm = s.device.htp->vtcm_bytes;
+  auto at = [&](const std::string& key) { return ctx.location_of(key); };
+  const auto over = [&](const std::string& key, Bytes request, const std::string& who) {
+    ctx.diagnostics.error(at(key), key,
+                          fmt::format("{} asks for {} of VTCM but {} has {}", who,
+                                      format_bytes(request), s.device.name, format_bytes(vtcm)),
+                          fmt::format("at most {}", format_bytes(vtcm)));
+  };
+  const Bytes llm_request = s.htp.llm_request(vtcm);
+  if (llm_request > vtcm) over("htp.vtcm_request", llm_request, "the LLM");
+  if (s.htp.vtcm_min > std::min(llm_request, vtcm)) {
+    ctx.diagnostics.error(at("htp.vtcm_min"), "htp.vtcm_min",
+                          fmt::format("{} is above the LLM's request {}",
+                                      format_bytes(s.htp.vtcm_min), format_bytes(llm_request)),
+                          fmt::format("0..{}", format_bytes(std::min(llm_request, vtcm))));
+  }
+  for (size_t i = 0; i < s.htp.co_runners.size(); ++i) {
+    const CoRunnerConfig& c = s.htp.co_runners[i];
+    if (c.vtcm_request > vtcm)
+      over(fmt::format("htp.co_runners[{}].vtcm_request", i), c.vtcm_request,
+           fmt::format("co-runner '{}'", c.name));
+  }
+}
+
+// Without a sliding window the longest turn must fit an empty cache, or
+// even a context reset could not serve it.
+void context_checks(const ScenarioSpec& s, const DialogWorkloadSpec& d, config::LoadContext& ctx) {
+  auto at = [&](const std::string& key) { return ctx.location_of(key); };
+  std::vector<int64_t> variants = s.cache.ar_variants;
+  std::sort(variants.begin(), variants.end());
+  if (variants.empty()) return;
+  if (variants.front() != 1) {
+    ctx.diagnostics.error(at("kv_cache.ar_variants"), "kv_cache.ar_variants",
+                          fmt::format("a dialog decodes one token per pass, but the smallest "
+                                      "variant is AR-{}",
+                                      variants.front()),
+                          "a list that includes 1, such as [1, 32, 128]");
+    return;
+  }
+  if (d.speculative && d.speculative->draft_tokens + 1 > variants.back()) {
+    ctx.diagnostics.error(
+        at("workload.speculative.draft_tokens"), "workload.speculative.draft_tokens",
+        fmt::format("{} drafts need an AR-{} verify pass, beyond the largest variant AR-{}",
+                    d.speculative->draft_tokens, d.speculative->draft_tokens + 1, variants.back()),
+        fmt::format("1..{}", variants.back() - 1));
+  }
+  const int64_t ctx_size = s.cache.ctx_size;
+  const bool windowed = s.cache.policy == "sliding_window";
+  const int64_t held_limit = windowed && s.cache.window > 0
+                                 ? std::min(s.cache.window, ctx_size - variants.back())
+                                 : ctx_size - variants.back();
+  if (d.session_cache.restore && d.session_cache.tokens > held_limit && !windowed) {
+    ctx.diagnostics.error(
+        at("workload.session_cache.tokens"), "workload.session_cache.tokens",
+        fmt::format("{} restored tokens leave no room for an AR-{} prefill in ctx_size {}",
+                    d.session_cache.tokens, variants.back(), ctx_size),
+        fmt::format("1..{}", ctx_size - variants.back()));
+  }
+  if (windowed) return;
+  const auto capacity = [&](int64_t v) { return v >= ctx_size ? ctx_size : ctx_size - v; };
+  const int64_t prompt = d.prompt_tokens->upper_bound();
+  const int64_t reply = d.reply_tokens->upper_bound();
+  if (!turn_fits(0, prompt, reply, variants, capacity)) {
+    ctx.diagnostics.error(
+        at("workload.prompt_tokens"), "workload.prompt_tokens",
+        fmt::format("the longest turn ({} prompt + {} reply tokens) does not fit ctx_size {} even "
+                    "in an empty cache (AR-1 decoding holds {} tokens)",
+                    prompt, reply, ctx_size, ctx_size - 1),
+        "shorter prompts or replies (a max clamp), a larger ctx_size, or policy: sliding_window");
+  }
+}
+
+}  // namespace
+
+void genie_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+  auto at = [&](const std::string& key) { return ctx.location_of(key); };
+  const bool htp = s.device.kind == "htp";
+  if (!htp) {
+    if (is_dialog(s)) {
+      ctx.diagnostics.error(at("workload.kind"), "workload.kind",
+                            fmt::format("a dialog runs on a phone NPU, but {} is kind {}",
+                                        s.device.name, s.device.kind),
+                            "a kind: htp device (snapdragon-8-gen3, snapdragon-8-elite, ...)");
+    }
+    if (s.htp.present) {
+      ctx.diagnostics.error(
+          at("htp"), "htp",
+          fmt::format("applies to kind: htp devices, {} is kind {}", s.device.name, s.device.kind),
+          "remove it");
+    }
+    return;
+  }
+  if (!is_dialog(s)) {
+    ctx.diagnostics.error(
+        at("workload.kind"), "workload.kind",
+        fmt::format("{} is an HTP (phone NPU): it runs one user's dialog, not kind {}",
+                    s.device.name, s.workload ? s.workload->kind : "?"),
+        "kind: dialog");
+  }
+  if (!is_genie_policy(s.cache)) {
+    ctx.diagnostics.error(
+        at("kv_cache.policy"), "kv_cache.policy",
+        fmt::format("'{}' is not an on-device policy; {} runs Genie's KV update modes",
+                    s.cache.policy, s.device.name),
+        "shift_concat, pointer_shift, smart_mask, or sliding_window with one of them");
+  }
+  if (s.device.htp) {
+    vtcm_checks(s, ctx);
+    // seed 002 splits the KV tensors over the update threads; the device
+    // file says how many CPU threads Genie may take.
+    if (s.cache.update_threads > s.device.htp->max_update_threads) {
+      ctx.diagnostics.error(
+          at("kv_cache.update_threads"), "kv_cache.update_threads",
+          fmt::format("{} threads, but {} allows {} KV update threads", s.cache.update_threads,
+                      s.device.name, s.device.htp->max_update_threads),
+          fmt::format("1..{}", s.device.htp->max_update_threads));
+    }
+  }
+  if (is_dialog(s) && ctx.diagnostics.empty())
+    context_checks(s, std::get<DialogWorkloadSpec>(s.workload->body), ctx);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,321 @@
+// GenieEngine, the turns: arrival, VTCM, the passes of a turn and the Genie
+// KV update after each (seed 002). Construction, co-runners and metrics are
+// in genie_engine_run.cpp.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/genie/genie_engine_impl.hpp"
+#include "workloads/rng.hpp"
+
+namespace kvsim {
+
+using namespace dialog_detail;  // this file's own engine internals
+
+namespace {
+
+// Speculative acceptance draws, keyed (seed, stream, turn, verify pass). Kept
+// apart from the workload's streams (workloads/rng.hpp) so that turning
+// speculation on never moves a prompt or a reply length.
+constexpr auto kAcceptanceStream = static_cast<RandomStream>(0x53504543);  // "SPEC"
+
+}  // namespace
+
+std::string_view genie_pass_kind_name(GeniePassKind kind) {
+  switch (kind) {
+    case GeniePassKind::prefill:
+      return "prefill";
+    case GeniePassKind::decode:
+      return "decode";
+    case GeniePassKind::verify:
+      return "verify";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------
+// Turns
+
+void GenieEngine::Impl::arm_arrival() {
+  const std::optional<TimeNs> next = source_->next_arrival();
+  if (!next) return;
+  arrival_event_ =
+      sim_.schedule_at(std::max(*next, sim_.now()), kPrioArrival, [this] { on_arrival(); });
+}
+
+void GenieEngine::Impl::on_arrival() {
+  Request request = source_->take();
+  ++arrived_;
+  // The CPU may still be copying the previous turn's last update.
+  const TimeNs start = std::max(sim_.now(), engine_free_at_);
+  sim_.schedule_at(start, kPrioStart,
+                   [this, r = std::move(request)]() mutable { begin_turn(std::move(r)); });
+}
+
+void GenieEngine::Impl::begin_turn(Request request) {
+  Turn t;
+  t.reply_tokens = static_cast<int64_t>(request.output.size());
+  t.request = std::move(request);
+  turn_ = std::move(t);
+  const SessionCacheSpec& sc = dialog_.session_cache;
+  if (turn_->request.turn == 0 && sc.restore) {
+    // seed 002 loadCache: the saved conversation is read back into the
+    // buffers before the first query. Installed through the policy (clear,
+    // then appends of at most one pass each), priced at storage bandwidth
+    // only: no pass runs and no output buffer is copied.
+    (void)dispatch(0, variants_.back(), "restore");
+    int64_t held = 0;
+    while (held < sc.tokens) {
+      held += std::min(variants_.back(), sc.tokens - held);
+      (void)dispatch(held, variants_.back(), "restore");
+    }
+    pending_token_ = false;
+    const Bytes bytes = policy_->saved_bytes();
+    session_io_bytes_ += bytes;
+    sim_.schedule_in(timing_.storage_time(bytes), kPrioStart, [this] { acquire_vtcm(); });
+    return;
+  }
+  acquire_vtcm();
+}
+
+void GenieEngine::Impl::acquire_vtcm() {
+  observe(sim_.now(), 0, 0);
+  vtcm_.acquire(kLlmSession, sim_.now(), [this](const VtcmGrant& grant) {
+    turn_->grant = grant;
+    // The grant may come inside another session's release: start from an
+    // event of our own.
+    sim_.schedule_at(sim_.now(), kPrioStart, [this] { start_turn(); });
+  });
+}
+
+void GenieEngine::Impl::start_turn() {
+  Turn& t = *turn_;
+  const int64_t prompt = static_cast<int64_t>(t.request.prompt.size());
+  const auto capacity = [this](int64_t v) { return policy_->capacity_tokens(v); };
+  t.input_tokens = prompt + (pending_token_ ? 1 : 0);
+  int64_t position = policy_->n_past();
+  if (!windowed_ && !turn_fits(position, t.input_tokens, t.reply_tokens, variants_, capacity)) {
+    // The conversation outgrew ctx_size without a sliding window: the cache
+    // is cleared and the new prompt starts a fresh context alone (the
+    // history is dropped, as an app does when a Genie dialog reports its
+    // context full), counted in kv_cache.context_resets.
+    ++context_resets_;
+    position = 0;
+    pending_token_ = false;
+    t.input_tokens = prompt;
+    if (!turn_fits(0, prompt, t.reply_tokens, variants_, capacity)) {
+      reject_turn();
+      return;
+    }
+  }
+  t.cached_tokens = policy_->tokens_held();
+  if (position == 0) t.cached_tokens = 0;
+  t.prefill = prefill_passes(t.input_tokens, variants_);
+  pending_token_ = false;  // fed by this turn's first pass
+  // Before the first pass: clear (n_past 0) or switch to the prefill variant.
+  const int64_t first_variant = t.prefill.front().variant;
+  TimeNs delay = 0;
+  if (position == 0 || policy_->variant() != first_variant) {
+    const KvUpdatePlan plan =
+        dispatch(position, first_variant, fmt::format("turn {} before pass 0", t.request.turn));
+    delay = update_time(plan);
+  }
+  t.next_prefill = 1;
+  start_pass(GeniePassKind::prefill, t.prefill.front(), delay);
+}
+
+// After the prefill: one AR-1 pass per token, or a speculative verify pass
+// when the drafts and the full update fit the verify variant's cache dim.
+PassShape GenieEngine::Impl::decode_shape(int64_t position, GeniePassKind* kind) const {
+  const Turn& t = *turn_;
+  const int64_t remaining = t.reply_tokens - t.generated;
+  if (dialog_.speculative && remaining > 1) {
+    // No more drafts than the reply still needs after the pass's own token.
+    const int64_t k = std::min(dialog_.speculative->draft_tokens, remaining - 1);
+    const int64_t v = smallest_variant_at_least(k + 1, variants_);
+    if (v >= k + 1 && (windowed_ || position + k + 1 <= policy_->capacity_tokens(v))) {
+      *kind = GeniePassKind::verify;
+      return {v, k + 1};
+    }
+  }
+  *kind = GeniePassKind::decode;
+  return {1, 1};
+}
+
+void GenieEngine::Impl::start_pass(GeniePassKind kind, PassShape shape, TimeNs delay) {
+  sim_.schedule_in(delay, kPrioStart, [this, kind, shape] {
+    Turn& t = *turn_;
+    const AttentionSpan span = policy_->attention_span();
+    pending_ = Pending{};
+    pending_.kind = kind;
+    pending_.shape = shape;
+    GeniePassRecord& r = pending_.record;
+    r.turn = t.request.turn;
+    r.pass = t.passes++;
+    r.kind = kind;
+    r.htp = HtpPass{shape.variant, shape.useful_tokens, span.read, vtcm_request_, t.grant.granted};
+    r.timing = timing_.price_pass(r.htp);
+    r.start = sim_.now();
+    r.n_past_before = policy_->n_past();
+    attention_read_ += span.read;
+    attention_useful_ += span.useful;
+    ++passes_;
+    if (progress_ && passes_ % 4096 == 0)
+      progress_({arrived_, completed_, rejected_, 1, 0, sim_.now()});
+    observe(sim_.now(), shape.useful_tokens, r.timing.latency);
+    sim_.schedule_in(std::max<TimeNs>(r.timing.latency, 1), kPrioDone, [this] { on_pass_done(); });
+  });
+}
+
+void GenieEngine::Impl::on_pass_done() {
+  const TimeNs now = sim_.now();
+  Turn& t = *turn_;
+  GeniePassRecord& r = pending_.record;
+  const int64_t before = r.n_past_before;
+  int64_t written = pending_.shape.useful_tokens;  // entries the pass wrote
+  int64_t kept = written;                          // ... that stay in the cache
+  int64_t emitted = 0;                             // tokens it gave the user
+  const bool prefill_done = t.next_prefill >= t.prefill.size();
+  switch (pending_.kind) {
+    case GeniePassKind::prefill:
+      emitted = prefill_done ? 1 : 0;
+      break;
+    case GeniePassKind::decode:
+      emitted = 1;
+      break;
+    case GeniePassKind::verify: {
+      const SpeculativeSpec& sp = *dialog_.speculative;
+      Rng rng = Rng::keyed(s_.seed, kAcceptanceStream, static_cast<uint64_t>(t.request.turn),
+                           static_cast<uint64_t>(t.verify_passes++));
+      r.accepted_drafts = accepted_drafts(pending_.shape.useful_tokens - 1, sp.acceptance_rate,
+                                          [&rng] { return rng.uniform01(); });
+      // The pass fed the last token and K drafts; it keeps the last token and
+      // the accepted drafts, and emits those drafts plus its own next token.
+      emitted = std::min(r.accepted_drafts + 1, t.reply_tokens - t.generated);
+      kept = emitted;
+      break;
+    }
+  }
+  if (emitted > 0 && t.first_token < 0) t.first_token = now;
+  t.generated += emitted;
+  const int64_t position = before + kept;
+  const bool turn_over = prefill_done && t.generated >= t.reply_tokens;
+
+  // The next pass decides the variant this update sets (seed 002: the
+  // dispatch after a pass prepares the next one).
+  GeniePassKind next_kind = GeniePassKind::prefill;
+  PassShape next{policy_->variant(), 0};
+  if (!prefill_done) {
+    next = t.prefill[t.next_prefill++];
+  } else if (!turn_over) {
+    next = decode_shape(position, &next_kind);
+  }
+  TimeNs cpu = 0;
+  const std::string where = fmt::format("turn {} after pass {}", r.turn, r.pass);
+  if (kept < written) {
+    // Verify: all K + 1 entries are copied in, then the rejected ones are
+    // rewound (dispatch UPDATE_OUTPUT, n_past below the current one).
+    r.update = dispatch(before + written, policy_->variant(), where);
+    r.extra.push_back(dispatch(position, next.variant, where + " (rewind)"));
+    cpu = update_time(r.update) + update_time(r.extra.back());
+  } else {
+    r.update = dispatch(position, next.variant, where);
+    cpu = update_time(r.update);
+  }
+  r.update_time = cpu;
+  for (auto& o : observers_) o->on_pass(r, *policy_);
+  if (pass_callback_) pass_callback_(r);
+  observe(now, 0, 0);
+
+  if (turn_over) {
+    pending_token_ = true;  // the last reply token is fed by the next turn
+    complete_turn(cpu);
+    return;
+  }
+  if (next_kind == GeniePassKind::verify && dialog_.speculative)
+    cpu += dialog_.speculative->draft_cost_per_token * (next.useful_tokens - 1);
+  start_pass(next_kind, next, cpu);
+}
+
+void GenieEngine::Impl::complete_turn(TimeNs update_time) {
+  const TimeNs now = sim_.now();
+  Turn& t = *turn_;
+  vtcm_.release(kLlmSession, now);
+  engine_free_at_ = now + update_time;
+  ++completed_;
+  last_completion_ = now;
+  prompt_tokens_done_ += t.input_tokens;
+  output_tokens_done_ += t.reply_tokens;
+  ttft_.add(t.first_token - t.request.arrival);
+  e2e_.add(now - t.request.arrival);
+  if (t.reply_tokens > 1) tpot_.add((now - t.first_token) / (t.reply_tokens - 1));
+  sink_->request({t.request.id, "completed", t.request.arrival, t.first_token, now, t.input_tokens,
+                  t.reply_tokens, t.cached_tokens, 0, t.request.session, t.request.turn});
+  end_turn(now);
+}
+
+void GenieEngine::Impl::reject_turn() {
+  const TimeNs now = sim_.now();
+  Turn& t = *turn_;
+  vtcm_.release(kLlmSession, now);
+  ++rejected_;
+  sink_->request({t.request.id, "rejected", t.request.arrival, -1, now,
+                  static_cast<int64_t>(t.request.prompt.size()), t.reply_tokens, 0, 0,
+                  t.request.session, t.request.turn});
+  end_turn(now);
+}
+
+// The turn is over (completed or rejected): its request goes back to the
+// source (a closed-loop source issues the next turn from it), then the next
+// arrival is armed or, after the last turn, the dialog ends.
+void GenieEngine::Impl::end_turn(TimeNs now) {
+  const Request done = std::move(turn_->request);
+  turn_.reset();
+  source_->on_complete(done, now);
+  if (source_->exhausted())
+    finish_dialog();
+  else
+    arm_arrival();
+}
+
+// After the last turn: save the cache (seed 002 dumpCache) and stop the
+// co-runners' duty cycles.
+void GenieEngine::Impl::finish_dialog() {
+  TimeNs end = engine_free_at_;
+  if (dialog_.session_cache.save) {
+    const Bytes bytes = policy_->saved_bytes();
+    session_io_bytes_ += bytes;
+    end += timing_.storage_time(bytes);
+  }
+  end_time_ = std::max(end, sim_.now());
+  sim_.schedule_at(end_time_, kPrioStop, [this] {
+    stopped_ = true;
+    vtcm_.finish(sim_.now());
+    observe(sim_.now(), 0, 0, /*force_row=*/true);
+    sim_.stop();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// KV updates
+
+KvUpdatePlan GenieEngine::Impl::dispatch(int64_t n_past, int64_t variant,
+                                         const std::string& where) {
+  KvUpdatePlan plan = policy_->plan_update({n_past, variant});
+  policy_->apply_update(plan);
+  for (auto& o : observers_) o->on_update(plan, *policy_, where);
+  return plan;
+}
+
+// seed 002: the update jobs split the KV tensors over `update_threads` CPU
+// threads (cpu_copy_time); each registerPointerOffset is one QNN API call on
+// the host, priced as one kernel_launch of the device file; a variant change
+// switches the executing graph (its realignment bytes are in bytes_moved).
+TimeNs GenieEngine::Impl::update_time(const KvUpdatePlan& plan) const {
+  TimeNs t = timing_.cpu_copy_time(plan.bytes_moved(), s_.cache.update_threads);
+  t += static_cast<TimeNs>(plan.pointer_updates) * s_.device.kernel_launch;
+  if (plan.variant_before != plan.variant_after) t += timing_.variant_switch_time();
+  return t;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,118 @@
+#pragma once
+// Internal to sim/genie/: the state of one GenieEngine run, shared by
+// genie_engine.cpp (turns, passes, KV updates) and genie_engine_run.cpp
+// (construction, co-runners, timeline, metrics). Not an interface.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/genie/genie_engine.hpp"
+#include "sim/genie/genie_passes.hpp"
+#include "sim/genie/genie_sessions.hpp"
+#include "sim/latency_histogram.hpp"
+#include "sim/simulator.hpp"
+#include "workloads/request.hpp"
+
+namespace kvsim::dialog_detail {
+
+// Same-time events: a pass or a burst ends first (its VTCM comes back), then
+// arrivals, then what starts.
+inline constexpr int32_t kPrioDone = 0;
+inline constexpr int32_t kPrioArrival = 1;
+inline constexpr int32_t kPrioStart = 2;
+inline constexpr int32_t kPrioStop = 3;
+
+inline constexpr int32_t kLlmSession = 0;  // the first session registered
+
+}  // namespace kvsim::dialog_detail
+
+namespace kvsim {
+
+class GenieEngine::Impl {
+ public:
+  Impl(const ScenarioSpec& scenario, RunSink* sink, std::unique_ptr<GenieKvPolicy> policy);
+
+  RunMetrics run();
+
+  const ScenarioSpec& s_;
+  RunSink* sink_;
+  NullRunSink null_sink_;
+  const DialogWorkloadSpec& dialog_;
+  std::unique_ptr<GenieKvPolicy> policy_;
+  HtpTimingModel timing_;
+  VtcmSessions vtcm_;
+  GenieCacheShape shape_;
+  std::vector<int64_t> variants_;
+  bool windowed_ = false;
+  Bytes vtcm_request_ = 0;
+  std::unique_ptr<RequestSource> source_;
+  Simulator sim_;
+  std::vector<int32_t> co_runner_ids_;
+  std::vector<std::unique_ptr<GenieObserver>> observers_;
+  std::function<void(const GeniePassRecord&)> pass_callback_;
+  std::function<void(const RunProgress&)> progress_;
+
+ private:
+  // The turn in flight.
+  struct Turn {
+    Request request;
+    int64_t reply_tokens = 0;
+    int64_t input_tokens = 0;  // prompt, plus the previous reply's last token
+    int64_t cached_tokens = 0;
+    std::vector<PassShape> prefill;
+    size_t next_prefill = 0;
+    int32_t passes = 0;
+    int32_t verify_passes = 0;
+    int64_t generated = 0;
+    TimeNs first_token = -1;
+    VtcmGrant grant;
+  };
+  struct Pending {  // the pass in flight
+    GeniePassKind kind = GeniePassKind::prefill;
+    PassShape shape;
+    GeniePassRecord record;
+  };
+
+  void arm_arrival();
+  void on_arrival();
+  void begin_turn(Request request);
+  void acquire_vtcm();
+  void start_turn();
+  PassShape decode_shape(int64_t position, GeniePassKind* kind) const;
+  void start_pass(GeniePassKind kind, PassShape shape, TimeNs delay);
+  void on_pass_done();
+  void complete_turn(TimeNs update_time);
+  void reject_turn();
+  void end_turn(TimeNs now);
+  void finish_dialog();
+  TimeNs update_time(const KvUpdatePlan& plan) const;
+  KvUpdatePlan dispatch(int64_t n_past, int64_t variant, const std::string& where);
+  void co_runner_burst(size_t index, int64_t burst);
+  void co_runner_release(size_t index, int64_t burst);
+  void observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row = false);
+  Bytes used_bytes() const { return policy_->tokens_held() * shape_.column_bytes(); }
+
+  std::optional<Turn> turn_;
+  Pending pending_;
+  bool pending_token_ = false;  // the last reply token is not in the cache yet
+  TimeNs engine_free_at_ = 0;   // the CPU update after the last pass ends
+  bool stopped_ = false;
+  TimeNs end_time_ = 0;
+  EventHandle arrival_event_;
+
+  // Metrics.
+  LatencyHistogram ttft_, tpot_, e2e_;
+  int64_t arrived_ = 0, completed_ = 0, rejected_ = 0;
+  int64_t prompt_tokens_done_ = 0, output_tokens_done_ = 0;
+  int64_t passes_ = 0, context_resets_ = 0;
+  int64_t attention_read_ = 0, attention_useful_ = 0;
+  Bytes session_io_bytes_ = 0;
+  TimeNs last_completion_ = 0;
+  TimeNs last_observed_ = 0, last_timeline_ = -1;
+  double used_bytes_integral_ = 0;
+  Bytes current_used_bytes_ = 0, peak_used_bytes_ = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,201 @@
+// GenieEngine, around the turns: construction, the co-runners' duty
+// cycles, the timeline, the run's metrics and the public wrappers.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "sim/cache/policy_registry.hpp"
+#include "sim/genie/genie_engine_impl.hpp"
+#include "sim/genie/genie_engine_numerics.hpp"
+#include "sim/served_metrics.hpp"
+
+namespace kvsim {
+
+using namespace dialog_detail;  // this file's own engine internals
+
+namespace {
+
+std::unique_ptr<GenieKvPolicy> scenario_policy(const ScenarioSpec& s) {
+  auto policy = make_genie_policy(s.cache, s.model);
+  if (!policy) {
+    throw std::invalid_argument(fmt::format(
+        "kv_cache.policy '{}' is not an on-device policy: a dialog on an HTP needs shift_concat, "
+        "pointer_shift, smart_mask or sliding_window over one of them",
+        s.cache.policy));
+  }
+  return policy;
+}
+
+const DialogWorkloadSpec& dialog_spec(const ScenarioSpec& s) {
+  if (!s.workload || !std::holds_alternative<DialogWorkloadSpec>(s.workload->body))
+    throw std::invalid_argument("the dialog engine needs a `kind: dialog` workload");
+  return std::get<DialogWorkloadSpec>(s.workload->body);
+}
+
+const HtpSpec& htp_of(const ScenarioSpec& s) {
+  if (s.device.kind != "htp" || !s.device.htp)
+    throw std::invalid_argument(
+        fmt::format("the dialog engine needs a kind: htp device, not '{}'", s.device.name));
+  return *s.device.htp;
+}
+
+}  // namespace
+
+GenieEngine::Impl::Impl(const ScenarioSpec& scenario, RunSink* sink,
+                        std::unique_ptr<GenieKvPolicy> policy)
+    : s_(scenario),
+      sink_(sink ? sink : &null_sink_),
+      dialog_(dialog_spec(scenario)),
+      policy_(std::move(policy)),
+      timing_(scenario.device, scenario.model, kv_dtype_bytes(scenario.cache.dtype)),
+      vtcm_(htp_of(scenario)) {
+  shape_ = genie_cache_shape(s_.cache, s_.model);
+  variants_ = shape_.ar_variants;
+  std::sort(variants_.begin(), variants_.end());
+  windowed_ = s_.cache.policy == "sliding_window";
+  source_ = make_request_source(*s_.workload, s_.seed, s_.model.vocab_size);
+  const HtpSpec& htp = *s_.device.htp;
+  vtcm_request_ = s_.htp.llm_request(htp.vtcm_bytes);
+  vtcm_.add_session("llm", vtcm_request_, s_.htp.vtcm_min);
+  for (const CoRunnerConfig& c : s_.htp.co_runners)
+    co_runner_ids_.push_back(vtcm_.add_session(c.name, c.vtcm_request, c.vtcm_min));
+  if (auto numerics = make_genie_numerics_observer(s_)) observers_.push_back(std::move(numerics));
+}
+
+// ---------------------------------------------------------------------------
+// Co-runners: burst k nominally starts at start + k * period and holds its
+// VTCM for `busy` once granted. A burst that waited past later nominal
+// starts drops them (a frame model skips the frames it missed).
+
+void GenieEngine::Impl::co_runner_burst(size_t index, int64_t burst) {
+  if (stopped_) return;
+  const int32_t id = co_runner_ids_[index];
+  vtcm_.acquire(id, sim_.now(), [this, index, burst](const VtcmGrant&) {
+    const TimeNs busy = s_.htp.co_runners[index].busy;
+    sim_.schedule_in(busy, kPrioDone, [this, index, burst] { co_runner_release(index, burst); });
+  });
+}
+
+void GenieEngine::Impl::co_runner_release(size_t index, int64_t burst) {
+  const CoRunnerConfig& c = s_.htp.co_runners[index];
+  const TimeNs now = sim_.now();
+  vtcm_.release(co_runner_ids_[index], now);
+  if (stopped_) return;
+  int64_t next = burst + 1;
+  if (c.start + next * c.period < now) next = (now - c.start + c.period - 1) / c.period;
+  sim_.schedule_at(c.start + next * c.period, kPrioArrival,
+                   [this, index, next] { co_runner_burst(index, next); });
+}
+
+// ---------------------------------------------------------------------------
+
+void GenieEngine::Impl::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency,
+                                bool force_row) {
+  used_bytes_integral_ +=
+      static_cast<double>(current_used_bytes_) * static_cast<double>(now - last_observed_);
+  last_observed_ = now;
+  current_used_bytes_ = used_bytes();
+  peak_used_bytes_ = std::max(peak_used_bytes_, current_used_bytes_);
+  if (force_row || last_timeline_ < 0 || now - last_timeline_ >= s_.output.timeline_interval) {
+    last_timeline_ = now;
+    const bool waiting = vtcm_.waiting(kLlmSession);
+    sink_->timeline({now, turn_ && !waiting ? 1 : 0, waiting ? 1 : 0, 0, 0, current_used_bytes_,
+                     policy_->tokens_held(), step_tokens, step_latency});
+  }
+}
+
+RunMetrics GenieEngine::Impl::run() {
+  const auto wall_start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < s_.htp.co_runners.size(); ++i) {
+    sim_.schedule_at(s_.htp.co_runners[i].start, kPrioArrival,
+                     [this, i] { co_runner_burst(i, 0); });
+  }
+  arm_arrival();
+  sim_.run();
+  if (!stopped_ || turn_) throw std::logic_error("the dialog run ended with a turn in flight");
+
+  RunMetrics m;
+  m.scenario = s_.name;
+  m.seed = s_.seed;
+  m.device = s_.device.name;
+  m.model = s_.model.name;
+  m.policy = windowed_ ? fmt::format("sliding_window({})", s_.cache.update_mode)
+                       : std::string(policy_->name());
+  m.requests.arrived = arrived_;
+  m.requests.completed = completed_;
+  m.requests.rejected = rejected_;
+  fill_served_metrics(
+      {ttft_, tpot_, e2e_, completed_, prompt_tokens_done_, output_tokens_done_, last_completion_},
+      m);
+  const GenieAccounting acc = policy_->accounting();
+  m.kv_cache.capacity_tokens = policy_->capacity_tokens(1);
+  m.kv_cache.kv_bytes_per_token = shape_.column_bytes();
+  m.kv_cache.peak_used_bytes = peak_used_bytes_;
+  m.kv_cache.mean_used_bytes =
+      end_time_ > 0 ? used_bytes_integral_ / static_cast<double>(end_time_) : 0.0;
+  m.kv_cache.bytes_moved = acc.bytes_moved;
+  m.kv_cache.pointer_updates = acc.pointer_updates;
+  m.kv_cache.buffer_bytes = acc.buffer_bytes;
+  m.kv_cache.compactions = acc.compactions;
+  m.kv_cache.variant_switches = acc.variant_switches;
+  m.kv_cache.rewinds = acc.rewinds;
+  m.kv_cache.window_evicted_tokens = acc.window_evicted_tokens;
+  m.kv_cache.attention_read_tokens = attention_read_;
+  m.kv_cache.attention_useful_tokens = attention_useful_;
+  m.kv_cache.context_resets = context_resets_;
+  m.kv_cache.session_io_bytes = session_io_bytes_;
+  m.memory.device_bytes = s_.device.memory_bytes;
+  m.memory.weights_bytes = s_.model.weight_bytes();
+  m.memory.kv_bytes = acc.buffer_bytes;
+  const std::vector<RunMetrics::Session> sessions = vtcm_.report();
+  m.memory.vtcm_bytes = sessions.front().vtcm_granted_bytes;
+  m.vtcm.requested_bytes = vtcm_request_;
+  m.vtcm.granted_bytes = sessions.front().vtcm_granted_bytes;
+  m.vtcm.wait_ms = vtcm_.total_wait_ms();
+  m.vtcm.sessions_waited = vtcm_.sessions_waited();
+  m.sessions = sessions;
+  m.numerics.mode = s_.numerics.mode;
+  for (const auto& o : observers_) o->report(m);
+  m.workload.skipped_records = source_->skipped_records();
+  m.sim.events = sim_.events_processed();
+  m.sim.steps = passes_;
+  m.sim.simulated_s = static_cast<double>(end_time_) / 1e9;
+  m.sim.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+
+GenieEngine::GenieEngine(const ScenarioSpec& scenario, RunSink* sink)
+    : GenieEngine(scenario, sink, scenario_policy(scenario)) {}
+
+GenieEngine::GenieEngine(const ScenarioSpec& scenario, RunSink* sink,
+                         std::unique_ptr<GenieKvPolicy> policy)
+    : impl_(std::make_unique<Impl>(scenario, sink, std::move(policy))) {}
+
+GenieEngine::~GenieEngine() = default;
+
+RunMetrics GenieEngine::run() {
+  return impl_->run();
+}
+
+void GenieEngine::set_progress(std::function<void(const RunProgress&)> callback) {
+  impl_->progress_ = std::move(callback);
+}
+
+void GenieEngine::set_pass_callback(std::function<void(const GeniePassRecord&)> callback) {
+  impl_->pass_callback_ = std::move(callback);
+}
+
+void GenieEngine::add_observer(std::unique_ptr<GenieObserver> observer) {
+  impl_->observers_.push_back(std::move(observer));
+}
+
+const GenieKvPolicy& GenieEngine::policy() const {
+  return *impl_->policy_;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,84 @@
+#include "sim/genie/genie_session_config.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace kvsim {
+namespace {
+
+// VTCM is 8 MiB on every shipped Hexagon (v73..v79); 1 GiB bounds typos
+// while the device-specific limit is a cross-field check.
+constexpr Bytes kMaxVtcmValue = 1LL << 30;
+constexpr TimeNs kMaxPeriod = 3600 * kNsPerS;
+
+CoRunnerConfig read_co_runner(const config::Node& node, size_t index) {
+  config::MapReader r(node);
+  CoRunnerConfig c;
+  // name: shown in the sessions array of metrics.json
+  c.name = r.string("name", fmt::format("co_runner_{}", index));
+  // vtcm_request: VTCM it asks for each burst
+  c.vtcm_request = r.bytes("vtcm_request", std::nullopt, 1, kMaxVtcmValue);
+  // vtcm_min: the least it runs with (default: all of its request)
+  c.vtcm_min = r.bytes("vtcm_min", c.vtcm_request, 0, kMaxVtcmValue);
+  // period: time between burst starts; busy: how long each burst holds VTCM
+  c.period = r.duration("period", std::nullopt, 1, kMaxPeriod);
+  c.busy = r.duration("busy", std::nullopt, 1, kMaxPeriod);
+  // start: first burst
+  c.start = r.duration("start", 0, 0, kMaxPeriod);
+  r.finish();
+  if (c.vtcm_min > c.vtcm_request) {
+    r.node()
+        .child_at("vtcm_min")
+        .error(fmt::format("{} is above vtcm_request {}", format_bytes(c.vtcm_min),
+                           format_bytes(c.vtcm_request)),
+               "0..vtcm_request");
+  }
+  if (c.busy > c.period) {
+    r.node().child_at("busy").error(fmt::format("{} is longer than period {}",
+                                                format_duration(c.busy), format_duration(c.period)),
+                                    "busy <= period (a duty cycle)");
+  }
+  return c;
+}
+
+}  // namespace
+
+HtpSessionConfig read_htp_config(const config::Node& node) {
+  HtpSessionConfig h;
+  h.present = node.defined();
+  config::MapReader r(node);
+  // vtcm_request: the LLM session's VTCM request (default: the whole VTCM)
+  if (r.has("vtcm_request"))
+    h.vtcm_request = r.bytes("vtcm_request", 0, 1, kMaxVtcmValue);
+  else
+    r.ignore({"vtcm_request"});
+  // vtcm_min: the least VTCM the LLM runs with; a turn waits for it (default 0)
+  h.vtcm_min = r.bytes("vtcm_min", 0, 0, kMaxVtcmValue);
+  if (h.vtcm_request && h.vtcm_min > *h.vtcm_request) {
+    r.node()
+        .child_at("vtcm_min")
+        .error(fmt::format("{} is above vtcm_request {}", format_bytes(h.vtcm_min),
+                           format_bytes(*h.vtcm_request)),
+               "0..vtcm_request");
+  }
+  // npu_sessions: NPU sessions the model's layers are split over, each with
+  // its own address space (sim/genie/genie_address_checks.cpp)
+  h.npu_sessions = r.integer("npu_sessions", 1, 1, 16);
+  // co_runners: other models sharing the HTP, each {name, vtcm_request,
+  // vtcm_min, period, busy, start}
+  if (const config::Node list = r.child("co_runners"); list.defined()) {
+    std::set<std::string> names;
+    size_t index = 0;
+    for (const config::Node& item : list.items()) {
+      CoRunnerConfig c = read_co_runner(item, index++);
+      if (!names.insert(c.name).second)
+        item.child_at("name").error(fmt::format("'{}' is used twice", c.name), "unique names");
+      h.co_runners.push_back(std::move(c));
+    }
+  }
+  r.finish();
+  return h;
+}
+
+}  // namespace kvsim

@@ -26,6 +26,17 @@ std::string yaml_duration(TimeNs t) {
   return fmt::format("{}ns", t);
 }
 
+// An operation rate as a device file writes it ("353TFLOPS").
+std::string yaml_ops_rate(int64_t r) {
+  constexpr std::pair<int64_t, const char*> kUnits[] = {{1'000'000'000'000'000'000, "EFLOPS"},
+                                                        {1'000'000'000'000'000, "PFLOPS"},
+                                                        {1'000'000'000'000, "TFLOPS"},
+                                                        {1'000'000'000, "GFLOPS"}};
+  for (const auto& [scale, unit] : kUnits)
+    if (r != 0 && r % scale == 0) return fmt::format("{}{}", r / scale, unit);
+  return fmt::format("{}FLOPS", r);
+}
+
 std::string list_text(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -40,6 +51,8 @@ std::string limit_text(ParamType type, double v) {
       return yaml_duration(static_cast<TimeNs>(v));
     case ParamType::bandwidth:
       return format_bandwidth(static_cast<int64_t>(v));
+    case ParamType::ops_rate:
+      return yaml_ops_rate(static_cast<int64_t>(v));
     case ParamType::number:
       return fmt::format("{}", v);
     default:
@@ -82,6 +95,8 @@ std::string_view param_type_name(ParamType type) {
       return "duration";
     case ParamType::bandwidth:
       return "bandwidth";
+    case ParamType::ops_rate:
+      return "ops rate";
     case ParamType::int_list:
       return "list of integers";
   }
@@ -98,6 +113,8 @@ std::string ParamSpec::default_text() const {
       return yaml_duration(std::get<int64_t>(v));
     case ParamType::bandwidth:
       return format_bandwidth(std::get<int64_t>(v));
+    case ParamType::ops_rate:
+      return yaml_ops_rate(std::get<int64_t>(v));
     case ParamType::integer:
       return std::to_string(std::get<int64_t>(v));
     case ParamType::number:
@@ -188,6 +205,15 @@ ParamSpec duration_param(std::string key, std::optional<TimeNs> def, TimeNs min,
 ParamSpec bandwidth_param(std::string key, std::optional<int64_t> def, int64_t min, int64_t max,
                           std::string doc) {
   ParamSpec p = base(std::move(key), ParamType::bandwidth, "bytes/s", std::move(doc));
+  p.default_value = wrap(def);
+  p.min = static_cast<double>(min);
+  p.max = static_cast<double>(max);
+  return p;
+}
+
+ParamSpec ops_rate_param(std::string key, std::optional<int64_t> def, int64_t min, int64_t max,
+                         std::string doc) {
+  ParamSpec p = base(std::move(key), ParamType::ops_rate, "ops/s", std::move(doc));
   p.default_value = wrap(def);
   p.min = static_cast<double>(min);
   p.max = static_cast<double>(max);
@@ -314,6 +340,9 @@ ParamValues read_params(MapReader& reader, const ComponentInfo& info) {
         break;
       case ParamType::bandwidth:
         v = reader.bandwidth(p.key, def_int(), lo, hi);
+        break;
+      case ParamType::ops_rate:
+        v = reader.ops_rate(p.key, def_int(), lo, hi);
         break;
       case ParamType::number:
         v = reader.number(

@@ -39,6 +39,7 @@ enum class ParamType : uint8_t {
   bytes,      // "64GiB" -> int64 bytes
   duration,   // "20us" -> int64 nanoseconds
   bandwidth,  // "1.6TB/s" -> int64 bytes per second
+  ops_rate,   // "353TFLOPS" -> int64 operations per second
   int_list,   // [1, 32, 128] -> sorted, unique int64 values
 };
 std::string_view param_type_name(ParamType type);
@@ -81,6 +82,8 @@ ParamSpec duration_param(std::string key, std::optional<TimeNs> def, TimeNs min,
                          std::string doc);
 ParamSpec bandwidth_param(std::string key, std::optional<int64_t> def, int64_t min, int64_t max,
                           std::string doc);
+ParamSpec ops_rate_param(std::string key, std::optional<int64_t> def, int64_t min, int64_t max,
+                         std::string doc);
 ParamSpec int_list_param(std::string key, std::optional<std::vector<int64_t>> def, int64_t min,
                          int64_t max, std::string unit, std::string doc);
 

@@ -27,7 +27,7 @@ std::string_view op_class_name(OpClass c);
 
 struct DeviceSpec {
   std::string name;
-  std::string kind;  // "ascend" | "htp"
+  std::string kind;  // the device family's name (devices/device_family.hpp): "accelerator", "htp"
   std::string description;
   std::string notes;  // optional free text: calibration fits and their error (shared/data README)
 
@@ -47,7 +47,7 @@ struct DeviceSpec {
   std::array<double, kOpClassCount> compute_efficiency{};
   std::array<double, kOpClassCount> memory_efficiency{};
 
-  // kind: htp only (devices/htp_spec.hpp).
+  // The htp family only (devices/htp_spec.hpp).
   std::optional<HtpSpec> htp;
 
   // key path -> source note, for reports and `kvsim list devices`.
@@ -65,10 +65,5 @@ DeviceSpec load_device_file(const std::string& path, config::LoadContext& ctx);
 // derived, "M" measured, "3P" third party, "A" assumed; "" when the note
 // carries none of them (user files may use free text).
 std::string_view source_label(std::string_view source);
-
-// Which engine and efficiency class each op of a step uses on this kind of
-// device.
-Engine engine_of(OpKind kind);
-OpClass class_of(OpKind kind);
 
 }  // namespace kvsim

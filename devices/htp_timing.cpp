@@ -6,22 +6,11 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "devices/device_family.hpp"
+#include "models/step_ops.hpp"
+
 namespace kvsim {
 namespace {
-
-// HVX operations per attention score: scale, max, subtract, exp, sum and the
-// normalising multiply, rounded to 5 (the softmax of QK^T runs on HVX between
-// the two HMX matmuls).
-constexpr double kSoftmaxOpsPerScore = 5.0;
-// HVX operations per token and layer outside attention: two RMSNorms (~4 ops
-// per element of hidden), RoPE on q and k (~2 per element), the residual
-// adds (2 per element of hidden) and SiLU-gate (4 per element of the
-// intermediate size). A rough count: it binds only for tiny models.
-double elementwise_ops_per_token_layer(const ModelSpec& m) {
-  return 10.0 * static_cast<double>(m.hidden_size) +
-         4.0 * static_cast<double>(m.intermediate_size) +
-         2.0 * static_cast<double>(m.q_dim() + m.kv_dim());
-}
 
 TimeNs seconds_to_ns(double seconds) {
   if (!(seconds > 0.0)) return 0;
@@ -37,73 +26,72 @@ double safe_rate(int64_t rate, double efficiency) {
 HtpTimingModel::HtpTimingModel(const DeviceSpec& device, const ModelSpec& model,
                                Bytes kv_dtype_bytes)
     : device_(device), model_(model), kv_dtype_bytes_(kv_dtype_bytes) {
-  if (device_.kind != "htp" || !device_.htp) {
-    throw std::invalid_argument(fmt::format("HtpTimingModel: device '{}' is kind '{}', not htp",
-                                            device_.name, device_.kind));
+  if (!device_.htp) {
+    throw std::invalid_argument(fmt::format(
+        "HtpTimingModel: device '{}' is kind '{}', which has no htp: section (kind: htp)",
+        device_.name, device_.kind));
   }
   if (kv_dtype_bytes_ <= 0)
     throw std::invalid_argument("HtpTimingModel: kv dtype bytes must be > 0");
 }
 
 // One AR-n pass (seed 002: the graph always computes `variant` tokens, the
-// padding of a short last prefill pass included), as a roofline:
-//   n = variant, c = kv_cols_read, L layers, Hq/Hkv heads, d head_dim
-//   HMX  gemm      2 * n * (linear params + vocab * hidden)           (lm_head over all n rows)
-//        attention 4 * n * (c + n) * Hq * d * L                       (QK^T and PV)
-//   HVX  softmax   5 * n * (c + n) * Hq * L, plus norms/RoPE/SiLU per token and layer
-//   compute = HMX time + HVX time (a layer's ops depend on each other; the
-//             graph runs them in sequence), each at nominal peak x efficiency
-//   DDR  weights   streamed once per pass at weights_dtype (the untied input
-//                  embedding is gathered: n rows only)
-//        KV        c * 2 * L * Hkv * d * kv_bytes read + n columns written
-//        acts      the residual stream in and out of each layer plus the logits
-//                  (intermediates stay in VTCM)
-//        x (1 + vtcm_spill_factor * (1 - granted / requested)) when the
-//          session runs with less VTCM than it asked for [assumption A: the
-//          tiles that no longer fit are re-fetched from DDR in proportion to
-//          the VTCM taken away]
-//   memory = each part / (LPDDR bandwidth x its class's memory efficiency)
-//   latency = max(compute, memory) + step_overhead (fixed per graph execution)
+// padding of a short last prefill pass included), priced from the op graph
+// of models/step_ops.hpp as one fixed-shape step of `variant` tokens over
+// `kv_cols_read` columns (attention over the whole block under its mask,
+// logits for every row), through the htp family's engines and rates:
+//   compute = the ops' flops, each at its engine's peak (HMX for matrix ops,
+//             HVX for vector ops, devices/family_htp.cpp) x its class's
+//             compute efficiency, plus the attention softmax (vector_flops)
+//             on HVX at the elementwise efficiency; summed, because a
+//             layer's ops depend on each other and the graph runs them in
+//             sequence
+//   DDR     = what a fused graph cannot keep in VTCM: the weights (streamed
+//             once per pass; an untied input embedding is gathered, n rows),
+//             the KV of earlier steps read and the n new columns written,
+//             and the residual stream in and out of each layer plus the
+//             logits (intermediates stay in VTCM), each over LPDDR bandwidth
+//             x its class's memory efficiency (gemm, attention, elementwise)
+//             x (1 + vtcm_spill_factor * (1 - granted / requested)) when the
+//               session runs with less VTCM than it asked for [assumption A:
+//               the tiles that no longer fit are re-fetched from DDR in
+//               proportion to the VTCM taken away]
+//   latency = max(compute, DDR) + step_overhead (fixed per graph execution)
 HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
   if (pass.variant < 1) throw std::invalid_argument("HtpTimingModel: variant must be >= 1");
   if (pass.kv_cols_read < 0)
     throw std::invalid_argument("HtpTimingModel: kv_cols_read must be >= 0");
-  const ModelSpec& m = model_;
-  const double n = static_cast<double>(pass.variant);
-  const double c = static_cast<double>(pass.kv_cols_read);
-  const double layers = static_cast<double>(m.num_hidden_layers);
-  const double hidden = static_cast<double>(m.hidden_size);
-  const double vocab = static_cast<double>(m.vocab_size);
-  const double emb_bytes = static_cast<double>(m.embedding_bytes_per_parameter());
-  const double act_bytes = static_cast<double>(m.activation_bytes());
+  StepWork work;
+  work.fixed_shape = true;
+  work.seqs.push_back(SeqWork{pass.variant, pass.kv_cols_read, /*samples=*/true});
+  const StepOpCosts costs = step_op_costs(model_, work, StepShapeParams{1, kv_dtype_bytes_});
 
-  // Compute.
-  const double gemm_flops =
-      2.0 * n * (static_cast<double>(m.linear_parameter_count()) + vocab * hidden);
-  const double scores = n * (c + n) * static_cast<double>(m.num_attention_heads) * layers;
-  const double attn_flops = 4.0 * scores * static_cast<double>(m.head_dim);
-  const double hvx_ops =
-      kSoftmaxOpsPerScore * scores + n * layers * elementwise_ops_per_token_layer(m);
-  const bool quantised_weights = m.weights_dtype == "w4a16" || m.weights_dtype == "w8a8";
-  const int64_t gemm_peak = quantised_weights ? device_.matrix_int8_ops : device_.matrix_fp16_ops;
-  const int64_t attn_peak =
-      kv_dtype_bytes_ == 1 ? device_.matrix_int8_ops : device_.matrix_fp16_ops;
+  const DeviceFamily& family = device_family_of(device_);
   const auto eff_c = [&](OpClass k) { return device_.compute_efficiency[static_cast<size_t>(k)]; };
   const auto eff_m = [&](OpClass k) { return device_.memory_efficiency[static_cast<size_t>(k)]; };
-  const double compute_s =
-      gemm_flops / safe_rate(gemm_peak, eff_c(OpClass::gemm)) +
-      attn_flops / safe_rate(attn_peak, eff_c(OpClass::attention)) +
-      hvx_ops / safe_rate(device_.vector_fp16_ops, eff_c(OpClass::elementwise));
+  const double layers = static_cast<double>(model_.num_hidden_layers);
+  double compute_s = 0, matrix_flops = 0;
+  double weight_bytes = 0, kv_read = 0, kv_write = 0, residual = 0;
+  for (size_t k = 0; k < kOpKindCount; ++k) {
+    const OpCost& c = costs[k];
+    if (!c.present) continue;
+    const auto kind = static_cast<OpKind>(k);
+    const double copies = op_is_per_layer(kind) ? layers : 1.0;
+    if (c.flops > 0) {
+      const int64_t peak = family.compute_peak(kind, device_, model_, kv_dtype_bytes_);
+      compute_s += copies * c.flops / safe_rate(peak, eff_c(family.class_of(kind)));
+      if (family.engine_of(kind) == Engine::matrix) matrix_flops += copies * c.flops;
+    }
+    if (c.vector_flops > 0) {
+      compute_s += copies * c.vector_flops /
+                   safe_rate(device_.vector_fp16_ops, eff_c(OpClass::elementwise));
+    }
+    weight_bytes += copies * c.weight_bytes;
+    kv_read += copies * c.kv_read_bytes;
+    kv_write += copies * c.kv_write_bytes;
+    residual += copies * c.residual_bytes;
+  }
 
-  // DDR traffic.
-  double weight_bytes = static_cast<double>(m.weight_bytes());
-  if (!m.tie_word_embeddings) weight_bytes -= vocab * hidden * emb_bytes;  // gathered, not streamed
-  weight_bytes += n * hidden * emb_bytes;
-  const double per_col = 2.0 * layers * static_cast<double>(m.num_key_value_heads) *
-                         static_cast<double>(m.head_dim) * static_cast<double>(kv_dtype_bytes_);
-  const double kv_read = c * per_col;
-  const double kv_bytes = kv_read + n * per_col;
-  const double act_traffic = 2.0 * layers * n * hidden * act_bytes + n * vocab * act_bytes;
   double spill = 1.0;
   if (pass.vtcm_requested > 0 && pass.vtcm_granted < pass.vtcm_requested) {
     const double granted = static_cast<double>(std::max<Bytes>(pass.vtcm_granted, 0));
@@ -111,14 +99,15 @@ HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
         device_.htp->vtcm_spill_factor * (1.0 - granted / static_cast<double>(pass.vtcm_requested));
   }
   const double bw = static_cast<double>(std::max<int64_t>(device_.memory_bandwidth, 1));
+  const double kv_bytes = kv_read + kv_write;
   const double memory_s = spill * (weight_bytes / (bw * eff_m(OpClass::gemm)) +
                                    kv_bytes / (bw * eff_m(OpClass::attention)) +
-                                   act_traffic / (bw * eff_m(OpClass::elementwise)));
+                                   residual / (bw * eff_m(OpClass::elementwise)));
 
   HtpPassTiming t;
-  t.flops = gemm_flops + attn_flops;
+  t.flops = matrix_flops;
   t.kv_bytes_read = kv_read;
-  t.ddr_bytes = spill * (weight_bytes + kv_bytes + act_traffic);
+  t.ddr_bytes = spill * (weight_bytes + kv_bytes + residual);
   t.compute = seconds_to_ns(compute_s);
   t.memory = seconds_to_ns(memory_s);
   t.latency = std::max(t.compute, t.memory) + device_.step_overhead;

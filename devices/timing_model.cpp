@@ -10,7 +10,19 @@
 #include <stdexcept>
 #include <utility>
 
+#include "devices/device_family.hpp"
+
 namespace kvsim {
+
+// The step's ops as a graph over the device's engines, built once (its
+// shape does not depend on the batch). Vertex ids are global program order:
+// pre ops, layer 0..L-1, post ops.
+struct StepGraph {
+  std::vector<OpKind> kind_of;
+  std::vector<std::pair<size_t, size_t>> edges;
+  size_t n_pre = 0, n_layer = 0, layers = 0;
+};
+
 namespace {
 
 // Durations are integer nanoseconds, rounded up: an op never takes less than
@@ -53,92 +65,22 @@ std::array<Placement, kOpKindCount> place_ops(const StepDependencies& deps) {
   return where;
 }
 
-}  // namespace
-
-TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params)
-    : TimingModel(device, model, params, step_dependencies()) {}
-
-TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params,
-                         const StepDependencies& deps)
-    : device_(device), model_(model), params_(params) {
-  if (params_.tp < 1 || params_.tp > device_.max_tensor_parallel) {
-    throw std::invalid_argument(fmt::format("tensor parallelism {} is outside [1, {}] for {}",
-                                            params_.tp, device_.max_tensor_parallel, device_.name));
-  }
-  if (params_.kv_dtype_bytes < 1) {
-    throw std::invalid_argument(
-        fmt::format("kv_dtype_bytes must be >= 1, got {}", params_.kv_dtype_bytes));
-  }
-  // A DeviceSpec that came out of a file with errors holds zeros: refuse it
-  // here rather than divide by zero on the hot path.
-  for (const auto& [rate, what] :
-       {std::pair{device_.memory_bandwidth, "memory_bandwidth"},
-        std::pair{device_.matrix_fp16_ops, "matrix_fp16"},
-        std::pair{device_.matrix_int8_ops, "matrix_int8"},
-        std::pair{device_.vector_fp16_ops, "vector_fp16"},
-        std::pair{device_.device_link_bandwidth, "device_link_bandwidth"},
-        std::pair{device_.host_link_bandwidth, "host_link_bandwidth"}}) {
-    if (rate <= 0) {
-      throw std::invalid_argument(
-          fmt::format("device '{}': {} must be > 0, got {}", device_.name, what, rate));
-    }
-  }
-  for (size_t c = 0; c < kOpClassCount; ++c) {
-    for (const double eff : {device_.compute_efficiency[c], device_.memory_efficiency[c]}) {
-      if (!(eff > 0.0 && eff <= 1.0)) {
-        throw std::invalid_argument(
-            fmt::format("device '{}': efficiency.{} must be in (0, 1], got {}", device_.name,
-                        op_class_name(static_cast<OpClass>(c)), eff));
-      }
-    }
-  }
-  if (model_.num_hidden_layers < 1) {
-    throw std::invalid_argument(fmt::format("model '{}' has no layers to time", model_.name));
-  }
-
-  // --- roofline rates per op kind (ops or bytes per nanosecond) -------------
-  // w8a8 runs its projections on the int8 cube (twice the fp16 rate on
-  // Ascend); attention stays fp16 because the KV cache and activations do.
-  const bool int8_gemms = model_.weights_dtype == "w8a8";
-  for (size_t k = 0; k < kOpKindCount; ++k) {
-    const auto kind = static_cast<OpKind>(k);
-    const auto cls = static_cast<size_t>(class_of(kind));
-    double peak = 0;
-    switch (engine_of(kind)) {
-      case Engine::matrix:
-        peak = static_cast<double>(int8_gemms && class_of(kind) == OpClass::gemm
-                                       ? device_.matrix_int8_ops
-                                       : device_.matrix_fp16_ops);
-        break;
-      default:
-        // Transfers and collectives do their little arithmetic (the
-        // all-reduce sum) on the vector unit.
-        peak = static_cast<double>(device_.vector_fp16_ops);
-        break;
-    }
-    compute_per_ns_[k] = peak * device_.compute_efficiency[cls] / 1e9;
-    memory_bytes_per_ns_[k] =
-        static_cast<double>(device_.memory_bandwidth) * device_.memory_efficiency[cls] / 1e9;
-  }
-  // Links are used at the figure the device file gives: the file states the
-  // effective per-direction bandwidth (SPEC 7: all-reduce over the device link).
-  link_bytes_per_ns_ = static_cast<double>(device_.device_link_bandwidth) / 1e9;
-  host_bytes_per_ns_ = static_cast<double>(device_.host_link_bandwidth) / 1e9;
-
-  // --- the step graph: built once, its shape does not depend on the batch ---
+StepGraph build_step_graph(const StepDependencies& deps, size_t layers,
+                           const DeviceFamily& family) {
   const std::array<Placement, kOpKindCount> where = place_ops(deps);
-  const auto layers = static_cast<size_t>(model_.num_hidden_layers);
-  const size_t n_pre = deps.pre_ops.size();
-  const size_t n_layer = deps.layer_ops.size();
+  StepGraph g;
+  g.layers = layers;
+  g.n_pre = deps.pre_ops.size();
+  g.n_layer = deps.layer_ops.size();
+  const size_t n_pre = g.n_pre, n_layer = g.n_layer;
   const size_t n_vertices = n_pre + layers * n_layer + deps.post_ops.size();
 
-  // Vertex ids are global program order: pre ops, layer 0..L-1, post ops.
-  std::vector<OpKind> kind_of(n_vertices);
-  for (size_t i = 0; i < n_pre; ++i) kind_of[i] = deps.pre_ops[i];
+  g.kind_of.resize(n_vertices);
+  for (size_t i = 0; i < n_pre; ++i) g.kind_of[i] = deps.pre_ops[i];
   for (size_t l = 0; l < layers; ++l)
-    for (size_t i = 0; i < n_layer; ++i) kind_of[n_pre + l * n_layer + i] = deps.layer_ops[i];
+    for (size_t i = 0; i < n_layer; ++i) g.kind_of[n_pre + l * n_layer + i] = deps.layer_ops[i];
   for (size_t i = 0; i < deps.post_ops.size(); ++i)
-    kind_of[n_pre + layers * n_layer + i] = deps.post_ops[i];
+    g.kind_of[n_pre + layers * n_layer + i] = deps.post_ops[i];
 
   auto vertex = [&](OpKind kind, size_t layer, Placement::Part expected, const char* edge_list) {
     const Placement& p = where[static_cast<size_t>(kind)];
@@ -156,7 +98,7 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
     }
   };
 
-  std::vector<std::pair<size_t, size_t>> edges;
+  auto& edges = g.edges;
   for (size_t l = 0; l < layers; ++l) {
     for (const auto& [from, to] : deps.layer_edges) {
       edges.emplace_back(vertex(from, l, Placement::layer, "layer_edges"),
@@ -184,14 +126,20 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
   std::array<size_t, kEngineCount> last_on_engine;
   last_on_engine.fill(n_vertices);
   for (size_t v = 0; v < n_vertices; ++v) {
-    const auto e = static_cast<size_t>(engine_of(kind_of[v]));
+    const auto e = static_cast<size_t>(family.engine_of(g.kind_of[v]));
     if (last_on_engine[e] != n_vertices) edges.emplace_back(last_on_engine[e], v);
     last_on_engine[e] = v;
   }
+  return g;
+}
 
+// A topological order of the graph, reversed (Boost's output); throws on a
+// cycle.
+std::vector<size_t> reverse_topological_order(const StepGraph& g) {
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  const size_t n_vertices = g.kind_of.size();
   Graph graph(n_vertices);
-  for (const auto& [from, to] : edges) boost::add_edge(from, to, graph);
+  for (const auto& [from, to] : g.edges) boost::add_edge(from, to, graph);
   std::vector<size_t> reverse_order;
   reverse_order.reserve(n_vertices);
   try {
@@ -200,48 +148,110 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
     throw std::logic_error(
         "the step graph has a cycle: a data dependency runs against program order on an engine");
   }
+  return reverse_order;
+}
 
-  // Vertex ids are program order. When every edge runs forward in program
-  // order (it does for the model's step), program order is itself a
-  // topological order and layers are contiguous ranges, which lets price()
-  // skip identical layers (see price_costs). Otherwise the DP follows the
-  // Boost topological order.
-  layered_ =
-      std::all_of(edges.begin(), edges.end(), [](const auto& e) { return e.first < e.second; });
+// Whether price() may skip identical layers (see longest_path): every edge
+// runs forward in program order (so program order is itself a topological
+// order and layers are contiguous ranges), each layer reads only itself and
+// the layer before (layer 0 also pre ops), and post ops read only pre ops,
+// the last layer and themselves. preds: sorted predecessors by program order.
+bool is_layered(const StepGraph& g, const std::vector<std::vector<uint32_t>>& preds) {
+  if (!std::all_of(g.edges.begin(), g.edges.end(),
+                   [](const auto& e) { return e.first < e.second; }))
+    return false;
+  const size_t first_post = g.n_pre + g.layers * g.n_layer;
+  for (size_t i = 0; i < preds.size(); ++i) {
+    const auto& p = preds[i];
+    if (p.empty()) continue;
+    if (i >= g.n_pre && i < first_post) {
+      const size_t layer = (i - g.n_pre) / g.n_layer;
+      const size_t allowed_from = layer == 0 ? 0 : g.n_pre + (layer - 1) * g.n_layer;
+      if (p.front() < allowed_from) return false;
+    } else if (i >= first_post) {
+      for (uint32_t q : p)
+        if (!(q < g.n_pre || q >= g.n_pre + (g.layers - 1) * g.n_layer)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params)
+    : TimingModel(device, model, params, step_dependencies()) {}
+
+TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params,
+                         const StepDependencies& deps)
+    : device_(device), model_(model), params_(params), family_(&device_family_of(device)) {
+  check_inputs();
+  build_rate_tables();
+  flatten_step_graph(build_step_graph(deps, static_cast<size_t>(model_.num_hidden_layers),
+                                      *family_));
+}
+
+void TimingModel::check_inputs() const {
+  if (params_.tp < 1 || params_.tp > device_.max_tensor_parallel) {
+    throw std::invalid_argument(fmt::format("tensor parallelism {} is outside [1, {}] for {}",
+                                            params_.tp, device_.max_tensor_parallel, device_.name));
+  }
+  if (params_.kv_dtype_bytes < 1) {
+    throw std::invalid_argument(
+        fmt::format("kv_dtype_bytes must be >= 1, got {}", params_.kv_dtype_bytes));
+  }
+  // A DeviceSpec that came out of a file with errors holds zeros: refuse it
+  // here rather than divide by zero on the hot path.
+  const std::vector<std::string> problems = family_->problems(device_);
+  if (!problems.empty()) throw std::invalid_argument(problems.front());
+  if (model_.num_hidden_layers < 1) {
+    throw std::invalid_argument(fmt::format("model '{}' has no layers to time", model_.name));
+  }
+}
+
+// Roofline rates per op kind (ops or bytes per nanosecond): the family says
+// which peak each op's compute runs at and which efficiency class it uses.
+void TimingModel::build_rate_tables() {
+  for (size_t k = 0; k < kOpKindCount; ++k) {
+    const auto kind = static_cast<OpKind>(k);
+    const auto cls = static_cast<size_t>(family_->class_of(kind));
+    const auto peak = static_cast<double>(
+        family_->compute_peak(kind, device_, model_, params_.kv_dtype_bytes));
+    compute_per_ns_[k] = peak * device_.compute_efficiency[cls] / 1e9;
+    memory_bytes_per_ns_[k] =
+        static_cast<double>(device_.memory_bandwidth) * device_.memory_efficiency[cls] / 1e9;
+  }
+  // Links are used at the figure the device file gives: the file states the
+  // effective per-direction bandwidth (SPEC 7: all-reduce over the device link).
+  link_bytes_per_ns_ = static_cast<double>(device_.device_link_bandwidth) / 1e9;
+  host_bytes_per_ns_ = static_cast<double>(device_.host_link_bandwidth) / 1e9;
+}
+
+// Flattens the graph for the per-step longest-path pass: vertices in program
+// order when the graph is layered (see is_layered), else in Boost's
+// topological order, each with its sorted predecessors.
+void TimingModel::flatten_step_graph(const StepGraph& g) {
+  const size_t n_vertices = g.kind_of.size();
+  const std::vector<size_t> reverse_order = reverse_topological_order(g);
+  const bool forward = std::all_of(g.edges.begin(), g.edges.end(),
+                                   [](const auto& e) { return e.first < e.second; });
   std::vector<uint32_t> position(n_vertices);
   std::vector<OpKind> kinds(n_vertices);
   for (size_t i = 0; i < n_vertices; ++i) {
-    const size_t v = layered_ ? i : reverse_order[n_vertices - 1 - i];
+    const size_t v = forward ? i : reverse_order[n_vertices - 1 - i];
     position[v] = static_cast<uint32_t>(i);
-    kinds[i] = kind_of[v];
+    kinds[i] = g.kind_of[v];
   }
   std::vector<std::vector<uint32_t>> preds(n_vertices);
-  for (const auto& [from, to] : edges) preds[position[to]].push_back(position[from]);
-  n_pre_ = n_pre;
-  n_layer_ = n_layer;
-  layers_ = layers;
-  for (size_t i = 0; i < n_vertices; ++i) {
-    auto& p = preds[i];
+  for (const auto& [from, to] : g.edges) preds[position[to]].push_back(position[from]);
+  for (auto& p : preds) {
     std::sort(p.begin(), p.end());
     p.erase(std::unique(p.begin(), p.end()), p.end());
-    ++vertices_per_kind_[static_cast<size_t>(kinds[i])];
-    // The layer skip needs each layer to read only itself and the layer
-    // before (layer 0 also pre ops), and post ops to read only pre ops, the
-    // last layer and themselves.
-    if (layered_ && !p.empty()) {
-      const size_t first_post = n_pre + layers * n_layer;
-      const size_t lowest = p.front();
-      if (i >= n_pre && i < first_post) {
-        const size_t layer = (i - n_pre) / n_layer;
-        const size_t allowed_from = layer == 0 ? 0 : n_pre + (layer - 1) * n_layer;
-        layered_ = layered_ && lowest >= allowed_from;
-      } else if (i >= first_post) {
-        for (uint32_t q : p) {
-          layered_ = layered_ && (q < n_pre || q >= n_pre + (layers - 1) * n_layer);
-        }
-      }
-    }
   }
+  layered_ = is_layered(g, preds);
+  n_pre_ = g.n_pre;
+  n_layer_ = g.n_layer;
+  layers_ = g.layers;
+  for (size_t i = 0; i < n_vertices; ++i) ++vertices_per_kind_[static_cast<size_t>(kinds[i])];
   vertex_kind_ = std::move(kinds);
   pred_begin_.reserve(n_vertices + 1);
   for (const auto& p : preds) {

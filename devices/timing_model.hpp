@@ -20,6 +20,9 @@
 
 namespace kvsim {
 
+class DeviceFamily;
+struct StepGraph;
+
 struct StepTiming {
   TimeNs latency = 0;                          // what the engine step takes
   TimeNs critical_path = 0;                    // longest path through the op graph
@@ -61,9 +64,17 @@ class TimingModel {
   const ModelSpec& model() const { return model_; }
 
  private:
+  // Construction, step by step: tp, dtype and the device's rates are sane;
+  // the per-kind roofline rates; the step graph flattened for longest_path
+  // (with the layering that enables the identical-layer skip).
+  void check_inputs() const;
+  void build_rate_tables();
+  void flatten_step_graph(const StepGraph& graph);
+
   DeviceSpec device_;
   ModelSpec model_;
   Params params_;
+  const DeviceFamily* family_;  // the registry's, lives for the program
   // The step graph is built once (structure does not depend on the batch):
   // vertices in topological order, flattened for the per-step longest-path
   // pass: vertex i has kind vertex_kind_[i] and predecessors

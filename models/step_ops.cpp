@@ -68,6 +68,7 @@ struct BatchTotals {
   double samplers = 0;        // S: sequences that produce a token
   double attended_pairs = 0;  // sum_i P_i, (query, key) pairs under the causal mask
   double kv_tokens_read = 0;  // sum_i (c_i + q_i), cached tokens whose K and V are read
+  double context_read = 0;    // sum_i c_i over sequences that compute: KV of earlier steps
 };
 
 BatchTotals totals_of(const StepWork& work) {
@@ -80,9 +81,13 @@ BatchTotals totals_of(const StepWork& work) {
     t.tokens += q;
     if (s.samples) t.samplers += 1;
     // Query token j (0-based) sees the c cached keys and the j+1 new keys up
-    // to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2.
-    t.attended_pairs += q * c + q * (q + 1) / 2;
-    if (s.query_tokens > 0) t.kv_tokens_read += c + q;
+    // to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2. A fixed-shape graph
+    // computes the whole q x (c + q) block under its mask.
+    t.attended_pairs += work.fixed_shape ? q * (c + q) : q * c + q * (q + 1) / 2;
+    if (s.query_tokens > 0) {
+      t.kv_tokens_read += c + q;
+      t.context_read += c;
+    }
   }
   return t;
 }
@@ -94,6 +99,7 @@ OpCost matmul(double tokens, double in, double out, double w, double a) {
   OpCost c;
   c.flops = 2.0 * tokens * in * out;
   c.mem_bytes = in * out * w + tokens * (in + out) * a;
+  c.weight_bytes = in * out * w;
   return c;
 }
 
@@ -105,6 +111,7 @@ OpCost rms_norm(double tokens, double width, double a, double weight_bytes) {
   OpCost c;
   c.flops = 4.0 * tokens * width;
   c.mem_bytes = 2.0 * tokens * width * a + width * weight_bytes;
+  c.weight_bytes = width * weight_bytes;
   return c;
 }
 
@@ -158,8 +165,12 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     // The all-reduce vLLM's VocabParallelEmbedding does at tp > 1 is small
     // next to the per-layer ones and is not modelled.
     op(OpKind::embedding).mem_bytes = T * h * we + T * h * a;
+    op(OpKind::embedding).weight_bytes = T * h * we;
 
+    // The residual stream enters each layer at its input norm and leaves it
+    // at the MLP's down projection.
     op(OpKind::input_norm) = rms_norm(T, h, a, we);
+    op(OpKind::input_norm).residual_bytes = T * h * a;
     op(OpKind::post_norm) = rms_norm(T, h, a, we);
 
     // Fused q/k/v projection: out = (Hq + 2*Hkv) * d columns; Qwen2 adds a
@@ -170,6 +181,7 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     if (model.attention_bias) {
       qkv.flops += T * qkv_out;
       qkv.mem_bytes += qkv_out * we;
+      qkv.weight_bytes += qkv_out * we;
     }
 
     // RoPE rotates every q and k element: out = x*cos -/+ y*sin, 3 flops per
@@ -185,22 +197,27 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     if (model.qk_norm) {
       rope.flops += 4.0 * qk_elems;
       rope.mem_bytes += 2.0 * qk_elems * a + 2.0 * d * we;
+      rope.weight_bytes = 2.0 * d * we;
     }
 
     // KV store (seed 001 store_kvcache): read the new K and V in the
     // activation dtype, write them into the cache in the KV dtype.
     // Quantisation to int8 costs a few vector ops, not counted.
     op(OpKind::kv_store).mem_bytes = T * 2.0 * Hkv * d * (a + kvb);
+    op(OpKind::kv_store).kv_write_bytes = T * 2.0 * Hkv * d * kvb;
 
     // Attention: QK^T and PV, one MAC each per (query, key, dim) = 4 flops
-    // per pair per head dim; softmax (~5 flops per pair) is small next to d
-    // and left out. K and V of every attended token are read once per
+    // per pair per head dim; softmax (~5 operations per pair: scale, max,
+    // subtract, exp, sum and the normalising multiply, rounded) is small next
+    // to d and kept apart in vector_flops. K and V of every attended token are read once per
     // sequence; a flash kernel re-reads them once per query tile in long
     // prefill chunks, which is ignored here (calibrated by efficiency).
     // Q is read and O written in the activation dtype.
     OpCost& attn = op(OpKind::attention);
     attn.flops = 4.0 * Hq * d * b.attended_pairs;
     attn.mem_bytes = b.kv_tokens_read * 2.0 * Hkv * d * kvb + 2.0 * T * Hq * d * a;
+    attn.kv_read_bytes = b.context_read * 2.0 * Hkv * d * kvb;
+    attn.vector_flops = 5.0 * Hq * b.attended_pairs;
 
     op(OpKind::o_proj) = matmul(T, Hq * d, h, w, a);
 
@@ -212,6 +229,7 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     act.flops = 5.0 * T * I;
     act.mem_bytes = 3.0 * T * I * a;
     op(OpKind::mlp_down) = matmul(T, I, h, w, a);
+    op(OpKind::mlp_down).residual_bytes = T * h * a;
 
     if (tp > 1) {
       op(OpKind::attn_allreduce) = all_reduce(T, h, a, tp);
@@ -231,14 +249,20 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     op(OpKind::mlp_allreduce).present = tp > 1;
   }
 
-  if (S > 0) {
-    // Logits only for the S sampled rows, against this rank's vocab shard;
-    // lm_head stays in 16-bit (we) even in quantised models. Gathering the
-    // shards' logits is small (S * vocab) and not modelled as link traffic.
+  // Logits only for the S sampled rows (every row in a fixed-shape graph),
+  // against this rank's vocab shard; lm_head stays in 16-bit (we) even in
+  // quantised models. Gathering the shards' logits is small (S * vocab) and
+  // not modelled as link traffic.
+  const double logit_rows = work.fixed_shape ? T : S;
+  if (logit_rows > 0) {
     OpCost& lm = op(OpKind::lm_head);
-    lm.flops = 2.0 * S * h * vocab_rank;
-    lm.mem_bytes = h * vocab_rank * we + S * h * a + S * vocab_rank * a;
+    lm.flops = 2.0 * logit_rows * h * vocab_rank;
+    lm.mem_bytes = h * vocab_rank * we + logit_rows * h * a + logit_rows * vocab_rank * a;
+    lm.weight_bytes = h * vocab_rank * we;
+    lm.residual_bytes = logit_rows * vocab_rank * a;
     lm.present = true;
+  }
+  if (S > 0) {
     // Sampling reads the full fp32 logits row per sampled sequence and does
     // ~1 op per entry (softmax/argmax/top-k scan).
     OpCost& sampling = op(OpKind::sampling);

@@ -58,6 +58,11 @@ struct StepWork {
   Bytes swap_out_bytes = 0;   // over the host link, per rank
   Bytes kv_copy_bytes = 0;    // device-side copy, per rank (read + write counted by the op)
   int64_t rerope_tokens = 0;  // tokens whose cached keys are re-rotated (all layers)
+  // A fixed-shape graph (seed 002's AR-n graphs) computes every row it is
+  // given: attention over the whole [query x (context + query)] block, the
+  // causal part masked rather than skipped, and logits for every token, not
+  // only the sampled ones. A serving engine's kernels skip both (false).
+  bool fixed_shape = false;
 };
 
 // Work of one operator on one tensor-parallel rank. For per-layer ops the
@@ -68,6 +73,21 @@ struct OpCost {
   double link_bytes = 0;  // bytes over the device-to-device link (all-reduce)
   double host_bytes = 0;  // bytes over the host link (swap)
   bool present = false;   // the op runs in this step (e.g. no all-reduce at tp=1)
+  // What mem_bytes is made of, for devices that keep some of it on chip (an
+  // HTP keeps a layer's intermediates in VTCM, seed 002): parameters read,
+  // KV cache entries of earlier steps read, KV entries this step writes, and
+  // the activations that outlive a layer (the residual stream read at a
+  // layer's entry and written at its exit, and the logits). The rest of
+  // mem_bytes is intermediate activations.
+  double weight_bytes = 0;
+  double kv_read_bytes = 0;
+  double kv_write_bytes = 0;
+  double residual_bytes = 0;
+  // Vector-unit work an op does besides `flops` and not counted in them: the
+  // softmax between QK^T and PV (~5 operations per score). A fused attention
+  // kernel hides it (Ascend: folded into efficiency); a device that runs it
+  // on a separate unit between two matrix passes (HTP: HVX) prices it.
+  double vector_flops = 0;
 };
 using StepOpCosts = std::array<OpCost, kOpKindCount>;
 

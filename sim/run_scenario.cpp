@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "devices/device_family.hpp"
 #include "sim/genie/genie_engine.hpp"
 
 namespace kvsim {
@@ -37,22 +38,23 @@ ScenarioRunResult run_dialog(const ScenarioSpec& s, RunSink* sink,
 }
 
 struct EngineEntry {
-  const char* device_kind;
   const char* engine;
   ScenarioRunResult (*run)(const ScenarioSpec&, RunSink*, std::function<void(const RunProgress&)>);
 };
 
-// Device kind -> engine. Adding a kind: one line here.
+// The engines by name; the device's family says which one runs it
+// (DeviceFamily::engine). A new family reuses one of these.
 constexpr EngineEntry kEngines[] = {
-    {"ascend", "serving", run_serving},
-    {"htp", "dialog", run_dialog},
+    {"serving", run_serving},
+    {"dialog", run_dialog},
 };
 
 const EngineEntry& entry_for(const ScenarioSpec& s) {
+  const std::string_view engine = device_family_of(s.device).engine();
   for (const auto& e : kEngines)
-    if (s.device.kind == e.device_kind) return e;
-  throw std::invalid_argument(
-      fmt::format("no engine for device kind '{}' ({})", s.device.kind, s.device.name));
+    if (engine == e.engine) return e;
+  throw std::invalid_argument(fmt::format("no engine '{}' for device kind '{}' ({})", engine,
+                                          s.device.kind, s.device.name));
 }
 
 }  // namespace

@@ -1,0 +1,162 @@
+#include "devices/device_file_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace kvsim {
+namespace {
+
+// Plausibility bounds. They catch a missing or wrong unit ("64" read as
+// 64 bytes of HBM, "1.6GB/s" for "1.6TB/s" still passes, but "1.6B/s" does
+// not), not unusual hardware: every bound is orders of magnitude away from any
+// device the simulator targets.
+constexpr Bytes kMinMemory = Bytes{1} << 20;                // 1 MiB
+constexpr Bytes kMaxMemory = Bytes{1} << 50;                // 1 PiB
+constexpr int64_t kMinBandwidth = 1'000'000;                // 1 MB/s
+constexpr int64_t kMaxBandwidth = 1'000'000'000'000'000;    // 1 PB/s
+constexpr int64_t kMinOpsRate = 1'000'000'000;              // 1 GOPS
+constexpr int64_t kMaxOpsRate = 1'000'000'000'000'000'000;  // 1 EOPS
+constexpr TimeNs kMaxLaunch = kNsPerS;
+constexpr TimeNs kMaxStepOverhead = 10 * kNsPerS;
+
+constexpr std::string_view kOpClassKeys[] = {"gemm", "attention", "elementwise", "transfer",
+                                             "collective"};
+
+}  // namespace
+
+config::Node SourcedReader::value(std::string_view key) {
+  std::string source;
+  config::Node v = reader_.sourced(key, &source);
+  const std::string path = prefix_ + std::string(key);
+  if (v.defined()) {
+    if (source.find_first_not_of(" \t") == std::string::npos) {
+      v.error("the source note is empty",
+              "a note that says where the number comes from, e.g. \"V: datasheet ...\"");
+    } else {
+      spec_.sources[path] = source;
+    }
+  }
+  return v;
+}
+
+int64_t SourcedReader::integer(const config::ParamSpec& p) {
+  using config::ParamType;
+  const config::Node v = value(p.key);
+  const auto lo = static_cast<int64_t>(p.min);
+  const auto hi = static_cast<int64_t>(p.max);
+  if (!v.defined()) return p.type == ParamType::integer ? lo : 0;
+  switch (p.type) {
+    case ParamType::integer:
+      return v.as_int(lo, hi).value_or(lo);
+    case ParamType::bytes:
+      return v.as_bytes(lo, hi).value_or(0);
+    case ParamType::bandwidth:
+      return v.as_bandwidth(lo, hi).value_or(0);
+    case ParamType::duration:
+      return v.as_duration(lo, hi).value_or(0);
+    case ParamType::ops_rate:
+      return v.as_ops_rate(lo, hi).value_or(0);
+    default:
+      break;
+  }
+  throw std::logic_error(fmt::format("device key '{}' is not an integer-like number", p.key));
+}
+
+double SourcedReader::number(const config::ParamSpec& p) {
+  const config::Node v = value(p.key);
+  return v.defined() ? v.as_double(p.min, p.max).value_or(0.0) : 0.0;
+}
+
+double SourcedReader::efficiency(std::string_view key) {
+  config::Node v = value(key);
+  if (!v.defined()) return 1.0;
+  const std::optional<double> x = v.as_double(0.0, 1.0);
+  if (!x) return 1.0;
+  if (*x <= 0.0) {
+    v.error("an efficiency of 0 would make the op never finish", "a fraction in (0, 1]");
+    return 1.0;
+  }
+  return *x;
+}
+
+std::vector<config::ParamSpec> common_device_params() {
+  using namespace config;
+  return {
+      bytes_param("memory", std::nullopt, kMinMemory, kMaxMemory,
+                  "device memory (HBM, LPDDR) per device"),
+      bandwidth_param("memory_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                      "peak device-memory bandwidth"),
+      ops_rate_param("matrix_fp16", std::nullopt, kMinOpsRate, kMaxOpsRate,
+                     "matrix unit peak, fp16/bf16 (dense)"),
+      ops_rate_param("matrix_int8", std::nullopt, kMinOpsRate, kMaxOpsRate,
+                     "matrix unit peak, int8 (dense)"),
+      ops_rate_param("vector_fp16", std::nullopt, kMinOpsRate, kMaxOpsRate,
+                     "vector unit peak, fp16"),
+      duration_param("kernel_launch", std::nullopt, 0, kMaxLaunch, "cost of one operator launch"),
+      duration_param("step_overhead", std::nullopt, 0, kMaxStepOverhead,
+                     "fixed cost of one engine step (scheduling, host prep, graph execute)"),
+  };
+}
+
+void read_common_numbers(SourcedReader& n, const std::vector<config::ParamSpec>& params,
+                         DeviceSpec& spec) {
+  spec.memory_bytes = n.integer(declared(params, "memory"));
+  spec.memory_bandwidth = n.integer(declared(params, "memory_bandwidth"));
+  spec.matrix_fp16_ops = n.integer(declared(params, "matrix_fp16"));
+  spec.matrix_int8_ops = n.integer(declared(params, "matrix_int8"));
+  spec.vector_fp16_ops = n.integer(declared(params, "vector_fp16"));
+  spec.kernel_launch = n.integer(declared(params, "kernel_launch"));
+  spec.step_overhead = n.integer(declared(params, "step_overhead"));
+}
+
+std::vector<config::ParamSpec> efficiency_params() {
+  std::vector<config::ParamSpec> out;
+  for (std::string_view c : kOpClassKeys) {
+    for (std::string_view part : {"compute", "memory"}) {
+      out.push_back(config::number_param(
+          fmt::format("efficiency.{}.{}", c, part), std::nullopt, 0.0, 1.0, "fraction of peak",
+          fmt::format("fraction of the peak {} rate {} ops reach, in (0, 1]", part, c)));
+    }
+  }
+  return out;
+}
+
+void read_efficiencies(config::MapReader& root, DeviceSpec& spec) {
+  config::Node eff_node = root.child("efficiency");
+  if (!eff_node.defined()) {
+    // Reported once at the device map rather than once per missing class.
+    if (root.valid()) {
+      root.node().context().diagnostics.error(
+          root.node().location(), eff_node.path(), "is required but missing",
+          "efficiency: {gemm: {compute: {value: 0.7, source: ...}, memory: {...}}, attention, "
+          "elementwise, transfer, collective}");
+    }
+    return;
+  }
+  config::MapReader eff(eff_node);
+  for (size_t c = 0; c < kOpClassCount; ++c) {
+    const std::string class_name(kOpClassKeys[c]);
+    config::MapReader per_class(eff.child(class_name));
+    if (!per_class.node().defined() && eff.valid()) {
+      eff_node.context().diagnostics.error(eff_node.location(), per_class.node().path(),
+                                           "is required but missing",
+                                           "{compute: {value, source}, memory: {value, source}}");
+      continue;
+    }
+    SourcedReader numbers(per_class, spec, "efficiency." + class_name + ".");
+    spec.compute_efficiency[c] = numbers.efficiency("compute");
+    spec.memory_efficiency[c] = numbers.efficiency("memory");
+    per_class.finish();
+  }
+  eff.finish();
+}
+
+const config::ParamSpec& declared(const std::vector<config::ParamSpec>& params,
+                                  std::string_view key) {
+  for (const auto& p : params)
+    if (p.key == key) return p;
+  throw std::logic_error(fmt::format("device key '{}' is read but not declared", key));
+}
+
+}  // namespace kvsim

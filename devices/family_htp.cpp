@@ -1,0 +1,204 @@
+// The Qualcomm Hexagon NPU (`kind: htp`, SPEC 7, seed 002, shared/data README
+// "Snapdragon"): the common numbers a phone has (LPDDR size and bandwidth,
+// HMX as matrix_*, HVX as vector_fp16, per-graph-execution overhead,
+// efficiencies), then an `htp:` map of what only an HTP has
+// (devices/htp_spec.hpp). Links, host PCIe and tensor parallelism do not exist
+// on a phone and are not accepted (max_tensor_parallel is 1). Passes are
+// priced by devices/htp_timing.cpp from the same op graph as a serving step.
+#include <fmt/format.h>
+
+#include <array>
+#include <stdexcept>
+
+#include "devices/device_family.hpp"
+#include "devices/device_file_reader.hpp"
+
+namespace kvsim {
+namespace {
+
+struct Placement {
+  Engine engine;
+  OpClass cls;
+};
+
+// Indexed by OpKind (models/step_ops.hpp order). HMX runs the matrix ops,
+// HVX the element-wise ones; the KV write-back is a copy. No host link nor
+// device link exists on a phone: swap and all-reduce never run (their
+// entries only keep the table total).
+constexpr std::array<Placement, kOpKindCount> kPlacement = {{
+    {Engine::vector, OpClass::elementwise},      // embedding: HVX gathers the rows
+    {Engine::host_link, OpClass::transfer},      // swap_in: never on a phone
+    {Engine::host_link, OpClass::transfer},      // swap_out: never on a phone
+    {Engine::vector, OpClass::elementwise},      // kv_rerope
+    {Engine::dma, OpClass::transfer},            // kv_copy
+    {Engine::vector, OpClass::elementwise},      // input_norm
+    {Engine::matrix, OpClass::gemm},             // qkv_proj: HMX
+    {Engine::vector, OpClass::elementwise},      // rope
+    {Engine::dma, OpClass::transfer},            // kv_store: the graph writes the new K/V out
+    {Engine::matrix, OpClass::attention},        // attention: QK^T and PV on HMX, softmax on HVX
+    {Engine::matrix, OpClass::gemm},             // o_proj
+    {Engine::device_link, OpClass::collective},  // attn_allreduce: never on a phone
+    {Engine::vector, OpClass::elementwise},      // post_norm
+    {Engine::matrix, OpClass::gemm},             // mlp_gate_up
+    {Engine::vector, OpClass::elementwise},      // mlp_act
+    {Engine::matrix, OpClass::gemm},             // mlp_down
+    {Engine::device_link, OpClass::collective},  // mlp_allreduce: never on a phone
+    {Engine::vector, OpClass::elementwise},      // final_norm
+    {Engine::matrix, OpClass::gemm},             // lm_head
+    {Engine::vector, OpClass::elementwise},      // sampling
+}};
+
+const Placement& placement(OpKind kind) {
+  const auto k = static_cast<size_t>(kind);
+  if (k >= kOpKindCount)
+    throw std::invalid_argument(fmt::format("not an op kind ({})", static_cast<int>(kind)));
+  return kPlacement[k];
+}
+
+constexpr Bytes kMinMemory = Bytes{1} << 20;
+constexpr int64_t kMinBandwidth = 1'000'000;              // 1 MB/s
+constexpr int64_t kMaxBandwidth = 1'000'000'000'000'000;  // 1 PB/s
+
+std::vector<config::ParamSpec> htp_params() {
+  using namespace config;
+  return {
+      choice_param("hexagon_version", std::nullopt, {"68", "69", "73", "75", "79", "81"},
+                   "Hexagon NPU version: 73 (8 Gen 2), 75 (8 Gen 3), 79 (8 Elite)"),
+      bytes_param("vtcm", std::nullopt, Bytes{64} << 10, Bytes{1} << 30,
+                  "VTCM (the NPU's tightly coupled memory)"),
+      bool_param("vtcm_windows", std::nullopt,
+                 "v79+: confine a process to a VTCM window (default: true from v79)"),
+      bytes_param("vtcm_window_granule", std::nullopt, 1, Bytes{1} << 30,
+                  "VTCM window size granularity (required with windows)"),
+      bytes_param("address_space", std::nullopt, kMinMemory, Bytes{1} << 40,
+                  "NPU process address-space limit"),
+      bandwidth_param("cpu_memcpy_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                      "memcpy rate of one CPU KV-update thread"),
+      int_param("max_update_threads", std::nullopt, 1, 64, "threads",
+                "CPU threads Genie's KV update may use"),
+      duration_param("graph_switch", std::nullopt, 0, kNsPerS,
+                     "switching the executing AR-n graph"),
+      bandwidth_param("storage_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                      "storage (UFS) rate for cache save/restore"),
+      number_param("vtcm_spill_factor", std::nullopt, 0.0, 100.0, "",
+                   "DDR traffic multiplier per unit of VTCM taken away"),
+  };
+}
+
+config::ComponentInfo make_info() {
+  config::ComponentInfo info;
+  info.kind = "device family";
+  info.name = "htp";
+  info.doc = "Qualcomm Hexagon NPU (Snapdragon): HMX, HVX, LPDDR, VTCM; runs Genie dialogs";
+  info.params = common_device_params();
+  for (auto& p : efficiency_params()) info.params.push_back(std::move(p));
+  for (auto p : htp_params()) {
+    p.key = "htp." + p.key;
+    info.params.push_back(std::move(p));
+  }
+  return info;
+}
+
+void read_htp_map(config::MapReader& r, DeviceSpec& spec) {
+  static const std::vector<config::ParamSpec> params = htp_params();
+  config::Node htp_node = r.child("htp");
+  HtpSpec htp;
+  if (!htp_node.defined()) {
+    if (r.valid()) {
+      r.node().context().diagnostics.error(
+          r.node().location(), htp_node.path(), "is required but missing for kind: htp",
+          "htp: {hexagon_version, vtcm, address_space, cpu_memcpy_bandwidth, max_update_threads, "
+          "graph_switch, storage_bandwidth, vtcm_spill_factor}, each {value, source}");
+    }
+    spec.htp = htp;
+    return;
+  }
+  config::MapReader hr(htp_node);
+  SourcedReader h(hr, spec, "htp.");
+  const config::ParamSpec& version_spec = declared(params, "hexagon_version");
+  config::Node version = h.value(version_spec.key);
+  if (version.defined()) {
+    if (auto v = version.as_choice(version_spec.choices)) htp.hexagon_version = std::stoll(*v);
+  }
+  htp.vtcm_bytes = h.integer(declared(params, "vtcm"));
+  // VTCM windows exist from v79 (HAP_compute_res "VTCM window feature"); the
+  // key may turn them off on v79+ but cannot invent them on older parts.
+  htp.vtcm_windows = htp.hexagon_version >= 79;
+  if (hr.has("vtcm_windows")) {
+    config::Node w = h.value("vtcm_windows");
+    if (w.defined()) {
+      if (auto b = w.as_bool()) {
+        if (*b && htp.hexagon_version < 79) {
+          w.error(fmt::format("VTCM windows need Hexagon v79 or later (this is v{})",
+                              htp.hexagon_version),
+                  "false, or leave the key out");
+        } else {
+          htp.vtcm_windows = *b;
+        }
+      }
+    }
+  }
+  if (hr.has("vtcm_window_granule") || htp.vtcm_windows) {
+    config::ParamSpec granule = declared(params, "vtcm_window_granule");
+    granule.max = static_cast<double>(htp.vtcm_bytes > 0 ? htp.vtcm_bytes : 1);  // within VTCM
+    htp.vtcm_window_granule = h.integer(granule);
+  }
+  htp.address_space_bytes = h.integer(declared(params, "address_space"));
+  htp.cpu_memcpy_bandwidth = h.integer(declared(params, "cpu_memcpy_bandwidth"));
+  htp.max_update_threads = h.integer(declared(params, "max_update_threads"));
+  htp.graph_switch = h.integer(declared(params, "graph_switch"));
+  htp.storage_bandwidth = h.integer(declared(params, "storage_bandwidth"));
+  htp.vtcm_spill_factor = h.number(declared(params, "vtcm_spill_factor"));
+  hr.finish();
+  spec.htp = htp;
+}
+
+class HtpFamily final : public DeviceFamily {
+ public:
+  const config::ComponentInfo& info() const override {
+    static const config::ComponentInfo i = make_info();
+    return i;
+  }
+  std::string_view engine() const override { return "dialog"; }
+
+  void read(config::MapReader& r, DeviceSpec& spec) const override {
+    SourcedReader n(r, spec, "");
+    read_common_numbers(n, info().params, spec);
+    spec.max_tensor_parallel = 1;
+    read_efficiencies(r, spec);
+    read_htp_map(r, spec);
+  }
+
+  Engine engine_of(OpKind kind) const override { return placement(kind).engine; }
+  OpClass class_of(OpKind kind) const override { return placement(kind).cls; }
+
+  // HMX runs quantised weights (w4a16 and w8a8) on its int8 path, and
+  // attention over an int8 KV cache too; HVX does the rest.
+  int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
+                       Bytes kv_dtype_bytes) const override {
+    const Placement& p = placement(kind);
+    if (p.engine != Engine::matrix) return d.vector_fp16_ops;
+    if (p.cls == OpClass::attention)
+      return kv_dtype_bytes == 1 ? d.matrix_int8_ops : d.matrix_fp16_ops;
+    const bool quantised = model.weights_dtype == "w4a16" || model.weights_dtype == "w8a8";
+    return quantised ? d.matrix_int8_ops : d.matrix_fp16_ops;
+  }
+
+  std::vector<std::string> problems(const DeviceSpec& d) const override {
+    std::vector<std::string> out = rate_problems(d, {{d.memory_bandwidth, "memory_bandwidth"},
+                                                     {d.matrix_fp16_ops, "matrix_fp16"},
+                                                     {d.matrix_int8_ops, "matrix_int8"},
+                                                     {d.vector_fp16_ops, "vector_fp16"}});
+    if (!d.htp) out.push_back(fmt::format("device '{}' has no htp: section", d.name));
+    return out;
+  }
+};
+
+}  // namespace
+
+const DeviceFamily& htp_family() {
+  static const HtpFamily family;
+  return family;
+}
+
+}  // namespace kvsim

@@ -27,9 +27,8 @@ const DeviceFamily* find_device_family(std::string_view kind) {
 const DeviceFamily& device_family_of(const DeviceSpec& device) {
   const DeviceFamily* f = find_device_family(device.kind);
   if (f == nullptr) {
-    throw std::invalid_argument(
-        fmt::format("device '{}' is kind '{}', which no device family is", device.name,
-                    device.kind));
+    throw std::invalid_argument(fmt::format("device '{}' is kind '{}', which no device family is",
+                                            device.name, device.kind));
   }
   return *f;
 }

@@ -22,26 +22,26 @@ struct Placement {
 
 // Indexed by OpKind (models/step_ops.hpp order).
 constexpr std::array<Placement, kOpKindCount> kPlacement = {{
-    {Engine::vector, OpClass::elementwise},       // embedding: a gather, vector unit moving rows
-    {Engine::host_link, OpClass::transfer},       // swap_in
-    {Engine::host_link, OpClass::transfer},       // swap_out
-    {Engine::vector, OpClass::elementwise},       // kv_rerope: seed 003's rotation, vector math on K
-    {Engine::dma, OpClass::transfer},             // kv_copy
-    {Engine::vector, OpClass::elementwise},       // input_norm
-    {Engine::matrix, OpClass::gemm},              // qkv_proj
-    {Engine::vector, OpClass::elementwise},       // rope
-    {Engine::dma, OpClass::transfer},             // kv_store: scatter by slot mapping (seed 001)
-    {Engine::matrix, OpClass::attention},         // attention: QK^T and PV on the cube
-    {Engine::matrix, OpClass::gemm},              // o_proj
-    {Engine::device_link, OpClass::collective},   // attn_allreduce
-    {Engine::vector, OpClass::elementwise},       // post_norm
-    {Engine::matrix, OpClass::gemm},              // mlp_gate_up
-    {Engine::vector, OpClass::elementwise},       // mlp_act
-    {Engine::matrix, OpClass::gemm},              // mlp_down
-    {Engine::device_link, OpClass::collective},   // mlp_allreduce
-    {Engine::vector, OpClass::elementwise},       // final_norm
-    {Engine::matrix, OpClass::gemm},              // lm_head
-    {Engine::vector, OpClass::elementwise},       // sampling
+    {Engine::vector, OpClass::elementwise},      // embedding: a gather, vector unit moving rows
+    {Engine::host_link, OpClass::transfer},      // swap_in
+    {Engine::host_link, OpClass::transfer},      // swap_out
+    {Engine::vector, OpClass::elementwise},      // kv_rerope: seed 003's rotation, vector math on K
+    {Engine::dma, OpClass::transfer},            // kv_copy
+    {Engine::vector, OpClass::elementwise},      // input_norm
+    {Engine::matrix, OpClass::gemm},             // qkv_proj
+    {Engine::vector, OpClass::elementwise},      // rope
+    {Engine::dma, OpClass::transfer},            // kv_store: scatter by slot mapping (seed 001)
+    {Engine::matrix, OpClass::attention},        // attention: QK^T and PV on the cube
+    {Engine::matrix, OpClass::gemm},             // o_proj
+    {Engine::device_link, OpClass::collective},  // attn_allreduce
+    {Engine::vector, OpClass::elementwise},      // post_norm
+    {Engine::matrix, OpClass::gemm},             // mlp_gate_up
+    {Engine::vector, OpClass::elementwise},      // mlp_act
+    {Engine::matrix, OpClass::gemm},             // mlp_down
+    {Engine::device_link, OpClass::collective},  // mlp_allreduce
+    {Engine::vector, OpClass::elementwise},      // final_norm
+    {Engine::matrix, OpClass::gemm},             // lm_head
+    {Engine::vector, OpClass::elementwise},      // sampling
 }};
 
 const Placement& placement(OpKind kind) {

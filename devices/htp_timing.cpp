@@ -83,8 +83,8 @@ HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
       if (family.engine_of(kind) == Engine::matrix) matrix_flops += copies * c.flops;
     }
     if (c.vector_flops > 0) {
-      compute_s += copies * c.vector_flops /
-                   safe_rate(device_.vector_fp16_ops, eff_c(OpClass::elementwise));
+      compute_s +=
+          copies * c.vector_flops / safe_rate(device_.vector_fp16_ops, eff_c(OpClass::elementwise));
     }
     weight_bytes += copies * c.weight_bytes;
     kv_read += copies * c.kv_read_bytes;

@@ -186,8 +186,8 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
     : device_(device), model_(model), params_(params), family_(&device_family_of(device)) {
   check_inputs();
   build_rate_tables();
-  flatten_step_graph(build_step_graph(deps, static_cast<size_t>(model_.num_hidden_layers),
-                                      *family_));
+  flatten_step_graph(
+      build_step_graph(deps, static_cast<size_t>(model_.num_hidden_layers), *family_));
 }
 
 void TimingModel::check_inputs() const {
@@ -214,8 +214,8 @@ void TimingModel::build_rate_tables() {
   for (size_t k = 0; k < kOpKindCount; ++k) {
     const auto kind = static_cast<OpKind>(k);
     const auto cls = static_cast<size_t>(family_->class_of(kind));
-    const auto peak = static_cast<double>(
-        family_->compute_peak(kind, device_, model_, params_.kv_dtype_bytes));
+    const auto peak =
+        static_cast<double>(family_->compute_peak(kind, device_, model_, params_.kv_dtype_bytes));
     compute_per_ns_[k] = peak * device_.compute_efficiency[cls] / 1e9;
     memory_bytes_per_ns_[k] =
         static_cast<double>(device_.memory_bandwidth) * device_.memory_efficiency[cls] / 1e9;
@@ -232,8 +232,8 @@ void TimingModel::build_rate_tables() {
 void TimingModel::flatten_step_graph(const StepGraph& g) {
   const size_t n_vertices = g.kind_of.size();
   const std::vector<size_t> reverse_order = reverse_topological_order(g);
-  const bool forward = std::all_of(g.edges.begin(), g.edges.end(),
-                                   [](const auto& e) { return e.first < e.second; });
+  const bool forward =
+      std::all_of(g.edges.begin(), g.edges.end(), [](const auto& e) { return e.first < e.second; });
   std::vector<uint32_t> position(n_vertices);
   std::vector<OpKind> kinds(n_vertices);
   for (size_t i = 0; i < n_vertices; ++i) {

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "devices/device_family.hpp"
 #include "devices/timing_model.hpp"
 #include "tests/support/test_paths.hpp"
 
@@ -24,7 +25,7 @@ constexpr size_t idx(OpClass c) {
 DeviceSpec round_device() {
   DeviceSpec d;
   d.name = "round-npu";
-  d.kind = "ascend";
+  d.kind = "accelerator";
   d.memory_bytes = int64_t{64} << 30;
   d.memory_bandwidth = 1'000'000'000'000;     // 1 TB/s
   d.matrix_fp16_ops = 100'000'000'000'000;    // 100 TFLOPS
@@ -160,8 +161,9 @@ TEST(CriticalPath, ASingleLayerChainIsTheSumOfItsOps) {
   for (size_t k = 0; k < kOpKindCount; ++k) {
     const auto kind = static_cast<OpKind>(k);
     if (kind == OpKind::swap_in || kind == OpKind::swap_out || kind == OpKind::kv_copy) continue;
-    costs[k] = cost(amount(rng), amount(rng) / 100,
-                    engine_of(kind) == Engine::device_link ? amount(rng) / 1000 : 0);
+    costs[k] =
+        cost(amount(rng), amount(rng) / 100,
+             accelerator_family().engine_of(kind) == Engine::device_link ? amount(rng) / 1000 : 0);
     sum += tm.op_duration(kind, costs[k]);
   }
   const StepTiming t = tm.price_costs(costs);
@@ -293,7 +295,8 @@ TEST(StepPricing, NeverFasterThanItsBytesOverPeakBandwidth) {
         // the critical path is at least any single engine's busy time.
         std::array<TimeNs, kEngineCount> busy{};
         for (size_t k = 0; k < kOpKindCount; ++k)
-          busy[static_cast<size_t>(engine_of(static_cast<OpKind>(k)))] += t.op_time[k];
+          busy[static_cast<size_t>(accelerator_family().engine_of(static_cast<OpKind>(k)))] +=
+              t.op_time[k];
         for (TimeNs b : busy) EXPECT_GE(t.critical_path, b);
         TimeNs total = 0;
         for (TimeNs x : t.op_time) total += x;

@@ -25,7 +25,7 @@ inline const std::vector<std::string> kHtpCapacityModes = {"shift_concat", "poin
                                                            "smart_mask"};
 
 // Turns a row already filled with the device, model, dtype and context into
-// an HTP row (device.kind == "htp").
+// an HTP row (a device with an htp: section, devices/family_htp.cpp).
 void fill_htp_capacity_row(CapacityRow& row, const DeviceSpec& device, const ModelSpec& model);
 
 // The Markdown table of the HTP rows (empty when there are none).

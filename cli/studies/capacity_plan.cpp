@@ -151,7 +151,7 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
               r.note = fmt::format("one sequence of {} tokens needs {} blocks, the pool has {}",
                                    context, blocks_per_seq, s.num_blocks);
             }
-            if (device.kind == "htp") {
+            if (device.htp) {  // a Hexagon NPU: Genie buffers, not a paged pool
               r.note.clear();
               fill_htp_capacity_row(r, device, model);
             }

@@ -30,7 +30,7 @@ class DeviceFamily {
   // files keep loading.
   virtual std::vector<std::string> old_names() const { return {}; }
   // The simulator that runs a scenario on this family: "serving" (batched
-  // requests, SPEC 5) or "dialog" (one user's Genie dialog, seed 002).
+  // requests, SPEC 5) or "genie" (one user's Genie dialog, seed 002).
   virtual std::string_view engine() const = 0;
 
   // Reads every key of the device map but name, kind, description and notes.

@@ -159,7 +159,7 @@ class HtpFamily final : public DeviceFamily {
     static const config::ComponentInfo i = make_info();
     return i;
   }
-  std::string_view engine() const override { return "dialog"; }
+  std::string_view engine() const override { return "genie"; }
 
   void read(config::MapReader& r, DeviceSpec& spec) const override {
     SourcedReader n(r, spec, "");

@@ -3,7 +3,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "reports/html_page.hpp"
+#include "reports/run_report_sections.hpp"
+
 namespace kvsim {
+namespace {
+
+std::vector<std::string> bytes_row(const std::string& name, Bytes b) {
+  return {name, std::to_string(b), format_bytes(b)};
+}
+
+}  // namespace
 
 std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
   const auto& k = m.kv_cache;
@@ -65,6 +75,76 @@ std::string genie_report_markdown(const ScenarioSpec& s, const RunMetrics& m) {
                     format_bytes(session.vtcm_granted_bytes), session.vtcm_wait_ms, session.runs);
   }
   return out + "\n";
+}
+
+// A dialog on an HTP has no block pool: Genie's fixed buffers, what the
+// update mode moved, and who held how much VTCM (seed 002).
+std::string genie_tables_html(const ScenarioSpec& s, const RunMetrics& m) {
+  const auto& k = m.kv_cache;
+  std::string body = "<h2>KV cache (Genie buffers)</h2>\n";
+  const double useful_share = k.attention_read_tokens > 0
+                                  ? static_cast<double>(k.attention_useful_tokens) /
+                                        static_cast<double>(k.attention_read_tokens)
+                                  : 0.0;
+  body += html_table({"metric", "value"},
+                     {{"ctx_size / tokens held at most",
+                       fmt::format("{} / {}", s.cache.ctx_size, k.capacity_tokens)},
+                      {"buffer bytes", format_bytes(k.buffer_bytes)},
+                      {"peak used", format_bytes(k.peak_used_bytes)},
+                      {"bytes moved", format_bytes(k.bytes_moved)},
+                      {"pointer updates", std::to_string(k.pointer_updates)},
+                      {"compactions", std::to_string(k.compactions)},
+                      {"variant switches", std::to_string(k.variant_switches)},
+                      {"rewinds", std::to_string(k.rewinds)},
+                      {"window-evicted tokens", std::to_string(k.window_evicted_tokens)},
+                      {"context resets", std::to_string(k.context_resets)},
+                      {"attention columns read / useful",
+                       fmt::format("{} / {} ({:.1f}%)", k.attention_read_tokens,
+                                   k.attention_useful_tokens, 100.0 * useful_share)}});
+  body += "<h2>VTCM sessions</h2>\n";
+  std::vector<std::vector<std::string>> sessions;
+  for (const auto& session : m.sessions) {
+    sessions.push_back({session.name, format_bytes(session.vtcm_requested_bytes),
+                        format_bytes(session.vtcm_granted_bytes),
+                        fmt::format("{:.2f}", session.vtcm_wait_ms), std::to_string(session.runs)});
+  }
+  body += html_table({"session", "asked", "granted (smallest)", "waited ms", "runs"}, sessions);
+  body += "<h2>Memory</h2>\n";
+  body +=
+      html_table({"item", "bytes", ""}, {bytes_row("device memory", m.memory.device_bytes),
+                                         bytes_row("weights", m.memory.weights_bytes),
+                                         bytes_row("KV buffers", m.memory.kv_bytes),
+                                         bytes_row("VTCM (the LLM's grant)", m.memory.vtcm_bytes)});
+  return body;
+}
+
+namespace {
+
+std::string summary_geometry(const ScenarioSpec& s) {
+  return fmt::format("ctx_size {}", s.cache.ctx_size);
+}
+
+std::string html_geometry(const ScenarioSpec& s) {
+  return fmt::format("in Genie buffers of ctx_size {}", s.cache.ctx_size);
+}
+
+std::string markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+  (void)sizing;
+  return fmt::format("| Genie KV buffers | {} | {} |\n\n", m.memory.kv_bytes,
+                     format_bytes(m.memory.kv_bytes)) +
+         genie_report_markdown(s, m);
+}
+
+std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+  (void)sizing;
+  return genie_tables_html(s, m);
+}
+
+}  // namespace
+
+EngineReport genie_engine_report() {
+  return {"genie",  "passes",   summary_geometry, html_geometry, genie_summary_lines,
+          markdown, html_tables};
 }
 
 }  // namespace kvsim

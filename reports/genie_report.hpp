@@ -1,6 +1,7 @@
 #pragma once
-// The parts of a run's summary and report.md that only an on-device dialog
-// has: Genie KV buffers and updates, VTCM sessions.
+// The parts of a run's summary, report.md and report.html that only an
+// on-device dialog has: Genie KV buffers and updates, VTCM sessions. The
+// genie engine's entry of the report parts (run_report_sections.hpp).
 #include <string>
 
 #include "sim/metrics.hpp"
@@ -8,15 +9,13 @@
 
 namespace kvsim {
 
-// True for a run of the dialog engine (it reports VTCM sessions).
-inline bool is_genie_run(const RunMetrics& m) {
-  return !m.sessions.empty();
-}
-
 // Lines of the terminal summary in place of the paged pool's.
 std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m);
 
 // report.md sections: the KV updates and the VTCM sessions.
 std::string genie_report_markdown(const ScenarioSpec& s, const RunMetrics& m);
+
+// report.html tables: Genie's buffers, who held how much VTCM, memory.
+std::string genie_tables_html(const ScenarioSpec& s, const RunMetrics& m);
 
 }  // namespace kvsim

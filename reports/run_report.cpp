@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "reports/genie_report.hpp"
+#include "reports/run_report_sections.hpp"
 
 namespace kvsim {
 
@@ -19,9 +19,9 @@ std::string latency_line(const char* name, const LatencySummary& s) {
 
 std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   std::string out;
-  // On-device buffers are sized by ctx_size; blocks exist only in the paged family.
-  const std::string geometry = is_genie_run(m) ? fmt::format("ctx_size {}", s.cache.ctx_size)
-                                               : fmt::format("block {}", s.cache.block_size);
+  // The engine that ran says how its cache is shaped (blocks, or ctx_size buffers).
+  const EngineReport& parts = engine_report(m);
+  const std::string geometry = parts.summary_geometry(s);
   out += fmt::format("scenario {}  |  {} on {} x{}  |  policy {} ({}, {})\n", m.scenario, m.model,
                      m.device, s.tp, m.policy, s.cache.dtype, geometry);
   out += fmt::format(
@@ -36,30 +36,9 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   out += fmt::format("throughput: {:.1f} output tok/s, {:.1f} total tok/s, {:.3f} req/s\n",
                      m.throughput.output_tokens_per_s, m.throughput.total_tokens_per_s,
                      m.throughput.requests_per_s);
-  if (is_genie_run(m)) {
-    out += genie_summary_lines(s, m);
-    out += fmt::format("simulated {:.1f} s in {} passes, {} events, {:.2f} s wall\n",
-                       m.sim.simulated_s, m.sim.steps, m.sim.events, m.sim.wall_s);
-    return out;
-  }
-  out += fmt::format(
-      "KV cache: {} blocks x {} = {} ({} tokens); peak used {} ({:.1f}%), mean {}\n",
-      m.kv_cache.num_blocks, format_bytes(m.kv_cache.block_bytes), format_bytes(m.memory.kv_bytes),
-      m.kv_cache.capacity_tokens, format_bytes(m.kv_cache.peak_used_bytes),
-      m.memory.kv_bytes > 0 ? 100.0 * static_cast<double>(m.kv_cache.peak_used_bytes) /
-                                  static_cast<double>(m.memory.kv_bytes)
-                            : 0.0,
-      format_bytes(static_cast<Bytes>(m.kv_cache.mean_used_bytes)));
-  out += fmt::format(
-      "          prefix hit rate {:.3f}, fragmentation {:.3f}, evictions {}, swapped {}\n",
-      m.kv_cache.prefix_hit_rate, m.kv_cache.fragmentation, m.kv_cache.evictions,
-      format_bytes(m.kv_cache.swapped_bytes));
-  out +=
-      fmt::format("memory per device: {} total, weights {}, activations {}, KV {}\n",
-                  format_bytes(m.memory.device_bytes), format_bytes(m.memory.weights_bytes),
-                  format_bytes(m.memory.activation_reserve_bytes), format_bytes(m.memory.kv_bytes));
-  out += fmt::format("simulated {:.1f} s in {} steps, {} events, {:.2f} s wall\n",
-                     m.sim.simulated_s, m.sim.steps, m.sim.events, m.sim.wall_s);
+  out += parts.summary_lines(s, m);
+  out += fmt::format("simulated {:.1f} s in {} {}, {} events, {:.2f} s wall\n", m.sim.simulated_s,
+                     m.sim.steps, parts.steps_word, m.sim.events, m.sim.wall_s);
   return out;
 }
 
@@ -79,14 +58,7 @@ std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
                      format_bytes(sizing.weights_bytes));
   out += fmt::format("| activation reserve | {} | {} |\n", sizing.activation_reserve,
                      format_bytes(sizing.activation_reserve));
-  if (is_genie_run(m)) {
-    out += fmt::format("| Genie KV buffers | {} | {} |\n\n", m.memory.kv_bytes,
-                       format_bytes(m.memory.kv_bytes));
-    out += genie_report_markdown(s, m);
-  } else {
-    out += fmt::format("| KV pool ({} blocks x {}) | {} | {} |\n\n", sizing.num_blocks,
-                       sizing.block_bytes, m.memory.kv_bytes, format_bytes(m.memory.kv_bytes));
-  }
+  out += engine_report(m).markdown(s, m, sizing);
   out += "## Summary\n\n```\n" + summary_table(s, m) + "```\n";
   out +=
       "\nCharts (KV memory and queue length over time, TTFT and TPOT CDFs) are in "

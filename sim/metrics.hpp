@@ -16,6 +16,11 @@ struct LatencySummary {
 };
 
 struct RunMetrics {
+  // The engine component that produced the run ("serving", "genie"; the
+  // registry name, sim/engine/engine_registry.hpp). Reports choose their
+  // sections from it. Not a metrics.json key: the file's keys stay as SPEC 9
+  // lists them.
+  std::string engine;
   std::string scenario;
   uint64_t seed = 0;
   std::string device, model, policy;

@@ -1,22 +1,22 @@
 #pragma once
-// The one place that picks the engine a scenario runs on: serving (Ascend,
-// vLLM-style continuous batching, sim/serve) or an on-device dialog (Qualcomm
-// HTP, sim/genie), by the device's kind, in an explicit table.
+// One scenario, one engine, one clock: run_scenario() builds the Simulator
+// and the workload's request source, then the engine the registry names for
+// the device kind (sim/engine/engine_registry.hpp), and runs it to the end.
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/engine/inference_engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
-#include "sim/serve/engine.hpp"
 #include "sim/serve/run_sink.hpp"
 
 namespace kvsim {
 
 struct ScenarioRunResult {
-  RunMetrics metrics;
-  PoolSizing sizing;  // the paged pool (serving); weights and budget only for a dialog
+  RunMetrics metrics;  // metrics.engine names the engine that ran
+  PoolSizing sizing;   // the paged pool (serving); weights and budget only for a dialog
 };
 
 // Runs `scenario` on the engine its device kind names, streaming rows to
@@ -25,7 +25,7 @@ struct ScenarioRunResult {
 ScenarioRunResult run_scenario(const ScenarioSpec& scenario, RunSink* sink,
                                std::function<void(const RunProgress&)> progress = {});
 
-// "serving" or "dialog": the engine run_scenario() uses for `scenario`.
+// "serving" or "genie": the engine run_scenario() uses for `scenario`.
 std::string engine_name_for(const ScenarioSpec& scenario);
 
 }  // namespace kvsim

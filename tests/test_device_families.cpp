@@ -131,7 +131,7 @@ TEST(DeviceFamilies, EachFamilyDeclaresItsKeysWithTypeUnitRangeAndDoc) {
   ASSERT_NE(infos[1].find("htp.vtcm"), nullptr);
   EXPECT_EQ(infos[1].find("htp.vtcm")->range_text(), "64KiB..1GiB");
   EXPECT_EQ(infos[0].find("matrix_fp16")->type, config::ParamType::ops_rate);
-  EXPECT_EQ(htp_family().engine(), "dialog");
+  EXPECT_EQ(htp_family().engine(), "genie");
   EXPECT_EQ(accelerator_family().engine(), "serving");
 }
 

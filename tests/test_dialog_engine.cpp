@@ -319,7 +319,7 @@ TEST(GenieEngine, SessionCacheRestoreAndSaveArePricedAtStorageBandwidth) {
 
 TEST(GenieEngine, RunScenarioPicksTheEngineByDeviceKind) {
   const ScenarioSpec s = load(DialogYaml{});
-  EXPECT_EQ(engine_name_for(s), "dialog");
+  EXPECT_EQ(engine_name_for(s), "genie");
   testing::CapturingSink sink;
   const ScenarioRunResult r = run_scenario(s, &sink);
   EXPECT_EQ(r.metrics.requests.completed, 3);

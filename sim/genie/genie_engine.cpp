@@ -36,16 +36,11 @@ std::string_view genie_pass_kind_name(GeniePassKind kind) {
 // ---------------------------------------------------------------------------
 // Turns
 
-void GenieEngine::Impl::arm_arrival() {
-  const std::optional<TimeNs> next = source_->next_arrival();
-  if (!next) return;
-  arrival_event_ =
-      sim_.schedule_at(std::max(*next, sim_.now()), kPrioArrival, [this] { on_arrival(); });
-}
-
-void GenieEngine::Impl::on_arrival() {
-  Request request = source_->take();
-  ++arrived_;
+void GenieEngine::Impl::submit(Request request) {
+  if (turn_submitted_)
+    throw std::logic_error("the dialog engine serves one turn at a time: a turn is in flight");
+  turn_submitted_ = true;
+  shell_.count_arrival();
   // The CPU may still be copying the previous turn's last update.
   const TimeNs start = std::max(sim_.now(), engine_free_at_);
   sim_.schedule_at(start, kPrioStart,
@@ -160,8 +155,7 @@ void GenieEngine::Impl::start_pass(GeniePassKind kind, PassShape shape, TimeNs d
     attention_read_ += span.read;
     attention_useful_ += span.useful;
     ++passes_;
-    if (progress_ && passes_ % 4096 == 0)
-      progress_({arrived_, completed_, rejected_, 1, 0, sim_.now()});
+    shell_.step_started(passes_, 1, 0);
     observe(sim_.now(), shape.useful_tokens, r.timing.latency);
     sim_.schedule_in(std::max<TimeNs>(r.timing.latency, 1), kPrioDone, [this] { on_pass_done(); });
   });
@@ -239,43 +233,29 @@ void GenieEngine::Impl::on_pass_done() {
 
 void GenieEngine::Impl::complete_turn(TimeNs update_time) {
   const TimeNs now = sim_.now();
-  Turn& t = *turn_;
+  const Turn& t = *turn_;
   vtcm_.release(kLlmSession, now);
   engine_free_at_ = now + update_time;
-  ++completed_;
-  last_completion_ = now;
-  prompt_tokens_done_ += t.input_tokens;
-  output_tokens_done_ += t.reply_tokens;
-  ttft_.add(t.first_token - t.request.arrival);
-  e2e_.add(now - t.request.arrival);
-  if (t.reply_tokens > 1) tpot_.add((now - t.first_token) / (t.reply_tokens - 1));
-  sink_->request({t.request.id, "completed", t.request.arrival, t.first_token, now, t.input_tokens,
-                  t.reply_tokens, t.cached_tokens, 0, t.request.session, t.request.turn});
-  end_turn(now);
+  shell_.complete({t.request, t.first_token, t.input_tokens, t.reply_tokens, t.cached_tokens, 0});
+  end_turn();
 }
 
 void GenieEngine::Impl::reject_turn() {
   const TimeNs now = sim_.now();
-  Turn& t = *turn_;
+  const Turn& t = *turn_;
   vtcm_.release(kLlmSession, now);
-  ++rejected_;
-  sink_->request({t.request.id, "rejected", t.request.arrival, -1, now,
-                  static_cast<int64_t>(t.request.prompt.size()), t.reply_tokens, 0, 0,
-                  t.request.session, t.request.turn});
-  end_turn(now);
+  shell_.reject(
+      {t.request, -1, static_cast<int64_t>(t.request.prompt.size()), t.reply_tokens, 0, 0});
+  end_turn();
 }
 
-// The turn is over (completed or rejected): its request goes back to the
-// source (a closed-loop source issues the next turn from it), then the next
-// arrival is armed or, after the last turn, the dialog ends.
-void GenieEngine::Impl::end_turn(TimeNs now) {
-  const Request done = std::move(turn_->request);
+// The turn is over (completed or rejected) and its request went back up (a
+// closed-loop source issues the next turn from it); after the last turn the
+// dialog ends.
+void GenieEngine::Impl::end_turn() {
   turn_.reset();
-  source_->on_complete(done, now);
-  if (source_->exhausted())
-    finish_dialog();
-  else
-    arm_arrival();
+  turn_submitted_ = false;
+  if (shell_.uplink().requests_exhausted()) finish_dialog();
 }
 
 // After the last turn: save the cache (seed 002 dumpCache) and stop the
@@ -292,7 +272,7 @@ void GenieEngine::Impl::finish_dialog() {
     stopped_ = true;
     vtcm_.finish(sim_.now());
     observe(sim_.now(), 0, 0, /*force_row=*/true);
-    sim_.stop();
+    shell_.uplink().engine_stopped();
   });
 }
 

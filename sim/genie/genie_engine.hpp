@@ -8,10 +8,10 @@
 // models sharing the HTP (`htp.co_runners`) acquire and release VTCM on their
 // duty cycle through the same allocator.
 //
-// Same shape as ServingEngine: construct from a scenario and a sink, run()
-// once. Nothing here knows a bandwidth: HtpTimingModel prices every pass and
-// update, the GenieKvPolicy plans them, and the Simulator advances the
-// clock by the price.
+// Same shape as ServingEngine: an InferenceEngine on a clock it is given, or alone
+// (construct from a scenario and a sink, run() once). Nothing here knows a
+// bandwidth: HtpTimingModel prices every pass and update, the GenieKvPolicy
+// plans them, and the Simulator advances the clock by the price.
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,9 +19,10 @@
 
 #include "devices/htp_timing.hpp"
 #include "sim/cache/genie_policy.hpp"
+#include "sim/engine/arrival_pump.hpp"
+#include "sim/engine/inference_engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
-#include "sim/serve/engine.hpp"  // RunProgress
 #include "sim/serve/run_sink.hpp"
 
 namespace kvsim {
@@ -63,24 +64,34 @@ class GenieObserver {
   virtual void report(RunMetrics& metrics) const { (void)metrics; }
 };
 
-class GenieEngine {
+class GenieEngine final : public InferenceEngine {
  public:
+  // Alone on a clock of its own, fed by the scenario's dialog; run() runs it.
   // `sink` may be null (rows are dropped). Throws std::invalid_argument when
   // the scenario is not an HTP dialog scenario (cross-checks reject that
   // first) or the on-device policy is not available in this build.
   GenieEngine(const ScenarioSpec& scenario, RunSink* sink);
   // Tests: the same with a given policy instead of the one kv_cache names.
   GenieEngine(const ScenarioSpec& scenario, RunSink* sink, std::unique_ptr<GenieKvPolicy> policy);
-  ~GenieEngine();
+  // A component on a shared clock: `sim` and `uplink` (whoever submits the
+  // turns) outlive the engine. One turn at a time: a dialog is sequential.
+  GenieEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink);
+  ~GenieEngine() override;
   GenieEngine(const GenieEngine&) = delete;
   GenieEngine& operator=(const GenieEngine&) = delete;
 
-  // Runs the whole dialog and returns its metrics (the keys of a serving
-  // run, plus vtcm.* and the sessions array). Throws CheckFailed when a
-  // numerics check fails, std::logic_error when an invariant breaks.
+  // Alone only: runs the whole dialog and returns its metrics (the keys of a
+  // serving run, plus vtcm.* and the sessions array). Throws CheckFailed
+  // when a numerics check fails, std::logic_error when an invariant breaks.
   RunMetrics run();
 
-  void set_progress(std::function<void(const RunProgress&)> callback);
+  std::string_view kind() const override { return "genie"; }
+  void start() override;
+  // Throws std::logic_error when a turn is still in flight.
+  void submit(Request request) override;
+  RunMetrics finish() override;
+  PoolSizing memory_plan() const override;
+  void set_progress(std::function<void(const RunProgress&)> callback) override;
   // Every pass, as it completes (tests and traces). Never affects the run.
   void set_pass_callback(std::function<void(const GeniePassRecord&)> callback);
   // An extra observer (tests); the numerics observer of `numerics.mode` is
@@ -91,6 +102,7 @@ class GenieEngine {
 
  private:
   class Impl;
+  std::unique_ptr<SoloRig> solo_;  // alone only; declared first, it outlives impl_
   std::unique_ptr<Impl> impl_;
 };
 

@@ -8,19 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/engine_shell.hpp"
 #include "sim/genie/genie_engine.hpp"
 #include "sim/genie/genie_passes.hpp"
 #include "sim/genie/genie_sessions.hpp"
-#include "sim/latency_histogram.hpp"
 #include "sim/simulator.hpp"
 #include "workloads/request.hpp"
 
 namespace kvsim::dialog_detail {
 
 // Same-time events: a pass or a burst ends first (its VTCM comes back), then
-// arrivals, then what starts.
+// arrivals (the co-runners' bursts arrive with the requests), then what starts.
 inline constexpr int32_t kPrioDone = 0;
-inline constexpr int32_t kPrioArrival = 1;
+inline constexpr int32_t kPrioArrival = kArrivalPriority;
 inline constexpr int32_t kPrioStart = 2;
 inline constexpr int32_t kPrioStop = 3;
 
@@ -32,13 +32,17 @@ namespace kvsim {
 
 class GenieEngine::Impl {
  public:
-  Impl(const ScenarioSpec& scenario, RunSink* sink, std::unique_ptr<GenieKvPolicy> policy);
+  Impl(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink,
+       std::unique_ptr<GenieKvPolicy> policy);
 
-  RunMetrics run();
+  void start();
+  void submit(Request request);
+  RunMetrics finish();
+  PoolSizing memory_plan() const;
 
   const ScenarioSpec& s_;
-  RunSink* sink_;
-  NullRunSink null_sink_;
+  EngineShell shell_;
+  Simulator& sim_;
   const DialogWorkloadSpec& dialog_;
   std::unique_ptr<GenieKvPolicy> policy_;
   HtpTimingModel timing_;
@@ -47,12 +51,9 @@ class GenieEngine::Impl {
   std::vector<int64_t> variants_;
   bool windowed_ = false;
   Bytes vtcm_request_ = 0;
-  std::unique_ptr<RequestSource> source_;
-  Simulator sim_;
   std::vector<int32_t> co_runner_ids_;
   std::vector<std::unique_ptr<GenieObserver>> observers_;
   std::function<void(const GeniePassRecord&)> pass_callback_;
-  std::function<void(const RunProgress&)> progress_;
 
  private:
   // The turn in flight.
@@ -75,8 +76,6 @@ class GenieEngine::Impl {
     GeniePassRecord record;
   };
 
-  void arm_arrival();
-  void on_arrival();
   void begin_turn(Request request);
   void acquire_vtcm();
   void start_turn();
@@ -85,7 +84,7 @@ class GenieEngine::Impl {
   void on_pass_done();
   void complete_turn(TimeNs update_time);
   void reject_turn();
-  void end_turn(TimeNs now);
+  void end_turn();
   void finish_dialog();
   TimeNs update_time(const KvUpdatePlan& plan) const;
   KvUpdatePlan dispatch(int64_t n_past, int64_t variant, const std::string& where);
@@ -100,19 +99,13 @@ class GenieEngine::Impl {
   TimeNs engine_free_at_ = 0;   // the CPU update after the last pass ends
   bool stopped_ = false;
   TimeNs end_time_ = 0;
-  EventHandle arrival_event_;
+  bool turn_submitted_ = false;  // from submit() to the end of the turn
 
-  // Metrics.
-  LatencyHistogram ttft_, tpot_, e2e_;
-  int64_t arrived_ = 0, completed_ = 0, rejected_ = 0;
-  int64_t prompt_tokens_done_ = 0, output_tokens_done_ = 0;
+  // What only a dialog measures; the shell has the rest.
   int64_t passes_ = 0, context_resets_ = 0;
   int64_t attention_read_ = 0, attention_useful_ = 0;
   Bytes session_io_bytes_ = 0;
-  TimeNs last_completion_ = 0;
-  TimeNs last_observed_ = 0, last_timeline_ = -1;
-  double used_bytes_integral_ = 0;
-  Bytes current_used_bytes_ = 0, peak_used_bytes_ = 0;
+  KvUsageIntegral kv_used_;
 };
 
 }  // namespace kvsim

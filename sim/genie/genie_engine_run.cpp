@@ -3,13 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 
 #include "sim/cache/policy_registry.hpp"
 #include "sim/genie/genie_engine_impl.hpp"
 #include "sim/genie/genie_engine_numerics.hpp"
-#include "sim/served_metrics.hpp"
 
 namespace kvsim {
 
@@ -43,10 +41,11 @@ const HtpSpec& htp_of(const ScenarioSpec& s) {
 
 }  // namespace
 
-GenieEngine::Impl::Impl(const ScenarioSpec& scenario, RunSink* sink,
-                        std::unique_ptr<GenieKvPolicy> policy)
+GenieEngine::Impl::Impl(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink,
+                        RunSink* sink, std::unique_ptr<GenieKvPolicy> policy)
     : s_(scenario),
-      sink_(sink ? sink : &null_sink_),
+      shell_("genie", scenario, sim, uplink, sink),
+      sim_(sim),
       dialog_(dialog_spec(scenario)),
       policy_(std::move(policy)),
       timing_(scenario.device, scenario.model, kv_dtype_bytes(scenario.cache.dtype)),
@@ -55,7 +54,6 @@ GenieEngine::Impl::Impl(const ScenarioSpec& scenario, RunSink* sink,
   variants_ = shape_.ar_variants;
   std::sort(variants_.begin(), variants_.end());
   windowed_ = s_.cache.policy == "sliding_window";
-  source_ = make_request_source(*s_.workload, s_.seed, s_.model.vocab_size);
   const HtpSpec& htp = *s_.device.htp;
   vtcm_request_ = s_.htp.llm_request(htp.vtcm_bytes);
   vtcm_.add_session("llm", vtcm_request_, s_.htp.vtcm_min);
@@ -93,48 +91,35 @@ void GenieEngine::Impl::co_runner_release(size_t index, int64_t burst) {
 
 void GenieEngine::Impl::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency,
                                 bool force_row) {
-  used_bytes_integral_ +=
-      static_cast<double>(current_used_bytes_) * static_cast<double>(now - last_observed_);
-  last_observed_ = now;
-  current_used_bytes_ = used_bytes();
-  peak_used_bytes_ = std::max(peak_used_bytes_, current_used_bytes_);
-  if (force_row || last_timeline_ < 0 || now - last_timeline_ >= s_.output.timeline_interval) {
-    last_timeline_ = now;
+  kv_used_.advance(now);
+  kv_used_.set(used_bytes());
+  if (shell_.timeline_due(now, force_row)) {
     const bool waiting = vtcm_.waiting(kLlmSession);
-    sink_->timeline({now, turn_ && !waiting ? 1 : 0, waiting ? 1 : 0, 0, 0, current_used_bytes_,
-                     policy_->tokens_held(), step_tokens, step_latency});
+    shell_.sink().timeline({now, turn_ && !waiting ? 1 : 0, waiting ? 1 : 0, 0, 0,
+                            kv_used_.current(), policy_->tokens_held(), step_tokens, step_latency});
   }
 }
 
-RunMetrics GenieEngine::Impl::run() {
-  const auto wall_start = std::chrono::steady_clock::now();
+void GenieEngine::Impl::start() {
+  shell_.start();
   for (size_t i = 0; i < s_.htp.co_runners.size(); ++i) {
     sim_.schedule_at(s_.htp.co_runners[i].start, kPrioArrival,
                      [this, i] { co_runner_burst(i, 0); });
   }
-  arm_arrival();
-  sim_.run();
+}
+
+RunMetrics GenieEngine::Impl::finish() {
   if (!stopped_ || turn_) throw std::logic_error("the dialog run ended with a turn in flight");
 
-  RunMetrics m;
-  m.scenario = s_.name;
-  m.seed = s_.seed;
-  m.device = s_.device.name;
-  m.model = s_.model.name;
-  m.policy = windowed_ ? fmt::format("sliding_window({})", s_.cache.update_mode)
-                       : std::string(policy_->name());
-  m.requests.arrived = arrived_;
-  m.requests.completed = completed_;
-  m.requests.rejected = rejected_;
-  fill_served_metrics(
-      {ttft_, tpot_, e2e_, completed_, prompt_tokens_done_, output_tokens_done_, last_completion_},
-      m);
+  RunMetrics m =
+      shell_.common_metrics(windowed_ ? fmt::format("sliding_window({})", s_.cache.update_mode)
+                                      : std::string(policy_->name()),
+                            passes_, end_time_);
   const GenieAccounting acc = policy_->accounting();
   m.kv_cache.capacity_tokens = policy_->capacity_tokens(1);
   m.kv_cache.kv_bytes_per_token = shape_.column_bytes();
-  m.kv_cache.peak_used_bytes = peak_used_bytes_;
-  m.kv_cache.mean_used_bytes =
-      end_time_ > 0 ? used_bytes_integral_ / static_cast<double>(end_time_) : 0.0;
+  m.kv_cache.peak_used_bytes = kv_used_.peak();
+  m.kv_cache.mean_used_bytes = kv_used_.mean(static_cast<double>(end_time_));
   m.kv_cache.bytes_moved = acc.bytes_moved;
   m.kv_cache.pointer_updates = acc.pointer_updates;
   m.kv_cache.buffer_bytes = acc.buffer_bytes;
@@ -156,15 +141,21 @@ RunMetrics GenieEngine::Impl::run() {
   m.vtcm.wait_ms = vtcm_.total_wait_ms();
   m.vtcm.sessions_waited = vtcm_.sessions_waited();
   m.sessions = sessions;
-  m.numerics.mode = s_.numerics.mode;
   for (const auto& o : observers_) o->report(m);
-  m.workload.skipped_records = source_->skipped_records();
-  m.sim.events = sim_.events_processed();
-  m.sim.steps = passes_;
-  m.sim.simulated_s = static_cast<double>(end_time_) / 1e9;
-  m.sim.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return m;
+}
+
+// No paged pool on a phone: the report's memory table shows the device, the
+// weights and the Genie buffers (memory.kv_bytes).
+PoolSizing GenieEngine::Impl::memory_plan() const {
+  PoolSizing p;
+  p.budget =
+      static_cast<Bytes>(static_cast<double>(s_.device.memory_bytes) * s_.cache.memory_fraction);
+  p.weights_bytes = s_.model.weight_bytes();
+  p.kv_budget = policy_->accounting().buffer_bytes;
+  p.kv_bytes_per_token = shape_.column_bytes();
+  p.capacity_tokens = policy_->capacity_tokens(1);
+  return p;
 }
 
 // ---------------------------------------------------------------------------
@@ -174,16 +165,39 @@ GenieEngine::GenieEngine(const ScenarioSpec& scenario, RunSink* sink)
 
 GenieEngine::GenieEngine(const ScenarioSpec& scenario, RunSink* sink,
                          std::unique_ptr<GenieKvPolicy> policy)
-    : impl_(std::make_unique<Impl>(scenario, sink, std::move(policy))) {}
+    : solo_(std::make_unique<SoloRig>(scenario)),
+      impl_(std::make_unique<Impl>(scenario, solo_->sim, solo_->pump, sink, std::move(policy))) {}
+
+GenieEngine::GenieEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink,
+                         RunSink* sink)
+    : impl_(std::make_unique<Impl>(scenario, sim, uplink, sink, scenario_policy(scenario))) {}
 
 GenieEngine::~GenieEngine() = default;
 
 RunMetrics GenieEngine::run() {
-  return impl_->run();
+  if (!solo_)
+    throw std::logic_error("GenieEngine::run: the engine is on a shared clock; run that clock");
+  return run_engine_alone(*this, solo_->sim, solo_->pump);
+}
+
+void GenieEngine::start() {
+  impl_->start();
+}
+
+void GenieEngine::submit(Request request) {
+  impl_->submit(std::move(request));
+}
+
+RunMetrics GenieEngine::finish() {
+  return impl_->finish();
+}
+
+PoolSizing GenieEngine::memory_plan() const {
+  return impl_->memory_plan();
 }
 
 void GenieEngine::set_progress(std::function<void(const RunProgress&)> callback) {
-  impl_->progress_ = std::move(callback);
+  impl_->shell_.set_progress(std::move(callback));
 }
 
 void GenieEngine::set_pass_callback(std::function<void(const GeniePassRecord&)> callback) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 
 #include "sim/cache/policy_registry.hpp"
@@ -11,16 +10,27 @@
 
 namespace kvsim {
 namespace {
-// Same-time events: finish the step first, then take arrivals, then start the
-// next step, so a request arriving exactly when a step ends joins the next one.
+// Same-time events: finish the step first, then take arrivals
+// (kArrivalPriority), then start the next step, so a request arriving exactly
+// when a step ends joins the next one.
 constexpr int32_t kPrioStepDone = 0;
-constexpr int32_t kPrioArrival = 1;
 constexpr int32_t kPrioKick = 2;
+static_assert(kPrioStepDone < kArrivalPriority && kArrivalPriority < kPrioKick);
 
 }  // namespace
 
 ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
-    : scenario_(scenario), sink_(sink ? sink : &null_sink_) {
+    : ServingEngine(scenario, sink, std::make_unique<SoloRig>(scenario)) {}
+
+ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink,
+                             std::unique_ptr<SoloRig> rig)
+    : ServingEngine(scenario, rig->sim, rig->pump, sink) {
+  solo_ = std::move(rig);
+}
+
+ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink,
+                             RunSink* sink)
+    : scenario_(scenario), shell_("serving", scenario, sim, uplink, sink), sim_(sim) {
   sizing_ = size_paged_pool(scenario.model, scenario.pool_input());
   policy_ = make_cache_policy(scenario.cache, sizing_);
   if (!policy_)
@@ -34,11 +44,16 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
   timing_ = std::make_unique<TimingModel>(
       scenario.device, scenario.model,
       TimingModel::Params{scenario.tp, kv_dtype_bytes(scenario.cache.dtype)});
-  source_ = make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size);
   numerics_ = make_numerics_observer(scenario, sizing_);
 }
 
 ServingEngine::~ServingEngine() = default;
+
+RunMetrics ServingEngine::run() {
+  if (!solo_)
+    throw std::logic_error("ServingEngine::run: the engine is on a shared clock; run that clock");
+  return run_engine_alone(*this, solo_->sim, solo_->pump);
+}
 
 Sequence* ServingEngine::new_sequence(Request&& request) {
   Sequence* seq;
@@ -58,40 +73,19 @@ void ServingEngine::recycle(Sequence* seq) {
   free_sequences_.push_back(seq);
 }
 
-void ServingEngine::arm_arrival() {
-  const std::optional<TimeNs> next = source_->next_arrival();
-  if (!next) return;
-  const TimeNs at = std::max(*next, sim_.now());
-  if (arrival_event_.valid()) {
-    if (at >= arrival_event_time_) return;
-    sim_.cancel(arrival_event_);
+void ServingEngine::submit(Request request) {
+  Sequence* seq = new_sequence(std::move(request));
+  shell_.count_arrival();
+  const int64_t total = seq->prompt_len() + seq->output_len();
+  const int64_t blocks = (total + scenario_.cache.block_size - 1) / scenario_.cache.block_size;
+  // A request that can never be served is refused at the door, as vLLM
+  // refuses prompts beyond max_model_len or larger than the whole cache.
+  if (seq->prompt_len() < 1 || seq->output_len() < 1 || total > scenario_.max_model_len() ||
+      blocks > sizing_.num_blocks) {
+    reject(seq);
+    return;
   }
-  arrival_event_time_ = at;
-  arrival_event_ = sim_.schedule_at(at, kPrioArrival, [this] { on_arrival(); });
-}
-
-void ServingEngine::on_arrival() {
-  arrival_event_ = EventHandle{};
-  const TimeNs now = sim_.now();
-  const int64_t max_len = scenario_.max_model_len();
-  const int64_t block_size = scenario_.cache.block_size;
-  for (std::optional<TimeNs> t = source_->next_arrival(); t && *t <= now;
-       t = source_->next_arrival()) {
-    Sequence* seq = new_sequence(source_->take());
-    ++arrived_;
-    const int64_t total = seq->prompt_len() + seq->output_len();
-    const int64_t blocks = (total + block_size - 1) / block_size;
-    // A request that can never be served is refused at the door, as vLLM
-    // refuses prompts beyond max_model_len or larger than the whole cache.
-    if (seq->prompt_len() < 1 || seq->output_len() < 1 || total > max_len ||
-        blocks > sizing_.num_blocks) {
-      reject(seq);
-      continue;
-    }
-    scheduler_->add_waiting(seq);
-  }
-  arm_arrival();
-  kick();
+  scheduler_->add_waiting(seq);
 }
 
 void ServingEngine::kick() {
@@ -136,10 +130,8 @@ void ServingEngine::start_step() {
     step_latency_ += timing_->price(pass).latency;
   step_in_flight_ = true;
   ++steps_;
-  if (progress_ && steps_ % 4096 == 0) {
-    progress_({arrived_, completed_, rejected_, static_cast<int64_t>(scheduler_->num_running()),
-               static_cast<int64_t>(scheduler_->num_waiting()), now});
-  }
+  shell_.step_started(steps_, static_cast<int64_t>(scheduler_->num_running()),
+                      static_cast<int64_t>(scheduler_->num_waiting()));
   observe(now, batch_.total_tokens, step_latency_);
   sim_.schedule_in(step_latency_, kPrioStepDone, [this] { on_step_done(); });
 }
@@ -165,66 +157,42 @@ void ServingEngine::on_step_done() {
 }
 
 void ServingEngine::complete(Sequence* seq) {
-  const TimeNs now = sim_.now();
   if (numerics_) numerics_->on_release(*seq);
   scheduler_->finish(seq);
-  seq->finished_at = now;
-  last_completion_ = now;
-  ++completed_;
+  seq->finished_at = sim_.now();
   if (seq->preemptions > 0) ++preempted_requests_;
-  prompt_tokens_done_ += seq->prompt_len();
-  output_tokens_done_ += seq->output_len();
-  ttft_.add(seq->first_token_at - seq->request.arrival);
-  e2e_.add(now - seq->request.arrival);
-  if (seq->generated > 1) tpot_.add((now - seq->first_token_at) / (seq->generated - 1));
-  sink_->request({seq->request.id, "completed", seq->request.arrival, seq->first_token_at, now,
-                  seq->prompt_len(), seq->output_len(), seq->cached_tokens, seq->preemptions,
-                  seq->request.session, seq->request.turn});
-  source_->on_complete(seq->request, now);
+  shell_.complete({seq->request, seq->first_token_at, seq->prompt_len(), seq->output_len(),
+                   seq->cached_tokens, seq->preemptions});
   recycle(seq);
-  arm_arrival();
 }
 
 void ServingEngine::reject(Sequence* seq) {
-  const TimeNs now = sim_.now();
-  ++rejected_;
   seq->state = SeqState::finished;
-  sink_->request({seq->request.id, "rejected", seq->request.arrival, -1, now, seq->prompt_len(),
-                  seq->output_len(), 0, 0, seq->request.session, seq->request.turn});
-  source_->on_complete(seq->request, now);
+  shell_.reject({seq->request, -1, seq->prompt_len(), seq->output_len(), 0, 0});
   recycle(seq);
-  arm_arrival();
 }
 
 void ServingEngine::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row) {
-  const double dt = static_cast<double>(now - last_observed_);
-  used_bytes_integral_ += static_cast<double>(current_used_bytes_) * dt;
+  const double dt = kv_used_.advance(now);
   if (current_has_blocks_) {
     frag_integral_ += current_frag_ * dt;
     frag_time_ += dt;
   }
-  last_observed_ = now;
   const CacheAccounting acc = policy_->accounting();
-  current_used_bytes_ = acc.blocks_used * acc.block_bytes;
-  peak_used_bytes_ = std::max(peak_used_bytes_, current_used_bytes_);
+  kv_used_.set(acc.blocks_used * acc.block_bytes);
   current_has_blocks_ = acc.slots_reserved > 0;
   current_frag_ = current_has_blocks_ ? static_cast<double>(acc.slots_reserved - acc.tokens_held) /
                                             static_cast<double>(acc.slots_reserved)
                                       : 0.0;
-  if (force_row || last_timeline_ < 0 ||
-      now - last_timeline_ >= scenario_.output.timeline_interval) {
-    last_timeline_ = now;
-    sink_->timeline({now, static_cast<int64_t>(scheduler_->num_running()),
-                     static_cast<int64_t>(scheduler_->num_waiting()),
-                     static_cast<int64_t>(scheduler_->num_swapped()), acc.blocks_used,
-                     current_used_bytes_, acc.tokens_held, step_tokens, step_latency});
+  if (shell_.timeline_due(now, force_row)) {
+    shell_.sink().timeline({now, static_cast<int64_t>(scheduler_->num_running()),
+                            static_cast<int64_t>(scheduler_->num_waiting()),
+                            static_cast<int64_t>(scheduler_->num_swapped()), acc.blocks_used,
+                            kv_used_.current(), acc.tokens_held, step_tokens, step_latency});
   }
 }
 
-RunMetrics ServingEngine::run() {
-  const auto wall_start = std::chrono::steady_clock::now();
-  arm_arrival();
-  sim_.run();
+RunMetrics ServingEngine::finish() {
   if (scheduler_->num_running() + scheduler_->num_waiting() + scheduler_->num_swapped() != 0 ||
       step_in_flight_) {
     throw std::logic_error(fmt::format(
@@ -235,29 +203,18 @@ RunMetrics ServingEngine::run() {
   policy_->check_drained();
   observe(sim_.now(), 0, 0, /*force_row=*/true);
 
-  RunMetrics m;
-  m.scenario = scenario_.name;
-  m.seed = scenario_.seed;
-  m.device = scenario_.device.name;
-  m.model = scenario_.model.name;
-  m.policy = std::string(policy_->name());
-  m.requests.arrived = arrived_;
-  m.requests.completed = completed_;
-  m.requests.rejected = rejected_;
+  const TimeNs total = sim_.now();
+  RunMetrics m = shell_.common_metrics(std::string(policy_->name()), steps_, total);
   m.requests.preempted = preempted_requests_;
   m.requests.preemptions = static_cast<int64_t>(scheduler_->preemptions());
-  fill_served_metrics(
-      {ttft_, tpot_, e2e_, completed_, prompt_tokens_done_, output_tokens_done_, last_completion_},
-      m);
   const CacheAccounting acc = policy_->accounting();
   m.kv_cache.block_bytes = sizing_.block_bytes;
   m.kv_cache.block_size = scenario_.cache.block_size;
   m.kv_cache.num_blocks = sizing_.num_blocks;
   m.kv_cache.capacity_tokens = sizing_.capacity_tokens;
   m.kv_cache.kv_bytes_per_token = sizing_.kv_bytes_per_token;
-  m.kv_cache.peak_used_bytes = peak_used_bytes_;
-  const double total_ns = static_cast<double>(sim_.now());
-  m.kv_cache.mean_used_bytes = total_ns > 0 ? used_bytes_integral_ / total_ns : 0.0;
+  m.kv_cache.peak_used_bytes = kv_used_.peak();
+  m.kv_cache.mean_used_bytes = kv_used_.mean(static_cast<double>(total));
   m.kv_cache.fragmentation = frag_time_ > 0 ? frag_integral_ / frag_time_ : 0.0;
   m.kv_cache.prefix_hit_rate = acc.prefix_query_tokens > 0
                                    ? static_cast<double>(acc.prefix_hit_tokens) /
@@ -272,15 +229,8 @@ RunMetrics ServingEngine::run() {
   m.memory.weights_bytes = sizing_.weights_bytes;
   m.memory.kv_bytes = sizing_.num_blocks * sizing_.block_bytes;
   m.memory.activation_reserve_bytes = sizing_.activation_reserve;
-  m.numerics.mode = scenario_.numerics.mode;
   policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
   if (numerics_) numerics_->report(m);
-  m.workload.skipped_records = source_->skipped_records();
-  m.sim.events = sim_.events_processed();
-  m.sim.steps = steps_;
-  m.sim.simulated_s = total_ns / 1e9;
-  m.sim.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return m;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
-// One serving run: the workload's requests arrive as events, the scheduler
+// The serving engine (vLLM-style continuous batching, SPEC 5): the scheduler
 // builds each step with the cache policy, the timing model prices it, and the
-// event engine advances the clock by that price (DESIGN, "the flow of one
-// run"). Nothing here knows a bandwidth; nothing below the scheduler
-// schedules events.
+// engine schedules the step's end on the clock it was given (DESIGN, "the
+// flow of one run"). Nothing here knows a bandwidth; nothing below the
+// scheduler schedules events. Arrivals, request counters, latencies and the
+// common metrics live in the EngineShell it composes (sim/engine/).
 #include <functional>
 #include <memory>
 #include <vector>
@@ -11,7 +12,9 @@
 #include "devices/timing_model.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/latency_histogram.hpp"
+#include "sim/engine/arrival_pump.hpp"
+#include "sim/engine/engine_shell.hpp"
+#include "sim/engine/inference_engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
@@ -21,35 +24,40 @@
 
 namespace kvsim {
 
-// Where a long run stands, for a progress line (the CLI shows it on a
-// terminal). Reported every few thousand steps; never affects the run.
-struct RunProgress {
-  int64_t arrived = 0, completed = 0, rejected = 0;
-  int64_t running = 0, waiting = 0;
-  TimeNs simulated = 0;
-};
-
-class ServingEngine {
+class ServingEngine final : public InferenceEngine {
  public:
-  // `sink` may be null (rows are dropped).
+  // A component on a shared clock: `sim` and `uplink` (whoever submits the
+  // requests) outlive the engine. `sink` may be null (rows are dropped).
+  ServingEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink);
+  // Alone on a clock of its own, fed by the scenario's workload; run() runs it.
   ServingEngine(const ScenarioSpec& scenario, RunSink* sink);
-  ~ServingEngine();
+  ~ServingEngine() override;
+  ServingEngine(const ServingEngine&) = delete;
+  ServingEngine& operator=(const ServingEngine&) = delete;
 
-  // Runs the whole workload and returns its metrics. Throws std::logic_error
-  // when an invariant breaks (e.g. blocks not back in the pool at the end).
+  // Alone only: runs the whole workload and returns its metrics. Throws
+  // std::logic_error when an invariant breaks (e.g. blocks not back in the
+  // pool at the end), or when the engine was built on a shared clock.
   RunMetrics run();
 
-  const PoolSizing& sizing() const { return sizing_; }
-  void set_progress(std::function<void(const RunProgress&)> callback) {
-    progress_ = std::move(callback);
+  std::string_view kind() const override { return "serving"; }
+  void start() override { shell_.start(); }
+  void submit(Request request) override;
+  void arrivals_done() override { kick(); }
+  RunMetrics finish() override;
+  PoolSizing memory_plan() const override { return sizing_; }
+  void set_progress(std::function<void(const RunProgress&)> callback) override {
+    shell_.set_progress(std::move(callback));
   }
+
+  const PoolSizing& sizing() const { return sizing_; }
   // Sequence objects ever allocated: bounded by the requests in flight at
   // once, not by the requests served (a memory check for long runs).
   size_t pooled_sequences() const { return sequence_pool_.size(); }
 
  private:
-  void arm_arrival();
-  void on_arrival();
+  ServingEngine(const ScenarioSpec& scenario, RunSink* sink, std::unique_ptr<SoloRig> rig);
+
   void kick();
   void start_step();
   void on_step_done();
@@ -59,45 +67,34 @@ class ServingEngine {
   Sequence* new_sequence(Request&& request);
   void recycle(Sequence* seq);
 
+  std::unique_ptr<SoloRig> solo_;  // alone only; declared first, it outlives the shell
   const ScenarioSpec& scenario_;
-  RunSink* sink_;
-  NullRunSink null_sink_;
+  EngineShell shell_;
+  Simulator& sim_;
   PoolSizing sizing_;
   std::unique_ptr<KvCachePolicy> policy_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<TimingModel> timing_;
-  std::unique_ptr<RequestSource> source_;
-  Simulator sim_;
 
   // Sequences are pooled: a finished one is reused for a later request, so
   // memory follows the number in flight, not the number served.
   std::vector<std::unique_ptr<Sequence>> sequence_pool_;
   std::vector<Sequence*> free_sequences_;
 
-  EventHandle arrival_event_;
-  TimeNs arrival_event_time_ = -1;
   bool step_in_flight_ = false;
   bool kick_pending_ = false;
   ScheduledBatch batch_;
   StepWork work_;
   TimeNs step_latency_ = 0;
 
-  // Metrics.
-  LatencyHistogram ttft_, tpot_, e2e_;
-  int64_t arrived_ = 0, completed_ = 0, rejected_ = 0, preempted_requests_ = 0;
-  int64_t prompt_tokens_done_ = 0, output_tokens_done_ = 0;
+  // What only a paged pool measures; the shell has the rest.
+  int64_t preempted_requests_ = 0;
   int64_t steps_ = 0;
-  TimeNs last_observed_ = 0;
-  double used_bytes_integral_ = 0;  // byte-nanoseconds
-  double frag_integral_ = 0;        // fraction-nanoseconds while blocks are used
+  KvUsageIntegral kv_used_;
+  double frag_integral_ = 0;  // fraction-nanoseconds while blocks are used
   double frag_time_ = 0;
-  Bytes peak_used_bytes_ = 0;
-  Bytes current_used_bytes_ = 0;
   double current_frag_ = 0;
   bool current_has_blocks_ = false;
-  TimeNs last_timeline_ = -1;
-  TimeNs last_completion_ = 0;
-  std::function<void(const RunProgress&)> progress_;
   std::unique_ptr<StepObserver> numerics_;
 };
 

@@ -1,0 +1,85 @@
+// The serving engine's parts of a run's reports: the paged pool (blocks,
+// prefix hits, fragmentation, swap) and the memory plan that sized it.
+#include <fmt/format.h>
+
+#include "reports/html_page.hpp"
+#include "reports/run_report_sections.hpp"
+
+namespace kvsim {
+namespace {
+
+std::string summary_geometry(const ScenarioSpec& s) {
+  return fmt::format("block {}", s.cache.block_size);
+}
+
+std::string html_geometry(const ScenarioSpec& s) {
+  return fmt::format("in blocks of {} tokens", s.cache.block_size);
+}
+
+std::string summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
+  (void)s;
+  std::string out = fmt::format(
+      "KV cache: {} blocks x {} = {} ({} tokens); peak used {} ({:.1f}%), mean {}\n",
+      m.kv_cache.num_blocks, format_bytes(m.kv_cache.block_bytes), format_bytes(m.memory.kv_bytes),
+      m.kv_cache.capacity_tokens, format_bytes(m.kv_cache.peak_used_bytes),
+      m.memory.kv_bytes > 0 ? 100.0 * static_cast<double>(m.kv_cache.peak_used_bytes) /
+                                  static_cast<double>(m.memory.kv_bytes)
+                            : 0.0,
+      format_bytes(static_cast<Bytes>(m.kv_cache.mean_used_bytes)));
+  out += fmt::format(
+      "          prefix hit rate {:.3f}, fragmentation {:.3f}, evictions {}, swapped {}\n",
+      m.kv_cache.prefix_hit_rate, m.kv_cache.fragmentation, m.kv_cache.evictions,
+      format_bytes(m.kv_cache.swapped_bytes));
+  out +=
+      fmt::format("memory per device: {} total, weights {}, activations {}, KV {}\n",
+                  format_bytes(m.memory.device_bytes), format_bytes(m.memory.weights_bytes),
+                  format_bytes(m.memory.activation_reserve_bytes), format_bytes(m.memory.kv_bytes));
+  return out;
+}
+
+std::string markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+  (void)s;
+  return fmt::format("| KV pool ({} blocks x {}) | {} | {} |\n\n", sizing.num_blocks,
+                     sizing.block_bytes, m.memory.kv_bytes, format_bytes(m.memory.kv_bytes));
+}
+
+std::vector<std::string> bytes_row(const std::string& name, Bytes b) {
+  return {name, std::to_string(b), format_bytes(b)};
+}
+
+std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+  std::string body = "<h2>KV cache</h2>\n";
+  body += html_table({"metric", "value"},
+                     {{"blocks", std::to_string(m.kv_cache.num_blocks)},
+                      {"block bytes", format_bytes(m.kv_cache.block_bytes)},
+                      {"capacity tokens", std::to_string(m.kv_cache.capacity_tokens)},
+                      {"peak used", format_bytes(m.kv_cache.peak_used_bytes)},
+                      {"mean used", format_bytes(static_cast<Bytes>(m.kv_cache.mean_used_bytes))},
+                      {"prefix hit rate", fmt::format("{:.3f}", m.kv_cache.prefix_hit_rate)},
+                      {"chunk hit rate", fmt::format("{:.3f}", m.kv_cache.chunk_hit_rate)},
+                      {"fragmentation", fmt::format("{:.3f}", m.kv_cache.fragmentation)},
+                      {"evictions", std::to_string(m.kv_cache.evictions)},
+                      {"bytes moved", format_bytes(m.kv_cache.bytes_moved)},
+                      {"swapped", format_bytes(m.kv_cache.swapped_bytes)}});
+  body += "<h2>Memory plan (per device)</h2>\n";
+  std::vector<std::vector<std::string>> rows = {
+      bytes_row("device memory", m.memory.device_bytes),
+      bytes_row(fmt::format("budget (x {})", s.cache.memory_fraction), sizing.budget),
+      bytes_row("weights", sizing.weights_bytes),
+      bytes_row("activation reserve", sizing.activation_reserve),
+      bytes_row(fmt::format("KV pool ({} blocks x {})", sizing.num_blocks, sizing.block_bytes),
+                m.memory.kv_bytes)};
+  if (m.memory.chunk_pool_bytes > 0)
+    rows.push_back(bytes_row("chunk pool", m.memory.chunk_pool_bytes));
+  body += html_table({"item", "bytes", ""}, rows);
+  return body;
+}
+
+}  // namespace
+
+EngineReport serving_engine_report() {
+  return {"serving",     "steps",  summary_geometry, html_geometry,
+          summary_lines, markdown, html_tables};
+}
+
+}  // namespace kvsim

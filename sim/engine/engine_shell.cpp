@@ -1,0 +1,94 @@
+#include "sim/engine/engine_shell.hpp"
+
+#include <algorithm>
+
+#include "sim/scenario.hpp"
+#include "sim/served_metrics.hpp"
+
+namespace kvsim {
+
+double KvUsageIntegral::advance(TimeNs now) {
+  const double dt = static_cast<double>(now - last_);
+  integral_ += static_cast<double>(current_) * dt;
+  last_ = now;
+  return dt;
+}
+
+void KvUsageIntegral::set(Bytes used) {
+  current_ = used;
+  peak_ = std::max(peak_, used);
+}
+
+EngineShell::EngineShell(std::string_view engine_kind, const ScenarioSpec& scenario, Simulator& sim,
+                         EngineUplink& uplink, RunSink* sink)
+    : engine_kind_(engine_kind),
+      scenario_(scenario),
+      sim_(sim),
+      uplink_(uplink),
+      sink_(sink ? sink : &null_sink_),
+      wall_start_(std::chrono::steady_clock::now()) {}
+
+void EngineShell::start() {
+  wall_start_ = std::chrono::steady_clock::now();
+}
+
+void EngineShell::complete(const LeavingRequest& r) {
+  const TimeNs now = sim_.now();
+  const Request& q = r.request;
+  last_completion_ = now;
+  ++completed_;
+  prompt_tokens_done_ += r.prompt_tokens;
+  output_tokens_done_ += r.output_tokens;
+  ttft_.add(r.first_token - q.arrival);
+  e2e_.add(now - q.arrival);
+  if (r.output_tokens > 1) tpot_.add((now - r.first_token) / (r.output_tokens - 1));
+  sink_->request({q.id, "completed", q.arrival, r.first_token, now, r.prompt_tokens,
+                  r.output_tokens, r.cached_tokens, r.preemptions, q.session, q.turn});
+  uplink_.request_done(q, now);
+}
+
+void EngineShell::reject(const LeavingRequest& r) {
+  const TimeNs now = sim_.now();
+  const Request& q = r.request;
+  ++rejected_;
+  sink_->request({q.id, "rejected", q.arrival, -1, now, r.prompt_tokens, r.output_tokens, 0, 0,
+                  q.session, q.turn});
+  uplink_.request_done(q, now);
+}
+
+bool EngineShell::timeline_due(TimeNs now, bool force) {
+  if (!force && last_timeline_ >= 0 && now - last_timeline_ < scenario_.output.timeline_interval)
+    return false;
+  last_timeline_ = now;
+  return true;
+}
+
+void EngineShell::step_started(int64_t step, int64_t running, int64_t waiting) {
+  if (progress_ && step % 4096 == 0)
+    progress_({arrived_, completed_, rejected_, running, waiting, sim_.now()});
+}
+
+RunMetrics EngineShell::common_metrics(std::string policy, int64_t steps, TimeNs simulated) const {
+  RunMetrics m;
+  m.engine = std::string(engine_kind_);
+  m.scenario = scenario_.name;
+  m.seed = scenario_.seed;
+  m.device = scenario_.device.name;
+  m.model = scenario_.model.name;
+  m.policy = std::move(policy);
+  m.requests.arrived = arrived_;
+  m.requests.completed = completed_;
+  m.requests.rejected = rejected_;
+  fill_served_metrics(
+      {ttft_, tpot_, e2e_, completed_, prompt_tokens_done_, output_tokens_done_, last_completion_},
+      m);
+  m.numerics.mode = scenario_.numerics.mode;
+  m.sim.events = sim_.events_processed();
+  m.sim.steps = steps;
+  m.sim.simulated_s = static_cast<double>(simulated) / 1e9;
+  m.sim.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+  return m;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,107 @@
+#pragma once
+// What every engine does the same way, composed into each of them: the
+// clock it runs on, the row sink, the request counters and latency
+// histograms, the time-weighted KV usage, the progress line and the part of
+// the metrics every run reports (SPEC 9: header, requests, latency_ms,
+// throughput, workload, sim). An engine keeps only what differs: how it
+// schedules work and what its cache reports.
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "sim/engine/inference_engine.hpp"
+#include "sim/latency_histogram.hpp"
+#include "sim/metrics.hpp"
+#include "sim/serve/run_sink.hpp"
+#include "sim/simulator.hpp"
+
+namespace kvsim {
+
+struct ScenarioSpec;
+
+// A request as it leaves an engine, in the engine's own terms.
+struct LeavingRequest {
+  const Request& request;
+  TimeNs first_token = -1;    // completed only
+  int64_t prompt_tokens = 0;  // tokens fed as input (a dialog adds the last reply token)
+  int64_t output_tokens = 0;  // tokens generated (completed) or asked for (rejected)
+  int64_t cached_tokens = 0;  // prefix found in the cache
+  int32_t preemptions = 0;
+};
+
+// Bytes of KV held, integrated over time between observations.
+class KvUsageIntegral {
+ public:
+  // Accounts the bytes held since the last observation up to `now`; returns
+  // that span in nanoseconds.
+  double advance(TimeNs now);
+  void set(Bytes used);
+  Bytes current() const { return current_; }
+  Bytes peak() const { return peak_; }
+  double mean(double over_ns) const { return over_ns > 0 ? integral_ / over_ns : 0.0; }
+
+ private:
+  double integral_ = 0;  // byte-nanoseconds
+  TimeNs last_ = 0;
+  Bytes current_ = 0, peak_ = 0;
+};
+
+class EngineShell {
+ public:
+  // `engine_kind` is the engine's registry name (RunMetrics::engine). `sink`
+  // may be null (rows are dropped). `uplink` hears of every request that
+  // leaves.
+  EngineShell(std::string_view engine_kind, const ScenarioSpec& scenario, Simulator& sim,
+              EngineUplink& uplink, RunSink* sink);
+  EngineShell(const EngineShell&) = delete;
+  EngineShell& operator=(const EngineShell&) = delete;
+
+  Simulator& sim() { return sim_; }
+  TimeNs now() const { return sim_.now(); }
+  EngineUplink& uplink() { return uplink_; }
+  RunSink& sink() { return *sink_; }
+
+  // The clock starts for this engine (wall time is measured from here).
+  void start();
+  void count_arrival() { ++arrived_; }
+  // Completed: latency histograms, counters, a requests.csv row, and the
+  // request goes back up.
+  void complete(const LeavingRequest& r);
+  // Refused or dropped: a row and back up.
+  void reject(const LeavingRequest& r);
+
+  // A timeline row is due at `now` (every output.timeline_interval, or forced).
+  bool timeline_due(TimeNs now, bool force);
+  void set_progress(std::function<void(const RunProgress&)> callback) {
+    progress_ = std::move(callback);
+  }
+  // Every 4096 steps, the progress line hears where the run stands.
+  void step_started(int64_t step, int64_t running, int64_t waiting);
+
+  int64_t arrived() const { return arrived_; }
+  int64_t completed() const { return completed_; }
+  int64_t rejected() const { return rejected_; }
+
+  // The metrics every engine reports alike: the scenario header, requests,
+  // latency and throughput, numerics.mode, and sim.* over
+  // `simulated` nanoseconds of `steps` steps (or passes).
+  RunMetrics common_metrics(std::string policy, int64_t steps, TimeNs simulated) const;
+
+ private:
+  std::string_view engine_kind_;
+  const ScenarioSpec& scenario_;
+  Simulator& sim_;
+  EngineUplink& uplink_;
+  NullRunSink null_sink_;
+  RunSink* sink_;
+  std::function<void(const RunProgress&)> progress_;
+  std::chrono::steady_clock::time_point wall_start_;
+
+  LatencyHistogram ttft_, tpot_, e2e_;
+  int64_t arrived_ = 0, completed_ = 0, rejected_ = 0;
+  int64_t prompt_tokens_done_ = 0, output_tokens_done_ = 0;
+  TimeNs last_completion_ = 0;
+  TimeNs last_timeline_ = -1;
+};
+
+}  // namespace kvsim

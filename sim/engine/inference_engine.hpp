@@ -1,0 +1,64 @@
+#pragma once
+// An engine is a component on a shared clock (DESIGN, "engines that take a
+// shared clock instead of owning one"): it schedules its events on a
+// Simulator it does not own, receives requests through submit() and hands
+// each one back through an EngineUplink when it leaves. Whoever feeds it (an
+// ArrivalPump for one engine, a router for several) owns the request source,
+// so two engines on one clock are two components, not two simulations.
+#include <functional>
+#include <string_view>
+
+#include "base/units.hpp"
+#include "sim/cache/pool_sizing.hpp"
+#include "sim/metrics.hpp"
+#include "workloads/request.hpp"
+
+namespace kvsim {
+
+// Where a long run stands, for a progress line (the CLI shows it on a
+// terminal). Reported every few thousand steps; never affects the run.
+struct RunProgress {
+  int64_t arrived = 0, completed = 0, rejected = 0;
+  int64_t running = 0, waiting = 0;
+  TimeNs simulated = 0;
+};
+
+// The engine's way back to whoever feeds it requests.
+class EngineUplink {
+ public:
+  virtual ~EngineUplink() = default;
+  // A request left the engine at `now` (completed or rejected). A closed-loop
+  // source learns of its next request here, so the feeder may arm an arrival.
+  virtual void request_done(const Request& request, TimeNs now) = 0;
+  // True when no request will ever be submitted to this engine again.
+  virtual bool requests_exhausted() const = 0;
+  // The engine has nothing left to do, ever, although some of its periodic
+  // events (an HTP co-runner's duty cycle) are still queued: a run of this
+  // engine alone stops the clock here.
+  virtual void engine_stopped() = 0;
+};
+
+class InferenceEngine {
+ public:
+  virtual ~InferenceEngine() = default;
+  // The registry name of this kind of engine ("serving", "genie").
+  virtual std::string_view kind() const = 0;
+  // Before the clock runs: schedules the engine's own events that no request
+  // brings (co-runners' duty cycles). Called once.
+  virtual void start() = 0;
+  // A request arrives now (its arrival time is sim.now() or earlier).
+  virtual void submit(Request request) = 0;
+  // Every request due at this instant has been submitted (possibly none: an
+  // arrival event can find nothing due after the source changed its mind).
+  // The serving engine starts a step from here, after all of them joined.
+  virtual void arrivals_done() {}
+  // After the clock stopped: checks that the run ended clean (throws
+  // std::logic_error otherwise) and returns the engine's metrics.
+  virtual RunMetrics finish() = 0;
+  // What the report's memory plan shows (the paged pool, or the device's
+  // budget, weights and KV buffers).
+  virtual PoolSizing memory_plan() const = 0;
+  virtual void set_progress(std::function<void(const RunProgress&)> callback) = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,51 @@
+// The dialog engine's part of metrics.json (seed 002): what the Genie
+// buffers' updates did, the VTCM the LLM asked for and got, and the list of
+// HTP sessions (written only for a run that had sessions).
+#include "sim/metrics.hpp"
+#include "sim/metrics_section.hpp"
+
+namespace kvsim {
+namespace {
+
+void write_genie_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
+  const auto& k = m.kv_cache;
+  metrics_object(doc, "kv_cache")
+      .before("window_evicted_tokens")
+      .put("buffer_bytes", k.buffer_bytes)
+      .put("compactions", k.compactions)
+      .put("variant_switches", k.variant_switches)
+      .put("rewinds", k.rewinds)
+      .at_end()
+      .put("attention_read_tokens", k.attention_read_tokens)
+      .put("attention_useful_tokens", k.attention_useful_tokens)
+      .put("context_resets", k.context_resets)
+      .put("session_io_bytes", k.session_io_bytes);
+  metrics_object(doc, "memory").after("kv_bytes").put("vtcm_bytes", m.memory.vtcm_bytes);
+  nlohmann::ordered_json vtcm;
+  vtcm["requested_bytes"] = m.vtcm.requested_bytes;
+  vtcm["granted_bytes"] = m.vtcm.granted_bytes;
+  vtcm["wait_ms"] = m.vtcm.wait_ms;
+  vtcm["sessions_waited"] = m.vtcm.sessions_waited;
+  MetricsObject top(doc);
+  top.after("memory").put("vtcm", std::move(vtcm));
+  if (m.sessions.empty()) return;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& session : m.sessions) {
+    nlohmann::ordered_json e;
+    e["name"] = session.name;
+    e["vtcm_requested_bytes"] = session.vtcm_requested_bytes;
+    e["vtcm_granted_bytes"] = session.vtcm_granted_bytes;
+    e["vtcm_wait_ms"] = session.vtcm_wait_ms;
+    e["runs"] = session.runs;
+    list.push_back(e);
+  }
+  top.after("workload").put("sessions", std::move(list));
+}
+
+}  // namespace
+
+MetricsSection genie_metrics_section() {
+  return {"genie", write_genie_metrics};
+}
+
+}  // namespace kvsim

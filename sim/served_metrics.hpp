@@ -1,9 +1,8 @@
 #pragma once
 // The request-level metrics every engine reports the same way (SPEC 9):
 // latency_ms.{ttft,tpot,e2e} from the run's histograms and throughput over
-// the time to the last completion. Both the serving engine
-// (sim/serve/engine.cpp) and the dialog engine
-// (sim/genie/genie_engine_run.cpp) fill them here, so the two kinds of
+// the time to the last completion. Every engine fills them here through the
+// EngineShell it composes (sim/engine/engine_shell.cpp), so the two kinds of
 // run can be compared key for key.
 #include <cstdint>
 
@@ -17,7 +16,7 @@ namespace kvsim {
 // the histogram is empty.
 LatencySummary summarize_latency(const LatencyHistogram& h);
 
-// What the requests of a run came to. The engines brace-initialise it in
+// What the requests of a run came to. The shell brace-initialises it in
 // field order from members of the same names.
 struct ServedRequests {
   const LatencyHistogram& ttft;

@@ -323,6 +323,7 @@ TEST(GenieEngine, RunScenarioPicksTheEngineByDeviceKind) {
   testing::CapturingSink sink;
   const ScenarioRunResult r = run_scenario(s, &sink);
   EXPECT_EQ(r.metrics.requests.completed, 3);
+  EXPECT_EQ(r.metrics.engine, "genie");
   EXPECT_EQ(r.sizing.weights_bytes, s.model.weight_bytes());
   const ScenarioSpec serving = testing::scenario_from_text(
       "device: ascend-910b2\nmodel: llama-3.2-1b\nworkload: {kind: synthetic, requests: 2, "

@@ -17,6 +17,7 @@ namespace {
 struct CalibrateOptions {
   std::string measurements;
   std::string out = "out/calibration";
+  bool force = false;
 };
 
 std::string configs_dir() {
@@ -27,7 +28,7 @@ std::string configs_dir() {
 int run_calibrate(const CalibrateOptions& o) {
   const std::vector<MeasurementRow> rows = read_measurements(o.measurements);
   const CalibrationReport report = calibrate_rows(rows, configs_dir(), o.measurements);
-  write_calibration(report, o.out);
+  write_calibration(report, o.out, o.force);
   std::cout << calibration_table_text(report) << "report: " << o.out
             << "/ (calibration.csv, calibration.json, calibration.md)\n";
   return kExitOk;
@@ -43,6 +44,7 @@ Command add_calibrate_command(CLI::App& app) {
                   "output_tokens,metric,value,unit,software,source")
       ->required();
   cmd->add_option("--out", o->out, "output folder (default out/calibration)");
+  cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
   return {cmd, [o] { return run_calibrate(*o); }};
 }
 

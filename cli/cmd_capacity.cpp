@@ -24,6 +24,7 @@ namespace {
 struct CapacityCliOptions {
   CapacityQuery query;
   std::string out = "out/capacity";
+  bool force = false;
   std::string slo, workload;
   std::vector<std::string> sets;
   CLI::Option* block_size = nullptr;
@@ -155,7 +156,7 @@ int run_capacity(CapacityCliOptions& o) {
       capacity_markdown(rows) + capacity_chunk_pool_markdown(o.query, rows);
   if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
 
-  OutputDir dir(o.out);
+  OutputDir dir(o.out, o.force);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   std::string csv;
   for (const auto& h : capacity_csv_header()) csv += (csv.empty() ? "" : ",") + h;
@@ -228,6 +229,7 @@ Command add_capacity_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
   cmd->add_option("--out", o->out, "output folder (default out/capacity)");
+  cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
   cmd->add_option("--slo", o->slo, "ttft_p99_ms=X,tpot_p99_ms=Y: search the highest rate");
   cmd->add_option("--workload", o->workload,
                   "scenario YAML whose workload.arrival.rate_per_s is searched");

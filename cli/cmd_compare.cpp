@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/studies/compare_report.hpp"
+#include "reports/output_dir.hpp"
 #include "sim/scenario.hpp"
 
 namespace kvsim::cli {
@@ -20,19 +21,23 @@ struct CompareOptions {
   std::string scenario, out;
   std::vector<std::string> vary, sets;
   bool quiet = false;
+  bool force = false;
 };
 
 int run_compare_command(const CompareOptions& o) {
   std::vector<VaryAxis> axes;
   for (const auto& v : o.vary) axes.push_back(parse_vary(v));
   std::string out = o.out;
-  if (out.empty()) out = "out/compare-" + load_scenario(o.scenario, o.sets).name;
+  if (out.empty())
+    out = "out/compare-" + safe_path_component(load_scenario(o.scenario, o.sets).name);
   const size_t total = expand_variants(axes).size();
   const bool show = !o.quiet && isatty(STDERR_FILENO);
-  const CompareResult r =
-      run_compare(o.scenario, o.sets, axes, out, [&](size_t i, const std::string& label) {
+  const CompareResult r = run_compare(
+      o.scenario, o.sets, axes, out,
+      [&](size_t i, const std::string& label) {
         if (show) std::cerr << fmt::format("kvsim: variant {}/{}: {}\n", i + 1, total, label);
-      });
+      },
+      o.force);
   if (!o.quiet) {
     const auto& cols = compare_columns();
     size_t width = 8;
@@ -76,6 +81,7 @@ Command add_compare_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "output folder (default out/compare-<scenario name>)");
   cmd->add_option("--set", o->sets, "override a key in every variant (repeatable)");
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
   return {cmd, [o] { return run_compare_command(*o); }};
 }
 

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/studies/hitcurve.hpp"
 #include "reports/input_error.hpp"
+#include "reports/output_dir.hpp"
 
 namespace kvsim::cli {
 namespace {
@@ -19,6 +20,7 @@ struct HitCurveOptions {
   std::string scenario, out;
   std::vector<std::string> capacities;  // strings: "1e6" is accepted
   std::vector<std::string> sets;
+  bool force = false;
 };
 
 // A capacity in tokens: a whole number, also written as 1e6 or 2.5e7.
@@ -56,8 +58,8 @@ int run_hitcurve(const HitCurveOptions& o) {
   }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string out = o.out.empty() ? "out/hitcurve-" + spec.name : o.out;
-  write_hit_curve(curve, out);
+  const std::string out = o.out.empty() ? "out/hitcurve-" + safe_path_component(spec.name) : o.out;
+  write_hit_curve(curve, out, o.force);
   std::cout << hit_curve_markdown(curve) << "\n"
             << fmt::format("{} replays in {:.2f} s\n", curve.points.size(), wall_s)
             << "report: " << out << "/ (hitcurve.csv, hitcurve.json, hitcurve.md, hitcurve.html)\n";
@@ -76,6 +78,7 @@ Command add_hitcurve_command(CLI::App& app) {
       ->required()
       ->delimiter(',');
   cmd->add_option("--out", o->out, "output folder (default out/hitcurve-<scenario name>)");
+  cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
   cmd->add_option("--set", o->sets, "override a scenario key (repeatable)");
   return {cmd, [o] { return run_hitcurve(*o); }};
 }

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/studies/run_folder.hpp"
+#include "reports/output_dir.hpp"
 #include "reports/run_report.hpp"
 #include "sim/expect.hpp"
 
@@ -18,6 +19,7 @@ struct RunOptions {
   std::string scenario, out;
   std::vector<std::string> sets;
   bool quiet = false;
+  bool force = false;
 };
 
 // A progress line on stderr, at most twice a second, only on a terminal (SPEC 3).
@@ -46,13 +48,14 @@ class ProgressLine {
 
 int run(const RunOptions& o) {
   const ScenarioSpec spec = load_scenario(o.scenario, o.sets);
-  const std::string out = o.out.empty() ? "out/" + spec.name : o.out;
+  const std::string out = o.out.empty() ? "out/" + safe_path_component(spec.name) : o.out;
   RunFolderResult result;
   if (!o.quiet && isatty(STDERR_FILENO)) {
     auto line = std::make_shared<ProgressLine>();
-    result = run_into_folder(spec, out, [line](const RunProgress& p) { (*line)(p); });
+    result = run_into_folder(
+        spec, out, [line](const RunProgress& p) { (*line)(p); }, o.force);
   } else {
-    result = run_into_folder(spec, out);
+    result = run_into_folder(spec, out, {}, o.force);
   }
   if (!o.quiet) {
     std::cout << summary_table(spec, result.metrics);
@@ -76,6 +79,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "output folder (default out/<scenario name>)");
   cmd->add_option("--set", o->sets, "override a key: --set kv_cache.block_size=64 (repeatable)");
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
   return {cmd, [o] { return run(*o); }};
 }
 

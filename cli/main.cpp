@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "reports/output_dir.hpp"
 #include "sim/serve/step_observer.hpp"
 
 int main(int argc, char** argv) {
@@ -38,8 +39,12 @@ int main(int argc, char** argv) {
   } catch (const kvsim::CheckFailed& e) {
     std::cerr << "kvsim: check failed: " << e.what() << "\n";
     return kExitExpect;
+  } catch (const kvsim::OutputRefused& e) {
+    std::cerr << "kvsim: error: " << e.what() << "\n";
+    return kExitBadInput;
   } catch (const std::filesystem::filesystem_error& e) {
-    // An output folder that cannot be created or replaced is a bad --out.
+    // An output folder that cannot be created or written (permissions, a
+    // full disk) is the environment's fault: exit 2 with the OS's text.
     std::cerr << "kvsim: error: " << e.path1().string() << ": " << e.code().message() << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {

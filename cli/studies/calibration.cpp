@@ -358,8 +358,8 @@ std::string calibration_markdown(const CalibrationReport& report) {
   return md;
 }
 
-void write_calibration(const CalibrationReport& report, const std::string& out) {
-  OutputDir dir(out);
+void write_calibration(const CalibrationReport& report, const std::string& out, bool force) {
+  OutputDir dir(out, force);
   write_file_atomically(dir.file("calibration.csv"), calibration_csv(report));
   write_file_atomically(dir.file("calibration.json"), calibration_json_text(report));
   write_file_atomically(dir.file("calibration.md"), calibration_markdown(report));

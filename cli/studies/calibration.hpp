@@ -70,6 +70,6 @@ std::string calibration_csv(const CalibrationReport& report);
 std::string calibration_json_text(const CalibrationReport& report);
 std::string calibration_markdown(const CalibrationReport& report);
 // calibration.csv, .json and .md into `out`, which appears whole or not at all.
-void write_calibration(const CalibrationReport& report, const std::string& out);
+void write_calibration(const CalibrationReport& report, const std::string& out, bool force = false);
 
 }  // namespace kvsim

@@ -92,7 +92,8 @@ const std::vector<CompareColumn>& compare_columns() {
 
 CompareResult run_compare(const std::string& scenario_path, const std::vector<std::string>& sets,
                           const std::vector<VaryAxis>& axes, const std::string& out,
-                          const std::function<void(size_t, const std::string&)>& progress) {
+                          const std::function<void(size_t, const std::string&)>& progress,
+                          bool force) {
   CompareResult result;
   result.variants = expand_variants(axes);
   std::vector<ScenarioSpec> specs;
@@ -101,7 +102,7 @@ CompareResult run_compare(const std::string& scenario_path, const std::vector<st
     all.insert(all.end(), v.sets.begin(), v.sets.end());
     specs.push_back(load_scenario(scenario_path, all));
   }
-  OutputDir dir(out);
+  OutputDir dir(out, force);
   std::vector<std::string> folders;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (progress) progress(i, result.variants[i].label);

@@ -51,6 +51,7 @@ struct CompareResult {
 // runs them in order. `progress` gets (index, label) before each run.
 CompareResult run_compare(const std::string& scenario_path, const std::vector<std::string>& sets,
                           const std::vector<VaryAxis>& axes, const std::string& out,
-                          const std::function<void(size_t, const std::string&)>& progress = {});
+                          const std::function<void(size_t, const std::string&)>& progress = {},
+                          bool force = false);
 
 }  // namespace kvsim

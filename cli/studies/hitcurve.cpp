@@ -202,8 +202,8 @@ std::string hit_curve_html(const HitCurve& curve) {
   return html_document("kvsim hit curve: " + curve.scenario, body);
 }
 
-void write_hit_curve(const HitCurve& curve, const std::string& out) {
-  OutputDir dir(out);
+void write_hit_curve(const HitCurve& curve, const std::string& out, bool force) {
+  OutputDir dir(out, force);
   write_file_atomically(dir.file("hitcurve.csv"), hit_curve_csv(curve));
   write_file_atomically(dir.file("hitcurve.json"), hit_curve_json(curve).dump(2) + "\n");
   write_file_atomically(dir.file("hitcurve.md"), hit_curve_markdown(curve));

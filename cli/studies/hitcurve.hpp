@@ -48,6 +48,6 @@ std::string hit_curve_markdown(const HitCurve& curve);
 std::string hit_curve_html(const HitCurve& curve);
 
 // Writes the four files into `out`, which appears whole or not at all.
-void write_hit_curve(const HitCurve& curve, const std::string& out);
+void write_hit_curve(const HitCurve& curve, const std::string& out, bool force = false);
 
 }  // namespace kvsim

@@ -9,8 +9,8 @@
 namespace kvsim {
 
 RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,
-                                std::function<void(const RunProgress&)> progress) {
-  OutputDir dir(out);
+                                std::function<void(const RunProgress&)> progress, bool force) {
+  OutputDir dir(out, force);
   CsvRunSink sink(dir.file("requests.csv"), dir.file("timeline.csv"));
   // The engine follows the device kind (serving or on-device dialog).
   ScenarioRunResult run = run_scenario(spec, &sink, std::move(progress));

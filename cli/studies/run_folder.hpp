@@ -18,7 +18,9 @@ struct RunFolderResult {
   std::string folder;  // final path
 };
 
+// `force`: replace `out` even when kvsim did not write it (reports/output_dir.hpp).
 RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,
-                                std::function<void(const RunProgress&)> progress = {});
+                                std::function<void(const RunProgress&)> progress = {},
+                                bool force = false);
 
 }  // namespace kvsim

@@ -1,0 +1,158 @@
+// kvsim replaces only what it wrote (non-negotiable 3, SPEC 11 "Outputs"):
+// an --out onto a file, a user's folder, the working folder or one of its
+// parents is exit 2 with everything left as it was; a folder kvsim wrote
+// (it carries .kvsim) is replaced; names from YAML become one safe path
+// component; leftovers of dead runs are cleaned; a second writer is refused;
+// an interrupted run removes its temporary folder.
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include "report_test_helpers.hpp"
+#include "reports/output_dir.hpp"
+
+namespace kvsim {
+namespace {
+namespace fs = std::filesystem;
+
+class OutputSafety : public testing::TempFolderTest {
+ protected:
+  std::string scenario(const std::string& name = "safety", int requests = 20) {
+    return write(name + ".yaml", testing::small_scenario(name, requests));
+  }
+  // `kvsim run` with the working folder set to this test's folder.
+  testing::CommandResult run_here(const std::string& args) {
+    return testing::run_command("cd " + dir_.string() + " && " + std::string(KVSIM_BINARY) +
+                                " run " + args);
+  }
+};
+
+TEST_F(OutputSafety, AFileAtOutIsRefusedAndKept) {
+  const std::string target = write("notes.txt", "my notes\n");
+  const auto r = kvsim("run " + scenario() + " --quiet --out " + target);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("not a folder kvsim wrote"), std::string::npos) << r.output;
+  EXPECT_EQ(read(target), "my notes\n");
+}
+
+TEST_F(OutputSafety, AUsersFolderIsRefusedUnlessForced) {
+  fs::create_directories(path("mine"));
+  write("mine/notes.txt", "keep me\n");
+  auto r = kvsim("run " + scenario() + " --quiet --out " + path("mine"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no .kvsim marker"), std::string::npos) << r.output;
+  EXPECT_EQ(read(path("mine/notes.txt")), "keep me\n");
+  r = kvsim("run " + scenario() + " --quiet --force --out " + path("mine"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(path("mine/notes.txt")));
+  EXPECT_TRUE(fs::exists(path("mine/metrics.json")));
+}
+
+TEST_F(OutputSafety, AFolderKvsimWroteIsReplacedAndAnEmptyOneTaken) {
+  fs::create_directories(path("empty"));
+  auto r = kvsim("run " + scenario() + " --quiet --out " + path("empty"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(path("empty/.kvsim")));
+  r = kvsim("run " + scenario() + " --quiet --out " + path("empty"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(path("empty/metrics.json")));
+}
+
+TEST_F(OutputSafety, AnOutputOfAnEarlierKvsimWithoutTheMarkerIsReplaced) {
+  fs::create_directories(path("old/01-base"));
+  write("old/metrics.json", "{}");
+  write("old/report.md", "#");
+  write("old/01-base/metrics.json", "{}");
+  auto r = kvsim("run " + scenario() + " --quiet --out " + path("old"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(path("old/01-base")));
+  // One file of the user's among them and it is not kvsim's any more.
+  fs::create_directories(path("mixed"));
+  write("mixed/metrics.json", "{}");
+  write("mixed/todo.txt", "x");
+  r = kvsim("run " + scenario() + " --quiet --out " + path("mixed"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(fs::exists(path("mixed/todo.txt")));
+}
+
+TEST_F(OutputSafety, TheWorkingFolderAndItsParentsAreNeverReplaced) {
+  write("keep.txt", "x");
+  for (const std::string& out : std::vector<std::string>{".", "..", dir_.string(), "/"}) {
+    SCOPED_TRACE(out);
+    const auto r = run_here(scenario() + " --quiet --force --out " + out);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(fs::exists(path("keep.txt")));
+  }
+}
+
+TEST_F(OutputSafety, AScenarioNameBecomesOneSafePathComponent) {
+  fs::create_directories(path("work/sub"));
+  write("work/sub/keep.txt", "x");
+  const std::string file = write("work/sub/evil.yaml", testing::small_scenario("../..", 10));
+  const auto r = testing::run_command("cd " + path("work/sub") + " && " +
+                                      std::string(KVSIM_BINARY) + " run evil.yaml --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(path("work/sub/keep.txt")));
+  EXPECT_TRUE(fs::exists(path("work/sub/out/_._../metrics.json")));
+  EXPECT_EQ(safe_path_component("x/../.."), "x_.._..");
+  EXPECT_EQ(safe_path_component(".."), "_.");
+  EXPECT_EQ(safe_path_component(""), "scenario");
+  EXPECT_EQ(safe_path_component(std::string("a\0b\nc", 5)), "a_b_c");
+  EXPECT_EQ(safe_path_component(std::string(300, 'n')).size(), 96u);
+}
+
+TEST_F(OutputSafety, LeftoversOfDeadRunsAreCleanedAndLiveOnesKept) {
+  // A pid far above any live one: the process is gone.
+  fs::create_directories(path(".run.tmp-999999999"));
+  fs::create_directories(path("run.old-999999999"));
+  const std::string live = ".run.tmp-" + std::to_string(getpid());
+  fs::create_directories(path(live));
+  const auto r = kvsim("run " + scenario() + " --quiet --out " + path("run"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(path(".run.tmp-999999999")));
+  EXPECT_FALSE(fs::exists(path("run.old-999999999")));
+  EXPECT_TRUE(fs::exists(path(live)));  // this test process is alive
+  EXPECT_FALSE(fs::exists(path(".run.lock")));
+}
+
+TEST_F(OutputSafety, ASecondWriterOfOneFolderIsRefused) {
+  const std::string lock = path(".busy.lock");
+  const int fd = ::open(lock.c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const auto r = kvsim("run " + scenario() + " --quiet --out " + path("busy"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("another kvsim is writing it"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(path("busy")));
+  ::close(fd);
+}
+
+TEST_F(OutputSafety, AnInterruptedRunLeavesNoTemporaryFolder) {
+  // Long enough to be interrupted mid-run: 2 million requests.
+  const std::string s = scenario("long", 2000000);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(KVSIM_BINARY, "kvsim", "run", s.c_str(), "--quiet", "--out", path("long").c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the run has its temporary folder, then interrupt it.
+  const fs::path temp = dir_ / (".long.tmp-" + std::to_string(pid));
+  for (int i = 0; i < 400 && !fs::exists(temp); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(temp)) << "the run did not start";
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_FALSE(fs::exists(path(".long.lock")));
+  EXPECT_FALSE(fs::exists(path("long")));
+}
+
+}  // namespace
+}  // namespace kvsim

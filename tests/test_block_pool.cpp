@@ -15,7 +15,7 @@ BlockHash h(uint64_t v) {
 }
 
 TEST(BlockPool, AllocatesInIdOrderFromAFreshPool) {
-  BlockPool pool(4);
+  BlockPool pool({4});
   EXPECT_EQ(pool.num_free(), 4);
   EXPECT_EQ(pool.allocate(), 0);
   EXPECT_EQ(pool.allocate(), 1);
@@ -25,7 +25,7 @@ TEST(BlockPool, AllocatesInIdOrderFromAFreshPool) {
 }
 
 TEST(BlockPool, FreedBlocksGoToTheTailAndAreReusedLeastRecentlyFreedFirst) {
-  BlockPool pool(4);
+  BlockPool pool({4});
   std::vector<BlockId> b;
   for (int i = 0; i < 4; ++i) b.push_back(pool.allocate());
   pool.release(b[2]);
@@ -39,7 +39,7 @@ TEST(BlockPool, FreedBlocksGoToTheTailAndAreReusedLeastRecentlyFreedFirst) {
 }
 
 TEST(BlockPool, FreedCachedBlockKeepsItsHashUntilReused) {
-  BlockPool pool(2);
+  BlockPool pool({2});
   const BlockId a = pool.allocate();
   pool.register_hash(a, h(7));
   pool.release(a);
@@ -60,7 +60,7 @@ TEST(BlockPool, FreedCachedBlockKeepsItsHashUntilReused) {
 }
 
 TEST(BlockPool, SharedBlockReturnsToThePoolOnlyAtTheLastReference) {
-  BlockPool pool(2);
+  BlockPool pool({2});
   const BlockId a = pool.allocate();
   pool.touch(a);
   EXPECT_EQ(pool.ref_count(a), 2);
@@ -72,7 +72,7 @@ TEST(BlockPool, SharedBlockReturnsToThePoolOnlyAtTheLastReference) {
 }
 
 TEST(BlockPool, DuplicateContentKeepsTheFirstBlockCanonical) {
-  BlockPool pool(3);
+  BlockPool pool({3});
   const BlockId a = pool.allocate();
   const BlockId b = pool.allocate();
   pool.register_hash(a, h(1));
@@ -82,7 +82,7 @@ TEST(BlockPool, DuplicateContentKeepsTheFirstBlockCanonical) {
 }
 
 TEST(BlockPool, RandomOperationsKeepInvariants) {
-  BlockPool pool(64);
+  BlockPool pool({64});
   std::mt19937 rng(7);
   std::vector<BlockId> held;
   for (int step = 0; step < 20000; ++step) {

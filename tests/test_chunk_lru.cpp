@@ -107,7 +107,7 @@ TEST(ChunkPool, EvictsLeastRecentlyUsedUntilTheChunkFits) {
   std::vector<BlockHash> evicted;
   pool.insert(BlockHash{4, 0}, 12, &evicted);  // 3 blocks: b and c go
   EXPECT_EQ(evicted, (std::vector<BlockHash>{b, c}));
-  EXPECT_EQ(pool.lru_order(), (std::vector<BlockHash>{a, BlockHash{4, 0}}));
+  EXPECT_EQ(pool.victim_order(), (std::vector<BlockHash>{a, BlockHash{4, 0}}));
   EXPECT_EQ(pool.free_blocks(), 1);
   EXPECT_EQ(pool.evictions(), 2u);
   EXPECT_FALSE(pool.can_hold(25));
@@ -144,7 +144,7 @@ TEST(ChunkLruPolicy, LruOrderWithAPoolTooSmallForTheWorkingSet) {
   // 0 m, 1 m, 0 h (order 1,0), 2 m evicts 1 (0,2), 0 h (2,0), 3 m evicts 2
   // (0,3), 1 m evicts 0 (3,1), 1 h.
   EXPECT_EQ(p.eviction_log(), (std::vector<BlockHash>{id[1], id[2], id[0]}));
-  EXPECT_EQ(p.chunk_pool().lru_order(), (std::vector<BlockHash>{id[3], id[1]}));
+  EXPECT_EQ(p.chunk_pool().victim_order(), (std::vector<BlockHash>{id[3], id[1]}));
   EXPECT_EQ(p.stats().hits, 3);
   EXPECT_EQ(p.stats().misses, 5);
   EXPECT_EQ(p.chunk_pool().evictions(), 3u);

@@ -4,52 +4,40 @@
 
 #include <stdexcept>
 
+#include "sim/cache/eviction/eviction_registry.hpp"
+
 namespace kvsim {
 
-BlockPool::BlockPool(int64_t num_blocks) {
-  if (num_blocks < 0 || num_blocks > std::numeric_limits<BlockId>::max()) {
-    throw std::invalid_argument(fmt::format("block pool of {} blocks", num_blocks));
+BlockPool::BlockPool(const BlockPoolParams& params)
+    : BlockPool(params, make_eviction_order(params.eviction)) {}
+
+BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrder> order)
+    : order_(std::move(order)) {
+  if (!order_) throw std::invalid_argument("block pool without an eviction order");
+  if (params.num_blocks < 0 || params.num_blocks > std::numeric_limits<BlockId>::max()) {
+    throw std::invalid_argument(fmt::format("block pool of {} blocks", params.num_blocks));
   }
-  blocks_.resize(static_cast<size_t>(num_blocks));
-  for (BlockId b = 0; b < static_cast<BlockId>(num_blocks); ++b) push_tail(b);
+  blocks_.resize(static_cast<size_t>(params.num_blocks));
+  // Freed in id order: under `lru` a fresh pool hands out blocks 0, 1, 2...
+  for (BlockId b = 0; b < static_cast<BlockId>(params.num_blocks); ++b) mark_free(b);
 }
 
-void BlockPool::unlink(BlockId b) {
+void BlockPool::mark_free(BlockId b) {
   Block& blk = blocks_[static_cast<size_t>(b)];
-  if (blk.prev != kNoBlock)
-    blocks_[static_cast<size_t>(blk.prev)].next = blk.next;
-  else
-    head_ = blk.next;
-  if (blk.next != kNoBlock)
-    blocks_[static_cast<size_t>(blk.next)].prev = blk.prev;
-  else
-    tail_ = blk.prev;
-  blk.prev = blk.next = kNoBlock;
-  blk.in_free_queue = false;
-  --num_free_;
-  if (blk.hashed) --num_cached_free_;
-}
-
-void BlockPool::push_tail(BlockId b) {
-  Block& blk = blocks_[static_cast<size_t>(b)];
-  blk.prev = tail_;
-  blk.next = kNoBlock;
-  if (tail_ != kNoBlock)
-    blocks_[static_cast<size_t>(tail_)].next = b;
-  else
-    head_ = b;
-  tail_ = b;
-  blk.in_free_queue = true;
+  blk.free = true;
   ++num_free_;
   if (blk.hashed) ++num_cached_free_;
+  order_->on_evictable(b);
 }
 
 BlockId BlockPool::allocate() {
-  if (head_ == kNoBlock) throw std::logic_error("allocate() on an empty block pool");
-  const BlockId b = head_;
-  unlink(b);
+  if (num_free_ == 0) throw std::logic_error("allocate() on an empty block pool");
+  const BlockId b = order_->pop_victim();
   Block& blk = blocks_[static_cast<size_t>(b)];
+  blk.free = false;
+  --num_free_;
   if (blk.hashed) {
+    --num_cached_free_;
     auto it = by_hash_.find(blk.hash);
     if (it != by_hash_.end() && it->second == b) by_hash_.erase(it);
     blk.hashed = false;
@@ -61,7 +49,13 @@ BlockId BlockPool::allocate() {
 
 void BlockPool::touch(BlockId b) {
   Block& blk = blocks_[static_cast<size_t>(b)];
-  if (blk.in_free_queue) unlink(b);
+  if (blk.free) {
+    blk.free = false;
+    --num_free_;
+    if (blk.hashed) --num_cached_free_;
+    order_->on_pinned(b);
+  }
+  order_->on_access(b);
   ++blk.ref_count;
 }
 
@@ -71,7 +65,7 @@ void BlockPool::release(BlockId b) {
     throw std::logic_error(
         fmt::format("release of block {} with reference count {}", b, blk.ref_count));
   }
-  if (--blk.ref_count == 0) push_tail(b);
+  if (--blk.ref_count == 0) mark_free(b);
 }
 
 BlockId BlockPool::lookup(const BlockHash& hash) const {
@@ -89,9 +83,7 @@ void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
 }
 
 std::vector<BlockId> BlockPool::free_queue() const {
-  std::vector<BlockId> out;
-  for (BlockId b = head_; b != kNoBlock; b = blocks_[static_cast<size_t>(b)].next) out.push_back(b);
-  return out;
+  return order_->victims_in_order();
 }
 
 void BlockPool::check_invariants() const {
@@ -101,16 +93,23 @@ void BlockPool::check_invariants() const {
     const Block& blk = blocks_[i];
     if (blk.ref_count < 0)
       throw std::logic_error(fmt::format("block {} has reference count {}", i, blk.ref_count));
-    if (blk.in_free_queue != (blk.ref_count == 0)) {
-      throw std::logic_error(fmt::format("block {}: reference count {} but {} the free queue", i,
-                                         blk.ref_count, blk.in_free_queue ? "in" : "not in"));
+    if (blk.free != (blk.ref_count == 0)) {
+      throw std::logic_error(fmt::format("block {}: reference count {} but {}", i, blk.ref_count,
+                                         blk.free ? "free" : "not free"));
     }
-    free_count += blk.in_free_queue ? 1 : 0;
-    cached += (blk.in_free_queue && blk.hashed) ? 1 : 0;
+    free_count += blk.free ? 1 : 0;
+    cached += (blk.free && blk.hashed) ? 1 : 0;
   }
-  if (free_count != num_free_ || cached != num_cached_free_) {
-    throw std::logic_error(fmt::format("free count {} (cached {}) but bookkeeping says {} ({})",
-                                       free_count, cached, num_free_, num_cached_free_));
+  const std::vector<BlockId> in_order = order_->victims_in_order();
+  for (BlockId b : in_order) {
+    if (b < 0 || b >= num_blocks() || !blocks_[static_cast<size_t>(b)].free)
+      throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));
+  }
+  if (free_count != num_free_ || cached != num_cached_free_ ||
+      static_cast<int64_t>(in_order.size()) != num_free_) {
+    throw std::logic_error(fmt::format(
+        "free count {} (cached {}) but bookkeeping says {} ({}), the {} order {}", free_count,
+        cached, num_free_, num_cached_free_, order_->name(), in_order.size()));
   }
 }
 

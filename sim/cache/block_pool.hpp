@@ -1,28 +1,42 @@
 #pragma once
 // Metadata of a pool of KV blocks: reference counts, content hashes and the
-// free queue. Tensor storage lives elsewhere (kernels/); this class only says
-// which block holds what (DESIGN practice 9).
+// set of free blocks. Tensor storage lives elsewhere (kernels/); this class
+// only says which block holds what (DESIGN practice 9).
 //
 // Reuse follows vLLM's prefix cache: a block whose last reference goes away
-// keeps its hash and goes to the TAIL of the free queue; allocation takes the
-// HEAD, so the least recently freed block is reused (and its hash evicted)
-// first, while a later request with the same prefix can revive a freed block
-// until then.
+// keeps its hash and becomes free; allocation takes the free block the
+// pool's eviction order names (its hash, if any, is evicted), while a later
+// request with the same prefix can revive a freed block until then. Every
+// free block is in the order, whether it holds a hash or never did: under
+// `lru` the order is vLLM's free queue (freed blocks to the tail, allocation
+// from the head, a fresh pool in id order).
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "sim/cache/block_hash.hpp"
+#include "sim/cache/eviction/eviction_order.hpp"
 
 namespace kvsim {
 
 using BlockId = int32_t;
 constexpr BlockId kNoBlock = -1;
 
+struct BlockPoolParams {
+  int64_t num_blocks = 0;
+  std::string eviction = "lru";  // a name of eviction_order_names()
+};
+
 class BlockPool {
  public:
-  explicit BlockPool(int64_t num_blocks);
+  // The order named by params.eviction.
+  explicit BlockPool(const BlockPoolParams& params);
+  // An order given directly (params.eviction is not read): a test's own, or
+  // a caller composing one.
+  BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrder> order);
 
   int64_t num_blocks() const { return static_cast<int64_t>(blocks_.size()); }
   int64_t num_free() const { return num_free_; }
@@ -30,14 +44,13 @@ class BlockPool {
   // Free blocks that still hold a cached hash (revivable by a prefix hit).
   int64_t num_cached_free() const { return num_cached_free_; }
 
-  // Takes the head of the free queue; its hash, if any, is evicted.
-  // Precondition: num_free() > 0.
+  // Takes the free block the eviction order picks; its hash, if any, is
+  // evicted. Precondition: num_free() > 0.
   BlockId allocate();
-  // Adds a reference to a block found by hash (a prefix hit). A free block is
-  // taken out of the free queue.
+  // Adds a reference to a block found by hash (a prefix hit). A free block
+  // stops being free.
   void touch(BlockId block);
-  // Drops one reference; at zero the block goes to the tail of the free queue
-  // with its hash kept.
+  // Drops one reference; at zero the block is free with its hash kept.
   void release(BlockId block);
 
   // Block holding this content, or kNoBlock.
@@ -51,27 +64,24 @@ class BlockPool {
   bool has_hash(BlockId block) const { return blocks_[static_cast<size_t>(block)].hashed; }
 
   uint64_t evictions() const { return evictions_; }
-  // Free queue from head (next to reuse) to tail, for tests.
+  const EvictionOrder& eviction_order() const { return *order_; }
+  // Free blocks, next to reuse first (tests).
   std::vector<BlockId> free_queue() const;
   // Throws std::logic_error when a reference count is negative, a block is
-  // both free and referenced, or the free count disagrees with the queue.
+  // both free and referenced, or the free count disagrees with the order.
   void check_invariants() const;
 
  private:
   struct Block {
     int32_t ref_count = 0;
-    BlockId prev = kNoBlock;  // free-queue links, valid while free
-    BlockId next = kNoBlock;
-    bool in_free_queue = false;
+    bool free = false;
     bool hashed = false;
     BlockHash hash;
   };
-  void unlink(BlockId b);
-  void push_tail(BlockId b);
+  void mark_free(BlockId b);
 
   std::vector<Block> blocks_;
-  BlockId head_ = kNoBlock;
-  BlockId tail_ = kNoBlock;
+  std::unique_ptr<EvictionOrder> order_;
   int64_t num_free_ = 0;
   int64_t num_cached_free_ = 0;
   uint64_t evictions_ = 0;

@@ -25,7 +25,8 @@ constexpr size_t kMaxPendingPrefills = size_t{1} << 16;
 ChunkLruPolicy::ChunkLruPolicy(const ChunkLruParams& params)
     : params_(params),
       main_(main_pool_params(params.main)),
-      chunk_pool_({params.chunk_blocks, params.main.block_size, params.max_chunks}) {
+      chunk_pool_(
+          {params.chunk_blocks, params.main.block_size, params.max_chunks, params.eviction}) {
   if (params.main.block_size <= 0 || params.main.block_bytes % params.main.block_size != 0)
     throw std::invalid_argument("chunk_lru: block_bytes must be a multiple of block_size");
   kv_bytes_per_token_ = params.main.block_bytes / params.main.block_size;

@@ -42,6 +42,9 @@ struct ChunkLruParams {
   int64_t max_chunk_tokens = 32768;  // longer chunks are not cached
   int64_t virtual_pos_start = 4096;  // where missed chunks are computed
   bool keep_eviction_log = false;    // record evicted hashes in order (tests)
+  // Which chunk the chunk pool evicts first (seed 003: `lru`); a name of
+  // eviction_order_names(). The main pool's order is main.eviction.
+  std::string eviction = "lru";
 };
 
 // Seed 003 get_stats(), per admission (a request re-admitted after a

@@ -4,9 +4,16 @@
 
 #include <stdexcept>
 
+#include "sim/cache/eviction/eviction_registry.hpp"
+
 namespace kvsim {
 
-ChunkPool::ChunkPool(const ChunkPoolParams& params) : params_(params), blocks_(params.num_blocks) {
+ChunkPool::ChunkPool(const ChunkPoolParams& params)
+    : ChunkPool(params, make_eviction_order(params.eviction)) {}
+
+ChunkPool::ChunkPool(const ChunkPoolParams& params, std::unique_ptr<EvictionOrder> order)
+    : params_(params), blocks_({params.num_blocks}), order_(std::move(order)) {
+  if (!order_) throw std::invalid_argument("chunk pool without an eviction order");
   if (params.block_size <= 0)
     throw std::invalid_argument("chunk pool: block_size must be positive");
   if (params.max_chunks <= 0)
@@ -16,22 +23,23 @@ ChunkPool::ChunkPool(const ChunkPoolParams& params) : params_(params), blocks_(p
 bool ChunkPool::touch(const BlockHash& hash) {
   auto it = index_.find(hash);
   if (it == index_.end()) return false;
-  lru_.splice(lru_.end(), lru_, it->second);  // to the most recent end
+  order_->on_access(it->second);
   return true;
 }
 
 const std::vector<BlockId>& ChunkPool::blocks_of(const BlockHash& hash) const {
   static const std::vector<BlockId> kNone;
   auto it = index_.find(hash);
-  return it == index_.end() ? kNone : it->second->blocks;
+  return it == index_.end() ? kNone : entries_[static_cast<size_t>(it->second)].blocks;
 }
 
-void ChunkPool::evict_lru() {
-  Entry& victim = lru_.front();
+void ChunkPool::evict(EvictableId id) {
+  Entry& victim = entries_[static_cast<size_t>(id)];
   for (BlockId b : victim.blocks) blocks_.release(b);
+  victim.blocks.clear();
   tokens_held_ -= victim.tokens;
   index_.erase(victim.hash);
-  lru_.pop_front();
+  free_entries_.push_back(id);
   ++evictions_;
 }
 
@@ -42,44 +50,61 @@ void ChunkPool::insert(const BlockHash& hash, int64_t tokens, std::vector<BlockH
                                        tokens, blocks_.num_blocks()));
   }
   const int64_t need = blocks_for(tokens);
-  // Seed 003 evict_lru_until_enough: the least recently used go first.
+  // Seed 003 evict_lru_until_enough, in the pool's order.
   while (blocks_.num_free() < need || num_chunks() >= params_.max_chunks) {
-    if (evicted) evicted->push_back(lru_.front().hash);
-    evict_lru();
+    const EvictableId victim = order_->pop_victim();
+    if (evicted) evicted->push_back(entries_[static_cast<size_t>(victim)].hash);
+    evict(victim);
   }
-  Entry e;
+  EvictableId id;
+  if (free_entries_.empty()) {
+    id = static_cast<EvictableId>(entries_.size());
+    entries_.emplace_back();
+  } else {
+    id = free_entries_.back();
+    free_entries_.pop_back();
+  }
+  Entry& e = entries_[static_cast<size_t>(id)];
   e.hash = hash;
   e.tokens = tokens;
   e.blocks.reserve(static_cast<size_t>(need));
   for (int64_t i = 0; i < need; ++i) e.blocks.push_back(blocks_.allocate());
   tokens_held_ += tokens;
-  lru_.push_back(std::move(e));
-  index_[hash] = std::prev(lru_.end());
+  index_.emplace(hash, id);
+  order_->on_evictable(id);
 }
 
 void ChunkPool::clear() {
-  for (Entry& e : lru_)
-    for (BlockId b : e.blocks) blocks_.release(b);
-  lru_.clear();
+  // Victim order, so the chunks' blocks return to their pool in the same
+  // order as if each had been evicted.
+  for (EvictableId id : order_->victims_in_order()) {
+    order_->on_pinned(id);
+    for (BlockId b : entries_[static_cast<size_t>(id)].blocks) blocks_.release(b);
+  }
+  entries_.clear();
+  free_entries_.clear();
   index_.clear();
   tokens_held_ = 0;
 }
 
-std::vector<BlockHash> ChunkPool::lru_order() const {
+std::vector<BlockHash> ChunkPool::victim_order() const {
   std::vector<BlockHash> order;
-  order.reserve(lru_.size());
-  for (const Entry& e : lru_) order.push_back(e.hash);
+  for (EvictableId id : order_->victims_in_order())
+    order.push_back(entries_[static_cast<size_t>(id)].hash);
   return order;
 }
 
 void ChunkPool::check_invariants() const {
   blocks_.check_invariants();
   int64_t held = 0;
-  for (const Entry& e : lru_) held += static_cast<int64_t>(e.blocks.size());
-  if (held != blocks_.num_used() || index_.size() != lru_.size()) {
-    throw std::logic_error(
-        fmt::format("chunk pool: {} chunks hold {} blocks but {} are in use ({} indexed)",
-                    lru_.size(), held, blocks_.num_used(), index_.size()));
+  for (const auto& [hash, id] : index_)
+    held += static_cast<int64_t>(entries_[static_cast<size_t>(id)].blocks.size());
+  const size_t ordered = order_->victims_in_order().size();
+  if (held != blocks_.num_used() || ordered != index_.size() ||
+      entries_.size() != index_.size() + free_entries_.size()) {
+    throw std::logic_error(fmt::format(
+        "chunk pool: {} chunks hold {} blocks but {} are in use ({} in the {} order, {} entries)",
+        index_.size(), held, blocks_.num_used(), ordered, order_->name(), entries_.size()));
   }
 }
 

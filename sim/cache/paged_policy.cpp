@@ -10,7 +10,8 @@ void TokenView::copy(int64_t begin, int64_t count, int32_t* dst) const {
 }
 
 PagedPolicy::PagedPolicy(const PagedParams& params)
-    : PagedPolicyBase(params.num_blocks, params.block_size, params.block_bytes, params.host_blocks),
+    : PagedPolicyBase({params.num_blocks, params.eviction}, params.block_size, params.block_bytes,
+                      params.host_blocks),
       prefix_caching_(params.prefix_caching) {
   scratch_tokens_.resize(static_cast<size_t>(params.block_size));
 }

@@ -7,6 +7,7 @@
 // registering computed blocks, and reviving blocks still on device at
 // swap-in.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/kv_layout.hpp"
@@ -22,6 +23,9 @@ struct PagedParams {
   Bytes block_bytes = 0;   // per rank
   bool prefix_caching = true;
   int64_t host_blocks = 0;  // swap space in blocks
+  // Which free block is reused (and its cached hash evicted) first; a name
+  // of eviction_order_names(). `lru` is vLLM's free queue.
+  std::string eviction = "lru";
 };
 
 class PagedPolicy final : public PagedPolicyBase {

@@ -23,12 +23,9 @@ int32_t take_slot(std::vector<Entry>& entries, std::vector<int32_t>& free_slots)
 
 }  // namespace
 
-PagedPolicyBase::PagedPolicyBase(int64_t num_blocks, int64_t block_size, Bytes block_bytes,
+PagedPolicyBase::PagedPolicyBase(const BlockPoolParams& pool, int64_t block_size, Bytes block_bytes,
                                  int64_t host_blocks)
-    : pool_(num_blocks),
-      block_size_(block_size),
-      block_bytes_(block_bytes),
-      host_blocks_(host_blocks) {
+    : pool_(pool), block_size_(block_size), block_bytes_(block_bytes), host_blocks_(host_blocks) {
   if (block_size <= 0) throw std::invalid_argument("block_size must be positive");
 }
 

@@ -40,7 +40,9 @@ class PagedPolicyBase : public KvCachePolicy {
   const BlockPool& pool() const { return pool_; }
 
  protected:
-  PagedPolicyBase(int64_t num_blocks, int64_t block_size, Bytes block_bytes, int64_t host_blocks);
+  // The pool (its size and eviction order), then the table and swap shape.
+  PagedPolicyBase(const BlockPoolParams& pool, int64_t block_size, Bytes block_bytes,
+                  int64_t host_blocks);
 
   struct SeqBlocks {
     std::vector<BlockId> block_table;

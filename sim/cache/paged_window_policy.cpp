@@ -6,7 +6,10 @@
 namespace kvsim {
 
 PagedWindowPolicy::PagedWindowPolicy(const PagedWindowParams& params)
-    : PagedPolicyBase(params.num_blocks, params.block_size, params.block_bytes, params.host_blocks),
+    // Blocks under a window hold no hash: the free order only picks block
+    // ids, so the default (`lru`) order is kept.
+    : PagedPolicyBase({params.num_blocks}, params.block_size, params.block_bytes,
+                      params.host_blocks),
       window_(params.window) {
   if (params.window <= 0) throw std::invalid_argument("sliding_window: window must be at least 1");
 }

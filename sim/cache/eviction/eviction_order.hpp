@@ -1,0 +1,48 @@
+#pragma once
+// An eviction order: which evictable entry of a pool goes next. The pool
+// owns its order (DESIGN "an eviction order owned by the pool", as gem5's
+// caches own a replacement policy) and keeps the entries themselves (blocks,
+// chunks, their content and counts); the order sees only entry ids and keeps
+// whatever ranking it needs.
+//
+// What the pool reports, for entry ids in [0, 2^31):
+// - on_evictable(id): the entry may now be evicted (a block freed to
+//   reference count 0, a chunk inserted or unpinned). It was not evictable.
+// - on_pinned(id): an evictable entry leaves the evictable set without being
+//   evicted (a prefix hit revives a freed cached block).
+// - on_access(id): the entry was used (a prefix hit on a block, a chunk hit).
+//   It stays in or out of the evictable set as it was; a block revived by a
+//   hit gets on_pinned first, then on_access.
+// - pop_victim(): removes and returns the evictable entry to evict (or, for
+//   a block pool, to reuse) next. The pool calls it only when it knows some
+//   entry is evictable.
+//
+// A pool makes one call per allocation, free or hit, so every call must cost
+// O(1) (amortised): the order sits on the hot path of every engine step.
+// Between calls the evictable set an order holds is exactly the pool's.
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace kvsim {
+
+using EvictableId = int32_t;
+constexpr EvictableId kNoEvictable = -1;
+
+class EvictionOrder {
+ public:
+  virtual ~EvictionOrder() = default;
+
+  // The registered name ("lru"), or a test's own.
+  virtual std::string_view name() const = 0;
+  virtual void on_evictable(EvictableId id) = 0;
+  virtual void on_pinned(EvictableId id) = 0;
+  virtual void on_access(EvictableId id) = 0;
+  virtual EvictableId pop_victim() = 0;
+  // Every evictable entry, next victim first (tests, invariant checks, and
+  // a pool that drops everything in victim order). O(n).
+  virtual std::vector<EvictableId> victims_in_order() const = 0;
+};
+
+}  // namespace kvsim

@@ -113,6 +113,8 @@ TEST(EvictionRegistry, UnknownNameSaysWhatExists) {
   PagedParams p{16, 4, 1, true, 0};
   p.eviction = "nope";
   EXPECT_THROW(PagedPolicy{p}, std::invalid_argument);
+  p.eviction = "lru";
+  EXPECT_EQ(PagedPolicy{p}.pool().eviction_order().name(), "lru");
   ChunkLruParams c;
   c.main = PagedParams{16, 4, 4, false, 0};
   c.chunk_blocks = 8;

@@ -30,6 +30,8 @@ Command add_capacity_command(CLI::App& app);   // cmd_capacity.cpp
 Command add_check_command(CLI::App& app);      // cmd_check.cpp
 Command add_hitcurve_command(CLI::App& app);   // cmd_hitcurve.cpp
 Command add_calibrate_command(CLI::App& app);  // cmd_calibrate.cpp
+Command add_sweep_command(CLI::App& app);      // cmd_sweep.cpp
+Command add_search_command(CLI::App& app);     // cmd_search.cpp
 
 // Prints every diagnostic of a config error as `kvsim: error: ...`.
 void print_config_error(const config::ConfigError& error);

@@ -1,0 +1,62 @@
+// kvsim search SEARCH.yaml [--jobs N] [--out DIR] [--quiet]
+// The cheapest configuration meeting an SLO, with the reasoning (SPEC 11).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/studies/search.hpp"
+#include "reports/input_error.hpp"
+
+namespace kvsim::cli {
+namespace {
+
+struct SearchCommandOptions {
+  std::string file, out;
+  int jobs = 0;
+  bool quiet = false;
+};
+
+int run_search_command(const SearchCommandOptions& o) {
+  const SweepSpec spec = load_sweep(o.file, /*allow_search=*/true);
+  if (!spec.search) {
+    throw_input_error(o.file, "search", "a search file needs a `search:` section",
+                      "search: {rates: [..], slo: {ttft_p99_ms: ..}}; or run `kvsim sweep` on it");
+  }
+  SweepOptions options;
+  options.out = o.out;
+  options.jobs = o.jobs;
+  options.progress = !o.quiet && isatty(STDERR_FILENO);
+  options.kvsim_binary = std::filesystem::read_symlink("/proc/self/exe").string();
+  const SearchResult r = run_search(spec, options);
+  if (o.quiet) return kExitOk;
+  for (size_t c = 0; c < r.candidates.size(); ++c)
+    std::cout << fmt::format("{:>3} {}: {}\n", c, r.candidates[c].variant.label,
+                             r.candidates[c].reason);
+  if (r.chosen)
+    std::cout << "chosen: " << r.candidates[*r.chosen].variant.label << "\n";
+  else
+    std::cout << "chosen: none (no configuration meets the SLO)\n";
+  std::cout << "report: " << r.folder
+            << "/ (search.md, search.html, search.json, search.csv, probes/)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_search_command(CLI::App& app) {
+  auto o = std::make_shared<SearchCommandOptions>();
+  auto* cmd = app.add_subcommand("search", "find the cheapest configuration meeting an SLO");
+  cmd->add_option("search", o->file, "search YAML file (configs/sweeps/, with `search:`)")
+      ->required();
+  cmd->add_option("--jobs,-j", o->jobs, "worker processes (default: the machine's cores)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--out", o->out, "output folder (default out/search-<name>)");
+  cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  return {cmd, [o] { return run_search_command(*o); }};
+}
+
+}  // namespace kvsim::cli

@@ -143,7 +143,7 @@ void judge_candidates(const SweepSpec& spec, SearchResult& r) {
     } else if (cand.eligible && r.chosen) {
       const auto& b = r.candidates[*r.chosen];
       cand.reason +=
-          by_devices
+          by_devices && cand.total_devices != b.total_devices
               ? fmt::format("; passed over: {} devices vs {}", cand.total_devices, b.total_devices)
               : fmt::format("; passed over: {:.1f} vs {:.1f} tokens/s per device",
                             cand.best_throughput_per_device, b.best_throughput_per_device);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -65,7 +66,15 @@ VariantOutcome outcome_from_json(const Json& j) {
   return o;
 }
 
-SweepJournal::SweepJournal(std::string path) : path_(std::move(path)) {}
+SweepJournal::SweepJournal(std::string path) : path_(std::move(path)) {
+  // A sweep killed mid-write leaves a torn last line: end it, so the next
+  // line appended starts on its own and the torn one alone is skipped.
+  std::ifstream in(path_, std::ios::binary | std::ios::ate);
+  if (in && in.tellg() > 0) {
+    in.seekg(-1, std::ios::end);
+    if (in.get() != '\n') std::ofstream(path_, std::ios::app) << '\n';
+  }
+}
 
 void SweepJournal::append(const VariantOutcome& o) const {
   // One write() of a whole line with O_APPEND: concurrent writers (ranks

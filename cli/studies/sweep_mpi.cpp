@@ -22,8 +22,9 @@ int env_int(const char* name, int fallback) {
 }  // namespace
 
 bool launched_by_mpi() {
-  // Open MPI's mpirun, then PMI/PMIx launchers (MPICH's hydra, Slurm srun).
-  for (const char* size : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+  // Open MPI's mpirun, PMI launchers (MPICH's hydra, srun --mpi=pmi2), and
+  // a Slurm job step (srun --mpi=pmix sets no PMI size before MPI_Init).
+  for (const char* size : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"})
     if (env_int(size, 1) > 1) return true;
   return false;
 }

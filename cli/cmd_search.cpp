@@ -15,6 +15,7 @@ namespace kvsim::cli {
 namespace {
 
 struct SearchCommandOptions {
+  bool force = false;
   std::string file, out;
   int jobs = 0;
   bool quiet = false;
@@ -29,6 +30,7 @@ int run_search_command(const SearchCommandOptions& o) {
   SweepOptions options;
   options.out = o.out;
   options.jobs = o.jobs;
+  options.force = o.force;
   options.progress = !o.quiet && isatty(STDERR_FILENO);
   options.kvsim_binary = std::filesystem::read_symlink("/proc/self/exe").string();
   const SearchResult r = run_search(spec, options);
@@ -56,6 +58,7 @@ Command add_search_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--out", o->out, "output folder (default out/search-<name>)");
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  cmd->add_flag("--force", o->force, "write into --out even if kvsim did not write it");
   return {cmd, [o] { return run_search_command(*o); }};
 }
 

@@ -16,6 +16,7 @@ namespace kvsim::cli {
 namespace {
 
 struct SweepCommandOptions {
+  bool force = false;
   std::string file, out;
   int jobs = 0;
   bool resume = false, quiet = false;
@@ -27,6 +28,7 @@ int run_sweep_command(const SweepCommandOptions& o) {
   SweepOptions options;
   options.out = o.out;
   options.jobs = o.jobs;
+  options.force = o.force;
   options.resume = o.resume;
   options.progress = !o.quiet && isatty(STDERR_FILENO);
   options.kvsim_binary = std::filesystem::read_symlink("/proc/self/exe").string();
@@ -53,6 +55,7 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "output folder (default out/sweep-<name>)");
   cmd->add_flag("--resume", o->resume, "keep the variants the journal says finished");
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  cmd->add_flag("--force", o->force, "write into --out even if kvsim did not write it");
   return {cmd, [o] { return run_sweep_command(*o); }};
 }
 

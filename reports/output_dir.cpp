@@ -159,6 +159,17 @@ std::string safe_path_component(const std::string& name) {
   return s.empty() ? "scenario" : s;
 }
 
+void claim_output_folder(const std::string& path, bool force) {
+  fs::path p = fs::absolute(fs::path(path)).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  refuse_protected(p);
+  refuse_foreign(p, force);
+  fs::create_directories(p);
+  write_file_atomically((p / kOutputMarker).string(),
+                        "This folder was written by kvsim. kvsim replaces only folders that carry "
+                        "this file.\n");
+}
+
 OutputDir::OutputDir(std::string final_path, bool force) : final_(std::move(final_path)) {
   fs::path p = fs::absolute(fs::path(final_)).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();

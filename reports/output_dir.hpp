@@ -50,6 +50,12 @@ class OutputDir {
 // The file that marks a folder as kvsim's output.
 constexpr const char* kOutputMarker = ".kvsim";
 
+// For outputs written in place rather than renamed into place (a sweep's
+// journal grows while it runs and --resume continues it): applies the same
+// refusals as OutputDir, then creates the folder with its marker. Throws
+// OutputRefused.
+void claim_output_folder(const std::string& path, bool force = false);
+
 // A scenario name as one safe path component: '/', '\', control characters
 // and NUL become '_', a leading '.' becomes '_' (no hidden folders, no "..")
 // and the result is at most 96 bytes; an empty name becomes "scenario".

@@ -1,4 +1,5 @@
 #include "cli/studies/search.hpp"
+#include "reports/output_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -197,7 +198,7 @@ SearchResult run_search(const SweepSpec& spec, const SweepOptions& options) {
   }
   check_sweep_loads(spec);
   SearchResult r;
-  r.folder = options.out.empty() ? "out/search-" + spec.name : options.out;
+  r.folder = options.out.empty() ? "out/search-" + safe_path_component(spec.name) : options.out;
   r.target_rate = s.target_rate_per_s > 0 ? s.target_rate_per_s : s.rates.back();
   for (auto& v : expand_sweep(spec)) {
     SearchCandidate c;
@@ -207,7 +208,7 @@ SearchResult run_search(const SweepSpec& spec, const SweepOptions& options) {
     r.candidates.push_back(std::move(c));
   }
   const std::string probes_dir = r.folder + "/probes";
-  fs::create_directories(r.folder);
+  claim_output_folder(r.folder, options.force);
   fs::remove_all(probes_dir);
   fs::create_directories(probes_dir);
   SearchSource source(spec, r, probes_dir);

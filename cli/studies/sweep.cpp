@@ -1,4 +1,5 @@
 #include "cli/studies/sweep.hpp"
+#include "reports/output_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -88,12 +89,13 @@ void check_sweep_loads(const SweepSpec& spec) {
 
 SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const MpiWorld& world) {
   SweepResult result;
-  result.folder = options.out.empty() ? "out/sweep-" + spec.name : options.out;
+  result.folder = options.out.empty() ? "out/sweep-" + safe_path_component(spec.name) : options.out;
   result.variants = expand_sweep(spec);
   check_sweep_loads(spec);
   const std::string variants_dir = result.folder + "/variants";
   if (world.rank == 0) {
-    fs::create_directories(result.folder);
+    // A folder kvsim did not write is refused before anything is removed.
+    claim_output_folder(result.folder, options.force);
     if (!options.resume) {
       // Only what a sweep writes is removed: never the folder itself.
       remove_journals(result.folder);

@@ -21,6 +21,7 @@ struct SweepOptions {
   std::string out;           // default out/sweep-<name>
   int jobs = 0;              // 0: the machine's cores (split between local ranks)
   bool resume = false;       // keep the journal's finished variants
+  bool force = false;        // write into --out even if kvsim did not write it
   bool progress = false;     // progress line on stderr
   std::string kvsim_binary;  // the executable spawned per variant
 };

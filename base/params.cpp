@@ -99,12 +99,15 @@ std::string_view param_type_name(ParamType type) {
       return "ops rate";
     case ParamType::int_list:
       return "list of integers";
+    case ParamType::section:
+      return "map";
   }
   return "?";
 }
 
 std::string ParamSpec::default_text() const {
-  if (!default_value) return "required";
+  if (type == ParamType::section) return optional ? "none" : "required";
+  if (!default_value) return optional ? "none" : "required";
   const ParamValue& v = *default_value;
   switch (type) {
     case ParamType::bytes:
@@ -126,6 +129,8 @@ std::string ParamSpec::default_text() const {
       return std::get<std::string>(v).empty() ? "\"\"" : std::get<std::string>(v);
     case ParamType::int_list:
       return list_text(std::get<std::vector<int64_t>>(v));
+    case ParamType::section:
+      return "";
   }
   return "";
 }
@@ -136,6 +141,8 @@ std::string ParamSpec::range_text() const {
       return "true, false";
     case ParamType::string:
       return "text";
+    case ParamType::section:
+      return choices.empty() ? "map" : choices.front();
     case ParamType::choice: {
       std::string s;
       for (const auto& c : choices) s += (s.empty() ? "" : ", ") + c;
@@ -229,6 +236,19 @@ ParamSpec int_list_param(std::string key, std::optional<std::vector<int64_t>> de
   return p;
 }
 
+ParamSpec section_param(std::string key, bool required, std::string form, std::string doc) {
+  ParamSpec p = base(std::move(key), ParamType::section, "", std::move(doc));
+  p.optional = !required;
+  p.choices = {std::move(form)};  // shown as the range
+  return p;
+}
+
+ParamSpec optional_param(ParamSpec spec) {
+  spec.default_value.reset();
+  spec.optional = true;
+  return spec;
+}
+
 const ParamSpec* ComponentInfo::find(std::string_view key) const {
   for (const auto& p : params)
     if (p.key == key) return &p;
@@ -258,6 +278,9 @@ const std::string& ParamValues::string(std::string_view key) const {
 }
 const std::vector<int64_t>& ParamValues::int_list(std::string_view key) const {
   return std::get<std::vector<int64_t>>(at(key));
+}
+bool ParamValues::has(std::string_view key) const {
+  return values_.find(key) != values_.end();
 }
 bool ParamValues::given(std::string_view key) const {
   auto it = values_.find(key);
@@ -319,9 +342,14 @@ ParamValues read_params(MapReader& reader, const ComponentInfo& info) {
   ParamValues out;
   for (const ParamSpec& p : info.params) {
     const bool given = reader.has(p.key);
+    if (p.type == ParamType::section || (p.optional && !given)) {
+      reader.declare(p.key);
+      continue;
+    }
     const ParamValue fallback = p.default_value.value_or(zero_of(p.type));
     const auto lo = static_cast<int64_t>(p.min);
     const auto hi = static_cast<int64_t>(p.max);
+    // An optional key that is given reads like a required one.
     const bool has_def = p.default_value.has_value();
     auto def_int = [&]() -> std::optional<int64_t> {
       if (!has_def) return std::nullopt;
@@ -378,6 +406,8 @@ ParamValues read_params(MapReader& reader, const ComponentInfo& info) {
         }
         break;
       }
+      case ParamType::section:
+        break;  // declared above, read by its component
     }
     out.set(p.key, std::move(v), given);
   }
@@ -409,6 +439,13 @@ void report_foreign_keys(MapReader& reader, const ComponentInfo& chosen,
                    own.empty() ? std::string("no keys") : "keys of " + chosen.name + ": " + own);
     reader.declare(key);
   }
+}
+
+ComponentInfo compose_infos(const ComponentInfo& first, const ComponentInfo& second) {
+  ComponentInfo out = first;
+  for (const auto& p : second.params)
+    if (out.find(p.key) == nullptr) out.params.push_back(p);
+  return out;
 }
 
 std::string params_markdown(const ComponentInfo& info) {

@@ -41,6 +41,7 @@ enum class ParamType : uint8_t {
   bandwidth,  // "1.6TB/s" -> int64 bytes per second
   ops_rate,   // "353TFLOPS" -> int64 operations per second
   int_list,   // [1, 32, 128] -> sorted, unique int64 values
+  section,    // a map or list the component reads itself (a distribution, co-runners)
 };
 std::string_view param_type_name(ParamType type);
 
@@ -51,8 +52,11 @@ struct ParamSpec {
   ParamType type = ParamType::integer;
   // The default as a typed value (int64 for integer, bytes, duration and
   // bandwidth; double for number; bool; string for string and choice; a
-  // list for int_list). No value: the key is required.
+  // list for int_list). No value: the key is required, unless `optional`.
   std::optional<ParamValue> default_value;
+  // Absent means "not set" (no value at all), not an error: a byte count
+  // that is derived when not given, say.
+  bool optional = false;
   std::string unit;  // "tokens", "bytes", "fraction of device memory", "" when none
   // Inclusive range for integer-like and number types.
   double min = 0;
@@ -84,6 +88,12 @@ ParamSpec bandwidth_param(std::string key, std::optional<int64_t> def, int64_t m
                           std::string doc);
 ParamSpec ops_rate_param(std::string key, std::optional<int64_t> def, int64_t min, int64_t max,
                          std::string doc);
+// A nested map or list that the component reads with its own reader;
+// `form` says what it looks like ("{dist: ..., ...}"). Declared so that the
+// docs list it and the key counts as the component's.
+ParamSpec section_param(std::string key, bool required, std::string form, std::string doc);
+// The same spec, not required and without a default (see ParamSpec::optional).
+ParamSpec optional_param(ParamSpec spec);
 ParamSpec int_list_param(std::string key, std::optional<std::vector<int64_t>> def, int64_t min,
                          int64_t max, std::string unit, std::string doc);
 
@@ -107,6 +117,11 @@ class ParamValues {
   bool boolean(std::string_view key) const;
   const std::string& string(std::string_view key) const;  // string, choice
   const std::vector<int64_t>& int_list(std::string_view key) const;
+  // False for an optional key that was not given (and for a section).
+  bool has(std::string_view key) const;
+  const std::map<std::string, std::pair<ParamValue, bool>, std::less<>>& all() const {
+    return values_;
+  }
   // True when the key was written in the YAML (or by --set), not defaulted.
   bool given(std::string_view key) const;
 
@@ -119,7 +134,9 @@ class ParamValues {
 
 // Reads every parameter `info` declares from `reader` (declaring them on
 // the reader, so its finish() knows them). A required key that is missing,
-// a wrong type or a value out of range is recorded in the diagnostics.
+// a wrong type or a value out of range is recorded in the diagnostics. A
+// section is only declared (its component reads it); an optional key that
+// is absent gets no value.
 ParamValues read_params(MapReader& reader, const ComponentInfo& info);
 
 // For each key of the reader's map that `chosen` does not declare, that is
@@ -130,6 +147,11 @@ ParamValues read_params(MapReader& reader, const ComponentInfo& info);
 void report_foreign_keys(MapReader& reader, const ComponentInfo& chosen,
                          const std::vector<ComponentInfo>& siblings,
                          const std::vector<std::string>& shared_keys = {});
+
+// `first`'s parameters followed by those of `second` that `first` does not
+// declare: a component that composes another (a sliding window over its
+// update mode) takes the keys of both. Kind, name and doc are `first`'s.
+ComponentInfo compose_infos(const ComponentInfo& first, const ComponentInfo& second);
 
 // A Markdown table of a component's parameters (key, type, default, unit,
 // range, doc): the form docs/yaml.md holds and `kvsim list --params` prints.

@@ -106,84 +106,6 @@ std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
   return file_root;
 }
 
-// chunk_lru (seed 003): the two pools and the reserve share the device.
-void chunk_lru_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
-  if (s.cache.policy != "chunk_lru") return;
-  auto at = [&](const std::string& key) { return ctx.location_of(key); };
-  const double main = s.cache.main_pool_fraction;
-  const double chunk = s.cache.chunk_pool_fraction;
-  if (main + chunk > 1.0 + 1e-9) {
-    ctx.diagnostics.error(
-        at("kv_cache.chunk_pool_fraction"), "kv_cache.chunk_pool_fraction",
-        fmt::format("main_pool_fraction {} + chunk_pool_fraction {} = {} is more than the device's "
-                    "memory",
-                    main, chunk, main + chunk),
-        "a sum of at most 1 (seed 003: 0.70 main + 0.15 chunk, 0.15 left in reserve)");
-  }
-  if (ctx.locations.count("kv_cache.memory_fraction") > 0) {
-    ctx.diagnostics.error(at("kv_cache.memory_fraction"), "kv_cache.memory_fraction",
-                          "does not apply to chunk_lru: its main pool (weights, activations, "
-                          "main KV) is sized by main_pool_fraction",
-                          "remove it and set main_pool_fraction / chunk_pool_fraction");
-  }
-  const PoolSizing sz = size_paged_pool(s.model, s.pool_input());
-  if (sz.chunk_pool_blocks < 1) {
-    ctx.diagnostics.error(
-        at("kv_cache.chunk_pool_fraction"), "kv_cache.chunk_pool_fraction",
-        fmt::format("{} x {} holds no block of {}", format_bytes(s.device.memory_bytes), chunk,
-                    format_bytes(sz.block_bytes)),
-        "a chunk pool of at least one block");
-  }
-}
-
-// On-device update modes and sliding_window (seed 002): every AR variant
-// must leave a cache dim (ctx_size - n > 0) and a window must fit the
-// smallest cache dim, ctx_size - largest variant.
-void genie_cache_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
-  auto at = [&](const std::string& key) { return ctx.location_of(key); };
-  const CacheConfig& c = s.cache;
-  const bool window_policy = c.policy == "sliding_window";
-  if (window_policy && c.window < 1) {
-    ctx.diagnostics.error(at("kv_cache.window"), "kv_cache.window",
-                          "sliding_window needs the number of tokens it keeps",
-                          "window: 1.. (at most ctx_size - largest AR variant on a Genie mode)");
-  }
-  if (window_policy && c.update_mode == "paged" && c.prefix_caching &&
-      ctx.locations.count("kv_cache.prefix_caching") > 0) {
-    ctx.diagnostics.error(at("kv_cache.prefix_caching"), "kv_cache.prefix_caching",
-                          "prefix caching is off under a sliding window (blocks leave the window)",
-                          "prefix_caching: false, or remove it");
-  }
-  if (!is_genie_policy(c)) return;
-  const int64_t largest = c.ar_variants.empty() ? 1 : c.ar_variants.back();
-  for (int64_t v : c.ar_variants) {
-    if (v >= c.ctx_size) {
-      ctx.diagnostics.error(
-          at("kv_cache.ar_variants"), "kv_cache.ar_variants",
-          fmt::format("AR-{} is not below ctx_size {}: its cache dim ctx_size - {} leaves no room "
-                      "for the past",
-                      v, c.ctx_size, v),
-          fmt::format("variants below ctx_size {}", c.ctx_size));
-    }
-  }
-  const std::string mode = window_policy ? c.update_mode : c.policy;
-  if (mode == "pointer_shift" && c.pointer_shift_headroom > 0 &&
-      c.pointer_shift_headroom < largest) {
-    ctx.diagnostics.error(
-        at("kv_cache.pointer_shift_headroom"), "kv_cache.pointer_shift_headroom",
-        fmt::format("{} columns cannot take one AR-{} pass past the view", c.pointer_shift_headroom,
-                    largest),
-        fmt::format("0 (= ctx_size) or at least the largest variant, {}", largest));
-  }
-  if (window_policy && c.window > 0 && largest < c.ctx_size && c.window > c.ctx_size - largest) {
-    ctx.diagnostics.error(
-        at("kv_cache.window"), "kv_cache.window",
-        fmt::format("{} tokens do not fit the cache: ctx_size {} - largest variant AR-{} = {}",
-                    c.window, c.ctx_size, largest, c.ctx_size - largest),
-        fmt::format("1..{}", c.ctx_size - largest));
-  }
-}
-
 // Second pass: checks that need several values (DESIGN practice 5). Each
 // problem points at the key the user most likely has to change.
 void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
@@ -264,8 +186,7 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
                                         format_bytes(kShadowLimit)));
     }
   }
-  chunk_lru_checks(s, ctx);
-  genie_cache_checks(s, ctx);
+  run_cache_policy_checks(s.cache.policy, s, ctx);
   genie_cross_checks(s, ctx);
   genie_address_cross_checks(s, ctx);
   if (s.numerics.mode != "off" && s.cache.policy != "paged" && s.cache.policy != "chunk_lru" &&

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "kernels/kv_layout.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/metrics.hpp"
 
@@ -14,8 +13,10 @@ using config::Node;
 
 void read_kv_cache_section(MapReader& top, ScenarioSpec& s) {
   MapReader r(top.child("kv_cache"));
-  std::vector<std::string> policies = cache_policy_names();
+  const std::vector<std::string> policies = cache_policy_names();
+  config::ComponentInfo shared = kv_cache_section_info();
   const Node policy = r.child("policy");
+  bool known = !policy.defined();  // absent: the declared default
   if (policy.defined()) {
     const auto name = policy.as_string();
     if (name) {
@@ -29,45 +30,20 @@ void read_kv_cache_section(MapReader& top, ScenarioSpec& s) {
             "available: " + list);
       } else if (policy.as_choice(policies)) {
         s.cache.policy = *name;
+        known = true;
       }
     }
   }
-  s.cache.dtype = r.choice("dtype", "fp16", {"fp16", "bf16", "int8", "fp32"});
-  s.cache.block_size = r.integer("block_size", 128, 1, 1 << 16);
-  s.cache.memory_fraction = r.number("memory_fraction", 0.9, 0.01, 1.0);
-  s.cache.prefix_caching = r.boolean("prefix_caching", true);
-  s.cache.layout = r.choice("layout", "ksana", kv_layout_names());
-  s.cache.preemption = r.choice("preemption", "recompute", {"recompute", "swap"});
-  s.cache.swap_space = r.bytes("swap_space", 4LL << 30, 0, 1LL << 50);
-  if (r.has("activation_reserve"))
-    s.cache.activation_reserve = r.bytes("activation_reserve", 0, 0, 1LL << 50);
-  else
-    r.ignore({"activation_reserve"});
-  // On-device family (seed 002); range checks that need the model or the
-  // policy are in cross_checks().
-  s.cache.ctx_size = r.integer("ctx_size", 4096, 1, 1 << 22);
-  if (const Node variants = r.child("ar_variants"); variants.defined()) {
-    std::vector<int64_t> list;
-    for (const Node& item : variants.items()) {
-      if (auto n = item.as_int(1, 1 << 22)) list.push_back(*n);
-    }
-    if (variants.is_sequence() && list.empty())
-      variants.error("is empty", "a list of AR-n sizes such as [1, 32, 128]");
-    std::sort(list.begin(), list.end());
-    list.erase(std::unique(list.begin(), list.end()), list.end());
-    if (!list.empty()) s.cache.ar_variants = list;
+  // `policy` is read above (a planned policy has its own message).
+  std::erase_if(shared.params, [](const config::ParamSpec& p) { return p.key == "policy"; });
+  s.cache.assign(config::read_params(r, shared));
+  if (known) {
+    s.cache.assign(read_cache_policy_params(r, s.cache.policy));
+  } else {
+    // Which keys belong is unknown without a policy: only its error counts.
+    for (const auto& info : cache_policy_infos())
+      for (const auto& p : info.params) r.declare(p.key);
   }
-  s.cache.update_mode = r.choice("update_mode", "pointer_shift",
-                                 {"shift_concat", "pointer_shift", "smart_mask", "paged"});
-  s.cache.window = r.integer("window", 0, 0, 1 << 22);
-  s.cache.update_threads = r.integer("update_threads", 4, 1, 64);
-  s.cache.pointer_shift_headroom = r.integer("pointer_shift_headroom", 0, 0, 1 << 22);
-  // chunk_lru (seed 003).
-  s.cache.main_pool_fraction = r.number("main_pool_fraction", 0.70, 0.0, 1.0);
-  s.cache.chunk_pool_fraction = r.number("chunk_pool_fraction", 0.15, 0.0, 1.0);
-  s.cache.virtual_pos_start = r.integer("virtual_pos_start", 4096, 0, 1LL << 31);
-  s.cache.max_chunks = r.integer("max_chunks", 1 << 20, 1, 1LL << 31);
-  s.cache.max_chunk_tokens = r.integer("max_chunk_tokens", 32768, 1, 1LL << 31);
   r.finish();
 }
 

@@ -1,42 +1,56 @@
 #pragma once
-// The `kv_cache:` section of a scenario: which policy and how it is sized.
+// The `kv_cache:` section of a scenario as resolved values: the shared keys
+// (policy, dtype, memory_fraction) and the keys of every policy family.
+// Nothing here has a default of its own: a CacheConfig starts with the
+// default each key's declaration gives (kv_cache_section_info() and the
+// policies' infos, sim/cache/policy_params.hpp), and the section reader
+// assigns what the chosen policy read. A key the chosen policy does not own
+// is refused when read, so its field keeps the declared default.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/params.hpp"
 #include "base/units.hpp"
 
 namespace kvsim {
 
 struct CacheConfig {
-  std::string policy = "paged";
-  std::string dtype = "fp16";
-  int64_t block_size = 128;
-  double memory_fraction = 0.9;
-  bool prefix_caching = true;
-  std::string layout = "ksana";
-  std::string preemption = "recompute";
-  Bytes swap_space = 4LL << 30;  // vLLM's default swap_space, 4 GiB per rank
-  std::optional<Bytes> activation_reserve;
+  CacheConfig();  // every field at its declared default
 
-  // On-device (HTP) family, seed 002: shift_concat | pointer_shift | smart_mask,
-  // and sliding_window on top of one of them (update_mode) or of paged.
-  int64_t ctx_size = 4096;                       // tokens per Genie KV buffer
-  std::vector<int64_t> ar_variants{1, 32, 128};  // AR-n graphs the model ships
-  std::string update_mode = "pointer_shift";     // sliding_window: what it wraps
-  int64_t window = 0;                            // sliding_window: tokens kept (0: none)
-  int64_t update_threads = 4;                    // CPU threads splitting KV updates
-  // pointer_shift: extra columns per buffer row beyond cache_dim, so the view
-  // can slide right before a compaction (0: as many as cache_dim, the kernel's
-  // default of a 2x row).
-  int64_t pointer_shift_headroom = 0;
+  // Sets the field of every key in `values` (read_params of kv_cache keys).
+  // Throws std::logic_error for a key no field takes (a declaration
+  // without a field is a bug, not input).
+  void assign(const config::ParamValues& values);
+
+  // Shared by every policy.
+  std::string policy;
+  std::string dtype;
+  double memory_fraction;
+
+  // A paged pool (paged, chunk_lru's main pool, sliding_window over paged).
+  int64_t block_size;
+  bool prefix_caching;
+  std::string layout;
+  std::string preemption;
+  Bytes swap_space;
+  std::optional<Bytes> activation_reserve;  // none: derived (pool_sizing)
+
+  // Genie's update modes (seed 002): shift_concat | pointer_shift |
+  // smart_mask, and sliding_window on top of one of them or of paged.
+  int64_t ctx_size;                  // tokens per Genie KV buffer
+  std::vector<int64_t> ar_variants;  // AR-n graphs the model ships
+  int64_t update_threads;            // CPU threads splitting KV updates
+  int64_t pointer_shift_headroom;    // pointer_shift: extra columns per row (0: ctx_size)
+  std::string update_mode;           // sliding_window: what it wraps
+  int64_t window;                    // sliding_window: tokens kept
 
   // chunk_lru, seed 003: pools as fractions of device memory.
-  double main_pool_fraction = 0.70;
-  double chunk_pool_fraction = 0.15;  // the remaining reserve stays free
-  int64_t virtual_pos_start = 4096;   // where missed chunks are computed
-  int64_t max_chunks = 1 << 20;
-  int64_t max_chunk_tokens = 32768;
+  double main_pool_fraction;
+  double chunk_pool_fraction;
+  int64_t virtual_pos_start;  // where missed chunks are computed
+  int64_t max_chunks;
+  int64_t max_chunk_tokens;
 };
 
 }  // namespace kvsim

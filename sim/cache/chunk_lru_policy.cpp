@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "sim/cache/chunk_prompt.hpp"
+#include "sim/cache/policy_params.hpp"
 #include "sim/metrics.hpp"
 
 namespace kvsim {
@@ -178,6 +179,29 @@ std::unique_ptr<KvCachePolicy> make_chunk_lru_policy(const CacheConfig& c,
   p.max_chunk_tokens = c.max_chunk_tokens;
   p.virtual_pos_start = c.virtual_pos_start;
   return std::make_unique<ChunkLruPolicy>(p);
+}
+
+config::ComponentInfo chunk_lru_policy_info() {
+  using namespace config;
+  // The main pool is a paged pool (without prefix caching: chunks take its
+  // place); seed 003 sizes both pools as fractions of device memory.
+  ComponentInfo info{"policy", "chunk_lru",
+                     "position-independent chunk reuse in a second LRU pool (seed 003)",
+                     paged_pool_params()};
+  info.params.push_back(number_param("main_pool_fraction", 0.70, 0.0, 1.0,
+                                     "fraction of device memory",
+                                     "weights, activations and the main KV pool (in place of "
+                                     "memory_fraction)"));
+  info.params.push_back(number_param("chunk_pool_fraction", 0.15, 0.0, 1.0,
+                                     "fraction of device memory",
+                                     "the chunk pool; the rest of memory stays in reserve"));
+  info.params.push_back(int_param("virtual_pos_start", 4096, 0, 1LL << 31, "tokens",
+                                  "position where missed chunks are computed"));
+  info.params.push_back(
+      int_param("max_chunks", 1 << 20, 1, 1LL << 31, "chunks", "chunks the index can hold"));
+  info.params.push_back(
+      int_param("max_chunk_tokens", 32768, 1, 1LL << 31, "tokens", "longest chunk that is cached"));
+  return info;
 }
 
 }  // namespace kvsim

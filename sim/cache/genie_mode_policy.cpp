@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "sim/cache/genie_buffer_sizing.hpp"
+#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 
@@ -190,6 +191,17 @@ std::unique_ptr<GenieModePolicy> make_genie_mode_policy(const GenieCacheShape& s
   if (shape.update_mode == "pointer_shift") return make_pointer_shift_policy(shape);
   if (shape.update_mode == "smart_mask") return make_smart_mask_policy(shape);
   return nullptr;
+}
+
+std::vector<config::ParamSpec> genie_buffer_params() {
+  using namespace config;
+  return {
+      int_param("ctx_size", 4096, 1, 1 << 22, "tokens",
+                "columns of every Genie KV buffer: the context the graphs are built for"),
+      int_list_param("ar_variants", std::vector<int64_t>{1, 32, 128}, 1, 1 << 22, "tokens",
+                     "AR-n graphs the model ships (a pass of n tokens, cache dim ctx_size - n)"),
+      int_param("update_threads", 4, 1, 64, "threads", "CPU threads that split each KV update"),
+  };
 }
 
 }  // namespace kvsim

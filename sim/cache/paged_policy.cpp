@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "kernels/kv_layout.hpp"
+#include "sim/cache/policy_params.hpp"
+
 namespace kvsim {
 
 void TokenView::copy(int64_t begin, int64_t count, int32_t* dst) const {
@@ -150,6 +153,33 @@ CacheAccounting PagedPolicy::accounting() const {
   a.prefix_query_tokens = prefix_query_tokens_;
   a.prefix_hit_tokens = prefix_hit_tokens_;
   return a;
+}
+
+std::vector<config::ParamSpec> paged_pool_params() {
+  using namespace config;
+  return {
+      int_param("block_size", 128, 1, 1 << 16, "tokens", "tokens per KV block (seed 001)"),
+      choice_param("layout", std::string("ksana"), kv_layout_names(),
+                   "how a block's K and V sit in memory; some layouts refuse some shapes"),
+      choice_param("preemption", std::string("recompute"), {"recompute", "swap"},
+                   "what a preempted sequence loses: its blocks are recomputed or swapped to host"),
+      // vLLM's default swap_space, 4 GiB per rank.
+      bytes_param("swap_space", 4LL << 30, 0, 1LL << 50, "host memory per rank for swapped blocks"),
+      optional_param(bytes_param("activation_reserve", 0, 0, 1LL << 50,
+                                 "device memory kept for activations (default: derived from "
+                                 "max_batched_tokens and max_num_seqs)")),
+  };
+}
+
+config::ComponentInfo paged_policy_info() {
+  config::ComponentInfo info{"policy", "paged",
+                             "vLLM's paged KV cache: fixed-size blocks, LRU reuse (seed 001)",
+                             paged_pool_params()};
+  info.params.insert(info.params.begin() + 1,
+                     config::bool_param("prefix_caching", true,
+                                        "reuse the cached blocks of a prompt's prefix (vLLM "
+                                        "automatic prefix caching)"));
+  return info;
 }
 
 }  // namespace kvsim

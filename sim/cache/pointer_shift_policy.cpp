@@ -28,6 +28,7 @@
 // back to 0, nothing moves.
 // Attention reads the p valid columns: read = useful = p.
 #include "sim/cache/genie_mode_policy.hpp"
+#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -69,6 +70,18 @@ class PointerShiftPolicy final : public GenieModePolicy {
 
 std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const GenieCacheShape& shape) {
   return std::make_unique<PointerShiftPolicy>(shape);
+}
+
+config::ComponentInfo pointer_shift_policy_info() {
+  config::ComponentInfo info{
+      "policy", "pointer_shift",
+      "Genie POINTER_SHIFT: move the tensor pointers instead of the data (seed 002)",
+      genie_buffer_params()};
+  info.params.push_back(config::int_param(
+      "pointer_shift_headroom", 0, 0, 1 << 22, "tokens",
+      "extra columns per buffer row past the cache dim before a compaction (0: ctx_size, a 2x "
+      "row)"));
+  return info;
 }
 
 }  // namespace kvsim

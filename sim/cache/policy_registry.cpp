@@ -8,6 +8,8 @@
 #include "sim/cache/genie_mode_policy.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/cache/paged_window_policy.hpp"
+#include "sim/cache/policy_checks.hpp"
+#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -59,7 +61,84 @@ const std::vector<std::pair<std::string, GenieFactory>>& genie_table() {
   return t;
 }
 
+// Every key a policy may read: its own plus those of every base it can
+// wrap, so that a key is attributed to each policy that could take it.
+std::vector<config::ComponentInfo> key_owners() {
+  std::vector<config::ComponentInfo> owners;
+  for (const auto& c : cache_policy_components()) {
+    config::ComponentInfo keys = c.info;
+    if (const config::ParamSpec* base = c.info.find(c.base_key)) {
+      for (const auto& name : base->choices)
+        if (const auto* b = find_cache_policy(name)) keys = config::compose_infos(keys, b->info);
+    }
+    owners.push_back(std::move(keys));
+  }
+  return owners;
+}
+
 }  // namespace
+
+const std::vector<CachePolicyComponent>& cache_policy_components() {
+  static const std::vector<CachePolicyComponent> t = {
+      {chunk_lru_policy_info(), "", chunk_lru_policy_checks},
+      {paged_policy_info(), "", nullptr},
+      {pointer_shift_policy_info(), "", pointer_shift_policy_checks},
+      {shift_concat_policy_info(), "", genie_buffer_checks},
+      {sliding_window_policy_info(), kSlidingWindowBaseKey, sliding_window_policy_checks},
+      {smart_mask_policy_info(), "", genie_buffer_checks},
+  };
+  return t;
+}
+
+const CachePolicyComponent* find_cache_policy(std::string_view name) {
+  for (const auto& c : cache_policy_components())
+    if (c.info.name == name) return &c;
+  return nullptr;
+}
+
+config::ComponentInfo kv_cache_section_info() {
+  using namespace config;
+  return {"section",
+          "kv_cache",
+          "keys every policy shares",
+          {choice_param("policy", std::string("paged"), cache_policy_names(),
+                        "the cache policy; its own keys follow in its table"),
+           choice_param("dtype", std::string("fp16"), {"fp16", "bf16", "int8", "fp32"},
+                        "element type of the cached K and V"),
+           number_param("memory_fraction", 0.9, 0.01, 1.0, "fraction of device memory",
+                        "memory the engine may use: weights, activations, KV (chunk_lru: see "
+                        "main_pool_fraction)")}};
+}
+
+std::vector<config::ComponentInfo> cache_policy_infos() {
+  std::vector<config::ComponentInfo> infos;
+  for (const auto& c : cache_policy_components()) infos.push_back(c.info);
+  return infos;
+}
+
+config::ParamValues read_cache_policy_params(config::MapReader& reader, const std::string& name) {
+  const CachePolicyComponent* policy = find_cache_policy(name);
+  if (policy == nullptr) return {};
+  config::ParamValues values = config::read_params(reader, policy->info);
+  config::ComponentInfo keys = policy->info;
+  if (!policy->base_key.empty()) {
+    if (const CachePolicyComponent* base = find_cache_policy(values.string(policy->base_key))) {
+      const config::ParamValues base_values = config::read_params(reader, base->info);
+      for (const auto& [key, value] : base_values.all()) values.set(key, value.first, value.second);
+      keys = config::compose_infos(keys, base->info);
+    }
+  }
+  std::vector<std::string> shared;
+  for (const auto& p : kv_cache_section_info().params) shared.push_back(p.key);
+  config::report_foreign_keys(reader, keys, key_owners(), shared);
+  return values;
+}
+
+void run_cache_policy_checks(const std::string& name, const ScenarioSpec& s,
+                             config::LoadContext& ctx) {
+  if (const CachePolicyComponent* policy = find_cache_policy(name); policy && policy->checks)
+    policy->checks(s, ctx);
+}
 
 std::vector<std::string> cache_policy_names() {
   std::vector<std::string> names;

@@ -4,7 +4,10 @@
 // test compares it with the expected names so none can be lost.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "base/params.hpp"
 
 #include "sim/cache/cache_config.hpp"
 #include "sim/cache/genie_policy.hpp"
@@ -13,7 +16,39 @@
 
 namespace kvsim {
 
+struct ScenarioSpec;
+
 std::vector<std::string> cache_policy_names();
+
+// A policy as a component: the keys it declares (sim/cache/policy_params.hpp,
+// each beside its policy's code) and the checks it runs once the whole
+// scenario is read (its pools against the device, its buffers against its
+// variants). A policy that wraps another (sliding_window) names its base in
+// `base_key`, reads the base's keys as well and runs the base's checks from
+// its own.
+using ScenarioChecks = void (*)(const ScenarioSpec& s, config::LoadContext& ctx);
+struct CachePolicyComponent {
+  config::ComponentInfo info;  // its own keys
+  std::string base_key;        // "" unless it wraps the policy this key names
+  ScenarioChecks checks = nullptr;
+};
+// Sorted by name, one entry per value of kv_cache.policy.
+const std::vector<CachePolicyComponent>& cache_policy_components();
+const CachePolicyComponent* find_cache_policy(std::string_view name);
+// The keys of `kv_cache:` that every policy shares (policy, dtype,
+// memory_fraction), read by the section itself.
+config::ComponentInfo kv_cache_section_info();
+// Each policy's own keys (what `kvsim list policies --params` and the docs show).
+std::vector<config::ComponentInfo> cache_policy_infos();
+// Reads the keys of policy `name` from the `kv_cache:` map: its own and,
+// for a wrapping policy, those of the base it names; a key that belongs to
+// another policy is an error naming its owners. Every key the reader
+// holds is accounted for afterwards except the shared ones.
+config::ParamValues read_cache_policy_params(config::MapReader& reader, const std::string& name);
+// The policy's checks (and its base's, through it); nothing for a name
+// that is not registered.
+void run_cache_policy_checks(const std::string& name, const ScenarioSpec& s,
+                             config::LoadContext& ctx);
 // Policies in SPEC 6 that this build does not implement yet, so an error can
 // say "not available yet" rather than "unknown".
 std::vector<std::string> planned_cache_policy_names();

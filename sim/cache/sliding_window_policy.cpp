@@ -16,7 +16,7 @@
 //   pointer_shift: copy 1 = 2 L H D b, plus a compaction of W - 1 columns
 //                  whenever the offset runs past the headroom
 //   smart_mask:    copy 1 = 2 L H D b (the ring wraps in place)
-// The cross-check genie_cache_checks (sim/scenario.cpp) requires window <=
+// sliding_window_policy_checks (sliding_window_policy_checks.cpp) requires window <=
 // ctx_size - largest variant, so `window` tokens fit every variant's cache dim.
 #include <fmt/format.h>
 
@@ -24,6 +24,7 @@
 #include <stdexcept>
 
 #include "sim/cache/genie_mode_policy.hpp"
+#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -103,6 +104,21 @@ std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(const GenieCacheShape&
         "smart_mask)",
         shape.update_mode));
   return std::make_unique<SlidingWindowPolicy>(std::move(base), shape.window);
+}
+
+config::ComponentInfo sliding_window_policy_info() {
+  using namespace config;
+  // The keys of the policy it wraps are added by the registry (compose).
+  return {"policy",
+          "sliding_window",
+          "keeps the last `window` tokens over a Genie update mode or paged (seed 002); takes the "
+          "keys of its update_mode too",
+          {choice_param(kSlidingWindowBaseKey, std::string("pointer_shift"),
+                        {"shift_concat", "pointer_shift", "smart_mask", "paged"},
+                        "the policy it wraps"),
+           int_param("window", 0, 0, 1 << 22, "tokens",
+                     "tokens kept (required: at most ctx_size - largest variant on a Genie "
+                     "mode)")}};
 }
 
 }  // namespace kvsim

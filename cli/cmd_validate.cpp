@@ -1,11 +1,12 @@
-// kvsim validate FILE...  and  kvsim list devices|models|policies|scenarios
+// kvsim validate FILE..., kvsim list devices|models|scenarios|KIND [--params],
+// kvsim describe NAME
 #include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "base/source_paths.hpp"
 #include "cli/commands.hpp"
-#include "sim/cache/policy_registry.hpp"
+#include "sim/component_catalog.hpp"
 #include "sim/scenario.hpp"
 
 namespace kvsim::cli {
@@ -33,21 +34,95 @@ Command add_validate_command(CLI::App& app) {
           }};
 }
 
+namespace {
+
+void print_component(const config::ComponentInfo& info, bool markdown) {
+  if (markdown) {
+    std::cout << "<!-- params:" << info.kind << ":" << info.name << " -->\n";
+  } else {
+    std::cout << info.name << " (" << info.kind << "): " << info.doc << "\n\n";
+  }
+  std::cout << config::params_markdown(info);
+  if (markdown) std::cout << "<!-- /params -->";
+  std::cout << "\n";
+}
+
+}  // namespace
+
 Command add_list_command(CLI::App& app) {
-  auto what = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("list", "list devices, models, policies or scenarios");
-  cmd->add_option("what", *what, "devices|models|policies|scenarios")
-      ->required()
-      ->check(CLI::IsMember({"devices", "models", "policies", "scenarios"}));
-  return {cmd, [what] {
+  struct Options {
+    std::string what;
+    bool params = false;
+    bool markdown = false;
+  };
+  auto o = std::make_shared<Options>();
+  std::vector<std::string> kinds = {"devices", "models", "scenarios"};
+  for (const auto& k : component_catalog()) kinds.push_back(k.name);
+  auto* cmd = app.add_subcommand(
+      "list", "list devices, models, scenarios, or components (policies, engines, ...)");
+  cmd->add_option(
+         "what", o->what,
+         "devices|models|scenarios|" +
+             [&] {
+               std::string s;
+               for (const auto& k : component_catalog()) s += (s.empty() ? "" : "|") + k.name;
+               return s;
+             }())
+      ->check(CLI::IsMember(kinds));
+  cmd->add_flag("--params", o->params, "print each component's parameter table");
+  cmd->add_flag("--markdown", o->markdown,
+                "with --params: the blocks docs/yaml.md holds, between their markers (all kinds "
+                "when no kind is given)");
+  return {cmd, [o] {
+            const auto catalog = component_catalog();
+            if (o->what.empty()) {
+              if (!o->params || !o->markdown) {
+                std::cerr << "kvsim: error: list: say what to list (or --params --markdown)\n";
+                return kExitBadInput;
+              }
+              for (const auto& kind : catalog)
+                for (const auto& info : kind.infos) print_component(info, true);
+              return kExitOk;
+            }
+            for (const auto& kind : catalog) {
+              if (kind.name != o->what) continue;
+              for (const auto& info : kind.infos) {
+                if (o->params)
+                  print_component(info, o->markdown);
+                else if (info.kind != "section")
+                  std::cout << info.name << "\n";
+              }
+              return kExitOk;
+            }
             // Names under ./configs when run from a checkout, else this build's tree.
             std::string configs = KVSIM_CONFIG_DIR;
             std::error_code ec;
             if (std::filesystem::is_directory("configs/devices", ec)) configs = "configs";
-            const auto names =
-                *what == "policies" ? cache_policy_names() : list_config_names(configs, *what);
-            for (const auto& n : names) std::cout << n << "\n";
+            for (const auto& n : list_config_names(configs, o->what)) std::cout << n << "\n";
             return kExitOk;
+          }};
+}
+
+Command add_describe_command(CLI::App& app) {
+  auto name = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("describe", "print one component's parameters");
+  cmd->add_option("name", *name, "a component: paged, chat, poisson, genie, ...")->required();
+  return {cmd, [name] {
+            std::vector<std::string> all;
+            int found = 0;
+            for (const auto& kind : component_catalog()) {
+              for (const auto& info : kind.infos) {
+                all.push_back(info.name);
+                if (info.name != *name) continue;
+                if (found++ > 0) std::cout << "\n";
+                print_component(info, false);
+              }
+            }
+            if (found > 0) return kExitOk;
+            const std::string near = config::closest_match(*name, all);
+            std::cerr << "kvsim: error: describe: no component named '" << *name << "'"
+                      << (near.empty() ? "" : ", did you mean '" + near + "'?") << "\n";
+            return kExitBadInput;
           }};
 }
 

@@ -24,6 +24,7 @@ struct Command {
 Command add_run_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_list_command(CLI::App& app);
+Command add_describe_command(CLI::App& app);  // cmd_validate.cpp
 Command add_generate_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);    // cmd_compare.cpp
 Command add_capacity_command(CLI::App& app);   // cmd_capacity.cpp

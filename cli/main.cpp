@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       add_generate_command(app), add_compare_command(app),  add_capacity_command(app),
       add_check_command(app),    add_hitcurve_command(app), add_calibrate_command(app),
       add_sweep_command(app),    add_search_command(app),
+      add_describe_command(app),
   };
 
   try {

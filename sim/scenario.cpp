@@ -8,8 +8,7 @@
 
 #include "kernels/kv_layout.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/genie/genie_address_checks.hpp"
-#include "sim/genie/genie_checks.hpp"
+#include "sim/scenario_engines.hpp"
 #include "sim/scenario_sections.hpp"
 
 namespace kvsim {
@@ -142,30 +141,6 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
             format_bytes(sz.block_bytes)),
         "a larger memory_fraction, more tensor parallelism, a smaller model or a bigger device");
   }
-  if (s.scheduler.max_model_len > m.max_position_embeddings) {
-    ctx.diagnostics.error(at("scheduler.max_model_len"), "scheduler.max_model_len",
-                          fmt::format("{} is beyond the model's max_position_embeddings {}",
-                                      s.scheduler.max_model_len, m.max_position_embeddings),
-                          fmt::format("0..{}", m.max_position_embeddings));
-  }
-  if (s.scheduler.max_batched_tokens < s.scheduler.max_num_seqs && s.scheduler.chunked_prefill) {
-    // vLLM requires it so that every running sequence can decode in one step.
-    ctx.diagnostics.error(at("scheduler.max_batched_tokens"), "scheduler.max_batched_tokens",
-                          fmt::format("{} is below max_num_seqs {}", s.scheduler.max_batched_tokens,
-                                      s.scheduler.max_num_seqs),
-                          "max_batched_tokens >= max_num_seqs");
-  }
-  if (s.workload) {
-    const WorkloadBounds wb = workload_bounds(*s.workload);
-    if (!s.scheduler.chunked_prefill && wb.max_prompt_tokens > s.scheduler.max_batched_tokens) {
-      ctx.diagnostics.error(
-          at("scheduler.max_batched_tokens"), "scheduler.max_batched_tokens",
-          fmt::format("without chunked prefill a {}-token prompt (the workload's longest) "
-                      "needs max_batched_tokens >= {}",
-                      wb.max_prompt_tokens, wb.max_prompt_tokens),
-          "raise max_batched_tokens or set chunked_prefill: true");
-    }
-  }
   if (s.numerics.mode != "off" && s.numerics.shadow_head_dim % 2 != 0) {
     ctx.diagnostics.error(at("numerics.shadow.head_dim"), "numerics.shadow.head_dim",
                           fmt::format("{} is odd: RoPE rotates pairs", s.numerics.shadow_head_dim),
@@ -187,8 +162,10 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
     }
   }
   run_cache_policy_checks(s.cache.policy, s, ctx);
-  genie_cross_checks(s, ctx);
-  genie_address_cross_checks(s, ctx);
+  // Each engine checks that what it would run belongs together (the genie
+  // engine also that a server device gets no phone dialog).
+  for (const auto& engine : engine_components())
+    if (engine.checks) engine.checks(s, ctx);
   if (s.numerics.mode != "off" && s.cache.policy != "paged" && s.cache.policy != "chunk_lru" &&
       !is_genie_policy(s.cache)) {
     ctx.diagnostics.error(

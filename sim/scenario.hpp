@@ -18,10 +18,12 @@
 
 namespace kvsim {
 
+// `scheduler:`, read by read_scheduler_section from the serving engine's
+// declaration (serving_engine_info), which holds the defaults.
 struct SchedulerConfig {
-  int64_t max_num_seqs = 256;
-  int64_t max_batched_tokens = 8192;
-  bool chunked_prefill = true;
+  int64_t max_num_seqs = 0;
+  int64_t max_batched_tokens = 0;
+  bool chunked_prefill = false;
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
 };
 

@@ -8,6 +8,7 @@
 #include "cli/studies/slo_search.hpp"
 #include "report_test_helpers.hpp"
 #include "reports/metrics_check.hpp"
+#include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
 
 namespace kvsim {
@@ -40,6 +41,8 @@ TEST(Capacity, Llama2_7bFp16At1024TokensHolds512MiBOfKv) {
   for (const auto& row : rows) {
     PoolSizingInput in;
     in.device_memory = device.memory_bytes;
+    in.memory_fraction = CacheConfig{}.memory_fraction;  // the declared defaults
+    in.block_size = CacheConfig{}.block_size;
     in.kv_dtype_bytes = kv_dtype_bytes(row.kv_dtype);
     const PoolSizing s = size_paged_pool(model, in);
     EXPECT_TRUE(row.fits);

@@ -454,9 +454,12 @@ workload: {kind: synthetic, requests: 1, arrival: {process: poisson, rate_per_s:
   EXPECT_NE(e.find("kv_cache.window: sliding_window needs the number of tokens it keeps"),
             std::string::npos)
       << e;
-  // window is ignored by other policies, so `--set kv_cache.policy=paged` compares a windowed
-  // scenario with the full cache.
-  EXPECT_EQ(config_error(base + "kv_cache: {policy: paged, window: 64}\n"), "");
+  // window belongs to sliding_window: under another policy it is an error naming its owner,
+  // never a knob silently ignored.
+  EXPECT_NE(config_error(base + "kv_cache: {policy: paged, window: 64}\n")
+                .find("kv_cache.window: not a parameter of policy 'paged' (it belongs to "
+                      "sliding_window)"),
+            std::string::npos);
   e = config_error(base +
                    "kv_cache: {policy: sliding_window, update_mode: paged, window: 64, "
                    "prefix_caching: true}\n");

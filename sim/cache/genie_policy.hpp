@@ -39,8 +39,10 @@ std::string_view kv_dispatch_name(KvDispatch d);
 struct GenieCacheShape {
   int64_t layers = 0, kv_heads = 0, head_dim = 0;
   Bytes dtype_bytes = 2;
-  int64_t ctx_size = 4096;
-  std::vector<int64_t> ar_variants{1, 32, 128};
+  // Filled from kv_cache (genie_cache_shape); the defaults are the keys'
+  // declarations (sim/cache/policy_params.hpp), not written here again.
+  int64_t ctx_size = 0;
+  std::vector<int64_t> ar_variants;
   int64_t pointer_shift_headroom = 0;  // 0: ctx_size (a 2x row)
   int64_t window = 0;                  // sliding_window only
   std::string update_mode;             // sliding_window: the mode it wraps

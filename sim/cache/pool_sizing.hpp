@@ -14,9 +14,11 @@ namespace kvsim {
 
 struct PoolSizingInput {
   Bytes device_memory = 0;
-  double memory_fraction = 0.9;
+  // Filled from the scenario (ScenarioSpec::pool_input); the defaults are
+  // the kv_cache declarations', not written here again.
+  double memory_fraction = 0;
   int64_t tp = 1;
-  int64_t block_size = 128;
+  int64_t block_size = 0;
   Bytes kv_dtype_bytes = 2;
   int64_t max_batched_tokens = 8192;
   int64_t max_num_seqs = 256;

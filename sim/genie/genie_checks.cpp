@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "sim/cache/policy_registry.hpp"
+#include "sim/genie/genie_address_checks.hpp"
 #include "sim/genie/genie_passes.hpp"
 #include "sim/scenario.hpp"
 
@@ -136,6 +137,11 @@ void genie_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
   }
   if (is_dialog(s) && ctx.diagnostics.empty())
     context_checks(s, std::get<DialogWorkloadSpec>(s.workload->body), ctx);
+}
+
+void genie_engine_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+  genie_cross_checks(s, ctx);
+  genie_address_cross_checks(s, ctx);
 }
 
 }  // namespace kvsim

@@ -44,17 +44,33 @@ CoRunnerConfig read_co_runner(const config::Node& node, size_t index) {
 
 }  // namespace
 
+config::ComponentInfo genie_engine_info() {
+  using namespace config;
+  return {
+      "engine",
+      "genie",
+      "one user's dialog through Genie's update modes on a kind: htp device (seed 002); its keys "
+      "are the `htp:` section",
+      {optional_param(bytes_param("vtcm_request", 0, 1, kMaxVtcmValue,
+                                  "the LLM session's VTCM request (default: the whole VTCM)")),
+       bytes_param("vtcm_min", 0, 0, kMaxVtcmValue,
+                   "the least VTCM the LLM runs with; a turn waits for it"),
+       // sim/genie/genie_address_checks.cpp holds each session to the address space.
+       int_param("npu_sessions", 1, 1, 16, "sessions",
+                 "NPU sessions the model's layers are split over, each with its own address "
+                 "space"),
+       section_param("co_runners", false,
+                     "[{name, vtcm_request, vtcm_min, period, busy, start}, ...]",
+                     "other models sharing the HTP and its VTCM on a duty cycle")}};
+}
+
 HtpSessionConfig read_htp_config(const config::Node& node) {
   HtpSessionConfig h;
   h.present = node.defined();
   config::MapReader r(node);
-  // vtcm_request: the LLM session's VTCM request (default: the whole VTCM)
-  if (r.has("vtcm_request"))
-    h.vtcm_request = r.bytes("vtcm_request", 0, 1, kMaxVtcmValue);
-  else
-    r.ignore({"vtcm_request"});
-  // vtcm_min: the least VTCM the LLM runs with; a turn waits for it (default 0)
-  h.vtcm_min = r.bytes("vtcm_min", 0, 0, kMaxVtcmValue);
+  const config::ParamValues v = config::read_params(r, genie_engine_info());
+  if (v.has("vtcm_request")) h.vtcm_request = v.integer("vtcm_request");
+  h.vtcm_min = v.integer("vtcm_min");
   if (h.vtcm_request && h.vtcm_min > *h.vtcm_request) {
     r.node()
         .child_at("vtcm_min")
@@ -62,11 +78,7 @@ HtpSessionConfig read_htp_config(const config::Node& node) {
                            format_bytes(*h.vtcm_request)),
                "0..vtcm_request");
   }
-  // npu_sessions: NPU sessions the model's layers are split over, each with
-  // its own address space (sim/genie/genie_address_checks.cpp)
-  h.npu_sessions = r.integer("npu_sessions", 1, 1, 16);
-  // co_runners: other models sharing the HTP, each {name, vtcm_request,
-  // vtcm_min, period, busy, start}
+  h.npu_sessions = v.integer("npu_sessions");
   if (const config::Node list = r.child("co_runners"); list.defined()) {
     std::set<std::string> names;
     size_t index = 0;

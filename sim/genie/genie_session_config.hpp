@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/params.hpp"
 #include "base/reader.hpp"
 #include "base/units.hpp"
 
@@ -37,6 +38,9 @@ struct HtpSessionConfig {
   // The LLM's request on a device with `vtcm_bytes` of VTCM.
   Bytes llm_request(Bytes vtcm_bytes) const { return vtcm_request.value_or(vtcm_bytes); }
 };
+
+// The genie engine's keys: the `htp:` section.
+config::ComponentInfo genie_engine_info();
 
 // Reads `htp:` (absent: every default). Errors go to the node's diagnostics
 // with file:line:col and key path; never throws.

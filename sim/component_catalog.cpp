@@ -1,0 +1,38 @@
+#include "sim/component_catalog.hpp"
+
+#include "sim/cache/policy_registry.hpp"
+#include "sim/scenario_engines.hpp"
+
+namespace kvsim {
+namespace {
+
+std::vector<config::ComponentInfo> engine_infos() {
+  std::vector<config::ComponentInfo> infos;
+  for (const auto& e : engine_components()) infos.push_back(e.info);
+  return infos;
+}
+
+std::vector<config::ComponentInfo> policy_kind_infos() {
+  std::vector<config::ComponentInfo> infos = cache_policy_infos();
+  infos.insert(infos.begin(), kv_cache_section_info());  // the keys they share
+  return infos;
+}
+
+}  // namespace
+
+std::vector<ComponentKind> component_catalog() {
+  return {
+      {"policies", "kv_cache.policy and the keys of each", policy_kind_infos()},
+      {"engines", "the serving engine (scheduler:) and the genie engine (htp:)", engine_infos()},
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> catalog_markdown_blocks() {
+  std::vector<std::pair<std::string, std::string>> blocks;
+  for (const auto& kind : component_catalog())
+    for (const auto& info : kind.infos)
+      blocks.emplace_back(info.kind + ":" + info.name, config::params_markdown(info));
+  return blocks;
+}
+
+}  // namespace kvsim

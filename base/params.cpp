@@ -101,12 +101,15 @@ std::string_view param_type_name(ParamType type) {
       return "list of integers";
     case ParamType::section:
       return "map";
+    case ParamType::quantity:
+      return "quantity";
   }
   return "?";
 }
 
 std::string ParamSpec::default_text() const {
-  if (type == ParamType::section) return optional ? "none" : "required";
+  if (type == ParamType::section || type == ParamType::quantity)
+    return optional ? "none" : "required";
   if (!default_value) return optional ? "none" : "required";
   const ParamValue& v = *default_value;
   switch (type) {
@@ -130,6 +133,7 @@ std::string ParamSpec::default_text() const {
     case ParamType::int_list:
       return list_text(std::get<std::vector<int64_t>>(v));
     case ParamType::section:
+    case ParamType::quantity:
       return "";
   }
   return "";
@@ -142,6 +146,7 @@ std::string ParamSpec::range_text() const {
     case ParamType::string:
       return "text";
     case ParamType::section:
+    case ParamType::quantity:
       return choices.empty() ? "map" : choices.front();
     case ParamType::choice: {
       std::string s;
@@ -243,6 +248,18 @@ ParamSpec section_param(std::string key, bool required, std::string form, std::s
   return p;
 }
 
+ParamSpec own_reader(ParamSpec spec) {
+  spec.own_reader = true;
+  return spec;
+}
+
+ParamSpec quantity_param(std::string key, bool required, std::string range, std::string doc) {
+  ParamSpec p = base(std::move(key), ParamType::quantity, kQuantityUnit, std::move(doc));
+  p.optional = !required;
+  p.choices = {std::move(range)};  // shown as the range
+  return p;
+}
+
 ParamSpec optional_param(ParamSpec spec) {
   spec.default_value.reset();
   spec.optional = true;
@@ -253,6 +270,11 @@ const ParamSpec* ComponentInfo::find(std::string_view key) const {
   for (const auto& p : params)
     if (p.key == key) return &p;
   return nullptr;
+}
+
+const ParamSpec& ComponentInfo::at(std::string_view key) const {
+  if (const ParamSpec* p = find(key)) return *p;
+  throw std::logic_error(fmt::format("{} '{}' does not declare '{}'", kind, name, key));
 }
 
 // ---- values ------------------------------------------------------------------
@@ -293,6 +315,15 @@ void ParamValues::set(std::string key, ParamValue value, bool given) {
 // ---- reading -------------------------------------------------------------------
 
 namespace {
+
+// A range limit as int64, saturating: INT64_MAX does not survive the trip
+// through double (it rounds up to 2^63, which no int64 holds).
+int64_t limit_int(double v) {
+  constexpr double kTop = 9223372036854775807.0;  // == 2^63 as a double
+  if (v >= kTop) return INT64_MAX;
+  if (v <= -kTop) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
 
 ParamValue zero_of(ParamType type) {
   switch (type) {
@@ -342,13 +373,14 @@ ParamValues read_params(MapReader& reader, const ComponentInfo& info) {
   ParamValues out;
   for (const ParamSpec& p : info.params) {
     const bool given = reader.has(p.key);
-    if (p.type == ParamType::section || (p.optional && !given)) {
+    if (p.type == ParamType::section || p.type == ParamType::quantity || p.own_reader ||
+        (p.optional && !given)) {
       reader.declare(p.key);
       continue;
     }
     const ParamValue fallback = p.default_value.value_or(zero_of(p.type));
-    const auto lo = static_cast<int64_t>(p.min);
-    const auto hi = static_cast<int64_t>(p.max);
+    const int64_t lo = limit_int(p.min);
+    const int64_t hi = limit_int(p.max);
     // An optional key that is given reads like a required one.
     const bool has_def = p.default_value.has_value();
     auto def_int = [&]() -> std::optional<int64_t> {
@@ -407,6 +439,7 @@ ParamValues read_params(MapReader& reader, const ComponentInfo& info) {
         break;
       }
       case ParamType::section:
+      case ParamType::quantity:
         break;  // declared above, read by its component
     }
     out.set(p.key, std::move(v), given);

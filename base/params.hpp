@@ -42,6 +42,10 @@ enum class ParamType : uint8_t {
   ops_rate,   // "353TFLOPS" -> int64 operations per second
   int_list,   // [1, 32, 128] -> sorted, unique int64 values
   section,    // a map or list the component reads itself (a distribution, co-runners)
+  // An amount in the unit of the quantity the enclosing key describes: a
+  // distribution of tokens takes `mean: 300`, one of time `mean: 8s`. Read
+  // by its component, which knows that unit.
+  quantity,
 };
 std::string_view param_type_name(ParamType type);
 
@@ -63,6 +67,10 @@ struct ParamSpec {
   double max = 0;
   std::vector<std::string> choices;  // choice
   std::string doc;                   // one line
+  // Read by the component itself (a check the generic reader cannot make,
+  // such as "> 0" or "only with popularity: zipf"); read_params only
+  // declares it. The component still takes its range and default from here.
+  bool own_reader = false;
 
   // How the default reads in YAML ("128", "4GiB", "lru", "[1, 32, 128]",
   // "required").
@@ -94,6 +102,13 @@ ParamSpec ops_rate_param(std::string key, std::optional<int64_t> def, int64_t mi
 ParamSpec section_param(std::string key, bool required, std::string form, std::string doc);
 // The same spec, not required and without a default (see ParamSpec::optional).
 ParamSpec optional_param(ParamSpec spec);
+// The same spec, read by its component (see ParamSpec::own_reader).
+ParamSpec own_reader(ParamSpec spec);
+// An amount whose unit is that of the quantity its map describes (tokens
+// or time); `range` reads like "> 0" or ">= 0".
+ParamSpec quantity_param(std::string key, bool required, std::string range, std::string doc);
+// The unit a quantity parameter shows.
+inline constexpr const char* kQuantityUnit = "tokens or time, as the key it describes";
 ParamSpec int_list_param(std::string key, std::optional<std::vector<int64_t>> def, int64_t min,
                          int64_t max, std::string unit, std::string doc);
 
@@ -105,6 +120,14 @@ struct ComponentInfo {
   std::vector<ParamSpec> params;
 
   const ParamSpec* find(std::string_view key) const;
+  // The declared spec of `key`; std::logic_error when not declared (a
+  // component asking for a key it did not declare is a bug).
+  const ParamSpec& at(std::string_view key) const;
+  // The declared default of `key` as T (int64_t, double, bool, std::string).
+  template <typename T>
+  T default_of(std::string_view key) const {
+    return std::get<T>(at(key).default_value.value());
+  }
 };
 
 // The values read for one component, by key. Every declared key has a value

@@ -45,7 +45,7 @@ output_tokens: 1
 
 void BM_ChunkLruAdmitRelease(benchmark::State& state) {
   const std::vector<Request> requests = rag_requests(2000);
-  ChunkLruParams p;
+  ChunkLruParams p = declared_chunk_lru_params();
   p.main = {100000, 128, 128 * 131072, false, 0};
   p.chunk_blocks = state.range(0);  // 614: the 910B2 / Llama-3-8B pool at 15 %
   ChunkLruPolicy policy(p);

@@ -42,7 +42,7 @@ TokenView view(const std::vector<int32_t>& prompt) {
 
 ChunkLruParams params(int64_t main_blocks, int64_t chunk_blocks, int64_t max_chunks = 1 << 20,
                       int64_t max_chunk_tokens = 1 << 20) {
-  ChunkLruParams p;
+  ChunkLruParams p = declared_chunk_lru_params();
   p.main.num_blocks = main_blocks;
   p.main.block_size = kBlock;
   p.main.block_bytes = kBlock * kBytesPerToken;

@@ -194,7 +194,7 @@ class WrongDeltaChecker final : public numerics::ChunkLruNumericsChecker {
 
 template <typename Checker>
 uint64_t check_one_request(Checker& checker) {
-  ChunkLruParams p;
+  ChunkLruParams p = declared_chunk_lru_params();
   p.main = {64, 4, 4 * 100, false, 0};
   p.chunk_blocks = 32;
   p.virtual_pos_start = 4096;

@@ -69,7 +69,7 @@ struct RemapFixture {
     raw_v = random_vec(rng, prompt.size() * kLayers * kHeads * kDim);
   }
   static ChunkLruParams make_params() {
-    ChunkLruParams p;
+    ChunkLruParams p = declared_chunk_lru_params();
     p.main = {64, kBlock, kBlock * 1000, false, 0};
     p.chunk_blocks = 64;
     p.virtual_pos_start = kVirtual;

@@ -166,6 +166,15 @@ void ChunkLruPolicy::report(RunMetrics& m) const {
   m.memory.chunk_pool_bytes = params_.chunk_blocks * params_.main.block_bytes;
 }
 
+ChunkLruParams declared_chunk_lru_params() {
+  const config::ComponentInfo info = chunk_lru_policy_info();
+  ChunkLruParams p;
+  p.max_chunks = info.default_of<int64_t>("max_chunks");
+  p.max_chunk_tokens = info.default_of<int64_t>("max_chunk_tokens");
+  p.virtual_pos_start = info.default_of<int64_t>("virtual_pos_start");
+  return p;
+}
+
 std::unique_ptr<KvCachePolicy> make_chunk_lru_policy(const CacheConfig& c,
                                                      const PoolSizing& sizing) {
   ChunkLruParams p;

@@ -35,17 +35,22 @@
 
 namespace kvsim {
 
+// The three limits have no defaults here: chunk_lru declares them
+// (chunk_lru_policy_info); start from declared_chunk_lru_params() to get them.
 struct ChunkLruParams {
   PagedParams main;  // the main pool (prefix caching is off: chunks replace it)
   int64_t chunk_blocks = 0;
-  int64_t max_chunks = 1 << 20;
-  int64_t max_chunk_tokens = 32768;  // longer chunks are not cached
-  int64_t virtual_pos_start = 4096;  // where missed chunks are computed
-  bool keep_eviction_log = false;    // record evicted hashes in order (tests)
+  int64_t max_chunks = 0;
+  int64_t max_chunk_tokens = 0;    // longer chunks are not cached
+  int64_t virtual_pos_start = 0;   // where missed chunks are computed
+  bool keep_eviction_log = false;  // record evicted hashes in order (tests)
   // Which chunk the chunk pool evicts first (seed 003: `lru`); a name of
   // eviction_order_names(). The main pool's order is main.eviction.
   std::string eviction = "lru";
 };
+// Params with the declared defaults of max_chunks, max_chunk_tokens and
+// virtual_pos_start (for code that builds the policy without a scenario).
+ChunkLruParams declared_chunk_lru_params();
 
 // Seed 003 get_stats(), per admission (a request re-admitted after a
 // recompute preemption looks its chunks up again).

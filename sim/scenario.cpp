@@ -166,8 +166,7 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
   // engine also that a server device gets no phone dialog).
   for (const auto& engine : engine_components())
     if (engine.checks) engine.checks(s, ctx);
-  if (s.numerics.mode != "off" && s.cache.policy != "paged" && s.cache.policy != "chunk_lru" &&
-      !is_genie_policy(s.cache)) {
+  if (s.numerics.mode != "off" && !policy_supports_numerics(s.cache)) {
     ctx.diagnostics.error(
         at("numerics.mode"), "numerics.mode",
         fmt::format("numerics checks run on the paged policy in this build, not '{}'",

@@ -62,6 +62,13 @@ CacheConfig::CacheConfig() {
   assign(declared_defaults());
 }
 
+const std::string& CacheConfig::text(std::string_view key) const {
+  for (const auto& [name, f] : kFields)
+    if (key == name && std::holds_alternative<std::string CacheConfig::*>(f))
+      return this->*std::get<std::string CacheConfig::*>(f);
+  throw std::logic_error(fmt::format("kv_cache key '{}' has no text field", key));
+}
+
 void CacheConfig::assign(const config::ParamValues& values) {
   for (const auto& [key, entry] : values.all()) {
     const config::ParamValue& value = entry.first;

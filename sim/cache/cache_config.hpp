@@ -22,6 +22,9 @@ struct CacheConfig {
   // Throws std::logic_error for a key no field takes (a declaration
   // without a field is a bug, not input).
   void assign(const config::ParamValues& values);
+  // The value of a text key ("update_mode"); std::logic_error for a key
+  // that has no text field.
+  const std::string& text(std::string_view key) const;
 
   // Shared by every policy.
   std::string policy;

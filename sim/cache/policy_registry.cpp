@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "sim/cache/chunk_lru_policy.hpp"
@@ -80,12 +81,13 @@ std::vector<config::ComponentInfo> key_owners() {
 
 const std::vector<CachePolicyComponent>& cache_policy_components() {
   static const std::vector<CachePolicyComponent> t = {
-      {chunk_lru_policy_info(), "", chunk_lru_policy_checks},
-      {paged_policy_info(), "", nullptr},
-      {pointer_shift_policy_info(), "", pointer_shift_policy_checks},
-      {shift_concat_policy_info(), "", genie_buffer_checks},
-      {sliding_window_policy_info(), kSlidingWindowBaseKey, sliding_window_policy_checks},
-      {smart_mask_policy_info(), "", genie_buffer_checks},
+      {chunk_lru_policy_info(), "", chunk_lru_policy_checks, PolicyEngine::serving, true},
+      {paged_policy_info(), "", nullptr, PolicyEngine::serving, true},
+      {pointer_shift_policy_info(), "", pointer_shift_policy_checks, PolicyEngine::genie},
+      {shift_concat_policy_info(), "", genie_buffer_checks, PolicyEngine::genie},
+      {sliding_window_policy_info(), kSlidingWindowBaseKey, sliding_window_policy_checks,
+       PolicyEngine::of_base},
+      {smart_mask_policy_info(), "", genie_buffer_checks, PolicyEngine::genie},
   };
   return t;
 }
@@ -159,11 +161,28 @@ std::vector<std::string> genie_policy_names() {
   return names;
 }
 
+namespace {
+
+// The engine `policy` runs on, following a wrapper to the base it names;
+// nullopt for a name that is not registered.
+std::optional<PolicyEngine> engine_of(const std::string& policy, const CacheConfig& config) {
+  const CachePolicyComponent* c = find_cache_policy(policy);
+  if (c == nullptr) return std::nullopt;
+  if (c->engine != PolicyEngine::of_base) return c->engine;
+  const std::string& base = config.text(c->base_key);
+  if (base == policy) return std::nullopt;  // a wrapper of itself would not end
+  return engine_of(base, config);
+}
+
+}  // namespace
+
 bool is_genie_policy(const CacheConfig& config) {
-  if (config.policy == "sliding_window") return config.update_mode != "paged";
-  for (const auto& [name, factory] : genie_table())
-    if (name == config.policy) return true;
-  return false;
+  return engine_of(config.policy, config) == PolicyEngine::genie;
+}
+
+bool policy_supports_numerics(const CacheConfig& config) {
+  const CachePolicyComponent* c = find_cache_policy(config.policy);
+  return c != nullptr && (c->serving_numerics || is_genie_policy(config));
 }
 
 std::unique_ptr<GenieKvPolicy> make_genie_policy(const CacheConfig& config,

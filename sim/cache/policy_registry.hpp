@@ -26,11 +26,22 @@ std::vector<std::string> cache_policy_names();
 // variants). A policy that wraps another (sliding_window) names its base in
 // `base_key`, reads the base's keys as well and runs the base's checks from
 // its own.
+//
+// What a policy can do is part of its entry, so callers ask the policy
+// instead of comparing names: the engine it runs on (the serving engine's
+// block pools, or the genie engine's on-device buffers of seed 002; a
+// wrapper runs where its base does) and whether the serving engine's
+// numerics checker (SPEC 8) follows its block tables.
 using ScenarioChecks = void (*)(const ScenarioSpec& s, config::LoadContext& ctx);
+enum class PolicyEngine : uint8_t { serving, genie, of_base };
 struct CachePolicyComponent {
   config::ComponentInfo info;  // its own keys
   std::string base_key;        // "" unless it wraps the policy this key names
   ScenarioChecks checks = nullptr;
+  PolicyEngine engine = PolicyEngine::serving;
+  // The serving engine's numerics checker supports it (the genie engine
+  // checks every on-device policy).
+  bool serving_numerics = false;
 };
 // Sorted by name, one entry per value of kv_cache.policy.
 const std::vector<CachePolicyComponent>& cache_policy_components();
@@ -62,6 +73,9 @@ std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheConfig& config,
 // builds it and is_genie_policy() says false.
 std::vector<std::string> genie_policy_names();
 bool is_genie_policy(const CacheConfig& config);
+// Whether `numerics.mode` other than off can run with this policy: on the
+// genie engine always, on the serving engine when the policy says so.
+bool policy_supports_numerics(const CacheConfig& config);
 // nullptr when `config` is not an on-device policy; throws
 // std::invalid_argument when its shape is unusable (variants beyond ctx_size).
 std::unique_ptr<GenieKvPolicy> make_genie_policy(const CacheConfig& config, const ModelSpec& model);

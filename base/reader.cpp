@@ -334,6 +334,51 @@ YAML::Node load_file(const std::string& path, LoadContext& ctx) {
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
+namespace {
+
+// The dotted parts of an override's key path ("a.b.c" -> a, b, c).
+std::vector<std::string> key_parts(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+// `--set KEY=null` (or `~`): the key leaves the document, so the scenario
+// reads as if it had never been written and takes its declared default;
+// the way to compare a policy that owns a key with one that does not
+// (sliding_window's `window` against paged).
+bool remove_key(YAML::Node& root, const std::string& path, const std::vector<std::string>& parts,
+                LoadContext& ctx) {
+  YAML::Node cur = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    // Const look-ups: a missing key must not be created on the way.
+    const YAML::Node& view = cur;
+    YAML::Node next = cur.IsMap() ? view[parts[i]] : YAML::Node();
+    if (!next.IsDefined() || !next.IsMap()) {
+      cur.reset(YAML::Node());
+      break;
+    }
+    cur.reset(next);
+  }
+  const YAML::Node& view = cur;
+  if (!cur.IsMap() || !view[parts.back()].IsDefined()) {
+    ctx.diagnostics.error({"--set " + path, 1, 1}, path,
+                          "is not in the scenario: there is nothing to remove",
+                          "the dotted path of a key the scenario writes");
+    return false;
+  }
+  cur.remove(parts.back());
+  return true;
+}
+
+}  // namespace
+
 bool apply_override(YAML::Node& root, const std::string& assignment, LoadContext& ctx) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -343,6 +388,11 @@ bool apply_override(YAML::Node& root, const std::string& assignment, LoadContext
   }
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
+  if (text.find_first_not_of(" \t") == std::string::npos) {
+    ctx.diagnostics.error({"--set " + path, 1, static_cast<int>(eq) + 2}, path, "has no value",
+                          fmt::format("{}=VALUE, or {}=null to remove the key", path, path));
+    return false;
+  }
   YAML::Node value;
   try {
     value = YAML::Load(text);
@@ -351,30 +401,25 @@ bool apply_override(YAML::Node& root, const std::string& assignment, LoadContext
                           fmt::format("invalid value: {}", e.msg));
     return false;
   }
+  const std::vector<std::string> parts = key_parts(path);
+  for (const auto& part : parts) {
+    if (part.empty()) {
+      ctx.diagnostics.error({"--set", 1, 1}, path, "empty key in path", "a.b.c=value");
+      return false;
+    }
+  }
+  if (value.IsNull()) return remove_key(root, path, parts, ctx);
   if (!root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
   // Walk with explicit node copies: yaml-cpp nodes are handles, so assigning
   // through a copy writes into the document.
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const auto dot = path.find('.', start);
-    parts.push_back(path.substr(start, dot - start));
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
   YAML::Node cur = root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (parts[i].empty()) break;
     YAML::Node next = cur[parts[i]];
     if (!next.IsDefined() || !next.IsMap()) {
       cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
       next.reset(cur[parts[i]]);
     }
     cur.reset(next);
-  }
-  if (parts.back().empty()) {
-    ctx.diagnostics.error({"--set", 1, 1}, path, "empty key in path", "a.b.c=value");
-    return false;
   }
   cur[parts.back()] = value;
   ctx.overridden_paths.insert(path);

@@ -129,8 +129,9 @@ class MapReader {
 YAML::Node load_file(const std::string& path, LoadContext& ctx);
 
 // Applies `--set key.path=value` to a loaded document (creating maps on the
-// way) and records the path as overridden. Returns false with an error in
-// ctx when the text is not KEY=VALUE.
+// way) and records the path as overridden; `key.path=null` (or `~`) removes
+// the key instead. Returns false with an error in ctx when the text is not
+// KEY=VALUE, the value is empty, or the key to remove is not there.
 bool apply_override(YAML::Node& root, const std::string& assignment, LoadContext& ctx);
 
 }  // namespace kvsim::config

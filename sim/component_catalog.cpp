@@ -2,6 +2,7 @@
 
 #include "sim/cache/policy_registry.hpp"
 #include "sim/scenario_engines.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -24,6 +25,10 @@ std::vector<ComponentKind> component_catalog() {
   return {
       {"policies", "kv_cache.policy and the keys of each", policy_kind_infos()},
       {"engines", "the serving engine (scheduler:) and the genie engine (htp:)", engine_infos()},
+      {"workloads", "workload.kind and the keys of each", workload_infos()},
+      {"arrivals", "arrival.process and the keys of each", arrival_infos()},
+      {"distributions", "{dist: ...} of a length or a time and the keys of each",
+       distribution_infos()},
   };
 }
 

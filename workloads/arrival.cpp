@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "workloads/distribution_impl.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -84,9 +85,11 @@ class ClosedArrivals final : public ArrivalProcess {
 // --max-concurrency; bounds the clients a source tracks.
 constexpr int64_t kMaxClients = 1'000'000;
 
-// Reads `key` as a rate-like number that must be > 0.
-std::optional<double> positive(config::MapReader& reader, std::string_view key, double max,
-                               const char* allowed) {
+// Reads declared key `key` of `info` as a rate-like number that must be > 0
+// (the generic reader takes an inclusive range; this one excludes 0).
+std::optional<double> positive(config::MapReader& reader, const config::ComponentInfo& info,
+                               std::string_view key, const char* allowed) {
+  const double max = info.at(key).max;
   const config::Node c = reader.child(key);
   if (!c.defined()) {
     reader.node().context().diagnostics.error(reader.node().location(), c.path(),
@@ -101,26 +104,67 @@ std::optional<double> positive(config::MapReader& reader, std::string_view key, 
   return v;
 }
 
+config::ParamSpec rate_param(const char* doc) {
+  return config::own_reader(
+      config::number_param("rate_per_s", std::nullopt, 0.0, kMaxRatePerS, "arrivals/s", doc));
+}
+
+config::ComponentInfo poisson_info() {
+  return {"arrival",
+          "poisson",
+          "open loop, exponential gaps (vLLM's and SGLang's --request-rate)",
+          {rate_param("mean arrivals per second, > 0")}};
+}
+
+config::ComponentInfo gamma_info() {
+  using namespace config;
+  // cv capped at 100: shape 1e-4 is already one burst per run.
+  return {"arrival",
+          "gamma",
+          "open loop, gamma gaps: cv = 1 is Poisson, > 1 bursty (vLLM's --burstiness = 1/cv^2)",
+          {rate_param("mean arrivals per second, > 0"),
+           own_reader(number_param("cv", std::nullopt, 0.0, 100.0, "",
+                                   "coefficient of variation of the gaps, > 0"))}};
+}
+
+config::ComponentInfo constant_info() {
+  return {"arrival",
+          "constant",
+          "evenly spaced arrivals",
+          {rate_param("arrivals per second, > 0, exactly 1/rate apart")}};
+}
+
+config::ComponentInfo closed_info() {
+  using namespace config;
+  ParamSpec think =
+      section_param("think_time", false, "{dist: ..., ...} or a duration",
+                    "from a completion to that client's next request (absent: 0s, as benchmark "
+                    "tools send at once)");
+  think.unit = "time";
+  return {"arrival",
+          "closed",
+          "closed-loop benchmark clients (vllm bench serve --max-concurrency, no rate)",
+          {int_param("concurrency", std::nullopt, 1, kMaxClients, "clients",
+                     "clients, each with one request in flight at a time"),
+           think}};
+}
+
 std::unique_ptr<ArrivalProcess> parse_poisson_arrivals(config::MapReader& reader) {
-  // rate_per_s: mean arrivals per second (> 0)
-  const auto rate = positive(reader, "rate_per_s", kMaxRatePerS, "arrivals per second, > 0");
+  const auto rate = positive(reader, poisson_info(), "rate_per_s", "arrivals per second, > 0");
   if (!rate) return nullptr;
   return std::make_unique<PoissonArrivals>(*rate);
 }
 
 std::unique_ptr<ArrivalProcess> parse_gamma_arrivals(config::MapReader& reader) {
-  // rate_per_s: mean arrivals per second (> 0)
-  const auto rate = positive(reader, "rate_per_s", kMaxRatePerS, "arrivals per second, > 0");
-  // cv: coefficient of variation of the gaps (> 0; 1 = Poisson, > 1 bursts).
-  // Capped at 100: shape 1e-4 is already one burst per run.
-  const auto cv = positive(reader, "cv", 100.0, "a number in (0, 100]; 1 is Poisson, > 1 bursty");
+  const config::ComponentInfo info = gamma_info();
+  const auto rate = positive(reader, info, "rate_per_s", "arrivals per second, > 0");
+  const auto cv = positive(reader, info, "cv", "a number in (0, 100]; 1 is Poisson, > 1 bursty");
   if (!rate || !cv) return nullptr;
   return std::make_unique<GammaArrivals>(*rate, *cv);
 }
 
 std::unique_ptr<ArrivalProcess> parse_constant_arrivals(config::MapReader& reader) {
-  // rate_per_s: arrivals per second (> 0), exactly 1/rate apart
-  const auto rate = positive(reader, "rate_per_s", kMaxRatePerS, "arrivals per second, > 0");
+  const auto rate = positive(reader, constant_info(), "rate_per_s", "arrivals per second, > 0");
   if (!rate) return nullptr;
   return std::make_unique<ConstantArrivals>(*rate);
 }
@@ -128,11 +172,10 @@ std::unique_ptr<ArrivalProcess> parse_constant_arrivals(config::MapReader& reade
 std::unique_ptr<ArrivalProcess> parse_closed_arrivals(config::MapReader& reader) {
   auto& diagnostics = reader.node().context().diagnostics;
   const size_t errors_before = diagnostics.size();
+  const config::ParamValues values = config::read_params(reader, closed_info());
   ClosedLoopParams params;
-  // concurrency: clients, each with one request in flight at a time (>= 1)
-  params.concurrency = reader.integer("concurrency", std::nullopt, 1, kMaxClients);
-  // think_time: DIST of durations from a completion to that client's next
-  // request (default 0s: send at once, as benchmark tools do)
+  params.concurrency = values.integer("concurrency");
+  // think_time: DIST of durations (default 0s: send at once)
   const config::Node think = reader.child("think_time");
   if (think.defined()) {
     if (auto d = parse_distribution(think, {QuantityKind::duration, 0, ""}))
@@ -147,18 +190,40 @@ std::unique_ptr<ArrivalProcess> parse_closed_arrivals(config::MapReader& reader)
 
 struct ArrivalEntry {
   const char* name;
+  config::ComponentInfo (*info)();  // its keys
   std::unique_ptr<ArrivalProcess> (*parse)(config::MapReader&);
 };
 
 // Every process `process:` accepts; a test compares this table with the docs.
 constexpr ArrivalEntry kArrivalProcesses[] = {
-    {"closed", parse_closed_arrivals},
-    {"constant", parse_constant_arrivals},
-    {"gamma", parse_gamma_arrivals},
-    {"poisson", parse_poisson_arrivals},
+    {"closed", closed_info, parse_closed_arrivals},
+    {"constant", constant_info, parse_constant_arrivals},
+    {"gamma", gamma_info, parse_gamma_arrivals},
+    {"poisson", poisson_info, parse_poisson_arrivals},
 };
 
+// The key every process shares.
+config::ComponentInfo arrival_section_info() {
+  return {"section",
+          "arrival",
+          "the key every arrival process shares",
+          {config::choice_param("process", std::nullopt, arrival_processes(),
+                                "the process; its own keys follow in its table")}};
+}
+
+std::vector<config::ComponentInfo> process_infos() {
+  std::vector<config::ComponentInfo> infos;
+  for (const auto& e : kArrivalProcesses) infos.push_back(e.info());
+  return infos;
+}
+
 }  // namespace
+
+std::vector<config::ComponentInfo> arrival_infos() {
+  std::vector<config::ComponentInfo> infos = process_infos();
+  infos.insert(infos.begin(), arrival_section_info());
+  return infos;
+}
 
 std::vector<std::string> arrival_processes() {
   std::vector<std::string> names;
@@ -176,8 +241,12 @@ std::shared_ptr<const ArrivalProcess> parse_arrival(const config::Node& node) {
   const std::string name = reader.choice("process", std::nullopt, arrival_processes());
   if (diagnostics.size() != errors_before) return nullptr;
   std::unique_ptr<ArrivalProcess> process;
-  for (const auto& e : kArrivalProcesses)
-    if (name == e.name) process = e.parse(reader);
+  for (const auto& e : kArrivalProcesses) {
+    if (name != e.name) continue;
+    // A key of another process is named as such (`cv` under poisson).
+    config::report_foreign_keys(reader, e.info(), process_infos(), {"process"});
+    process = e.parse(reader);
+  }
   reader.finish();
   if (!process || diagnostics.size() != errors_before) return nullptr;
   return process;

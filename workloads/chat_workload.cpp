@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "workloads/workload_kinds.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim::detail {
 namespace {
@@ -186,19 +187,40 @@ class ChatSource final : public WorkloadSource {
 
 }  // namespace
 
+config::ComponentInfo chat_workload_info() {
+  using namespace config;
+  return {
+      "workload",
+      "chat",
+      "sessions of several turns; each prompt carries the whole history",
+      {int_param("sessions", std::nullopt, 1, kMaxSessions, "sessions",
+                 "how many chat sessions start"),
+       section_param("arrival", true, "{process: ..., ...}",
+                     "when sessions start (poisson, gamma or constant; not closed)"),
+       distribution_param("turns", true, "turns", "turns per session (>= 1)"),
+       int_param("system_prompt_tokens", 0, 0, kMaxTokensPerValue, "tokens",
+                 "shared by every session (a real shared prefix); 0 for none"),
+       distribution_param("user_tokens", true, "tokens", "new user tokens of each turn (>= 1)"),
+       distribution_param("output_tokens", true, "tokens", "tokens each turn generates (>= 1)"),
+       distribution_param("think_time", true, "time",
+                          "from a turn's completion to the next turn's arrival"),
+       optional_param(int_param("max_context_tokens", std::nullopt, 1, kMaxTokensPerValue, "tokens",
+                                "a session ends before a turn whose prompt + output exceeds "
+                                "it"))}};
+}
+
 void parse_chat_workload(config::MapReader& reader, WorkloadSpec& spec) {
   auto& diagnostics = reader.node().context().diagnostics;
   const size_t errors_before = diagnostics.size();
+  const config::ParamValues values = config::read_params(reader, chat_workload_info());
   ChatWorkloadSpec chat;
-  // sessions: how many chat sessions start
-  chat.sessions = reader.integer("sessions", std::nullopt, 1, kMaxSessions);
+  chat.sessions = values.integer("sessions");
   // arrival: when sessions start {process: poisson | gamma | constant, rate_per_s, cv}
   chat.arrival = read_arrival(reader, "arrival");
   // turns: turns per session (>= 1)
   chat.turns = read_distribution(reader, "turns",
                                  {QuantityKind::tokens, 1, "a session has at least 1 turn"});
-  // system_prompt_tokens: shared by every session (a real shared prefix); 0 for none
-  chat.system_prompt_tokens = reader.integer("system_prompt_tokens", 0, 0, kMaxTokensPerValue);
+  chat.system_prompt_tokens = values.integer("system_prompt_tokens");
   // user_tokens: new user tokens of each turn (>= 1)
   chat.user_tokens = read_distribution(
       reader, "user_tokens", {QuantityKind::tokens, 1, "a turn adds at least 1 user token"});
@@ -207,10 +229,10 @@ void parse_chat_workload(config::MapReader& reader, WorkloadSpec& spec) {
   // think_time: from a turn's completion to the next turn's arrival (durations with units)
   chat.think_time = read_distribution(reader, "think_time", {QuantityKind::duration, 0, ""});
   // max_context_tokens: optional; a session ends before a turn whose prompt + output exceeds it
-  const config::Node max_context = reader.child("max_context_tokens");
-  if (max_context.defined()) {
-    chat.max_context_tokens = max_context.as_int(1, kMaxTokensPerValue);
-    if (chat.max_context_tokens && diagnostics.size() == errors_before) {
+  if (values.has("max_context_tokens")) {
+    const config::Node max_context = reader.child("max_context_tokens");
+    chat.max_context_tokens = values.integer("max_context_tokens");
+    if (diagnostics.size() == errors_before) {
       // Cross-field check: at least the smallest first turn must fit, or no
       // session ever produces a request.
       const int64_t smallest = chat.system_prompt_tokens + chat.user_tokens->lower_bound() +

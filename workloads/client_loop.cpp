@@ -29,9 +29,6 @@
 namespace kvsim::detail {
 namespace {
 
-// Largest number of clients or requests in flight a workload may ask for.
-constexpr int64_t kMaxClients = 1'000'000;
-
 class ClosedLoopSource final : public WorkloadSource {
  public:
   ClosedLoopSource(std::unique_ptr<WorkloadSource> inner, ClosedLoopParams params, uint64_t seed)
@@ -146,8 +143,12 @@ const ArrivalProcess* arrival_of(const WorkloadSpec& spec) {
 void parse_benchmark_clients(config::MapReader& reader, WorkloadSpec& spec) {
   // max_concurrency: optional cap on requests in flight; later ones wait at
   // the client and that wait counts in their TTFT
-  const config::Node cap = reader.child("max_concurrency");
-  if (cap.defined()) spec.max_concurrency = cap.as_int(1, kMaxClients);
+  const config::ComponentInfo keys = workload_section_info();
+  const config::ParamSpec& cap_spec = keys.at("max_concurrency");
+  const config::Node cap = reader.child(cap_spec.key);
+  if (cap.defined())
+    spec.max_concurrency =
+        cap.as_int(static_cast<int64_t>(cap_spec.min), static_cast<int64_t>(cap_spec.max));
   const ArrivalProcess* arrival = arrival_of(spec);
   if (arrival == nullptr || arrival->closed_loop() == nullptr) return;
   if (spec.kind == "chat" || spec.kind == "dialog") {

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "workloads/workload_kinds.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim::detail {
 namespace {
@@ -93,12 +94,55 @@ int64_t dialog_reply_length(const DialogWorkloadSpec& spec, uint64_t seed, int32
                       static_cast<uint64_t>(turn));
 }
 
+config::ComponentInfo dialog_workload_info() {
+  using namespace config;
+  return {
+      "workload",
+      "dialog",
+      "one user's turns on a phone NPU; the history stays in the device cache (seed 002)",
+      {int_param("turns", std::nullopt, 1, kMaxTurns, "turns",
+                 "how many turns the user takes (prompt, then reply)"),
+       distribution_param("prompt_tokens", true, "tokens", "new user tokens per turn (>= 1)"),
+       distribution_param("reply_tokens", true, "tokens",
+                          "tokens the model generates per turn (>= 1)"),
+       distribution_param("think_time", false, "time",
+                          "from a reply's last token to the next prompt (absent: 0)"),
+       section_param("speculative", false, "{draft_tokens, acceptance_rate, draft_cost_per_token}",
+                     "speculative decoding: drafts verified in one AR-n pass"),
+       section_param("session_cache", false, "{restore, tokens, save}",
+                     "restore a saved conversation first, save the cache last")}};
+}
+
+config::ComponentInfo speculative_info() {
+  using namespace config;
+  return {"section",
+          "workload.speculative",
+          "kind: dialog: each verify pass feeds the last token plus the drafts (seed 002)",
+          {int_param("draft_tokens", std::nullopt, 1, 1024, "tokens", "drafted tokens per pass"),
+           number_param("acceptance_rate", std::nullopt, 0.0, 1.0, "probability",
+                        "chance the target accepts each draft, until the first rejection"),
+           duration_param("draft_cost_per_token", 0, 0, kNsPerS,
+                          "CPU time to draft one token; 0 for prompt-lookup drafting")}};
+}
+
+config::ComponentInfo session_cache_info() {
+  using namespace config;
+  return {"section",
+          "workload.session_cache",
+          "kind: dialog: Genie's dumpCache/loadCache at storage bandwidth (seed 002)",
+          {bool_param("restore", false, "restore a saved conversation before the first turn"),
+           own_reader(int_param("tokens", 0, 0, kMaxTokensPerValue, "tokens",
+                                "tokens of the restored conversation (required, >= 1, with "
+                                "restore: true)")),
+           bool_param("save", false, "save the cache after the last turn")}};
+}
+
 void parse_dialog_workload(config::MapReader& reader, WorkloadSpec& spec) {
   auto& diagnostics = reader.node().context().diagnostics;
   const size_t errors_before = diagnostics.size();
+  const config::ParamValues values = config::read_params(reader, dialog_workload_info());
   DialogWorkloadSpec dialog;
-  // turns: how many turns the user takes (prompt, then reply)
-  dialog.turns = reader.integer("turns", std::nullopt, 1, kMaxTurns);
+  dialog.turns = values.integer("turns");
   // prompt_tokens: new user tokens per turn (>= 1)
   dialog.prompt_tokens = read_distribution(
       reader, "prompt_tokens", {QuantityKind::tokens, 1, "a turn has at least 1 prompt token"});
@@ -113,25 +157,31 @@ void parse_dialog_workload(config::MapReader& reader, WorkloadSpec& spec) {
   // speculative: {draft_tokens, acceptance_rate, draft_cost_per_token}
   if (const config::Node node = reader.child("speculative"); node.defined()) {
     config::MapReader s(node);
+    const config::ParamValues v = config::read_params(s, speculative_info());
     SpeculativeSpec spec_s;
-    spec_s.draft_tokens = s.integer("draft_tokens", std::nullopt, 1, 1024);
-    spec_s.acceptance_rate = s.number("acceptance_rate", std::nullopt, 0.0, 1.0);
-    spec_s.draft_cost_per_token = s.duration("draft_cost_per_token", 0, 0, kNsPerS);
+    spec_s.draft_tokens = v.integer("draft_tokens");
+    spec_s.acceptance_rate = v.number("acceptance_rate");
+    spec_s.draft_cost_per_token = v.integer("draft_cost_per_token");
     s.finish();
     dialog.speculative = spec_s;
   }
   // session_cache: {restore, tokens, save}
   if (const config::Node node = reader.child("session_cache"); node.defined()) {
     config::MapReader c(node);
-    dialog.session_cache.restore = c.boolean("restore", false);
+    const config::ComponentInfo info = session_cache_info();
+    const config::ParamValues v = config::read_params(c, info);
+    dialog.session_cache.restore = v.boolean("restore");
+    // tokens: required (>= 1) with restore: true, meaningless without it
+    const config::ParamSpec& t = info.at("tokens");
+    const auto most = static_cast<int64_t>(t.max);
     if (dialog.session_cache.restore) {
-      dialog.session_cache.tokens = c.integer("tokens", std::nullopt, 1, kMaxTokensPerValue);
+      dialog.session_cache.tokens = c.integer(t.key, std::nullopt, 1, most);
     } else {
-      dialog.session_cache.tokens = c.integer("tokens", 0, 0, kMaxTokensPerValue);
+      dialog.session_cache.tokens = c.integer(t.key, info.default_of<int64_t>(t.key), 0, most);
       if (dialog.session_cache.tokens > 0)
-        c.child("tokens").error("is set but restore is false", "restore: true, or drop tokens");
+        c.child(t.key).error("is set but restore is false", "restore: true, or drop tokens");
     }
-    dialog.session_cache.save = c.boolean("save", false);
+    dialog.session_cache.save = v.boolean("save");
     c.finish();
   }
   if (diagnostics.size() != errors_before) return;

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/params.hpp"
 #include "base/reader.hpp"
 #include "workloads/distribution.hpp"
 
@@ -53,6 +54,16 @@ class DistributionReader {
 
 // Reads one whole amount from a node (tokens: integer; duration: with unit).
 std::optional<int64_t> read_whole_amount(const config::Node& node, const QuantityRules& rules);
+
+// What each implementation declares (workload_params.hpp), beside its parse
+// function; the shared keys (dist, min, max) are the registry's.
+config::ComponentInfo constant_distribution_info();
+config::ComponentInfo uniform_distribution_info();
+config::ComponentInfo normal_distribution_info();
+config::ComponentInfo lognormal_distribution_info();
+config::ComponentInfo exponential_distribution_info();
+config::ComponentInfo zipf_distribution_info();
+config::ComponentInfo empirical_distribution_info();
 
 // Implementations (one parse function each); nullptr after reporting errors.
 std::unique_ptr<Distribution> parse_constant(DistributionReader& reader);

@@ -7,12 +7,14 @@
 
 #include "workloads/distribution.hpp"
 #include "workloads/distribution_impl.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim {
 namespace {
 
 struct DistributionEntry {
   const char* name;
+  config::ComponentInfo (*info)();  // its own keys (dist, min and max are shared)
   std::unique_ptr<Distribution> (*parse)(detail::DistributionReader&);
   // Defined over [min, max] (uniform, zipf): both keys are required.
   bool needs_min_and_max;
@@ -24,14 +26,35 @@ struct DistributionEntry {
 // Every distribution `dist:` accepts. Adding one: write its parse function
 // and list it here (the registry test compares this list with the docs).
 constexpr DistributionEntry kDistributions[] = {
-    {"constant", detail::parse_constant, false, false},
-    {"empirical", detail::parse_empirical, false, false},
-    {"exponential", detail::parse_exponential, false, true},
-    {"lognormal", detail::parse_lognormal, false, true},
-    {"normal", detail::parse_normal, false, true},
-    {"uniform", detail::parse_uniform, true, false},
-    {"zipf", detail::parse_zipf, true, false},
+    {"constant", detail::constant_distribution_info, detail::parse_constant, false, false},
+    {"empirical", detail::empirical_distribution_info, detail::parse_empirical, false, false},
+    {"exponential", detail::exponential_distribution_info, detail::parse_exponential, false, true},
+    {"lognormal", detail::lognormal_distribution_info, detail::parse_lognormal, false, true},
+    {"normal", detail::normal_distribution_info, detail::parse_normal, false, true},
+    {"uniform", detail::uniform_distribution_info, detail::parse_uniform, true, false},
+    {"zipf", detail::zipf_distribution_info, detail::parse_zipf, true, false},
 };
+
+// The keys every distribution shares.
+config::ComponentInfo distribution_section_info() {
+  using namespace config;
+  return {"section",
+          "distribution",
+          "the keys every distribution shares",
+          {choice_param("dist", std::nullopt, length_distributions(),
+                        "the distribution; its own keys follow in its table"),
+           quantity_param("min", false, ">= the quantity's floor",
+                          "smallest value a draw is clamped to (required by uniform and zipf)"),
+           quantity_param("max", false, ">= min",
+                          "largest value a draw is clamped to (required by uniform and zipf, and "
+                          "for tokens by the unbounded ones)")}};
+}
+
+std::vector<config::ComponentInfo> own_infos() {
+  std::vector<config::ComponentInfo> infos;
+  for (const auto& e : kDistributions) infos.push_back(e.info());
+  return infos;
+}
 
 int64_t value_cap(const QuantityRules& rules) {
   return rules.kind == QuantityKind::tokens ? kMaxTokensPerValue : kMaxDurationValue;
@@ -142,6 +165,12 @@ bool DistributionReader::check_floor(int64_t value, const config::Node& where,
 
 // ---- parse_distribution ----------------------------------------------------
 
+std::vector<config::ComponentInfo> distribution_infos() {
+  std::vector<config::ComponentInfo> infos = own_infos();
+  infos.insert(infos.begin(), distribution_section_info());
+  return infos;
+}
+
 std::vector<std::string> length_distributions() {
   std::vector<std::string> names;
   for (const auto& e : kDistributions) names.emplace_back(e.name);
@@ -182,6 +211,8 @@ std::optional<ClampedDistribution> parse_distribution(const config::Node& node,
   for (const auto& e : kDistributions)
     if (name == e.name) entry = &e;
   if (entry == nullptr) return std::nullopt;
+  // A key of another distribution is named as such (`sigma` under normal).
+  config::report_foreign_keys(reader, entry->info(), own_infos(), {"dist", "min", "max"});
 
   // The clamps every distribution accepts.
   const config::Node min_node = reader.child("min");  // smallest value a draw is clamped to

@@ -95,6 +95,45 @@ std::unique_ptr<Distribution> make_uniform(int64_t min, int64_t max) {
   return std::make_unique<UniformDistribution>(min, max);
 }
 
+config::ComponentInfo constant_distribution_info() {
+  return {"distribution",
+          "constant",
+          "every draw is `value` (a bare number is short for it)",
+          {config::quantity_param("value", true, ">= the quantity's floor",
+                                  "the one value every draw takes")}};
+}
+
+config::ComponentInfo uniform_distribution_info() {
+  return {
+      "distribution", "uniform", "whole values in [min, max], both included (both required)", {}};
+}
+
+config::ComponentInfo normal_distribution_info() {
+  return {"distribution",
+          "normal",
+          "normal, clamped to [min, max] (a token count needs max)",
+          {config::quantity_param("mean", true, ">= 0", "centre of the distribution"),
+           config::quantity_param("std", true, ">= 0", "standard deviation")}};
+}
+
+config::ComponentInfo lognormal_distribution_info() {
+  // sigma capped at 10: exp(10 Z) already spans 40 orders of magnitude.
+  return {"distribution",
+          "lognormal",
+          "lognormal by its own mean, clamped to [min, max] (a token count needs max)",
+          {config::quantity_param("mean", true, "> 0", "mean of the distribution itself"),
+           config::own_reader(config::number_param(
+               "sigma", std::nullopt, 0.0, 10.0, "",
+               "standard deviation of the underlying normal (0 is a constant)"))}};
+}
+
+config::ComponentInfo exponential_distribution_info() {
+  return {"distribution",
+          "exponential",
+          "exponential, clamped to [min, max] (a token count needs max)",
+          {config::quantity_param("mean", true, "> 0", "mean of the distribution")}};
+}
+
 std::unique_ptr<Distribution> parse_constant(DistributionReader& reader) {
   // value: the one value every draw takes
   const auto value = reader.whole_amount("value");
@@ -119,7 +158,9 @@ std::unique_ptr<Distribution> parse_lognormal(DistributionReader& reader) {
   const auto mean = reader.amount("mean", true);  // mean: of the distribution itself (> 0)
   // sigma: standard deviation of the underlying normal (>= 0; 0 is a constant).
   // Capped at 10: exp(10 Z) already spans 40 orders of magnitude.
-  const auto sigma = reader.number("sigma", 0.0, 10.0, false);
+  const config::ComponentInfo info = lognormal_distribution_info();
+  const config::ParamSpec& s = info.at("sigma");
+  const auto sigma = reader.number(s.key, s.min, s.max, false);
   if (!mean || !sigma) return nullptr;
   return std::make_unique<LognormalDistribution>(*mean, *sigma);
 }

@@ -107,6 +107,19 @@ std::vector<int64_t> read_csv(const config::Node& path_node, const std::string& 
 
 }  // namespace
 
+config::ComponentInfo empirical_distribution_info() {
+  config::ParamSpec values = config::section_param("values", false, "[v1, v2, ...]",
+                                                   "the values, each equally likely (or `path`)");
+  values.unit = config::kQuantityUnit;
+  return {
+      "distribution",
+      "empirical",
+      "every listed value equally likely: exactly one of `values` and `path`",
+      {values, config::optional_param(config::string_param(
+                   "path", std::nullopt,
+                   "a CSV file, one value per line, optional header; relative to the YAML file"))}};
+}
+
 std::unique_ptr<Distribution> parse_empirical(DistributionReader& reader) {
   const config::Node values_node = reader.map().child("values");  // values: [v1, v2, ...]
   const config::Node path_node = reader.map().child("path");      // path: CSV, one value per line

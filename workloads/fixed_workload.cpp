@@ -20,6 +20,7 @@
 
 #include "workloads/single_shot_source.hpp"
 #include "workloads/workload_kinds.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim::detail {
 namespace {
@@ -63,20 +64,46 @@ FixedPrefixSpec parse_prefix(const config::Node& node) {
   FixedPrefixSpec prefix;
   config::MapReader reader(node);
   if (!reader.valid()) return prefix;
-  // shared_fraction: share of every prompt that is its group's prefix, [0, 1]
-  prefix.shared_fraction = reader.number("shared_fraction", std::nullopt, 0.0, 1.0);
-  // groups: distinct prefixes; request i uses group i mod groups
-  prefix.groups = reader.integer("groups", 1, 1, kMaxGroups);
+  const config::ParamValues values = config::read_params(reader, fixed_prefix_info());
+  prefix.shared_fraction = values.number("shared_fraction");
+  prefix.groups = values.integer("groups");
   reader.finish();
   return prefix;
 }
 
 }  // namespace
 
+config::ComponentInfo fixed_prefix_info() {
+  using namespace config;
+  return {"section",
+          "workload.prefix",
+          "kind: fixed: the share of every prompt its group's prefix takes",
+          {number_param("shared_fraction", std::nullopt, 0.0, 1.0, "fraction of the prompt",
+                        "share of every prompt that is its group's prefix"),
+           int_param("groups", 1, 1, kMaxGroups, "groups",
+                     "distinct prefixes; request i uses group i mod groups")}};
+}
+
+config::ComponentInfo fixed_workload_info() {
+  using namespace config;
+  ComponentInfo info{"workload", "fixed",
+                     "benchmark-shaped requests with a controlled shared prefix (SGLang, vLLM "
+                     "prefix benchmarks)",
+                     single_shot_params()};
+  info.params.push_back(distribution_param("input_tokens", true, "tokens",
+                                           "the whole prompt (shared prefix + unique rest), >= 1"));
+  info.params.push_back(
+      distribution_param("output_tokens", true, "tokens", "tokens each request generates (>= 1)"));
+  info.params.push_back(section_param("prefix", false, "{shared_fraction, groups}",
+                                      "without it every prompt is unique"));
+  return info;
+}
+
 void parse_fixed_workload(config::MapReader& reader, WorkloadSpec& spec) {
   FixedWorkloadSpec fixed;
+  const config::ParamValues values = config::read_params(reader, fixed_workload_info());
   // requests, arrival: as every single-shot kind reads them
-  read_requests_and_arrival(reader, fixed);
+  read_requests_and_arrival(reader, values, fixed);
   // input_tokens: the whole prompt (shared prefix + unique rest), >= 1
   fixed.input_tokens = read_distribution(
       reader, "input_tokens", {QuantityKind::tokens, 1, "a prompt needs at least 1 token"});

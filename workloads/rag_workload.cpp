@@ -19,6 +19,7 @@
 #include "workloads/rag_prompt.hpp"
 #include "workloads/single_shot_source.hpp"
 #include "workloads/workload_kinds.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim::detail {
 namespace {
@@ -118,12 +119,14 @@ void parse_docs(const config::Node& node, RagWorkloadSpec& rag) {
   }
   config::MapReader docs(node);
   if (!docs.valid()) return;
-  // corpus: how many documents retrieval draws from
-  rag.corpus = docs.integer("corpus", std::nullopt, 1, kMaxCorpus);
-  // zipf: popularity exponent s > 0; document d (0-based) has weight 1/(d+1)^s
+  const config::ComponentInfo info = rag_docs_info();
+  const config::ParamValues values = config::read_params(docs, info);
+  rag.corpus = values.integer("corpus");
+  // zipf: required, > 0 (its own reader)
+  const config::ParamSpec& zipf = info.at("zipf");
   rag.zipf_s = 1.0;
-  if (const config::Node s = docs.child("zipf"); s.defined()) {
-    if (auto v = s.as_double(0.0, 20.0)) {
+  if (const config::Node s = docs.child(zipf.key); s.defined()) {
+    if (auto v = s.as_double(zipf.min, zipf.max)) {
       if (*v <= 0) s.error(fmt::format("must be greater than 0, got {}", *v), "(0, 20]");
       rag.zipf_s = *v;
     }
@@ -155,12 +158,45 @@ void parse_docs(const config::Node& node, RagWorkloadSpec& rag) {
 
 }  // namespace
 
+config::ComponentInfo rag_docs_info() {
+  using namespace config;
+  return {"section",
+          "workload.docs",
+          "kind: rag: the corpus retrieval draws documents from (seed 003)",
+          {int_param("corpus", std::nullopt, 1, kMaxCorpus, "documents",
+                     "how many documents retrieval draws from"),
+           own_reader(optional_param(number_param(
+               "zipf", std::nullopt, 0.0, 20.0, "",
+               "popularity exponent s > 0 (required); document d has weight 1/(d+1)^s"))),
+           distribution_param("per_request", true, "documents",
+                              "distinct documents per prompt (at most min(corpus, 4096))"),
+           distribution_param("chunk_tokens", true, "tokens",
+                              "a document's length (fixed per document)")}};
+}
+
+config::ComponentInfo rag_workload_info() {
+  using namespace config;
+  ComponentInfo info{"workload", "rag",
+                     "sys_prompt SEP doc SEP ... SEP question, documents by Zipf popularity in "
+                     "random order (seed 003)",
+                     single_shot_params()};
+  info.params.push_back(int_param("sys_prompt_tokens", 0, 0, kMaxTokensPerValue, "tokens",
+                                  "the system prompt every request starts with (0: none)"));
+  info.params.push_back(section_param("docs", true, "{corpus, zipf, per_request, chunk_tokens}",
+                                      "the corpus and how prompts draw from it"));
+  info.params.push_back(distribution_param("question_tokens", true, "tokens",
+                                           "the user question after the last separator (>= 1)"));
+  info.params.push_back(
+      distribution_param("output_tokens", true, "tokens", "tokens each request generates (>= 1)"));
+  return info;
+}
+
 void parse_rag_workload(config::MapReader& reader, WorkloadSpec& spec) {
   RagWorkloadSpec rag;
+  const config::ParamValues values = config::read_params(reader, rag_workload_info());
   // requests, arrival: as every single-shot kind reads them
-  read_requests_and_arrival(reader, rag);
-  // sys_prompt_tokens: the system prompt every request starts with (0: none)
-  rag.sys_prompt_tokens = reader.integer("sys_prompt_tokens", 0, 0, kMaxTokensPerValue);
+  read_requests_and_arrival(reader, values, rag);
+  rag.sys_prompt_tokens = values.integer("sys_prompt_tokens");
   // docs: {corpus, zipf, per_request, chunk_tokens}
   parse_docs(reader.child("docs"), rag);
   // question_tokens: the user question after the last separator (>= 1)

@@ -7,6 +7,14 @@
 
 namespace kvsim::detail {
 
+std::vector<config::ParamSpec> single_shot_params() {
+  using namespace config;
+  return {int_param("requests", std::nullopt, 1, kMaxSingleShotRequests, "requests",
+                    "how many requests the stream produces"),
+          section_param("arrival", true, "{process: ..., ...}",
+                        "when requests arrive (an arrival process, `kvsim list arrivals`)")};
+}
+
 SingleShotSource::SingleShotSource(const char* kind, int64_t requests,
                                    std::shared_ptr<const ArrivalProcess> arrival, uint64_t seed,
                                    int64_t vocab_size)

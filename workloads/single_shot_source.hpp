@@ -20,9 +20,12 @@ constexpr int64_t kMaxSingleShotRequests = 1'000'000'000'000;
 // `requests`, how many requests the stream produces, and `arrival`, the
 // process that spaces them ({process: poisson | gamma | constant, ...} or
 // {process: closed, concurrency, think_time}).
+// The declarations of those two keys, first in every single-shot kind's list.
+std::vector<config::ParamSpec> single_shot_params();
 template <class Body>
-void read_requests_and_arrival(config::MapReader& reader, Body& body) {
-  body.requests = reader.integer("requests", std::nullopt, 1, kMaxSingleShotRequests);
+void read_requests_and_arrival(config::MapReader& reader, const config::ParamValues& values,
+                               Body& body) {
+  body.requests = values.integer("requests");
   body.arrival = read_arrival(reader, "arrival");
 }
 

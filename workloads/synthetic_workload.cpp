@@ -7,6 +7,7 @@
 #include "workloads/distribution_impl.hpp"
 #include "workloads/single_shot_source.hpp"
 #include "workloads/workload_kinds.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim::detail {
 namespace {
@@ -18,21 +19,22 @@ std::optional<SharedPrefixSpec> parse_shared_prefix(const config::Node& node) {
   const size_t errors_before = diagnostics.size();
   config::MapReader reader(node);
   if (!reader.valid()) return std::nullopt;
+  const config::ComponentInfo info = shared_prefix_info();
+  const config::ParamValues values = config::read_params(reader, info);
   SharedPrefixSpec prefix;
-  // groups: how many distinct prefixes (each request uses one)
-  prefix.groups = reader.integer("groups", 1, 1, kMaxPrefixGroups);
-  // tokens: length of every group's prefix, identical within a group
-  prefix.tokens = reader.integer("tokens", std::nullopt, 1, kMaxTokensPerValue);
-  // popularity: uniform | zipf — how requests pick their group
-  prefix.popularity = reader.choice("popularity", "uniform", {"uniform", "zipf"});
-  // zipf_s: exponent of the zipf popularity (> 0; group g has weight 1/(g+1)^s)
-  const config::Node zipf_s = reader.child("zipf_s");
+  prefix.groups = values.integer("groups");
+  prefix.tokens = values.integer("tokens");
+  prefix.popularity = values.string("popularity");
+  // zipf_s only with popularity: zipf, and > 0 (its own reader)
+  const config::ParamSpec& s = info.at("zipf_s");
+  prefix.zipf_s = info.default_of<double>("zipf_s");
+  const config::Node zipf_s = reader.child(s.key);
   if (zipf_s.defined()) {
     if (prefix.popularity != "zipf") {
       zipf_s.error("applies only to popularity: zipf", "remove it, or set popularity: zipf");
-    } else if (auto s = zipf_s.as_double(0.0, 20.0)) {
-      if (*s <= 0) zipf_s.error(fmt::format("must be greater than 0, got {}", *s), "(0, 20]");
-      prefix.zipf_s = *s;
+    } else if (auto v = zipf_s.as_double(s.min, s.max)) {
+      if (*v <= 0) zipf_s.error(fmt::format("must be greater than 0, got {}", *v), "(0, 20]");
+      prefix.zipf_s = *v;
     }
   }
   reader.finish();
@@ -80,10 +82,43 @@ class SyntheticSource final : public SingleShotSource {
 
 }  // namespace
 
+config::ComponentInfo shared_prefix_info() {
+  using namespace config;
+  return {"section",
+          "workload.shared_prefix",
+          "kind: synthetic: groups of requests that start with the same tokens",
+          {int_param("groups", 1, 1, kMaxPrefixGroups, "groups",
+                     "how many distinct prefixes (each request uses one)"),
+           int_param("tokens", std::nullopt, 1, kMaxTokensPerValue, "tokens",
+                     "length of every group's prefix, identical within a group"),
+           choice_param("popularity", std::string("uniform"), {"uniform", "zipf"},
+                        "how requests pick their group"),
+           own_reader(number_param("zipf_s", 1.0, 0.0, 20.0, "",
+                                   "popularity: zipf only: exponent > 0; group g has weight "
+                                   "1/(g+1)^s"))}};
+}
+
+config::ComponentInfo synthetic_workload_info() {
+  using namespace config;
+  ComponentInfo info{"workload", "synthetic",
+                     "independent single-shot requests, optionally with shared prefixes",
+                     single_shot_params()};
+  info.params.push_back(section_param("shared_prefix", false,
+                                      "{groups, tokens, popularity, zipf_s}",
+                                      "groups of requests that start with the same tokens"));
+  info.params.push_back(distribution_param(
+      "input_tokens", true, "tokens",
+      "the unique tokens after the shared prefix (the whole prompt without one)"));
+  info.params.push_back(
+      distribution_param("output_tokens", true, "tokens", "tokens each request generates (>= 1)"));
+  return info;
+}
+
 void parse_synthetic_workload(config::MapReader& reader, WorkloadSpec& spec) {
   SyntheticWorkloadSpec synthetic;
+  const config::ParamValues values = config::read_params(reader, synthetic_workload_info());
   // requests, arrival: as every single-shot kind reads them
-  read_requests_and_arrival(reader, synthetic);
+  read_requests_and_arrival(reader, values, synthetic);
   // shared_prefix: optional {groups, tokens, popularity, zipf_s}
   const config::Node prefix = reader.child("shared_prefix");
   if (prefix.defined()) synthetic.shared_prefix = parse_shared_prefix(prefix);

@@ -15,6 +15,7 @@
 
 #include "workloads/trace_file_reader.hpp"
 #include "workloads/workload_kinds.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim {
 
@@ -107,6 +108,39 @@ class TraceSource final : public WorkloadSource {
 
 }  // namespace
 
+config::ComponentInfo trace_map_info() {
+  using namespace config;
+  return {
+      "section",
+      "workload.trace",
+      "kind: trace: the recorded trace and the window of it to replay",
+      {choice_param("format", std::nullopt, trace_formats(),
+                    "which reader parses the lines (trace_formats.cpp)"),
+       own_reader(string_param("path", std::nullopt,
+                               "the trace file (required); relative to the YAML file's folder")),
+       number_param("time_scale", 1.0, 1e-6, 1e6, "",
+                    "simulated gap = trace gap * time_scale (0.5 replays twice as fast)"),
+       number_param("start_s", 0.0, 0.0, kMaxSeconds, "seconds",
+                    "replay from this long after the trace's first record"),
+       optional_param(number_param("duration_s", std::nullopt, 1e-9, kMaxSeconds, "seconds",
+                                   "replay this much trace time (absent: to the end)")),
+       optional_param(int_param("max_requests", std::nullopt, 1, INT64_MAX, "requests",
+                                "stop after this many requests (absent: all)")),
+       choice_param("on_error", std::string("fail"), {"fail", "skip"},
+                    "fail: a malformed line stops the run, naming file and line; skip: count "
+                    "and drop it"),
+       int_param("loop", 1, 1, kMaxLoop, "passes",
+                 "replay the window this many times back to back, each pass with new content")}};
+}
+
+config::ComponentInfo trace_workload_info() {
+  using namespace config;
+  return {"workload",
+          "trace",
+          "replays a recorded trace, streamed from its file (SPEC 5)",
+          {section_param("trace", true, "{format, path, ...}", "the trace and its window")}};
+}
+
 void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
   TraceWorkloadSpec trace;
   // trace: {format, path, time_scale, start_s, duration_s, max_requests, on_error, loop}
@@ -126,25 +160,16 @@ void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
     return;
   }
   trace.key_path = node.path();
-  // format: which reader parses the lines (trace_formats.cpp)
-  trace.format = t.choice("format", std::nullopt, trace_formats());
-  // path: the trace file; relative to the YAML file's folder
+  const config::ParamValues values = config::read_params(t, trace_map_info());
+  trace.format = values.string("format");
+  // path: its own reader, below (relative to the YAML file's folder)
   const config::Node path_node = t.child("path");
-  // time_scale: simulated gap = trace gap * time_scale (0.5 replays twice as fast)
-  trace.time_scale = t.number("time_scale", 1.0, 1e-6, 1e6);
-  // start_s: replay from this many seconds after the trace's first record
-  trace.start = seconds_to_ns(t.number("start_s", 0.0, 0.0, kMaxSeconds));
-  // duration_s: replay this many seconds of trace time (default: to the end)
-  if (t.has("duration_s"))
-    trace.duration = seconds_to_ns(t.number("duration_s", 0.0, 1e-9, kMaxSeconds));
-  // max_requests: stop after this many requests (default: all)
-  if (t.has("max_requests"))
-    trace.max_requests = t.integer("max_requests", std::nullopt, 1, INT64_MAX);
-  // on_error: fail (a malformed line stops the run, naming file and line) | skip
-  trace.skip_malformed = t.choice("on_error", "fail", {"fail", "skip"}) == "skip";
-  // loop: replay the window this many times back to back, each pass one span
-  // later with new content (for long, flat-memory runs)
-  trace.loop = t.integer("loop", 1, 1, kMaxLoop);
+  trace.time_scale = values.number("time_scale");
+  trace.start = seconds_to_ns(values.number("start_s"));
+  if (values.has("duration_s")) trace.duration = seconds_to_ns(values.number("duration_s"));
+  if (values.has("max_requests")) trace.max_requests = values.integer("max_requests");
+  trace.skip_malformed = values.string("on_error") == "skip";
+  trace.loop = values.integer("loop");
   t.finish();
 
   if (!path_node.defined()) {

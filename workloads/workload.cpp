@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "workloads/workload_kinds.hpp"
+#include "workloads/workload_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -14,13 +15,18 @@ namespace {
 // Every kind `kind:` accepts. Adding one: write its file (parse, bounds,
 // source) and list it here; a test compares workload_kinds() with the docs.
 constexpr detail::WorkloadKind kWorkloadKinds[] = {
-    {"chat", detail::parse_chat_workload, detail::make_chat_source, detail::chat_bounds},
-    {"dialog", detail::parse_dialog_workload, detail::make_dialog_source, detail::dialog_bounds},
-    {"fixed", detail::parse_fixed_workload, detail::make_fixed_source, detail::fixed_bounds},
-    {"rag", detail::parse_rag_workload, detail::make_rag_source, detail::rag_bounds},
-    {"synthetic", detail::parse_synthetic_workload, detail::make_synthetic_source,
-     detail::synthetic_bounds},
-    {"trace", detail::parse_trace_workload, detail::make_trace_source, detail::trace_bounds},
+    {"chat", detail::chat_workload_info, detail::parse_chat_workload, detail::make_chat_source,
+     detail::chat_bounds},
+    {"dialog", detail::dialog_workload_info, detail::parse_dialog_workload,
+     detail::make_dialog_source, detail::dialog_bounds},
+    {"fixed", detail::fixed_workload_info, detail::parse_fixed_workload, detail::make_fixed_source,
+     detail::fixed_bounds},
+    {"rag", detail::rag_workload_info, detail::parse_rag_workload, detail::make_rag_source,
+     detail::rag_bounds},
+    {"synthetic", detail::synthetic_workload_info, detail::parse_synthetic_workload,
+     detail::make_synthetic_source, detail::synthetic_bounds},
+    {"trace", detail::trace_workload_info, detail::parse_trace_workload, detail::make_trace_source,
+     detail::trace_bounds},
 };
 
 const detail::WorkloadKind& kind_of(const WorkloadSpec& spec) {
@@ -37,6 +43,23 @@ void report_missing(config::MapReader& reader, const config::Node& child, const 
 }  // namespace
 
 namespace detail {
+
+// Largest cap on requests in flight (as many clients as a closed loop may have).
+constexpr int64_t kMaxConcurrency = 1'000'000;
+
+// The keys of `workload:` every kind shares.
+config::ComponentInfo workload_section_info() {
+  using namespace config;
+  return {"section",
+          "workload",
+          "keys every workload kind shares",
+          {choice_param("kind", std::nullopt, workload_kinds(),
+                        "the generator; its own keys follow in its table (a `trace:` map alone "
+                        "means kind: trace)"),
+           optional_param(int_param("max_concurrency", std::nullopt, 1, kMaxConcurrency, "requests",
+                                    "cap on requests in flight; later ones wait at the client "
+                                    "and that wait counts in their TTFT"))}};
+}
 
 std::shared_ptr<const ClampedDistribution> read_distribution(config::MapReader& reader,
                                                              std::string_view key,
@@ -64,6 +87,12 @@ std::shared_ptr<const ArrivalProcess> read_arrival(config::MapReader& reader,
   return parse_arrival(node);
 }
 
+std::vector<std::string> shared_keys(const config::ComponentInfo& section) {
+  std::vector<std::string> keys;
+  for (const auto& p : section.params) keys.push_back(p.key);
+  return keys;
+}
+
 QuantityRules output_length_rules() {
   return {QuantityKind::tokens, 1, "every request generates at least 1 token"};
 }
@@ -73,6 +102,30 @@ void append_tokens(std::vector<int32_t>& out, const TokenStream& stream, int64_t
 }
 
 }  // namespace detail
+
+config::ParamSpec distribution_param(std::string key, bool required, std::string unit,
+                                     std::string doc) {
+  config::ParamSpec p = config::section_param(std::move(key), required,
+                                              "{dist: ..., ...} or a number", std::move(doc));
+  p.unit = std::move(unit);
+  return p;
+}
+
+std::vector<config::ComponentInfo> workload_kind_infos() {
+  std::vector<config::ComponentInfo> infos;
+  for (const auto& k : kWorkloadKinds) infos.push_back(k.info());
+  return infos;
+}
+
+std::vector<config::ComponentInfo> workload_infos() {
+  std::vector<config::ComponentInfo> infos = workload_kind_infos();
+  infos.insert(infos.begin(), detail::workload_section_info());
+  for (auto* nested :
+       {detail::shared_prefix_info, detail::fixed_prefix_info, detail::rag_docs_info,
+        detail::speculative_info, detail::session_cache_info, detail::trace_map_info})
+    infos.push_back(nested());
+  return infos;
+}
 
 std::vector<std::string> workload_kinds() {
   std::vector<std::string> names;
@@ -97,7 +150,11 @@ std::shared_ptr<const WorkloadSpec> parse_workload(const config::Node& node) {
                    ? std::string("trace")
                    : reader.choice("kind", std::nullopt, workload_kinds());
   if (diagnostics.size() != errors_before) return nullptr;  // the keys depend on the kind
-  kind_of(*spec).parse(reader, *spec);
+  const detail::WorkloadKind& kind = kind_of(*spec);
+  // A key of another kind is named as such, before the kind reads its own.
+  config::report_foreign_keys(reader, kind.info(), workload_kind_infos(),
+                              detail::shared_keys(detail::workload_section_info()));
+  kind.parse(reader, *spec);
   detail::parse_benchmark_clients(reader, *spec);  // max_concurrency, closed-loop checks
   reader.finish();
   if (diagnostics.size() != errors_before) return nullptr;

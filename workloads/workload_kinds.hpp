@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/params.hpp"
 #include "base/reader.hpp"
 #include "workloads/rng.hpp"
 #include "workloads/workload.hpp"
@@ -16,6 +17,8 @@ namespace kvsim::detail {
 
 struct WorkloadKind {
   const char* name;
+  // Its keys (workload_params.hpp); `parse` reads them through it.
+  config::ComponentInfo (*info)();
   // Reads the kind's keys from `reader` (which has read `kind`) into spec.body.
   void (*parse)(config::MapReader& reader, WorkloadSpec& spec);
   std::unique_ptr<WorkloadSource> (*make_source)(const WorkloadSpec& spec, uint64_t seed,
@@ -23,21 +26,29 @@ struct WorkloadKind {
   WorkloadBounds (*bounds)(const WorkloadSpec& spec);
 };
 
+config::ComponentInfo synthetic_workload_info();
+config::ComponentInfo shared_prefix_info();  // workload.shared_prefix
 void parse_synthetic_workload(config::MapReader& reader, WorkloadSpec& spec);
 std::unique_ptr<WorkloadSource> make_synthetic_source(const WorkloadSpec& spec, uint64_t seed,
                                                       int64_t vocab_size);
 WorkloadBounds synthetic_bounds(const WorkloadSpec& spec);
 
+config::ComponentInfo chat_workload_info();
 void parse_chat_workload(config::MapReader& reader, WorkloadSpec& spec);
 std::unique_ptr<WorkloadSource> make_chat_source(const WorkloadSpec& spec, uint64_t seed,
                                                  int64_t vocab_size);
 WorkloadBounds chat_bounds(const WorkloadSpec& spec);
 
+config::ComponentInfo trace_workload_info();
+config::ComponentInfo trace_map_info();  // workload.trace
 void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec);
 std::unique_ptr<WorkloadSource> make_trace_source(const WorkloadSpec& spec, uint64_t seed,
                                                   int64_t vocab_size);
 WorkloadBounds trace_bounds(const WorkloadSpec& spec);
 
+config::ComponentInfo dialog_workload_info();
+config::ComponentInfo speculative_info();    // workload.speculative
+config::ComponentInfo session_cache_info();  // workload.session_cache
 void parse_dialog_workload(config::MapReader& reader, WorkloadSpec& spec);
 std::unique_ptr<WorkloadSource> make_dialog_source(const WorkloadSpec& spec, uint64_t seed,
                                                    int64_t vocab_size);
@@ -47,6 +58,8 @@ WorkloadBounds dialog_bounds(const WorkloadSpec& spec);
 int64_t dialog_prompt_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn);
 int64_t dialog_reply_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn);
 
+config::ComponentInfo fixed_workload_info();
+config::ComponentInfo fixed_prefix_info();  // workload.prefix
 void parse_fixed_workload(config::MapReader& reader, WorkloadSpec& spec);
 std::unique_ptr<WorkloadSource> make_fixed_source(const WorkloadSpec& spec, uint64_t seed,
                                                   int64_t vocab_size);
@@ -64,6 +77,8 @@ void parse_benchmark_clients(config::MapReader& reader, WorkloadSpec& spec);
 // The kind's arrival process, or nullptr when the kind has none (trace).
 const ArrivalProcess* arrival_of(const WorkloadSpec& spec);
 
+config::ComponentInfo rag_workload_info();
+config::ComponentInfo rag_docs_info();  // workload.docs
 void parse_rag_workload(config::MapReader& reader, WorkloadSpec& spec);
 std::unique_ptr<WorkloadSource> make_rag_source(const WorkloadSpec& spec, uint64_t seed,
                                                 int64_t vocab_size);
@@ -77,6 +92,11 @@ std::shared_ptr<const ClampedDistribution> read_distribution(config::MapReader& 
                                                              std::string_view key,
                                                              const QuantityRules& rules);
 std::shared_ptr<const ArrivalProcess> read_arrival(config::MapReader& reader, std::string_view key);
+
+// `workload:`'s keys every kind shares (kind, max_concurrency; workload.cpp).
+config::ComponentInfo workload_section_info();
+// The keys of a shared section (to leave out of report_foreign_keys).
+std::vector<std::string> shared_keys(const config::ComponentInfo& section);
 
 // The floor of every output length: a request generates at least its first
 // token (prefill ends with it; TTFT is defined by it; vLLM's max_tokens >= 1).

@@ -98,9 +98,19 @@ std::unique_ptr<Distribution> make_zipf(int64_t min, int64_t max, double exponen
   return std::make_unique<ZipfDistribution>(min, max, exponent);
 }
 
+config::ComponentInfo zipf_distribution_info() {
+  return {"distribution",
+          "zipf",
+          "ranks min..max, rank r = k - min + 1 with weight 1/r^s (min and max required)",
+          {config::own_reader(
+              config::number_param("s", std::nullopt, 0.0, 20.0, "", "the exponent, > 0"))}};
+}
+
 std::unique_ptr<Distribution> parse_zipf(DistributionReader& reader) {
   // s: the exponent (> 0); rank r = k - min + 1 has weight 1 / r^s.
-  const auto exponent = reader.number("s", 0.0, 20.0, true);
+  const config::ComponentInfo info = zipf_distribution_info();
+  const config::ParamSpec& s = info.at("s");
+  const auto exponent = reader.number(s.key, s.min, s.max, true);
   // min/max (required) are the first and last ranks; the registry has
   // checked them against the floor and each other.
   if (!exponent || reader.min() > reader.max()) return nullptr;

@@ -38,7 +38,7 @@ namespace {
 
 void print_component(const config::ComponentInfo& info, bool markdown) {
   if (markdown) {
-    std::cout << "<!-- params:" << info.kind << ":" << info.name << " -->\n";
+    std::cout << "<!-- params:" << catalog_marker_key(info) << " -->\n";
   } else {
     std::cout << info.name << " (" << info.kind << "): " << info.doc << "\n\n";
   }

@@ -16,8 +16,7 @@ int main(int argc, char** argv) {
       add_run_command(app),      add_validate_command(app), add_list_command(app),
       add_generate_command(app), add_compare_command(app),  add_capacity_command(app),
       add_check_command(app),    add_hitcurve_command(app), add_calibrate_command(app),
-      add_sweep_command(app),    add_search_command(app),
-      add_describe_command(app),
+      add_sweep_command(app),    add_search_command(app),   add_describe_command(app),
   };
 
   try {

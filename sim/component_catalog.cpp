@@ -1,7 +1,9 @@
 #include "sim/component_catalog.hpp"
 
+#include "devices/device_family.hpp"
+#include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/scenario_engines.hpp"
+#include "sim/engine/engine_registry.hpp"
 #include "workloads/workload_params.hpp"
 
 namespace kvsim {
@@ -9,7 +11,7 @@ namespace {
 
 std::vector<config::ComponentInfo> engine_infos() {
   std::vector<config::ComponentInfo> infos;
-  for (const auto& e : engine_components()) infos.push_back(e.info);
+  for (const auto& e : engine_kinds()) infos.push_back(e.info());
   return infos;
 }
 
@@ -29,14 +31,24 @@ std::vector<ComponentKind> component_catalog() {
       {"arrivals", "arrival.process and the keys of each", arrival_infos()},
       {"distributions", "{dist: ...} of a length or a time and the keys of each",
        distribution_infos()},
+      {"families", "device files' kind and the keys of each device family", device_family_infos()},
+      {"evictions", "kv_cache.eviction: which free cached block or chunk goes first",
+       eviction_order_infos()},
   };
+}
+
+std::string catalog_marker_key(const config::ComponentInfo& info) {
+  std::string kind = info.kind;
+  for (char& c : kind)
+    if (c == ' ') c = '-';  // "device family" -> device-family: one word in the marker
+  return kind + ":" + info.name;
 }
 
 std::vector<std::pair<std::string, std::string>> catalog_markdown_blocks() {
   std::vector<std::pair<std::string, std::string>> blocks;
   for (const auto& kind : component_catalog())
     for (const auto& info : kind.infos)
-      blocks.emplace_back(info.kind + ":" + info.name, config::params_markdown(info));
+      blocks.emplace_back(catalog_marker_key(info), config::params_markdown(info));
   return blocks;
 }
 

@@ -22,6 +22,8 @@ std::vector<ComponentKind> component_catalog();
 // The catalog as the Markdown that docs/yaml.md holds between
 // `<!-- params:KIND:NAME -->` and `<!-- /params -->` markers, one block per
 // component, keyed by the marker's "KIND:NAME".
+// The KIND:NAME of a component's block in docs/yaml.md (no spaces).
+std::string catalog_marker_key(const config::ComponentInfo& info);
 std::vector<std::pair<std::string, std::string>> catalog_markdown_blocks();
 
 }  // namespace kvsim

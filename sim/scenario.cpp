@@ -8,7 +8,7 @@
 
 #include "kernels/kv_layout.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/scenario_engines.hpp"
+#include "sim/engine/engine_registry.hpp"
 #include "sim/scenario_sections.hpp"
 
 namespace kvsim {
@@ -164,7 +164,7 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
   run_cache_policy_checks(s.cache.policy, s, ctx);
   // Each engine checks that what it would run belongs together (the genie
   // engine also that a server device gets no phone dialog).
-  for (const auto& engine : engine_components())
+  for (const auto& engine : engine_kinds())
     if (engine.checks) engine.checks(s, ctx);
   if (s.numerics.mode != "off" && !policy_supports_numerics(s.cache)) {
     ctx.diagnostics.error(

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "scenario_helpers.hpp"
 #include "sim/cache/block_pool.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/chunk_pool.hpp"
@@ -115,13 +116,37 @@ TEST(EvictionRegistry, UnknownNameSaysWhatExists) {
   EXPECT_THROW(PagedPolicy{p}, std::invalid_argument);
   p.eviction = "lru";
   EXPECT_EQ(PagedPolicy{p}.pool().eviction_order().name(), "lru");
-  ChunkLruParams c;
+  ChunkLruParams c = declared_chunk_lru_params();
   c.main = PagedParams{16, 4, 4, false, 0};
   c.chunk_blocks = 8;
   c.eviction = "nope";  // the chunk pool's order
   EXPECT_THROW(ChunkLruPolicy{c}, std::invalid_argument);
   c.eviction = "lru";
   EXPECT_EQ(ChunkLruPolicy{c}.chunk_pool().eviction_order().name(), "lru");
+}
+
+// kv_cache.eviction picks the pools' order by name: the default is lru, an
+// unknown name is an error at its line listing what exists, and a policy
+// without cached blocks (a Genie mode) does not take the key.
+TEST(EvictionYaml, KvCacheEvictionNamesTheOrder) {
+  const std::string base = R"(
+device: ascend-910b2
+model: llama-3.2-1b
+workload: {kind: synthetic, requests: 4, arrival: {process: poisson, rate_per_s: 1},
+           input_tokens: {dist: constant, value: 64}, output_tokens: {dist: constant, value: 4}}
+)";
+  EXPECT_EQ(testing::scenario_from_text(base).cache.eviction, "lru");
+  EXPECT_EQ(testing::scenario_from_text(base + "kv_cache: {policy: paged, eviction: lru}\n")
+                .cache.eviction,
+            "lru");
+  try {
+    (void)testing::scenario_from_text(base + "kv_cache: {policy: paged, eviction: lfuu}\n");
+    FAIL() << "no error";
+  } catch (const config::ConfigError& e) {
+    const auto& d = e.diagnostics().at(0);
+    EXPECT_EQ(d.key_path, "kv_cache.eviction");
+    EXPECT_NE(d.allowed.find("lru"), std::string::npos) << d.format();
+  }
 }
 
 TEST(LruOrder, LeastRecentFirstAndAccessMovesToTheRecentEnd) {

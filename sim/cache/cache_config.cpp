@@ -28,6 +28,7 @@ const std::pair<const char*, Field> kFields[] = {
     {"preemption", &CacheConfig::preemption},
     {"swap_space", &CacheConfig::swap_space},
     {"activation_reserve", &CacheConfig::activation_reserve},
+    {"eviction", &CacheConfig::eviction},
     {"ctx_size", &CacheConfig::ctx_size},
     {"ar_variants", &CacheConfig::ar_variants},
     {"update_threads", &CacheConfig::update_threads},

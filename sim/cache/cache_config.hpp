@@ -38,6 +38,7 @@ struct CacheConfig {
   std::string preemption;
   Bytes swap_space;
   std::optional<Bytes> activation_reserve;  // none: derived (pool_sizing)
+  std::string eviction;                     // which free cached block or chunk goes first
 
   // Genie's update modes (seed 002): shift_concat | pointer_shift |
   // smart_mask, and sliding_window on top of one of them or of paged.

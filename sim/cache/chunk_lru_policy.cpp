@@ -183,6 +183,8 @@ std::unique_ptr<KvCachePolicy> make_chunk_lru_policy(const CacheConfig& c,
   p.main.block_bytes = sizing.block_bytes;
   p.main.prefix_caching = false;
   p.main.host_blocks = c.preemption == "swap" ? sizing.host_blocks : 0;
+  p.main.eviction = c.eviction;
+  p.eviction = c.eviction;
   p.chunk_blocks = sizing.chunk_pool_blocks;
   p.max_chunks = c.max_chunks;
   p.max_chunk_tokens = c.max_chunk_tokens;

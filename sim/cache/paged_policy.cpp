@@ -1,5 +1,7 @@
 #include "sim/cache/paged_policy.hpp"
 
+#include "sim/cache/eviction/eviction_registry.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -168,6 +170,9 @@ std::vector<config::ParamSpec> paged_pool_params() {
       optional_param(bytes_param("activation_reserve", 0, 0, 1LL << 50,
                                  "device memory kept for activations (default: derived from "
                                  "max_batched_tokens and max_num_seqs)")),
+      // The pools own their eviction order (sim/cache/eviction/).
+      choice_param("eviction", std::string(kDefaultEvictionOrder), eviction_order_names(),
+                   "which free cached block (prefix cache) or chunk (chunk_lru) is reused first"),
   };
 }
 

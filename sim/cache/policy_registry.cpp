@@ -25,6 +25,7 @@ std::unique_ptr<KvCachePolicy> make_paged(const CacheConfig& c, const PoolSizing
   p.block_bytes = sizing.block_bytes;
   p.prefix_caching = c.prefix_caching;
   p.host_blocks = c.preemption == "swap" ? sizing.host_blocks : 0;
+  p.eviction = c.eviction;
   return std::make_unique<PagedPolicy>(p);
 }
 

@@ -6,8 +6,11 @@
 #include <stdexcept>
 
 #include "devices/device_family.hpp"
+#include "sim/genie/genie_checks.hpp"
 #include "sim/genie/genie_engine.hpp"
+#include "sim/genie/genie_session_config.hpp"
 #include "sim/scenario.hpp"
+#include "sim/scenario_sections.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {
@@ -23,8 +26,10 @@ std::unique_ptr<InferenceEngine> make(const ScenarioSpec& scenario, Simulator& s
 
 const std::vector<EngineKind>& engine_kinds() {
   static const std::vector<EngineKind> kinds = {
-      {"genie", "an on-device dialog on a Qualcomm HTP (seed 002)", make<GenieEngine>},
-      {"serving", "continuous batching over a paged KV cache (vLLM, SPEC 5)", make<ServingEngine>},
+      {"genie", "an on-device dialog on a Qualcomm HTP (seed 002)", make<GenieEngine>,
+       genie_engine_info, genie_engine_checks},
+      {"serving", "continuous batching over a paged KV cache (vLLM, SPEC 5)", make<ServingEngine>,
+       serving_engine_info, serving_engine_checks},
   };
   return kinds;
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/params.hpp"
 #include "sim/engine/inference_engine.hpp"
 #include "sim/serve/run_sink.hpp"
 #include "sim/simulator.hpp"
@@ -15,12 +16,22 @@
 namespace kvsim {
 
 struct ScenarioSpec;
+namespace config {
+struct LoadContext;
+}
 
 struct EngineKind {
   std::string_view name;  // "serving", "genie": InferenceEngine::kind()
   std::string_view doc;
   std::unique_ptr<InferenceEngine> (*make)(const ScenarioSpec& scenario, Simulator& sim,
                                            EngineUplink& uplink, RunSink* sink);
+  // The scenario section the engine reads (serving: `scheduler:`, genie:
+  // `htp:`), declared beside the code that reads it.
+  config::ComponentInfo (*info)();
+  // Run after the whole scenario is read: what the engine would run belongs
+  // together (every engine's checks run: the genie engine also refuses a
+  // phone dialog on a server device).
+  void (*checks)(const ScenarioSpec& s, config::LoadContext& ctx);
 };
 
 // Every engine, by name.

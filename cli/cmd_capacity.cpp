@@ -117,7 +117,7 @@ int run_capacity(CapacityCliOptions& o) {
     for (const auto& r : rows) {
       // The SLO search sweeps a serving workload's arrival rate; a phone NPU
       // runs one user's dialog (kvsim run on a dialog scenario instead).
-      if (resolve_device(r.device, configs_dir()).kind == "htp") {
+      if (resolve_device(r.device, configs_dir()).htp) {
         std::cerr << "kvsim: error: --device " << r.device
                   << ": --slo searches a serving arrival rate and works on Ascend devices only; "
                      "an HTP device runs a dialog scenario (kvsim run)\n";

@@ -129,7 +129,7 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
     }
   }
   const PoolSizing sz = size_paged_pool(m, s.pool_input());
-  if (sz.num_blocks < 1 && s.device.kind != "htp") {  // HTP: sim/genie/genie_address_checks.cpp
+  if (sz.num_blocks < 1 && !s.device.htp) {  // an HTP: sim/genie/genie_address_checks.cpp
     ctx.diagnostics.error(
         at("model"), "model",
         fmt::format(

@@ -34,7 +34,7 @@ HtpAddressSpaceUse htp_address_space_use(const ScenarioSpec& s) {
 
 void genie_address_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
-  const bool htp = s.device.kind == "htp";
+  const bool htp = s.device.htp.has_value();  // the device is an HTP (its family gave it VTCM)
   if (!htp) {
     if (is_genie_policy(s.cache)) {
       ctx.diagnostics.error(

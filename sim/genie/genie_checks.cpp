@@ -93,7 +93,7 @@ void context_checks(const ScenarioSpec& s, const DialogWorkloadSpec& d, config::
 
 void genie_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
-  const bool htp = s.device.kind == "htp";
+  const bool htp = s.device.htp.has_value();  // the device is an HTP (its family gave it VTCM)
   if (!htp) {
     if (is_dialog(s)) {
       ctx.diagnostics.error(at("workload.kind"), "workload.kind",

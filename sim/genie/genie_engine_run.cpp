@@ -33,7 +33,7 @@ const DialogWorkloadSpec& dialog_spec(const ScenarioSpec& s) {
 }
 
 const HtpSpec& htp_of(const ScenarioSpec& s) {
-  if (s.device.kind != "htp" || !s.device.htp)
+  if (!s.device.htp)
     throw std::invalid_argument(
         fmt::format("the dialog engine needs a kind: htp device, not '{}'", s.device.name));
   return *s.device.htp;

@@ -447,6 +447,18 @@ ParamValues read_params(MapReader& reader, const ComponentInfo& info) {
   return out;
 }
 
+namespace {
+// A component takes `key` when it declares it or a key under it (a device
+// family's `htp.vtcm` makes `htp` its key).
+bool takes_key(const ComponentInfo& info, const std::string& key) {
+  if (info.find(key) != nullptr) return true;
+  const std::string prefix = key + ".";
+  for (const auto& p : info.params)
+    if (p.key.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+}  // namespace
+
 void report_foreign_keys(MapReader& reader, const ComponentInfo& chosen,
                          const std::vector<ComponentInfo>& siblings,
                          const std::vector<std::string>& shared_keys) {
@@ -454,11 +466,11 @@ void report_foreign_keys(MapReader& reader, const ComponentInfo& chosen,
   if (!reader.valid() || !map.raw().IsMap()) return;
   for (auto it = map.raw().begin(); it != map.raw().end(); ++it) {
     const std::string key = it->first.Scalar();
-    if (chosen.find(key) != nullptr || reader.declared(key)) continue;
+    if (takes_key(chosen, key) || reader.declared(key)) continue;
     if (std::find(shared_keys.begin(), shared_keys.end(), key) != shared_keys.end()) continue;
     std::vector<std::string> owners;
     for (const auto& s : siblings)
-      if (s.name != chosen.name && s.find(key) != nullptr) owners.push_back(s.name);
+      if (s.name != chosen.name && takes_key(s, key)) owners.push_back(s.name);
     if (owners.empty()) continue;
     std::string list;
     for (const auto& o : owners) list += (list.empty() ? "" : ", ") + o;

@@ -52,6 +52,10 @@ DeviceSpec parse_device(const config::Node& node) {
   if (family != nullptr) {
     spec.kind = family->info().name;
     family->read(r, spec);
+    // A key of another family (an `htp:` section in an accelerator file)
+    // names the family that takes it.
+    config::report_foreign_keys(r, family->info(), device_family_infos(),
+                                {"name", "kind", "description", "notes"});
   } else if (r.valid() && node.raw().IsMap()) {
     // A missing or unknown kind is the one error: which keys are right
     // depends on the family.

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "devices/device_family.hpp"
@@ -100,6 +101,31 @@ TEST(DeviceFamilies, TheOldNameAscendLoadsAsTheAcceleratorFamily) {
   EXPECT_EQ(find_device_family("ascend"), &accelerator_family());
   EXPECT_EQ(find_device_family("htp"), &htp_family());
   EXPECT_EQ(find_device_family("gpu"), nullptr);
+}
+
+// A key of another family is an error naming the family that takes it, in
+// both directions.
+TEST(DeviceFamilies, AnotherFamilysKeyNamesItsOwner) {
+  std::string text = kH100;
+  text += "htp:\n  vtcm: {value: 8MiB, source: \"A: test\"}\n";
+  config::LoadContext ctx;
+  load_text(text, "gpu-with-vtcm.yaml", ctx);
+  std::string m = messages(ctx);
+  ASSERT_EQ(ctx.diagnostics.all().size(), 1u) << m;
+  EXPECT_EQ(ctx.diagnostics.all()[0].key_path, "htp");
+  EXPECT_NE(m.find("not a parameter of device family 'accelerator' (it belongs to htp)"),
+            std::string::npos)
+      << m;
+  std::ifstream in(std::string(KVSIM_CONFIG_DIR) + "/devices/snapdragon-8-elite.yaml");
+  std::string phone((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  phone += "device_link_bandwidth: {value: 100GB/s, source: \"A: test\"}\n";
+  config::LoadContext ctx2;
+  load_text(phone, "phone-with-link.yaml", ctx2);
+  m = messages(ctx2);
+  ASSERT_EQ(ctx2.diagnostics.all().size(), 1u) << m;
+  EXPECT_NE(m.find("not a parameter of device family 'htp' (it belongs to accelerator)"),
+            std::string::npos)
+      << m;
 }
 
 TEST(DeviceFamilies, AnUnknownKindIsTheOneErrorAndListsTheFamilies) {

@@ -11,148 +11,14 @@
 #include <stdexcept>
 
 #include "sim/event_queue.hpp"
+#include "sim/event_queue_aligned_heap.hpp"
+#include "sim/event_queue_dary_heap.hpp"
+#include "sim/event_queue_key.hpp"
 
 namespace kvsim {
 namespace {
 
-__extension__ typedef unsigned __int128 Order128;  // __extension__: GCC/Clang builtin
-
-// The whole (time, priority, sequence) order is one unsigned 128-bit number,
-// so comparing two keys is a compare-and-borrow with no branch to mispredict
-// (in a large heap each comparison is a coin toss):
-//   order_high: time with its sign bit flipped (signed order -> unsigned order)
-//   order_low:  priority with its sign bit flipped (high 32 bits),
-//               insertion sequence (low 32 bits)
-// The 32-bit sequence is renumbered before it can wrap (see push()). The
-// sequence is unique, so the order is total: pop order never depends on a
-// container's internal shape, which is what makes compaction and
-// renumbering safe and all queues interchangeable bit for bit.
-struct HeapKey {
-  uint64_t order_low;
-  uint64_t order_high;
-  uint32_t slot;
-};
-static_assert(sizeof(HeapKey) == 24, "keys should stay small: containers move them");
-
-constexpr uint64_t kSignBit = uint64_t{1} << 63;
-constexpr uint64_t kSequenceMask = 0xffffffffu;
-
-inline Order128 order_of(const HeapKey& key) {
-  return (static_cast<Order128>(key.order_high) << 64) | key.order_low;
-}
-inline bool runs_before(const HeapKey& a, const HeapKey& b) {
-  return order_of(a) < order_of(b);
-}
-inline TimeNs time_of(const HeapKey& key) {
-  return static_cast<TimeNs>(key.order_high ^ kSignBit);
-}
-inline HeapKey make_key(TimeNs time, int32_t priority, uint64_t sequence, uint32_t slot) {
-  const uint64_t biased_priority = static_cast<uint32_t>(priority) ^ 0x80000000u;
-  return HeapKey{(biased_priority << 32) | sequence, static_cast<uint64_t>(time) ^ kSignBit, slot};
-}
-
-// ---- d-ary heap --------------------------------------------------------------
-
-template <unsigned kArity>
-class DaryKeyHeap {
-  static_assert(kArity == 2 || kArity == 4, "earliest_child() is unrolled for 2 and 4");
-
- public:
-  bool empty() const { return keys_.empty(); }
-  size_t size() const { return keys_.size(); }
-  const HeapKey& front() const { return keys_.front(); }
-
-  void insert(const HeapKey& key) {
-    keys_.emplace_back();
-    sift_up(keys_.size() - 1, 0, key);
-  }
-
-  void remove_front() {
-    const HeapKey last = keys_.back();
-    keys_.pop_back();
-    if (!keys_.empty()) sift_down(0, last);
-  }
-
-  template <class Predicate>
-  void erase_if(Predicate predicate) {
-    std::erase_if(keys_, predicate);
-    if (keys_.size() < 2) return;
-    for (size_t i = (keys_.size() - 2) / kArity + 1; i-- > 0;) sift_down(i, keys_[i]);
-  }
-
-  void move_all_to(std::vector<HeapKey>& out) {
-    out.insert(out.end(), keys_.begin(), keys_.end());
-    keys_.clear();
-  }
-  // A sorted array is a valid heap of any arity.
-  void assign_sorted(std::vector<HeapKey> sorted) { keys_ = std::move(sorted); }
-
- private:
-  // Moves the hole up from `hole` (not above `top`) past the keys `key` runs
-  // before, then stores `key` there. A hole, not swaps: one write per level.
-  void sift_up(size_t hole, size_t top, HeapKey key) {
-    while (hole > top) {
-      const size_t parent = (hole - 1) / kArity;
-      if (!runs_before(key, keys_[parent])) break;
-      keys_[hole] = keys_[parent];
-      hole = parent;
-    }
-    keys_[hole] = key;
-  }
-
-  // The earliest of the kArity children starting at `first`, chosen with
-  // selects rather than branches. For 4 it is a tournament whose final
-  // comparison uses the winners' orders already in registers.
-  size_t earliest_child(size_t first) const {
-    const HeapKey* child = keys_.data() + first;
-    const Order128 order0 = order_of(child[0]);
-    const Order128 order1 = order_of(child[1]);
-    const bool one_first = order1 < order0;
-    if constexpr (kArity == 2) {
-      return first + static_cast<size_t>(one_first);
-    } else {
-      const Order128 order2 = order_of(child[2]);
-      const Order128 order3 = order_of(child[3]);
-      const bool three_first = order3 < order2;
-      const Order128 winner01 = one_first ? order1 : order0;
-      const Order128 winner23 = three_first ? order3 : order2;
-      const size_t offset01 = static_cast<size_t>(one_first);
-      const size_t offset23 = 2 + static_cast<size_t>(three_first);
-      // Mask arithmetic, not `?:`: GCC turns this last select into a branch.
-      const size_t take23 = size_t{0} - static_cast<size_t>(winner23 < winner01);
-      return first + (offset01 ^ ((offset01 ^ offset23) & take23));
-    }
-  }
-
-  // Places `key` in the subtree rooted at `hole`, bottom-up (Wegener's
-  // bottom-up heapsort): walk the hole down along the earliest children to a
-  // leaf without comparing against `key`, then sift `key` up from there. The
-  // key being placed is usually the heap's last, hence late, so it belongs
-  // near the bottom; this saves a comparison and an unpredictable branch per
-  // level over the textbook sift-down.
-  void sift_down(size_t hole, HeapKey key) {
-    const size_t top = hole;
-    const size_t count = keys_.size();
-    size_t first_child = hole * kArity + 1;
-    while (first_child + kArity <= count) {  // every child present
-      const size_t best = earliest_child(first_child);
-      keys_[hole] = keys_[best];
-      hole = best;
-      first_child = hole * kArity + 1;
-    }
-    if (first_child < count) {  // the one node with fewer than kArity children
-      size_t best = first_child;
-      for (size_t child = first_child + 1; child < count; ++child) {
-        if (runs_before(keys_[child], keys_[best])) best = child;
-      }
-      keys_[hole] = keys_[best];
-      hole = best;
-    }
-    sift_up(hole, top, key);
-  }
-
-  std::vector<HeapKey> keys_;
-};
+using namespace event_queue_detail;  // NOLINT: the keys and containers of this file
 
 // ---- the queue: slot pool + key container ------------------------------------
 
@@ -259,6 +125,15 @@ class SlotPoolEventQueue final : public EventQueue {
       if (states_[slot_index] != SlotState::kCancelled) {
 #if defined(__GNUC__)
         __builtin_prefetch(&callbacks_[slot_index]);
+        if constexpr (requires { keys_.slot_at(size_t{0}); }) {
+          // The next front after this one is one of the front's children
+          // unless a push comes between: start fetching their callbacks now,
+          // one whole pop ahead.
+          const size_t last = std::min<size_t>(keys_.size(), 5);
+          for (size_t child = 1; child < last; ++child) {
+            __builtin_prefetch(&callbacks_[keys_.slot_at(child)]);
+          }
+        }
 #endif
         return;
       }
@@ -324,6 +199,7 @@ std::unique_ptr<EventQueue> make_slot_pool_queue(uint64_t first_sequence) {
 constexpr QueueFactory kQueueFactories[] = {
     {"binary_heap", make_slot_pool_queue<DaryKeyHeap<2>>},
     {"quaternary_heap", make_slot_pool_queue<DaryKeyHeap<4>>},
+    {"aligned_quaternary_heap", make_slot_pool_queue<AlignedQuaternaryKeyHeap>},
 };
 
 const QueueFactory& find_factory(std::string_view name) {

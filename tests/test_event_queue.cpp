@@ -172,6 +172,41 @@ TEST_P(EventQueueTest, MassCancellationThenMoreWorkKeepsOrder) {
   EXPECT_EQ(fired_.front(), -1);
 }
 
+TEST_P(EventQueueTest, TiesAcrossManyLevelsStayFifoWithinPriority) {
+  // Thousands of events on a few times and priorities: the heap is several
+  // levels deep (and spans many cache-line groups in the aligned heap), so
+  // ties are decided deep in the tree, not only at the front.
+  for (int i = 0; i < 6000; ++i) push_tagged(i % 3, (i * 7) % 5 - 2, i);
+  drain();
+  ASSERT_EQ(fired_.size(), 6000u);
+  for (size_t k = 1; k < fired_.size(); ++k) {
+    const int a = fired_[k - 1];
+    const int b = fired_[k];
+    const auto order = [](int i) { return std::make_tuple(i % 3, (i * 7) % 5 - 2, i); };
+    ASSERT_LT(order(a), order(b)) << "at position " << k;
+  }
+}
+
+TEST_P(EventQueueTest, CancellingFrontsAndDeepKeysWhileHolding) {
+  // A hold pattern (pop one, push one later) with every third event
+  // cancelled, some of them at the front: the survivors run in order and
+  // the cancelled never run.
+  std::vector<EventHandle> handles;
+  for (int i = 0; i < 3000; ++i) handles.push_back(push_tagged(i / 2, i % 2, i));
+  for (int i = 0; i < 3000; i += 3) ASSERT_TRUE(queue_->cancel(handles[i]));
+  TimeNs last_time = std::numeric_limits<TimeNs>::min();
+  int pushed = 3000;
+  for (int step = 0; step < 1500; ++step) {
+    PoppedEvent event = queue_->pop();
+    ASSERT_GE(event.time, last_time);
+    last_time = event.time;
+    event.callback();
+    ASSERT_NE(fired_.back() % 3 == 0 && fired_.back() < 3000, true);
+    push_tagged(event.time + 1 + step % 7, step % 2, pushed++);
+  }
+  EXPECT_EQ(queue_->size(), 2000u);
+}
+
 TEST_P(EventQueueTest, PopAndNextTimeOnEmptyThrow) {
   EXPECT_THROW(queue_->pop(), std::logic_error);
   EXPECT_THROW((void)queue_->next_time(), std::logic_error);
@@ -298,7 +333,8 @@ TEST_P(EventQueueTest, FifoSurvivesSequenceRenumbering) {
 }
 
 TEST(EventQueueRegistry, ListsEveryQueue) {
-  EXPECT_EQ(event_queue_names(), (std::vector<std::string>{"binary_heap", "quaternary_heap"}));
+  EXPECT_EQ(event_queue_names(), (std::vector<std::string>{"binary_heap", "quaternary_heap",
+                                                           "aligned_quaternary_heap"}));
   EXPECT_NE(make_event_queue(), nullptr);
 }
 

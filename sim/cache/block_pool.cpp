@@ -38,8 +38,7 @@ BlockId BlockPool::allocate() {
   --num_free_;
   if (blk.hashed) {
     --num_cached_free_;
-    auto it = by_hash_.find(blk.hash);
-    if (it != by_hash_.end() && it->second == b) by_hash_.erase(it);
+    by_hash_.erase(blk.hash, b);  // only if `b` is the canonical copy
     blk.hashed = false;
     ++evictions_;
   }
@@ -69,15 +68,13 @@ void BlockPool::release(BlockId b) {
 }
 
 BlockId BlockPool::lookup(const BlockHash& hash) const {
-  auto it = by_hash_.find(hash);
-  return it == by_hash_.end() ? kNoBlock : it->second;
+  return by_hash_.find(hash);
 }
 
 void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
   Block& blk = blocks_[static_cast<size_t>(b)];
-  if (blk.hashed) return;  // content of a full block never changes
-  auto [it, inserted] = by_hash_.try_emplace(hash, b);
-  if (!inserted) return;  // another block already holds this content
+  if (blk.hashed) return;                 // content of a full block never changes
+  if (!by_hash_.insert(hash, b)) return;  // another block already holds this content
   blk.hashed = true;
   blk.hash = hash;
 }

@@ -14,16 +14,17 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/cache/block_hash.hpp"
+#include "sim/cache/block_hash_table.hpp"
 #include "sim/cache/eviction/eviction_order.hpp"
 
 namespace kvsim {
 
 using BlockId = int32_t;
 constexpr BlockId kNoBlock = -1;
+static_assert(BlockHashTable::kAbsent == kNoBlock, "lookup() returns the table's absent value");
 
 struct BlockPoolParams {
   int64_t num_blocks = 0;
@@ -85,7 +86,7 @@ class BlockPool {
   int64_t num_free_ = 0;
   int64_t num_cached_free_ = 0;
   uint64_t evictions_ = 0;
-  std::unordered_map<BlockHash, BlockId, BlockHashHasher> by_hash_;
+  BlockHashTable by_hash_;
 };
 
 }  // namespace kvsim

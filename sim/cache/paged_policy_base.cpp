@@ -51,8 +51,12 @@ SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t ne
 GrowPlan PagedPolicyBase::plan_grow(SeqSlot s, int64_t new_tokens) const {
   const SeqBlocks& sq = seq(s);
   GrowPlan plan;
-  plan.new_blocks = std::max<int64_t>(
-      0, blocks_for(sq.tokens + new_tokens) - static_cast<int64_t>(sq.block_table.size()));
+  // Most calls are a decode that stays inside its last block: tell that by a
+  // multiply, and divide only when the table must grow (once per block).
+  const int64_t table_blocks = static_cast<int64_t>(sq.block_table.size());
+  if (sq.tokens + new_tokens > table_blocks * block_size_) {
+    plan.new_blocks = std::max<int64_t>(0, blocks_for(sq.tokens + new_tokens) - table_blocks);
+  }
   plan.fits = plan.new_blocks <= pool_.num_free();
   return plan;
 }

@@ -25,7 +25,8 @@ TEST(Registries, ListTheExpectedNames) {
   EXPECT_EQ(arrival_processes(), (Names{"closed", "constant", "gamma", "poisson"}));
   EXPECT_EQ(length_distributions(), (Names{"constant", "empirical", "exponential", "lognormal",
                                            "normal", "uniform", "zipf"}));
-  EXPECT_EQ(event_queue_names(), (Names{"binary_heap", "quaternary_heap"}));
+  EXPECT_EQ(event_queue_names(),
+            (Names{"binary_heap", "quaternary_heap", "aligned_quaternary_heap"}));
 }
 
 TEST(Registries, ShippedConfigsAreAllListed) {

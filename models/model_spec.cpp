@@ -1,8 +1,11 @@
 #include "models/model_spec.hpp"
 
+#include "models/model_family_defaults.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <stdexcept>
 
@@ -14,22 +17,70 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-// Parameters of one decoder layer's linear (matmul) weights for a rank that
-// holds `q_heads` query heads, `kv_heads` KV heads and `inter` MLP columns:
-//   q: h x (Hq*d), k and v: h x (Hkv*d) each, o: (Hq*d) x h,
-//   gate and up: h x I each, down: I x h.
-int64_t layer_linear_parameters(const ModelSpec& m, int64_t q_heads, int64_t kv_heads,
-                                int64_t inter) {
+// Parameters of one layer's attention projections for a rank that holds
+// `q_heads` query heads and `kv_heads` KV heads:
+//   dense: q h x (Hq*d), k and v h x (Hkv*d) each, o (Hq*d) x h;
+//   latent (DeepSeek MLA): q_a h x q_lora, q_b q_lora x Hq*(nope+rope) (or q
+//   h x Hq*(nope+rope) without q_lora), kv_a h x (kv_lora+rope), kv_b
+//   kv_lora x Hq*(nope+v), o Hq*v x h. q_a and kv_a are replicated on ranks.
+int64_t attention_linear_parameters(const ModelSpec& m, int64_t q_heads, int64_t kv_heads) {
   const int64_t h = m.hidden_size;
+  if (m.mla.enabled()) {
+    const MlaShape& a = m.mla;
+    const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    const int64_t q =
+        a.q_lora_rank > 0 ? h * a.q_lora_rank + a.q_lora_rank * q_heads * qk : h * q_heads * qk;
+    return q + h * (a.kv_lora_rank + a.qk_rope_head_dim) +
+           a.kv_lora_rank * q_heads * (a.qk_nope_head_dim + a.v_head_dim) +
+           q_heads * a.v_head_dim * h;
+  }
   const int64_t d = m.head_dim;
-  return h * (q_heads + 2 * kv_heads) * d + q_heads * d * h + 3 * h * inter;
+  return h * (q_heads + 2 * kv_heads) * d + q_heads * d * h;
 }
 
-// Bytes of `n` linear weights in the model's weight format. w4a16 packs two
-// weights per byte and adds one fp16 scale per group of 128 (GPTQ/AWQ
-// group_size=128, the common export); w8a8 stores int8 weights (its
-// per-channel scales are a rounding error and are left out).
+// Parameters of layer `layer`'s MLP on one of `tp` ranks (columns split):
+// dense gate, up, down = 3*h*I; a MoE layer holds `routed` experts of
+// 3*h*I_expert plus its shared experts 3*h*I_shared.
+int64_t mlp_linear_parameters(const ModelSpec& m, int64_t layer, int64_t tp, int64_t routed) {
+  const int64_t h = m.hidden_size;
+  if (!m.is_moe_layer(layer)) return 3 * h * ceil_div(m.intermediate_size, tp);
+  return 3 * h *
+         (routed * ceil_div(m.moe.expert_intermediate, tp) +
+          ceil_div(m.moe.shared_intermediate, tp));
+}
+
+// Linear parameters of all layers on one of `tp` ranks, with `routed`
+// experts per MoE layer (all of them, or the active top-k).
+int64_t all_layers_linear_parameters(const ModelSpec& m, int64_t tp, int64_t routed) {
+  const int64_t attention =
+      attention_linear_parameters(m, ceil_div(m.num_attention_heads, tp), m.kv_heads_per_rank(tp));
+  int64_t total = 0;
+  for (int64_t layer = 0; layer < m.num_hidden_layers; ++layer)
+    total += attention + mlp_linear_parameters(m, layer, tp, routed);
+  return total;
+}
+
+// Small 16-bit parameters beyond norms and biases, replicated on ranks: the
+// router (E x h per MoE layer, plus Qwen2-MoE's h x 1 shared-expert gate;
+// quantised checkpoints keep it in 16-bit) and MLA's q_a / kv_a norms.
+int64_t extra_small_parameters(const ModelSpec& m) {
+  int64_t total = 0;
+  for (int64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
+    if (m.is_moe_layer(layer))
+      total += m.hidden_size * (m.moe.experts + (m.moe.shared_expert_gate ? 1 : 0));
+    if (m.mla.enabled()) total += m.mla.q_lora_rank + m.mla.kv_lora_rank;
+  }
+  return total;
+}
+
+// Bytes of `n` linear weights in the model's weight format. With a
+// quantization_config, the checkpoint's own group overhead
+// (WeightQuant::bytes_per_weight). Otherwise w4a16 packs two weights per byte
+// and adds one fp16 scale per group of 128 (GPTQ/AWQ group_size=128, the
+// common export); w8a8 stores int8 weights (its per-channel scales are a
+// rounding error and are left out).
 double linear_bytes(const ModelSpec& m, int64_t n) {
+  if (m.quant.enabled()) return m.quant.bytes_per_weight() * static_cast<double>(n);
   if (m.weights_dtype == "w4a16") {
     return static_cast<double>(ceil_div(n, 2)) + 2.0 * static_cast<double>(ceil_div(n, 128));
   }
@@ -39,7 +90,7 @@ double linear_bytes(const ModelSpec& m, int64_t n) {
 // Small replicated parameters: two RMSNorm weights per layer (hidden each),
 // the q/k norms (head_dim each) when qk_norm, and the final norm.
 int64_t norm_parameters(const ModelSpec& m) {
-  const int64_t per_layer = 2 * m.hidden_size + (m.qk_norm ? 2 * m.head_dim : 0);
+  const int64_t per_layer = m.norms_per_layer * m.hidden_size + (m.qk_norm ? 2 * m.head_dim : 0);
   return m.num_hidden_layers * per_layer + m.hidden_size;
 }
 
@@ -59,30 +110,64 @@ int64_t embedding_parameters(const ModelSpec& m, int64_t vocab) {
 //            + layers * (q,k,v,o weights + q/k/v bias when attention_bias
 //                        + MLP 3*h*I + 2 RMSNorm weights (2h) + q/k norms (2d) when qk_norm)
 //            + final norm (h)
-//            + lm_head (vocab*h) unless tied.
-// Checked against published counts in tests/test_models.cpp.
+//            + lm_head (vocab*h) unless tied
+//            + MoE routers and MLA norms (extra_small_parameters).
+// A MoE layer counts every expert. Checked against published counts in
+// tests/test_models.cpp and tests/test_model_families.cpp.
 int64_t ModelSpec::parameter_count() const {
   const int64_t layers = num_hidden_layers;
   return embedding_parameters(*this, vocab_size) + linear_parameter_count() +
          layers * layer_bias_parameters(*this, num_attention_heads, num_key_value_heads) +
-         norm_parameters(*this);
+         norm_parameters(*this) + extra_small_parameters(*this);
 }
 
-// layers * (h*(Hq + 2*Hkv)*d + Hq*d*h + 3*h*I). lm_head is not counted: the
-// quantised exports kvsim models (GPTQ, AWQ, W8A8) keep it in 16-bit.
+int64_t ModelSpec::active_parameter_count() const {
+  return parameter_count() - linear_parameter_count() +
+         all_layers_linear_parameters(*this, 1, moe.experts_per_token);
+}
+
+// Dense: layers * (h*(Hq + 2*Hkv)*d + Hq*d*h + 3*h*I). lm_head is not
+// counted: the quantised exports kvsim models (GPTQ, AWQ, W8A8, fp8) keep it
+// in 16-bit.
 int64_t ModelSpec::linear_parameter_count() const {
-  return num_hidden_layers * layer_linear_parameters(*this, num_attention_heads,
-                                                     num_key_value_heads, intermediate_size);
+  return all_layers_linear_parameters(*this, 1, moe.experts);
 }
 
 int64_t ModelSpec::linear_parameter_count_per_rank(int64_t tp) const {
   if (tp < 1) throw std::invalid_argument("tensor parallel size must be >= 1");
-  return num_hidden_layers * layer_linear_parameters(*this, ceil_div(num_attention_heads, tp),
-                                                     kv_heads_per_rank(tp),
-                                                     ceil_div(intermediate_size, tp));
+  return all_layers_linear_parameters(*this, tp, moe.experts);
+}
+
+// HF (Qwen2-MoE, Qwen3-MoE): MoE unless listed in mlp_only_layers, and only
+// every decoder_sparse_step-th layer ((i + 1) % step == 0); DeepSeek: from
+// first_k_dense_replace on, every moe_layer_freq-th layer (i % freq == 0).
+bool ModelSpec::is_moe_layer(int64_t layer) const {
+  if (!moe.enabled() || layer < moe.first_dense_layers) return false;
+  for (const int64_t dense : moe.dense_layers)
+    if (dense == layer) return false;
+  return (layer + 1) % moe.sparse_step == 0 && layer % moe.layer_freq == 0;
+}
+
+// Each token picks k of E experts; a given expert is missed by one token with
+// probability 1 - k/E, by all B independent tokens with (1 - k/E)^B.
+double ModelSpec::expected_experts_touched(int64_t tokens) const {
+  if (!moe.enabled() || tokens <= 0) return 0.0;
+  const double e = static_cast<double>(moe.experts);
+  const double k = static_cast<double>(moe.experts_per_token);
+  return e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(tokens)));
+}
+
+std::string ModelSpec::unmodelled_feature() const {
+  if (moe.enabled()) return "mixture-of-experts MLPs";
+  if (mla.enabled()) return "multi-head latent attention";
+  for (const LayerAttention& a : layer_attention)
+    if (a.sliding && a.window < max_position_embeddings)
+      return fmt::format("sliding-window attention ({} tokens) on some layers", a.window);
+  return {};
 }
 
 double ModelSpec::linear_weight_bytes_per_parameter() const {
+  if (quant.enabled()) return quant.bytes_per_weight();
   if (weights_dtype == "fp32") return 4.0;
   if (weights_dtype == "w8a8") return 1.0;
   if (weights_dtype == "w4a16") return 0.5 + 2.0 / 128.0;
@@ -108,7 +193,7 @@ Bytes ModelSpec::weight_bytes_per_rank(int64_t tp) const {
   const int64_t kv_heads = kv_heads_per_rank(tp);
   const int64_t small = embedding_parameters(*this, ceil_div(vocab_size, tp)) +
                         num_hidden_layers * layer_bias_parameters(*this, q_heads, kv_heads) +
-                        norm_parameters(*this);
+                        norm_parameters(*this) + extra_small_parameters(*this);
   const double bytes = linear_bytes(*this, linear_parameter_count_per_rank(tp)) +
                        static_cast<double>(small * embedding_bytes_per_parameter());
   return static_cast<Bytes>(bytes);
@@ -121,10 +206,33 @@ int64_t ModelSpec::kv_heads_per_rank(int64_t tp) const {
   return std::max<int64_t>(1, ceil_div(num_key_value_heads, tp));
 }
 
-// 2 (K and V) * layers * kv_heads_per_rank * head_dim * dtype bytes.
+// 2 (K and V) * kv_heads_per_rank * head_dim * dtype bytes; MLA caches the
+// latent and the RoPE key: (kv_lora_rank + qk_rope_head_dim) * dtype bytes,
+// whole on every rank (DeepSeek-V3 bf16: (512 + 64) * 2 = 1,152 B).
+Bytes ModelSpec::kv_bytes_per_token_per_layer(Bytes kv_dtype_bytes_value, int64_t tp) const {
+  if (mla.enabled()) return (mla.kv_lora_rank + mla.qk_rope_head_dim) * kv_dtype_bytes_value;
+  return 2 * kv_heads_per_rank(tp) * head_dim * kv_dtype_bytes_value;
+}
+
+// layers * kv_bytes_per_token_per_layer: every layer's entry, sliding or not
+// (a pool that keeps a sliding layer's tokens beyond its window holds them).
 // Llama-2-7B fp16: 2*32*32*128*2 = 524288 B per token (seed 004).
 Bytes ModelSpec::kv_bytes_per_token(Bytes kv_dtype_bytes_value, int64_t tp) const {
-  return 2 * num_hidden_layers * kv_heads_per_rank(tp) * head_dim * kv_dtype_bytes_value;
+  return num_hidden_layers * kv_bytes_per_token_per_layer(kv_dtype_bytes_value, tp);
+}
+
+// Sum over layers of min(tokens, window) * per-layer bytes: what a cache
+// that drops tokens outside each sliding layer's window holds.
+Bytes ModelSpec::kv_bytes_for_context(int64_t tokens, Bytes kv_dtype_bytes_value,
+                                      int64_t tp) const {
+  const Bytes per_layer = kv_bytes_per_token_per_layer(kv_dtype_bytes_value, tp);
+  Bytes total = 0;
+  for (int64_t layer = 0; layer < num_hidden_layers; ++layer) {
+    const auto i = static_cast<size_t>(layer);
+    const bool sliding = i < layer_attention.size() && layer_attention[i].sliding;
+    total += (sliding ? std::min(tokens, layer_attention[i].window) : tokens) * per_layer;
+  }
+  return total;
 }
 
 // Quantised formats (w8a8 dequantises into 16-bit accumulations on Ascend,
@@ -134,6 +242,8 @@ Bytes ModelSpec::activation_bytes() const {
 }
 
 std::string ModelSpec::tensor_parallel_problem(int64_t tp) const {
+  if (const std::string f = unmodelled_feature(); !f.empty())
+    return fmt::format("model '{}' has {}, which kvsim reads but does not yet simulate", name, f);
   if (tp < 1) return fmt::format("tensor parallel size {} must be >= 1", tp);
   if (num_attention_heads % tp != 0)
     return fmt::format("{} attention heads do not divide over {} ranks", num_attention_heads, tp);
@@ -243,25 +353,37 @@ ModelSpec parse_model(const config::Node& node, bool lenient_unknown_keys) {
       r.integer("max_position_embeddings", std::nullopt, 1, int64_t{1} << 30);
   m.rope_theta = r.number("rope_theta", 10000.0, 1.0, 1e12);
   m.rms_norm_eps = r.number("rms_norm_eps", 1e-5, 1e-12, 1.0);
-  m.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+  // A family's defaults apply only when the file names its model_type (HF
+  // picks the config class by it) and only to absent keys.
+  const bool model_type_given = r.has("model_type");
   m.model_type = r.string("model_type", "llama");
-  // Family defaults: Qwen2 has q/k/v biases and its config.json does not say
-  // so; Qwen3 normalises q and k per head.
-  m.attention_bias = r.boolean("attention_bias", m.model_type == "qwen2");
-  m.qk_norm = r.boolean("qk_norm", m.model_type == "qwen3");
+  const FamilyDefaults& family = family_defaults(model_type_given ? m.model_type : "");
+  m.tie_word_embeddings = r.boolean("tie_word_embeddings", family.tie_word_embeddings);
+  m.attention_bias = r.boolean("attention_bias", family.attention_bias);
+  m.qk_norm = r.boolean("qk_norm", family.qk_norm);
   m.rope_style = r.choice("rope_style", "rotate_half", {"rotate_half", "adjacent_pairs"});
 
   if (head_dim_given) {
     m.head_dim = head_dim_node.as_int(1, kMaxCount).value_or(0);
+  } else if (family.head_dim) {
+    m.head_dim = *family.head_dim;
   } else if (m.num_attention_heads > 0) {
     m.head_dim = m.hidden_size / m.num_attention_heads;
   }
+  read_model_shape_extras(r, m, model_type_given);
 
-  // weights_dtype wins; otherwise the HF checkpoint's dtype; otherwise fp16.
+  // weights_dtype wins; otherwise a quantization_config; otherwise the HF
+  // checkpoint's dtype; otherwise fp16.
   const config::Node torch_dtype = r.child("torch_dtype");
   const config::Node hf_dtype = r.child("dtype");
+  const config::Node quantization = r.child("quantization_config");
   if (r.child("weights_dtype").defined()) {
     m.weights_dtype = r.choice("weights_dtype", std::nullopt, kWeightsDtypeNames);
+    if (quantization.defined())
+      quantization.error("the weight format is given twice (weights_dtype and quantization_config)",
+                         "one of them");
+  } else if (quantization.defined()) {
+    read_quantization_config(quantization, m);
   } else if (torch_dtype.defined() || hf_dtype.defined()) {
     const std::string derived =
         weights_dtype_from_torch(torch_dtype.defined() ? torch_dtype : hf_dtype);
@@ -280,20 +402,10 @@ ModelSpec parse_model(const config::Node& node, bool lenient_unknown_keys) {
   m.name = r.string("name", name);
   m.source = r.string("source", node.file());
 
-  // kvsim prices a dense decoder with one MLP per layer. Mixture-of-experts
-  // and latent-attention configs would load with wrong numbers, so say so.
-  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "kv_lora_rank"}) {
-    const config::Node c = r.child(key);
-    if (c.defined())
-      c.error(fmt::format("'{}' marks a mixture-of-experts or latent-attention model, which "
-                          "kvsim does not model",
-                          key),
-              "dense decoder-only models (Llama, Qwen2, Qwen3 families)");
-  }
-
   // Cross-field checks only on values that read cleanly, so one typo does
   // not cascade into several messages.
-  if (diagnostics.size() == errors_before) check_model_shape(node, m, head_dim_given);
+  if (diagnostics.size() == errors_before)
+    check_model_shape(node, m, head_dim_given || family.head_dim.has_value());
   if (!lenient_unknown_keys) r.finish();
   return m;
 }

@@ -9,6 +9,7 @@
 
 #include "base/reader.hpp"
 #include "base/units.hpp"
+#include "models/model_shape_parts.hpp"
 
 namespace kvsim {
 
@@ -33,6 +34,13 @@ struct ModelSpec {
   std::string rope_style = "rotate_half";
   // Storage of the weights: fp32 | fp16 | bf16 | w8a8 | w4a16.
   std::string weights_dtype = "fp16";
+  // RMSNorm weights per decoder layer: 2 (Llama, Qwen), 4 (Gemma 2/3 add a
+  // norm after attention and around the MLP).
+  int64_t norms_per_layer = 2;
+  MoeShape moe;                                 // experts == 0: one dense MLP per layer
+  MlaShape mla;                                 // kv_lora_rank == 0: K and V per KV head
+  WeightQuant quant;                            // from quantization_config; method "": none
+  std::vector<LayerAttention> layer_attention;  // one per layer (all full unless read)
 
   int64_t q_dim() const { return num_attention_heads * head_dim; }
   int64_t kv_dim() const { return num_key_value_heads * head_dim; }
@@ -55,12 +63,33 @@ struct ModelSpec {
   // Bytes of K and V for one token on one rank:
   // 2 * layers * kv_heads_per_rank * head_dim * kv_dtype_bytes.
   Bytes kv_bytes_per_token(Bytes kv_dtype_bytes, int64_t tp) const;
+  // Bytes of the KV cache of one token in one layer on one rank:
+  // 2 * kv_heads_per_rank * head_dim * kv_dtype_bytes, or for latent
+  // attention (kv_lora_rank + qk_rope_head_dim) * kv_dtype_bytes (the latent
+  // is replicated on every rank, as vLLM does).
+  Bytes kv_bytes_per_token_per_layer(Bytes kv_dtype_bytes, int64_t tp) const;
+  // Bytes of one sequence's KV cache at `tokens` of context: a sliding layer
+  // holds at most its window.
+  Bytes kv_bytes_for_context(int64_t tokens, Bytes kv_dtype_bytes, int64_t tp) const;
+  bool is_moe_layer(int64_t layer) const;
+  // Parameters one token runs through: as parameter_count() with only
+  // experts_per_token routed experts in each MoE layer.
+  int64_t active_parameter_count() const;
+  // Expected distinct experts a batch of `tokens` tokens touches in one MoE
+  // layer under uniform top-k routing: E * (1 - (1 - k/E)^tokens).
+  double expected_experts_touched(int64_t tokens) const;
+  // What the step pricing and the cache pools do not model yet in this shape
+  // (mixture of experts, latent attention, sliding-window layers), "" when
+  // nothing. A simulation must refuse such a model rather than price it as
+  // a dense one.
+  std::string unmodelled_feature() const;
   // Bytes per activation element in compute (2 for fp16/bf16/w8a8/w4a16, 4 for fp32).
   Bytes activation_bytes() const;
 
   // Added for step_ops and capacity planning.
   // Average bytes per linear weight: fp32 4, fp16/bf16 2, w8a8 1,
-  // w4a16 0.5 + 2/128 (one fp16 scale per 128-weight group) = 0.515625.
+  // w4a16 0.5 + 2/128 (one fp16 scale per 128-weight group) = 0.515625;
+  // with a quantization_config, WeightQuant::bytes_per_weight().
   double linear_weight_bytes_per_parameter() const;
   // Bytes per embedding / lm_head / norm / bias element: 4 for fp32, else 2
   // (quantisation schemes leave these in 16-bit).
@@ -70,7 +99,8 @@ struct ModelSpec {
   int64_t linear_parameter_count_per_rank(int64_t tp) const;
   // Why `tp` cannot shard this model ("" when it can): heads and
   // intermediate_size must divide by tp, and kv_heads must divide by tp or tp
-  // by kv_heads (vLLM's rules). For the scenario's cross-field checks.
+  // by kv_heads (vLLM's rules). For the scenario's cross-field checks, so it
+  // also reports unmodelled_feature().
   std::string tensor_parallel_problem(int64_t tp) const;
 };
 
@@ -83,6 +113,14 @@ ModelSpec parse_model(const config::Node& node, bool lenient_unknown_keys);
 // Loads a model file: YAML strictly, a `.json` file (a Hugging Face
 // config.json) leniently. Errors go to ctx; check ctx.diagnostics.
 ModelSpec load_model_file(const std::string& path, config::LoadContext& ctx);
+
+// Reads `quantization_config` (HF) into m.quant and sets m.weights_dtype to
+// the matching compute format. An unknown quant_method is an error at its key.
+void read_quantization_config(const config::Node& node, ModelSpec& m);
+// Reads the MoE, latent-attention and per-layer attention keys and applies
+// the per-model_type defaults (only for absent keys, only when model_type is
+// given). Called by parse_model.
+void read_model_shape_extras(config::MapReader& r, ModelSpec& m, bool model_type_given);
 
 // Bytes per element of a KV-cache dtype name: fp16, bf16 -> 2; int8 -> 1; fp32 -> 4.
 // Throws std::invalid_argument for any other name (validate with

@@ -110,6 +110,11 @@ struct ModelSpec {
 // every release. Errors go to the node's LoadContext.
 ModelSpec parse_model(const config::Node& node, bool lenient_unknown_keys);
 
+// A multimodal config.json's text decoder (`text_config`), named and typed
+// from the top level. parse_model calls it for a lenient file that has
+// text_config and no top-level hidden_size.
+ModelSpec parse_text_config(const config::Node& node);
+
 // Loads a model file: YAML strictly, a `.json` file (a Hugging Face
 // config.json) leniently. Errors go to ctx; check ctx.diagnostics.
 ModelSpec load_model_file(const std::string& path, config::LoadContext& ctx);

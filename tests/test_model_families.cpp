@@ -326,6 +326,28 @@ TEST(FamilyDefaults, ApplyOnlyWhenModelTypeIsGiven) {
   EXPECT_TRUE(mistral.layer_attention[1].sliding) << "MistralConfig sliding_window 4096";
 }
 
+// google/gemma-3-27b-it's config.json nests the decoder under text_config
+// (model_type gemma3_text) with torch_dtype at the top; read as a file it
+// gives the same decoder as the flattened shipped gemma-3-27b.
+TEST(MultimodalConfig, TextConfigIsTheDecoder) {
+  config::LoadContext ctx;
+  const ModelSpec m = parse_json_text(R"({"_name_or_path": "google/gemma-3-27b-it",
+      "model_type": "gemma3", "torch_dtype": "bfloat16",
+      "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27},
+      "text_config": {"model_type": "gemma3_text", "hidden_size": 5376,
+        "intermediate_size": 21504, "num_attention_heads": 32, "num_key_value_heads": 16,
+        "head_dim": 128, "num_hidden_layers": 62, "vocab_size": 262208,
+        "max_position_embeddings": 131072, "sliding_window": 1024,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}})",
+                                      ctx);
+  ASSERT_TRUE(ctx.diagnostics.empty()) << messages_of(ctx);
+  const ModelSpec flat = shipped("gemma-3-27b");
+  EXPECT_EQ(m.name, "gemma-3-27b-it");
+  EXPECT_EQ(m.weights_dtype, "bf16");
+  EXPECT_EQ(m.parameter_count(), flat.parameter_count());
+  EXPECT_EQ(m.kv_bytes_for_context(32768, 2, 1), flat.kv_bytes_for_context(32768, 2, 1));
+}
+
 TEST(ShippedModels, EveryNewFileLoadsAndNamesItsConfigJson) {
   for (const char* name :
        {"deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b", "gemma-2-9b",

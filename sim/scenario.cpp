@@ -110,6 +110,15 @@ std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
 void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
   const ModelSpec& m = s.model;
+  if (const std::string f = m.unmodelled_feature(); !f.empty()) {
+    // Read from the model's config.json but not priced yet: refused at the
+    // model, never run as if it were dense (its KV and cost would be wrong).
+    ctx.diagnostics.error(
+        at("model"), "model",
+        fmt::format("{} has {}, which kvsim reads but does not simulate yet", m.name, f),
+        "a dense model with full attention on every layer");
+    return;
+  }
   if (const std::string why = m.tensor_parallel_problem(s.tp); !why.empty()) {
     ctx.diagnostics.error(at("parallel.tensor"), "parallel.tensor", why,
                           "a tensor-parallel size that divides the heads and the MLP");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/model_spec.hpp"
+#include "sim/scenario.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {
@@ -350,6 +351,26 @@ TEST(ModelParse, MixtureOfExpertsLoadsButASimulationRefusesIt) {
   EXPECT_TRUE(ctx.diagnostics.empty()) << all_messages(ctx);
   EXPECT_EQ(m.moe.experts, 8);
   EXPECT_NE(m.tensor_parallel_problem(1).find("mixture-of-experts"), std::string::npos);
+}
+
+// A scenario on a model kvsim reads but does not price yet is refused at the
+// `model:` line, not reported against a parallel.tensor key it may not have.
+TEST(ModelParse, AScenarioOnAnUnpricedModelIsRefusedAtItsModelLine) {
+  const std::string text =
+      "name: moe\ndevice: ascend-910c\nmodel: qwen3-30b-a3b\n"
+      "workload: {kind: synthetic, requests: 2, arrival: {process: poisson, "
+      "rate_per_s: 1}, input_tokens: 64, output_tokens: 4}\n";
+  try {
+    (void)load_scenario_text(text, "moe.yaml", std::string(KVSIM_CONFIG_DIR));
+    FAIL() << "a mixture of experts ran as a dense model";
+  } catch (const config::ConfigError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u);
+    const auto& d = e.diagnostics()[0];
+    EXPECT_EQ(d.key_path, "model");
+    EXPECT_EQ(d.where.file, "moe.yaml");
+    EXPECT_EQ(d.where.line, 3);
+    EXPECT_NE(d.problem.find("mixture-of-experts"), std::string::npos) << d.format();
+  }
 }
 
 // --- errors ------------------------------------------------------------------

@@ -1,4 +1,5 @@
-// kvsim run SCENARIO [--out DIR] [--set KEY=VALUE]... [--quiet]
+// kvsim run SCENARIO [--out DIR] [--set KEY=VALUE]... [--quiet] [--no-expect]
+// kvsim run --from out/x/metrics.json (or out/x/scenario.resolved.yaml)
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/studies/run_folder.hpp"
+#include "cli/studies/run_provenance.hpp"
+#include "reports/input_error.hpp"
 #include "reports/output_dir.hpp"
 #include "reports/run_report.hpp"
 #include "sim/expect.hpp"
@@ -16,10 +19,11 @@ namespace kvsim::cli {
 namespace {
 
 struct RunOptions {
-  std::string scenario, out;
+  std::string scenario, from, out;
   std::vector<std::string> sets;
   bool quiet = false;
   bool force = false;
+  bool no_expect = false;
 };
 
 // A progress line on stderr, at most twice a second, only on a terminal (SPEC 3).
@@ -46,22 +50,44 @@ class ProgressLine {
   bool printed_ = false;
 };
 
+// The scenario and its provenance: from a file and --set, or from a run
+// folder's metrics.json / scenario.resolved.yaml (`--from`).
+Reproduction load_run(const RunOptions& o) {
+  if (o.scenario.empty() == o.from.empty())
+    throw_input_error("run", "", "give either a scenario file or --from, not both",
+                      "kvsim run SCENARIO.yaml, or kvsim run --from out/NAME/metrics.json");
+  if (!o.from.empty()) {
+    if (!o.sets.empty())
+      throw_input_error("--set", "",
+                        "cannot be combined with --from (the run is repeated as it was)",
+                        "kvsim run SCENARIO --set ..., or --from alone");
+    return load_reproduction(o.from);
+  }
+  Reproduction r;
+  r.spec = load_scenario(o.scenario, o.sets);
+  r.provenance = describe_scenario(o.scenario, o.sets);
+  return r;
+}
+
 int run(const RunOptions& o) {
-  const ScenarioSpec spec = load_scenario(o.scenario, o.sets);
+  const Reproduction loaded = load_run(o);
+  const ScenarioSpec& spec = loaded.spec;
   const std::string out = o.out.empty() ? "out/" + safe_path_component(spec.name) : o.out;
   RunFolderResult result;
   if (!o.quiet && isatty(STDERR_FILENO)) {
     auto line = std::make_shared<ProgressLine>();
     result = run_into_folder(
-        spec, out, [line](const RunProgress& p) { (*line)(p); }, o.force);
+        spec, out, [line](const RunProgress& p) { (*line)(p); }, o.force, &loaded.provenance);
   } else {
-    result = run_into_folder(spec, out, {}, o.force);
+    result = run_into_folder(spec, out, {}, o.force, &loaded.provenance);
   }
   if (!o.quiet) {
     std::cout << summary_table(spec, result.metrics);
     std::cout << "report: " << result.folder
-              << "/ (metrics.json, requests.csv, timeline.csv, report.md, report.html)\n";
+              << "/ (metrics.json, requests.csv, timeline.csv, report.md, report.html, "
+                 "scenario.resolved.yaml)\n";
   }
+  if (o.no_expect) return kExitOk;  // the run itself succeeded
   const auto failures = check_expectations(spec.expect, metrics_to_json(result.metrics));
   for (const auto& f : failures) std::cerr << "kvsim: expect failed: " << f << "\n";
   if (!failures.empty()) return kExitExpect;
@@ -75,10 +101,14 @@ int run(const RunOptions& o) {
 Command add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "run a scenario and write its report");
-  cmd->add_option("scenario", o->scenario, "scenario YAML file")->required();
+  cmd->add_option("scenario", o->scenario, "scenario YAML file");
+  cmd->add_option("--from", o->from,
+                  "rerun a run folder's scenario: its metrics.json or scenario.resolved.yaml");
   cmd->add_option("--out", o->out, "output folder (default out/<scenario name>)");
   cmd->add_option("--set", o->sets, "override a key: --set kv_cache.block_size=64 (repeatable)");
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
+  cmd->add_flag("--no-expect", o->no_expect,
+                "skip the scenario's expect block (exit 0 unless the run fails)");
   cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
   return {cmd, [o] { return run(*o); }};
 }

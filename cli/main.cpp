@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "base/build_info.hpp"
 #include "cli/commands.hpp"
 #include "reports/output_dir.hpp"
 #include "sim/serve/step_observer.hpp"
@@ -11,6 +12,8 @@ int main(int argc, char** argv) {
   using namespace kvsim::cli;
   CLI::App app{"kvsim: a discrete-event simulator of KV-cache behaviour on NPUs"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kvsim ") + kvsim::build_info::version() +
+                                        " (commit " + kvsim::build_info::commit() + ")");
   // One line per subcommand; each is defined in its own cmd_*.cpp.
   const std::vector<Command> commands = {
       add_run_command(app),      add_validate_command(app), add_list_command(app),
@@ -24,6 +27,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "kvsim: error: " << e.what() << "\n";

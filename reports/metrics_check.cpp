@@ -45,6 +45,10 @@ MetricsCheckResult check_metrics(const nlohmann::ordered_json& metrics,
       r.skipped.push_back(key);
       continue;
     }
+    if (!options.ignored_patterns.empty() && matches(options.ignored_patterns, key)) {
+      ++r.keys_ignored;
+      continue;
+    }
     if (!matches(options.key_patterns, key)) continue;
     ++r.keys_compared;
     const auto* v = find_metric(metrics, key);
@@ -88,9 +92,10 @@ std::string MetricsCheckResult::format(const MetricsCheckOptions& options) const
   std::string skipped_text;
   for (const auto& s : skipped) skipped_text += (skipped_text.empty() ? "" : ", ") + s;
   out += fmt::format(
-      "check: {} keys compared, {} differ, {} beyond tolerance (rel-tol {}, abs-tol {}){}\n",
+      "check: {} keys compared, {} differ, {} beyond tolerance (rel-tol {}, abs-tol {}){}{}\n",
       keys_compared, differences.size(), failing, options.rel_tol, options.abs_tol,
-      skipped_text.empty() ? "" : "; skipped " + skipped_text + " (host time, not deterministic)");
+      skipped_text.empty() ? "" : "; skipped " + skipped_text + " (host time, not deterministic)",
+      keys_ignored == 0 ? "" : fmt::format("; {} provenance keys not compared", keys_ignored));
   return out;
 }
 

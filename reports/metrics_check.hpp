@@ -3,7 +3,9 @@
 // documents key by key and lists every difference. A difference fails when
 // |value - baseline| > max(abs_tol, rel_tol * |baseline|); a key present on one
 // side only, or a string key that differs, always fails. sim.wall_s (host
-// time, never deterministic) is skipped by default.
+// time, never deterministic) is skipped by default, and so is the
+// provenance section (which build and which scenario file wrote the file:
+// two builds of one behaviour must still compare equal).
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -18,6 +20,8 @@ struct MetricsCheckOptions {
   // Glob patterns (`*` any run of characters, `?` one); empty: every key.
   std::vector<std::string> key_patterns;
   std::vector<std::string> skipped_keys = {"sim.wall_s"};
+  // Glob patterns of keys that are not metrics at all.
+  std::vector<std::string> ignored_patterns = {"provenance.*"};
 };
 
 struct MetricDifference {
@@ -30,6 +34,7 @@ struct MetricDifference {
 struct MetricsCheckResult {
   int keys_compared = 0;
   std::vector<std::string> skipped;  // keys skipped by default (present in either file)
+  int keys_ignored = 0;              // keys matching ignored_patterns
   std::vector<MetricDifference> differences;
   bool passed() const;
   // One line per difference, then a summary line.

@@ -1,5 +1,6 @@
 #include "sim/metrics.hpp"
 
+#include "base/build_info.hpp"
 #include "sim/metrics_section.hpp"
 
 namespace kvsim {
@@ -72,10 +73,25 @@ void write_run_metrics(const RunMetrics& m, nlohmann::ordered_json& j) {
   s["simulated_s"] = m.sim.simulated_s;
   s["wall_s"] = m.sim.wall_s;
 }
+// Last in the file, so every key SPEC 9 lists keeps its place. No timestamp
+// and no host name: two runs of one build write the same bytes.
+void write_provenance(const RunMetrics& m, nlohmann::ordered_json& j) {
+  auto& p = j["provenance"];
+  p["kvsim_version"] = build_info::version();
+  p["kvsim_commit"] = build_info::commit();
+  p["scenario_file"] = m.provenance.scenario_file;
+  p["configs_dir"] = m.provenance.configs_dir;
+  p["overrides"] = m.provenance.overrides;
+  p["resolved_scenario"] = m.provenance.resolved_scenario;
+}
 }  // namespace
 
 MetricsSection run_metrics_section() {
   return {"run", write_run_metrics};
+}
+
+MetricsSection provenance_metrics_section() {
+  return {"provenance", write_provenance};
 }
 
 nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {

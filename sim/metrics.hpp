@@ -15,6 +15,17 @@ struct LatencySummary {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;  // milliseconds
 };
 
+// Where a run came from, enough to run it again (`kvsim run --from`). Written
+// last in metrics.json, under `provenance`, with the kvsim version and commit;
+// `kvsim check` skips it like sim.wall_s. Empty for runs that were not loaded
+// from a file (tests, inline scenarios).
+struct RunProvenance {
+  std::string scenario_file;           // absolute path of the scenario YAML
+  std::string configs_dir;             // where device: and model: names resolved
+  std::vector<std::string> overrides;  // the --set assignments, in order
+  std::string resolved_scenario;       // the YAML document after --set, as text
+};
+
 struct RunMetrics {
   // The engine component that produced the run ("serving", "genie"; the
   // registry name, sim/engine/engine_registry.hpp). Reports choose their
@@ -97,6 +108,7 @@ struct RunMetrics {
     int64_t steps = 0;
     double simulated_s = 0, wall_s = 0;
   } sim;
+  RunProvenance provenance;
 };
 
 // Ordered JSON (keys in SPEC order) so that files compare byte for byte.

@@ -19,8 +19,10 @@ struct RunFolderResult {
 };
 
 // `force`: replace `out` even when kvsim did not write it (reports/output_dir.hpp).
+// `provenance`, when given, goes into metrics.json and scenario.resolved.yaml
+// so that `kvsim run --from` can run the folder's scenario again.
 RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,
                                 std::function<void(const RunProgress&)> progress = {},
-                                bool force = false);
+                                bool force = false, const RunProvenance* provenance = nullptr);
 
 }  // namespace kvsim

@@ -1,0 +1,120 @@
+#include "cli/studies/run_provenance.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "base/reader.hpp"
+#include "reports/input_error.hpp"
+#include "reports/metrics_check.hpp"
+
+namespace kvsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFileTag = "# scenario_file: ";
+constexpr const char* kConfigsTag = "# configs_dir: ";
+constexpr const char* kOverrideTag = "# override: ";
+
+std::string absolute(const std::string& path) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal().string() : p.string();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw_input_error(path, "", "cannot read the file", "a metrics.json or scenario.resolved.yaml");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+RunProvenance from_metrics(const std::string& path) {
+  const nlohmann::ordered_json doc = read_json_file(path);
+  const auto it = doc.find("provenance");
+  const auto allowed = "a metrics.json written by kvsim run (it has a provenance section)";
+  if (it == doc.end() || !it->is_object())
+    throw_input_error(path, "provenance", "missing", allowed);
+  RunProvenance p;
+  try {
+    p.scenario_file = it->at("scenario_file").get<std::string>();
+    p.configs_dir = it->at("configs_dir").get<std::string>();
+    p.overrides = it->at("overrides").get<std::vector<std::string>>();
+    p.resolved_scenario = it->at("resolved_scenario").get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+    throw_input_error(path, "provenance", "incomplete", allowed);
+  }
+  if (p.resolved_scenario.empty())
+    throw_input_error(path, "provenance.resolved_scenario", "empty (the run had no scenario file)",
+                      allowed);
+  return p;
+}
+
+RunProvenance from_resolved_yaml(const std::string& path) {
+  // The header comment lines name the origin; the rest is the document as
+  // the run recorded it.
+  RunProvenance p;
+  const std::string text = read_text(path);
+  size_t pos = 0;
+  while (pos < text.size() && text[pos] == '#') {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string line = text.substr(pos, end - pos);
+    const auto take = [&](const char* tag) -> std::optional<std::string> {
+      if (line.rfind(tag, 0) != 0) return std::nullopt;
+      return line.substr(std::string(tag).size());
+    };
+    if (auto v = take(kFileTag)) p.scenario_file = *v;
+    if (auto v = take(kConfigsTag)) p.configs_dir = *v;
+    if (auto v = take(kOverrideTag)) p.overrides.push_back(*v);
+    pos = end + 1;
+  }
+  p.resolved_scenario = pos < text.size() ? text.substr(pos) : std::string();
+  if (p.scenario_file.empty() || p.configs_dir.empty())
+    throw_input_error(path, "", "no '# scenario_file:' and '# configs_dir:' header",
+                      "a scenario.resolved.yaml written by kvsim run");
+  return p;
+}
+
+}  // namespace
+
+RunProvenance describe_scenario(const std::string& path,
+                                const std::vector<std::string>& overrides) {
+  config::LoadContext ctx;
+  YAML::Node doc = config::load_file(path, ctx);
+  for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+  YAML::Emitter out;
+  out << doc;
+  RunProvenance p;
+  p.scenario_file = absolute(path);
+  p.configs_dir = absolute(find_configs_dir(path));
+  p.overrides = overrides;
+  p.resolved_scenario = std::string(out.c_str()) + "\n";
+  return p;
+}
+
+std::string resolved_scenario_file_text(const RunProvenance& p) {
+  std::string text =
+      "# The scenario of this run after --set; `kvsim run --from` this file reruns it.\n";
+  text += kFileTag + p.scenario_file + "\n";
+  text += kConfigsTag + p.configs_dir + "\n";
+  for (const auto& o : p.overrides) text += kOverrideTag + o + "\n";
+  return text + p.resolved_scenario;
+}
+
+Reproduction load_reproduction(const std::string& from) {
+  const bool json = fs::path(from).extension() == ".json";
+  Reproduction r;
+  RunProvenance p = json ? from_metrics(from) : from_resolved_yaml(from);
+  r.spec = load_scenario_text(p.resolved_scenario, p.scenario_file, p.configs_dir);
+  r.provenance = std::move(p);
+  return r;
+}
+
+}  // namespace kvsim

@@ -20,8 +20,16 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
-	./$(BUILD)/kvsim run $(SCENARIO)
+# Quiet but for the result: the build's output goes to $(BUILD)/make-run.log,
+# shown only when the build fails; then the run's summary table.
+run: deps
+	@mkdir -p $(BUILD); \
+	if ! { cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release && \
+	       cmake --build $(BUILD) -j $(JOBS) --target kvsim; } > $(BUILD)/make-run.log 2>&1; then \
+	  cat $(BUILD)/make-run.log; echo "make run: the build failed (log: $(BUILD)/make-run.log)" >&2; \
+	  exit 1; \
+	fi
+	@./$(BUILD)/kvsim run $(SCENARIO)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

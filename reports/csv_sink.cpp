@@ -21,8 +21,6 @@ CsvRunSink::CsvRunSink(const std::string& requests_path, const std::string& time
   requests_
       << "id,status,session,turn,arrival_ms,first_token_ms,finish_ms,prompt_tokens,output_tokens,"
          "cached_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms\n";
-  timeline_ << "time_ms,running,waiting,swapped,blocks_used,kv_used_bytes,tokens_held,step_tokens,"
-               "step_ms\n";
 }
 
 void CsvRunSink::request(const RequestRow& r) {
@@ -38,13 +36,34 @@ void CsvRunSink::request(const RequestRow& r) {
                            r.cached_tokens, r.preemptions, ttft, tpot, e2e);
 }
 
+// The columns follow the engine (the first row tells): a serving engine's
+// block pool has blocks and swap; the dialog engine's buffers have neither,
+// and its file leaves those columns out rather than carry a zero throughout
+// (tokens_held is its occupancy). step_tokens and step_ms sum the steps
+// launched since the previous row.
+void CsvRunSink::write_timeline_header(bool pool_of_blocks) {
+  timeline_ << (pool_of_blocks ? "time_ms,running,waiting,swapped,blocks_used,kv_used_bytes,"
+                                 "tokens_held,step_tokens,step_ms\n"
+                               : "time_ms,running,waiting,kv_used_bytes,tokens_held,step_tokens,"
+                                 "step_ms\n");
+  timeline_header_written_ = true;
+}
+
 void CsvRunSink::timeline(const TimelineRow& r) {
-  timeline_ << fmt::format("{},{},{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running,
-                           r.waiting, r.swapped, r.blocks_used, r.kv_used_bytes, r.tokens_held,
-                           r.step_tokens, ms_or_empty(r.step_latency));
+  if (!timeline_header_written_) write_timeline_header(r.pool_of_blocks);
+  if (r.pool_of_blocks) {
+    timeline_ << fmt::format("{},{},{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running,
+                             r.waiting, r.swapped, r.blocks_used, r.kv_used_bytes, r.tokens_held,
+                             r.step_tokens, ms_or_empty(r.step_latency));
+  } else {
+    timeline_ << fmt::format("{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running, r.waiting,
+                             r.kv_used_bytes, r.tokens_held, r.step_tokens,
+                             ms_or_empty(r.step_latency));
+  }
 }
 
 void CsvRunSink::close() {
+  if (!timeline_header_written_) write_timeline_header(true);
   requests_.flush();
   timeline_.flush();
   if (!requests_ || !timeline_)

@@ -18,7 +18,10 @@ class CsvRunSink final : public RunSink {
  private:
   std::ofstream requests_;
   std::ofstream timeline_;
+  void write_timeline_header(bool pool_of_blocks);
+
   std::string requests_path_, timeline_path_;
+  bool timeline_header_written_ = false;
 };
 
 }  // namespace kvsim

@@ -56,11 +56,18 @@ void EngineShell::reject(const LeavingRequest& r) {
   uplink_.request_done(q, now);
 }
 
-bool EngineShell::timeline_due(TimeNs now, bool force) {
-  if (!force && last_timeline_ >= 0 && now - last_timeline_ < scenario_.output.timeline_interval)
-    return false;
-  last_timeline_ = now;
-  return true;
+void EngineShell::timeline(TimelineRow row, bool force) {
+  pending_step_tokens_ += row.step_tokens;
+  pending_step_time_ += row.step_latency;
+  if (!force && last_timeline_ >= 0 &&
+      row.time - last_timeline_ < scenario_.output.timeline_interval)
+    return;
+  last_timeline_ = row.time;
+  row.step_tokens = pending_step_tokens_;
+  row.step_latency = pending_step_time_;
+  pending_step_tokens_ = 0;
+  pending_step_time_ = 0;
+  sink_->timeline(row);
 }
 
 void EngineShell::step_started(int64_t step, int64_t running, int64_t waiting) {

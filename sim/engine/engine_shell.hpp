@@ -70,8 +70,12 @@ class EngineShell {
   // Refused or dropped: a row and back up.
   void reject(const LeavingRequest& r);
 
-  // A timeline row is due at `now` (every output.timeline_interval, or forced).
-  bool timeline_due(TimeNs now, bool force);
+  // The engine's state at `row.time`, with the step launched then (if any) in
+  // row.step_tokens / row.step_latency. A row is written every
+  // output.timeline_interval (or when forced); its step columns sum every
+  // step launched since the previous row, so sparse rows still account for
+  // all the work done between them.
+  void timeline(TimelineRow row, bool force);
   void set_progress(std::function<void(const RunProgress&)> callback) {
     progress_ = std::move(callback);
   }
@@ -102,6 +106,8 @@ class EngineShell {
   int64_t prompt_tokens_done_ = 0, output_tokens_done_ = 0;
   TimeNs last_completion_ = 0;
   TimeNs last_timeline_ = -1;
+  int64_t pending_step_tokens_ = 0;  // steps launched since the last row
+  TimeNs pending_step_time_ = 0;
 };
 
 }  // namespace kvsim

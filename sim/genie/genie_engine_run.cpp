@@ -93,11 +93,12 @@ void GenieEngine::Impl::observe(TimeNs now, int64_t step_tokens, TimeNs step_lat
                                 bool force_row) {
   kv_used_.advance(now);
   kv_used_.set(used_bytes());
-  if (shell_.timeline_due(now, force_row)) {
-    const bool waiting = vtcm_.waiting(kLlmSession);
-    shell_.sink().timeline({now, turn_ && !waiting ? 1 : 0, waiting ? 1 : 0, 0, 0,
-                            kv_used_.current(), policy_->tokens_held(), step_tokens, step_latency});
-  }
+  const bool waiting = vtcm_.waiting(kLlmSession);
+  TimelineRow row{now,         turn_ && !waiting ? 1 : 0, waiting ? 1 : 0,        0,
+                  0,           kv_used_.current(),        policy_->tokens_held(), step_tokens,
+                  step_latency};
+  row.pool_of_blocks = false;  // Genie buffers: tokens held, no blocks, no swap
+  shell_.timeline(row, force_row);
 }
 
 void GenieEngine::Impl::start() {

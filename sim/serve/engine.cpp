@@ -184,12 +184,11 @@ void ServingEngine::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency
   current_frag_ = current_has_blocks_ ? static_cast<double>(acc.slots_reserved - acc.tokens_held) /
                                             static_cast<double>(acc.slots_reserved)
                                       : 0.0;
-  if (shell_.timeline_due(now, force_row)) {
-    shell_.sink().timeline({now, static_cast<int64_t>(scheduler_->num_running()),
-                            static_cast<int64_t>(scheduler_->num_waiting()),
-                            static_cast<int64_t>(scheduler_->num_swapped()), acc.blocks_used,
-                            kv_used_.current(), acc.tokens_held, step_tokens, step_latency});
-  }
+  shell_.timeline({now, static_cast<int64_t>(scheduler_->num_running()),
+                   static_cast<int64_t>(scheduler_->num_waiting()),
+                   static_cast<int64_t>(scheduler_->num_swapped()), acc.blocks_used,
+                   kv_used_.current(), acc.tokens_held, step_tokens, step_latency},
+                  force_row);
 }
 
 RunMetrics ServingEngine::finish() {

@@ -29,8 +29,11 @@ struct TimelineRow {
   int64_t blocks_used = 0;
   Bytes kv_used_bytes = 0;
   int64_t tokens_held = 0;
-  int64_t step_tokens = 0;
-  TimeNs step_latency = 0;
+  int64_t step_tokens = 0;  // tokens of the steps launched since the previous row
+  TimeNs step_latency = 0;  // their summed duration
+  // false for an engine without a block pool (the dialog engine's buffers):
+  // swapped and blocks_used mean nothing there and are left out of its file.
+  bool pool_of_blocks = true;
 };
 
 class RunSink {

@@ -40,6 +40,15 @@ void LatencyHistogram::add(TimeNs value) {
   }
   ++count_;
   sum_ += static_cast<long double>(v);
+  sum_sq_ += static_cast<long double>(v) * static_cast<long double>(v);
+}
+
+double LatencyHistogram::stddev() const {
+  if (count_ == 0) return 0.0;
+  const long double n = static_cast<long double>(count_);
+  const long double mean = sum_ / n;
+  const long double var = sum_sq_ / n - mean * mean;
+  return var > 0 ? static_cast<double>(std::sqrt(var)) : 0.0;
 }
 
 double LatencyHistogram::mean() const {

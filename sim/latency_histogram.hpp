@@ -2,7 +2,7 @@
 // Fixed-memory latency distribution: values below 2048 ns are exact, larger
 // ones fall in buckets 1/1024 wide in relative terms (HdrHistogram's scheme),
 // so percentiles carry at most ~0.1% error while memory does not grow with the
-// number of requests. Mean and max are exact; a percentile is clamped to the
+// number of requests. Mean, standard deviation and max are exact; a percentile is clamped to the
 // exact [min, max] (so a lone value is reported exactly).
 #include <cstdint>
 #include <vector>
@@ -17,6 +17,8 @@ class LatencyHistogram {
   void add(TimeNs value);
   uint64_t count() const { return count_; }
   double mean() const;
+  // Population standard deviation, exact (from the running sum of squares).
+  double stddev() const;
   TimeNs max() const { return max_; }
   TimeNs min() const { return min_; }
   // Nearest-rank percentile, p in [0, 100]. 0 when empty.
@@ -29,6 +31,7 @@ class LatencyHistogram {
   std::vector<uint64_t> buckets_;
   uint64_t count_ = 0;
   long double sum_ = 0;
+  long double sum_sq_ = 0;
   TimeNs min_ = 0;
   TimeNs max_ = 0;
 };

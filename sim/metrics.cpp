@@ -12,6 +12,8 @@ nlohmann::ordered_json latency_json(const LatencySummary& s) {
   j["p90"] = s.p90;
   j["p99"] = s.p99;
   j["max"] = s.max;
+  j["p95"] = s.p95;
+  j["std"] = s.std;
   return j;
 }
 
@@ -46,6 +48,7 @@ void write_run_metrics(const RunMetrics& m, nlohmann::ordered_json& j) {
   l["ttft"] = latency_json(m.latency_ms.ttft);
   l["tpot"] = latency_json(m.latency_ms.tpot);
   l["e2e"] = latency_json(m.latency_ms.e2e);
+  l["itl"] = latency_json(m.latency_ms.itl);
   auto& t = j["throughput"];
   t["output_tokens_per_s"] = m.throughput.output_tokens_per_s;
   t["total_tokens_per_s"] = m.throughput.total_tokens_per_s;
@@ -73,6 +76,15 @@ void write_run_metrics(const RunMetrics& m, nlohmann::ordered_json& j) {
   s["simulated_s"] = m.sim.simulated_s;
   s["wall_s"] = m.sim.wall_s;
 }
+// After every key SPEC 9 first listed (a new top-level object, not inside
+// throughput, whose keys other tools read in order).
+void write_goodput(const RunMetrics& m, nlohmann::ordered_json& j) {
+  auto& g = j["goodput"];
+  g["requests"] = m.goodput.requests;
+  g["requests_per_s"] = m.goodput.requests_per_s;
+  g["fraction"] = m.goodput.fraction;
+}
+
 // Last in the file, so every key SPEC 9 lists keeps its place. No timestamp
 // and no host name: two runs of one build write the same bytes.
 void write_provenance(const RunMetrics& m, nlohmann::ordered_json& j) {
@@ -88,6 +100,10 @@ void write_provenance(const RunMetrics& m, nlohmann::ordered_json& j) {
 
 MetricsSection run_metrics_section() {
   return {"run", write_run_metrics};
+}
+
+MetricsSection goodput_metrics_section() {
+  return {"goodput", write_goodput};
 }
 
 MetricsSection provenance_metrics_section() {

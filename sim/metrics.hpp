@@ -13,6 +13,7 @@ namespace kvsim {
 
 struct LatencySummary {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;  // milliseconds
+  double p95 = 0, std = 0;  // added after SPEC 9's first keys: written after them
 };
 
 // Where a run came from, enough to run it again (`kvsim run --from`). Written
@@ -42,6 +43,10 @@ struct RunMetrics {
   } requests;
   struct {
     LatencySummary ttft, tpot, e2e;
+    // Inter-token latency: for every generated token after a request's first,
+    // the time since its previous token (tokens one pass emits together,
+    // such as accepted drafts, are 0 apart).
+    LatencySummary itl;
   } latency_ms;
   struct {
     double output_tokens_per_s = 0, total_tokens_per_s = 0, requests_per_s = 0;
@@ -108,6 +113,13 @@ struct RunMetrics {
     int64_t steps = 0;
     double simulated_s = 0, wall_s = 0;
   } sim;
+  // Completed requests that met every target of the scenario's SLO (all
+  // completed requests when it sets none), per second over the same span as
+  // throughput, and as a fraction of the requests that arrived.
+  struct {
+    int64_t requests = 0;
+    double requests_per_s = 0, fraction = 0;
+  } goodput;
   RunProvenance provenance;
 };
 

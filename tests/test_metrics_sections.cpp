@@ -44,10 +44,10 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 5u);
+  EXPECT_EQ(metrics_sections().size(), 6u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
-  EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "provenance"}));
+  EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "goodput", "provenance"}));
   // The run's section alone knows no family's keys.
   Json run_only;
   run_metrics_section().write(RunMetrics{}, run_only);
@@ -70,7 +70,7 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
   const Json j = metrics_to_json(m);
   EXPECT_EQ(keys_of(j), (Names{"scenario", "seed", "device", "model", "policy", "requests",
                                "latency_ms", "throughput", "kv_cache", "memory", "vtcm", "numerics",
-                               "workload", "sessions", "sim", "provenance"}));
+                               "workload", "sessions", "sim", "goodput", "provenance"}));
   EXPECT_EQ(keys_of(j["memory"]),
             (Names{"device_bytes", "weights_bytes", "kv_bytes", "vtcm_bytes",
                    "activation_reserve_bytes", "main_pool_bytes", "chunk_pool_bytes"}));

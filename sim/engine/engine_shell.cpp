@@ -39,12 +39,26 @@ void EngineShell::complete(const LeavingRequest& r) {
   ++completed_;
   prompt_tokens_done_ += r.prompt_tokens;
   output_tokens_done_ += r.output_tokens;
-  ttft_.add(r.first_token - q.arrival);
-  e2e_.add(now - q.arrival);
-  if (r.output_tokens > 1) tpot_.add((now - r.first_token) / (r.output_tokens - 1));
+  const TimeNs ttft = r.first_token - q.arrival;
+  const TimeNs e2e = now - q.arrival;
+  const TimeNs tpot = r.output_tokens > 1 ? (now - r.first_token) / (r.output_tokens - 1) : -1;
+  ttft_.add(ttft);
+  e2e_.add(e2e);
+  if (tpot >= 0) tpot_.add(tpot);
+  if (slo_.met(ttft, tpot, e2e)) ++met_slo_;
   sink_->request({q.id, "completed", q.arrival, r.first_token, now, r.prompt_tokens,
                   r.output_tokens, r.cached_tokens, r.preemptions, q.session, q.turn});
   uplink_.request_done(q, now);
+}
+
+void EngineShell::tokens_emitted(TimeNs& last_token, int64_t count) {
+  if (count <= 0) return;
+  const TimeNs now = sim_.now();
+  if (last_token >= 0) {
+    itl_.add(now - last_token);
+  }
+  for (int64_t i = 1; i < count; ++i) itl_.add(0);
+  last_token = now;
 }
 
 void EngineShell::reject(const LeavingRequest& r) {
@@ -86,9 +100,9 @@ RunMetrics EngineShell::common_metrics(std::string policy, int64_t steps, TimeNs
   m.requests.arrived = arrived_;
   m.requests.completed = completed_;
   m.requests.rejected = rejected_;
-  fill_served_metrics(
-      {ttft_, tpot_, e2e_, completed_, prompt_tokens_done_, output_tokens_done_, last_completion_},
-      m);
+  fill_served_metrics({ttft_, tpot_, e2e_, itl_, completed_, prompt_tokens_done_,
+                       output_tokens_done_, last_completion_, arrived_, met_slo_},
+                      m);
   m.numerics.mode = scenario_.numerics.mode;
   m.sim.events = sim_.events_processed();
   m.sim.steps = steps;

@@ -13,6 +13,7 @@
 #include "sim/latency_histogram.hpp"
 #include "sim/metrics.hpp"
 #include "sim/serve/run_sink.hpp"
+#include "sim/served_metrics.hpp"
 #include "sim/simulator.hpp"
 
 namespace kvsim {
@@ -69,6 +70,14 @@ class EngineShell {
   void complete(const LeavingRequest& r);
   // Refused or dropped: a row and back up.
   void reject(const LeavingRequest& r);
+  // `count` tokens of one request appeared now; `last_token` is the time of
+  // its previous token (-1 before its first) and is moved to now. Every token
+  // after the request's first adds an inter-token latency (tokens emitted
+  // together are 0 apart).
+  void tokens_emitted(TimeNs& last_token, int64_t count);
+  // The targets a completed request must meet to count towards goodput
+  // (none by default: every completed request counts).
+  void set_slo(const SloTargets& slo) { slo_ = slo; }
 
   // The engine's state at `row.time`, with the step launched then (if any) in
   // row.step_tokens / row.step_latency. A row is written every
@@ -101,7 +110,9 @@ class EngineShell {
   std::function<void(const RunProgress&)> progress_;
   std::chrono::steady_clock::time_point wall_start_;
 
-  LatencyHistogram ttft_, tpot_, e2e_;
+  LatencyHistogram ttft_, tpot_, e2e_, itl_;
+  SloTargets slo_;
+  int64_t met_slo_ = 0;
   int64_t arrived_ = 0, completed_ = 0, rejected_ = 0;
   int64_t prompt_tokens_done_ = 0, output_tokens_done_ = 0;
   TimeNs last_completion_ = 0;

@@ -191,6 +191,7 @@ void GenieEngine::Impl::on_pass_done() {
     }
   }
   if (emitted > 0 && t.first_token < 0) t.first_token = now;
+  shell_.tokens_emitted(t.last_token, emitted);
   t.generated += emitted;
   const int64_t position = before + kept;
   const bool turn_over = prefill_done && t.generated >= t.reply_tokens;

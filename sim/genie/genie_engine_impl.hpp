@@ -68,6 +68,7 @@ class GenieEngine::Impl {
     int32_t verify_passes = 0;
     int64_t generated = 0;
     TimeNs first_token = -1;
+    TimeNs last_token = -1;  // inter-token latency
     VtcmGrant grant;
   };
   struct Pending {  // the pass in flight

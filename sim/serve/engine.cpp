@@ -150,6 +150,7 @@ void ServingEngine::on_step_done() {
     if (seq->computed < seq->num_tokens()) continue;  // prefill chunk, no token yet
     ++seq->generated;                                 // the step sampled a token
     if (seq->first_token_at < 0) seq->first_token_at = now;
+    shell_.tokens_emitted(seq->last_token_at, 1);
     if (seq->generated >= seq->output_len()) complete(seq);
   }
   observe(now, 0, 0);

@@ -19,6 +19,7 @@ struct Sequence {
   SeqSlot slot = kNoSeq;  // the policy's handle while running
   HostSlot host = -1;     // the policy's handle while swapped out
   TimeNs first_token_at = -1;
+  TimeNs last_token_at = -1;  // inter-token latency
   TimeNs finished_at = -1;
   int64_t cached_tokens = 0;  // prefix-cache hit at first admission
   bool admitted_once = false;

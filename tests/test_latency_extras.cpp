@@ -1,0 +1,91 @@
+// The keys added to latency_ms (p95 and std of each distribution, the
+// inter-token latency) and goodput: exact where they can be, consistent
+// with the per-request rows, and appended after SPEC 9's first keys.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "report_test_helpers.hpp"
+#include "sim/latency_histogram.hpp"
+#include "sim/run_scenario.hpp"
+#include "sim/served_metrics.hpp"
+
+namespace kvsim {
+namespace {
+
+TEST(LatencyHistogramStd, StandardDeviationIsExactAndP95IsNearestRank) {
+  LatencyHistogram h;
+  EXPECT_EQ(h.stddev(), 0.0);
+  for (int v = 1; v <= 100; ++v) h.add(v);  // below 2048 ns: exact buckets
+  EXPECT_NEAR(h.stddev(), std::sqrt((100.0 * 100.0 - 1.0) / 12.0), 1e-9);
+  EXPECT_EQ(h.percentile(95), 95.0);
+  const LatencySummary s = summarize_latency(h);
+  EXPECT_DOUBLE_EQ(s.p95, 95.0 / 1e6);
+  EXPECT_NEAR(s.std, h.stddev() / 1e6, 1e-15);
+  LatencyHistogram one;
+  one.add(5'000'000'000);
+  EXPECT_EQ(one.stddev(), 0.0);
+}
+
+TEST(SloTargetsMet, EachSetTargetIsCheckedAndAMissingTpotIsNot) {
+  SloTargets none;
+  EXPECT_TRUE(none.met(kNsPerS * 100, kNsPerS, kNsPerS * 1000));
+  SloTargets slo;
+  slo.ttft_ms = 500;
+  slo.tpot_ms = 50;
+  EXPECT_TRUE(slo.met(500 * kNsPerMs, 50 * kNsPerMs, 10 * kNsPerS));
+  EXPECT_FALSE(slo.met(500 * kNsPerMs + 1, 10 * kNsPerMs, kNsPerS));
+  EXPECT_FALSE(slo.met(100 * kNsPerMs, 51 * kNsPerMs, kNsPerS));
+  EXPECT_TRUE(slo.met(100 * kNsPerMs, -1, kNsPerS));  // one token: no TPOT
+  slo.e2e_ms = 900;
+  EXPECT_FALSE(slo.met(100 * kNsPerMs, 10 * kNsPerMs, kNsPerS));
+}
+
+TEST(ServedMetricsGoodput, RateOverTheThroughputSpanAndFractionOfArrivals) {
+  LatencyHistogram empty;
+  RunMetrics m;
+  fill_served_metrics({empty, empty, empty, empty, 8, 100, 50, 2 * kNsPerS, 10, 6}, m);
+  EXPECT_EQ(m.goodput.requests, 6);
+  EXPECT_DOUBLE_EQ(m.goodput.requests_per_s, 3.0);
+  EXPECT_DOUBLE_EQ(m.goodput.fraction, 0.6);
+  EXPECT_DOUBLE_EQ(m.throughput.requests_per_s, 4.0);
+}
+
+class LatencyExtrasRun : public testing::TempFolderTest {};
+
+// The gaps between one request's tokens add up to (finish - first token), so
+// the ITL mean is that sum over every request divided by its tokens after
+// the first; and with no SLO every completed request is good.
+TEST_F(LatencyExtrasRun, ItlMeanMatchesTheRequestRowsAndKeysAreAppended) {
+  const ScenarioSpec spec = testing::scenario_from_text(testing::small_scenario("itl", 80));
+  testing::CapturingSink sink;
+  const ScenarioRunResult run = run_scenario(spec, &sink);
+  double gaps_ns = 0, tokens = 0;
+  int64_t completed = 0;
+  for (const RequestRow& r : sink.request_rows) {
+    if (r.status != "completed") continue;
+    ++completed;
+    gaps_ns += static_cast<double>(r.finished - r.first_token);
+    tokens += static_cast<double>(r.output_tokens - 1);
+  }
+  ASSERT_GT(tokens, 0);
+  EXPECT_NEAR(run.metrics.latency_ms.itl.mean, gaps_ns / tokens / 1e6, 1e-9);
+  EXPECT_GT(run.metrics.latency_ms.itl.p95, 0);
+  EXPECT_GE(run.metrics.latency_ms.itl.max, run.metrics.latency_ms.itl.p99);
+  EXPECT_GT(run.metrics.latency_ms.ttft.std, 0);
+  EXPECT_EQ(run.metrics.goodput.requests, completed);
+  EXPECT_DOUBLE_EQ(run.metrics.goodput.requests_per_s, run.metrics.throughput.requests_per_s);
+
+  const auto j = metrics_to_json(run.metrics);
+  std::vector<std::string> ttft_keys, latency_keys;
+  for (auto it = j["latency_ms"]["ttft"].begin(); it != j["latency_ms"]["ttft"].end(); ++it)
+    ttft_keys.push_back(it.key());
+  for (auto it = j["latency_ms"].begin(); it != j["latency_ms"].end(); ++it)
+    latency_keys.push_back(it.key());
+  EXPECT_EQ(ttft_keys,
+            (std::vector<std::string>{"mean", "p50", "p90", "p99", "max", "p95", "std"}));
+  EXPECT_EQ(latency_keys, (std::vector<std::string>{"ttft", "tpot", "e2e", "itl"}));
+}
+
+}  // namespace
+}  // namespace kvsim

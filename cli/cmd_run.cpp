@@ -54,7 +54,7 @@ class ProgressLine {
 // folder's metrics.json / scenario.resolved.yaml (`--from`).
 Reproduction load_run(const RunOptions& o) {
   if (o.scenario.empty() == o.from.empty())
-    throw_input_error("run", "", "give either a scenario file or --from, not both",
+    throw_input_error("run", "", "give a scenario file or --from (exactly one of them)",
                       "kvsim run SCENARIO.yaml, or kvsim run --from out/NAME/metrics.json");
   if (!o.from.empty()) {
     if (!o.sets.empty())

@@ -114,6 +114,34 @@ TEST_F(Compare, CommandLineWritesEverythingAndBadInputLeavesNoFolder) {
   EXPECT_FALSE(fs::exists(path("bad")));
 }
 
+// compare.csv carries each value as metrics.json has it (no rounding to a
+// few digits), so scripts reading it get the same numbers.
+TEST_F(Compare, CsvValuesReadBackAsTheMetricsAtFullPrecision) {
+  const std::string scenario = write("s.yaml", testing::small_scenario("cmp-csv", 20));
+  const CompareResult r =
+      run_compare(scenario, {}, {parse_vary("kv_cache.block_size=32,64")}, path("out"));
+  std::ifstream in(path("out") + "/compare.csv");
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  std::vector<std::string> names, cells;
+  std::stringstream hs(header), rs(row);
+  for (std::string c; std::getline(hs, c, ',');) names.push_back(c);
+  for (std::string c; std::getline(rs, c, ',');) cells.push_back(c);
+  if (row.ends_with(",")) cells.emplace_back();  // a last ratio with no baseline
+  ASSERT_EQ(names.size(), cells.size());
+  const Json metrics = metrics_to_json(r.metrics[0]);
+  int checked = 0;
+  for (size_t i = 2; i < names.size(); ++i) {
+    if (names[i].starts_with("ratio.")) continue;
+    const auto v = metric_value(metrics, names[i]);
+    ASSERT_TRUE(v) << names[i];
+    EXPECT_EQ(std::stod(cells[i]), *v) << names[i] << " written as " << cells[i];
+    ++checked;
+  }
+  EXPECT_GT(checked, 3);
+}
+
 TEST_F(Compare, UserStringsAreEscapedInCompareHtml) {
   std::string yaml = testing::small_scenario("x", 10);
   yaml.replace(0, yaml.find('\n'), "name: \"<script>alert(1)</script>\"");

@@ -29,6 +29,14 @@ std::string number(double v) {
   return std::abs(v) >= 1000 ? fmt::format("{:.1f}", v) : fmt::format("{:.4g}", v);
 }
 
+// For files scripts read: the shortest text that reads back as the same
+// double (the value in metrics.json), integers without a decimal point.
+std::string full_precision(double v) {
+  if (v == static_cast<double>(static_cast<int64_t>(v)) && std::abs(v) < 1e15)
+    return std::to_string(static_cast<int64_t>(v));
+  return fmt::format("{}", v);
+}
+
 // For the human tables: byte columns with units.
 std::string display(const CompareColumn& c, double v) {
   if (c.key.ends_with("bytes") || c.key.ends_with("bytes_moved"))
@@ -82,7 +90,7 @@ void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const Compare
   }
   write_file_atomically(dir.file("compare.json"), j.dump(2) + "\n");
 
-  // compare.csv: values, then ratio.<key> columns.
+  // compare.csv: values, then ratio.<key> columns, at full precision.
   std::string csv = "variant,folder";
   for (const auto& c : columns) csv += fmt::format(",{}", c.key);
   for (const auto& c : columns) csv += fmt::format(",ratio.{}", c.key);
@@ -90,10 +98,11 @@ void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const Compare
   for (size_t i = 0; i < result.variants.size(); ++i) {
     csv += fmt::format("{},{}", csv_cell(result.variants[i].label),
                        csv_cell(result.variants[i].folder));
-    for (size_t c = 0; c < columns.size(); ++c) csv += fmt::format(",{}", number(values[i][c]));
+    for (size_t c = 0; c < columns.size(); ++c)
+      csv += fmt::format(",{}", full_precision(values[i][c]));
     for (size_t c = 0; c < columns.size(); ++c) {
       const auto r = compare_ratio(values[i][c], values[0][c]);
-      csv += r ? fmt::format(",{:.6g}", *r) : std::string(",");
+      csv += r ? fmt::format(",{}", full_precision(*r)) : std::string(",");
     }
     csv += "\n";
   }

@@ -232,6 +232,22 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
     s.output.timeline_interval = o.duration("timeline_interval", 100 * kNsPerMs, 1, 3600 * kNsPerS);
     o.finish();
   }
+  {
+    // Goodput (vLLM's benchmark --goodput): a completed request counts when
+    // it meets every target given; none given, every completed request does.
+    MapReader r(top.child("slo"));
+    auto target = [&](const char* key) -> std::optional<double> {
+      if (!r.has(key)) {
+        r.ignore({key});
+        return std::nullopt;
+      }
+      return r.number(key, std::nullopt, 1e-6, 1e9);
+    };
+    s.slo.ttft_ms = target("ttft_ms");
+    s.slo.tpot_ms = target("tpot_ms");
+    s.slo.e2e_ms = target("e2e_ms");
+    r.finish();
+  }
   s.htp = read_htp_config(top.child("htp"));
   read_expect_section(top, s);
   top.finish();

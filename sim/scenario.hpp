@@ -14,6 +14,7 @@
 #include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/genie/genie_session_config.hpp"
+#include "sim/served_metrics.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {
@@ -65,6 +66,7 @@ struct ScenarioSpec {
   std::shared_ptr<const WorkloadSpec> workload;
   NumericsConfig numerics;
   OutputConfig output;
+  SloTargets slo;  // `slo:` the targets goodput counts requests against (vLLM's --goodput)
   std::vector<Expectation> expect;
   HtpSessionConfig htp;  // `htp:` VTCM requests and co-runners (kind: htp devices)
 

@@ -89,3 +89,26 @@ TEST_F(LatencyExtrasRun, ItlMeanMatchesTheRequestRowsAndKeysAreAppended) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// `slo:` in the scenario sets what goodput counts: an impossible TTFT target
+// leaves no request, a generous one every completed request, and a bad key
+// is an error at its line.
+TEST(ScenarioSlo, GoodputCountsTheRequestsMeetingTheScenariosTargets) {
+  const std::string base = testing::small_scenario("slo", 40);
+  const RunMetrics none =
+      run_scenario(testing::scenario_from_text(base + "slo: {ttft_ms: 0.001}\n"), nullptr).metrics;
+  EXPECT_EQ(none.goodput.requests, 0);
+  const RunMetrics all =
+      run_scenario(testing::scenario_from_text(base + "slo: {ttft_ms: 1.0e6, tpot_ms: 1.0e6}\n"),
+                   nullptr)
+          .metrics;
+  EXPECT_EQ(all.goodput.requests, all.requests.completed);
+  EXPECT_GT(all.goodput.requests, 0);
+  EXPECT_THROW((void)testing::scenario_from_text(base + "slo: {ttft: 100}\n"), config::ConfigError);
+}
+
+}  // namespace
+}  // namespace kvsim

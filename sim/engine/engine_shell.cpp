@@ -26,7 +26,8 @@ EngineShell::EngineShell(std::string_view engine_kind, const ScenarioSpec& scena
       sim_(sim),
       uplink_(uplink),
       sink_(sink ? sink : &null_sink_),
-      wall_start_(std::chrono::steady_clock::now()) {}
+      wall_start_(std::chrono::steady_clock::now()),
+      slo_(scenario.slo) {}
 
 void EngineShell::start() {
   wall_start_ = std::chrono::steady_clock::now();

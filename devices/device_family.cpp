@@ -24,6 +24,13 @@ const DeviceFamily* find_device_family(std::string_view kind) {
   return nullptr;
 }
 
+const OpPlacement& placement_of(const OpPlacementTable& table, OpKind kind) {
+  const auto k = static_cast<size_t>(kind);
+  if (k >= kOpKindCount)
+    throw std::invalid_argument(fmt::format("not an op kind ({})", static_cast<int>(kind)));
+  return table[k];
+}
+
 const DeviceFamily& device_family_of(const DeviceSpec& device) {
   const DeviceFamily* f = find_device_family(device.kind);
   if (f == nullptr) {

@@ -11,13 +11,25 @@
 #include <string_view>
 #include <vector>
 
+#include <array>
 #include "base/params.hpp"
+
 #include "base/reader.hpp"
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_ops.hpp"
 
 namespace kvsim {
+
+// Where one kind of op runs on a family's device and which efficiency figure
+// it uses; a family holds one per OpKind, in models/step_ops.hpp order.
+struct OpPlacement {
+  Engine engine;
+  OpClass cls;
+};
+using OpPlacementTable = std::array<OpPlacement, kOpKindCount>;
+// The table's entry for `kind` (std::invalid_argument when it is not one).
+const OpPlacement& placement_of(const OpPlacementTable& table, OpKind kind);
 
 class DeviceFamily {
  public:

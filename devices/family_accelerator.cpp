@@ -15,13 +15,8 @@
 namespace kvsim {
 namespace {
 
-struct Placement {
-  Engine engine;
-  OpClass cls;
-};
-
 // Indexed by OpKind (models/step_ops.hpp order).
-constexpr std::array<Placement, kOpKindCount> kPlacement = {{
+constexpr OpPlacementTable kPlacement = {{
     {Engine::vector, OpClass::elementwise},      // embedding: a gather, vector unit moving rows
     {Engine::host_link, OpClass::transfer},      // swap_in
     {Engine::host_link, OpClass::transfer},      // swap_out
@@ -44,11 +39,8 @@ constexpr std::array<Placement, kOpKindCount> kPlacement = {{
     {Engine::vector, OpClass::elementwise},      // sampling
 }};
 
-const Placement& placement(OpKind kind) {
-  const auto k = static_cast<size_t>(kind);
-  if (k >= kOpKindCount)
-    throw std::invalid_argument(fmt::format("not an op kind ({})", static_cast<int>(kind)));
-  return kPlacement[k];
+const OpPlacement& placement(OpKind kind) {
+  return placement_of(kPlacement, kind);
 }
 
 constexpr int64_t kMinBandwidth = 1'000'000;              // 1 MB/s
@@ -105,7 +97,7 @@ class AcceleratorFamily final : public DeviceFamily {
   // on the vector unit.
   int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
                        Bytes /*kv_dtype_bytes*/) const override {
-    const Placement& p = placement(kind);
+    const OpPlacement& p = placement(kind);
     if (p.engine != Engine::matrix) return d.vector_fp16_ops;
     return model.weights_dtype == "w8a8" && p.cls == OpClass::gemm ? d.matrix_int8_ops
                                                                    : d.matrix_fp16_ops;

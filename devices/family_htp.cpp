@@ -16,16 +16,11 @@
 namespace kvsim {
 namespace {
 
-struct Placement {
-  Engine engine;
-  OpClass cls;
-};
-
 // Indexed by OpKind (models/step_ops.hpp order). HMX runs the matrix ops,
 // HVX the element-wise ones; the KV write-back is a copy. No host link nor
 // device link exists on a phone: swap and all-reduce never run (their
 // entries only keep the table total).
-constexpr std::array<Placement, kOpKindCount> kPlacement = {{
+constexpr OpPlacementTable kPlacement = {{
     {Engine::vector, OpClass::elementwise},      // embedding: HVX gathers the rows
     {Engine::host_link, OpClass::transfer},      // swap_in: never on a phone
     {Engine::host_link, OpClass::transfer},      // swap_out: never on a phone
@@ -48,11 +43,8 @@ constexpr std::array<Placement, kOpKindCount> kPlacement = {{
     {Engine::vector, OpClass::elementwise},      // sampling
 }};
 
-const Placement& placement(OpKind kind) {
-  const auto k = static_cast<size_t>(kind);
-  if (k >= kOpKindCount)
-    throw std::invalid_argument(fmt::format("not an op kind ({})", static_cast<int>(kind)));
-  return kPlacement[k];
+const OpPlacement& placement(OpKind kind) {
+  return placement_of(kPlacement, kind);
 }
 
 constexpr Bytes kMinMemory = Bytes{1} << 20;
@@ -176,7 +168,7 @@ class HtpFamily final : public DeviceFamily {
   // attention over an int8 KV cache too; HVX does the rest.
   int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
                        Bytes kv_dtype_bytes) const override {
-    const Placement& p = placement(kind);
+    const OpPlacement& p = placement(kind);
     if (p.engine != Engine::matrix) return d.vector_fp16_ops;
     if (p.cls == OpClass::attention)
       return kv_dtype_bytes == 1 ? d.matrix_int8_ops : d.matrix_fp16_ops;

@@ -17,8 +17,8 @@ struct CheckCliOptions {
 };
 
 int run_check(const CheckCliOptions& o) {
-  const auto metrics = read_json_file(o.metrics);
-  const auto baseline = read_json_file(o.baseline);
+  const auto metrics = read_metrics_file(o.metrics);
+  const auto baseline = read_metrics_file(o.baseline);
   MetricsCheckOptions options = o.check;
   options.key_patterns = o.keys;
   const MetricsCheckResult r = check_metrics(metrics, baseline, options);

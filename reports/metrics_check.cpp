@@ -99,6 +99,14 @@ std::string MetricsCheckResult::format(const MetricsCheckOptions& options) const
   return out;
 }
 
+nlohmann::ordered_json read_metrics_file(const std::string& path) {
+  nlohmann::ordered_json doc = read_json_file(path);
+  if (!doc.is_object())
+    throw_input_error(path, "", "is not a JSON object of metrics",
+                      "a metrics.json written by kvsim run");
+  return doc;
+}
+
 nlohmann::ordered_json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -107,8 +115,17 @@ nlohmann::ordered_json read_json_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   const std::string s = text.str();
+  // A metrics.json is a few levels deep; a document nested far deeper would
+  // only exhaust the stack of the code that walks it (a crash, not an error).
+  constexpr int kMaxDepth = 64;
+  bool too_deep = false;
+  const auto guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::ordered_json&) {
+    if (depth > kMaxDepth) too_deep = true;
+    return !too_deep;
+  };
+  nlohmann::ordered_json doc;
   try {
-    return nlohmann::ordered_json::parse(s);
+    doc = nlohmann::ordered_json::parse(s, guard);
   } catch (const nlohmann::json::parse_error& e) {
     // Byte offset -> line and column, so the error points where an editor can go.
     int line = 1, col = 1;
@@ -125,6 +142,10 @@ nlohmann::ordered_json read_json_file(const std::string& path) {
     d.throw_if_any();
     throw;
   }
+  if (too_deep)
+    throw_input_error(path, "", fmt::format("JSON nested deeper than {} levels", kMaxDepth),
+                      "a metrics.json written by kvsim run");
+  return doc;
 }
 
 }  // namespace kvsim

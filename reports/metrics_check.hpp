@@ -48,5 +48,7 @@ MetricsCheckResult check_metrics(const nlohmann::ordered_json& metrics,
 // Reads a JSON file; throws config::ConfigError (FILE:LINE:COL) when the file
 // is missing or is not JSON.
 nlohmann::ordered_json read_json_file(const std::string& path);
+// read_json_file, and exit 2 unless the document is an object (a metrics.json).
+nlohmann::ordered_json read_metrics_file(const std::string& path);
 
 }  // namespace kvsim

@@ -93,6 +93,23 @@ TEST_F(CheckCli, ExitCodesZeroOneAndTwo) {
   EXPECT_NE(r.output.find("broken.json:3:3: invalid JSON"), std::string::npos) << r.output;
 }
 
+// A document nested far deeper than any metrics.json, or one that is not an
+// object, is bad input (exit 2), never a crash from the code that walks it.
+TEST_F(CheckCli, ADeeplyNestedOrNonObjectDocumentIsExitTwo) {
+  const std::string base = write("base.json", sample().dump(2));
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
+  deep += "1";
+  deep += std::string(100000, '}');
+  auto r = kvsim("check " + write("deep.json", deep) + " --baseline " + base);
+  EXPECT_EQ(r.exit_code, 2) << r.output.substr(0, 400);
+  EXPECT_NE(r.output.find("nested deeper than 64 levels"), std::string::npos)
+      << r.output.substr(0, 400);
+  r = kvsim("check " + base + " --baseline " + write("list.json", "[1, 2]"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is not a JSON object of metrics"), std::string::npos) << r.output;
+}
+
 TEST_F(CheckCli, ExpectBlockFailsOnADeliberateRegressionAndPassesOtherwise) {
   const std::string base = testing::small_scenario("expect-test");
   const std::string ok = write("ok.yaml", base + R"(expect:

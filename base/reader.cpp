@@ -317,6 +317,44 @@ void MapReader::finish() {
   }
 }
 
+namespace {
+
+// yaml-cpp keeps every pair of a map, and a lookup finds the first: a key
+// written twice would silently lose its second value.
+void report_duplicate_keys(const YAML::Node& node, const std::string& file, LoadContext& ctx,
+                           int depth) {
+  if (depth > 256) {
+    const YAML::Mark m = node.Mark();
+    ctx.diagnostics.error({file, m.line + 1, m.column + 1}, "", "nested deeper than 256 levels",
+                          "a configuration a few levels deep");
+    return;
+  }
+  if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar()) {
+        const std::string key = it->first.Scalar();
+        const YAML::Mark m = it->first.Mark();
+        auto [first, fresh] = seen.emplace(key, m);
+        if (!fresh)
+          ctx.diagnostics.error(
+              {file, m.line + 1, m.column + 1}, key,
+              fmt::format("duplicate key '{}' (first at line {})", key, first->second.line + 1),
+              "each key once per map");
+      }
+      report_duplicate_keys(it->second, file, ctx, depth + 1);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) report_duplicate_keys(item, file, ctx, depth + 1);
+  }
+}
+
+}  // namespace
+
+void check_duplicate_keys(const YAML::Node& doc, const std::string& file, LoadContext& ctx) {
+  if (doc.IsDefined()) report_duplicate_keys(doc, file, ctx, 0);
+}
+
 YAML::Node load_file(const std::string& path, LoadContext& ctx) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -326,7 +364,9 @@ YAML::Node load_file(const std::string& path, LoadContext& ctx) {
     return YAML::Node(YAML::NodeType::Undefined);
   }
   try {
-    return YAML::LoadFile(path);
+    YAML::Node doc = YAML::LoadFile(path);
+    check_duplicate_keys(doc, path, ctx);
+    return doc;
   } catch (const YAML::Exception& e) {
     ctx.diagnostics.error({path, e.mark.line + 1, e.mark.column + 1}, "",
                           fmt::format("invalid YAML: {}", e.msg));

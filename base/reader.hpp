@@ -127,6 +127,9 @@ class MapReader {
 // Loads a YAML (or JSON) file; parse errors and missing files become
 // diagnostics (with line and column) and an undefined node.
 YAML::Node load_file(const std::string& path, LoadContext& ctx);
+// Records an error for every key written twice in one map (yaml-cpp would
+// keep the first silently); load_file() calls it.
+void check_duplicate_keys(const YAML::Node& doc, const std::string& file, LoadContext& ctx);
 
 // Applies `--set key.path=value` to a loaded document (creating maps on the
 // way) and records the path as overridden; `key.path=null` (or `~`) removes

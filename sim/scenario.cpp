@@ -294,6 +294,7 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
   YAML::Node doc;
   try {
     doc = YAML::Load(yaml_text);
+    config::check_duplicate_keys(doc, file, ctx);
   } catch (const YAML::Exception& e) {
     ctx.diagnostics.error({file, e.mark.line + 1, e.mark.column + 1}, "", "invalid YAML: " + e.msg);
   }

@@ -1,5 +1,9 @@
 // Units parsed once into integers, and the strict YAML reader.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "base/reader.hpp"
 #include "base/units.hpp"
@@ -104,6 +108,33 @@ TEST(LatencyHistogram, LoneValueIsExactAndPercentilesAreWithinATenthOfAPercent) 
   EXPECT_NEAR(h.percentile(99), 99'000'000.0, 99'000'000.0 * 1e-3);
   EXPECT_DOUBLE_EQ(h.mean(), 50'000'500.0);
   EXPECT_EQ(h.max(), 100'000'000);
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// A key written twice in one map is an error at its second occurrence (yaml-cpp
+// would keep the first value silently), in a file and in nested maps.
+TEST(Reader, ADuplicateKeyIsAnErrorAtItsSecondLine) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kvsim-dup-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "dup.yaml").string();
+  std::ofstream(path) << "seed: 1\nkv_cache:\n  block_size: 16\n  block_size: 32\nseed: 2\n";
+  config::LoadContext ctx;
+  (void)config::load_file(path, ctx);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(ctx.diagnostics.size(), 2u);
+  const auto& all = ctx.diagnostics.all();
+  EXPECT_EQ(all[0].where.line, 4);
+  EXPECT_NE(all[0].problem.find("duplicate key 'block_size' (first at line 3)"), std::string::npos)
+      << all[0].format();
+  EXPECT_EQ(all[1].where.line, 5);
+  EXPECT_NE(all[1].problem.find("duplicate key 'seed' (first at line 1)"), std::string::npos)
+      << all[1].format();
 }
 
 }  // namespace

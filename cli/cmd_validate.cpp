@@ -6,6 +6,8 @@
 
 #include "base/source_paths.hpp"
 #include "cli/commands.hpp"
+#include "cli/studies/sweep.hpp"
+#include "cli/studies/sweep_spec.hpp"
 #include "sim/component_catalog.hpp"
 #include "sim/scenario.hpp"
 
@@ -23,7 +25,13 @@ Command add_validate_command(CLI::App& app) {
             int rc = kExitOk;
             for (const auto& f : *files) {
               try {
-                validate_file(f);
+                // A sweep or search file (configs/sweeps/) has its own reader;
+                // every variant's grid keys are loaded as a sweep would.
+                if (std::filesystem::path(f).parent_path().filename() == "sweeps") {
+                  check_sweep_loads(load_sweep(f, /*allow_search=*/true));
+                } else {
+                  validate_file(f);
+                }
                 std::cout << f << ": ok\n";
               } catch (const config::ConfigError& e) {
                 print_config_error(e);

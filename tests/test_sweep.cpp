@@ -188,3 +188,23 @@ search: {rates: [1, 2, 4], slo: {tpot_p99_ms: 0.001}}
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// kvsim validate reads a file under a sweeps/ folder as a sweep (every
+// shipped one passes) instead of as a scenario.
+TEST(SweepValidate, ShippedSweepsValidateAsSweeps) {
+  const std::filesystem::path dir = std::filesystem::path(KVSIM_SOURCE_DIR) / "configs/sweeps";
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const auto r =
+        testing::run_command(std::string(KVSIM_BINARY) + " validate " + e.path().string());
+    EXPECT_EQ(r.exit_code, 0) << e.path() << "\n" << r.output;
+    ++files;
+  }
+  EXPECT_GE(files, 4);
+}
+
+}  // namespace
+}  // namespace kvsim

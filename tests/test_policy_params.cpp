@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "scenario_helpers.hpp"
+#include "report_test_helpers.hpp"
 #include "sim/cache/cache_config.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/component_catalog.hpp"
@@ -159,20 +159,9 @@ TEST(PolicyParams, DocsTablesAreTheDeclarations) {
   }
 }
 
-class PolicyParamsCli : public ::testing::Test {
+class PolicyParamsCli : public testing::TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           fmt::format("kvsim-params-{}-{}",
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name(), getpid());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  testing::CommandResult run(const std::string& args) {
-    return testing::run_command(std::string(KVSIM_BINARY) + " " + args);
-  }
-  fs::path dir_;
+  testing::CommandResult run(const std::string& args) { return kvsim(args); }
 };
 
 TEST_F(PolicyParamsCli, ValidateAndRunRefuseAForeignKeyWithExit2) {

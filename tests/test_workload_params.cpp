@@ -13,7 +13,7 @@
 #include <set>
 
 #include "base/reader.hpp"
-#include "scenario_helpers.hpp"
+#include "report_test_helpers.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/component_catalog.hpp"
 #include "tests/support/test_paths.hpp"
@@ -210,23 +210,12 @@ TEST(SetOverride, NullRemovesTheKeyAndAnEmptyValueIsAnError) {
   EXPECT_FALSE(doc["nothing"].IsDefined());  // a removal creates nothing on its way
 }
 
-class WorkloadParamsCli : public ::testing::Test {
+class WorkloadParamsCli : public testing::TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           fmt::format("kvsim-wparams-{}-{}",
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name(), getpid());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  testing::CommandResult run(const std::string& args) {
-    return testing::run_command(std::string(KVSIM_BINARY) + " " + args);
-  }
+  testing::CommandResult run(const std::string& args) { return kvsim(args); }
   std::string scenario_path(const char* name) {
     return (fs::path(KVSIM_SOURCE_DIR) / "configs" / "scenarios" / name).string();
   }
-  fs::path dir_;
 };
 
 TEST_F(WorkloadParamsCli, AForeignWorkloadKeyIsExit2) {

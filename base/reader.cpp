@@ -26,7 +26,10 @@ Node::Node(YAML::Node node, std::string key_path, std::string file, LoadContext*
 Location Node::location() const {
   // A value given with --set has no line in any file: point at the flag.
   for (const auto& p : ctx_->overridden_paths) {
-    if (path_ == p || path_.rfind(p + ".", 0) == 0) return {"--set " + p, 1, 1};
+    if (path_ == p || path_.rfind(p + ".", 0) == 0) {
+      const auto as = ctx_->set_as.find(p);
+      return {"--set " + (as != ctx_->set_as.end() ? as->second : p), 1, 1};
+    }
   }
   if (node_.IsDefined()) {
     const YAML::Mark m = node_.Mark();
@@ -151,7 +154,7 @@ std::optional<int64_t> Node::quantity(int64_t min, int64_t max, const char* what
 }
 
 std::optional<Bytes> Node::as_bytes(Bytes min, Bytes max) const {
-  return quantity(min, max, "a size", "64GiB or 4096", parse_bytes);
+  return quantity(min, max, "a size", "64GiB or 4096B", parse_bytes);
 }
 std::optional<int64_t> Node::as_bandwidth(int64_t min, int64_t max) const {
   return quantity(min, max, "a bandwidth", "1.6TB/s", parse_bandwidth);

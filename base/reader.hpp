@@ -30,6 +30,9 @@ struct LoadContext {
   std::map<std::string, Location> locations;
   // Key paths set by --set: their errors point at the command line.
   std::set<std::string> overridden_paths;
+  // A key path given on the command line under another name (a vLLM name,
+  // say): errors say the --set the user wrote.
+  std::map<std::string, std::string> set_as;
 
   Location location_of(const std::string& key_path) const;
 };

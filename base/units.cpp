@@ -150,7 +150,16 @@ std::string scaled(double v, const char* const* names, int count, double step) {
 }  // namespace
 
 ParsedQuantity parse_bytes(std::string_view text) {
-  return parse_with(text, kByteUnits, false, "size");
+  ParsedQuantity out = parse_with(text, kByteUnits, false, "size");
+  // A bare number of bytes is almost always a slip (vLLM's swap_space: 4
+  // means 4 GiB): a size needs its unit, except 0, which is 0 in any unit.
+  if (out.problem.empty() && out.value != 0 &&
+      text.find_first_not_of("0123456789.eE+- ") == std::string_view::npos) {
+    out.problem =
+        fmt::format("'{}' has no unit (write a size such as {}GiB or {}B)", text, text, text);
+    out.value.reset();
+  }
+  return out;
 }
 ParsedQuantity parse_bandwidth(std::string_view text) {
   return parse_with(text, kBandwidthUnits, true, "bandwidth");

@@ -23,7 +23,7 @@ namespace {
 
 struct CapacityCliOptions {
   CapacityQuery query;
-  std::string out = "out/capacity";
+  std::string out;  // empty: a fresh out/capacity[-N] per invocation
   bool force = false;
   std::string slo, workload;
   std::vector<std::string> sets;
@@ -156,7 +156,7 @@ int run_capacity(CapacityCliOptions& o) {
       capacity_markdown(rows) + capacity_chunk_pool_markdown(o.query, rows);
   if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
 
-  OutputDir dir(o.out, o.force);
+  OutputDir dir(o.out.empty() ? fresh_output_folder("out/capacity") : o.out, o.force);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   std::string csv;
   for (const auto& h : capacity_csv_header()) csv += (csv.empty() ? "" : ",") + h;
@@ -228,7 +228,8 @@ Command add_capacity_command(CLI::App& app) {
   cmd->add_option("--tp", o->query.tps, "tensor-parallel sizes (default 1)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
-  cmd->add_option("--out", o->out, "output folder (default out/capacity)");
+  cmd->add_option("--out", o->out,
+                  "output folder (default: out/capacity, or out/capacity-N when that exists)");
   cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
   cmd->add_option("--slo", o->slo, "ttft_p99_ms=X,tpot_p99_ms=Y: search the highest rate");
   cmd->add_option("--workload", o->workload,

@@ -148,6 +148,16 @@ void refuse_foreign(const fs::path& p, bool force) {
 
 }  // namespace
 
+std::string fresh_output_folder(const std::string& stem) {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(stem, ec))) return stem;
+  for (int i = 2; i < 100000; ++i) {
+    const std::string candidate = stem + "-" + std::to_string(i);
+    if (!std::filesystem::exists(std::filesystem::symlink_status(candidate, ec))) return candidate;
+  }
+  throw OutputRefused(stem + ": 100000 earlier outputs beside it; give --out");
+}
+
 std::string safe_path_component(const std::string& name) {
   std::string s;
   for (char c : name) {

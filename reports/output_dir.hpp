@@ -61,6 +61,12 @@ void claim_output_folder(const std::string& path, bool force = false);
 // and the result is at most 96 bytes; an empty name becomes "scenario".
 std::string safe_path_component(const std::string& name);
 
+// A folder for one invocation of a command that has no natural name for its
+// output (capacity, calibrate): `stem` when nothing is there yet, else the
+// first of stem-2, stem-3, ... that does not exist, so a second invocation
+// never replaces the first one's report.
+std::string fresh_output_folder(const std::string& stem);
+
 // Writes a whole file through a temporary name and a rename.
 void write_file_atomically(const std::string& path, const std::string& contents);
 

@@ -10,6 +10,7 @@
 #include "sim/cache/policy_registry.hpp"
 #include "sim/engine/engine_registry.hpp"
 #include "sim/scenario_sections.hpp"
+#include "sim/vllm_names.hpp"
 
 namespace kvsim {
 namespace fs = std::filesystem;
@@ -284,6 +285,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   YAML::Node doc = config::load_file(path, ctx);
   ctx.diagnostics.throw_if_any();
   for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+  apply_vllm_names(doc, path, ctx);
   ctx.diagnostics.throw_if_any();
   return parse_scenario(Node(doc, "", path, &ctx), find_configs_dir(path), ctx);
 }
@@ -298,6 +300,7 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
   } catch (const YAML::Exception& e) {
     ctx.diagnostics.error({file, e.mark.line + 1, e.mark.column + 1}, "", "invalid YAML: " + e.msg);
   }
+  if (ctx.diagnostics.empty()) apply_vllm_names(doc, file, ctx);
   ctx.diagnostics.throw_if_any();
   return parse_scenario(Node(doc, "", file, &ctx), configs_dir, ctx);
 }
@@ -327,7 +330,8 @@ void validate_file(const std::string& path) {
   } else if (parent == "models" || (doc.IsMap() && doc["hidden_size"])) {
     parse_model(root, fs::path(path).extension() == ".json");
   } else {
-    (void)parse_scenario(root, find_configs_dir(path), ctx);
+    apply_vllm_names(doc, path, ctx);
+    (void)parse_scenario(Node(doc, "", path, &ctx), find_configs_dir(path), ctx);
   }
   ctx.diagnostics.throw_if_any();
 }

@@ -154,5 +154,27 @@ TEST_F(OutputSafety, AnInterruptedRunLeavesNoTemporaryFolder) {
   EXPECT_FALSE(fs::exists(path("long")));
 }
 
+TEST_F(OutputSafety, CapacityWritesAFreshFolderPerInvocation) {
+  const std::string cmd = "cd " + dir_.string() + " && " + std::string(KVSIM_BINARY) +
+                          " capacity --device ascend-910b2 --model llama-3-8b --context 4096";
+  const auto first = testing::run_command(cmd);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const auto second = testing::run_command(cmd);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "capacity" / "capacity.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "capacity-2" / "capacity.json"));
+  EXPECT_NE(second.output.find("out/capacity-2"), std::string::npos) << second.output;
+}
+
+TEST(FreshOutputFolder, TakesTheFirstFreeSuffix) {
+  const fs::path d = fs::temp_directory_path() / ("kvsim-fresh-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d / "x");
+  fs::create_directories(d / "x-2");
+  EXPECT_EQ(fresh_output_folder((d / "y").string()), (d / "y").string());
+  EXPECT_EQ(fresh_output_folder((d / "x").string()), (d / "x-3").string());
+  fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -15,7 +15,10 @@ namespace {
 TEST(Units, Bytes) {
   EXPECT_EQ(parse_bytes("64GiB").value, 64LL << 30);
   EXPECT_EQ(parse_bytes("16MB").value, 16'000'000);
-  EXPECT_EQ(parse_bytes("4096").value, 4096);
+  EXPECT_EQ(parse_bytes("4096B").value, 4096);
+  EXPECT_EQ(parse_bytes("0").value, 0);
+  EXPECT_FALSE(parse_bytes("4096").value);
+  EXPECT_NE(parse_bytes("4").problem.find("has no unit"), std::string::npos);
   EXPECT_EQ(parse_bytes("1.5KiB").value, 1536);
   EXPECT_FALSE(parse_bytes("-1GiB").value);
   EXPECT_FALSE(parse_bytes("12parsecs").value);

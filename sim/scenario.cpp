@@ -291,7 +291,8 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
 }
 
 ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string& file,
-                                const std::string& configs_dir) {
+                                const std::string& configs_dir,
+                                const std::vector<std::string>& overrides) {
   config::LoadContext ctx;
   YAML::Node doc;
   try {
@@ -300,7 +301,10 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
   } catch (const YAML::Exception& e) {
     ctx.diagnostics.error({file, e.mark.line + 1, e.mark.column + 1}, "", "invalid YAML: " + e.msg);
   }
-  if (ctx.diagnostics.empty()) apply_vllm_names(doc, file, ctx);
+  if (ctx.diagnostics.empty()) {
+    for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+    apply_vllm_names(doc, file, ctx);
+  }
   ctx.diagnostics.throw_if_any();
   return parse_scenario(Node(doc, "", file, &ctx), configs_dir, ctx);
 }

@@ -79,9 +79,11 @@ struct ScenarioSpec {
 // Loads a scenario file, applies `--set` overrides, resolves device/model
 // names under configs/, validates everything and runs the cross-field checks.
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
-// The same from an in-memory document (tests); `file` names it in errors.
+// The same from an in-memory document (tests, the Python module); `file`
+// names it in errors.
 ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string& file,
-                                const std::string& configs_dir);
+                                const std::string& configs_dir,
+                                const std::vector<std::string>& overrides = {});
 
 // The configs/ folder for a scenario: the nearest ancestor folder named
 // `configs` that has devices/ and models/, else the one of this source tree.

@@ -29,6 +29,7 @@ const std::map<std::string, int> kFloors = {
     {"sim", 3},                        // clock, engines, cache policies, metrics, scenario
     {"reports", 4},                    // writers
     {"cli", 5},                        // commands, studies, the stories260K generator
+    {"python", 6},                     // the Python module: an interface over the CLI's studies
 };
 
 struct SourceFile {

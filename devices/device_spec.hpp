@@ -44,9 +44,9 @@ struct DeviceSpec {
   // cluster; optional in the file (0: the device names none).
   int64_t network_link_bandwidth = 0;  // bytes/s per direction
   TimeNs network_link_latency = 0;     // per transfer
-  TimeNs kernel_launch = 0;           // per operator launch
-  TimeNs step_overhead = 0;           // per engine step (scheduling, host prep)
-  int64_t max_tensor_parallel = 1;    // devices one node can group (HCCS domain)
+  TimeNs kernel_launch = 0;            // per operator launch
+  TimeNs step_overhead = 0;            // per engine step (scheduling, host prep)
+  int64_t max_tensor_parallel = 1;     // devices one node can group (HCCS domain)
 
   // Fraction of peak an op class reaches, per resource: compute and memory.
   std::array<double, kOpClassCount> compute_efficiency{};

@@ -93,10 +93,10 @@ class AcceleratorFamily final : public DeviceFamily {
     spec.device_link_bandwidth = n.integer(declared(params, "device_link_bandwidth"));
     spec.device_link_latency = n.integer(declared(params, "device_link_latency"));
     spec.host_link_bandwidth = n.integer(declared(params, "host_link_bandwidth"));
-    for (auto [key, field] : {std::pair{"host_link_latency", &DeviceSpec::host_link_latency},
-                              std::pair{"network_link_bandwidth",
-                                        &DeviceSpec::network_link_bandwidth},
-                              std::pair{"network_link_latency", &DeviceSpec::network_link_latency}}) {
+    for (auto [key, field] :
+         {std::pair{"host_link_latency", &DeviceSpec::host_link_latency},
+          std::pair{"network_link_bandwidth", &DeviceSpec::network_link_bandwidth},
+          std::pair{"network_link_latency", &DeviceSpec::network_link_latency}}) {
       if (r.has(key))
         spec.*field = n.integer(declared(params, key));
       else

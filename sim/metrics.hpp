@@ -137,8 +137,8 @@ struct RunMetrics {
     double load_imbalance = 0;
     struct {
       int64_t requests = 0;
-      Bytes bytes = 0;      // KV moved prefill -> decode, all ranks
-      double time_s = 0;    // summed over requests (queueing on the link included)
+      Bytes bytes = 0;    // KV moved prefill -> decode, all ranks
+      double time_s = 0;  // summed over requests (queueing on the link included)
       double mean_ms = 0, max_ms = 0;
     } transfer;
     std::vector<ClusterInstance> per_instance;

@@ -108,8 +108,8 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
     PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
     // KV that came with the request needs room, not compute; the last token
     // is still computed so the step yields logits (as for a prefix hit).
-    const int64_t arrived = std::clamp<int64_t>(seq->request.kv_ready_tokens - hit.cached_tokens,
-                                                0, seq->num_tokens() - hit.cached_tokens - 1);
+    const int64_t arrived = std::clamp<int64_t>(seq->request.kv_ready_tokens - hit.cached_tokens, 0,
+                                                seq->num_tokens() - hit.cached_tokens - 1);
     int64_t tokens = seq->num_tokens() - hit.cached_tokens - arrived;
     if (params_.chunked_prefill) {
       tokens = std::min(tokens, budget);

@@ -2,6 +2,7 @@
 // states, a disaggregated request's TTFT priced step by step, blocks back in
 // every instance's pool, one instance behind a router serving exactly what
 // it serves alone, and the `cluster:` section's errors.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

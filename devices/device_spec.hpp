@@ -39,9 +39,14 @@ struct DeviceSpec {
   int64_t device_link_bandwidth = 0;  // bytes/s per direction (HCCS), for all-reduce
   TimeNs device_link_latency = 0;     // per collective step
   int64_t host_link_bandwidth = 0;    // bytes/s (PCIe), for swap
-  TimeNs kernel_launch = 0;           // per operator launch
-  TimeNs step_overhead = 0;           // per engine step (scheduling, host prep)
-  int64_t max_tensor_parallel = 1;    // devices one node can group (HCCS domain)
+  TimeNs host_link_latency = 0;       // per transfer (optional in the file; KV transfer)
+  // The device's own network port (RoCE), for KV between instances of a
+  // cluster; optional in the file (0: the device names none).
+  int64_t network_link_bandwidth = 0;  // bytes/s per direction
+  TimeNs network_link_latency = 0;     // per transfer
+  TimeNs kernel_launch = 0;            // per operator launch
+  TimeNs step_overhead = 0;            // per engine step (scheduling, host prep)
+  int64_t max_tensor_parallel = 1;     // devices one node can group (HCCS domain)
 
   // Fraction of peak an op class reaches, per resource: compute and memory.
   std::array<double, kOpClassCount> compute_efficiency{};

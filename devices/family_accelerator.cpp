@@ -62,6 +62,15 @@ config::ComponentInfo make_info() {
                                        "latency of one collective step"));
   info.params.push_back(bandwidth_param("host_link_bandwidth", std::nullopt, kMinBandwidth,
                                         kMaxBandwidth, "host link (PCIe), for swap"));
+  // Optional: only a cluster moving KV between instances over them reads these.
+  info.params.push_back(optional_param(
+      duration_param("host_link_latency", std::nullopt, 0, kNsPerS,
+                     "fixed cost of one transfer over the host link (KV between instances)")));
+  info.params.push_back(optional_param(bandwidth_param(
+      "network_link_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+      "per-direction network port (RoCE) of one device, for KV between instances")));
+  info.params.push_back(optional_param(duration_param(
+      "network_link_latency", std::nullopt, 0, kNsPerS, "fixed cost of one network transfer")));
   info.params.push_back(int_param("max_tensor_parallel", std::nullopt, 1, 1024, "devices",
                                   "devices one node can group for tensor parallelism"));
   for (auto& p : efficiency_params()) info.params.push_back(std::move(p));
@@ -84,6 +93,15 @@ class AcceleratorFamily final : public DeviceFamily {
     spec.device_link_bandwidth = n.integer(declared(params, "device_link_bandwidth"));
     spec.device_link_latency = n.integer(declared(params, "device_link_latency"));
     spec.host_link_bandwidth = n.integer(declared(params, "host_link_bandwidth"));
+    for (auto [key, field] :
+         {std::pair{"host_link_latency", &DeviceSpec::host_link_latency},
+          std::pair{"network_link_bandwidth", &DeviceSpec::network_link_bandwidth},
+          std::pair{"network_link_latency", &DeviceSpec::network_link_latency}}) {
+      if (r.has(key))
+        spec.*field = n.integer(declared(params, key));
+      else
+        r.ignore({key});
+    }
     spec.max_tensor_parallel = n.integer(declared(params, "max_tensor_parallel"));
     read_efficiencies(r, spec);
   }

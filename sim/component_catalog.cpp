@@ -3,6 +3,8 @@
 #include "devices/device_family.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/policy_registry.hpp"
+#include "sim/cluster/cluster_spec.hpp"
+#include "sim/cluster/routing_registry.hpp"
 #include "sim/engine/engine_registry.hpp"
 #include "workloads/workload_params.hpp"
 
@@ -34,6 +36,11 @@ std::vector<ComponentKind> component_catalog() {
       {"families", "device files' kind and the keys of each device family", device_family_infos()},
       {"evictions", "kv_cache.eviction: which free cached block or chunk goes first",
        eviction_order_infos()},
+      {"clusters",
+       "cluster: instance groups behind a router, and the keys of a group",
+       {cluster_section_info(), cluster_group_info()}},
+      {"routers", "cluster.router.policy (and decode_router) and the keys of each",
+       routing_policy_infos()},
   };
 }
 

@@ -123,7 +123,10 @@ std::vector<std::string> metric_leaf_keys(const nlohmann::ordered_json& doc, boo
 }
 
 std::vector<std::string> metric_key_names() {
-  return metric_leaf_keys(metrics_to_json(RunMetrics{}), /*numeric_only=*/true);
+  // A cluster run adds cluster.* (sim/cluster/cluster_metrics.cpp).
+  RunMetrics sample;
+  sample.cluster.emplace();
+  return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 
 const nlohmann::ordered_json* find_metric(const nlohmann::ordered_json& doc,

@@ -120,6 +120,30 @@ struct RunMetrics {
     int64_t requests = 0;
     double requests_per_s = 0, fraction = 0;
   } goodput;
+  // A cluster run (a scenario with `cluster:`): its instances, routers and
+  // the KV moved from prefill to decode instances. Absent for one instance,
+  // whose metrics.json keeps exactly its keys.
+  struct ClusterInstance {
+    std::string group, role;
+    int64_t arrived = 0, completed = 0, rejected = 0, preemptions = 0, steps = 0;
+    double prefix_hit_rate = 0, ttft_p50_ms = 0, ttft_p99_ms = 0;
+    Bytes peak_used_bytes = 0;
+  };
+  struct Cluster {
+    int64_t instances = 0, prefill_instances = 0, decode_instances = 0;
+    std::string router, decode_router;
+    // Requests routed to the busiest instance over the mean per instance
+    // (of the instances the front router picks among): 1 is perfect balance.
+    double load_imbalance = 0;
+    struct {
+      int64_t requests = 0;
+      Bytes bytes = 0;    // KV moved prefill -> decode, all ranks
+      double time_s = 0;  // summed over requests (queueing on the link included)
+      double mean_ms = 0, max_ms = 0;
+    } transfer;
+    std::vector<ClusterInstance> per_instance;
+  };
+  std::optional<Cluster> cluster;
   RunProvenance provenance;
 };
 

@@ -1,5 +1,6 @@
 #include "sim/run_scenario.hpp"
 
+#include "sim/cluster/cluster_run.hpp"
 #include "sim/engine/arrival_pump.hpp"
 #include "sim/engine/engine_registry.hpp"
 #include "sim/simulator.hpp"
@@ -8,6 +9,13 @@ namespace kvsim {
 
 ScenarioRunResult run_scenario(const ScenarioSpec& scenario, RunSink* sink,
                                std::function<void(const RunProgress&)> progress) {
+  if (scenario.cluster) {
+    ClusterRun cluster(scenario, sink);
+    ScenarioRunResult r;
+    r.metrics = cluster.run();
+    r.sizing = cluster.memory_plan();
+    return r;
+  }
   Simulator sim;
   const std::unique_ptr<RequestSource> source =
       make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size);

@@ -8,6 +8,7 @@
 
 #include "kernels/kv_layout.hpp"
 #include "sim/cache/policy_registry.hpp"
+#include "sim/cluster/cluster_spec.hpp"
 #include "sim/engine/engine_registry.hpp"
 #include "sim/scenario_sections.hpp"
 #include "sim/vllm_names.hpp"
@@ -251,10 +252,21 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
   }
   s.htp = read_htp_config(top.child("htp"));
   read_expect_section(top, s);
+  const Node cluster = top.child("cluster");
   top.finish();
   // Cross-field checks only make sense on values that parsed.
   if (ctx.diagnostics.empty()) cross_checks(s, ctx);
   ctx.diagnostics.throw_if_any();
+  if (cluster.defined()) {
+    // Each instance group is the file itself with the group's sections laid
+    // over it, read and checked as a scenario of its own.
+    s.cluster = read_cluster_section(
+        cluster, root.raw(),
+        [&](const YAML::Node& doc) {
+          return parse_scenario(Node(doc, "", root.file(), &ctx), configs_dir, ctx);
+        },
+        ctx);
+  }
   return s;
 }
 

@@ -52,6 +52,8 @@ struct Expectation {
   config::Location where;
 };
 
+struct ClusterSpec;  // sim/cluster/cluster_spec.hpp
+
 struct ScenarioSpec {
   std::string name;
   std::string description;
@@ -69,6 +71,9 @@ struct ScenarioSpec {
   SloTargets slo;  // `slo:` the targets goodput counts requests against (vLLM's --goodput)
   std::vector<Expectation> expect;
   HtpSessionConfig htp;  // `htp:` VTCM requests and co-runners (kind: htp devices)
+  // `cluster:` instance groups behind a router; null: one instance (the
+  // scenario itself), run exactly as without the key.
+  std::shared_ptr<const ClusterSpec> cluster;
 
   int64_t max_model_len() const {
     return scheduler.max_model_len > 0 ? scheduler.max_model_len : model.max_position_embeddings;

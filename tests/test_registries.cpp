@@ -6,6 +6,7 @@
 #include "kernels/kv_layout.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/policy_registry.hpp"
+#include "sim/cluster/routing_registry.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/metrics.hpp"
 #include "workloads/workload.hpp"
@@ -25,6 +26,8 @@ TEST(Registries, ListTheExpectedNames) {
   EXPECT_EQ(arrival_processes(), (Names{"closed", "constant", "gamma", "poisson"}));
   EXPECT_EQ(length_distributions(), (Names{"constant", "empirical", "exponential", "lognormal",
                                            "normal", "uniform", "zipf"}));
+  EXPECT_EQ(routing_policy_names(),
+            (Names{"least_loaded", "prefix_aware", "round_robin", "session_affinity"}));
   EXPECT_EQ(event_queue_names(),
             (Names{"binary_heap", "quaternary_heap", "aligned_quaternary_heap"}));
 }

@@ -19,6 +19,11 @@ struct Request {
   uint64_t session = 0;       // chat session id (0 for single-shot requests)
   int32_t turn = 0;           // 0-based turn within the session
   int32_t prefix_group = -1;  // shared-prefix group, -1 when none
+  // Prompt tokens whose KV arrives with the request (a decode instance of a
+  // prefill/decode split receives it from the prefill instance): the
+  // scheduler reserves room for them but does not compute them. 0 for a
+  // request from a workload.
+  int64_t kv_ready_tokens = 0;
 };
 
 // A stream of requests in arrival order. Streams are pulled: the engine asks

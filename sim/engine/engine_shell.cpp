@@ -57,8 +57,12 @@ void EngineShell::tokens_emitted(TimeNs& last_token, int64_t count) {
   const TimeNs now = sim_.now();
   if (last_token >= 0) {
     itl_.add(now - last_token);
+    if (itl_mirror_) itl_mirror_->add(now - last_token);
   }
-  for (int64_t i = 1; i < count; ++i) itl_.add(0);
+  for (int64_t i = 1; i < count; ++i) {
+    itl_.add(0);
+    if (itl_mirror_) itl_mirror_->add(0);
+  }
   last_token = now;
 }
 

@@ -85,6 +85,10 @@ class EngineShell {
   // step launched since the previous row, so sparse rows still account for
   // all the work done between them.
   void timeline(TimelineRow row, bool force);
+  // Inter-token latencies are also added to `itl` (may be null).
+  void mirror_itl(LatencyHistogram* itl) { itl_mirror_ = itl; }
+  // This shell's own inter-token histogram, for instances to mirror into.
+  LatencyHistogram* itl_histogram() { return &itl_; }
   void set_progress(std::function<void(const RunProgress&)> callback) {
     progress_ = std::move(callback);
   }
@@ -111,6 +115,7 @@ class EngineShell {
   std::chrono::steady_clock::time_point wall_start_;
 
   LatencyHistogram ttft_, tpot_, e2e_, itl_;
+  LatencyHistogram* itl_mirror_ = nullptr;
   SloTargets slo_;
   int64_t met_slo_ = 0;
   int64_t arrived_ = 0, completed_ = 0, rejected_ = 0;

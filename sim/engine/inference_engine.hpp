@@ -9,7 +9,9 @@
 #include <string_view>
 
 #include "base/units.hpp"
+#include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/latency_histogram.hpp"
 #include "sim/metrics.hpp"
 #include "workloads/request.hpp"
 
@@ -59,6 +61,12 @@ class InferenceEngine {
   // budget, weights and KV buffers).
   virtual PoolSizing memory_plan() const = 0;
   virtual void set_progress(std::function<void(const RunProgress&)> callback) = 0;
+  // The engine's KV cache, read-only, for a router that routes by cached
+  // prefix (sim/cluster/); nullptr when the engine has none to offer.
+  virtual const KvCachePolicy* cache_policy() const { return nullptr; }
+  // Every inter-token latency the engine measures is also added to `itl`
+  // (a cluster's latencies span its instances); nullptr stops it.
+  virtual void mirror_itl(LatencyHistogram* itl) { (void)itl; }
 };
 
 }  // namespace kvsim

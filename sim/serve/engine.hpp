@@ -50,6 +50,9 @@ class ServingEngine final : public InferenceEngine {
     shell_.set_progress(std::move(callback));
   }
 
+  const KvCachePolicy* cache_policy() const override { return policy_.get(); }
+  void mirror_itl(LatencyHistogram* itl) override { shell_.mirror_itl(itl); }
+
   const PoolSizing& sizing() const { return sizing_; }
   // Sequence objects ever allocated: bounded by the requests in flight at
   // once, not by the requests served (a memory check for long runs).

@@ -58,6 +58,7 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   policy_.release(victim->slot);
   victim->slot = kNoSeq;
   victim->computed = 0;
+  victim->request.kv_ready_tokens = 0;  // the KV that came with it is gone: recompute it
   victim->state = SeqState::waiting;
   waiting_.push_front(victim);
   return victim;
@@ -105,16 +106,20 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
          budget > 0) {
     Sequence* seq = waiting_.front();
     PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
-    int64_t tokens = seq->num_tokens() - hit.cached_tokens;
+    // KV that came with the request needs room, not compute; the last token
+    // is still computed so the step yields logits (as for a prefix hit).
+    const int64_t arrived = std::clamp<int64_t>(seq->request.kv_ready_tokens - hit.cached_tokens, 0,
+                                                seq->num_tokens() - hit.cached_tokens - 1);
+    int64_t tokens = seq->num_tokens() - hit.cached_tokens - arrived;
     if (params_.chunked_prefill) {
       tokens = std::min(tokens, budget);
     } else if (tokens > budget) {
       break;  // FCFS: the head waits for a step with room for its whole prompt
     }
-    const AdmitPlan plan = policy_.plan_admit(std::move(hit), tokens);
+    const AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
     if (!plan.fits) break;  // FCFS: nobody overtakes the head
     seq->slot = policy_.apply_admit(plan);
-    seq->computed = plan.hit.cached_tokens;
+    seq->computed = plan.hit.cached_tokens + arrived;
     if (!seq->admitted_once) {
       seq->cached_tokens = plan.hit.cached_tokens;
       seq->admitted_once = true;

@@ -1,0 +1,72 @@
+// A cluster of many instances on one clock: the Mooncake conversation trace
+// (../shared/data/traces, skipped when absent) replayed on 64 replicas of
+// Llama-3.2-3B (one 910B2 each) behind a prefix-aware router, the trace
+// looped 1 and 2 times back to back (each pass one trace span later, new
+// content). Benchmarks run in registration order in one process, so a peak
+// RSS after the 2-pass run equal to the one after the 1-pass run means
+// memory did not grow with the trace's length. Counters:
+//   realtime_x   simulated seconds per wall second (>= 1000 is the target)
+//   requests     requests served per iteration
+//   steps        engine steps over all instances per iteration
+//   max_rss_mib  the process's peak resident memory so far
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "base/source_paths.hpp"
+#include "sim/run_scenario.hpp"
+#include "sim/scenario.hpp"
+
+namespace {
+
+double max_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+void BM_ClusterMooncake(benchmark::State& state, const char* router) {
+  const std::string trace =
+      std::string(KVSIM_SHARED_DATA_DIR) + "/traces/mooncake_conversation.jsonl";
+  if (!std::filesystem::exists(trace)) {
+    state.SkipWithError(("shared data absent: " + trace).c_str());
+    return;
+  }
+  const std::string scenario =
+      std::string(KVSIM_CONFIG_DIR) + "/scenarios/mooncake-conversation-910b2-8x-replicas.yaml";
+  const kvsim::ScenarioSpec spec = kvsim::load_scenario(
+      scenario, {fmt::format("cluster.groups.replica.count={}", state.range(0)),
+                 fmt::format("cluster.router.policy={}", router),
+                 fmt::format("workload.trace.loop={}", state.range(1))});
+  double simulated = 0, wall = 0;
+  int64_t requests = 0, steps = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const kvsim::RunMetrics m = kvsim::run_scenario(spec, nullptr).metrics;
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    simulated += m.sim.simulated_s;
+    requests = m.requests.completed;
+    steps = m.sim.steps;
+  }
+  state.counters["realtime_x"] = wall > 0 ? simulated / wall : 0;
+  state.counters["requests"] = static_cast<double>(requests);
+  state.counters["steps"] = static_cast<double>(steps);
+  state.counters["max_rss_mib"] = max_rss_mib();
+}
+
+BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware, "prefix_aware")
+    ->Args({64, 1})
+    ->Args({64, 2})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ClusterMooncake, round_robin, "round_robin")
+    ->Args({64, 1})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,148 @@
+// A cluster's metrics: the keys every run reports, over all its instances
+// (requests and latencies as the cluster's clients see them: a disaggregated
+// request's TTFT runs from its arrival to its first token at the decode
+// instance), and cluster.* (the instances, the routers, the KV moved between
+// prefill and decode instances).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/cluster/cluster_run.hpp"
+#include "sim/metrics_section.hpp"
+
+namespace kvsim {
+
+RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
+  int64_t steps = 0;
+  for (const RunMetrics& p : per) steps += p.sim.steps;
+  RunMetrics m = shell_.common_metrics(per.front().policy, steps, sim_.now());
+  m.workload.skipped_records = source_->skipped_records();
+  const PoolSizing first = instances_.front()->engine->memory_plan();
+  m.kv_cache.block_bytes = first.block_bytes;
+  m.kv_cache.block_size = per.front().kv_cache.block_size;
+  m.kv_cache.kv_bytes_per_token = first.kv_bytes_per_token;
+  m.memory.device_bytes = per.front().memory.device_bytes;
+  m.memory.activation_reserve_bytes = per.front().memory.activation_reserve_bytes;
+  int64_t hit_tokens = 0, query_tokens = 0;
+  double frag_weighted = 0, frag_weight = 0;
+  for (size_t i = 0; i < per.size(); ++i) {
+    const RunMetrics& p = per[i];
+    const Instance& inst = *instances_[i];
+    m.requests.preempted += p.requests.preempted;
+    m.requests.preemptions += p.requests.preemptions;
+    // Pools side by side: capacities and usage add up (the peak is the sum of
+    // each pool's own peak, an upper bound of the cluster's simultaneous one).
+    m.kv_cache.num_blocks += p.kv_cache.num_blocks;
+    m.kv_cache.capacity_tokens += p.kv_cache.capacity_tokens;
+    m.kv_cache.peak_used_bytes += p.kv_cache.peak_used_bytes;
+    m.kv_cache.mean_used_bytes += p.kv_cache.mean_used_bytes;
+    m.kv_cache.bytes_moved += p.kv_cache.bytes_moved;
+    m.kv_cache.pointer_updates += p.kv_cache.pointer_updates;
+    m.kv_cache.evictions += p.kv_cache.evictions;
+    m.kv_cache.swapped_bytes += p.kv_cache.swapped_bytes;
+    m.kv_cache.window_evicted_tokens += p.kv_cache.window_evicted_tokens;
+    frag_weighted += p.kv_cache.fragmentation * p.kv_cache.mean_used_bytes;
+    frag_weight += p.kv_cache.mean_used_bytes;
+    m.memory.weights_bytes += p.memory.weights_bytes;
+    m.memory.kv_bytes += p.memory.kv_bytes;
+    // The hit rate of the prompts the cluster was asked: a decode instance
+    // looks up prompts whose KV came over the link, not from its cache.
+    if (inst.group->role != InstanceRole::decode) {
+      if (const KvCachePolicy* cache = inst.engine->cache_policy()) {
+        const CacheAccounting acc = cache->accounting();
+        hit_tokens += acc.prefix_hit_tokens;
+        query_tokens += acc.prefix_query_tokens;
+      }
+    }
+  }
+  m.kv_cache.fragmentation = frag_weight > 0 ? frag_weighted / frag_weight : 0.0;
+  m.kv_cache.prefix_hit_rate =
+      query_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens) : 0;
+
+  RunMetrics::Cluster c;
+  c.instances = static_cast<int64_t>(instances_.size());
+  c.prefill_instances = cluster_.instances_of(InstanceRole::prefill);
+  c.decode_instances = cluster_.instances_of(InstanceRole::decode);
+  c.router = cluster_.router.policy;
+  c.decode_router = c.decode_instances > 0 ? cluster_.decode_router.policy : "";
+  int64_t front_max = 0, front_sum = 0;
+  for (size_t i : front_) {
+    front_max = std::max(front_max, per[i].requests.arrived);
+    front_sum += per[i].requests.arrived;
+  }
+  c.load_imbalance = front_sum > 0
+                         ? static_cast<double>(front_max) * static_cast<double>(front_.size()) /
+                               static_cast<double>(front_sum)
+                         : 0.0;
+  c.transfer.requests = transfers_;
+  c.transfer.bytes = transfer_bytes_;
+  c.transfer.time_s = static_cast<double>(transfer_time_) / 1e9;
+  c.transfer.mean_ms =
+      transfers_ > 0 ? static_cast<double>(transfer_time_) / 1e6 / static_cast<double>(transfers_)
+                     : 0.0;
+  c.transfer.max_ms = static_cast<double>(transfer_max_) / 1e6;
+  for (size_t i = 0; i < per.size(); ++i) {
+    const RunMetrics& p = per[i];
+    const Instance& inst = *instances_[i];
+    RunMetrics::ClusterInstance e;
+    e.group = inst.group->name;
+    e.role = std::string(instance_role_name(inst.group->role));
+    e.arrived = p.requests.arrived;
+    e.completed = p.requests.completed;
+    e.rejected = p.requests.rejected;
+    e.preemptions = p.requests.preemptions;
+    e.steps = p.sim.steps;
+    e.prefix_hit_rate = p.kv_cache.prefix_hit_rate;
+    e.ttft_p50_ms = p.latency_ms.ttft.p50;
+    e.ttft_p99_ms = p.latency_ms.ttft.p99;
+    e.peak_used_bytes = p.kv_cache.peak_used_bytes;
+    c.per_instance.push_back(std::move(e));
+  }
+  m.cluster = std::move(c);
+  return m;
+}
+
+namespace {
+
+void write_cluster(const RunMetrics& m, nlohmann::ordered_json& j) {
+  if (!m.cluster) return;  // one instance: its file keeps exactly its keys
+  const RunMetrics::Cluster& c = *m.cluster;
+  auto& o = j["cluster"];
+  o["instances"] = c.instances;
+  o["prefill_instances"] = c.prefill_instances;
+  o["decode_instances"] = c.decode_instances;
+  o["router"] = c.router;
+  o["decode_router"] = c.decode_router;
+  o["load_imbalance"] = c.load_imbalance;
+  auto& t = o["transfer"];
+  t["requests"] = c.transfer.requests;
+  t["bytes"] = c.transfer.bytes;
+  t["time_s"] = c.transfer.time_s;
+  t["mean_ms"] = c.transfer.mean_ms;
+  t["max_ms"] = c.transfer.max_ms;
+  auto list = nlohmann::ordered_json::array();
+  for (const RunMetrics::ClusterInstance& i : c.per_instance) {
+    nlohmann::ordered_json e;
+    e["group"] = i.group;
+    e["role"] = i.role;
+    e["arrived"] = i.arrived;
+    e["completed"] = i.completed;
+    e["rejected"] = i.rejected;
+    e["preemptions"] = i.preemptions;
+    e["steps"] = i.steps;
+    e["prefix_hit_rate"] = i.prefix_hit_rate;
+    e["ttft_p50_ms"] = i.ttft_p50_ms;
+    e["ttft_p99_ms"] = i.ttft_p99_ms;
+    e["peak_used_bytes"] = i.peak_used_bytes;
+    list.push_back(std::move(e));
+  }
+  o["per_instance"] = std::move(list);
+}
+
+}  // namespace
+
+MetricsSection cluster_metrics_section() {
+  return {"cluster", write_cluster};
+}
+
+}  // namespace kvsim

@@ -1,0 +1,231 @@
+#include "sim/cluster/cluster_run.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/cluster/routing_registry.hpp"
+#include "sim/engine/engine_registry.hpp"
+
+namespace kvsim {
+
+namespace {
+
+int64_t request_tokens(const Request& r) {
+  return static_cast<int64_t>(r.prompt.size() + r.output.size());
+}
+
+}  // namespace
+
+struct ClusterRun::Handoff {
+  Request request;  // the whole request, KV ready for its prompt
+  size_t decode = 0;
+  int64_t cached_tokens = 0;  // the prefill instance's prefix hit
+  int32_t preemptions = 0;    // at the prefill instance
+  bool delivered = false;
+};
+
+class ClusterRun::InstanceUplink final : public EngineUplink {
+ public:
+  InstanceUplink(ClusterRun& run, Instance& instance) : run_(run), instance_(instance) {}
+  void request_done(const Request& request, TimeNs now) override;
+  bool requests_exhausted() const override {
+    return run_.pump_.requests_exhausted() && run_.handoffs_.empty();
+  }
+  void engine_stopped() override {}
+
+ private:
+  ClusterRun& run_;
+  Instance& instance_;
+};
+
+ClusterRun::Instance::~Instance() = default;
+
+const InferenceEngine& ClusterRun::engine(size_t i) const {
+  return *instances_[i]->engine;
+}
+
+void ClusterRun::InstanceUplink::request_done(const Request& request, TimeNs) {
+  run_.on_left(instance_, request, instance_.tap.last);
+}
+
+ClusterRun::ClusterRun(const ScenarioSpec& scenario, RunSink* sink)
+    : scenario_(scenario),
+      cluster_(*scenario.cluster),
+      source_(make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size)),
+      pump_(sim_, *source_),
+      shell_("serving", scenario, sim_, pump_, sink) {
+  for (const InstanceGroup& group : cluster_.groups) {
+    for (int64_t k = 0; k < group.count; ++k) {
+      auto inst = std::make_unique<Instance>();
+      inst->index = instances_.size();
+      inst->group = &group;
+      inst->uplink = std::make_unique<InstanceUplink>(*this, *inst);
+      inst->engine = engine_for(*group.spec).make(*group.spec, sim_, *inst->uplink, &inst->tap);
+      inst->engine->mirror_itl(shell_.itl_histogram());
+      (group.role == InstanceRole::decode ? decode_ : front_).push_back(inst->index);
+      instances_.push_back(std::move(inst));
+    }
+  }
+  front_router_ = make_routing_policy(cluster_.router.policy, cluster_.router.params);
+  decode_router_ =
+      make_routing_policy(cluster_.decode_router.policy, cluster_.decode_router.params);
+  pump_.connect([this](Request r) { submit(std::move(r)); }, [this] { arrivals_done(); });
+}
+
+ClusterRun::~ClusterRun() = default;
+
+PoolSizing ClusterRun::memory_plan() const {
+  return instances_.front()->engine->memory_plan();
+}
+
+size_t ClusterRun::route(RoutingPolicy& router, const std::vector<size_t>& members,
+                         const Request& request) {
+  views_.clear();
+  for (size_t i : members) {
+    const Instance& inst = *instances_[i];
+    views_.push_back(
+        {inst.outstanding_requests, inst.outstanding_tokens, inst.engine->cache_policy()});
+  }
+  const size_t pick = router.pick(request, views_);
+  if (pick >= members.size())
+    throw std::logic_error(
+        fmt::format("router '{}' picked instance {} of {}", router.name(), pick, members.size()));
+  return members[pick];
+}
+
+void ClusterRun::submit(Request request) {
+  shell_.count_arrival();
+  Instance& inst = *instances_[route(*front_router_, front_, request)];
+  if (inst.group->role == InstanceRole::prefill && request.output.size() > 1) {
+    // The prefill instance computes the prompt and samples one token; the
+    // decode instance generates the output (its first token included).
+    std::vector<int32_t> first(request.output.begin(), request.output.begin() + 1);
+    outputs_[request.id] = std::exchange(request.output, std::move(first));
+  }
+  ++inst.outstanding_requests;
+  inst.outstanding_tokens += request_tokens(request);
+  inst.touched = true;
+  inst.engine->submit(std::move(request));
+}
+
+void ClusterRun::arrivals_done() {
+  for (const auto& inst : instances_) {
+    if (!inst->touched) continue;
+    inst->touched = false;
+    inst->engine->arrivals_done();
+  }
+}
+
+void ClusterRun::on_left(Instance& from, const Request& request, const RequestRow& row) {
+  --from.outstanding_requests;
+  from.outstanding_tokens -= request_tokens(request);
+  const bool completed = row.status == "completed";
+  const InstanceRole role = from.group->role;
+  if (role == InstanceRole::prefill && completed) {
+    start_transfer(from, request, row);
+    return;
+  }
+  int64_t cached = row.cached_tokens;
+  int32_t preemptions = row.preemptions;
+  if (role == InstanceRole::prefill) outputs_.erase(request.id);  // refused at the prefill side
+  if (role == InstanceRole::decode) {
+    const auto it = handoffs_.find(request.id);
+    if (it == handoffs_.end())
+      throw std::logic_error(
+          fmt::format("request {} left a decode instance it never reached", request.id));
+    cached = it->second.cached_tokens;
+    preemptions += it->second.preemptions;
+    handoffs_.erase(it);
+  }
+  const LeavingRequest leaving{request,           row.first_token, row.prompt_tokens,
+                               row.output_tokens, cached,          preemptions};
+  if (completed)
+    shell_.complete(leaving);
+  else
+    shell_.reject(leaving);
+}
+
+void ClusterRun::start_transfer(Instance& from, const Request& request, const RequestRow& row) {
+  Handoff h;
+  h.request = request;
+  if (auto it = outputs_.find(request.id); it != outputs_.end()) {
+    h.request.output = std::move(it->second);
+    outputs_.erase(it);
+  }
+  h.request.kv_ready_tokens = static_cast<int64_t>(request.prompt.size());
+  h.cached_tokens = row.cached_tokens;
+  h.preemptions = row.preemptions;
+  h.decode = route(*decode_router_, decode_, h.request);
+  Instance& to = *instances_[h.decode];
+  ++to.outstanding_requests;
+  to.outstanding_tokens += request_tokens(h.request);
+
+  const ScenarioSpec& spec = *from.group->spec;
+  const KvLink link = kv_link_of(spec.device, cluster_.transfer.link).value();
+  const KvTransferPrice price =
+      price_kv_transfer(h.request.kv_ready_tokens, from.engine->memory_plan().kv_bytes_per_token,
+                        spec.tp, spec.model.num_hidden_layers, cluster_.transfer.layerwise, link);
+  const TimeNs now = sim_.now();
+  const TimeNs start = std::max(now, from.link_free);
+  const TimeNs done = start + price.time;
+  from.link_free = done;
+  ++transfers_;
+  transfer_bytes_ += price.bytes;
+  transfer_time_ += done - now;
+  transfer_max_ = std::max(transfer_max_, done - now);
+  const uint64_t id = request.id;
+  handoffs_.emplace(id, std::move(h));
+  sim_.schedule_at(done, kArrivalPriority, [this, id] { deliver(id); });
+}
+
+void ClusterRun::deliver(uint64_t id) {
+  Handoff& h = handoffs_.at(id);
+  h.delivered = true;
+  Instance& to = *instances_[h.decode];
+  to.engine->submit(std::move(h.request));
+  to.engine->arrivals_done();
+}
+
+RunMetrics ClusterRun::run() {
+  shell_.start();
+  for (const auto& inst : instances_) inst->engine->start();
+  pump_.arm();
+  sim_.run();
+  if (!handoffs_.empty() || !outputs_.empty())
+    throw std::logic_error(fmt::format("the cluster run ended with {} requests between instances",
+                                       handoffs_.size() + outputs_.size()));
+  std::vector<RunMetrics> per_instance;
+  for (const auto& inst : instances_) {
+    if (inst->outstanding_requests != 0)
+      throw std::logic_error(fmt::format("instance {} ended with {} requests outstanding",
+                                         inst->index, inst->outstanding_requests));
+    per_instance.push_back(inst->engine->finish());
+  }
+  check_conserved();
+  return collect(std::move(per_instance));
+}
+
+// Every instance's blocks are back in its own pool: none held, none lost,
+// none moved to another instance's count (a transfer copies KV into blocks
+// the decode instance allocated itself).
+void ClusterRun::check_conserved() const {
+  int64_t expected = 0, free = 0;
+  for (const auto& inst : instances_) {
+    const KvCachePolicy* cache = inst->engine->cache_policy();
+    if (cache == nullptr) continue;
+    const CacheAccounting acc = cache->accounting();
+    expected += inst->engine->memory_plan().num_blocks;
+    free += cache->free_blocks();
+    if (acc.blocks_used != 0 || cache->free_blocks() != acc.num_blocks)
+      throw std::logic_error(
+          fmt::format("instance {} ({}) ended with {} blocks in use and {} of {} free", inst->index,
+                      inst->group->name, acc.blocks_used, cache->free_blocks(), acc.num_blocks));
+  }
+  if (free != expected)
+    throw std::logic_error(
+        fmt::format("the cluster's pools hold {} free blocks, {} were allocated", free, expected));
+}
+
+}  // namespace kvsim

@@ -1,0 +1,108 @@
+#pragma once
+// A cluster on one clock (sim/cluster/cluster_spec.hpp): one request source
+// and its ArrivalPump, a router in front of the mixed or prefill instances,
+// a second router in front of the decode instances, the KV links between
+// them, and one engine per instance built by the engine registry on the
+// shared Simulator (DESIGN, "a router and N instances are just more
+// components"). The engines are the one-instance engines, unchanged: the
+// cluster sees each one through the EngineUplink and RunSink it hands it.
+//
+// What instances share: the clock and the request source, nothing else. A
+// shared object (a global KV pool) would be built once here and handed to
+// every instance's engine at construction.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/cluster/cluster_spec.hpp"
+#include "sim/cluster/kv_link.hpp"
+#include "sim/cluster/routing_policy.hpp"
+#include "sim/engine/arrival_pump.hpp"
+#include "sim/engine/engine_shell.hpp"
+#include "sim/engine/inference_engine.hpp"
+#include "sim/scenario.hpp"
+#include "sim/serve/run_sink.hpp"
+#include "sim/simulator.hpp"
+
+namespace kvsim {
+
+class ClusterRun {
+ public:
+  // `scenario.cluster` must be set; `sink` may be null (rows are dropped).
+  // The cluster writes one requests.csv row per request, as one engine does.
+  ClusterRun(const ScenarioSpec& scenario, RunSink* sink);
+  ~ClusterRun();
+  ClusterRun(const ClusterRun&) = delete;
+  ClusterRun& operator=(const ClusterRun&) = delete;
+
+  // Runs the workload to the end and returns the cluster's metrics (the
+  // usual keys over every instance, plus cluster.*). Throws std::logic_error
+  // when a request is left anywhere or an instance's blocks are not all back
+  // in its pool.
+  RunMetrics run();
+
+  // The memory plan of the first instance (for the report).
+  PoolSizing memory_plan() const;
+  size_t instances() const { return instances_.size(); }
+  const InferenceEngine& engine(size_t i) const;
+
+ private:
+  class InstanceUplink;
+  struct Handoff;  // a prefilled request on its way to a decode instance
+
+  // An instance's rows stop here: the cluster writes one row per request
+  // itself. The row of a leaving request is kept for the uplink call that
+  // follows it (EngineShell writes the row, then tells the uplink).
+  class RowTap final : public RunSink {
+   public:
+    void request(const RequestRow& row) override { last = row; }
+    void timeline(const TimelineRow&) override {}
+    RequestRow last;
+  };
+
+  struct Instance {
+    size_t index = 0;
+    const InstanceGroup* group = nullptr;
+    RowTap tap;
+    std::unique_ptr<InstanceUplink> uplink;
+    std::unique_ptr<InferenceEngine> engine;
+    int64_t outstanding_requests = 0, outstanding_tokens = 0;
+    bool touched = false;  // received a request at the current instant
+    TimeNs link_free = 0;  // its KV link's next free time (prefill)
+    ~Instance();
+  };
+
+  void submit(Request request);
+  void arrivals_done();
+  void on_left(Instance& from, const Request& request, const RequestRow& row);
+  void start_transfer(Instance& from, const Request& request, const RequestRow& row);
+  void deliver(uint64_t id);
+  size_t route(RoutingPolicy& router, const std::vector<size_t>& members, const Request& request);
+  void check_conserved() const;
+  RunMetrics collect(std::vector<RunMetrics> per_instance);
+
+  const ScenarioSpec& scenario_;
+  const ClusterSpec& cluster_;
+  Simulator sim_;
+  std::unique_ptr<RequestSource> source_;
+  ArrivalPump pump_;
+  EngineShell shell_;  // the cluster's own request accounting (rows, latencies)
+  std::vector<std::unique_ptr<Instance>> instances_;
+  std::vector<size_t> front_;   // mixed or prefill instances
+  std::vector<size_t> decode_;  // decode instances
+  std::unique_ptr<RoutingPolicy> front_router_, decode_router_;
+  std::vector<InstanceView> views_;  // scratch, one per member routed among
+
+  // Requests between the prefill instance and the decode instance, and the
+  // full output of each request at a prefill instance (which is asked for
+  // its first token only): bounded by the requests in flight.
+  std::unordered_map<uint64_t, std::vector<int32_t>> outputs_;
+  std::unordered_map<uint64_t, Handoff> handoffs_;
+  int64_t transfers_ = 0;
+  Bytes transfer_bytes_ = 0;
+  TimeNs transfer_time_ = 0, transfer_max_ = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,203 @@
+#include "sim/cluster/cluster_spec.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/cluster/kv_link.hpp"
+#include "sim/cluster/routing_registry.hpp"
+#include "sim/engine/engine_registry.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvsim {
+using config::MapReader;
+using config::Node;
+
+namespace {
+
+// The sections a group may lay over the file's own: what differs between
+// instance groups of one deployment (the model and the workload do not).
+constexpr std::string_view kGroupSections[] = {"device", "parallel", "kv_cache", "scheduler"};
+
+RouterConfig read_router(const Node& node, std::string_view fallback) {
+  RouterConfig rc;
+  MapReader r(node);
+  rc.policy = r.choice("policy", std::string(fallback), routing_policy_names());
+  const auto names = routing_policy_names();
+  if (std::find(names.begin(), names.end(), rc.policy) == names.end())
+    rc.policy = std::string(fallback);  // the error is recorded; read the fallback's keys
+  const config::ComponentInfo& info = routing_policy_info(rc.policy);
+  rc.params = config::read_params(r, info);
+  config::report_foreign_keys(r, info, routing_policy_infos(), {"policy"});
+  r.finish();
+  return rc;
+}
+
+// The group's document: the file without `cluster:`, each section the group
+// gives laid over the file's (maps key by key, anything else replaced).
+YAML::Node group_document(const YAML::Node& root, const YAML::Node& group) {
+  YAML::Node doc = YAML::Clone(root);
+  doc.remove("cluster");
+  for (std::string_view section : kGroupSections) {
+    const std::string key(section);
+    const YAML::Node over = group[key];
+    if (!over.IsDefined()) continue;
+    YAML::Node base = doc[key];
+    if (over.IsMap() && base.IsDefined() && base.IsMap()) {
+      for (auto it = over.begin(); it != over.end(); ++it)
+        base[it->first.Scalar()] = YAML::Clone(it->second);
+    } else {
+      doc[key] = YAML::Clone(over);
+    }
+  }
+  return doc;
+}
+
+}  // namespace
+
+std::string_view instance_role_name(InstanceRole role) {
+  switch (role) {
+    case InstanceRole::mixed:
+      return "mixed";
+    case InstanceRole::prefill:
+      return "prefill";
+    case InstanceRole::decode:
+      return "decode";
+  }
+  return "mixed";
+}
+
+int64_t ClusterSpec::instances() const {
+  int64_t n = 0;
+  for (const InstanceGroup& g : groups) n += g.count;
+  return n;
+}
+
+int64_t ClusterSpec::instances_of(InstanceRole role) const {
+  int64_t n = 0;
+  for (const InstanceGroup& g : groups)
+    if (g.role == role) n += g.count;
+  return n;
+}
+
+config::ComponentInfo cluster_section_info() {
+  using namespace config;
+  return {"cluster",
+          "cluster",
+          "instance groups behind a router on one clock; absent: one instance",
+          {section_param("groups", true, "[{name, count, role, device, parallel, ...}, ...]",
+                         "the instance groups (cluster-group keys)"),
+           section_param("router", false, "{policy: round_robin, ...}",
+                         "routes each arrival to a mixed or prefill instance (router keys)"),
+           section_param("decode_router", false, "{policy: least_loaded, ...}",
+                         "routes a prefilled request to a decode instance (router keys)"),
+           section_param("transfer", false, "{link: hccs, layerwise: true}",
+                         "how KV moves from prefill to decode instances"),
+           choice_param("transfer.link", "hccs", kv_link_names(),
+                        "the prefill device's link the KV crosses (its file's bandwidth and "
+                        "latency)"),
+           bool_param("transfer.layerwise", true,
+                      "stream each layer's KV while the next computes (only the last layer's "
+                      "share is left at the end of the prefill)")}};
+}
+
+config::ComponentInfo cluster_group_info() {
+  using namespace config;
+  return {"cluster group",
+          "group",
+          "one group of identical instances; its sections are laid over the file's",
+          {string_param("name", "", "the group's name in the metrics (default group<index>)"),
+           int_param("count", 1, 1, 4096, "instances", "identical instances in the group"),
+           choice_param("role", "mixed", {"mixed", "prefill", "decode"},
+                        "whole requests, or one side of a prefill/decode split"),
+           section_param("device", false, "a name, path or map", "the group's device"),
+           section_param("parallel", false, "{tensor: N}", "laid over the file's parallel:"),
+           section_param("kv_cache", false, "{...}", "laid over the file's kv_cache:"),
+           section_param("scheduler", false, "{...}", "laid over the file's scheduler:")}};
+}
+
+std::shared_ptr<const ClusterSpec> read_cluster_section(
+    const Node& cluster, const YAML::Node& root,
+    const std::function<ScenarioSpec(const YAML::Node& doc)>& parse_group,
+    config::LoadContext& ctx) {
+  auto spec = std::make_shared<ClusterSpec>();
+  MapReader c(cluster);
+  spec->router = read_router(c.child("router"), kDefaultRoutingPolicy);
+  spec->decode_router = read_router(c.child("decode_router"), "least_loaded");
+  {
+    MapReader t(c.child("transfer"));
+    spec->transfer.link = t.choice("link", "hccs", kv_link_names());
+    spec->transfer.layerwise = t.boolean("layerwise", true);
+    t.finish();
+  }
+  // A list of groups, or a map of name to group (which `--set
+  // cluster.groups.decode.count=3` and `kvsim compare --vary` can reach).
+  const Node groups = c.child("groups");
+  std::vector<std::pair<Node, std::string>> items;  // a group and its name from the map
+  if (groups.defined() && groups.is_sequence()) {
+    for (const Node& item : groups.items()) items.emplace_back(item, "");
+  } else if (groups.defined() && groups.is_map()) {
+    for (auto it = groups.raw().begin(); it != groups.raw().end(); ++it) {
+      const std::string key = it->first.Scalar();
+      items.emplace_back(Node(it->second, groups.path() + "." + key, groups.file(), &ctx), key);
+    }
+  }
+  if (items.empty()) {
+    groups.error("a cluster needs one or more instance groups",
+                 "groups: {replica: {count: 8}}, or a list [{name: replica, count: 8}]");
+  }
+  std::vector<YAML::Node> docs;
+  std::vector<Node> group_nodes;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& [item, key] = items[i];
+    MapReader g(item);
+    InstanceGroup group;
+    if (key.empty()) {
+      group.name = g.string("name", "");
+      if (group.name.empty()) group.name = fmt::format("group{}", i);
+    } else {
+      group.name = key;
+    }
+    group.count = g.integer("count", 1, 1, 4096);
+    const std::string role = g.choice("role", "mixed", {"mixed", "prefill", "decode"});
+    for (InstanceRole r : {InstanceRole::mixed, InstanceRole::prefill, InstanceRole::decode})
+      if (instance_role_name(r) == role) group.role = r;
+    for (std::string_view section : kGroupSections) g.ignore({section});
+    g.finish();
+    spec->groups.push_back(std::move(group));
+    docs.push_back(group_document(root, item.raw()));
+    group_nodes.push_back(item);
+  }
+  c.finish();
+  const int64_t mixed = spec->instances_of(InstanceRole::mixed);
+  const int64_t prefill = spec->instances_of(InstanceRole::prefill);
+  const int64_t decode = spec->instances_of(InstanceRole::decode);
+  if (!spec->groups.empty() && !(prefill == 0 && decode == 0) &&
+      (mixed > 0 || prefill == 0 || decode == 0)) {
+    groups.error(
+        fmt::format("{} mixed, {} prefill and {} decode instances", mixed, prefill, decode),
+        "either only mixed instances, or prefill and decode instances (at least one "
+        "of each) and no mixed one");
+  }
+  ctx.diagnostics.throw_if_any();
+  for (size_t i = 0; i < docs.size(); ++i) {
+    InstanceGroup& group = spec->groups[i];
+    auto s = std::make_shared<ScenarioSpec>(parse_group(docs[i]));
+    const Node& where = group_nodes[i];
+    if (engine_for(*s).name != "serving") {
+      where.error(
+          fmt::format("group '{}' runs on {}, an on-device engine", group.name, s->device.name),
+          "a server device (kind: accelerator): a cluster serves many requests");
+    }
+    if (group.role == InstanceRole::prefill && !kv_link_of(s->device, spec->transfer.link)) {
+      where.error(fmt::format("{} gives no figures for the '{}' link the KV would cross",
+                              s->device.name, spec->transfer.link),
+                  kv_link_keys(spec->transfer.link));
+    }
+    group.spec = std::move(s);
+  }
+  ctx.diagnostics.throw_if_any();
+  return spec;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,73 @@
+#pragma once
+// A scenario's `cluster:` section: instance groups behind a router on one
+// clock. Each group is a full scenario of its own (the file's sections with
+// the group's `device`, `parallel`, `kv_cache` and `scheduler` laid over
+// them), so every check a one-instance scenario passes is made per group. A
+// scenario without `cluster:` runs one instance exactly as before.
+//
+// Roles: `mixed` instances serve whole requests; `prefill` instances compute
+// prompts and hand their KV over a link (KvLinkKind) to `decode` instances,
+// which generate the output (prefill/decode disaggregation, DistServe,
+// Mooncake, SPEC "cluster" notes in docs/yaml.md).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/params.hpp"
+#include "base/reader.hpp"
+
+namespace kvsim {
+
+struct ScenarioSpec;
+
+enum class InstanceRole : uint8_t { mixed, prefill, decode };
+std::string_view instance_role_name(InstanceRole role);
+
+struct InstanceGroup {
+  std::string name;
+  int64_t count = 1;
+  InstanceRole role = InstanceRole::mixed;
+  std::shared_ptr<const ScenarioSpec> spec;  // what each of its instances runs
+};
+
+// How a prefilled request's KV reaches its decode instance.
+struct KvTransferConfig {
+  std::string link = "hccs";  // a link of the prefill device's file (kv_link.hpp)
+  // Layer-wise streaming (Mooncake, vLLM's LMCache connector): layer l's KV
+  // is sent while layer l+1 computes, so only the last layer's share is
+  // left to send when the prefill ends.
+  bool layerwise = true;
+};
+
+struct RouterConfig {
+  std::string policy;
+  config::ParamValues params;
+};
+
+struct ClusterSpec {
+  RouterConfig router;         // picks a mixed or prefill instance for each arrival
+  RouterConfig decode_router;  // picks the decode instance of a prefilled request
+  KvTransferConfig transfer;
+  std::vector<InstanceGroup> groups;
+
+  int64_t instances() const;
+  int64_t instances_of(InstanceRole role) const;
+  bool disaggregated() const { return instances_of(InstanceRole::prefill) > 0; }
+};
+
+// The keys `cluster:` and its parts declare (for the YAML reference).
+config::ComponentInfo cluster_section_info();
+config::ComponentInfo cluster_group_info();
+
+// Reads `cluster:` (node `cluster` of the document `root`). Each group's
+// document (root without `cluster:`, the group's sections laid over it) is
+// handed to `parse_group`, which returns the group's scenario or throws
+// config::ConfigError. Problems of the section itself go to ctx.
+std::shared_ptr<const ClusterSpec> read_cluster_section(
+    const config::Node& cluster, const YAML::Node& root,
+    const std::function<ScenarioSpec(const YAML::Node& doc)>& parse_group,
+    config::LoadContext& ctx);
+
+}  // namespace kvsim

@@ -211,7 +211,9 @@ TEST(ModelSpec, KvDtypeBytes) {
   EXPECT_EQ(kv_dtype_bytes("bf16"), 2);
   EXPECT_EQ(kv_dtype_bytes("int8"), 1);
   EXPECT_EQ(kv_dtype_bytes("fp32"), 4);
-  EXPECT_THROW(kv_dtype_bytes("fp8"), std::invalid_argument);
+  EXPECT_EQ(kv_dtype_bytes("fp8"), 1);  // vLLM's kv_cache_dtype fp8 (e4m3)
+  EXPECT_EQ(kv_dtype_bytes("fp8_e5m2"), 1);
+  EXPECT_THROW(kv_dtype_bytes("fp4"), std::invalid_argument);
   for (const auto& name : kKvDtypeNames) EXPECT_GT(kv_dtype_bytes(name), 0);
 }
 

@@ -1,5 +1,5 @@
 // kvsim capacity --device D[,D] --model M[,M] [--context N,...] [--kv-dtype fp16,int8]
-//                [--block-size B] [--memory-fraction F] [--tp N,...] [--out DIR]
+//                [--block-size B] [--memory-fraction F] [--tp N,...] [--ep N,...] [--out DIR]
 //                [--policy paged|chunk_lru --main-pool-fraction F --chunk-pool-fraction F]
 //                [--slo ttft_p99_ms=X,tpot_p99_ms=Y --workload SCENARIO.yaml [--set K=V]...]
 // The analytic capacity table (SPEC 9 keys) and, with --slo, the highest
@@ -40,6 +40,7 @@ struct SloRow {
   std::string device, model, kv_dtype;
   int64_t tp = 1;
   SloSearchResult result;
+  int64_t ep = 1;
 };
 
 nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>& rows,
@@ -56,6 +57,7 @@ nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>&
     s["kv_dtype"] = r.kv_dtype;
     s["tp"] = r.tp;
     s["found"] = r.result.found;
+    if (r.ep > 1) s["ep"] = r.ep;
     s["max_rate_per_s"] = r.result.best_rate;
     s["bracket"] = {r.result.lo, r.result.hi};
     s["probes"] = nlohmann::ordered_json::array();
@@ -78,7 +80,8 @@ std::string slo_markdown(const SloTarget& slo, const std::vector<SloRow>& rows) 
   for (const auto& r : rows) {
     const auto& s = r.result;
     cells.push_back(
-        {r.device, r.model, r.kv_dtype, std::to_string(r.tp),
+        {r.device, r.model, r.kv_dtype,
+         r.ep > 1 ? fmt::format("{} (ep {})", r.tp, r.ep) : std::to_string(r.tp),
          s.found ? fmt::format("{:.3f}", s.best_rate) : "none",
          fmt::format("[{:.3f}, {}]", s.lo,
                      s.hi > 0 ? fmt::format("{:.3f}", s.hi) : std::string("not reached")),
@@ -127,13 +130,14 @@ int run_capacity(CapacityCliOptions& o) {
       bool done = false;
       for (const auto& s : slo_rows)
         done = done || (s.device == r.device && s.model == r.model && s.kv_dtype == r.kv_dtype &&
-                        s.tp == r.tp);
+                        s.tp == r.tp && s.ep == r.ep);
       if (done) continue;
       std::vector<std::string> sets = o.sets;
       sets.push_back("device=" + r.device);
       sets.push_back("model=" + r.model);
       sets.push_back("kv_cache.dtype=" + r.kv_dtype);
       sets.push_back(fmt::format("parallel.tensor={}", r.tp));
+      if (r.ep > 1) sets.push_back(fmt::format("parallel.expert={}", r.ep));
       if (o.block_size->count() > 0)
         sets.push_back(fmt::format("kv_cache.block_size={}", o.query.block_size));
       if (o.memory_fraction->count() > 0)
@@ -144,15 +148,17 @@ int run_capacity(CapacityCliOptions& o) {
         sets.push_back(fmt::format("kv_cache.chunk_pool_fraction={}", o.query.chunk_pool_fraction));
       }
       slo_rows.push_back(
-          {r.device, r.model, r.kv_dtype, r.tp, search_max_rate(o.workload, sets, slo)});
+          {r.device, r.model, r.kv_dtype, r.tp, search_max_rate(o.workload, sets, slo), r.ep});
     }
   }
 
   std::string md =
       "# Capacity plan\n\nPaged KV pool per device (per tensor-parallel rank), "
       "SPEC 6 sizing: block = 2 x layers x block_size x kv_heads/tp x head_dim x "
-      "dtype bytes; blocks = floor((memory x fraction - weights - activations) / "
-      "block).\n\n" +
+      "dtype bytes (latent attention: layers x block_size x (kv_lora_rank + "
+      "qk_rope_head_dim) x dtype bytes, whole on every rank); blocks = floor((memory x "
+      "fraction - weights - activations) / block). With expert parallelism (tp (ep N)) "
+      "each rank holds experts / N whole experts.\n\n" +
       capacity_markdown(rows) + capacity_chunk_pool_markdown(o.query, rows);
   if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
 
@@ -225,6 +231,11 @@ Command add_capacity_command(CLI::App& app) {
   cmd->add_option("--chunk-pool-fraction", o->query.chunk_pool_fraction,
                   "chunk_lru: share of memory for cached chunks (0.15)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--ep", o->query.eps,
+                  "expert-parallel sizes, multiples of --tp (default 1; models without experts "
+                  "make ep 1 rows only)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   cmd->add_option("--tp", o->query.tps, "tensor-parallel sizes (default 1)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{64}));

@@ -94,7 +94,9 @@ Command add_generate_command(CLI::App& app) {
                   "smart_mask (default paged)")
       ->check(CLI::IsMember(policies));
   cmd->add_option("--kv-dtype", a->kv_dtype, "KV storage: fp32, fp16, bf16, int8 (default fp32)")
-      ->check(CLI::IsMember(kernels::kv_dtype_names()));
+      // Genie's buffers (the on-device policies) keep one int8 quantisation
+      // per tensor and no fp8 rows: generate takes the four dtypes they store.
+      ->check(CLI::IsMember(std::vector<std::string>{"fp32", "fp16", "bf16", "int8"}));
   cmd->add_option("--block-size", a->block_size, "paged: tokens per block (default 16)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--ctx-size", a->ctx_size,

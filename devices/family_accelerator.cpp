@@ -37,6 +37,8 @@ constexpr OpPlacementTable kPlacement = {{
     {Engine::vector, OpClass::elementwise},      // final_norm
     {Engine::matrix, OpClass::gemm},             // lm_head
     {Engine::vector, OpClass::elementwise},      // sampling
+    {Engine::device_link, OpClass::collective},  // moe_dispatch: expert all-to-all
+    {Engine::device_link, OpClass::collective},  // moe_combine: expert all-to-all
 }};
 
 const OpPlacement& placement(OpKind kind) {

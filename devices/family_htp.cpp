@@ -41,6 +41,8 @@ constexpr OpPlacementTable kPlacement = {{
     {Engine::vector, OpClass::elementwise},      // final_norm
     {Engine::matrix, OpClass::gemm},             // lm_head
     {Engine::vector, OpClass::elementwise},      // sampling
+    {Engine::device_link, OpClass::collective},  // moe_dispatch: never on a phone
+    {Engine::device_link, OpClass::collective},  // moe_combine: never on a phone
 }};
 
 const OpPlacement& placement(OpKind kind) {

@@ -325,8 +325,9 @@ TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost) const {
 }
 
 StepTiming TimingModel::price(const StepWork& work) const {
-  const StepOpCosts costs =
-      step_op_costs(model_, work, StepShapeParams{params_.tp, params_.kv_dtype_bytes});
+  const StepOpCosts costs = step_op_costs(
+      model_, work,
+      StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep, params_.expert_skew});
   return price_costs(costs);
 }
 

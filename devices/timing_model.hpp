@@ -37,6 +37,8 @@ class TimingModel {
   struct Params {
     int64_t tp = 1;
     Bytes kv_dtype_bytes = 2;
+    int64_t ep = 1;          // expert parallelism (models/step_ops.hpp StepShapeParams)
+    double expert_skew = 0;  // Zipf exponent of expert popularity, 0: uniform
   };
   // Throws std::invalid_argument when tp is outside [1, device.max_tensor_parallel]
   // or the model has no layers, std::logic_error when the dependencies do not

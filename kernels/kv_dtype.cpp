@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/kv_fp8.hpp"
+
 namespace kvsim::kernels {
 
 int64_t kv_dtype_bytes(KvDtype t) {
@@ -16,9 +18,15 @@ int64_t kv_dtype_bytes(KvDtype t) {
     case KvDtype::bf16:
       return 2;
     case KvDtype::int8:
+    case KvDtype::fp8_e4m3:
+    case KvDtype::fp8_e5m2:
       return 1;
   }
   return 0;
+}
+
+bool kv_dtype_has_row_params(KvDtype t) {
+  return t == KvDtype::int8 || t == KvDtype::fp8_e4m3 || t == KvDtype::fp8_e5m2;
 }
 
 std::string_view kv_dtype_name(KvDtype t) {
@@ -31,20 +39,32 @@ std::string_view kv_dtype_name(KvDtype t) {
       return "bf16";
     case KvDtype::int8:
       return "int8";
+    case KvDtype::fp8_e4m3:
+      return "fp8_e4m3";
+    case KvDtype::fp8_e5m2:
+      return "fp8_e5m2";
   }
   return "?";
 }
 
 std::optional<KvDtype> parse_kv_dtype(std::string_view name) {
-  for (KvDtype t : {KvDtype::fp32, KvDtype::fp16, KvDtype::bf16, KvDtype::int8}) {
+  if (name == "fp8") return KvDtype::fp8_e4m3;
+  for (KvDtype t : {KvDtype::fp32, KvDtype::fp16, KvDtype::bf16, KvDtype::int8, KvDtype::fp8_e4m3,
+                    KvDtype::fp8_e5m2}) {
     if (kv_dtype_name(t) == name) return t;
   }
   return std::nullopt;
 }
 
 std::vector<std::string> kv_dtype_names() {
-  return {"fp32", "fp16", "bf16", "int8"};
+  return {"fp32", "fp16", "bf16", "int8", "fp8", "fp8_e4m3", "fp8_e5m2"};
 }
+
+namespace {
+Fp8Format fp8_format_of(KvDtype t) {
+  return t == KvDtype::fp8_e5m2 ? Fp8Format::e5m2 : Fp8Format::e4m3;
+}
+}  // namespace
 
 uint16_t float_to_half_bits(float x) {
   return Eigen::numext::bit_cast<uint16_t>(Eigen::half(x));
@@ -99,6 +119,14 @@ Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst) {
       for (int64_t i = 0; i < n; ++i) d[i] = quantize_int8(src[i], p);
       break;
     }
+    case KvDtype::fp8_e4m3:
+    case KvDtype::fp8_e5m2: {
+      const Fp8Format f = fp8_format_of(t);
+      p.scale = fp8_row_scale(src, n, f);
+      auto* d = static_cast<uint8_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_fp8(src[i] / p.scale, f);
+      break;
+    }
   }
   return p;
 }
@@ -121,6 +149,12 @@ void decode_row(KvDtype t, const void* src, int64_t n, const Int8Params& p, floa
     case KvDtype::int8: {
       const auto* s = static_cast<const uint8_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = dequantize_int8(s[i], p);
+      break;
+    }
+    case KvDtype::fp8_e4m3:
+    case KvDtype::fp8_e5m2: {
+      const auto* s = static_cast<const uint8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = fp8_to_float(s[i], fp8_format_of(t)) * p.scale;
       break;
     }
   }

@@ -12,10 +12,16 @@
 
 namespace kvsim::kernels {
 
-enum class KvDtype : uint8_t { fp32, fp16, bf16, int8 };
+// fp8_e4m3 / fp8_e5m2 (vLLM's kv_cache_dtype fp8 = fp8_e4m3, and fp8_e5m2)
+// carry one scale per stored row (token and head), amax / max finite, in
+// Int8Params::scale (offset 0): kernels/kv_fp8.hpp.
+enum class KvDtype : uint8_t { fp32, fp16, bf16, int8, fp8_e4m3, fp8_e5m2 };
 
 int64_t kv_dtype_bytes(KvDtype t);
+// Whether a stored row carries its own Int8Params (int8, fp8).
+bool kv_dtype_has_row_params(KvDtype t);
 std::string_view kv_dtype_name(KvDtype t);
+// Accepts every kv_dtype_name and vLLM's `fp8` (= fp8_e4m3).
 std::optional<KvDtype> parse_kv_dtype(std::string_view name);
 std::vector<std::string> kv_dtype_names();
 

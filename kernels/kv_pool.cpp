@@ -13,7 +13,8 @@ KvPool::KvPool(int64_t num_blocks, int64_t layers, int64_t block_tokens, int64_t
     throw std::invalid_argument("KvPool: every dimension must be positive");
   g_ = {layers, block_tokens, kv_heads, head_dim, kv_dtype_bytes(dtype)};
   data_.assign(static_cast<size_t>(num_blocks * g_.block_bytes()), 0);
-  if (dtype == KvDtype::int8) params_.resize(static_cast<size_t>(num_blocks * rows_per_block()));
+  if (kv_dtype_has_row_params(dtype))
+    params_.resize(static_cast<size_t>(num_blocks * rows_per_block()));
 }
 
 uint8_t* KvPool::row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head) {
@@ -49,14 +50,14 @@ Int8Params& KvPool::params(int64_t block, KvPart part, int64_t layer, int64_t to
 const Int8Params& KvPool::params(int64_t block, KvPart part, int64_t layer, int64_t token,
                                  int64_t head) const {
   static const Int8Params unit;
-  if (dtype_ != KvDtype::int8) return unit;
+  if (!kv_dtype_has_row_params(dtype_)) return unit;
   return params_[static_cast<size_t>(param_index(block, part, layer, token, head))];
 }
 
 void KvPool::write_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
                        const float* src) {
   const Int8Params p = encode_row(dtype_, src, g_.head_dim, row(block, part, layer, token, head));
-  if (dtype_ == KvDtype::int8) params(block, part, layer, token, head) = p;
+  if (kv_dtype_has_row_params(dtype_)) params(block, part, layer, token, head) = p;
 }
 
 void KvPool::read_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
@@ -70,7 +71,7 @@ void KvPool::copy_block_out(int64_t block, std::vector<uint8_t>& bytes,
   const auto* base = data_.data() + ksana_block_base(g_, block);
   bytes.assign(base, base + g_.block_bytes());
   params.clear();
-  if (dtype_ == KvDtype::int8) {
+  if (kv_dtype_has_row_params(dtype_)) {
     const auto first = params_.begin() + block * rows_per_block();
     params.assign(first, first + rows_per_block());
   }
@@ -79,7 +80,7 @@ void KvPool::copy_block_out(int64_t block, std::vector<uint8_t>& bytes,
 void KvPool::copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
                            const std::vector<Int8Params>& params) {
   std::memcpy(data_.data() + ksana_block_base(g_, block), bytes.data(), bytes.size());
-  if (dtype_ == KvDtype::int8)
+  if (kv_dtype_has_row_params(dtype_))
     std::copy(params.begin(), params.end(), params_.begin() + block * rows_per_block());
 }
 

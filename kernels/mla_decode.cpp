@@ -107,4 +107,40 @@ void mla_decode_reference(const MlaDims& d, const float* q_nope, const float* q_
   }
 }
 
+void gather_latent_rows(const KvPool& pool, int64_t layer, const std::vector<int32_t>& block_table,
+                        int64_t tokens, int64_t kv_lora_rank, float* latent, float* k_rope) {
+  const int64_t width = pool.head_dim();
+  const int64_t rope = width - kv_lora_rank;
+  const int64_t bt = pool.block_tokens();
+  if (pool.kv_heads() != 1 || rope < 0 || tokens < 0 ||
+      static_cast<int64_t>(block_table.size()) * bt < tokens)
+    throw std::invalid_argument(
+        "gather_latent_rows: the pool must hold one latent + rope row per token, and the block "
+        "table cover the tokens");
+  std::vector<float> row(static_cast<size_t>(width));
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int32_t block = block_table[static_cast<size_t>(t / bt)];
+    if (block < 0 || block >= pool.num_blocks())
+      throw std::invalid_argument("gather_latent_rows: block id outside the pool");
+    pool.read_row(block, KvPart::key, layer, t % bt, 0, row.data());
+    std::copy(row.begin(), row.begin() + kv_lora_rank, latent + t * kv_lora_rank);
+    std::copy(row.begin() + kv_lora_rank, row.end(), k_rope + t * rope);
+  }
+}
+
+void mla_decode_absorbed_paged(const MlaDims& d, const float* q_nope, const float* q_rope,
+                               const KvPool& pool, int64_t layer,
+                               const std::vector<int32_t>& block_table, int64_t tokens,
+                               const float* w_uk, const float* w_uv, float scale, float* out) {
+  check(d, tokens);
+  if (pool.head_dim() != d.kv_lora_rank + d.qk_rope_head_dim)
+    throw std::invalid_argument("mla_decode_absorbed_paged: pool rows are not latent + rope wide");
+  std::vector<float> latent(static_cast<size_t>(tokens * d.kv_lora_rank));
+  std::vector<float> k_rope(static_cast<size_t>(tokens * d.qk_rope_head_dim));
+  gather_latent_rows(pool, layer, block_table, tokens, d.kv_lora_rank, latent.data(),
+                     k_rope.data());
+  mla_decode_absorbed(d, q_nope, q_rope, latent.data(), k_rope.data(), tokens, w_uk, w_uv, scale,
+                      out);
+}
+
 }  // namespace kvsim::kernels

@@ -37,23 +37,28 @@ int64_t attention_linear_parameters(const ModelSpec& m, int64_t q_heads, int64_t
 
 // Parameters of layer `layer`'s MLP on one of `tp` ranks (columns split):
 // dense gate, up, down = 3*h*I; a MoE layer holds `routed` experts of
-// 3*h*I_expert plus its shared experts 3*h*I_shared.
-int64_t mlp_linear_parameters(const ModelSpec& m, int64_t layer, int64_t tp, int64_t routed) {
+// 3*h*I_expert (columns split over `expert_tp`: tp without expert
+// parallelism, 1 when whole experts sit on expert-parallel ranks) plus its
+// shared experts 3*h*I_shared (split over tp).
+int64_t mlp_linear_parameters(const ModelSpec& m, int64_t layer, int64_t tp, int64_t routed,
+                              int64_t expert_tp) {
   const int64_t h = m.hidden_size;
   if (!m.is_moe_layer(layer)) return 3 * h * ceil_div(m.intermediate_size, tp);
   return 3 * h *
-         (routed * ceil_div(m.moe.expert_intermediate, tp) +
+         (routed * ceil_div(m.moe.expert_intermediate, expert_tp) +
           ceil_div(m.moe.shared_intermediate, tp));
 }
 
 // Linear parameters of all layers on one of `tp` ranks, with `routed`
-// experts per MoE layer (all of them, or the active top-k).
-int64_t all_layers_linear_parameters(const ModelSpec& m, int64_t tp, int64_t routed) {
+// experts per MoE layer (all of them, the active top-k, or an
+// expert-parallel rank's share).
+int64_t all_layers_linear_parameters(const ModelSpec& m, int64_t tp, int64_t routed,
+                                     int64_t expert_tp) {
   const int64_t attention =
       attention_linear_parameters(m, ceil_div(m.num_attention_heads, tp), m.kv_heads_per_rank(tp));
   int64_t total = 0;
   for (int64_t layer = 0; layer < m.num_hidden_layers; ++layer)
-    total += attention + mlp_linear_parameters(m, layer, tp, routed);
+    total += attention + mlp_linear_parameters(m, layer, tp, routed, expert_tp);
   return total;
 }
 
@@ -120,19 +125,24 @@ int64_t ModelSpec::parameter_count() const {
 
 int64_t ModelSpec::active_parameter_count() const {
   return parameter_count() - linear_parameter_count() +
-         all_layers_linear_parameters(*this, 1, moe.experts_per_token);
+         all_layers_linear_parameters(*this, 1, moe.experts_per_token, 1);
 }
 
 // Dense: layers * (h*(Hq + 2*Hkv)*d + Hq*d*h + 3*h*I). lm_head is not
 // counted: the quantised exports kvsim models (GPTQ, AWQ, W8A8, fp8) keep it
 // in 16-bit.
 int64_t ModelSpec::linear_parameter_count() const {
-  return all_layers_linear_parameters(*this, 1, moe.experts);
+  return all_layers_linear_parameters(*this, 1, moe.experts, 1);
 }
 
-int64_t ModelSpec::linear_parameter_count_per_rank(int64_t tp) const {
+// With expert parallelism (ep > 1) each rank holds experts / ep whole
+// experts per MoE layer (vLLM's FusedMoE with expert parallelism), the rest
+// of the layer split over tp as without it.
+int64_t ModelSpec::linear_parameter_count_per_rank(int64_t tp, int64_t ep) const {
   if (tp < 1) throw std::invalid_argument("tensor parallel size must be >= 1");
-  return all_layers_linear_parameters(*this, tp, moe.experts);
+  if (ep < 1) throw std::invalid_argument("expert parallel size must be >= 1");
+  if (ep == 1) return all_layers_linear_parameters(*this, tp, moe.experts, tp);
+  return all_layers_linear_parameters(*this, tp, ceil_div(moe.experts, ep), 1);
 }
 
 // HF (Qwen2-MoE, Qwen3-MoE): MoE unless listed in mlp_only_layers, and only
@@ -152,15 +162,6 @@ double ModelSpec::expected_experts_touched(int64_t tokens) const {
   const double e = static_cast<double>(moe.experts);
   const double k = static_cast<double>(moe.experts_per_token);
   return e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(tokens)));
-}
-
-std::string ModelSpec::unmodelled_feature() const {
-  if (moe.enabled()) return "mixture-of-experts MLPs";
-  if (mla.enabled()) return "multi-head latent attention";
-  for (const LayerAttention& a : layer_attention)
-    if (a.sliding && a.window < max_position_embeddings)
-      return fmt::format("sliding-window attention ({} tokens) on some layers", a.window);
-  return {};
 }
 
 double ModelSpec::linear_weight_bytes_per_parameter() const {
@@ -184,14 +185,14 @@ Bytes ModelSpec::weight_bytes() const {
 // One rank's share (vLLM sharding): q heads, KV heads (kv_heads_per_rank),
 // MLP columns and the vocabulary (padded up) are split over tp; norms are
 // replicated. tp = 1 gives weight_bytes().
-Bytes ModelSpec::weight_bytes_per_rank(int64_t tp) const {
+Bytes ModelSpec::weight_bytes_per_rank(int64_t tp, int64_t ep) const {
   if (tp < 1) throw std::invalid_argument("tensor parallel size must be >= 1");
   const int64_t q_heads = ceil_div(num_attention_heads, tp);
   const int64_t kv_heads = kv_heads_per_rank(tp);
   const int64_t small = embedding_parameters(*this, ceil_div(vocab_size, tp)) +
                         num_hidden_layers * layer_bias_parameters(*this, q_heads, kv_heads) +
                         norm_parameters(*this) + extra_small_parameters(*this);
-  const double bytes = linear_bytes(*this, linear_parameter_count_per_rank(tp)) +
+  const double bytes = linear_bytes(*this, linear_parameter_count_per_rank(tp, ep)) +
                        static_cast<double>(small * embedding_bytes_per_parameter());
   return static_cast<Bytes>(bytes);
 }
@@ -238,27 +239,51 @@ Bytes ModelSpec::activation_bytes() const {
   return weights_dtype == "fp32" ? 4 : 2;
 }
 
-std::string ModelSpec::tensor_parallel_problem(int64_t tp) const {
-  if (const std::string f = unmodelled_feature(); !f.empty())
-    return fmt::format("model '{}' has {}, which kvsim reads but does not yet simulate", name, f);
+// vLLM's rules: heads split over tp; the MLP of dense layers and, without
+// expert parallelism, each expert's columns split over tp; KV heads split or
+// replicated (latent attention caches one latent per token, replicated: no
+// rule). With ep > 1: whole experts split over ep ranks, ep a multiple of tp
+// (ep / tp data-parallel attention replicas).
+std::string ModelSpec::tensor_parallel_problem(int64_t tp, int64_t ep) const {
   if (tp < 1) return fmt::format("tensor parallel size {} must be >= 1", tp);
+  if (ep < 1) return fmt::format("expert parallel size {} must be >= 1", ep);
   if (num_attention_heads % tp != 0)
     return fmt::format("{} attention heads do not divide over {} ranks", num_attention_heads, tp);
-  if (intermediate_size % tp != 0)
+  bool dense_layers = false;
+  for (int64_t layer = 0; layer < num_hidden_layers && !dense_layers; ++layer)
+    dense_layers = !is_moe_layer(layer);
+  if (dense_layers && intermediate_size % tp != 0)
     return fmt::format("intermediate_size {} does not divide over {} ranks", intermediate_size, tp);
-  if (tp <= num_key_value_heads ? num_key_value_heads % tp != 0 : tp % num_key_value_heads != 0)
+  if (!mla.enabled() &&
+      (tp <= num_key_value_heads ? num_key_value_heads % tp != 0 : tp % num_key_value_heads != 0))
     return fmt::format(
         "{} KV heads cannot be split over or replicated on {} ranks (one must divide the other)",
         num_key_value_heads, tp);
+  if (ep == 1) {
+    if (moe.enabled() && moe.expert_intermediate % tp != 0)
+      return fmt::format("moe_intermediate_size {} does not divide over {} ranks",
+                         moe.expert_intermediate, tp);
+    return {};
+  }
+  if (!moe.enabled())
+    return fmt::format("model '{}' has no experts to split over {} expert-parallel ranks", name,
+                       ep);
+  if (moe.experts % ep != 0)
+    return fmt::format("{} experts do not divide over {} expert-parallel ranks", moe.experts, ep);
+  if (ep % tp != 0)
+    return fmt::format(
+        "expert parallelism {} is not a multiple of tensor parallelism {} (ep / tp attention "
+        "replicas share the experts)",
+        ep, tp);
   return {};
 }
 
 Bytes kv_dtype_bytes(const std::string& dtype) {
   if (dtype == "fp16" || dtype == "bf16") return 2;
-  if (dtype == "int8") return 1;
+  if (dtype == "int8" || dtype == "fp8" || dtype == "fp8_e4m3" || dtype == "fp8_e5m2") return 1;
   if (dtype == "fp32") return 4;
-  throw std::invalid_argument(
-      fmt::format("unknown KV-cache dtype '{}' (fp16, bf16, int8, fp32)", dtype));
+  throw std::invalid_argument(fmt::format(
+      "unknown KV-cache dtype '{}' (fp16, bf16, int8, fp8, fp8_e4m3, fp8_e5m2, fp32)", dtype));
 }
 
 }  // namespace kvsim

@@ -56,7 +56,9 @@ struct ModelSpec {
   Bytes weight_bytes() const;
   // One tensor-parallel rank's share: linear weights and embeddings are split
   // over `tp` ranks, norms are replicated.
-  Bytes weight_bytes_per_rank(int64_t tp) const;
+  // With expert parallelism ep > 1, a MoE layer's routed experts are split
+  // whole over ep ranks instead (linear_parameter_count_per_rank).
+  Bytes weight_bytes_per_rank(int64_t tp, int64_t ep = 1) const;
   // KV heads one rank holds: kv_heads / tp, or 1 when tp > kv_heads (the KV
   // heads are replicated, as vLLM does).
   int64_t kv_heads_per_rank(int64_t tp) const;
@@ -78,11 +80,6 @@ struct ModelSpec {
   // Expected distinct experts a batch of `tokens` tokens touches in one MoE
   // layer under uniform top-k routing: E * (1 - (1 - k/E)^tokens).
   double expected_experts_touched(int64_t tokens) const;
-  // What the step pricing and the cache pools do not model yet in this shape
-  // (mixture of experts, latent attention, sliding-window layers), "" when
-  // nothing. A simulation must refuse such a model rather than price it as
-  // a dense one.
-  std::string unmodelled_feature() const;
   // Bytes per activation element in compute (2 for fp16/bf16/w8a8/w4a16, 4 for fp32).
   Bytes activation_bytes() const;
 
@@ -96,12 +93,12 @@ struct ModelSpec {
   Bytes embedding_bytes_per_parameter() const;
   // Parameters of linear weights one rank holds (query heads, intermediate
   // split over tp; KV heads as kv_heads_per_rank).
-  int64_t linear_parameter_count_per_rank(int64_t tp) const;
-  // Why `tp` cannot shard this model ("" when it can): heads and
-  // intermediate_size must divide by tp, and kv_heads must divide by tp or tp
-  // by kv_heads (vLLM's rules). For the scenario's cross-field checks, so it
-  // also reports unmodelled_feature().
-  std::string tensor_parallel_problem(int64_t tp) const;
+  int64_t linear_parameter_count_per_rank(int64_t tp, int64_t ep = 1) const;
+  // Why `tp` (and expert parallelism `ep`) cannot shard this model ("" when
+  // it can): heads and intermediate_size must divide by tp, and kv_heads
+  // must divide by tp or tp by kv_heads (vLLM's rules); experts must divide
+  // by ep and ep by tp. For the scenario's cross-field checks.
+  std::string tensor_parallel_problem(int64_t tp, int64_t ep = 1) const;
 };
 
 // Reads a model from a map node. YAML model files are strict (unknown keys are
@@ -127,11 +124,13 @@ void read_quantization_config(const config::Node& node, ModelSpec& m);
 // given). Called by parse_model.
 void read_model_shape_extras(config::MapReader& r, ModelSpec& m, bool model_type_given);
 
-// Bytes per element of a KV-cache dtype name: fp16, bf16 -> 2; int8 -> 1; fp32 -> 4.
+// Bytes per element of a KV-cache dtype name: fp16, bf16 -> 2; int8, fp8
+// (e4m3, as vLLM's `fp8`), fp8_e4m3, fp8_e5m2 -> 1; fp32 -> 4.
 // Throws std::invalid_argument for any other name (validate with
 // kKvDtypeNames first).
 Bytes kv_dtype_bytes(const std::string& dtype);
-inline const std::vector<std::string> kKvDtypeNames = {"fp16", "bf16", "int8", "fp32"};
+inline const std::vector<std::string> kKvDtypeNames = {"fp16",     "bf16",     "int8", "fp8",
+                                                       "fp8_e4m3", "fp8_e5m2", "fp32"};
 inline const std::vector<std::string> kWeightsDtypeNames = {"fp32", "fp16", "bf16", "w8a8",
                                                             "w4a16"};
 

@@ -1,6 +1,9 @@
 #include "models/step_ops.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+
+#include "models/step_ops_parts.hpp"
 
 namespace kvsim {
 
@@ -46,6 +49,10 @@ std::string_view op_kind_name(OpKind kind) {
       return "lm_head";
     case OpKind::sampling:
       return "sampling";
+    case OpKind::moe_dispatch:
+      return "moe_dispatch";
+    case OpKind::moe_combine:
+      return "moe_combine";
     case OpKind::count:
       break;
   }
@@ -53,26 +60,23 @@ std::string_view op_kind_name(OpKind kind) {
 }
 
 bool op_is_per_layer(OpKind kind) {
-  return kind >= OpKind::input_norm && kind <= OpKind::mlp_allreduce;
+  return (kind >= OpKind::input_norm && kind <= OpKind::mlp_allreduce) ||
+         kind == OpKind::moe_dispatch || kind == OpKind::moe_combine;
 }
 
-namespace {
+namespace step_detail {
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
+// Keys a query at position n (1-based count of tokens up to it) sees under a
+// window W: min(n, W); summed over n = 1..N it is N(N+1)/2 up to W, then W
+// per token.
+double windowed_keys_up_to(double n, double window) {
+  if (n <= window) return n * (n + 1) / 2;
+  return window * (window + 1) / 2 + (n - window) * window;
 }
 
-// The batch reduced to the sums the formulas need.
-struct BatchTotals {
-  double tokens = 0;          // T: new tokens computed this step
-  double samplers = 0;        // S: sequences that produce a token
-  double attended_pairs = 0;  // sum_i P_i, (query, key) pairs under the causal mask
-  double kv_tokens_read = 0;  // sum_i (c_i + q_i), cached tokens whose K and V are read
-  double context_read = 0;    // sum_i c_i over sequences that compute: KV of earlier steps
-};
-
-BatchTotals totals_of(const StepWork& work) {
+BatchTotals totals_of(const StepWork& work, int64_t window) {
   BatchTotals t;
+  const double w = static_cast<double>(window);
   for (const SeqWork& s : work.seqs) {
     if (s.query_tokens < 0 || s.context_before < 0)
       throw std::invalid_argument("step_op_costs: negative query_tokens or context_before");
@@ -80,13 +84,27 @@ BatchTotals totals_of(const StepWork& work) {
     const double c = static_cast<double>(s.context_before);
     t.tokens += q;
     if (s.samples) t.samplers += 1;
-    // Query token j (0-based) sees the c cached keys and the j+1 new keys up
-    // to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2. A fixed-shape graph
-    // computes the whole q x (c + q) block under its mask.
-    t.attended_pairs += work.fixed_shape ? q * (c + q) : q * c + q * (q + 1) / 2;
+    double pairs = 0, cached = c;
+    if (window <= 0) {
+      // Query token j (0-based) sees the c cached keys and the j+1 new keys
+      // up to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2. A fixed-shape
+      // graph computes the whole q x (c + q) block under its mask.
+      pairs = work.fixed_shape ? q * (c + q) : q * c + q * (q + 1) / 2;
+    } else {
+      // A sliding layer: query at position c + j sees the last W keys only;
+      // the cached keys read are the W - 1 before the first query.
+      cached = std::min(c, w - 1);
+      pairs = work.fixed_shape ? q * (cached + q)
+                               : windowed_keys_up_to(c + q, w) - windowed_keys_up_to(c, w);
+    }
+    t.attended_pairs += pairs;
     if (s.query_tokens > 0) {
-      t.kv_tokens_read += c + q;
-      t.context_read += c;
+      t.kv_tokens_read += cached + q;
+      t.context_read += cached;
+    }
+    if (s.query_tokens > 1) {
+      t.prefill_pairs += pairs;
+      t.prefill_kv_tokens += cached + q;
     }
   }
   return t;
@@ -101,6 +119,45 @@ OpCost matmul(double tokens, double in, double out, double w, double a) {
   c.mem_bytes = in * out * w + tokens * (in + out) * a;
   c.weight_bytes = in * out * w;
   return c;
+}
+
+void add_to(OpCost& into, const OpCost& c) {
+  into.flops += c.flops;
+  into.mem_bytes += c.mem_bytes;
+  into.link_bytes += c.link_bytes;
+  into.host_bytes += c.host_bytes;
+  into.weight_bytes += c.weight_bytes;
+  into.kv_read_bytes += c.kv_read_bytes;
+  into.kv_write_bytes += c.kv_write_bytes;
+  into.residual_bytes += c.residual_bytes;
+  into.vector_flops += c.vector_flops;
+  into.present = into.present || c.present;
+}
+
+OpCost scaled(const OpCost& c, double f) {
+  OpCost s = c;
+  s.flops *= f;
+  s.mem_bytes *= f;
+  s.link_bytes *= f;
+  s.host_bytes *= f;
+  s.weight_bytes *= f;
+  s.kv_read_bytes *= f;
+  s.kv_write_bytes *= f;
+  s.residual_bytes *= f;
+  s.vector_flops *= f;
+  return s;
+}
+
+}  // namespace step_detail
+
+namespace {
+
+using step_detail::BatchTotals;
+using step_detail::matmul;
+using step_detail::totals_of;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
 }
 
 // RMSNorm over `tokens` rows of `width`: square, sum, rsqrt, scale, multiply
@@ -139,7 +196,8 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
       work.rerope_tokens < 0)
     throw std::invalid_argument("step_op_costs: negative swap or copy bytes");
 
-  const BatchTotals b = totals_of(work);
+  if (params.ep < 1) throw std::invalid_argument("step_op_costs: ep must be >= 1");
+  const BatchTotals b = totals_of(work, 0);
   const double T = b.tokens;
   const double S = b.samplers;
   const int64_t tp = params.tp;
@@ -240,6 +298,10 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     // every hidden state and only then picks the sampled rows for logits.
     op(OpKind::final_norm) = rms_norm(T, h, a, we);
 
+    // Latent attention, sliding layers and expert MLPs replace the dense
+    // figures of the ops they change (models/step_ops_variants.cpp).
+    step_detail::apply_model_variants(model, work, params, ops);
+
     const OpKind run_with_tokens[] = {OpKind::input_norm, OpKind::qkv_proj,    OpKind::rope,
                                       OpKind::kv_store,   OpKind::attention,   OpKind::o_proj,
                                       OpKind::post_norm,  OpKind::mlp_gate_up, OpKind::mlp_act,
@@ -294,7 +356,10 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     // its real one (rotations compose: one rotation by the delta), in every
     // layer: 3 flops per K element (x*cos - y*sin), K read and written in
     // place. V is untouched.
-    const double k_elems = static_cast<double>(work.rerope_tokens) * Hkv * d *
+    // With latent attention only the shared RoPE key turns.
+    const double k_width =
+        model.mla.enabled() ? static_cast<double>(model.mla.qk_rope_head_dim) : Hkv * d;
+    const double k_elems = static_cast<double>(work.rerope_tokens) * k_width *
                            static_cast<double>(model.num_hidden_layers);
     OpCost& c = op(OpKind::kv_rerope);
     c.flops = 3.0 * k_elems;
@@ -308,9 +373,10 @@ StepDependencies step_dependencies() {
   using K = OpKind;
   StepDependencies deps;
   deps.pre_ops = {K::embedding, K::swap_in, K::swap_out, K::kv_copy, K::kv_rerope};
-  deps.layer_ops = {K::input_norm,  K::qkv_proj, K::rope,           K::kv_store,
-                    K::attention,   K::o_proj,   K::attn_allreduce, K::post_norm,
-                    K::mlp_gate_up, K::mlp_act,  K::mlp_down,       K::mlp_allreduce};
+  deps.layer_ops = {K::input_norm,   K::qkv_proj,     K::rope,           K::kv_store,
+                    K::attention,    K::o_proj,       K::attn_allreduce, K::post_norm,
+                    K::moe_dispatch, K::mlp_gate_up,  K::mlp_act,        K::mlp_down,
+                    K::moe_combine,  K::mlp_allreduce};
   deps.post_ops = {K::final_norm, K::lm_head, K::sampling};
   deps.layer_edges = {
       {K::input_norm, K::qkv_proj},
@@ -326,6 +392,13 @@ StepDependencies step_dependencies() {
       {K::mlp_gate_up, K::mlp_act},
       {K::mlp_act, K::mlp_down},
       {K::mlp_down, K::mlp_allreduce},
+      // Expert parallelism: the routed tokens reach their experts' ranks
+      // before the expert GEMMs, and the outputs come back before the
+      // layer's result is reduced (absent ops pass through).
+      {K::post_norm, K::moe_dispatch},
+      {K::moe_dispatch, K::mlp_gate_up},
+      {K::mlp_down, K::moe_combine},
+      {K::moe_combine, K::mlp_allreduce},
   };
   deps.layer_entry = K::input_norm;
   deps.layer_exit = K::mlp_allreduce;

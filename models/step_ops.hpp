@@ -38,6 +38,12 @@ enum class OpKind : uint8_t {
   final_norm,
   lm_head,
   sampling,
+  // per decoder layer, mixture-of-experts layers with expert parallelism
+  // only: tokens sent to the ranks holding their experts and the expert
+  // outputs sent back (all-to-all over the device link). Listed last so the
+  // devices' placement tables only grow at their end.
+  moe_dispatch,
+  moe_combine,
   count
 };
 constexpr size_t kOpKindCount = static_cast<size_t>(OpKind::count);
@@ -67,6 +73,11 @@ struct StepWork {
 
 // Work of one operator on one tensor-parallel rank. For per-layer ops the
 // figures are for ONE layer; the step runs them num_hidden_layers times.
+// When layers differ (dense-first and MoE layers, sliding and full
+// attention), a per-layer op's figures are the mean over the layers, so the
+// step's totals (layers x figure) are exact; the roofline of the mean is an
+// approximation of the mean of the rooflines (the device graph has one
+// duration per op kind).
 struct OpCost {
   double flops = 0;       // floating-point (or integer MAC x2) operations
   double mem_bytes = 0;   // bytes read + written in device memory (HBM / DDR)
@@ -94,6 +105,14 @@ using StepOpCosts = std::array<OpCost, kOpKindCount>;
 struct StepShapeParams {
   int64_t tp = 1;
   Bytes kv_dtype_bytes = 2;
+  // Expert parallelism: a MoE layer's routed experts are split whole over
+  // `ep` ranks (1: every rank holds every expert, tensor-parallel). ep > tp
+  // means ep / tp attention replicas (data-parallel attention) share one
+  // expert group; the step is one replica's, the others assumed alike.
+  int64_t ep = 1;
+  // Zipf exponent of expert popularity (0: uniform routing); see
+  // models/moe_routing.hpp.
+  double expert_skew = 0;
 };
 
 // Per-op costs of a step. Pure: same inputs, same outputs.

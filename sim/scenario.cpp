@@ -112,18 +112,18 @@ std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
 void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
   const ModelSpec& m = s.model;
-  if (const std::string f = m.unmodelled_feature(); !f.empty()) {
-    // Read from the model's config.json but not priced yet: refused at the
-    // model, never run as if it were dense (its KV and cost would be wrong).
-    ctx.diagnostics.error(
-        at("model"), "model",
-        fmt::format("{} has {}, which kvsim reads but does not simulate yet", m.name, f),
-        "a dense model with full attention on every layer");
-    return;
+  if (const std::string why = m.tensor_parallel_problem(s.tp, s.ep); !why.empty()) {
+    const bool expert = why.find("expert") != std::string::npos;
+    ctx.diagnostics.error(at(expert ? "parallel.expert" : "parallel.tensor"),
+                          expert ? "parallel.expert" : "parallel.tensor", why,
+                          expert ? "1, or a multiple of parallel.tensor that divides the experts"
+                                 : "a tensor-parallel size that divides the heads and the MLP");
   }
-  if (const std::string why = m.tensor_parallel_problem(s.tp); !why.empty()) {
-    ctx.diagnostics.error(at("parallel.tensor"), "parallel.tensor", why,
-                          "a tensor-parallel size that divides the heads and the MLP");
+  if (s.ep > s.device.max_tensor_parallel) {
+    ctx.diagnostics.error(at("parallel.expert"), "parallel.expert",
+                          fmt::format("{} ranks but {} groups at most {} devices", s.ep,
+                                      s.device.name, s.device.max_tensor_parallel),
+                          fmt::format("1..{}", s.device.max_tensor_parallel));
   }
   if (s.tp > s.device.max_tensor_parallel) {
     ctx.diagnostics.error(at("parallel.tensor"), "parallel.tensor",
@@ -131,9 +131,11 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
                                       s.device.name, s.device.max_tensor_parallel),
                           fmt::format("1..{}", s.device.max_tensor_parallel));
   }
+  // A latent cache (MLA) is one row of kv_lora_rank + rope per token and
+  // layer, not K and V per head: the K/V layouts' constraints do not apply.
   BlockGeometry g{m.num_hidden_layers, s.cache.block_size, m.kv_heads_per_rank(s.tp), m.head_dim,
                   kv_dtype_bytes(s.cache.dtype)};
-  if (auto layout = make_kv_layout(s.cache.layout)) {
+  if (auto layout = m.mla.enabled() ? nullptr : make_kv_layout(s.cache.layout)) {
     if (auto why = layout->reject(g)) {
       ctx.diagnostics.error(at("kv_cache.block_size"), "kv_cache.block_size", *why,
                             fmt::format("layout {}", s.cache.layout));
@@ -210,6 +212,11 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
   {
     MapReader p(top.child("parallel"));
     s.tp = p.integer("tensor", 1, 1, 64);
+    // Expert parallelism (vLLM's enable_expert_parallel: the expert group
+    // spans tensor x data-parallel ranks): whole experts split over `expert`
+    // ranks, a multiple of `tensor`.
+    s.ep = p.integer("expert", 1, 1, 1024);
+    s.expert_skew = p.number("expert_skew", 0.0, 0.0, 4.0);
     p.finish();
   }
   read_kv_cache_section(top, s);
@@ -277,6 +284,7 @@ PoolSizingInput ScenarioSpec::pool_input() const {
   in.device_memory = device.memory_bytes;
   in.memory_fraction = cache.memory_fraction;
   in.tp = tp;
+  in.ep = ep;
   in.block_size = cache.block_size;
   in.kv_dtype_bytes = kv_dtype_bytes(cache.dtype);
   in.max_batched_tokens = scheduler.max_batched_tokens;

@@ -63,6 +63,8 @@ struct ScenarioSpec {
   DeviceSpec device;
   ModelSpec model;
   int64_t tp = 1;
+  int64_t ep = 1;          // `parallel.expert`: expert-parallel ranks (1: none)
+  double expert_skew = 0;  // `parallel.expert_skew`: Zipf exponent of expert popularity
   CacheConfig cache;
   SchedulerConfig scheduler;
   std::shared_ptr<const WorkloadSpec> workload;

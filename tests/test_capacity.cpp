@@ -78,6 +78,55 @@ TEST(Capacity, AModelThatDoesNotFitSaysByHowMuch) {
   EXPECT_TRUE(capacity_rows(q, kConfigs)[0].fits);
 }
 
+// DeepSeek-V3 W8A8 on 910C dies: the latent KV (70,272 B per token in bf16)
+// is whole on every die; without expert parallelism tp 8 keeps 1/8 of every
+// expert per die and does not fit, expert parallelism 16 (whole experts, 16
+// per die) fits at tp 8 (two attention replicas) and tp 16. A model without
+// experts only gets its ep 1 row.
+TEST(Capacity, DeepSeekV3On910cDiesAtSeveralTensorAndExpertSplits) {
+  CapacityQuery q;
+  q.devices = {"ascend-910c"};
+  q.models = {"deepseek-v3-w8a8", "llama-3-8b"};
+  q.contexts = {8192};
+  q.kv_dtypes = {"bf16"};
+  q.tps = {8, 16};
+  q.eps = {1, 16};
+  const auto rows = capacity_rows(q, kConfigs);
+  ASSERT_EQ(rows.size(), 6u);  // deepseek: 2 tp x 2 ep; llama: 2 tp x ep 1
+  for (const auto& r : rows) {
+    if (r.model != "deepseek-v3-w8a8") {
+      EXPECT_EQ(r.ep, 1);
+      continue;
+    }
+    EXPECT_EQ(r.kv_bytes_per_token, 70'272) << "latent + rope, replicated";
+    const bool fits = !(r.tp == 8 && r.ep == 1);
+    EXPECT_EQ(r.fits, fits) << r.tp << " / " << r.ep << ": " << r.note;
+    if (!fits) {
+      EXPECT_EQ(r.note.rfind("does not fit: ", 0), 0u) << r.note;
+    } else {
+      EXPECT_GT(r.max_concurrent_seqs, 0);
+    }
+  }
+  q.eps = {3};
+  q.models = {"deepseek-v3-w8a8"};
+  EXPECT_THROW(capacity_rows(q, kConfigs), config::ConfigError);
+}
+
+// gemma-2-9b at 8K: one pool holding every layer's tokens needs 42 x 8,192
+// tokens of KV, a pool per attention type 21 x 4,096 + 21 x 8,192.
+TEST(Capacity, WindowedColumnsFollowTheLayerMix) {
+  CapacityQuery q;
+  q.devices = {"ascend-910b2"};
+  q.models = {"gemma-2-9b"};
+  q.contexts = {8192};
+  const auto rows = capacity_rows(q, kConfigs);
+  ASSERT_EQ(rows.size(), 1u);
+  const Bytes per_layer_token = 2 * 8 * 256 * 2;
+  EXPECT_EQ(rows[0].kv_bytes_at_context, 42 * 8192 * per_layer_token);
+  EXPECT_EQ(rows[0].windowed_kv_bytes_at_context, (21 * 4096 + 21 * 8192) * per_layer_token);
+  EXPECT_GT(rows[0].windowed_max_concurrent_seqs, rows[0].max_concurrent_seqs);
+}
+
 TEST(Capacity, NamesResolveThroughAliasesAndBadInputIsAConfigError) {
   EXPECT_EQ(resolve_device("ascend-910b", kConfigs).name,
             resolve_device("ascend-910b2", kConfigs).name);
@@ -93,7 +142,7 @@ TEST(Capacity, NamesResolveThroughAliasesAndBadInputIsAConfigError) {
   CapacityQuery q;
   q.devices = {"ascend-910b2"};
   q.models = {"llama-3-8b"};
-  q.kv_dtypes = {"fp8"};
+  q.kv_dtypes = {"fp4"};
   EXPECT_THROW(capacity_rows(q, kConfigs), config::ConfigError);
   q.kv_dtypes = {"fp16"};
   q.tps = {3};  // 32 heads do not split over 3 ranks

@@ -326,6 +326,8 @@ TEST(Engines, EveryOpKindHasTheEngineAndClassOfTheSpecOnTheAcceleratorFamily) {
       {OpKind::mlp_allreduce, Engine::device_link, OpClass::collective},
       {OpKind::swap_in, Engine::host_link, OpClass::transfer},
       {OpKind::swap_out, Engine::host_link, OpClass::transfer},
+      {OpKind::moe_dispatch, Engine::device_link, OpClass::collective},
+      {OpKind::moe_combine, Engine::device_link, OpClass::collective},
   };
   ASSERT_EQ(rows.size(), kOpKindCount) << "a new OpKind needs an engine and a class";
   for (const Row& r : rows) {

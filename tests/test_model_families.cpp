@@ -58,7 +58,7 @@ TEST_P(ShippedDenseModel, KeepsWeightAndKvBytes) {
   EXPECT_EQ(m.kv_bytes_per_token(2, 1), b.kv_fp16_tp1);
   EXPECT_EQ(m.kv_bytes_per_token(1, 4), b.kv_int8_tp4);
   EXPECT_EQ(m.kv_bytes_per_token_per_layer(2, 1) * m.num_hidden_layers, b.kv_fp16_tp1);
-  EXPECT_EQ(m.unmodelled_feature(), "");
+  EXPECT_EQ(m.tensor_parallel_problem(1), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -135,7 +135,8 @@ TEST(Mixtral, FortySevenBillionTotalThirteenActive) {
   const ModelSpec m = shipped("mixtral-8x7b");
   EXPECT_NEAR(static_cast<double>(m.parameter_count()), 46.7e9, 0.05e9);
   EXPECT_NEAR(static_cast<double>(m.active_parameter_count()), 12.9e9, 0.05e9);
-  EXPECT_EQ(m.unmodelled_feature(), "mixture-of-experts MLPs") << "sliding_window is null";
+  for (const LayerAttention& a : m.layer_attention)
+    EXPECT_FALSE(a.sliding) << "sliding_window is null";
 }
 
 TEST(MixtureOfExperts, ExpectedExpertsTouchedFollowsUniformRouting) {
@@ -349,9 +350,9 @@ TEST(MultimodalConfig, TextConfigIsTheDecoder) {
 }
 
 TEST(ShippedModels, EveryNewFileLoadsAndNamesItsConfigJson) {
-  for (const char* name :
-       {"deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b", "gemma-2-9b",
-        "gemma-3-4b", "gemma-3-27b", "llama-2-7b-awq", "qwen2.5-7b-instruct-gptq-int4"}) {
+  for (const char* name : {"deepseek-v3", "deepseek-v3-w8a8", "qwen3-30b-a3b", "qwen3-235b-a22b",
+                           "mixtral-8x7b", "gemma-2-9b", "gemma-3-4b", "gemma-3-27b",
+                           "llama-2-7b-awq", "qwen2.5-7b-instruct-gptq-int4"}) {
     const ModelSpec m = shipped(name);
     EXPECT_NE(m.source.find("config.json"), std::string::npos) << name;
     EXPECT_GT(m.weight_bytes(), 0) << name;

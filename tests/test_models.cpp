@@ -211,7 +211,9 @@ TEST(ModelSpec, KvDtypeBytes) {
   EXPECT_EQ(kv_dtype_bytes("bf16"), 2);
   EXPECT_EQ(kv_dtype_bytes("int8"), 1);
   EXPECT_EQ(kv_dtype_bytes("fp32"), 4);
-  EXPECT_THROW(kv_dtype_bytes("fp8"), std::invalid_argument);
+  EXPECT_EQ(kv_dtype_bytes("fp8"), 1);  // vLLM's kv_cache_dtype fp8 (e4m3)
+  EXPECT_EQ(kv_dtype_bytes("fp8_e5m2"), 1);
+  EXPECT_THROW(kv_dtype_bytes("fp4"), std::invalid_argument);
   for (const auto& name : kKvDtypeNames) EXPECT_GT(kv_dtype_bytes(name), 0);
 }
 
@@ -340,36 +342,44 @@ TEST(ModelParse, SameKeysInStrictModeAreReported) {
   EXPECT_NE(messages.find("unknown key 'transformers_version'"), std::string::npos) << messages;
 }
 
-TEST(ModelParse, MixtureOfExpertsLoadsButASimulationRefusesIt) {
-  // The shape reads (weights, KV bytes), but step pricing is dense-only, so
-  // the scenario's tensor-parallel cross-check reports it instead of pricing
-  // a mixture of experts as one dense MLP.
+TEST(ModelParse, MixtureOfExpertsLoadsAndShardsByExpertParallelRules) {
+  // The shape reads (weights, KV bytes) and is priced per expert; expert
+  // parallelism splits whole experts, so it must divide them, and it spans
+  // tensor-parallel groups (a multiple of tp).
   config::LoadContext ctx;
   const ModelSpec m =
-      parse_text(std::string(kMinimalModel) + "num_local_experts: 8\nnum_experts_per_tok: 2\n", ctx,
-                 "moe.json", true);
+      parse_text(std::string(kMinimalModel) +
+                     "num_local_experts: 8\nnum_experts_per_tok: 2\nmoe_intermediate_size: 99\n",
+                 ctx, "moe.json", true);
   EXPECT_TRUE(ctx.diagnostics.empty()) << all_messages(ctx);
   EXPECT_EQ(m.moe.experts, 8);
-  EXPECT_NE(m.tensor_parallel_problem(1).find("mixture-of-experts"), std::string::npos);
+  EXPECT_EQ(m.tensor_parallel_problem(1), "");
+  EXPECT_EQ(m.tensor_parallel_problem(1, 8), "");
+  EXPECT_NE(m.tensor_parallel_problem(1, 3).find("experts do not divide"), std::string::npos);
+  EXPECT_NE(m.tensor_parallel_problem(2, 1).find("moe_intermediate_size 99"), std::string::npos)
+      << "without expert parallelism each expert's columns split over tp";
+  EXPECT_EQ(m.tensor_parallel_problem(2, 8), "") << "whole experts: no column split";
+  EXPECT_NE(m.tensor_parallel_problem(4, 2).find("not a multiple"), std::string::npos);
 }
 
-// A scenario on a model kvsim reads but does not price yet is refused at the
-// `model:` line, not reported against a parallel.tensor key it may not have.
-TEST(ModelParse, AScenarioOnAnUnpricedModelIsRefusedAtItsModelLine) {
+// An expert split the model cannot take is reported at `parallel.expert`,
+// with its line, not at the model.
+TEST(ModelParse, AnExpertSplitThatDoesNotDivideIsReportedAtParallelExpert) {
   const std::string text =
       "name: moe\ndevice: ascend-910c\nmodel: qwen3-30b-a3b\n"
+      "parallel: {tensor: 1, expert: 3}\n"
       "workload: {kind: synthetic, requests: 2, arrival: {process: poisson, "
       "rate_per_s: 1}, input_tokens: 64, output_tokens: 4}\n";
   try {
     (void)load_scenario_text(text, "moe.yaml", std::string(KVSIM_CONFIG_DIR));
-    FAIL() << "a mixture of experts ran as a dense model";
+    FAIL() << "128 experts split over 3 ranks";
   } catch (const config::ConfigError& e) {
     ASSERT_EQ(e.diagnostics().size(), 1u);
     const auto& d = e.diagnostics()[0];
-    EXPECT_EQ(d.key_path, "model");
+    EXPECT_EQ(d.key_path, "parallel.expert");
     EXPECT_EQ(d.where.file, "moe.yaml");
-    EXPECT_EQ(d.where.line, 3);
-    EXPECT_NE(d.problem.find("mixture-of-experts"), std::string::npos) << d.format();
+    EXPECT_EQ(d.where.line, 4);
+    EXPECT_NE(d.problem.find("128 experts do not divide over 3"), std::string::npos) << d.format();
   }
 }
 

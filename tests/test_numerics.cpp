@@ -41,7 +41,8 @@ std::string small_scenario(const std::string& mode, const std::string& dtype) {
   s.replace(s.find("DTYPE"), 5, dtype);
   // A pool of about 135 blocks whatever the dtype (84 for fp32), so requests
   // are preempted and swapped.
-  const std::string fraction = dtype == "int8" ? "0.2374" : dtype == "fp32" ? "0.2405" : "0.2395";
+  const bool one_byte = dtype == "int8" || dtype.rfind("fp8", 0) == 0;
+  const std::string fraction = one_byte ? "0.2374" : dtype == "fp32" ? "0.2405" : "0.2395";
   s.replace(s.find("FRACTION"), 8, fraction);
   return s;
 }
@@ -78,7 +79,29 @@ TEST_P(NumericsRun, FullModeChecksEveryStepWithPrefixHitsAndSwap) {
   EXPECT_GT(m.kv_cache.swapped_bytes, 0) << "the scenario should swap";
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, NumericsRun, ::testing::Values("fp16", "bf16", "int8", "fp32"));
+// fp8 rows (one scale per token and head, as int8's parameters) go through
+// the same store, swap and attention path, their error reported like int8's.
+INSTANTIATE_TEST_SUITE_P(Dtypes, NumericsRun,
+                         ::testing::Values("fp16", "bf16", "int8", "fp32", "fp8_e4m3", "fp8_e5m2"));
+
+// vLLM's engine argument kv_cache_dtype, at the top level as in vLLM's flat
+// argument list, sets kv_cache.dtype; `fp8` is e4m3 there. Both given is an
+// error at the alias.
+TEST(NumericsScenario, VllmKvCacheDtypeIsAnAliasOfKvCacheDtype) {
+  std::string text = small_scenario("off", "fp16");
+  text.replace(text.find("dtype: fp16, "), 13, "");
+  text += "kv_cache_dtype: fp8\n";
+  const ScenarioSpec s = testing::scenario_from_text(text);
+  EXPECT_EQ(s.cache.dtype, "fp8");
+  EXPECT_EQ(s.pool_input().kv_dtype_bytes, 1);
+  try {
+    testing::scenario_from_text(small_scenario("off", "fp16") + "kv_cache_dtype: fp8\n");
+    FAIL() << "two dtypes accepted";
+  } catch (const config::ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("kv_cache_dtype"), std::string::npos) << msg;
+  }
+}
 
 TEST(NumericsRun, SampledModeChecksFewerStepsAndOffChecksNone) {
   const RunMetrics full =

@@ -38,6 +38,7 @@ TEST(Registries, ShippedConfigsAreAllListed) {
                    "ascend-910c", "snapdragon-8-elite", "snapdragon-8-gen2", "snapdragon-8-gen3"}));
   EXPECT_EQ(list_config_names(testing::configs_dir(), "models"),
             (Names{"deepseek-v3",
+                   "deepseek-v3-w8a8",
                    "gemma-2-9b",
                    "gemma-3-27b",
                    "gemma-3-4b",

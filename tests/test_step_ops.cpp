@@ -204,7 +204,8 @@ TEST(StepOps, PresentOpsOfADecodeStep) {
     const OpKind k = static_cast<OpKind>(i);
     const bool expected = k != OpKind::swap_in && k != OpKind::swap_out && k != OpKind::kv_copy &&
                           k != OpKind::kv_rerope && k != OpKind::attn_allreduce &&
-                          k != OpKind::mlp_allreduce;
+                          k != OpKind::mlp_allreduce && k != OpKind::moe_dispatch &&
+                          k != OpKind::moe_combine;
     EXPECT_EQ(ops[i].present, expected) << op_kind_name(k);
   }
 }

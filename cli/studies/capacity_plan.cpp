@@ -76,7 +76,8 @@ ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
 std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string& configs_dir) {
   for (const auto& d : q.kv_dtypes) {
     if (std::find(kKvDtypeNames.begin(), kKvDtypeNames.end(), d) == kKvDtypeNames.end())
-      flag_error("--kv-dtype", fmt::format("unknown KV dtype '{}'", d), "fp16, bf16, int8, fp32");
+      flag_error("--kv-dtype", fmt::format("unknown KV dtype '{}'", d),
+                 "fp16, bf16, int8, fp8, fp8_e4m3, fp8_e5m2, fp32");
   }
   for (const int64_t c : q.contexts)
     if (c < 1) flag_error("--context", fmt::format("context {} must be at least 1", c), ">= 1");
@@ -87,75 +88,96 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
       const ModelSpec model = resolve_model(model_name, configs_dir);
       for (const auto& dtype : q.kv_dtypes) {
         for (const int64_t tp : q.tps) {
-          if (const std::string p = model.tensor_parallel_problem(tp); !p.empty())
-            flag_error("--tp", fmt::format("tensor parallel {} for {}: {}", tp, model.name, p),
-                       "a size that divides the heads and the MLP");
-          if (tp > device.max_tensor_parallel)
-            flag_error("--tp",
-                       fmt::format("tensor parallel {} exceeds {}'s max_tensor_parallel {}", tp,
-                                   device.name, device.max_tensor_parallel),
-                       fmt::format("1..{}", device.max_tensor_parallel));
-          PoolSizingInput in;
-          in.device_memory = device.memory_bytes;
-          in.memory_fraction = q.memory_fraction;
-          in.tp = tp;
-          in.block_size = q.block_size;
-          in.kv_dtype_bytes = kv_dtype_bytes(dtype);
-          in.max_batched_tokens = q.max_batched_tokens;
-          in.max_num_seqs = q.max_num_seqs;
-          if (q.policy == "chunk_lru") {
-            in.memory_fraction = q.main_pool_fraction;
-            in.chunk_pool_fraction = q.chunk_pool_fraction;
-          }
-          const PoolSizing s = size_paged_pool(model, in);
-          for (const int64_t context : q.contexts) {
-            CapacityRow r;
-            r.device = device.name;
-            r.model = model.name;
-            r.kv_dtype = dtype;
-            r.context = context;
-            r.tp = tp;
-            r.weights_bytes = s.weights_bytes;
-            r.kv_bytes_per_token = s.kv_bytes_per_token;
-            r.kv_bytes_at_context = s.kv_bytes_per_token * context;
-            r.block_bytes = s.block_bytes;
-            r.num_blocks = s.num_blocks;
-            r.capacity_tokens = s.capacity_tokens;
-            r.device_bytes = device.memory_bytes;
-            r.budget_bytes = s.budget;
-            r.activation_reserve_bytes = s.activation_reserve;
+          for (const int64_t ep : q.eps) {
+            if (ep > 1 && !model.moe.enabled()) continue;  // no experts: the ep = 1 row stands
+            if (const std::string p = model.tensor_parallel_problem(tp, ep); !p.empty()) {
+              const bool expert = p.find("expert") != std::string::npos;
+              flag_error(expert ? "--ep" : "--tp",
+                         fmt::format("tensor parallel {}, expert parallel {} for {}: {}", tp, ep,
+                                     model.name, p),
+                         expert ? "1, or a multiple of --tp that divides the experts"
+                                : "a size that divides the heads and the MLP");
+            }
+            if (ep > device.max_tensor_parallel)
+              flag_error("--ep",
+                         fmt::format("expert parallel {} exceeds {}'s max_tensor_parallel {}", ep,
+                                     device.name, device.max_tensor_parallel),
+                         fmt::format("1..{}", device.max_tensor_parallel));
+            if (tp > device.max_tensor_parallel)
+              flag_error("--tp",
+                         fmt::format("tensor parallel {} exceeds {}'s max_tensor_parallel {}", tp,
+                                     device.name, device.max_tensor_parallel),
+                         fmt::format("1..{}", device.max_tensor_parallel));
+            PoolSizingInput in;
+            in.device_memory = device.memory_bytes;
+            in.memory_fraction = q.memory_fraction;
+            in.tp = tp;
+            in.ep = ep;
+            in.block_size = q.block_size;
+            in.kv_dtype_bytes = kv_dtype_bytes(dtype);
+            in.max_batched_tokens = q.max_batched_tokens;
+            in.max_num_seqs = q.max_num_seqs;
             if (q.policy == "chunk_lru") {
-              r.main_pool_bytes = s.num_blocks * s.block_bytes;
-              r.chunk_pool_bytes = s.chunk_pool_bytes;
-              r.chunk_pool_blocks = s.chunk_pool_blocks;
-              r.chunk_pool_tokens = s.chunk_pool_blocks * q.block_size;
+              in.memory_fraction = q.main_pool_fraction;
+              in.chunk_pool_fraction = q.chunk_pool_fraction;
             }
-            const int64_t blocks_per_seq = (context + q.block_size - 1) / q.block_size;
-            r.max_concurrent_seqs = s.num_blocks / blocks_per_seq;
-            r.max_context_tokens = std::min(s.capacity_tokens, model.max_position_embeddings);
-            // Fits = the weights, the activation reserve and at least one
-            // block within the budget (the scenario cross-check of SPEC 4).
-            r.fits = s.num_blocks >= 1;
-            if (!r.fits) {
-              r.shortfall_bytes = s.weights_bytes + s.activation_reserve + s.block_bytes - s.budget;
-              r.note = fmt::format(
-                  "does not fit: weights {} + activations {} + one block {} exceed the budget {} "
-                  "by {}",
-                  format_bytes(s.weights_bytes), format_bytes(s.activation_reserve),
-                  format_bytes(s.block_bytes), format_bytes(s.budget),
-                  format_bytes(r.shortfall_bytes));
-            } else if (context > model.max_position_embeddings) {
-              r.note = fmt::format("context exceeds the model's max_position_embeddings {}",
-                                   model.max_position_embeddings);
-            } else if (r.max_concurrent_seqs == 0) {
-              r.note = fmt::format("one sequence of {} tokens needs {} blocks, the pool has {}",
-                                   context, blocks_per_seq, s.num_blocks);
+            const PoolSizing s = size_paged_pool(model, in);
+            for (const int64_t context : q.contexts) {
+              CapacityRow r;
+              r.device = device.name;
+              r.model = model.name;
+              r.kv_dtype = dtype;
+              r.context = context;
+              r.tp = tp;
+              r.ep = ep;
+              r.weights_bytes = s.weights_bytes;
+              r.kv_bytes_per_token = s.kv_bytes_per_token;
+              r.kv_bytes_at_context = s.kv_bytes_per_token * context;
+              r.block_bytes = s.block_bytes;
+              r.num_blocks = s.num_blocks;
+              r.capacity_tokens = s.capacity_tokens;
+              r.device_bytes = device.memory_bytes;
+              r.budget_bytes = s.budget;
+              r.activation_reserve_bytes = s.activation_reserve;
+              if (q.policy == "chunk_lru") {
+                r.main_pool_bytes = s.num_blocks * s.block_bytes;
+                r.chunk_pool_bytes = s.chunk_pool_bytes;
+                r.chunk_pool_blocks = s.chunk_pool_blocks;
+                r.chunk_pool_tokens = s.chunk_pool_blocks * q.block_size;
+              }
+              const int64_t blocks_per_seq = (context + q.block_size - 1) / q.block_size;
+              r.max_concurrent_seqs = s.num_blocks / blocks_per_seq;
+              r.max_context_tokens = std::min(s.capacity_tokens, model.max_position_embeddings);
+              r.windowed_kv_bytes_at_context =
+                  model.kv_bytes_for_context(context, in.kv_dtype_bytes, tp);
+              r.windowed_max_concurrent_seqs = s.kv_budget > 0 && r.windowed_kv_bytes_at_context > 0
+                                                   ? s.kv_budget / r.windowed_kv_bytes_at_context
+                                                   : 0;
+              // Fits = the weights, the activation reserve and at least one
+              // block within the budget (the scenario cross-check of SPEC 4).
+              r.fits = s.num_blocks >= 1;
+              if (!r.fits) {
+                r.shortfall_bytes =
+                    s.weights_bytes + s.activation_reserve + s.block_bytes - s.budget;
+                r.note = fmt::format(
+                    "does not fit: weights {} + activations {} + one block {} exceed the budget {} "
+                    "by {}",
+                    format_bytes(s.weights_bytes), format_bytes(s.activation_reserve),
+                    format_bytes(s.block_bytes), format_bytes(s.budget),
+                    format_bytes(r.shortfall_bytes));
+              } else if (context > model.max_position_embeddings) {
+                r.note = fmt::format("context exceeds the model's max_position_embeddings {}",
+                                     model.max_position_embeddings);
+              } else if (r.max_concurrent_seqs == 0) {
+                r.note = fmt::format("one sequence of {} tokens needs {} blocks, the pool has {}",
+                                     context, blocks_per_seq, s.num_blocks);
+              }
+              if (device.htp) {  // a Hexagon NPU: Genie buffers, not a paged pool
+                r.note.clear();
+                fill_htp_capacity_row(r, device, model);
+              }
+              rows.push_back(std::move(r));
             }
-            if (device.htp) {  // a Hexagon NPU: Genie buffers, not a paged pool
-              r.note.clear();
-              fill_htp_capacity_row(r, device, model);
-            }
-            rows.push_back(std::move(r));
           }
         }
       }
@@ -200,6 +222,9 @@ nlohmann::ordered_json capacity_row_json(const CapacityRow& r) {
   j["chunk_pool_bytes"] = r.chunk_pool_bytes;
   j["chunk_pool_blocks"] = r.chunk_pool_blocks;
   j["chunk_pool_tokens"] = r.chunk_pool_tokens;
+  j["ep"] = r.ep;
+  j["windowed_kv_bytes_at_context"] = r.windowed_kv_bytes_at_context;
+  j["windowed_max_concurrent_seqs"] = r.windowed_max_concurrent_seqs;
   return j;
 }
 
@@ -223,7 +248,8 @@ std::string capacity_markdown(const std::vector<CapacityRow>& rows) {
   const std::string htp_table = capacity_genie_markdown(rows);
   for (const auto& r : rows) {
     if (r.htp) continue;  // in their own table below
-    cells.push_back({r.device, r.model, r.kv_dtype, std::to_string(r.context), std::to_string(r.tp),
+    cells.push_back({r.device, r.model, r.kv_dtype, std::to_string(r.context),
+                     r.ep > 1 ? fmt::format("{} (ep {})", r.tp, r.ep) : std::to_string(r.tp),
                      format_bytes(r.weights_bytes), format_bytes(r.kv_bytes_per_token),
                      format_bytes(r.kv_bytes_at_context), format_bytes(r.block_bytes),
                      std::to_string(r.num_blocks), std::to_string(r.capacity_tokens),

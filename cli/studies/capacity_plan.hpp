@@ -19,6 +19,10 @@ struct CapacityQuery {
   std::vector<int64_t> contexts = {1024, 8192, 32768};
   std::vector<std::string> kv_dtypes = {"fp16"};
   std::vector<int64_t> tps = {1};
+  // Expert-parallel sizes (vLLM's enable_expert_parallel): whole experts
+  // split over ep ranks, ep a multiple of tp. For a model without experts
+  // only ep = 1 makes rows.
+  std::vector<int64_t> eps = {1};
   int64_t block_size = 128;
   double memory_fraction = 0.9;
   // The activation reserve is derived for these scheduler limits (the
@@ -65,6 +69,12 @@ struct CapacityRow {
   // chunk_lru's dual pool (0 for paged): main = num_blocks * block_bytes.
   Bytes main_pool_bytes = 0, chunk_pool_bytes = 0;
   int64_t chunk_pool_blocks = 0, chunk_pool_tokens = 0;
+  int64_t ep = 1;  // expert-parallel ranks (1: none)
+  // What a pool per attention type (vLLM's hybrid allocator, llama.cpp's
+  // iSWA) would hold: sliding layers keep at most their window. Equal to the
+  // single-pool figures on a full-attention model.
+  Bytes windowed_kv_bytes_at_context = 0;
+  int64_t windowed_max_concurrent_seqs = 0;
 };
 
 // A device or model resolved by name (configs/<kind>/NAME.yaml, following
@@ -74,7 +84,7 @@ DeviceSpec resolve_device(const std::string& name, const std::string& configs_di
 ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
                         const std::string& flag = "--model");
 
-// One row per device x model x dtype x tp x context (in that nesting order).
+// One row per device x model x dtype x tp x ep x context (in that nesting order).
 // Throws config::ConfigError for unknown names, dtypes or tensor-parallel
 // sizes the model or device cannot take.
 std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string& configs_dir);

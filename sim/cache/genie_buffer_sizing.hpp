@@ -33,7 +33,7 @@ inline int64_t genie_cache_columns(std::string_view update_mode, int64_t ctx_siz
 inline GenieBufferBytes genie_buffer_bytes(const ModelSpec& m, std::string_view update_mode,
                                            int64_t ctx_size, const std::vector<int64_t>& variants,
                                            Bytes dtype_bytes, int64_t pointer_shift_headroom = 0) {
-  const Bytes per_col = 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim * dtype_bytes;
+  const Bytes per_col = m.kv_bytes_per_token(dtype_bytes, 1);  // one HTP: no tensor parallelism
   const int64_t max_variant =
       variants.empty() ? 1 : *std::max_element(variants.begin(), variants.end());
   GenieBufferBytes b;

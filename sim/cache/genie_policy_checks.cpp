@@ -10,6 +10,20 @@ namespace kvsim {
 
 void genie_buffer_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
   const CacheConfig& c = s.cache;
+  // Genie's KV tensors hold K and V per head in fp16 or int8 with one
+  // quantisation per tensor (seed 002): neither fp8 rows nor a latent cache.
+  if (c.dtype.rfind("fp8", 0) == 0) {
+    ctx.diagnostics.error(ctx.location_of("kv_cache.dtype"), "kv_cache.dtype",
+                          fmt::format("Genie's KV buffers do not store {}", c.dtype),
+                          "fp16, bf16, int8 or fp32");
+  }
+  if (s.model.mla.enabled()) {
+    ctx.diagnostics.error(ctx.location_of("model"), "model",
+                          fmt::format("{} caches a latent (multi-head latent attention); Genie's "
+                                      "buffers hold K and V per head",
+                                      s.model.name),
+                          "a model with per-head K and V on an HTP");
+  }
   for (int64_t v : c.ar_variants) {
     if (v >= c.ctx_size) {
       ctx.diagnostics.error(

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "models/model_spec.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/genie_mode_policy.hpp"
 #include "sim/cache/paged_policy.hpp"
@@ -101,16 +102,18 @@ const CachePolicyComponent* find_cache_policy(std::string_view name) {
 
 config::ComponentInfo kv_cache_section_info() {
   using namespace config;
-  return {"section",
-          "kv_cache",
-          "keys every policy shares",
-          {choice_param("policy", std::string("paged"), cache_policy_names(),
-                        "the cache policy; its own keys follow in its table"),
-           choice_param("dtype", std::string("fp16"), {"fp16", "bf16", "int8", "fp32"},
-                        "element type of the cached K and V"),
-           number_param("memory_fraction", 0.9, 0.01, 1.0, "fraction of device memory",
-                        "memory the engine may use: weights, activations, KV (chunk_lru: see "
-                        "main_pool_fraction)")}};
+  return {
+      "section",
+      "kv_cache",
+      "keys every policy shares",
+      {choice_param("policy", std::string("paged"), cache_policy_names(),
+                    "the cache policy; its own keys follow in its table"),
+       choice_param("dtype", std::string("fp16"), kKvDtypeNames,
+                    "element type of the cached K and V (fp8 = fp8_e4m3; fp8 rows carry one "
+                    "scale per token and head); vLLM's top-level kv_cache_dtype is the same key"),
+       number_param("memory_fraction", 0.9, 0.01, 1.0, "fraction of device memory",
+                    "memory the engine may use: weights, activations, KV (chunk_lru: see "
+                    "main_pool_fraction)")}};
 }
 
 std::vector<config::ComponentInfo> cache_policy_infos() {

@@ -16,7 +16,7 @@ PoolSizing size_paged_pool(const ModelSpec& model, const PoolSizingInput& in) {
   PoolSizing s;
   s.kv_bytes_per_token = model.kv_bytes_per_token(in.kv_dtype_bytes, in.tp);
   s.block_bytes = s.kv_bytes_per_token * in.block_size;
-  s.weights_bytes = model.weight_bytes_per_rank(in.tp);
+  s.weights_bytes = model.weight_bytes_per_rank(in.tp, in.ep);
   s.activation_reserve = in.activation_reserve.value_or(
       derived_activation_reserve(model, in.tp, in.max_batched_tokens, in.max_num_seqs));
   // floor(memory * fraction): the fraction is a user-facing decimal, the

@@ -18,6 +18,7 @@ struct PoolSizingInput {
   // the kv_cache declarations', not written here again.
   double memory_fraction = 0;
   int64_t tp = 1;
+  int64_t ep = 1;  // expert parallelism: routed experts split whole over ep ranks
   int64_t block_size = 0;
   Bytes kv_dtype_bytes = 2;
   int64_t max_batched_tokens = 8192;

@@ -43,7 +43,8 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
   scheduler_ = std::make_unique<Scheduler>(sp, *policy_);
   timing_ = std::make_unique<TimingModel>(
       scenario.device, scenario.model,
-      TimingModel::Params{scenario.tp, kv_dtype_bytes(scenario.cache.dtype)});
+      TimingModel::Params{scenario.tp, kv_dtype_bytes(scenario.cache.dtype), scenario.ep,
+                          scenario.expert_skew});
   numerics_ = make_numerics_observer(scenario, sizing_);
 }
 

@@ -13,7 +13,6 @@ using config::Node;
 
 void read_kv_cache_section(MapReader& top, ScenarioSpec& s) {
   MapReader r(top.child("kv_cache"));
-  const bool dtype_given = r.has("dtype");
   const std::vector<std::string> policies = cache_policy_names();
   config::ComponentInfo shared = kv_cache_section_info();
   const Node policy = r.child("policy");
@@ -46,17 +45,6 @@ void read_kv_cache_section(MapReader& top, ScenarioSpec& s) {
       for (const auto& p : info.params) r.declare(p.key);
   }
   r.finish();
-  // vLLM's engine argument kv_cache_dtype (--kv-cache-dtype), accepted at the
-  // top level as it is in vLLM's flat argument list: the same setting as
-  // kv_cache.dtype, so giving both is an error.
-  if (top.has("kv_cache_dtype")) {
-    const Node alias = top.child("kv_cache_dtype");
-    const std::string dtype = top.choice("kv_cache_dtype", "fp16", kKvDtypeNames);
-    if (dtype_given)
-      alias.error("kv_cache_dtype and kv_cache.dtype both set the KV dtype", "one of the two");
-    else
-      s.cache.dtype = dtype;
-  }
 }
 
 config::ComponentInfo serving_engine_info() {

@@ -88,6 +88,7 @@ BENCHMARK_CAPTURE(BM_Hold, aligned_quaternary_heap, "aligned_quaternary_heap")
     ->Arg(64)
     ->Arg(1024)
     ->Arg(65536);
+BENCHMARK_CAPTURE(BM_Hold, radix_heap, "radix_heap")->Arg(1)->Arg(64)->Arg(1024)->Arg(65536);
 
 // The time-out pattern: every step schedules a completion and a later
 // time-out, and the completion cancels the time-out. Half of all pushes are
@@ -122,6 +123,7 @@ BENCHMARK_CAPTURE(BM_HoldWithCancelledTimeouts, quaternary_heap, "quaternary_hea
 BENCHMARK_CAPTURE(BM_HoldWithCancelledTimeouts, aligned_quaternary_heap, "aligned_quaternary_heap")
     ->Arg(64)
     ->Arg(65536);
+BENCHMARK_CAPTURE(BM_HoldWithCancelledTimeouts, radix_heap, "radix_heap")->Arg(64)->Arg(65536);
 
 // The whole engine: N clients, each event reschedules its client through
 // Simulator::schedule_in. Includes the run loop, now() and events_processed.

@@ -26,7 +26,7 @@ TEST(Registries, ListTheExpectedNames) {
   EXPECT_EQ(length_distributions(), (Names{"constant", "empirical", "exponential", "lognormal",
                                            "normal", "uniform", "zipf"}));
   EXPECT_EQ(event_queue_names(),
-            (Names{"binary_heap", "quaternary_heap", "aligned_quaternary_heap"}));
+            (Names{"binary_heap", "quaternary_heap", "aligned_quaternary_heap", "radix_heap"}));
 }
 
 TEST(Registries, ShippedConfigsAreAllListed) {

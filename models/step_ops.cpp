@@ -56,38 +56,36 @@ bool op_is_per_layer(OpKind kind) {
   return kind >= OpKind::input_norm && kind <= OpKind::mlp_allreduce;
 }
 
+void StepTotals::add(const SeqWork& s, bool fixed_shape) {
+  const double q = static_cast<double>(s.query_tokens);
+  const double c = static_cast<double>(s.context_before);
+  tokens += q;
+  if (s.samples) samplers += 1;
+  // Query token j (0-based) sees the c cached keys and the j+1 new keys up
+  // to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2. A fixed-shape graph
+  // computes the whole q x (c + q) block under its mask.
+  attended_pairs += fixed_shape ? q * (c + q) : q * c + q * (q + 1) / 2;
+  if (s.query_tokens > 0) {
+    kv_tokens_read += c + q;
+    context_read += c;
+  }
+}
+
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-// The batch reduced to the sums the formulas need.
-struct BatchTotals {
-  double tokens = 0;          // T: new tokens computed this step
-  double samplers = 0;        // S: sequences that produce a token
-  double attended_pairs = 0;  // sum_i P_i, (query, key) pairs under the causal mask
-  double kv_tokens_read = 0;  // sum_i (c_i + q_i), cached tokens whose K and V are read
-  double context_read = 0;    // sum_i c_i over sequences that compute: KV of earlier steps
-};
+using BatchTotals = StepTotals;
 
 BatchTotals totals_of(const StepWork& work) {
+  if (work.totals_given) return work.totals;
   BatchTotals t;
   for (const SeqWork& s : work.seqs) {
     if (s.query_tokens < 0 || s.context_before < 0)
       throw std::invalid_argument("step_op_costs: negative query_tokens or context_before");
-    const double q = static_cast<double>(s.query_tokens);
-    const double c = static_cast<double>(s.context_before);
-    t.tokens += q;
-    if (s.samples) t.samplers += 1;
-    // Query token j (0-based) sees the c cached keys and the j+1 new keys up
-    // to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2. A fixed-shape graph
-    // computes the whole q x (c + q) block under its mask.
-    t.attended_pairs += work.fixed_shape ? q * (c + q) : q * c + q * (q + 1) / 2;
-    if (s.query_tokens > 0) {
-      t.kv_tokens_read += c + q;
-      t.context_read += c;
-    }
+    t.add(s, work.fixed_shape);
   }
   return t;
 }

@@ -112,11 +112,14 @@ void ServingEngine::start_step() {
     observe(now, 0, 0);
     return;
   }
-  work_.seqs.clear();
+  // The sums the step's price needs, without a record per sequence.
+  work_.totals_given = true;
+  work_.totals = {};
   for (const ScheduledSeq& item : batch_.items) {
     const Sequence* seq = item.seq;
-    work_.seqs.push_back({item.tokens, policy_->attention_context(seq->computed),
-                          seq->computed + item.tokens == seq->num_tokens()});
+    work_.totals.add({item.tokens, policy_->attention_context(seq->computed),
+                      seq->computed + item.tokens == seq->num_tokens()},
+                     work_.fixed_shape);
   }
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;

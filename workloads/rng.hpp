@@ -113,6 +113,8 @@ class TokenStream {
  public:
   TokenStream(uint64_t key, int64_t vocab_size)
       : key_(key), modulo_(static_cast<uint64_t>(vocab_size)) {}
+  // With the vocabulary's modulo already built (it costs a 128-bit divide).
+  TokenStream(uint64_t key, const FastModulo& modulo) : key_(key), modulo_(modulo) {}
   int32_t at(uint64_t position) const {
     return static_cast<int32_t>(modulo_(mix64(key_ ^ mix64(position))));
   }

@@ -16,10 +16,10 @@ TokenContent& TokenContent::operator=(std::vector<int32_t> tokens) {
 
 void TokenContent::append_stream(uint64_t key, int64_t vocab_size, int64_t count) {
   if (count <= 0) return;
-  const bool described_so_far = runs_.empty() ? held_.empty() : vocab_size == vocab_size_;
+  const bool described_so_far = runs_.empty() ? held_.empty() : vocab_size == this->vocab_size();
   if (described_so_far) {
     if (held_.capacity() > 0) std::vector<int32_t>().swap(held_);  // regenerated when read
-    vocab_size_ = vocab_size;
+    if (runs_.empty()) modulo_ = FastModulo(static_cast<uint64_t>(vocab_size));
     runs_.push_back({key, described_len_, count});
     described_len_ += count;
     return;
@@ -40,7 +40,7 @@ const TokenRun& TokenContent::run_at(int64_t i) const {
 int32_t TokenContent::at(int64_t i) const {
   if (runs_.empty() || !held_.empty()) return held_[static_cast<size_t>(i)];
   const TokenRun& r = run_at(i);
-  return TokenStream(r.key, vocab_size_).at(static_cast<uint64_t>(i - r.start));
+  return TokenStream(r.key, modulo_).at(static_cast<uint64_t>(i - r.start));
 }
 
 void TokenContent::copy(int64_t begin, int64_t count, int32_t* dst) const {
@@ -51,7 +51,7 @@ void TokenContent::copy(int64_t begin, int64_t count, int32_t* dst) const {
   const TokenRun* r = &run_at(begin);
   for (int64_t i = begin; i < begin + count;) {
     while (i >= r->start + r->length) ++r;
-    const TokenStream stream(r->key, vocab_size_);
+    const TokenStream stream(r->key, modulo_);
     const int64_t stop = std::min(begin + count, r->start + r->length);
     for (; i < stop; ++i) *dst++ = stream.at(static_cast<uint64_t>(i - r->start));
   }

@@ -18,6 +18,8 @@
 #include <initializer_list>
 #include <vector>
 
+#include "workloads/rng.hpp"
+
 namespace kvsim {
 
 // Positions [0, length) of TokenStream(key, vocab), placed at `start`.
@@ -48,7 +50,7 @@ class TokenContent {
 
   bool described() const { return !runs_.empty(); }
   const std::vector<TokenRun>& runs() const { return runs_; }
-  int64_t vocab_size() const { return vocab_size_; }
+  int64_t vocab_size() const { return static_cast<int64_t>(modulo_.divisor()); }
   // The run holding position i (precondition: described(), i < size()).
   const TokenRun& run_at(int64_t i) const;
   // The token at position i without holding the content.
@@ -101,7 +103,7 @@ class TokenContent {
   mutable std::vector<int32_t> held_;
   std::vector<TokenRun> runs_;
   int64_t described_len_ = 0;
-  int64_t vocab_size_ = 0;
+  FastModulo modulo_{1};  // the runs' vocabulary
 };
 
 }  // namespace kvsim

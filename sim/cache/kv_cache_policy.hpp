@@ -33,7 +33,20 @@ struct TokenView {
   const TokenContent* output_content = nullptr;  // when `output` is null
 
   // The view of a request's content with `generated` output tokens known.
-  static TokenView of(const TokenContent& prompt, const TokenContent& output, int64_t generated);
+  static TokenView of(const TokenContent& prompt, const TokenContent& output, int64_t generated) {
+    TokenView v;
+    v.prompt_len = static_cast<int64_t>(prompt.size());
+    v.output_len = generated;
+    if (prompt.described())
+      v.prompt_content = &prompt;
+    else
+      v.prompt = prompt.data();
+    if (output.described())
+      v.output_content = &output;
+    else
+      v.output = output.data();
+    return v;
+  }
 
   int64_t size() const { return prompt_len + output_len; }
   int32_t at(int64_t i) const {

@@ -4,21 +4,6 @@
 
 namespace kvsim {
 
-TokenView TokenView::of(const TokenContent& prompt, const TokenContent& output, int64_t generated) {
-  TokenView v;
-  v.prompt_len = static_cast<int64_t>(prompt.size());
-  v.output_len = generated;
-  if (prompt.described())
-    v.prompt_content = &prompt;
-  else
-    v.prompt = prompt.data();
-  if (output.described())
-    v.output_content = &output;
-  else
-    v.output = output.data();
-  return v;
-}
-
 void TokenView::copy(int64_t begin, int64_t count, int32_t* dst) const {
   // The prompt part, then the output part, each in one call.
   const int64_t in_prompt = std::clamp<int64_t>(prompt_len - begin, 0, count);

@@ -14,9 +14,11 @@
 // buckets. A key moves at most once per bit, down, over arrays read in
 // order: no chain of dependent cache misses as in a deep heap.
 //
-// A key earlier than base_ (a queue used outside a simulation, as the tests
-// do) rebuilds the buckets around the new base: correct, O(n), never hit by
-// a simulator run.
+// base_ is the earliest time in the buckets, not the clock: once the last
+// event of an instant is popped it moves to the next queued time, and an
+// event may then be scheduled between the clock and base_ (a step's end
+// sooner than the next arrival). Such keys wait in `early_`, a plain 4-ary
+// heap, and front() takes the earlier of its front and bucket 0's.
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -32,28 +34,36 @@ class RadixKeyHeap {
  public:
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
-  const HeapKey& front() const { return now_.front(); }
+  const HeapKey& front() const { return early_first() ? early_.front() : now_.front(); }
   // The slots the queue prefetches callbacks of: the keys due at base_ come
   // next (events at one instant are common when thousands are resident);
   // past those, the front again (harmless).
   uint32_t slot_at(size_t index) const {
-    return index < now_.size() ? now_.key_at(index).slot : now_.front().slot;
+    return index < now_.size() ? now_.key_at(index).slot : front().slot;
   }
 
   void insert(const HeapKey& key) {
-    if (size_ == 0) {
+    if (in_buckets_ == 0) {
       base_ = key.order_high;
     } else if (key.order_high < base_) [[unlikely]] {
-      rebase(key.order_high);
+      early_.insert(key);
+      ++size_;
+      return;
     }
     place(key);
+    ++in_buckets_;
     ++size_;
   }
 
   void remove_front() {
-    now_.remove_front();
     --size_;
-    if (now_.empty() && size_ != 0) refill();
+    if (early_first()) {
+      early_.remove_front();
+      return;
+    }
+    now_.remove_front();
+    --in_buckets_;
+    if (now_.empty() && in_buckets_ != 0) refill();
   }
 
   template <class Predicate>
@@ -65,6 +75,7 @@ class RadixKeyHeap {
   }
 
   void move_all_to(std::vector<HeapKey>& out) {
+    early_.move_all_to(out);
     now_.move_all_to(out);
     for (std::vector<HeapKey>& bucket : buckets_) {
       out.insert(out.end(), bucket.begin(), bucket.end());
@@ -72,11 +83,16 @@ class RadixKeyHeap {
     }
     occupied_ = 0;
     size_ = 0;
+    in_buckets_ = 0;
   }
   void assign_sorted(std::vector<HeapKey> sorted) { reinsert(std::move(sorted)); }
 
  private:
   static constexpr size_t kBuckets = 64;  // buckets_[b - 1] is bucket b (1..64)
+
+  bool early_first() const {
+    return !early_.empty() && (now_.empty() || runs_before(early_.front(), now_.front()));
+  }
 
   // Bucket 0 (now_) when the time equals base_, else the highest differing bit.
   void place(const HeapKey& key) {
@@ -106,17 +122,9 @@ class RadixKeyHeap {
     bucket.clear();
   }
 
-  void rebase(uint64_t new_base) {
-    std::vector<HeapKey> all;
-    const size_t count = size_;
-    move_all_to(all);
-    base_ = new_base;
-    for (const HeapKey& key : all) place(key);
-    size_ = count;
-  }
-
   void reinsert(std::vector<HeapKey> keys) {
     size_ = 0;
+    in_buckets_ = 0;
     occupied_ = 0;
     if (keys.empty()) return;
     uint64_t earliest = keys.front().order_high;
@@ -124,14 +132,16 @@ class RadixKeyHeap {
       earliest = key.order_high < earliest ? key.order_high : earliest;
     base_ = earliest;
     for (const HeapKey& key : keys) place(key);
-    size_ = keys.size();
+    size_ = in_buckets_ = keys.size();
   }
 
-  DaryKeyHeap<4> now_;  // bucket 0: keys at base_, by (priority, insertion)
+  DaryKeyHeap<4> now_;    // bucket 0: keys at base_, by (priority, insertion)
+  DaryKeyHeap<4> early_;  // keys pushed earlier than base_
   std::vector<HeapKey> buckets_[kBuckets];
   uint64_t occupied_ = 0;  // bit b: buckets_[b] is non-empty
   uint64_t base_ = 0;      // order_high (biased time) of the earliest key
-  size_t size_ = 0;
+  size_t size_ = 0;        // keys in early_ and the buckets
+  size_t in_buckets_ = 0;  // keys in now_ and buckets_
 };
 
 }  // namespace kvsim::event_queue_detail

@@ -7,6 +7,7 @@
 //   ns_per_seq_step      the same divided by max_num_seqs: flat if the step's
 //                        cost does not grow with the batch
 //   mean_batch           scheduled sequences per step (should be ~max_num_seqs)
+//   sim_x_real           simulated seconds per CPU second (x real time)
 // The run also builds the engine (a pool of ~10^5 blocks) and generates and
 // retires max(4 x max_num_seqs, 1,024) requests; that cost is included,
 // spread over the run's steps (>= 1,024 x 512 / max_num_seqs of them).
@@ -56,12 +57,14 @@ void BM_StepCost(benchmark::State& state) {
   double cpu_s = 0;
   int64_t steps = 0;
   double tokens = 0;
+  double simulated_s = 0;
   for (auto _ : state) {
     const double start = thread_cpu_s();
     kvsim::ServingEngine engine(s, nullptr);
     const kvsim::RunMetrics m = engine.run();
     cpu_s += thread_cpu_s() - start;
     steps += m.sim.steps;
+    simulated_s += m.sim.simulated_s;
     tokens += m.throughput.output_tokens_per_s * m.sim.simulated_s;
     benchmark::DoNotOptimize(m);
   }
@@ -69,6 +72,7 @@ void BM_StepCost(benchmark::State& state) {
   state.counters["ns_per_step"] = ns_per_step;
   state.counters["ns_per_seq_step"] = ns_per_step / static_cast<double>(max_num_seqs);
   state.counters["mean_batch"] = tokens / static_cast<double>(steps);
+  state.counters["sim_x_real"] = simulated_s / cpu_s;
   state.SetItemsProcessed(steps);
 }
 BENCHMARK(BM_StepCost)->Arg(16)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);

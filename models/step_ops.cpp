@@ -64,6 +64,26 @@ bool op_is_per_layer(OpKind kind) {
          kind == OpKind::moe_dispatch || kind == OpKind::moe_combine;
 }
 
+void StepTotals::add(const SeqWork& s, bool fixed_shape) {
+  const double q = static_cast<double>(s.query_tokens);
+  const double c = static_cast<double>(s.context_before);
+  tokens += q;
+  if (s.samples) samplers += 1;
+  // Query token j (0-based) sees the c cached keys and the j+1 new keys up
+  // to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2. A fixed-shape graph
+  // computes the whole q x (c + q) block under its mask.
+  const double pairs = fixed_shape ? q * (c + q) : q * c + q * (q + 1) / 2;
+  attended_pairs += pairs;
+  if (s.query_tokens > 0) {
+    kv_tokens_read += c + q;
+    context_read += c;
+  }
+  if (s.query_tokens > 1) {
+    prefill_pairs += pairs;
+    prefill_kv_tokens += c + q;
+  }
+}
+
 namespace step_detail {
 
 // Keys a query at position n (1-based count of tokens up to it) sees under a
@@ -75,28 +95,32 @@ double windowed_keys_up_to(double n, double window) {
 }
 
 BatchTotals totals_of(const StepWork& work, int64_t window) {
+  // Full attention sums whole numbers per sequence, so an engine may hand
+  // over the sums; a window needs each sequence's position.
+  if (work.totals_given) {
+    if (window > 0)
+      throw std::logic_error("step_op_costs: a sliding-window layer needs per-sequence work");
+    return work.totals;
+  }
   BatchTotals t;
   const double w = static_cast<double>(window);
   for (const SeqWork& s : work.seqs) {
     if (s.query_tokens < 0 || s.context_before < 0)
       throw std::invalid_argument("step_op_costs: negative query_tokens or context_before");
+    if (window <= 0) {
+      t.add(s, work.fixed_shape);
+      continue;
+    }
     const double q = static_cast<double>(s.query_tokens);
     const double c = static_cast<double>(s.context_before);
     t.tokens += q;
     if (s.samples) t.samplers += 1;
-    double pairs = 0, cached = c;
-    if (window <= 0) {
-      // Query token j (0-based) sees the c cached keys and the j+1 new keys
-      // up to itself: sum_j (c + j + 1) = q*c + q*(q+1)/2. A fixed-shape
-      // graph computes the whole q x (c + q) block under its mask.
-      pairs = work.fixed_shape ? q * (c + q) : q * c + q * (q + 1) / 2;
-    } else {
-      // A sliding layer: query at position c + j sees the last W keys only;
-      // the cached keys read are the W - 1 before the first query.
-      cached = std::min(c, w - 1);
-      pairs = work.fixed_shape ? q * (cached + q)
-                               : windowed_keys_up_to(c + q, w) - windowed_keys_up_to(c, w);
-    }
+    // A sliding layer: query at position c + j sees the last W keys only;
+    // the cached keys read are the W - 1 before the first query.
+    const double cached = std::min(c, w - 1);
+    const double pairs = work.fixed_shape
+                             ? q * (cached + q)
+                             : windowed_keys_up_to(c + q, w) - windowed_keys_up_to(c, w);
     t.attended_pairs += pairs;
     if (s.query_tokens > 0) {
       t.kv_tokens_read += cached + q;

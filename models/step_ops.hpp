@@ -57,9 +57,28 @@ struct SeqWork {
   bool samples = false;        // produces a token this step (last chunk of prefill, or decode)
 };
 
+// The batch reduced to the sums the cost formulas need. Every term is a sum
+// of whole numbers, so adding sequences in any order (or keeping the sums
+// as sequences change) gives the same values as walking `seqs`.
+struct StepTotals {
+  double tokens = 0;          // T: new tokens computed this step
+  double samplers = 0;        // S: sequences that produce a token
+  double attended_pairs = 0;  // sum_i P_i, (query, key) pairs under the causal mask
+  double kv_tokens_read = 0;  // sum_i (c_i + q_i), cached tokens whose K and V are read
+  double context_read = 0;    // sum_i c_i over sequences that compute: KV of earlier steps
+  double prefill_pairs = 0;      // the part of attended_pairs from sequences with q_i > 1
+  double prefill_kv_tokens = 0;  // the part of kv_tokens_read from sequences with q_i > 1
+  // Adds one sequence (query_tokens, context_before >= 0).
+  void add(const SeqWork& s, bool fixed_shape);
+};
+
 // One step of the engine as the timing model sees it.
 struct StepWork {
   std::vector<SeqWork> seqs;
+  // When set, the engine summed the sequences itself and `seqs` is not read
+  // (a serving step then costs no per-sequence record).
+  bool totals_given = false;
+  StepTotals totals;
   Bytes swap_in_bytes = 0;    // over the host link, per rank
   Bytes swap_out_bytes = 0;   // over the host link, per rank
   Bytes kv_copy_bytes = 0;    // device-side copy, per rank (read + write counted by the op)

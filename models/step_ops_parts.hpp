@@ -11,15 +11,8 @@ namespace kvsim::step_detail {
 
 // The batch reduced to the sums the formulas need, for a layer that attends
 // over at most `window` keys (0: every earlier key).
-struct BatchTotals {
-  double tokens = 0;             // T: new tokens computed this step
-  double samplers = 0;           // S: sequences that produce a token
-  double attended_pairs = 0;     // sum_i P_i, (query, key) pairs under the causal mask
-  double kv_tokens_read = 0;     // sum_i (c_i + q_i), cached tokens whose K and V are read
-  double context_read = 0;       // sum_i c_i over sequences that compute: KV of earlier steps
-  double prefill_pairs = 0;      // the part of attended_pairs from sequences with q_i > 1
-  double prefill_kv_tokens = 0;  // the part of kv_tokens_read from sequences with q_i > 1
-};
+// The batch reduced to the sums the cost formulas need (step_ops.hpp).
+using BatchTotals = StepTotals;
 BatchTotals totals_of(const StepWork& work, int64_t window);
 
 OpCost matmul(double tokens, double in, double out, double w, double a);

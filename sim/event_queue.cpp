@@ -14,6 +14,7 @@
 #include "sim/event_queue_aligned_heap.hpp"
 #include "sim/event_queue_dary_heap.hpp"
 #include "sim/event_queue_key.hpp"
+#include "sim/event_queue_radix_heap.hpp"
 
 namespace kvsim {
 namespace {
@@ -200,6 +201,7 @@ constexpr QueueFactory kQueueFactories[] = {
     {"binary_heap", make_slot_pool_queue<DaryKeyHeap<2>>},
     {"quaternary_heap", make_slot_pool_queue<DaryKeyHeap<4>>},
     {"aligned_quaternary_heap", make_slot_pool_queue<AlignedQuaternaryKeyHeap>},
+    {"radix_heap", make_slot_pool_queue<RadixKeyHeap>},
 };
 
 const QueueFactory& find_factory(std::string_view name) {

@@ -202,13 +202,14 @@ class EventQueue {
 };
 
 // Registry by name: "binary_heap", "quaternary_heap",
-// "aligned_quaternary_heap". An unknown name throws std::invalid_argument
-// listing the known names. The default is the 4-ary heap: half the depth of
-// the binary one, and 10-15% faster from 64 resident events up in
-// bench/bench_event_queue.cpp. The cache-aligned 4-ary heap is 10-30% faster
-// again with 65,536 resident events but no faster at 1,024 or fewer, so it is
-// not the default. All pop in the same order.
-std::unique_ptr<EventQueue> make_event_queue(std::string_view name = "quaternary_heap");
+// "aligned_quaternary_heap", "radix_heap". An unknown name throws
+// std::invalid_argument listing the known names. The default is the radix
+// heap (sim/event_queue_radix_heap.hpp): in bench/bench_event_queue.cpp it
+// is ~15% faster than the 4-ary heap with 1,024 resident events and about
+// twice as fast with 65,536 (a cluster's routers and per-client timers keep
+// thousands resident), ~15% slower with 1 or 64 (a few nanoseconds). All
+// pop in the same order.
+std::unique_ptr<EventQueue> make_event_queue(std::string_view name = "radix_heap");
 std::vector<std::string> event_queue_names();
 
 namespace detail {

@@ -17,6 +17,7 @@ class DaryKeyHeap {
   bool empty() const { return keys_.empty(); }
   size_t size() const { return keys_.size(); }
   const HeapKey& front() const { return keys_.front(); }
+  const HeapKey& key_at(size_t index) const { return keys_[index]; }
 
   void insert(const HeapKey& key) {
     keys_.emplace_back();

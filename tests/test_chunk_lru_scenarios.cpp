@@ -211,7 +211,7 @@ uint64_t check_one_request(Checker& checker) {
   seq.request.prompt.insert(seq.request.prompt.end(), kChunkSeparator.begin(),
                             kChunkSeparator.end());
   add(900, 3);
-  seq.request.output = {50, 51};
+  seq.request.output = std::vector<int32_t>{50, 51};
   PrefixHit hit = policy.lookup_prefix(seq.tokens(), seq.block_hashes);
   const int64_t cached = hit.cached_tokens;
   const AdmitPlan plan = policy.plan_admit(std::move(hit), seq.num_tokens() - cached);

@@ -333,8 +333,9 @@ TEST_P(EventQueueTest, FifoSurvivesSequenceRenumbering) {
 }
 
 TEST(EventQueueRegistry, ListsEveryQueue) {
-  EXPECT_EQ(event_queue_names(), (std::vector<std::string>{"binary_heap", "quaternary_heap",
-                                                           "aligned_quaternary_heap"}));
+  EXPECT_EQ(event_queue_names(),
+            (std::vector<std::string>{"binary_heap", "quaternary_heap", "aligned_quaternary_heap",
+                                      "radix_heap"}));
   EXPECT_NE(make_event_queue(), nullptr);
 }
 

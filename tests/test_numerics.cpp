@@ -127,15 +127,24 @@ CheckerParams small_params() {
   return p;
 }
 
+// `sampled`: follows the requests whose id is a multiple of `every`.
+CheckerParams sampled_params(int64_t every) {
+  CheckerParams p = small_params();
+  p.every_step = false;
+  p.sample_every = every;
+  p.sample_sequences = true;
+  return p;
+}
+
 struct Driver {
-  PagedPolicy policy{PagedParams{16, 4, 1, true, 0}};
+  PagedPolicy policy{PagedParams{16, 4, 1, true, 16}};
   std::vector<std::unique_ptr<Sequence>> seqs;
 
   Sequence* add(uint64_t id, std::vector<int32_t> prompt) {
     auto seq = std::make_unique<Sequence>();
     seq->request.id = id;
     seq->request.prompt = std::move(prompt);
-    seq->request.output = {7, 8, 9, 10};
+    seq->request.output = std::vector<int32_t>{7, 8, 9, 10};
     seqs.push_back(std::move(seq));
     return seqs.back().get();
   }
@@ -231,6 +240,110 @@ class CorruptingChecker : public NumericsChecker {
   uint64_t request_, from_step_;
   mutable uint64_t calls_ = 0;
 };
+
+TEST(NumericsFaults, SampledFollowsARequestThroughBlocksAnotherRequestWrote) {
+  Driver d;
+  NumericsChecker checker(sampled_params(2));  // follows request 2, not 1
+  Sequence* a = d.add(1, iota_tokens(100, 10));
+  d.admit(a);
+  d.step(checker, {a});
+  EXPECT_EQ(checker.checks(), 0u);
+  Sequence* b = d.add(2, iota_tokens(100, 10));  // hits the two blocks request 1 filled
+  d.admit(b);
+  EXPECT_EQ(b->computed, 8);
+  d.step(checker, {a, b});  // its first step: checked (it reads the hits)
+  d.step(checker, {a, b});  // 11 tokens: inside its third block, not checked
+  d.step(checker, {a, b});  // 12: the third block fills, checked
+  EXPECT_EQ(checker.checks(), 2u);
+  EXPECT_LE(checker.max_abs_err(), 1e-5);
+}
+
+TEST(NumericsFaults, SampledCatchesAStalePrefixBlockAnUnfollowedRequestWrote) {
+  Driver d;
+  NumericsChecker checker(sampled_params(2));
+  Sequence* a = d.add(1, iota_tokens(100, 10));
+  d.admit(a);
+  d.step(checker, {a});
+  Sequence* b = d.add(2, iota_tokens(300, 10));
+  const std::vector<BlockId> wrong{d.policy.block_table(a->slot)[0]};
+  d.admit(b, &wrong);
+  try {
+    d.step(checker, {a, b});
+    FAIL() << "the stale prefix block went unnoticed";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("request 2 at step 2"), std::string::npos) << msg;
+  }
+}
+
+// A checker whose swap-in copy of one block of one request never arrives:
+// the third, the partly filled one (the two full ones are revived by hash,
+// their content never left the device).
+class LosingChecker : public NumericsChecker {
+ public:
+  LosingChecker(const CheckerParams& params, uint64_t request)
+      : NumericsChecker(params), request_(request) {}
+
+ protected:
+  bool swap_copy_arrives(const Sequence& seq, size_t index) const override {
+    return !(seq.request.id == request_ && index == 2);
+  }
+
+ private:
+  uint64_t request_;
+};
+
+// Prefills request 4 (two full blocks and one token), swaps it out and back
+// in, then decodes: the decode reads the swapped-in blocks.
+void swap_round_trip(Driver& d, NumericsChecker& checker) {
+  Sequence* a = d.add(4, iota_tokens(60, 9));
+  d.admit(a);
+  d.step(checker, {a});
+  ScheduledBatch out;
+  out.preempted.push_back(a);
+  a->host = d.policy.apply_swap_out(a->slot, d.policy.plan_swap_out(a->slot));
+  a->slot = kNoSeq;
+  a->state = SeqState::swapped;
+  checker.on_step_done(out, d.policy, 0);
+  // Another request takes the freed blocks, so what they held is overwritten.
+  Sequence* other = d.add(5, iota_tokens(900, 12));
+  d.admit(other);
+  d.step(checker, {other});
+  const SwapPlan in = d.policy.plan_swap_in(a->host);
+  a->slot = d.policy.apply_swap_in(a->host, in);
+  a->state = SeqState::running;
+  ScheduledBatch back;
+  back.swapped_in.push_back(a);
+  ++a->generated;
+  d.policy.apply_grow(a->slot, d.policy.plan_grow(a->slot, 1), 1);
+  back.items.push_back({a, 1});
+  a->computed += 1;
+  checker.on_step_done(back, d.policy, 0);
+}
+
+TEST(NumericsFaults, SwapRoundTripPassesFullAndSampled) {
+  for (const CheckerParams& p : {small_params(), sampled_params(4)}) {
+    Driver d;
+    NumericsChecker checker(p);
+    swap_round_trip(d, checker);
+    EXPECT_GT(checker.checks(), 0u);
+    EXPECT_LE(checker.max_abs_err(), 1e-5);
+  }
+}
+
+TEST(NumericsFaults, LostSwapCopyFailsFullAndSampled) {
+  for (const CheckerParams& p : {small_params(), sampled_params(4)}) {
+    Driver d;
+    LosingChecker checker(p, 4);
+    try {
+      swap_round_trip(d, checker);
+      FAIL() << "a lost swap copy went unnoticed";
+    } catch (const std::runtime_error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("request 4"), std::string::npos) << msg;
+    }
+  }
+}
 
 TEST(NumericsFaults, CorruptedBlockTableEntryFailsNamingRequestAndStep) {
   Driver d;

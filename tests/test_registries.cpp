@@ -29,7 +29,7 @@ TEST(Registries, ListTheExpectedNames) {
   EXPECT_EQ(routing_policy_names(),
             (Names{"least_loaded", "prefix_aware", "round_robin", "session_affinity"}));
   EXPECT_EQ(event_queue_names(),
-            (Names{"binary_heap", "quaternary_heap", "aligned_quaternary_heap"}));
+            (Names{"binary_heap", "quaternary_heap", "aligned_quaternary_heap", "radix_heap"}));
 }
 
 TEST(Registries, ShippedConfigsAreAllListed) {

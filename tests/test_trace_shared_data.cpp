@@ -161,7 +161,7 @@ TEST(SharedTraces, LeadingHashIdsShareExactlyTheirBlocksForAnyBlockSize) {
   constexpr int64_t kVocab = 128256;  // Llama 3
   for (const int64_t block_size : {16, 64, 128, 512, 96, 200, 1000}) {
     for (const Pair& p : pairs) {
-      std::vector<int32_t> a, b;
+      TokenContent a, b;
       append_mooncake_prompt(a, p.a.hash_ids, p.a.input_tokens, 42, 0, kVocab);
       append_mooncake_prompt(b, p.b.hash_ids, p.b.input_tokens, 42, 0, kVocab);
       PagedParams params;

@@ -91,19 +91,19 @@ class RagSource final : public SingleShotSource {
   void build(Request& request) const override {
     const uint64_t index = request.id;
     if (spec_.sys_prompt_tokens > 0) {
-      append_content(request.prompt, stream_key(seed(), kSystemTokens, 0), spec_.sys_prompt_tokens,
-                     vocab_size());
-      append_separator(request.prompt);
+      append_content(request.prompt.mutable_ids(), stream_key(seed(), kSystemTokens, 0),
+                     spec_.sys_prompt_tokens, vocab_size());
+      append_separator(request.prompt.mutable_ids());
     }
     for (const int64_t doc : documents_of(index)) {
       const auto key = static_cast<uint64_t>(doc);
-      append_content(request.prompt, stream_key(seed(), kDocTokens, key),
+      append_content(request.prompt.mutable_ids(), stream_key(seed(), kDocTokens, key),
                      draw(*spec_.chunk_tokens, kDocLength, key), vocab_size());
-      append_separator(request.prompt);
+      append_separator(request.prompt.mutable_ids());
     }
-    append_content(request.prompt, stream_key(seed(), kQuestionTokens, index),
+    append_content(request.prompt.mutable_ids(), stream_key(seed(), kQuestionTokens, index),
                    draw(*spec_.question_tokens, kQuestionLength, index), vocab_size());
-    append_content(request.output, stream_key(seed(), kReplyTokens, index),
+    append_content(request.output.mutable_ids(), stream_key(seed(), kReplyTokens, index),
                    draw(*spec_.output_tokens, RandomStream::output_length, index), vocab_size());
   }
 

@@ -5,17 +5,18 @@
 #include <vector>
 
 #include "base/units.hpp"
+#include "workloads/token_content.hpp"
 
 namespace kvsim {
 
 struct Request {
-  uint64_t id = 0;              // arrival order, 0-based, unique in a run
-  TimeNs arrival = 0;           // when it reaches the server
-  std::vector<int32_t> prompt;  // token ids (real content: hashes are computed on them)
+  uint64_t id = 0;      // arrival order, 0-based, unique in a run
+  TimeNs arrival = 0;   // when it reaches the server
+  TokenContent prompt;  // token ids (real content: hashes are computed on them)
   // Token ids the model "generates"; size() is the number of output tokens.
   // Deterministic so that a chat's next turn, which carries this reply in its
   // history, hashes to the same blocks.
-  std::vector<int32_t> output;
+  TokenContent output;
   uint64_t session = 0;       // chat session id (0 for single-shot requests)
   int32_t turn = 0;           // 0-based turn within the session
   int32_t prefix_group = -1;  // shared-prefix group, -1 when none

@@ -47,9 +47,10 @@ Request SingleShotSource::take() {
 }
 
 void SingleShotSource::append_own_tokens(Request& request, int64_t prompt, int64_t output) const {
-  append_tokens(request.prompt, tokens(RandomStream::prompt_tokens, request.id), prompt);
-  request.output.reserve(static_cast<size_t>(output));
-  append_tokens(request.output, tokens(RandomStream::output_tokens, request.id), output);
+  // Described, not generated: the ids are this request's alone (a waiting
+  // request holds a few words, the engine hashes its blocks from the keys).
+  append_described(request.prompt, tokens(RandomStream::prompt_tokens, request.id), prompt);
+  append_described(request.output, tokens(RandomStream::output_tokens, request.id), output);
 }
 
 }  // namespace kvsim::detail

@@ -69,10 +69,10 @@ class SyntheticSource final : public SingleShotSource {
     const int64_t unique_tokens = draw(*spec_.input_tokens, RandomStream::input_length, index);
     const int64_t output_tokens = draw(*spec_.output_tokens, RandomStream::output_length, index);
 
-    request.prompt.reserve(static_cast<size_t>(prefix_tokens + unique_tokens));
     if (prefix_tokens > 0) {
+      // Every request of the group describes the prefix the same way.
       const auto group = static_cast<uint64_t>(request.prefix_group);
-      append_tokens(request.prompt, tokens(RandomStream::prefix_tokens, group), prefix_tokens);
+      append_described(request.prompt, tokens(RandomStream::prefix_tokens, group), prefix_tokens);
     }
     append_own_tokens(request, unique_tokens, output_tokens);
   }

@@ -19,9 +19,8 @@
 
 namespace kvsim {
 
-void append_mooncake_prompt(std::vector<int32_t>& out, const std::vector<int64_t>& hash_ids,
+void append_mooncake_prompt(TokenContent& out, const std::vector<int64_t>& hash_ids,
                             int64_t input_tokens, uint64_t seed, int64_t pass, int64_t vocab_size) {
-  out.reserve(out.size() + static_cast<size_t>(input_tokens));
   for (size_t i = 0; i < hash_ids.size(); ++i) {
     const int64_t begin = static_cast<int64_t>(i) * kMooncakeBlockTokens;
     const int64_t count = std::min(kMooncakeBlockTokens, input_tokens - begin);
@@ -32,7 +31,8 @@ void append_mooncake_prompt(std::vector<int32_t>& out, const std::vector<int64_t
         stream_key(seed, RandomStream::prefix_tokens, static_cast<uint64_t>(hash_ids[i]),
                    static_cast<uint64_t>(pass) + 1),
         vocab_size);
-    detail::append_tokens(out, block, count);
+    // Described: every request naming this id describes it the same way.
+    detail::append_described(out, block, count);
   }
 }
 
@@ -75,16 +75,15 @@ class TraceSource final : public WorkloadSource {
       append_mooncake_prompt(request.prompt, r.hash_ids, r.input_tokens, seed_, next_.pass,
                              vocab_size_);
     } else {
-      request.prompt.reserve(static_cast<size_t>(r.input_tokens));
-      append_tokens(
+      append_described(
           request.prompt,
           TokenStream(stream_key(seed_, RandomStream::prompt_tokens, taken_), vocab_size_),
           r.input_tokens);
     }
-    request.output.reserve(static_cast<size_t>(r.output_tokens));
-    append_tokens(request.output,
-                  TokenStream(stream_key(seed_, RandomStream::output_tokens, taken_), vocab_size_),
-                  r.output_tokens);
+    append_described(
+        request.output,
+        TokenStream(stream_key(seed_, RandomStream::output_tokens, taken_), vocab_size_),
+        r.output_tokens);
     ++taken_;
     // Read one record ahead so next_arrival() can answer; a malformed line
     // under on_error: fail throws here, as the replay reaches it.

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "workloads/token_content.hpp"
+
 namespace kvsim {
 
 // Appends the prompt of a Mooncake request: trace block i (hash id
@@ -17,7 +19,7 @@ namespace kvsim {
 // which happens with probability vocab_size^-m (never for distinct content in
 // practice, and a miss is what a real engine would see as well).
 // `pass` separates the passes of `loop`: pass 1 is new content, not a repeat.
-void append_mooncake_prompt(std::vector<int32_t>& out, const std::vector<int64_t>& hash_ids,
+void append_mooncake_prompt(TokenContent& out, const std::vector<int64_t>& hash_ids,
                             int64_t input_tokens, uint64_t seed, int64_t pass, int64_t vocab_size);
 
 }  // namespace kvsim

@@ -101,6 +101,14 @@ void append_tokens(std::vector<int32_t>& out, const TokenStream& stream, int64_t
   for (int64_t i = 0; i < count; ++i) out.push_back(stream.at(static_cast<uint64_t>(i)));
 }
 
+void append_tokens(TokenContent& out, const TokenStream& stream, int64_t count) {
+  append_tokens(out.mutable_ids(), stream, count);
+}
+
+void append_described(TokenContent& out, const TokenStream& stream, int64_t count) {
+  out.append_stream(stream.key(), stream.vocab_size(), count);
+}
+
 }  // namespace detail
 
 config::ParamSpec distribution_param(std::string key, bool required, std::string unit,

@@ -104,6 +104,10 @@ QuantityRules output_length_rules();
 
 // Appends `count` tokens of `stream` (positions 0..count-1) to `out`.
 void append_tokens(std::vector<int32_t>& out, const TokenStream& stream, int64_t count);
+void append_tokens(TokenContent& out, const TokenStream& stream, int64_t count);
+// The same tokens described (TokenContent::append_stream), never generated
+// unless read: for content no other request holds generated.
+void append_described(TokenContent& out, const TokenStream& stream, int64_t count);
 
 // One counter-based draw of `quantity` (a length, a count, a think time), its
 // generator keyed by (seed, stream, a, b): no draw ever shifts another (rng.hpp).

@@ -16,4 +16,18 @@ BlockHash chained_block_hash(const BlockHash& parent, const int32_t* tokens, siz
   return {h.low64, h.high64};
 }
 
+BlockHash chained_stream_block_hash(const BlockHash& parent, uint64_t key, int64_t vocab_size,
+                                    int64_t offset, int64_t count) {
+  constexpr uint64_t kStreamTag = 0x73747265616d6b76ull;  // "streamkv"
+  const uint64_t words[7] = {parent.low,
+                             parent.high,
+                             kStreamTag,
+                             key,
+                             static_cast<uint64_t>(vocab_size),
+                             static_cast<uint64_t>(offset),
+                             static_cast<uint64_t>(count)};
+  const XXH128_hash_t h = XXH3_128bits(words, sizeof(words));
+  return {h.low64, h.high64};
+}
+
 }  // namespace kvsim

@@ -23,5 +23,13 @@ struct BlockHashHasher {
 // XXH3-128 over (parent hash, token ids). The first block's parent is the
 // all-zero hash.
 BlockHash chained_block_hash(const BlockHash& parent, const int32_t* tokens, size_t count);
+// The hash of a block whose ids are positions [offset, offset + count) of the
+// counter-based stream (key, vocab_size) (workloads/rng.hpp TokenStream),
+// computed from those numbers instead of the ids. Equal content gets equal
+// hashes as long as a workload always describes the same ids the same way
+// (workloads/token_content.hpp); the domain tag keeps these apart from
+// hashes of ids.
+BlockHash chained_stream_block_hash(const BlockHash& parent, uint64_t key, int64_t vocab_size,
+                                    int64_t offset, int64_t count);
 
 }  // namespace kvsim

@@ -20,7 +20,7 @@ CacheReplayResult replay_through_cache(KvCachePolicy& policy, RequestSource& sou
     ++result.requests;
     result.prompt_tokens += prompt_len;
     if (prompt_len > 0) {
-      const TokenView tokens{request.prompt.data(), prompt_len, request.output.data(), 0};
+      const TokenView tokens = TokenView::of(request.prompt, request.output, 0);
       memo.clear();
       PrefixHit hit = policy.lookup_prefix(tokens, memo);
       const int64_t cached = hit.cached_tokens;

@@ -45,13 +45,14 @@ PrefixHit ChunkLruPolicy::lookup_prefix(const TokenView& tokens,
   // Segments come from the prompt alone: generated tokens never hold a
   // separator and belong to the question's tail.
   const std::vector<PromptSegment> segments =
-      split_chunked_prompt(tokens.prompt, tokens.prompt_len);
+      split_chunked_prompt(tokens.prompt_ids(), tokens.prompt_len);
   if (segments.size() < 2) return hit;  // no separator: plain prefill
   const size_t units = segments.size() - 1;
   if (memo.size() != units) {
     memo.clear();
     for (size_t i = 0; i < units; ++i)
-      memo.push_back(chunk_content_hash(tokens.prompt + segments[i].begin, segments[i].length));
+      memo.push_back(
+          chunk_content_hash(tokens.prompt_ids() + segments[i].begin, segments[i].length));
   }
   hit.hashes = memo;
   hit.segment_tokens.reserve(units);

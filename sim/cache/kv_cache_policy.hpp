@@ -15,22 +15,53 @@
 #include "models/step_ops.hpp"
 #include "sim/cache/block_hash.hpp"
 #include "sim/cache/block_pool.hpp"
+#include "workloads/token_content.hpp"
 
 namespace kvsim {
 
 struct RunMetrics;
 
 // A sequence's content: its prompt followed by the tokens generated so far.
+// Either part is ids (the pointer) or a described content (workloads/
+// token_content.hpp) whose ids are generated only when read.
 struct TokenView {
   const int32_t* prompt = nullptr;
   int64_t prompt_len = 0;
   const int32_t* output = nullptr;
-  int64_t output_len = 0;  // generated so far (known content)
+  int64_t output_len = 0;                        // generated so far (known content)
+  const TokenContent* prompt_content = nullptr;  // when `prompt` is null
+  const TokenContent* output_content = nullptr;  // when `output` is null
+
+  // The view of a request's content with `generated` output tokens known.
+  static TokenView of(const TokenContent& prompt, const TokenContent& output, int64_t generated) {
+    TokenView v;
+    v.prompt_len = static_cast<int64_t>(prompt.size());
+    v.output_len = generated;
+    if (prompt.described())
+      v.prompt_content = &prompt;
+    else
+      v.prompt = prompt.data();
+    if (output.described())
+      v.output_content = &output;
+    else
+      v.output = output.data();
+    return v;
+  }
 
   int64_t size() const { return prompt_len + output_len; }
-  int32_t at(int64_t i) const { return i < prompt_len ? prompt[i] : output[i - prompt_len]; }
+  int32_t at(int64_t i) const {
+    if (i < prompt_len) return prompt ? prompt[i] : prompt_content->at(i);
+    return output ? output[i - prompt_len] : output_content->at(i - prompt_len);
+  }
   // Copies [begin, begin + count) into dst.
   void copy(int64_t begin, int64_t count, int32_t* dst) const;
+  // The prompt as ids (generated and kept by a described content).
+  const int32_t* prompt_ids() const { return prompt ? prompt : prompt_content->data(); }
+  // chained_block_hash of the block [begin, begin + count): from its run's
+  // key and offset when the block lies inside one described run (no ids
+  // generated), else from its ids (copied through `scratch`, >= count).
+  BlockHash block_hash(const BlockHash& parent, int64_t begin, int64_t count,
+                       int32_t* scratch) const;
 };
 
 using SeqSlot = int32_t;  // a policy's handle for a sequence it holds

@@ -10,10 +10,6 @@
 
 namespace kvsim {
 
-void TokenView::copy(int64_t begin, int64_t count, int32_t* dst) const {
-  for (int64_t i = 0; i < count; ++i) dst[i] = at(begin + i);
-}
-
 PagedPolicy::PagedPolicy(const PagedParams& params)
     : PagedPolicyBase({params.num_blocks, params.eviction}, params.block_size, params.block_bytes,
                       params.host_blocks),
@@ -29,10 +25,9 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   // across calls); the sequence registers them as its blocks get computed.
   const int64_t full_blocks = tokens.size() / block_size();
   for (int64_t b = static_cast<int64_t>(memo.size()); b < full_blocks; ++b) {
-    tokens.copy(b * block_size(), block_size(), scratch_tokens_.data());
     const BlockHash parent = b == 0 ? BlockHash{} : memo[static_cast<size_t>(b - 1)];
     memo.push_back(
-        chained_block_hash(parent, scratch_tokens_.data(), static_cast<size_t>(block_size())));
+        tokens.block_hash(parent, b * block_size(), block_size(), scratch_tokens_.data()));
   }
   hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
@@ -79,8 +74,11 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
 
 void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {
   if (!prefix_caching_) return;
-  const std::vector<BlockId>& table = seq(s).block_table;
   SeqContent& content = content_.at(static_cast<size_t>(s));
+  // Most steps add a token inside a block already counted: tell that by a
+  // multiply, and divide only when a block fills.
+  if (computed_tokens < (content.registered_blocks + 1) * block_size()) return;
+  const std::vector<BlockId>& table = seq(s).block_table;
   const int64_t full =
       std::min<int64_t>(computed_tokens / block_size(), static_cast<int64_t>(table.size()));
   while (content.registered_blocks < full) {
@@ -88,9 +86,8 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
     if (static_cast<int64_t>(content.hashes.size()) <= b) {
       // A block filled by generated tokens: hash it now, chained on its parent.
       const BlockHash parent = b == 0 ? BlockHash{} : content.hashes[static_cast<size_t>(b - 1)];
-      tokens.copy(b * block_size(), block_size(), scratch_tokens_.data());
       content.hashes.push_back(
-          chained_block_hash(parent, scratch_tokens_.data(), static_cast<size_t>(block_size())));
+          tokens.block_hash(parent, b * block_size(), block_size(), scratch_tokens_.data()));
     }
     pool_.register_hash(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
     ++content.registered_blocks;

@@ -41,7 +41,7 @@ void ChunkLruNumericsChecker::write_rows(kernels::KvPool& pool, const std::vecto
 void ChunkLruNumericsChecker::place_chunks(const Sequence& seq, const ChunkLruPolicy& policy,
                                            int64_t cached) {
   const TokenView tokens = seq.tokens();
-  const auto segments = split_chunked_prompt(tokens.prompt, tokens.prompt_len);
+  const auto segments = split_chunked_prompt(tokens.prompt_ids(), tokens.prompt_len);
   const auto& table_ref = policy.block_table(seq.slot);
   const std::vector<int32_t> table(table_ref.begin(), table_ref.end());
   const SyntheticShape& sh = params().shape;
@@ -51,7 +51,7 @@ void ChunkLruNumericsChecker::place_chunks(const Sequence& seq, const ChunkLruPo
     const int64_t placed = std::min(unit, cached - position);
     if (placed <= 0) break;
     const BlockHash hash =
-        chunk_content_hash(tokens.prompt + segments[i].begin, segments[i].length);
+        chunk_content_hash(tokens.prompt_ids() + segments[i].begin, segments[i].length);
     const auto& held = policy.chunk_pool().blocks_of(hash);
     if (held.empty()) {
       // Not cached (over max_chunk_tokens): prefilled at its real position.

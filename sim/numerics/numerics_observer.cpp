@@ -1,5 +1,7 @@
-// numerics.mode selects the checker: `full` checks every step, `sampled`
-// one step in sample_every, `off` runs none (SPEC 8).
+// numerics.mode selects the checker: `full` checks every sequence every
+// step, `sampled` follows one request in sample_every for its whole life
+// (chunk_lru: checks every sequence one step in sample_every, since its
+// chunk placement writes every sequence's shadow), `off` runs none (SPEC 8).
 #include "sim/numerics/chunk_numerics_checker.hpp"
 #include "sim/numerics/numerics_checker.hpp"
 #include "sim/scenario.hpp"
@@ -10,9 +12,10 @@ std::unique_ptr<StepObserver> make_numerics_observer(const ScenarioSpec& scenari
                                                      const PoolSizing& sizing) {
   if (scenario.numerics.mode == "off") return nullptr;
   if (scenario.cache.policy == "chunk_lru") {
-    return std::make_unique<numerics::ChunkLruNumericsChecker>(
-        numerics::checker_params(scenario, sizing), sizing.chunk_pool_blocks,
-        scenario.cache.virtual_pos_start);
+    numerics::CheckerParams params = numerics::checker_params(scenario, sizing);
+    params.sample_sequences = false;
+    return std::make_unique<numerics::ChunkLruNumericsChecker>(params, sizing.chunk_pool_blocks,
+                                                               scenario.cache.virtual_pos_start);
   }
   return std::make_unique<numerics::NumericsChecker>(numerics::checker_params(scenario, sizing));
 }

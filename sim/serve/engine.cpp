@@ -19,6 +19,13 @@ static_assert(kPrioStepDone < kArrivalPriority && kArrivalPriority < kPrioKick);
 
 }  // namespace
 
+namespace {
+bool has_sliding_layers(const ModelSpec& model) {
+  return std::any_of(model.layer_attention.begin(), model.layer_attention.end(),
+                     [](const LayerAttention& a) { return a.sliding; });
+}
+}  // namespace
+
 ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
     : ServingEngine(scenario, sink, std::make_unique<SoloRig>(scenario)) {}
 
@@ -113,11 +120,20 @@ void ServingEngine::start_step() {
     observe(now, 0, 0);
     return;
   }
+  // The sums the step's price needs, without a record per sequence; a model
+  // with sliding-window layers is priced from each sequence's position.
+  const bool per_sequence = has_sliding_layers(scenario_.model);
+  work_.totals_given = !per_sequence;
+  work_.totals = {};
   work_.seqs.clear();
   for (const ScheduledSeq& item : batch_.items) {
     const Sequence* seq = item.seq;
-    work_.seqs.push_back({item.tokens, policy_->attention_context(seq->computed),
-                          seq->computed + item.tokens == seq->num_tokens()});
+    const SeqWork s{item.tokens, policy_->attention_context(seq->computed),
+                    seq->computed + item.tokens == seq->num_tokens()};
+    if (per_sequence)
+      work_.seqs.push_back(s);
+    else
+      work_.totals.add(s, work_.fixed_shape);
   }
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;

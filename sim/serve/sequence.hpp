@@ -32,9 +32,7 @@ struct Sequence {
   int64_t num_tokens() const { return prompt_len() + generated; }
   // Tokens still to compute before the next token can be sampled.
   int64_t remaining() const { return num_tokens() - computed; }
-  TokenView tokens() const {
-    return {request.prompt.data(), prompt_len(), request.output.data(), generated};
-  }
+  TokenView tokens() const { return TokenView::of(request.prompt, request.output, generated); }
 };
 
 }  // namespace kvsim

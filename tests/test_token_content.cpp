@@ -1,0 +1,97 @@
+// Described token content (workloads/token_content.hpp): the ids it stands
+// for are those the workload would have generated, reading them keeps the
+// description, and block hashes from run keys agree exactly where the
+// content agrees. The exact modulo behind TokenStream agrees with `%`.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "sim/cache/kv_cache_policy.hpp"
+#include "workloads/rng.hpp"
+#include "workloads/token_content.hpp"
+
+namespace kvsim {
+namespace {
+
+TEST(FastModulo, AgreesWithTheDivideForManyDivisorsAndNumerators) {
+  std::mt19937_64 rng(7);
+  const uint64_t divisors[] = {
+      1, 2, 3, 7, 512, 32000, 128256, 151936, 2147483647ull, (1ull << 32) + 15, ~0ull};
+  for (const uint64_t d : divisors) {
+    const FastModulo mod(d);
+    const uint64_t edges[] = {0, 1, d - 1, d, d + 1, ~0ull, ~0ull - 1};
+    for (const uint64_t n : edges) ASSERT_EQ(mod(n), n % d) << n << " mod " << d;
+    for (int i = 0; i < 20000; ++i) {
+      const uint64_t n = rng();
+      ASSERT_EQ(mod(n), n % d) << n << " mod " << d;
+    }
+  }
+}
+
+std::vector<int32_t> generated(uint64_t key, int64_t vocab, int64_t count) {
+  const TokenStream s(key, vocab);
+  std::vector<int32_t> out;
+  for (int64_t i = 0; i < count; ++i) out.push_back(s.at(static_cast<uint64_t>(i)));
+  return out;
+}
+
+TEST(TokenContent, DescribedRunsReadAsTheGeneratedIdsAndStayDescribed) {
+  TokenContent c;
+  c.append_stream(11, 1000, 40);
+  c.append_stream(12, 1000, 25);
+  EXPECT_TRUE(c.described());
+  EXPECT_EQ(c.size(), 65u);
+  std::vector<int32_t> expected = generated(11, 1000, 40);
+  const std::vector<int32_t> tail = generated(12, 1000, 25);
+  expected.insert(expected.end(), tail.begin(), tail.end());
+  for (int64_t i = 0; i < 65; ++i) EXPECT_EQ(c.at(i), expected[static_cast<size_t>(i)]);
+  std::vector<int32_t> part(30);
+  c.copy(20, 30, part.data());
+  EXPECT_EQ(part, std::vector<int32_t>(expected.begin() + 20, expected.begin() + 50));
+  EXPECT_EQ(c, expected);      // reading the ids...
+  EXPECT_TRUE(c.described());  // ...keeps the description
+  c.push_back(5);              // a mutation drops it
+  EXPECT_FALSE(c.described());
+  EXPECT_EQ(c.size(), 66u);
+}
+
+TEST(TokenContent, AppendingToHeldIdsGeneratesThem) {
+  TokenContent c{1, 2, 3};
+  c.append_stream(11, 1000, 4);
+  EXPECT_FALSE(c.described());
+  std::vector<int32_t> expected{1, 2, 3};
+  const std::vector<int32_t> run = generated(11, 1000, 4);
+  expected.insert(expected.end(), run.begin(), run.end());
+  EXPECT_EQ(c, expected);
+}
+
+TEST(TokenView, BlockHashFromRunKeysMatchesExactlyWhereContentMatches) {
+  // Two prompts sharing their first run (a trace's common hash id) and a
+  // third with the same ids held: block hashes agree inside the shared run
+  // for the two described prompts, never across a run boundary.
+  TokenContent a, b, empty;
+  a.append_stream(100, 32000, 64);
+  a.append_stream(200, 32000, 64);
+  b.append_stream(100, 32000, 64);
+  b.append_stream(300, 32000, 64);
+  const TokenView va = TokenView::of(a, empty, 0);
+  const TokenView vb = TokenView::of(b, empty, 0);
+  std::vector<int32_t> scratch(48);
+  BlockHash pa{}, pb{};
+  for (int64_t blk = 0; blk < 4; ++blk) {  // blocks of 32: two inside each run
+    pa = va.block_hash(pa, blk * 32, 32, scratch.data());
+    pb = vb.block_hash(pb, blk * 32, 32, scratch.data());
+    EXPECT_EQ(pa == pb, blk < 2) << "block " << blk;
+  }
+  // Blocks of 48 straddle the runs' boundary at 64: hashed from the ids,
+  // and equal to a hash of the same ids held.
+  const TokenView held{a.data(), static_cast<int64_t>(a.size()), nullptr, 0};
+  const BlockHash first = va.block_hash({}, 0, 48, scratch.data());
+  EXPECT_EQ(va.block_hash(first, 48, 48, scratch.data()),
+            held.block_hash(first, 48, 48, scratch.data()));
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -3,6 +3,7 @@
 #include "devices/device_family.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/policy_registry.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/engine/engine_registry.hpp"
 #include "workloads/workload_params.hpp"
 
@@ -34,6 +35,9 @@ std::vector<ComponentKind> component_catalog() {
       {"families", "device files' kind and the keys of each device family", device_family_infos()},
       {"evictions", "kv_cache.eviction: which free cached block or chunk goes first",
        eviction_order_infos()},
+      {"tiers",
+       "kv_tiers: tiers of KV blocks below device HBM, and the keys of each tier",
+       {kv_tiers_section_info(), kv_tier_info()}},
   };
 }
 

@@ -55,6 +55,7 @@ MetricsSection serving_metrics_section();     // sim/serve/serving_metrics.cpp
 MetricsSection genie_metrics_section();       // sim/genie/genie_metrics.cpp
 MetricsSection chunk_lru_metrics_section();   // sim/cache/chunk_lru_metrics.cpp
 MetricsSection goodput_metrics_section();     // sim/metrics.cpp
+MetricsSection kv_tiers_metrics_section();    // sim/cache/tiers/tier_metrics.cpp
 MetricsSection provenance_metrics_section();  // sim/metrics.cpp; always the last
 
 }  // namespace kvsim

@@ -13,6 +13,7 @@
 #include "models/model_spec.hpp"
 #include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/genie/genie_session_config.hpp"
 #include "sim/served_metrics.hpp"
 #include "workloads/workload.hpp"
@@ -62,6 +63,7 @@ struct ScenarioSpec {
   ModelSpec model;
   int64_t tp = 1;
   CacheConfig cache;
+  KvTiersConfig kv_tiers;  // `kv_tiers:` tiers below device HBM (none: the device pool alone)
   SchedulerConfig scheduler;
   std::shared_ptr<const WorkloadSpec> workload;
   NumericsConfig numerics;

@@ -105,6 +105,7 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
          budget > 0) {
     Sequence* seq = waiting_.front();
     PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
+    hit.readmission = seq->admitted_once;
     int64_t tokens = seq->num_tokens() - hit.cached_tokens;
     if (params_.chunked_prefill) {
       tokens = std::min(tokens, budget);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scenario_helpers.hpp"
+#include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/cache/tiers/kv_tier.hpp"
 #include "sim/cache/tiers/tier_chain.hpp"
@@ -282,6 +283,34 @@ TEST(KvTiersRun, ADramTierServesWhatTheDeviceEvicted) {
   EXPECT_GT(dram.kv_tiers.dram.bytes_written, 0);
   EXPECT_EQ(dram.kv_tiers.ssd.bytes_read, 0);
   EXPECT_EQ(none.kv_tiers.dram.hit_tokens, 0);
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// Every eviction order, on the device pool and on the tier, through a whole
+// run: the pool's and the tiers' balances hold (finish() throws otherwise),
+// and overlapping the loads with compute never makes a step longer.
+TEST(KvTiersRun, EveryEvictionOrderAndBothOverlapsKeepTheBalances) {
+  const std::string tier =
+      "{name: dram, capacity: 256MiB, read_bandwidth: 25GB/s, write_bandwidth: 25GB/s, "
+      "latency: 10us, eviction: ";
+  for (const std::string& order : eviction_order_names()) {
+    std::string yaml = kRun;
+    yaml.replace(yaml.find("block_size: 16,"), 15, "block_size: 16, eviction: " + order + ",");
+    const RunMetrics m = run(yaml + "kv_tiers: {tiers: [" + tier + order + "}]}\n");
+    EXPECT_EQ(m.requests.completed, m.requests.arrived) << order;
+    EXPECT_GT(m.kv_tiers.dram.hit_rate, 0.0) << order;
+    EXPECT_GT(m.kv_tiers.dram.evictions, 0u) << order;
+  }
+  const RunMetrics serial = run(std::string(kRun) + "kv_tiers: {tiers: [" + tier + "lru}]}\n");
+  const RunMetrics overlap =
+      run(std::string(kRun) + "kv_tiers: {load_overlap: layerwise, tiers: [" + tier + "lru}]}\n");
+  EXPECT_LE(overlap.latency_ms.ttft.mean, serial.latency_ms.ttft.mean);
+  EXPECT_DOUBLE_EQ(overlap.kv_tiers.load_time_s, serial.kv_tiers.load_time_s);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "sim/cache/policy_registry.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/routing_registry.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/engine/engine_registry.hpp"
 #include "workloads/workload_params.hpp"
 
@@ -41,6 +42,9 @@ std::vector<ComponentKind> component_catalog() {
        {cluster_section_info(), cluster_group_info()}},
       {"routers", "cluster.router.policy (and decode_router) and the keys of each",
        routing_policy_infos()},
+      {"tiers",
+       "kv_tiers: tiers of KV blocks below device HBM, and the keys of each tier",
+       {kv_tiers_section_info(), kv_tier_info()}},
   };
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/units.hpp"
@@ -60,6 +61,9 @@ struct RunMetrics {
     double mean_used_bytes = 0;
     double fragmentation = 0;
     double prefix_hit_rate = 0;
+    // Hits of requests re-admitted after a recompute preemption, apart
+    // from prefix_hit_rate (first admissions only), which measures sharing.
+    double recompute_hit_rate = 0;
     double chunk_hit_rate = 0;
     Bytes bytes_moved = 0;
     uint64_t pointer_updates = 0, evictions = 0;
@@ -144,6 +148,25 @@ struct RunMetrics {
     std::vector<ClusterInstance> per_instance;
   };
   std::optional<Cluster> cluster;
+  // Tiers below device HBM (sim/cache/tiers/): one object per tier name,
+  // zeros when the scenario has no such tier. Hit rates share
+  // kv_cache.prefix_hit_rate's denominator (prompt tokens looked up at first
+  // admissions), so device_hit_rate + the tiers' hit rates = prefix_hit_rate.
+  struct KvTierMetrics {
+    double hit_rate = 0;
+    int64_t hit_tokens = 0;   // prompt tokens read back from this tier at first admissions
+    Bytes bytes_read = 0;     // tier -> device, all ranks
+    Bytes bytes_written = 0;  // device or the tier above -> tier, all ranks
+    uint64_t evictions = 0;
+    int64_t blocks_held = 0;  // at the end of the run
+  };
+  struct KvTiers {
+    double device_hit_rate = 0;
+    double load_time_s = 0;  // summed over steps, before any overlap with compute
+    KvTierMetrics dram, ssd, global;
+    // The object of a tier name (kv_tier_names()), null for another name.
+    KvTierMetrics* tier(std::string_view name);
+  } kv_tiers;
   RunProvenance provenance;
 };
 

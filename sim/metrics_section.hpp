@@ -56,6 +56,7 @@ MetricsSection genie_metrics_section();       // sim/genie/genie_metrics.cpp
 MetricsSection chunk_lru_metrics_section();   // sim/cache/chunk_lru_metrics.cpp
 MetricsSection goodput_metrics_section();     // sim/metrics.cpp
 MetricsSection cluster_metrics_section();     // sim/cluster/cluster_metrics.cpp; cluster runs only
+MetricsSection kv_tiers_metrics_section();    // sim/cache/tiers/tier_metrics.cpp
 MetricsSection provenance_metrics_section();  // sim/metrics.cpp; always the last
 
 }  // namespace kvsim

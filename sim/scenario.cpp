@@ -220,6 +220,7 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
     p.finish();
   }
   read_kv_cache_section(top, s);
+  read_kv_tiers_section(top, s.cache, s.kv_tiers);
   read_scheduler_section(top, s);
   s.workload = parse_workload(top.child("workload"));
   {

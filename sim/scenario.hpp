@@ -13,6 +13,7 @@
 #include "models/model_spec.hpp"
 #include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/genie/genie_session_config.hpp"
 #include "sim/served_metrics.hpp"
 #include "workloads/workload.hpp"
@@ -66,6 +67,7 @@ struct ScenarioSpec {
   int64_t ep = 1;          // `parallel.expert`: expert-parallel ranks (1: none)
   double expert_skew = 0;  // `parallel.expert_skew`: Zipf exponent of expert popularity
   CacheConfig cache;
+  KvTiersConfig kv_tiers;  // `kv_tiers:` tiers below device HBM (none: the device pool alone)
   SchedulerConfig scheduler;
   std::shared_ptr<const WorkloadSpec> workload;
   NumericsConfig numerics;

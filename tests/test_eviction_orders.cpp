@@ -87,13 +87,15 @@ class RecordingOrder final : public EvictionOrder {
 };
 
 TEST(EvictionRegistry, ListsEveryOrderWithItsInfo) {
-  EXPECT_EQ(eviction_order_names(), (std::vector<std::string>{"lru"}));
+  EXPECT_EQ(eviction_order_names(), (std::vector<std::string>{"arc", "lfu", "lru", "s3fifo"}));
   const auto infos = eviction_order_infos();
-  ASSERT_EQ(infos.size(), 1u);
-  EXPECT_EQ(infos[0].kind, "eviction order");
-  EXPECT_EQ(infos[0].name, "lru");
-  EXPECT_FALSE(infos[0].doc.empty());
-  EXPECT_TRUE(infos[0].params.empty());  // lru has no parameters
+  ASSERT_EQ(infos.size(), 4u);
+  for (const auto& info : infos) {
+    EXPECT_EQ(info.kind, "eviction order");
+    EXPECT_FALSE(info.doc.empty());
+  }
+  EXPECT_EQ(infos[2].name, "lru");
+  EXPECT_TRUE(infos[2].params.empty());  // lru has no parameters
   for (const std::string& name : eviction_order_names())
     EXPECT_EQ(make_eviction_order(name)->name(), name);
   EXPECT_EQ(std::string(kDefaultEvictionOrder), BlockPoolParams{}.eviction);
@@ -107,7 +109,7 @@ TEST(EvictionRegistry, UnknownNameSaysWhatExists) {
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'lfu-typo'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("known: lru"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("known: arc, lfu, lru, s3fifo"), std::string::npos) << e.what();
   }
   EXPECT_THROW(BlockPool({4, "nope"}), std::invalid_argument);
   EXPECT_THROW(ChunkPool({4, 4, 4, "nope"}), std::invalid_argument);

@@ -48,7 +48,8 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
   EXPECT_EQ(owners,
-            (Names{"run", "serving", "genie", "chunk_lru", "goodput", "cluster", "provenance"}));
+            (Names{"run", "serving", "genie", "chunk_lru", "goodput", "kv_tiers", "cluster",
+                    "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);
@@ -77,9 +78,10 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
   RunMetrics m;
   m.sessions.push_back({"llm", 1, 1, 0.5, 3});
   const Json j = metrics_to_json(m);
-  EXPECT_EQ(keys_of(j), (Names{"scenario", "seed", "device", "model", "policy", "requests",
-                               "latency_ms", "throughput", "kv_cache", "memory", "vtcm", "numerics",
-                               "workload", "sessions", "sim", "goodput", "provenance"}));
+  EXPECT_EQ(keys_of(j),
+            (Names{"scenario", "seed", "device", "model", "policy", "requests", "latency_ms",
+                   "throughput", "kv_cache", "memory", "vtcm", "numerics", "workload", "sessions",
+                   "sim", "goodput", "kv_tiers", "provenance"}));
   EXPECT_EQ(keys_of(j["memory"]),
             (Names{"device_bytes", "weights_bytes", "kv_bytes", "vtcm_bytes",
                    "activation_reserve_bytes", "main_pool_bytes", "chunk_pool_bytes"}));
@@ -92,6 +94,7 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
                                            "mean_used_bytes",
                                            "fragmentation",
                                            "prefix_hit_rate",
+                                           "recompute_hit_rate",
                                            "chunk_hit_rate",
                                            "bytes_moved",
                                            "pointer_updates",
@@ -112,6 +115,10 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
                                            "chunk_bytes_copied",
                                            "chunk_rope_tokens",
                                            "chunk_fallbacks"}));
+  EXPECT_EQ(keys_of(j["kv_tiers"]),
+            (Names{"device_hit_rate", "load_time_s", "dram", "ssd", "global"}));
+  EXPECT_EQ(keys_of(j["kv_tiers"]["ssd"]), (Names{"hit_rate", "hit_tokens", "bytes_read",
+                                                  "bytes_written", "evictions", "blocks_held"}));
   EXPECT_EQ(j["sessions"][0]["runs"], 3);
   // A run without sessions has no sessions key (serving runs, SPEC 9).
   EXPECT_FALSE(metrics_to_json(RunMetrics{}).contains("sessions"));

@@ -17,7 +17,9 @@ namespace kvsim {
 const char* const kHitDefinition =
     "hit rate = tokens served from cache / prompt tokens, over every request replayed in "
     "arrival order through the policy's cache alone (no timing: each request is looked up, "
-    "admitted, committed and released before the next); tokens served from cache are those "
+    "admitted, committed, grown by the tokens its decode writes (every generated token but "
+    "the last, as the engine computes them, so a chat's next turn can hit its previous "
+    "answer) and released before the next); tokens served from cache are those "
     "the policy reuses at admission (paged: leading full blocks found by chained content "
     "hash, the last prompt token always recomputed, as kv_cache.prefix_hit_rate counts them; "
     "chunk_lru: tokens of the segments found in the chunk pool, as kv_cache.chunk_hit_rate "

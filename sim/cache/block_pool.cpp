@@ -41,6 +41,7 @@ BlockId BlockPool::allocate() {
     by_hash_.erase(blk.hash, b);  // only if `b` is the canonical copy
     blk.hashed = false;
     ++evictions_;
+    if (listener_) listener_->on_block_evicted(blk.hash);
   }
   blk.ref_count = 1;
   return b;
@@ -77,6 +78,7 @@ void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
   if (!by_hash_.insert(hash, b)) return;  // another block already holds this content
   blk.hashed = true;
   blk.hash = hash;
+  order_->on_content(b, hash.low);
 }
 
 std::vector<BlockId> BlockPool::free_queue() const {

@@ -26,6 +26,14 @@ using BlockId = int32_t;
 constexpr BlockId kNoBlock = -1;
 static_assert(BlockHashTable::kAbsent == kNoBlock, "lookup() returns the table's absent value");
 
+// Told of every cached content a pool drops to reuse its block, so a tier
+// below the device (sim/cache/tiers/) can keep it. Called inside allocate().
+class BlockEvictionListener {
+ public:
+  virtual ~BlockEvictionListener() = default;
+  virtual void on_block_evicted(const BlockHash& hash) = 0;
+};
+
 struct BlockPoolParams {
   int64_t num_blocks = 0;
   std::string eviction = "lru";  // a name of eviction_order_names()
@@ -66,6 +74,8 @@ class BlockPool {
 
   uint64_t evictions() const { return evictions_; }
   const EvictionOrder& eviction_order() const { return *order_; }
+  // Null (the default) or a listener that outlives the pool.
+  void set_eviction_listener(BlockEvictionListener* listener) { listener_ = listener; }
   // Free blocks, next to reuse first (tests).
   std::vector<BlockId> free_queue() const;
   // Throws std::logic_error when a reference count is negative, a block is
@@ -87,6 +97,7 @@ class BlockPool {
   int64_t num_cached_free_ = 0;
   uint64_t evictions_ = 0;
   BlockHashTable by_hash_;
+  BlockEvictionListener* listener_ = nullptr;
 };
 
 }  // namespace kvsim

@@ -1,5 +1,6 @@
 #include "sim/cache/cache_replay.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -31,6 +32,21 @@ CacheReplayResult replay_through_cache(KvCachePolicy& policy, RequestSource& sou
       if (plan.fits) {
         const SeqSlot slot = policy.apply_admit(plan);
         policy.commit(slot, tokens, prompt_len);
+        // Decode writes KV too, as the engine's steps do: every generated
+        // token but the last (sampled, never fed back) is computed, and its
+        // full blocks become reusable (a chat's next turn repeats the answer).
+        const auto output_len = static_cast<int64_t>(request.output.size());
+        const int64_t decoded = std::max<int64_t>(0, output_len - 1);
+        if (decoded > 0) {
+          const GrowPlan grow = policy.plan_grow(slot, decoded);
+          if (grow.fits) {
+            policy.apply_grow(slot, grow, decoded);
+            const TokenView full{request.prompt.data(), prompt_len, request.output.data(),
+                                 output_len};
+            policy.commit(slot, full, prompt_len + decoded);
+            result.decode_tokens += decoded;
+          }
+        }
         policy.release(slot);
         result.hit_tokens += cached;
       } else {

@@ -2,10 +2,12 @@
 // Cache-only replay (`kvsim hitcurve`): a request stream pushed
 // through a KV-cache policy with no timing and no concurrency. Each request,
 // in arrival order, is looked up, admitted with its prompt, committed (its
-// full blocks become reusable by content), and released at once (its blocks
-// become cached free blocks, reused LRU as later requests need room). What a
-// policy's cache alone would serve, at a given capacity, with nothing else
-// competing for the blocks.
+// full blocks become reusable by content), grown by the tokens its decode
+// computes (all generated tokens but the last) and committed again, as the
+// engine's decode steps write them, then released at once (its blocks
+// become cached free blocks, reused in the pool's eviction order as later
+// requests need room). What a policy's cache alone would serve, at a given
+// capacity, with nothing else competing for the blocks.
 //
 // Hit definition (the same as a run's kv_cache.prefix_hit_rate): tokens
 // served from cache = the prompt tokens the policy reuses at admission
@@ -23,6 +25,7 @@ struct CacheReplayResult {
   int64_t requests = 0;
   int64_t prompt_tokens = 0;       // every request's prompt, admitted or not
   int64_t hit_tokens = 0;          // tokens served from cache
+  int64_t decode_tokens = 0;       // generated tokens whose KV was written and cached
   int64_t oversized_requests = 0;  // prompt needs more blocks than the pool holds: not cached
   uint64_t evictions = 0;          // cached blocks overwritten
   double hit_rate() const {

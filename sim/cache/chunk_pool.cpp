@@ -71,6 +71,7 @@ void ChunkPool::insert(const BlockHash& hash, int64_t tokens, std::vector<BlockH
   for (int64_t i = 0; i < need; ++i) e.blocks.push_back(blocks_.allocate());
   tokens_held_ += tokens;
   index_.emplace(hash, id);
+  order_->on_content(id, hash.low);
   order_->on_evictable(id);
 }
 

@@ -8,6 +8,8 @@
 // state (llama.cpp's find_slot / apply_ubatch split, DESIGN practice 9). The
 // scheduler calls the policy once per sequence per step, never per token.
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "sim/cache/block_hash.hpp"
 #include "sim/cache/block_pool.hpp"
 #include "workloads/token_content.hpp"
+#include "sim/cache/tiers/tier_chain.hpp"
 
 namespace kvsim {
 
@@ -77,6 +80,14 @@ struct PrefixHit {
   // segments before the question and these their token counts (separator
   // included); empty for block-prefix policies.
   std::vector<int64_t> segment_tokens;
+  // Set by the scheduler: the sequence was admitted before and lost its KV
+  // to a recompute preemption. Its hits are mostly its own blocks found
+  // again, so they are counted apart from prefix sharing.
+  bool readmission = false;
+  // Tiers below the device (sim/cache/tiers/): the blocks right after
+  // `blocks` found in a lower tier, by tier index; cached_tokens counts them.
+  // They are read back into freshly allocated blocks at admission.
+  std::vector<int8_t> tier_hits;
 };
 
 struct AdmitPlan {
@@ -112,6 +123,9 @@ struct CacheAccounting {
   uint64_t pointer_updates = 0;
   int64_t prefix_query_tokens = 0;
   int64_t prefix_hit_tokens = 0;
+  // The same for re-admissions after a recompute preemption (PrefixHit::readmission).
+  int64_t recompute_query_tokens = 0;
+  int64_t recompute_hit_tokens = 0;
   int64_t host_blocks_used = 0;
   int64_t window_evicted_tokens = 0;  // sliding_window: tokens whose blocks left the window
 };
@@ -172,6 +186,24 @@ class KvCachePolicy {
   }
   // Adds the policy's own counters to the run's metrics (kv_cache.chunk_*).
   virtual void report(RunMetrics& metrics) const { (void)metrics; }
+
+  // Tiers below device HBM (`kv_tiers:`): a policy with a prefix cache
+  // takes a chain; the others refuse it (the scenario reader refuses such
+  // a scenario first, so this means a caller's bug).
+  virtual void attach_tiers(std::unique_ptr<TierChain> chain) {
+    (void)chain;
+    throw std::logic_error("this cache policy keeps no blocks for tiers below the device");
+  }
+  // What reading tier hits back costs the step being built (since the last
+  // call); zero without tiers.
+  virtual TierLoad take_tier_load() { return {}; }
+  // Puts a tier shared by several instances (a cluster's global pool) in
+  // place of the attached chain's tier of the same name, before the run.
+  // False when there is no such tier (no chain, or none of that name).
+  virtual bool share_tier(std::shared_ptr<KvTier> shared) {
+    (void)shared;
+    return false;
+  }
 };
 
 }  // namespace kvsim

@@ -7,6 +7,7 @@
 
 #include "kernels/kv_layout.hpp"
 #include "sim/cache/policy_params.hpp"
+#include "sim/metrics.hpp"
 
 namespace kvsim {
 
@@ -38,7 +39,15 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
     if (found == kNoBlock) break;
     hit.blocks.push_back(found);
   }
-  hit.cached_tokens = static_cast<int64_t>(hit.blocks.size()) * block_size();
+  if (tiers_) {
+    // Past the device's prefix, the chain may hold the next blocks.
+    for (auto b = static_cast<int64_t>(hit.blocks.size()); b < max_hit_blocks; ++b) {
+      const int tier = tiers_->find(hit.hashes[static_cast<size_t>(b)]);
+      if (tier < 0) break;
+      hit.tier_hits.push_back(static_cast<int8_t>(tier));
+    }
+  }
+  hit.cached_tokens = static_cast<int64_t>(hit.blocks.size() + hit.tier_hits.size()) * block_size();
   return hit;
 }
 
@@ -63,12 +72,28 @@ PagedPolicy::SeqContent& PagedPolicy::open_content(SeqSlot s) {
 
 SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   if (!plan.fits) throw std::logic_error("apply_admit with a plan that does not fit");
+  const auto on_device = static_cast<int64_t>(plan.hit.blocks.size());
+  const auto loaded = static_cast<int64_t>(plan.hit.tier_hits.size());
+  // Tier hits are read before allocation evicts anything below them.
+  for (int64_t i = 0; i < loaded; ++i) {
+    tiers_->load(plan.hit.hashes[static_cast<size_t>(on_device + i)],
+                 plan.hit.tier_hits[static_cast<size_t>(i)], !plan.hit.readmission);
+  }
   const SeqSlot s = open_seq(plan.hit.blocks, plan.new_blocks, plan.tokens);
   SeqContent& content = open_content(s);
   content.hashes = plan.hit.hashes;
-  content.registered_blocks = static_cast<int64_t>(plan.hit.blocks.size());
-  prefix_query_tokens_ += plan.hit.tokens_queried;
-  prefix_hit_tokens_ += plan.hit.cached_tokens;
+  content.registered_blocks = on_device + loaded;
+  // The blocks read back hold their content now: reusable at once.
+  const std::vector<BlockId>& table = seq(s).block_table;
+  for (int64_t b = on_device; b < on_device + loaded; ++b)
+    pool_.register_hash(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
+  if (plan.hit.readmission) {
+    recompute_query_tokens_ += plan.hit.tokens_queried;
+    recompute_hit_tokens_ += plan.hit.cached_tokens;
+  } else {
+    prefix_query_tokens_ += plan.hit.tokens_queried;
+    prefix_hit_tokens_ += plan.hit.cached_tokens;
+  }
   return s;
 }
 
@@ -90,6 +115,7 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
           tokens.block_hash(parent, b * block_size(), block_size(), scratch_tokens_.data()));
     }
     pool_.register_hash(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
+    if (tiers_) tiers_->on_computed(content.hashes[static_cast<size_t>(b)]);
     ++content.registered_blocks;
   }
 }
@@ -151,7 +177,39 @@ CacheAccounting PagedPolicy::accounting() const {
   CacheAccounting a = PagedPolicyBase::accounting();
   a.prefix_query_tokens = prefix_query_tokens_;
   a.prefix_hit_tokens = prefix_hit_tokens_;
+  a.recompute_query_tokens = recompute_query_tokens_;
+  a.recompute_hit_tokens = recompute_hit_tokens_;
   return a;
+}
+
+void PagedPolicy::check_drained() const {
+  PagedPolicyBase::check_drained();
+  if (tiers_) tiers_->check_conserved();
+}
+
+void PagedPolicy::report(RunMetrics& metrics) const {
+  if (tiers_) {
+    tiers_->report(metrics, prefix_query_tokens_, prefix_hit_tokens_);
+  } else if (prefix_query_tokens_ > 0) {
+    // The device is the only tier: all of prefix_hit_rate is its own.
+    metrics.kv_tiers.device_hit_rate =
+        static_cast<double>(prefix_hit_tokens_) / static_cast<double>(prefix_query_tokens_);
+  }
+}
+
+void PagedPolicy::attach_tiers(std::unique_ptr<TierChain> chain) {
+  if (!prefix_caching_)
+    throw std::logic_error("tiers below the device need the paged pool's prefix caching");
+  tiers_ = std::move(chain);
+  pool_.set_eviction_listener(tiers_.get());
+}
+
+bool PagedPolicy::share_tier(std::shared_ptr<KvTier> shared) {
+  return tiers_ && tiers_->share_tier(std::move(shared));
+}
+
+TierLoad PagedPolicy::take_tier_load() {
+  return tiers_ ? tiers_->take_load() : TierLoad{};
 }
 
 std::vector<config::ParamSpec> paged_pool_params() {

@@ -45,6 +45,14 @@ class PagedPolicy final : public PagedPolicyBase {
   SwapPlan plan_swap_in(HostSlot host) const override;
   SeqSlot apply_swap_in(HostSlot host, const SwapPlan& plan) override;
   CacheAccounting accounting() const override;
+  // The pool's base checks, then the tiers' conservation.
+  void check_drained() const override;
+  void report(RunMetrics& metrics) const override;
+  // Evicted blocks go down the chain, prefix lookups continue into it.
+  void attach_tiers(std::unique_ptr<TierChain> chain) override;
+  TierLoad take_tier_load() override;
+  bool share_tier(std::shared_ptr<KvTier> shared) override;
+  const TierChain* tiers() const { return tiers_.get(); }
 
  private:
   // A held sequence's content, by SeqSlot; set whenever the slot is opened.
@@ -64,7 +72,10 @@ class PagedPolicy final : public PagedPolicyBase {
   std::vector<std::vector<BlockHash>> host_hashes_;
   int64_t prefix_query_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
+  int64_t recompute_query_tokens_ = 0;  // re-admissions after a recompute preemption
+  int64_t recompute_hit_tokens_ = 0;
   mutable std::vector<int32_t> scratch_tokens_;  // reused buffer for hashing
+  std::unique_ptr<TierChain> tiers_;             // null without kv_tiers
 };
 
 }  // namespace kvsim

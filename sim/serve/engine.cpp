@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "sim/cache/policy_registry.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/served_metrics.hpp"
 
 namespace kvsim {
@@ -42,6 +43,11 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
   policy_ = make_cache_policy(scenario.cache, sizing_);
   if (!policy_)
     throw std::logic_error(fmt::format("no cache policy named '{}'", scenario.cache.policy));
+  if (!scenario.kv_tiers.empty()) {
+    // A tier's block is the whole instance's: every rank's share.
+    policy_->attach_tiers(make_tier_chain(scenario.kv_tiers, sizing_.block_bytes * scenario.tp,
+                                          scenario.cache.block_size));
+  }
   SchedulerParams sp;
   sp.max_num_seqs = scenario.scheduler.max_num_seqs;
   sp.max_batched_tokens = scenario.scheduler.max_batched_tokens;
@@ -145,6 +151,8 @@ void ServingEngine::start_step() {
   // pass of its own ahead of the batch, as the seed's model runner does it.
   if (StepWork pass; policy_->take_pending_work(pass))
     step_latency_ += timing_->price(pass).latency;
+  // Tier hits of this step's admissions are read back before or during it.
+  step_latency_ = policy_->take_tier_load().step_latency(step_latency_);
   step_in_flight_ = true;
   ++steps_;
   shell_.step_started(steps_, static_cast<int64_t>(scheduler_->num_running()),
@@ -237,6 +245,10 @@ RunMetrics ServingEngine::finish() {
                                    ? static_cast<double>(acc.prefix_hit_tokens) /
                                          static_cast<double>(acc.prefix_query_tokens)
                                    : 0.0;
+  m.kv_cache.recompute_hit_rate = acc.recompute_query_tokens > 0
+                                      ? static_cast<double>(acc.recompute_hit_tokens) /
+                                            static_cast<double>(acc.recompute_query_tokens)
+                                      : 0.0;
   m.kv_cache.bytes_moved = acc.bytes_moved;
   m.kv_cache.pointer_updates = acc.pointer_updates;
   m.kv_cache.evictions = acc.evictions;

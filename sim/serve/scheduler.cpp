@@ -106,6 +106,7 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
          budget > 0) {
     Sequence* seq = waiting_.front();
     PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
+    hit.readmission = seq->admitted_once;
     // KV that came with the request needs room, not compute; the last token
     // is still computed so the step yields logits (as for a prefix hit).
     const int64_t arrived = std::clamp<int64_t>(seq->request.kv_ready_tokens - hit.cached_tokens, 0,

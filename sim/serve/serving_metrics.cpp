@@ -16,6 +16,7 @@ void write_serving_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
       .before("bytes_moved")
       .put("fragmentation", k.fragmentation)
       .put("prefix_hit_rate", k.prefix_hit_rate)
+      .put("recompute_hit_rate", k.recompute_hit_rate)
       .before("window_evicted_tokens")
       .put("evictions", k.evictions)
       .put("swapped_bytes", k.swapped_bytes);

@@ -15,7 +15,13 @@
 //   hit gets on_pinned first, then on_access.
 // - pop_victim(): removes and returns the evictable entry to evict (or, for
 //   a block pool, to reuse) next. The pool calls it only when it knows some
-//   entry is evictable.
+//   entry is evictable. The id's content is gone: what the order learns of
+//   it next is new content.
+// - on_content(id, key): the entry now holds the content named by `key` (a
+//   block registered its hash, a chunk was inserted). Orders that remember
+//   evicted content (s3fifo's ghost queue, arc's B1 and B2) recognise a
+//   returning key here; the others ignore it. An entry may never get a key
+//   (a block that is never filled).
 //
 // A pool makes one call per allocation, free or hit, so every call must cost
 // O(1) (amortised): the order sits on the hot path of every engine step.
@@ -40,6 +46,10 @@ class EvictionOrder {
   virtual void on_pinned(EvictableId id) = 0;
   virtual void on_access(EvictableId id) = 0;
   virtual EvictableId pop_victim() = 0;
+  virtual void on_content(EvictableId id, uint64_t key) {
+    (void)id;
+    (void)key;
+  }
   // Every evictable entry, next victim first (tests, invariant checks, and
   // a pool that drops everything in victim order). O(n).
   virtual std::vector<EvictableId> victims_in_order() const = 0;

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/cache/eviction/arc_order.hpp"
+#include "sim/cache/eviction/lfu_order.hpp"
 #include "sim/cache/eviction/lru_order.hpp"
+#include "sim/cache/eviction/s3fifo_order.hpp"
 
 namespace kvsim {
 namespace {
@@ -19,7 +22,10 @@ struct Registered {
 // One line per order, kept in name order.
 const std::vector<Registered>& table() {
   static const std::vector<Registered> t = {
+      {arc_order_info, [] { return std::unique_ptr<EvictionOrder>(new ArcOrder()); }},
+      {lfu_order_info, [] { return std::unique_ptr<EvictionOrder>(new LfuOrder()); }},
       {lru_order_info, [] { return std::unique_ptr<EvictionOrder>(new LruOrder()); }},
+      {s3fifo_order_info, [] { return std::unique_ptr<EvictionOrder>(new S3FifoOrder()); }},
   };
   return t;
 }

@@ -3,7 +3,8 @@
 // (default `lru`, today's behaviour). The table in eviction_registry.cpp is
 // the only place an order is registered; a test compares it with the
 // expected names so none can be lost. An order is one file beside this one
-// (lru_order.cpp); adding LFU or S3-FIFO is one file and one table line.
+// (lru_order.cpp, lfu_order.cpp, s3fifo_order.cpp, arc_order.cpp); adding
+// one is one file and one table line.
 #include <memory>
 #include <string>
 #include <string_view>

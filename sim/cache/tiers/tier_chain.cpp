@@ -1,0 +1,158 @@
+#include "sim/cache/tiers/tier_chain.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "sim/metrics.hpp"
+
+namespace kvsim {
+
+TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size)
+    : tiers_(std::move(tiers)), layerwise_(layerwise), block_size_(block_size) {
+  for (const auto& t : tiers_)
+    if (!t) throw std::invalid_argument("tier chain: a null tier");
+  moved_.resize(tiers_.size());
+  pending_blocks_.assign(tiers_.size(), 0);
+  const size_t levels = tiers_.size() + 1;
+  left_.assign(levels, 0);
+  landed_.assign(levels, 0);
+  already_.assign(levels, 0);
+  dropped_.assign(levels, 0);
+}
+
+bool TierChain::share_tier(std::shared_ptr<KvTier> shared) {
+  if (!shared) throw std::invalid_argument("tier chain: share of a null tier");
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (tiers_[i]->name() != shared->name()) continue;
+    if (tiers_[i]->puts() != 0 || moved_[i].hit_blocks != 0)
+      throw std::logic_error(fmt::format("tier {}: shared after the run began", shared->name()));
+    if (tiers_[i]->block_bytes() != shared->block_bytes()) {
+      throw std::invalid_argument(fmt::format("tier {}: blocks of {} bytes, the shared pool's {}",
+                                              shared->name(), tiers_[i]->block_bytes(),
+                                              shared->block_bytes()));
+    }
+    tiers_[i] = std::move(shared);
+    return true;
+  }
+  return false;
+}
+
+int TierChain::find(const BlockHash& hash) const {
+  for (int i = 0; i < size(); ++i)
+    if (tiers_[static_cast<size_t>(i)]->contains(hash)) return i;
+  return -1;
+}
+
+void TierChain::put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted) {
+  KvTier& t = *tiers_[static_cast<size_t>(tier)];
+  t.put(hash, evicted);
+  Moved& m = moved_[static_cast<size_t>(tier)];
+  ++m.puts;
+  m.bytes_written += t.block_bytes();
+}
+
+void TierChain::demote(const BlockHash& hash, int from, int level) {
+  ++left_[static_cast<size_t>(level + 1)];
+  int to = from;
+  while (to < size() && tiers_[static_cast<size_t>(to)]->stores_on_compute()) ++to;
+  if (to >= size()) {
+    ++dropped_[static_cast<size_t>(level + 1)];
+    return;
+  }
+  KvTier& t = *tiers_[static_cast<size_t>(to)];
+  if (t.contains(hash)) {
+    ++already_[static_cast<size_t>(level + 1)];
+    return;
+  }
+  ++landed_[static_cast<size_t>(level + 1)];
+  std::vector<BlockHash> evicted;
+  put(to, hash, evicted);
+  for (const BlockHash& v : evicted) demote(v, to + 1, to);
+}
+
+void TierChain::on_block_evicted(const BlockHash& hash) {
+  demote(hash, 0, -1);
+}
+
+void TierChain::on_computed(const BlockHash& hash) {
+  for (int i = 0; i < size(); ++i) {
+    KvTier& t = *tiers_[static_cast<size_t>(i)];
+    if (!t.stores_on_compute() || t.contains(hash)) continue;
+    scratch_.clear();
+    put(i, hash, scratch_);
+    // A write-through tier's victims are copies of blocks computed earlier:
+    // they leave it and go to the next on_evict tier below, if any.
+    const std::vector<BlockHash> evicted = scratch_;
+    for (const BlockHash& v : evicted) demote(v, i + 1, i);
+  }
+}
+
+void TierChain::load(const BlockHash& hash, int tier, bool first_admission) {
+  KvTier& t = *tiers_.at(static_cast<size_t>(tier));
+  if (!t.touch(hash))
+    throw std::logic_error(fmt::format("tier {}: load of a block it does not hold", t.name()));
+  Moved& m = moved_[static_cast<size_t>(tier)];
+  ++m.hit_blocks;
+  if (first_admission) m.hit_tokens_first += block_size_;
+  m.bytes_read += t.block_bytes();
+  ++pending_blocks_[static_cast<size_t>(tier)];
+}
+
+TierLoad TierChain::take_load() {
+  TierLoad load;
+  load.layerwise = layerwise_;
+  // One transfer per tier per step; tiers are read one after another (their
+  // blocks cross the same host link into the device).
+  for (int i = 0; i < size(); ++i) {
+    int64_t& blocks = pending_blocks_[static_cast<size_t>(i)];
+    load.time += tiers_[static_cast<size_t>(i)]->read_time(blocks);
+    blocks = 0;
+  }
+  load_time_ += load.time;
+  return load;
+}
+
+void TierChain::check_conserved() const {
+  for (size_t level = 0; level < left_.size(); ++level) {
+    if (left_[level] != landed_[level] + already_[level] + dropped_[level]) {
+      throw std::logic_error(fmt::format(
+          "tiers: {} blocks left {} but {} landed below, {} were there already, {} dropped",
+          left_[level], level == 0 ? std::string("the device") : tiers_[level - 1]->name(),
+          landed_[level], already_[level], dropped_[level]));
+    }
+  }
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    tiers_[i]->check_conserved();
+    // A tier only this chain uses holds what this chain put minus its evictions.
+    if (tiers_[i].use_count() == 1 && static_cast<uint64_t>(moved_[i].puts) != tiers_[i]->puts()) {
+      throw std::logic_error(fmt::format("tier {}: {} puts counted by the instance, {} by the tier",
+                                         tiers_[i]->name(), moved_[i].puts, tiers_[i]->puts()));
+    }
+  }
+  for (int64_t p : pending_blocks_)
+    if (p != 0) throw std::logic_error("tiers: loads that no step priced");
+}
+
+void TierChain::report(RunMetrics& m, int64_t query_tokens, int64_t prefix_hit_tokens) const {
+  auto rate = [&](int64_t tokens) {
+    return query_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(query_tokens) : 0.0;
+  };
+  int64_t lower = 0;
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    RunMetrics::KvTierMetrics* out = m.kv_tiers.tier(tiers_[i]->name());
+    if (!out) throw std::logic_error(fmt::format("no metrics for tier {}", tiers_[i]->name()));
+    const Moved& mv = moved_[i];
+    out->hit_rate = rate(mv.hit_tokens_first);
+    out->hit_tokens = mv.hit_tokens_first;
+    out->bytes_read = mv.bytes_read;
+    out->bytes_written = mv.bytes_written;
+    out->evictions = tiers_[i]->evictions();
+    out->blocks_held = tiers_[i]->blocks_held();
+    lower += mv.hit_tokens_first;
+  }
+  m.kv_tiers.device_hit_rate = rate(prefix_hit_tokens - lower);
+  m.kv_tiers.load_time_s = static_cast<double>(load_time_) / 1e9;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,100 @@
+#pragma once
+// The tiers of one serving instance below device HBM, fastest first (dram,
+// ssd, then the global pool, which other instances may share), and what this
+// instance moved through them. The paged policy owns one when the scenario
+// has `kv_tiers:`:
+// - a block the device pool evicts goes to the first `on_evict` tier; what
+//   a tier evicts goes to the next `on_evict` tier below it; the last one's
+//   victims are dropped (on_block_evicted);
+// - a block computed on device is put into every `on_compute` tier
+//   (on_computed);
+// - a prefix lookup that runs out of device blocks continues here (find),
+//   and a hit is read back into a device block (load) at the tier's read
+//   bandwidth and latency, summed per step (take_load).
+// Tiers are inclusive: a block read back stays in its tier.
+//
+// Writes are counted (bytes per tier) but kept off the step's path: they go
+// out asynchronously while the device works, as LMCache and Mooncake Store
+// offload. Every block that leaves a level is accounted for (landed in a
+// tier, found there already, or dropped); check_conserved() holds that and
+// each tier's own balance, and the engine fails the run otherwise.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "base/units.hpp"
+#include "sim/cache/block_pool.hpp"
+#include "sim/cache/tiers/kv_tier.hpp"
+
+namespace kvsim {
+
+struct RunMetrics;
+
+// What reading tier hits back costs a step, and whether it overlaps the
+// step's compute (layer-wise loading: layer l's KV arrives while layer l-1
+// runs, LMCache's use_layerwise, Mooncake's layer-wise transfer) or runs
+// before it (the default of LMCache and vLLM's offload connector).
+struct TierLoad {
+  TimeNs time = 0;
+  bool layerwise = false;
+  // The step's latency once the load is added.
+  TimeNs step_latency(TimeNs compute) const {
+    return layerwise ? std::max(compute, time) : compute + time;
+  }
+};
+
+class TierChain final : public BlockEvictionListener {
+ public:
+  // `tiers` fastest first; any of them may be shared with other chains.
+  TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size);
+
+  int size() const { return static_cast<int>(tiers_.size()); }
+  // Replaces the tier of the same name by `shared` (a cluster's global pool,
+  // one object for every instance), before the chain moved anything. False
+  // when the chain has no tier of that name. std::logic_error once used.
+  bool share_tier(std::shared_ptr<KvTier> shared);
+  const KvTier& tier(int i) const { return *tiers_[static_cast<size_t>(i)]; }
+
+  // Index of the fastest tier holding the block, or -1.
+  int find(const BlockHash& hash) const;
+  void on_block_evicted(const BlockHash& hash) override;
+  void on_computed(const BlockHash& hash);
+  // A hit in tier `tier` read back to the device. `first_admission`: counts
+  // toward the tier's hit rate (re-admissions after a recompute preemption
+  // do not, as kv_cache.prefix_hit_rate).
+  void load(const BlockHash& hash, int tier, bool first_admission);
+  // The time of the loads since the last call (0 when none), and resets.
+  TierLoad take_load();
+
+  // Adds kv_tiers.* to the run's metrics; `query_tokens` are the prompt
+  // tokens looked up at first admissions (prefix_hit_rate's denominator).
+  void report(RunMetrics& m, int64_t query_tokens, int64_t prefix_hit_tokens) const;
+  void check_conserved() const;
+
+ private:
+  struct Moved {
+    int64_t hit_blocks = 0;        // loads
+    int64_t hit_tokens_first = 0;  // loads at first admissions, in tokens
+    Bytes bytes_read = 0;
+    Bytes bytes_written = 0;
+    int64_t puts = 0;  // blocks this chain put into the tier
+  };
+  // Puts `hash` into the first on_evict tier at index >= from, cascading
+  // that tier's victims further down; `level` is the level it leaves (-1:
+  // the device).
+  void demote(const BlockHash& hash, int from, int level);
+  void put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted);
+
+  std::vector<std::shared_ptr<KvTier>> tiers_;
+  bool layerwise_;
+  int64_t block_size_;
+  std::vector<Moved> moved_;
+  std::vector<int64_t> pending_blocks_;  // loads of the current step, per tier
+  TimeNs load_time_ = 0;
+  // Blocks leaving each level (device = index 0, tier i = i + 1) and where
+  // they went: into a tier, already there, or dropped.
+  std::vector<int64_t> left_, landed_, already_, dropped_;
+  std::vector<BlockHash> scratch_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,49 @@
+#pragma once
+// The `kv_tiers:` section of a scenario: the tiers of KV blocks below device
+// HBM (SPEC 6's paged pool, extended as LMCache / Mooncake Store / UCM
+// offload), fastest first, and whether reading them back overlaps compute.
+//
+//   kv_tiers:
+//     load_overlap: none          # none | layerwise
+//     tiers:
+//       - {name: dram, capacity: 256GiB, read_bandwidth: 25GB/s, write_bandwidth: 25GB/s,
+//          latency: 10us, eviction: lru}
+//       - {name: global, capacity: 4TB, read_bandwidth: 12GB/s, write_bandwidth: 12GB/s,
+//          latency: 50us, store: on_compute}
+//
+// Absent or with no tiers, nothing changes: the device pool alone, as before.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/params.hpp"
+#include "base/reader.hpp"
+#include "sim/cache/cache_config.hpp"
+#include "sim/cache/tiers/kv_tier.hpp"
+#include "sim/cache/tiers/tier_chain.hpp"
+
+namespace kvsim {
+
+struct KvTiersConfig {
+  std::string load_overlap = "none";
+  std::vector<KvTierParams> tiers;  // fastest first, each name at most once
+  bool empty() const { return tiers.empty(); }
+};
+
+// Kind "kv tiers": the section's own keys (load_overlap, tiers).
+config::ComponentInfo kv_tiers_section_info();
+
+// Reads `kv_tiers:` of `top` into `out`. Errors (at their line): a tier name
+// twice or out of order (dram, ssd, global), tiers under a policy without a
+// prefix-cached block pool.
+void read_kv_tiers_section(config::MapReader& top, const CacheConfig& cache, KvTiersConfig& out);
+
+// The chain of one instance: a tier per entry, each block `block_bytes`
+// (all ranks). `global_pool`, when given, replaces the `global` entry (the
+// pool a cluster shares among its instances); a chain without a `global`
+// entry ignores it.
+std::unique_ptr<TierChain> make_tier_chain(const KvTiersConfig& config, Bytes block_bytes,
+                                           int64_t block_size,
+                                           std::shared_ptr<KvTier> global_pool = nullptr);
+
+}  // namespace kvsim

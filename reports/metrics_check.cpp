@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -108,6 +109,10 @@ nlohmann::ordered_json read_metrics_file(const std::string& path) {
 }
 
 nlohmann::ordered_json read_json_file(const std::string& path) {
+  // A directory or a device (/dev/zero never ends) is refused unread.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw_input_error(path, "", "is not a regular file", "a metrics.json file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw_input_error(path, "", "cannot read the file", "a metrics.json file");

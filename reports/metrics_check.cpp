@@ -146,6 +146,30 @@ nlohmann::ordered_json read_json_file(const std::string& path) {
     d.error({path, line, col}, "", "invalid JSON", "a metrics.json written by kvsim run");
     d.throw_if_any();
     throw;
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double (1e400): the library names the token, not
+    // its offset, so the token's first occurrence locates it.
+    const std::string what = e.what();
+    const size_t open = what.find('\'');
+    const size_t close = what.rfind('\'');
+    const std::string token =
+        open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+    int line = 1, col = 1;
+    const size_t at = token.empty() ? std::string::npos : s.find(token);
+    for (size_t i = 0; at != std::string::npos && i < at; ++i) {
+      if (s[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    config::Diagnostics d;
+    d.error({path, line, col}, "",
+            fmt::format("number '{}' is beyond the range of a double", token),
+            "a metrics.json written by kvsim run");
+    d.throw_if_any();
+    throw;
   }
   if (too_deep)
     throw_input_error(path, "", fmt::format("JSON nested deeper than {} levels", kMaxDepth),

@@ -332,6 +332,9 @@ const BadInput kCatalogue[] = {
      "{\"a\": "
      "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]"
      "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"},
+    // Found by fuzz_check_json: a number beyond a double was exit 3.
+    {"CheckNumberBeyondDouble", "check {aux} --baseline {aux}", "aux.txt:2:", "1e400", nullptr,
+     "{\"a\": 1,\n \"b\": 1e400}"},
     {"CheckBaselineIsADirectory", "check {aux} --baseline {dir}/adir", "adir", "not a regular file",
      nullptr, "{\"a\": 1}"},
     {"CheckIsDevZero", "check /dev/zero --baseline {aux}", "/dev/zero", "not a regular file",

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -84,7 +85,8 @@ Llama2Weights load_llama2_checkpoint(const std::string& path) {
   c.vocab_size = header[5];
   c.seq_len = header[6];
   c.shared_classifier = c.vocab_size > 0;
-  if (c.vocab_size < 0) c.vocab_size = -c.vocab_size;
+  // -INT32_MIN does not exist: that header is as bad as a vocabulary of 0.
+  if (c.vocab_size < 0) c.vocab_size = c.vocab_size == INT32_MIN ? 0 : -c.vocab_size;
   if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
       c.vocab_size <= 0 || c.seq_len <= 0 || c.dim % c.n_heads != 0 ||
       c.n_heads % c.n_kv_heads != 0 || c.dim > 65536 || c.n_layers > 1024)

@@ -23,6 +23,7 @@ struct BadInput {
   const char* bad_text = nullptr;  // written to {bad} (bad.yaml) when set
   const char* aux_text = nullptr;  // written to {aux} (aux.txt) when set
   int exit_code = 2;
+  size_t aux_size = 0;  // bytes of aux_text when it holds NULs (a binary header)
 };
 
 // A small valid scenario (line numbers matter to the rows that patch it).
@@ -380,10 +381,17 @@ const BadInput kCatalogue[] = {
     {"GenerateCheckpointBadHeader", "generate --checkpoint {aux} --tokenizer {aux}", "aux.txt",
      "bad header", nullptr, "0123456789012345678901234567"},
     {"GenerateCheckpointHugeHeader", "generate --checkpoint {aux} --tokenizer {aux}", "aux.txt",
-     "truncated checkpoint", nullptr,
+     "needs", nullptr,
      // dim 65536, hidden 2^30, 1024 layers, 256 heads, 256 KV heads, vocab 2^30, seq 2^30
      "\x00\x00\x01\x00\x00\x00\x00\x40\x00\x04\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00"
-     "\x00\x00\x00\x40\x00\x00\x00\x40"},
+     "\x00\x00\x00\x40\x00\x00\x00\x40",
+     2, 28},
+    // Found by fuzz_llama2_checkpoint: vocab_size INT32_MIN was negated (signed overflow).
+    {"GenerateCheckpointVocabMin", "generate --checkpoint {aux} --tokenizer {aux}", "aux.txt",
+     "bad header", nullptr,
+     "\x40\x00\x00\x00\x00\x05\x00\x00\x04\x00\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00"
+     "\x00\x00\x00\x80\x08\x00\x00\x04\x00\x00\x00\x00",
+     2, 32},
     {"GenerateStepsZero", "generate --steps 0", "--steps", "steps"},
     {"GenerateCtxSizeOne", "generate --ctx-size 1 --policy smart_mask", "--ctx-size", "ctx-size"},
     {"GenerateModelUnknown", "generate --model llama-3-8b", "--model", "model"},
@@ -424,7 +432,8 @@ TEST_P(BadInputCatalogue, ExitsTwoNamingWhereAndWhatAndTouchesNothing) {
   write("bad.yaml", c.bad_text ? c.bad_text : std::string(kBase) + "kv_cach: {}\n");
   if (c.aux_text) {
     // The same text under the names a model file may have.
-    for (const char* name : {"aux.txt", "aux.json", "aux.yaml"}) write(name, c.aux_text);
+    const std::string text = c.aux_size ? std::string(c.aux_text, c.aux_size) : c.aux_text;
+    for (const char* name : {"aux.txt", "aux.json", "aux.yaml"}) write(name, text);
   }
   write("typed.json", "{\"a\": 5}");
   fs::create_directories(path("adir"));

@@ -2,12 +2,13 @@
 # packages first (as root), then build with CMake.
 DEPS := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev \
         libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev \
-        libxxhash-dev gnuplot-nox openmpi-bin libopenmpi-dev pybind11-dev python3-dev
+        libxxhash-dev gnuplot-nox openmpi-bin libopenmpi-dev pybind11-dev python3-dev \
+        clang libclang-rt-14-dev
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCENARIO ?= configs/scenarios/default.yaml
 
-.PHONY: deps build run test asan bench clean format
+.PHONY: deps build run test asan fuzz fuzz-build bench clean format
 
 deps:
 	@missing=""; for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -40,6 +41,29 @@ asan: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+# libFuzzer harnesses of the input readers (fuzz/), under ASan and UBSan,
+# each run FUZZ_SECONDS on its stored seed corpus and dictionary. New inputs
+# go to $(BUILD)-fuzz/corpus/, the stored seeds stay as they are; a finding
+# stops the target with the crashing input written as crash-* here.
+FUZZ_SECONDS ?= 20
+FUZZERS := yaml_config hf_config trace_mooncake trace_azure trace_prefill_decode_csv \
+           check_json calibration_csv llama2_checkpoint
+
+fuzz-build: deps
+	cmake -S fuzz -B $(BUILD)-fuzz -DCMAKE_CXX_COMPILER=clang++
+	cmake --build $(BUILD)-fuzz -j $(JOBS)
+
+fuzz: fuzz-build
+	@for f in $(FUZZERS); do \
+	  mkdir -p $(BUILD)-fuzz/corpus/$$f; \
+	  echo "fuzz_$$f: $(FUZZ_SECONDS) s"; \
+	  ./$(BUILD)-fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -dict=fuzz/dict/$$f.dict -print_final_stats=1 \
+	    $(BUILD)-fuzz/corpus/$$f fuzz/corpus/$$f 2>$(BUILD)-fuzz/$$f.log \
+	    || { tail -60 $(BUILD)-fuzz/$$f.log; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|cov:" $(BUILD)-fuzz/$$f.log | tail -2; \
+	done
+
 bench: build
 	./$(BUILD)/bench_event_queue
 	./$(BUILD)/bench_whole_run
@@ -48,4 +72,4 @@ format:
 	find sim models devices workloads kernels reports tests bench -name '*.cpp' -o -name '*.hpp' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan out
+	rm -rf $(BUILD) $(BUILD)-fuzz build-asan out

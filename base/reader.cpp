@@ -34,6 +34,10 @@ Location Node::location() const {
   if (node_.IsDefined()) {
     const YAML::Mark m = node_.Mark();
     if (!m.is_null()) return {file_, m.line + 1, m.column + 1};
+    // A map --set made on its way (`--set seed.x=1` over a scalar seed):
+    // the flag wrote it, so the flag is blamed.
+    for (const auto& p : ctx_->overridden_paths)
+      if (p.rfind(path_ + ".", 0) == 0) return {"--set " + p, 1, 1};
   }
   return {file_, 0, 0};
 }
@@ -322,10 +326,59 @@ void MapReader::finish() {
 
 namespace {
 
+// Offset of the first byte that does not belong to well-formed UTF-8
+// (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF), or npos.
+size_t invalid_utf8_at(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + n >= s.size()) return i;  // cut short
+    for (size_t k = 1; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+// Reports a scalar (value or key) that is not UTF-8: it would end in a
+// JSON library's exception when written to metrics.json, far from its line.
+void report_invalid_utf8(const YAML::Node& scalar, const std::string& key_path,
+                         const std::string& file, LoadContext& ctx) {
+  const std::string& text = scalar.Scalar();
+  const size_t at = invalid_utf8_at(text);
+  if (at == std::string_view::npos) return;
+  const YAML::Mark m = scalar.Mark();
+  ctx.diagnostics.error({file, m.line + 1, m.column + 1}, key_path,
+                        fmt::format("is not valid UTF-8 (byte 0x{:02X} at offset {})",
+                                    static_cast<unsigned char>(text[at]), at),
+                        "text in UTF-8");
+}
+
 // yaml-cpp keeps every pair of a map, and a lookup finds the first: a key
-// written twice would silently lose its second value.
+// written twice would silently lose its second value. Every key and scalar
+// must also be UTF-8.
 void report_duplicate_keys(const YAML::Node& node, const std::string& file, LoadContext& ctx,
-                           int depth) {
+                           int depth, const std::string& path = {}) {
   if (depth > 256) {
     const YAML::Mark m = node.Mark();
     ctx.diagnostics.error({file, m.line + 1, m.column + 1}, "", "nested deeper than 256 levels",
@@ -335,8 +388,11 @@ void report_duplicate_keys(const YAML::Node& node, const std::string& file, Load
   if (node.IsMap()) {
     std::map<std::string, YAML::Mark> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
+      std::string child_path = path;
       if (it->first.IsScalar()) {
         const std::string key = it->first.Scalar();
+        child_path = path.empty() ? key : path + "." + key;
+        report_invalid_utf8(it->first, child_path, file, ctx);
         const YAML::Mark m = it->first.Mark();
         auto [first, fresh] = seen.emplace(key, m);
         if (!fresh)
@@ -345,10 +401,12 @@ void report_duplicate_keys(const YAML::Node& node, const std::string& file, Load
               fmt::format("duplicate key '{}' (first at line {})", key, first->second.line + 1),
               "each key once per map");
       }
-      report_duplicate_keys(it->second, file, ctx, depth + 1);
+      report_duplicate_keys(it->second, file, ctx, depth + 1, child_path);
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) report_duplicate_keys(item, file, ctx, depth + 1);
+    for (const auto& item : node) report_duplicate_keys(item, file, ctx, depth + 1, path);
+  } else if (node.IsScalar()) {
+    report_invalid_utf8(node, path, file, ctx);
   }
 }
 
@@ -431,6 +489,13 @@ bool apply_override(YAML::Node& root, const std::string& assignment, LoadContext
   }
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
+  if (const size_t bad = invalid_utf8_at(assignment); bad != std::string_view::npos) {
+    ctx.diagnostics.error({"--set " + path, 1, static_cast<int>(bad) + 1}, path,
+                          fmt::format("is not valid UTF-8 (byte 0x{:02X} at offset {})",
+                                      static_cast<unsigned char>(assignment[bad]), bad),
+                          "text in UTF-8");
+    return false;
+  }
   if (text.find_first_not_of(" \t") == std::string::npos) {
     ctx.diagnostics.error({"--set " + path, 1, static_cast<int>(eq) + 2}, path, "has no value",
                           fmt::format("{}=VALUE, or {}=null to remove the key", path, path));

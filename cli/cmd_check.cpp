@@ -1,11 +1,15 @@
 // kvsim check METRICS.json --baseline BASE.json [--rel-tol X] [--abs-tol Y] [--keys PATTERN]
 // Lists every difference; exit 1 when one is beyond tolerance, 2 when a file
-// cannot be read.
+// cannot be read or a metric changes type.
+#include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "reports/input_error.hpp"
 #include "reports/metrics_check.hpp"
+#include "sim/metrics.hpp"
 
 namespace kvsim::cli {
 namespace {
@@ -22,6 +26,19 @@ int run_check(const CheckCliOptions& o) {
   MetricsCheckOptions options = o.check;
   options.key_patterns = o.keys;
   const MetricsCheckResult r = check_metrics(metrics, baseline, options);
+  // A metric that is a number in one file and a map, list or text in the
+  // other is not a regression but two different kinds of document: the
+  // input is at fault (exit 2), not the run (exit 1).
+  for (const MetricDifference& d : r.differences) {
+    const auto* v = find_metric(metrics, d.key);
+    const auto* b = find_metric(baseline, d.key);
+    if (v == nullptr || b == nullptr || v->is_null() || b->is_null()) continue;
+    if (v->is_number() != b->is_number())
+      throw_input_error(o.metrics, d.key,
+                        fmt::format("is {} here and {} in the baseline {}", v->type_name(),
+                                    b->type_name(), o.baseline),
+                        "the same type in both files (a metrics.json written by kvsim run)");
+  }
   std::cout << r.format(options);
   if (r.keys_compared == 0) {
     std::cerr << "kvsim: error: --keys: no key matches (keys are dotted, e.g. latency_ms.*)\n";

@@ -2,6 +2,7 @@
 // 2 bad input (config, file, flag); 3 internal error.
 #include <filesystem>
 #include <iostream>
+#include <string>
 
 #include "base/build_info.hpp"
 #include "cli/commands.hpp"
@@ -21,6 +22,22 @@ int main(int argc, char** argv) {
       add_check_command(app),    add_hitcurve_command(app), add_calibrate_command(app),
       add_sweep_command(app),    add_search_command(app),   add_describe_command(app),
   };
+
+  // A first word that is no command: say so and list them (CLI11 would only
+  // say that a subcommand is required).
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->get_name() == word;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "kvsim: error: unknown command '" << word << "'; commands are " << names << "\n";
+      return kExitBadInput;
+    }
+  }
 
   try {
     app.parse(argc, argv);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -45,6 +47,28 @@ void rmsnorm(const WeightMatrix& x, const Eigen::VectorXf& weight, float eps, We
   }
 }
 
+// Every tensor's size follows from the header, so the file must hold them
+// all: checked before anything is allocated, since a damaged header could
+// otherwise ask for terabytes (llama2.c's layout: embeddings, per-layer
+// norms and weights, final norm, two RoPE tables, an optional classifier).
+void check_checkpoint_size(const std::string& path, const Llama2Config& c) {
+  const double dim = c.dim, hidden = c.hidden_dim, layers = c.n_layers, vocab = c.vocab_size;
+  const double kv_dim = static_cast<double>(c.n_kv_heads) * (dim / c.n_heads);
+  const double per_layer = 2 * dim + 2 * dim * dim + 2 * kv_dim * dim + 3 * hidden * dim;
+  const double floats = vocab * dim + layers * per_layer + dim +
+                        static_cast<double>(c.seq_len) * (dim / c.n_heads) +
+                        (c.shared_classifier ? 0.0 : vocab * dim);
+  const double needed = 7 * sizeof(int32_t) + floats * sizeof(float);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw std::runtime_error(fmt::format("{}: {}", path, ec.message()));
+  if (needed > static_cast<double>(size))
+    throw std::runtime_error(fmt::format(
+        "{}: truncated checkpoint: its header (dim {}, hidden_dim {}, {} layers, vocab {}, "
+        "seq_len {}) needs {:.0f} bytes, the file has {}",
+        path, c.dim, c.hidden_dim, c.n_layers, c.vocab_size, c.seq_len, needed, size));
+}
+
 }  // namespace
 
 Llama2Weights load_llama2_checkpoint(const std::string& path) {
@@ -61,11 +85,13 @@ Llama2Weights load_llama2_checkpoint(const std::string& path) {
   c.vocab_size = header[5];
   c.seq_len = header[6];
   c.shared_classifier = c.vocab_size > 0;
-  if (c.vocab_size < 0) c.vocab_size = -c.vocab_size;
+  // -INT32_MIN does not exist: that header is as bad as a vocabulary of 0.
+  if (c.vocab_size < 0) c.vocab_size = c.vocab_size == INT32_MIN ? 0 : -c.vocab_size;
   if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
       c.vocab_size <= 0 || c.seq_len <= 0 || c.dim % c.n_heads != 0 ||
       c.n_heads % c.n_kv_heads != 0 || c.dim > 65536 || c.n_layers > 1024)
     throw std::runtime_error(fmt::format("{}: not a llama2.c checkpoint (bad header)", path));
+  check_checkpoint_size(path, c);
   const int64_t L = c.n_layers;
   w.token_embedding = r.matrix(c.vocab_size, c.dim);
   for (int64_t l = 0; l < L; ++l) w.rms_att.push_back(r.vector(c.dim));

@@ -2,7 +2,10 @@
 // config.json, errors at file:line:col, cross-field checks in a second pass.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+
+#include "base/checked_math.hpp"
 
 #include "models/model_family_defaults.hpp"
 #include "models/model_spec.hpp"
@@ -76,6 +79,44 @@ void check_model_shape(const config::Node& node, const ModelSpec& m, bool head_d
                              m.num_attention_heads, m.head_dim, m.q_dim(), m.hidden_size),
                  "hidden_size / 4 <= heads * head_dim <= 4 * hidden_size");
   }
+}
+
+// Sizes derived from the shape are int64 bytes. A bound on them, taken in
+// double with every dimension at its widest, must stay within
+// kMaxRepresentableBytes, so no product computed later can wrap: in-range
+// but absurd dimensions are an error naming the limit, not negative weights.
+void check_representable(const config::Node& node, const ModelSpec& m) {
+  const double heads = static_cast<double>(m.num_attention_heads);
+  const double width = std::max<double>(
+      {static_cast<double>(m.hidden_size), static_cast<double>(m.q_dim()),
+       static_cast<double>(m.intermediate_size), static_cast<double>(m.moe.expert_intermediate),
+       static_cast<double>(m.moe.shared_intermediate), static_cast<double>(m.mla.q_lora_rank),
+       static_cast<double>(m.mla.kv_lora_rank),
+       heads * static_cast<double>(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim +
+                                   m.mla.v_head_dim)});
+  const double layers = static_cast<double>(m.num_hidden_layers);
+  const double experts = static_cast<double>(std::max<int64_t>(m.moe.experts, 0)) + 2;
+  const double parameters =
+      2 * static_cast<double>(m.vocab_size) * width + layers * 16 * width * width * experts;
+  const double limit = static_cast<double>(kMaxRepresentableBytes);
+  const double weight_bound = parameters * 4;  // at most 4 bytes per parameter (fp32)
+  if (weight_bound > limit) {
+    error_at_key(node, "num_hidden_layers",
+                 fmt::format("these dimensions give weights of up to {:.3g} bytes, beyond the "
+                             "{} kvsim can represent",
+                             weight_bound, format_bytes(kMaxRepresentableBytes)),
+                 "the dimensions of a real model (hidden_size, intermediate_size, "
+                 "num_hidden_layers, vocab_size, experts)");
+    return;
+  }
+  // KV bytes of the longest context: layers x 2 x width x 4 bytes x positions.
+  const double kv_bound = layers * 2 * width * 4 * static_cast<double>(m.max_position_embeddings);
+  if (kv_bound > limit)
+    error_at_key(node, "max_position_embeddings",
+                 fmt::format("a full context's KV cache could reach {:.3g} bytes, beyond the {} "
+                             "kvsim can represent",
+                             kv_bound, format_bytes(kMaxRepresentableBytes)),
+                 "a shorter max_position_embeddings or narrower layers");
 }
 
 // The model's name when absent: `_name_or_path`'s last component in a saved
@@ -187,6 +228,7 @@ ModelSpec parse_model(const config::Node& node, bool lenient_unknown_keys) {
   // not cascade into several messages.
   if (diagnostics.size() == errors_before)
     check_model_shape(node, m, head_dim_given || family.head_dim.has_value());
+  if (diagnostics.size() == errors_before) check_representable(node, m);
   if (!lenient_unknown_keys) r.finish();
   return m;
 }

@@ -2,13 +2,24 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <filesystem>
 #include <stdexcept>
+#include <system_error>
 
 namespace kvsim {
 namespace {
 // Milliseconds with microsecond resolution, or empty when the event did not happen.
 std::string ms_or_empty(TimeNs t) {
   return t < 0 ? std::string() : fmt::format("{:.3f}", static_cast<double>(t) / 1e6);
+}
+
+// A full disk or a read-only folder is the environment's fault: a
+// filesystem_error with the OS's text (exit 2), not an internal error.
+[[noreturn]] void throw_write_error(const std::string& path) {
+  throw std::filesystem::filesystem_error(
+      "cannot write", std::filesystem::path(path),
+      std::error_code(errno ? errno : EIO, std::generic_category()));
 }
 }  // namespace
 
@@ -17,7 +28,7 @@ CsvRunSink::CsvRunSink(const std::string& requests_path, const std::string& time
       timeline_(timeline_path),
       requests_path_(requests_path),
       timeline_path_(timeline_path) {
-  if (!requests_ || !timeline_) throw std::runtime_error("cannot open the run's CSV files");
+  if (!requests_ || !timeline_) throw_write_error(!requests_ ? requests_path_ : timeline_path_);
   requests_
       << "id,status,session,turn,arrival_ms,first_token_ms,finish_ms,prompt_tokens,output_tokens,"
          "cached_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms\n";
@@ -66,8 +77,7 @@ void CsvRunSink::close() {
   if (!timeline_header_written_) write_timeline_header(true);
   requests_.flush();
   timeline_.flush();
-  if (!requests_ || !timeline_)
-    throw std::runtime_error(fmt::format("cannot write {} or {}", requests_path_, timeline_path_));
+  if (!requests_ || !timeline_) throw_write_error(!requests_ ? requests_path_ : timeline_path_);
   requests_.close();
   timeline_.close();
 }

@@ -12,7 +12,8 @@ class CsvRunSink final : public RunSink {
   CsvRunSink(const std::string& requests_path, const std::string& timeline_path);
   void request(const RequestRow& row) override;
   void timeline(const TimelineRow& row) override;
-  // Flushes; throws std::runtime_error when a write failed.
+  // Flushes; throws std::filesystem::filesystem_error (the OS error, exit 2)
+  // when a write failed, as on a full disk.
   void close();
 
  private:

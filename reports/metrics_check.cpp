@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -108,6 +109,10 @@ nlohmann::ordered_json read_metrics_file(const std::string& path) {
 }
 
 nlohmann::ordered_json read_json_file(const std::string& path) {
+  // A directory or a device (/dev/zero never ends) is refused unread.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw_input_error(path, "", "is not a regular file", "a metrics.json file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw_input_error(path, "", "cannot read the file", "a metrics.json file");
@@ -139,6 +144,30 @@ nlohmann::ordered_json read_json_file(const std::string& path) {
     }
     config::Diagnostics d;
     d.error({path, line, col}, "", "invalid JSON", "a metrics.json written by kvsim run");
+    d.throw_if_any();
+    throw;
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double (1e400): the library names the token, not
+    // its offset, so the token's first occurrence locates it.
+    const std::string what = e.what();
+    const size_t open = what.find('\'');
+    const size_t close = what.rfind('\'');
+    const std::string token =
+        open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+    int line = 1, col = 1;
+    const size_t at = token.empty() ? std::string::npos : s.find(token);
+    for (size_t i = 0; at != std::string::npos && i < at; ++i) {
+      if (s[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    config::Diagnostics d;
+    d.error({path, line, col}, "",
+            fmt::format("number '{}' is beyond the range of a double", token),
+            "a metrics.json written by kvsim run");
     d.throw_if_any();
     throw;
   }

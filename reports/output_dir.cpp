@@ -230,7 +230,7 @@ void OutputDir::commit() {
   fs::rename(temp_, final_, ec);
   if (ec) {
     if (fs::exists(old)) fs::rename(old, final_);
-    throw std::runtime_error(fmt::format("cannot move output into {}: {}", final_, ec.message()));
+    throw fs::filesystem_error("cannot move output into place", fs::path(final_), ec);
   }
   committed_ = true;
   fs::remove_all(old, ec);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/checked_math.hpp"
 #include "workloads/distribution_impl.hpp"
 #include "workloads/workload_params.hpp"
 
@@ -19,19 +20,41 @@ double mean_gap_ns(double rate_per_s) {
   return static_cast<double>(kNsPerS) / rate_per_s;
 }
 
+// Where `rate_per_s` was written: an arrival beyond the representable span
+// (a tiny rate over many requests) is reported there, never wrapped.
+struct RateKey {
+  config::Location where;
+  std::string path;
+
+  // previous + round(gap_ns), exactly as integers when representable.
+  TimeNs arrival_at(TimeNs previous, double gap_ns) const {
+    const auto gap = round_in_range(gap_ns, 0, kMaxSimulatedTimeNs);
+    const auto t = gap ? checked_add(previous, *gap) : std::nullopt;
+    if (!t || *t > kMaxSimulatedTimeNs)
+      throw_unrepresentable(
+          where, path,
+          fmt::format("the arrivals this rate gives reach {:.3g} ns, beyond {}",
+                      static_cast<double>(previous) + gap_ns, simulated_span_text()),
+          "a higher rate, or fewer requests");
+    return *t;
+  }
+};
+
 // Open-loop Poisson arrivals: exponential gaps (the default of vLLM's and
 // SGLang's serving benchmarks with `--request-rate`).
 class PoissonArrivals final : public ArrivalProcess {
  public:
-  explicit PoissonArrivals(double rate) : rate_(rate) {}
+  PoissonArrivals(double rate, RateKey key) : rate_(rate), key_(std::move(key)) {}
   std::string_view name() const override { return "poisson"; }
   TimeNs next_arrival(TimeNs previous, uint64_t, Rng& rng) const override {
-    return previous + std::llround(rng.exponential(mean_gap_ns(rate_)));
+    const double gap = rng.exponential(mean_gap_ns(rate_));
+    return key_.arrival_at(previous, gap);
   }
   double rate_per_s() const override { return rate_; }
 
  private:
   double rate_;
+  RateKey key_;
 };
 
 // Gamma-distributed gaps with coefficient of variation `cv`: cv = 1 is
@@ -39,31 +62,35 @@ class PoissonArrivals final : public ArrivalProcess {
 // the gamma shape). Shape k = 1/cv^2, scale = mean gap / k.
 class GammaArrivals final : public ArrivalProcess {
  public:
-  GammaArrivals(double rate, double cv) : rate_(rate), shape_(1.0 / (cv * cv)) {}
+  GammaArrivals(double rate, double cv, RateKey key)
+      : rate_(rate), shape_(1.0 / (cv * cv)), key_(std::move(key)) {}
   std::string_view name() const override { return "gamma"; }
   TimeNs next_arrival(TimeNs previous, uint64_t, Rng& rng) const override {
-    return previous + std::llround(rng.gamma(shape_, mean_gap_ns(rate_) / shape_));
+    const double gap = rng.gamma(shape_, mean_gap_ns(rate_) / shape_);
+    return key_.arrival_at(previous, gap);
   }
   double rate_per_s() const override { return rate_; }
 
  private:
   double rate_;
   double shape_;
+  RateKey key_;
 };
 
 // Evenly spaced arrivals. Arrival i is at round(i / rate): computed from the
 // index, not by summing rounded gaps, so a rate like 3/s does not drift.
 class ConstantArrivals final : public ArrivalProcess {
  public:
-  explicit ConstantArrivals(double rate) : rate_(rate) {}
+  ConstantArrivals(double rate, RateKey key) : rate_(rate), key_(std::move(key)) {}
   std::string_view name() const override { return "constant"; }
   TimeNs next_arrival(TimeNs, uint64_t index, Rng&) const override {
-    return std::llround(static_cast<double>(index) * mean_gap_ns(rate_));
+    return key_.arrival_at(0, static_cast<double>(index) * mean_gap_ns(rate_));
   }
   double rate_per_s() const override { return rate_; }
 
  private:
   double rate_;
+  RateKey key_;
 };
 
 // Closed-loop clients (`process: closed`): the request stream underneath
@@ -102,6 +129,11 @@ std::optional<double> positive(config::MapReader& reader, const config::Componen
     return std::nullopt;
   }
   return v;
+}
+
+RateKey rate_key(config::MapReader& reader) {
+  const config::Node c = reader.child("rate_per_s");
+  return {c.location(), c.path()};
 }
 
 config::ParamSpec rate_param(const char* doc) {
@@ -152,7 +184,7 @@ config::ComponentInfo closed_info() {
 std::unique_ptr<ArrivalProcess> parse_poisson_arrivals(config::MapReader& reader) {
   const auto rate = positive(reader, poisson_info(), "rate_per_s", "arrivals per second, > 0");
   if (!rate) return nullptr;
-  return std::make_unique<PoissonArrivals>(*rate);
+  return std::make_unique<PoissonArrivals>(*rate, rate_key(reader));
 }
 
 std::unique_ptr<ArrivalProcess> parse_gamma_arrivals(config::MapReader& reader) {
@@ -160,13 +192,13 @@ std::unique_ptr<ArrivalProcess> parse_gamma_arrivals(config::MapReader& reader) 
   const auto rate = positive(reader, info, "rate_per_s", "arrivals per second, > 0");
   const auto cv = positive(reader, info, "cv", "a number in (0, 100]; 1 is Poisson, > 1 bursty");
   if (!rate || !cv) return nullptr;
-  return std::make_unique<GammaArrivals>(*rate, *cv);
+  return std::make_unique<GammaArrivals>(*rate, *cv, rate_key(reader));
 }
 
 std::unique_ptr<ArrivalProcess> parse_constant_arrivals(config::MapReader& reader) {
   const auto rate = positive(reader, constant_info(), "rate_per_s", "arrivals per second, > 0");
   if (!rate) return nullptr;
-  return std::make_unique<ConstantArrivals>(*rate);
+  return std::make_unique<ConstantArrivals>(*rate, rate_key(reader));
 }
 
 std::unique_ptr<ArrivalProcess> parse_closed_arrivals(config::MapReader& reader) {

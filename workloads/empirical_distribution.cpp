@@ -57,6 +57,13 @@ std::vector<int64_t> read_csv(const config::Node& path_node, const std::string& 
                               DistributionReader& reader) {
   auto& diagnostics = path_node.context().diagnostics;
   std::vector<int64_t> values;
+  // A directory or a device (/dev/zero never ends a line) is refused unread.
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec)) {
+    path_node.error(fmt::format("'{}' is not a regular file", file),
+                    "a CSV file, relative to the YAML file's folder");
+    return values;
+  }
   std::ifstream in(file);
   if (!in) {
     path_node.error(fmt::format("cannot read '{}'", file),

@@ -36,14 +36,29 @@ bool digits(std::string_view s, size_t pos, size_t count, int64_t& out) {
   return true;
 }
 
+// Years whose every instant is an int64 count of ns since 1970 (that clock
+// covers 1677-09-21 to 2262-04-11): whole years only.
+constexpr int64_t kFirstYear = 1678;
+constexpr int64_t kLastYear = 2261;
+
+int64_t days_in_month(int64_t y, int64_t m) {
+  static constexpr int64_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return m == 2 && leap ? 29 : kDays[m - 1];
+}
+
 // "YYYY-MM-DD HH:MM:SS[.fraction]" to ns since 1970 (UTC taken as given).
+// A date that does not exist (2023-02-31) or a year outside the clock's
+// range is not a time.
 bool parse_timestamp(std::string_view s, TimeNs& out) {
   int64_t y, mo, d, h, mi, sec;
   if (!digits(s, 0, 4, y) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
       !digits(s, 8, 2, d) || (s[10] != ' ' && s[10] != 'T') || !digits(s, 11, 2, h) ||
       s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' || !digits(s, 17, 2, sec))
     return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return false;
+  if (y < kFirstYear || y > kLastYear || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) ||
+      h > 23 || mi > 59 || sec > 60)
+    return false;
   int64_t frac_ns = 0;
   if (s.size() > 19) {
     if (s[19] != '.' || s.size() == 20 || s.size() > 29) return false;
@@ -73,7 +88,9 @@ LineResult parse_azure_line(std::string_view line, const CsvColumns& columns, Tr
   if (time.empty()) return malformed("TIMESTAMP is empty");
   if (!parse_timestamp(time, out.time))
     return malformed(
-        fmt::format("TIMESTAMP '{}' is not a time like 2023-11-16 18:15:46.6805900", time));
+        fmt::format("TIMESTAMP '{}' is not a time like 2023-11-16 18:15:46.6805900 (a real "
+                    "date in the years {}-{})",
+                    time, kFirstYear, kLastYear));
   if (auto p = parse_token_columns(cells, columns, "ContextTokens", "GeneratedTokens", out);
       !p.empty())
     return malformed(p);

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
+#include "base/checked_math.hpp"
 #include "base/diagnostics.hpp"
 
 namespace kvsim {
@@ -16,9 +18,21 @@ constexpr const char* kSkipHint = "fix the line, or set on_error: skip to drop s
 TraceFileReader::TraceFileReader(const TraceWorkloadSpec& spec)
     : spec_(spec), format_(find_trace_format(spec.format)) {
   if (!format_) throw std::invalid_argument(fmt::format("unknown trace format '{}'", spec.format));
-  in_.open(spec_.path, std::ios::binary);
-  if (!in_) {
-    throw_at(0, spec_.key_path + ".path", "cannot read the trace file",
+  // A directory or a device (/dev/zero never ends a line) is refused before
+  // it is read.
+  std::error_code ec;
+  const auto status = std::filesystem::status(spec_.path, ec);
+  const char* problem = nullptr;
+  if (!std::filesystem::exists(status))
+    problem = "file not found";
+  else if (!std::filesystem::is_regular_file(status))
+    problem = "is not a regular file";
+  if (!problem) {
+    in_.open(spec_.path, std::ios::binary);
+    if (!in_) problem = "cannot be opened";
+  }
+  if (problem) {
+    throw_at(0, spec_.key_path + ".path", problem,
              "a readable file; a relative path is from the YAML file's folder");
   }
   start_pass();
@@ -118,7 +132,11 @@ bool TraceFileReader::next(ReplayedRecord& out) {
         have_origin_ = true;
         origin_ = r.time;
       }
-      const TimeNs relative = r.time - origin_;
+      const auto since_origin = checked_sub(r.time, origin_);
+      if (!since_origin || *since_origin > kMaxSimulatedTimeNs)
+        fail(line_number_, "this record is too far from the first one",
+             fmt::format("records within {} of each other", simulated_span_text()));
+      const TimeNs relative = *since_origin;
       latest_relative_ = relative;
       if (relative < spec_.start) continue;
       if (spec_.duration && relative >= spec_.start + *spec_.duration) {
@@ -142,9 +160,20 @@ bool TraceFileReader::next(ReplayedRecord& out) {
     }
     if (!in_window) continue;
     pass_replayed_any_ = true;
-    const TimeNs offset = pass_ == 0 ? 0 : pass_ * pass_span_;
-    out.arrival = static_cast<TimeNs>(
-        std::llround(static_cast<double>(offset + last_relative_) * spec_.time_scale));
+    // pass * span + relative, then scaled: checked, so a long trace looped
+    // many times or slowed down a million-fold is an error, never a wrap.
+    const auto offset = checked_mul(pass_, pass_span_);
+    const auto unscaled = offset ? checked_add(*offset, last_relative_) : std::nullopt;
+    const auto arrival = unscaled
+                             ? round_in_range(static_cast<double>(*unscaled) * spec_.time_scale, 0,
+                                              kMaxSimulatedTimeNs)
+                             : std::nullopt;
+    if (!arrival)
+      throw_at(line_number_, spec_.key_path + (pass_ > 0 ? ".loop" : ".time_scale"),
+               fmt::format("replaying this record (pass {}) puts it beyond {}", pass_ + 1,
+                           simulated_span_text()),
+               "fewer loop passes, a smaller time_scale, or a shorter window");
+    out.arrival = *arrival;
     out.pass = pass_;
     ++emitted_;
     return true;

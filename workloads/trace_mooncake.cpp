@@ -7,6 +7,9 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "workloads/trace_format.hpp"
 
@@ -17,6 +20,49 @@ using nlohmann::json;
 
 LineResult malformed(std::string problem) {
   return {LineKind::malformed, std::move(problem)};
+}
+
+// A line of this format is one flat object with one list in it.
+constexpr int kMaxNesting = 8;
+
+// Parses a line as nlohmann would, but refuses what it accepts silently: a
+// field written twice (its last value would win) and deep nesting (a message
+// quoting such a value would recurse). Returns a discarded value and the
+// reason on either.
+json parse_line_json(std::string_view line, std::string& problem) {
+  std::vector<std::set<std::string>> fields_of_open_objects;
+  int open = 0;
+  const json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        fields_of_open_objects.emplace_back();
+        [[fallthrough]];
+      case json::parse_event_t::array_start:
+        if (++open > kMaxNesting) {
+          if (problem.empty()) problem = fmt::format("nested deeper than {} levels", kMaxNesting);
+          return false;  // not kept: a deep value is never built
+        }
+        break;
+      case json::parse_event_t::object_end:
+        if (!fields_of_open_objects.empty()) fields_of_open_objects.pop_back();
+        [[fallthrough]];
+      case json::parse_event_t::array_end:
+        --open;
+        break;
+      case json::parse_event_t::key:
+        if (!fields_of_open_objects.empty() && parsed.is_string() &&
+            !fields_of_open_objects.back().insert(parsed.get<std::string>()).second &&
+            problem.empty())
+          problem = fmt::format("the field {} is written twice", parsed.dump());
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  json value = json::parse(line.begin(), line.end(), check, /*allow_exceptions=*/false);
+  if (value.is_discarded()) problem = "not valid JSON";
+  return problem.empty() ? value : json(json::value_t::discarded);
 }
 
 // A token count field as the shared CSV rule checks it (>= 1, bounded).
@@ -33,8 +79,9 @@ std::string read_count(const json& object, const char* field, const char* kind, 
 LineResult parse_mooncake_line(std::string_view line, const CsvColumns& columns, TraceRecord& out) {
   (void)columns;
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {LineKind::blank, {}};
-  const json object = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  if (object.is_discarded()) return malformed("not valid JSON");
+  std::string problem;
+  const json object = parse_line_json(line, problem);
+  if (!problem.empty()) return malformed(problem);
   if (!object.is_object()) return malformed("not a JSON object");
 
   const auto ts = object.find("timestamp");

@@ -186,7 +186,7 @@ void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
       } catch (const config::ConfigError& e) {
         for (const config::Diagnostic& d : e.diagnostics()) {
           if (d.where.line == 0)  // the file itself: point at the YAML key
-            path_node.error(fmt::format("cannot read '{}'", trace.path), d.allowed);
+            path_node.error(fmt::format("cannot read '{}': {}", trace.path, d.problem), d.allowed);
           else
             diagnostics.error(d.where, d.key_path, d.problem, d.allowed);
         }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/checked_math.hpp"
 #include "base/diagnostics.hpp"
 #include "cli/studies/capacity_genie.hpp"
 #include "reports/html_page.hpp"
@@ -16,6 +17,10 @@
 namespace kvsim {
 namespace fs = std::filesystem;
 namespace {
+
+// Longest --context: 2^40 tokens, a thousand times any model's window, so
+// block counts and byte products stay far inside int64.
+constexpr int64_t kMaxContextTokens = int64_t{1} << 40;
 
 [[noreturn]] void flag_error(const std::string& flag, const std::string& problem,
                              const std::string& allowed) {
@@ -80,7 +85,9 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                  "fp16, bf16, int8, fp8, fp8_e4m3, fp8_e5m2, fp32");
   }
   for (const int64_t c : q.contexts)
-    if (c < 1) flag_error("--context", fmt::format("context {} must be at least 1", c), ">= 1");
+    if (c < 1 || c > kMaxContextTokens)
+      flag_error("--context", fmt::format("context {} is out of range", c),
+                 fmt::format("1..{}", kMaxContextTokens));
   std::vector<CapacityRow> rows;
   for (const auto& device_name : q.devices) {
     const DeviceSpec device = resolve_device(device_name, configs_dir);
@@ -132,7 +139,15 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
               r.ep = ep;
               r.weights_bytes = s.weights_bytes;
               r.kv_bytes_per_token = s.kv_bytes_per_token;
-              r.kv_bytes_at_context = s.kv_bytes_per_token * context;
+              const auto kv_at_context = checked_mul(s.kv_bytes_per_token, context);
+              if (!kv_at_context || *kv_at_context > kMaxRepresentableBytes)
+                flag_error("--context",
+                           fmt::format("context {} at {} per token needs more than {} of KV",
+                                       context, format_bytes(s.kv_bytes_per_token),
+                                       format_bytes(kMaxRepresentableBytes)),
+                           fmt::format("at most {} tokens for {}",
+                                       kMaxRepresentableBytes / s.kv_bytes_per_token, model.name));
+              r.kv_bytes_at_context = *kv_at_context;
               r.block_bytes = s.block_bytes;
               r.num_blocks = s.num_blocks;
               r.capacity_tokens = s.capacity_tokens;

@@ -1,0 +1,6 @@
+// The azure trace reader, streamed as a run replays it (fuzz_trace.hpp).
+#include "fuzz/fuzz_trace.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return kvsim::fuzz::replay_trace("azure", data, size);
+}

@@ -1,0 +1,467 @@
+// A catalogue of bad inputs across every command, as a hostile new user
+// would type them: each must end in exit 2 (SPEC 3) with a location (a
+// FILE:LINE:COL, a `--set KEY` or the flag) and the key at fault, and leave
+// the folder it ran in exactly as it was (no output folder, no temporary
+// leftovers, a user's file untouched). One table row per input, each its
+// own test.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "report_test_helpers.hpp"
+
+namespace kvsim {
+namespace {
+namespace fs = std::filesystem;
+
+struct BadInput {
+  const char* name;                // test name
+  const char* args;                // after `kvsim`; {dir} {base} {bad} {aux} {out} are replaced
+  const char* where;               // expected in the output: a location
+  const char* key;                 // expected in the output: the key or flag at fault
+  const char* bad_text = nullptr;  // written to {bad} (bad.yaml) when set
+  const char* aux_text = nullptr;  // written to {aux} (aux.txt) when set
+  int exit_code = 2;
+  size_t aux_size = 0;  // bytes of aux_text when it holds NULs (a binary header)
+};
+
+// A small valid scenario (line numbers matter to the rows that patch it).
+constexpr const char* kBase = R"(name: cat
+seed: 5
+device: ascend-910b2
+model: llama-3.2-1b
+kv_cache: {policy: paged, block_size: 64}
+scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}
+workload:
+  kind: synthetic
+  requests: 6
+  arrival: {process: poisson, rate_per_s: 20}
+  input_tokens: {dist: uniform, min: 64, max: 256}
+  output_tokens: {dist: uniform, min: 8, max: 32}
+)";
+
+// A scenario replaying {aux} as a trace of the given format.
+#define TRACE_SCENARIO(format, extra)                              \
+  "name: tr\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n" \
+  "kv_cache: {policy: paged, block_size: 64}\n"                    \
+  "scheduler: {max_num_seqs: 16, max_batched_tokens: 4096}\n"      \
+  "workload:\n  kind: trace\n  trace: {format: " format ", path: aux.txt" extra "}\n"
+
+// A scenario whose model is {aux} (a Hugging Face config.json or a model YAML).
+#define MODEL_SCENARIO(model_file)                                                              \
+  "name: m\nseed: 1\ndevice: ascend-910b2\nmodel: " model_file                                  \
+  "\n"                                                                                          \
+  "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n" \
+  "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"
+
+constexpr const char* kHugeHfConfig =
+    R"({"hidden_size": 1048576, "num_hidden_layers": 65536, "num_attention_heads": 1024,
+"num_key_value_heads": 1024, "intermediate_size": 16777216, "vocab_size": 16777216,
+"max_position_embeddings": 8192})";
+
+const BadInput kCatalogue[] = {
+    // ---- the command line itself
+    {"UnknownCommand", "frobnicate", "unknown command", "frobnicate"},
+    {"UnknownFlag", "run {base} --frobnicate", "error", "--frobnicate"},
+    {"RunWithoutScenario", "run --out {out}", "error", "scenario"},
+    // ---- run: --set on a valid scenario
+    {"SetBlockSizeZero", "run {base} --out {out} --set kv_cache.block_size=0",
+     "--set kv_cache.block_size", "kv_cache.block_size"},
+    {"SetBlockSizeText", "run {base} --out {out} --set kv_cache.block_size=abc",
+     "--set kv_cache.block_size", "kv_cache.block_size"},
+    {"SetBlockSizeHuge", "run {base} --out {out} --set kv_cache.block_size=1e99",
+     "--set kv_cache.block_size", "kv_cache.block_size"},
+    {"SetBlockSizeList", "run {base} --out {out} --set kv_cache.block_size=[1,2]",
+     "--set kv_cache.block_size", "kv_cache.block_size"},
+    {"SetPolicyUnknown", "run {base} --out {out} --set kv_cache.policy=nope",
+     "--set kv_cache.policy", "kv_cache.policy"},
+    {"SetMemoryFraction", "run {base} --out {out} --set kv_cache.memory_fraction=2",
+     "--set kv_cache.memory_fraction", "kv_cache.memory_fraction"},
+    {"SetKvDtype", "run {base} --out {out} --set kv_cache.dtype=fp7", "--set kv_cache.dtype",
+     "kv_cache.dtype"},
+    {"SetSeedNegative", "run {base} --out {out} --set seed=-1", "--set seed", "seed"},
+    {"SetSeedIntoMap", "run {base} --out {out} --set seed.x=1", "--set seed.x", "seed"},
+    {"SetDeviceUnknown", "run {base} --out {out} --set device=no-such-device", "--set device",
+     "device"},
+    {"SetModelUnknown", "run {base} --out {out} --set model=no-such-model", "--set model", "model"},
+    {"SetWorkloadKind", "run {base} --out {out} --set workload.kind=nope", "--set workload.kind",
+     "workload.kind"},
+    {"SetRequestsZero", "run {base} --out {out} --set workload.requests=0",
+     "--set workload.requests", "workload.requests"},
+    {"SetRequestsNegative", "run {base} --out {out} --set workload.requests=-5",
+     "--set workload.requests", "workload.requests"},
+    {"SetArrivalProcess", "run {base} --out {out} --set workload.arrival.process=nope",
+     "--set workload.arrival.process", "workload.arrival.process"},
+    {"SetRateZero", "run {base} --out {out} --set workload.arrival.rate_per_s=0",
+     "--set workload.arrival.rate_per_s", "workload.arrival.rate_per_s"},
+    {"SetRateNegative", "run {base} --out {out} --set workload.arrival.rate_per_s=-1",
+     "--set workload.arrival.rate_per_s", "workload.arrival.rate_per_s"},
+    {"SetRateTooLow", "run {base} --out {out} --set workload.arrival.rate_per_s=1e-9",
+     "--set workload.arrival.rate_per_s", "workload.arrival.rate_per_s"},
+    {"SetForeignArrivalKey", "run {base} --out {out} --set workload.arrival.cv=2",
+     "--set workload.arrival.cv", "workload.arrival.cv"},
+    {"SetDistUnknown", "run {base} --out {out} --set workload.input_tokens.dist=nope",
+     "--set workload.input_tokens.dist", "workload.input_tokens.dist"},
+    {"SetDistMinNegative", "run {base} --out {out} --set workload.input_tokens.min=-1",
+     "--set workload.input_tokens.min", "workload.input_tokens.min"},
+    {"SetMaxNumSeqsZero", "run {base} --out {out} --set scheduler.max_num_seqs=0",
+     "--set scheduler.max_num_seqs", "scheduler.max_num_seqs"},
+    {"SetMaxBatchedZero", "run {base} --out {out} --set scheduler.max_batched_tokens=0",
+     "--set scheduler.max_batched_tokens", "scheduler.max_batched_tokens"},
+    {"SetEmptyKeyPart", "run {base} --out {out} --set kv_cache..block_size=64", "--set",
+     "kv_cache..block_size"},
+    {"SetNoValue", "run {base} --out {out} --set kv_cache.block_size=", "--set kv_cache.block_size",
+     "kv_cache.block_size"},
+    {"SetNoEquals", "run {base} --out {out} --set kv_cache.block_size", "--set",
+     "kv_cache.block_size"},
+    {"SetUnknownKey", "run {base} --out {out} --set nosuchkey=1", "--set nosuchkey", "nosuchkey"},
+    {"SetUnknownNestedKey", "run {base} --out {out} --set kv_cache.nosuch=1",
+     "--set kv_cache.nosuch", "kv_cache.nosuch"},
+    {"SetRemoveMissingKey", "run {base} --out {out} --set kv_cache.nosuch=null", "--set",
+     "kv_cache.nosuch"},
+    {"SetTensorParallelZero", "run {base} --out {out} --set parallel.tensor=0",
+     "--set parallel.tensor", "parallel.tensor"},
+    {"SetTensorParallelIndivisible", "run {base} --out {out} --set parallel.tensor=3",
+     "--set parallel.tensor", "parallel.tensor"},
+    {"SetNonUtf8", "run {base} --out {out} --set $'name=caf\\xe9'", "--set name", "name"},
+    {"SetDescriptionList", "run {base} --out {out} --set description=[a]", "--set description",
+     "description"},
+    {"SetMaxConcurrencyZero", "run {base} --out {out} --set workload.max_concurrency=0",
+     "--set workload.max_concurrency", "workload.max_concurrency"},
+    {"SetExpectUnknownMetric", "run {base} --out {out} --set expect.no.such.metric.max=1",
+     "--set expect", "expect"},
+    // ---- run: a scenario file with a mistake at a known line
+    {"DuplicateKey", "run {bad} --out {out}", "bad.yaml:3:1", "seed",
+     "name: d\nseed: 1\nseed: 2\n"},
+    {"DuplicateNestedKey", "run {bad} --out {out}", "bad.yaml:4:3", "block_size",
+     "name: d\nkv_cache:\n  block_size: 16\n  block_size: 32\n"},
+    {"InvalidYamlBracket", "run {bad} --out {out}", "bad.yaml:", "invalid YAML",
+     "name: x\nkv_cache: {policy: paged\n"},
+    {"InvalidYamlTab", "run {bad} --out {out}", "bad.yaml:", "invalid YAML",
+     "name: x\nkv_cache:\n\tpolicy: paged\n"},
+    {"NonUtf8Name", "run {bad} --out {out}", "bad.yaml:1:7", "name", "name: caf\xe9\n"},
+    {"NonUtf8Description", "run {bad} --out {out}", "bad.yaml:2:14", "description",
+     "name: x\ndescription: \xff\xfe\n"},
+    {"NonUtf8Key", "run {bad} --out {out}", "bad.yaml:2:1", "\xe9", "name: x\n\xe9: 1\n"},
+    {"UnknownTopLevelKey", "run {bad} --out {out}", "bad.yaml:13:1", "kv_cach", nullptr},
+    {"EmptyScenario", "run {bad} --out {out}", "bad.yaml", "device", ""},
+    {"ScenarioIsAList", "run {bad} --out {out}", "bad.yaml:1:1", "", "- a\n- b\n"},
+    {"ScenarioIsADirectory", "run {dir}/adir --out {out}", "adir", "not a regular file"},
+    {"ScenarioIsDevZero", "run /dev/zero --out {out}", "/dev/zero", "not a regular file"},
+    {"ScenarioMissing", "run {dir}/missing.yaml --out {out}", "missing.yaml", "not found"},
+    {"ModelLineNotAName", "run {bad} --out {out}", "bad.yaml:4:8", "model",
+     MODEL_SCENARIO("[1, 2]")},
+    // ---- run: models a scenario names
+    {"HfConfigHugeDimensions", "run {bad} --out {out}", "aux.json:1:", "num_hidden_layers",
+     MODEL_SCENARIO("aux.json"), kHugeHfConfig},
+    {"ModelNonUtf8Name", "run {bad} --out {out}", "aux.yaml:1:7", "name",
+     MODEL_SCENARIO("aux.yaml"),
+     "name: ll\xe9\nhidden_size: 2048\nnum_hidden_layers: 16\nnum_attention_heads: 32\n"
+     "num_key_value_heads: 8\nintermediate_size: 8192\nvocab_size: 128256\n"
+     "max_position_embeddings: 8192\n"},
+    {"ModelDuplicateKey", "run {bad} --out {out}", "aux.yaml:3:1", "hidden_size",
+     MODEL_SCENARIO("aux.yaml"), "name: l\nhidden_size: 2048\nhidden_size: 4096\n"},
+    {"ModelHeadsIndivisible", "run {bad} --out {out}", "aux.yaml:5:", "num_key_value_heads",
+     MODEL_SCENARIO("aux.yaml"),
+     "name: l\nhidden_size: 2048\nnum_hidden_layers: 16\nnum_attention_heads: 32\n"
+     "num_key_value_heads: 7\nintermediate_size: 8192\nvocab_size: 128256\n"
+     "max_position_embeddings: 8192\n"},
+    {"ModelLongContextKvOverflow", "run {bad} --out {out}", "aux.yaml:", "max_position_embeddings",
+     MODEL_SCENARIO("aux.yaml"),
+     "name: l\nhidden_size: 1048576\nnum_hidden_layers: 1024\nnum_attention_heads: 8192\n"
+     "num_key_value_heads: 8192\nhead_dim: 128\nintermediate_size: 1024\nvocab_size: 16\n"
+     "max_position_embeddings: 1073741824\n"},
+    // ---- run: trace workloads
+    {"TraceIsADirectory", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.path",
+     "name: tr\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 4096}\n"
+     "workload:\n  kind: trace\n  trace: {format: mooncake, path: adir}\n"},
+    {"TraceIsDevZero", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.path",
+     "name: tr\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 4096}\n"
+     "workload:\n  kind: trace\n  trace: {format: mooncake, path: /dev/zero}\n"},
+    {"TraceMissing", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.path",
+     TRACE_SCENARIO("mooncake", "")},
+    {"MooncakeDuplicateField", "run {bad} --out {out}", "aux.txt:1:", "workload.trace",
+     TRACE_SCENARIO("mooncake", ""),
+     "{\"timestamp\": 0, \"input_length\": 10, \"input_length\": 20, \"output_length\": 3, "
+     "\"hash_ids\": [1]}\n"},
+    {"MooncakeNotJson", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("mooncake", ""),
+     "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n{oops\n"},
+    {"MooncakeDeepNesting", "run {bad} --out {out}", "aux.txt:1:", "workload.trace",
+     TRACE_SCENARIO("mooncake", ""),
+     "{\"timestamp\": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]], \"input_length\": 1}\n"},
+    {"MooncakeNegativeTimestamp", "run {bad} --out {out}", "aux.txt:1:", "workload.trace",
+     TRACE_SCENARIO("mooncake", ""),
+     "{\"timestamp\": -5, \"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n"},
+    {"MooncakeHashIdsShort", "run {bad} --out {out}", "aux.txt:1:", "workload.trace",
+     TRACE_SCENARIO("mooncake", ""),
+     "{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 3, \"hash_ids\": [1]}\n"},
+    {"MooncakeTimeGoesBack", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("mooncake", ""),
+     "{\"timestamp\": 10, \"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n"
+     "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n"},
+    {"AzureFebruary31", "run {bad} --out {out}", "aux.txt:3:", "workload.trace",
+     TRACE_SCENARIO("azure", ""),
+     "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-28 00:00:00.0,10,2\n"
+     "2023-02-31 00:00:00.0,10,2\n"},
+    {"AzureYearBeforeClock", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("azure", ""),
+     "TIMESTAMP,ContextTokens,GeneratedTokens\n1500-01-01 00:00:00.0,10,2\n"},
+    {"AzureYearAfterClock", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("azure", ""),
+     "TIMESTAMP,ContextTokens,GeneratedTokens\n9999-12-31 23:59:59.0,10,2\n"},
+    {"AzureRecordsCenturiesApart", "run {bad} --out {out}", "aux.txt:3:", "workload.trace",
+     TRACE_SCENARIO("azure", ""),
+     "TIMESTAMP,ContextTokens,GeneratedTokens\n1700-01-01 00:00:00.0,10,2\n"
+     "2250-01-01 00:00:00.0,10,2\n"},
+    {"AzureMissingColumn", "run {bad} --out {out}", "aux.txt:1:", "workload.trace",
+     TRACE_SCENARIO("azure", ""), "TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,1\n"},
+    {"AzureZeroTokens", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("azure", ""),
+     "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00.0,0,2\n"},
+    {"PrefillDecodeTimeScaleWraps", "run {bad} --out {out}", "aux.txt:3:",
+     "workload.trace.time_scale", TRACE_SCENARIO("prefill_decode_csv", ", time_scale: 1e6"),
+     "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n1e8,10,2\n"},
+    {"PrefillDecodeLoopWraps", "run {bad} --out {out}", "aux.txt:", "workload.trace.loop",
+     TRACE_SCENARIO("prefill_decode_csv", ", loop: 1000000"),
+     "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2\n9e8,10,2\n"},
+    {"PrefillDecodeNotANumber", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("prefill_decode_csv", ""),
+     "arrived_at,num_prefill_tokens,num_decode_tokens\nsoon,10,2\n"},
+    {"PrefillDecodeNegativeTime", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("prefill_decode_csv", ""),
+     "arrived_at,num_prefill_tokens,num_decode_tokens\n-1,10,2\n"},
+    {"PrefillDecodeTooManyFields", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("prefill_decode_csv", ""),
+     "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,2,9\n"},
+    {"TraceNoHeader", "run {bad} --out {out}", "aux.txt:2:1", "workload.trace",
+     TRACE_SCENARIO("prefill_decode_csv", ""), "\n\n"},
+    {"TraceTimeScaleZero", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.time_scale",
+     TRACE_SCENARIO("prefill_decode_csv", ", time_scale: 0"),
+     "arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n"},
+    {"TraceFormatUnknown", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.format",
+     TRACE_SCENARIO("sharegpt", ""), "x\n"},
+    // ---- run: an empirical distribution file
+    {"EmpiricalIsADirectory",
+     "run {base} --out {out} --set 'workload.input_tokens={dist: empirical, file: adir}'",
+     "--set workload.input_tokens", "workload.input_tokens"},
+    {"EmpiricalIsDevZero",
+     "run {base} --out {out} --set 'workload.input_tokens={dist: empirical, file: /dev/zero}'",
+     "--set workload.input_tokens", "workload.input_tokens"},
+    // ---- output folders
+    {"OutIsAFile", "run {base} --out {dir}/notes/keep.txt", "notes/keep.txt", "--out"},
+    {"OutIsAUsersFolder", "run {base} --out {dir}/notes", "notes", ".kvsim"},
+    // ---- compare
+    {"CompareVaryNoEquals", "compare {base} --out {out} --vary kv_cache.block_size", "--vary",
+     "vary"},
+    {"CompareVaryBadValue", "compare {base} --out {out} --vary kv_cache.block_size=0,64",
+     "kv_cache.block_size", "kv_cache.block_size"},
+    {"CompareVaryUnknownKey", "compare {base} --out {out} --vary kv_cache.nosuch=1,2",
+     "kv_cache.nosuch", "kv_cache.nosuch"},
+    {"CompareSetBad", "compare {base} --out {out} --vary kv_cache.block_size=16,32 --set seed=x",
+     "--set seed", "seed"},
+    {"CompareMissingScenario", "compare {dir}/missing.yaml --out {out} --vary seed=1,2",
+     "missing.yaml", "not found"},
+    {"CompareNonUtf8Name", "compare {bad} --out {out} --vary seed=1,2", "bad.yaml:1:7", "name",
+     "name: caf\xe9\n"},
+    // ---- capacity
+    {"CapacityContextHuge",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--context 9000000000000000000",
+     "--context", "context"},
+    {"CapacityContextZero",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--context 0",
+     "--context", "context"},
+    {"CapacityContextNegative",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--context -5",
+     "--context", "context"},
+    {"CapacityContextText",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--context lots",
+     "--context", "context"},
+    {"CapacityKvDtype",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--kv-dtype fp7",
+     "--kv-dtype", "fp7"},
+    {"CapacityTensorParallel",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--tp 3",
+     "--tp", "tp"},
+    {"CapacityDeviceUnknown", "capacity --device nope --model llama-3-8b --out {out}", "--device",
+     "nope"},
+    {"CapacityModelUnknown", "capacity --device ascend-910b2 --model nope --out {out}", "--model",
+     "nope"},
+    {"CapacityModelHuge", "capacity --device ascend-910b2 --model {aux} --out {out}",
+     "aux.txt:", "num_hidden_layers", nullptr, kHugeHfConfig},
+    {"CapacityBlockSizeZero",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--block-size 0",
+     "--block-size", "block-size"},
+    {"CapacityMemoryFraction",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--memory-fraction 2",
+     "--memory-fraction", "memory-fraction"},
+    {"CapacitySloBad",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--slo fast --workload {base}",
+     "--slo", "slo"},
+    // ---- calibrate
+    {"CalibrateMissing", "calibrate {dir}/missing.csv --out {out}", "missing.csv", "measurements"},
+    {"CalibrateEmpty", "calibrate {aux} --out {out}", "aux.txt:1:1", "header", nullptr, ""},
+    {"CalibrateBadHeader", "calibrate {aux} --out {out}", "aux.txt:1:", "header", nullptr,
+     "a,b,c\n1,2,3\n"},
+    {"CalibrateUnterminatedQuote", "calibrate {aux} --out {out}", "aux.txt:2:", "", nullptr,
+     "id,device,model,weights,kv_dtype,context,batch,input_tokens,output_tokens,metric,value,"
+     "unit,software,source\nX,ascend-910b2,Qwen3-8B,bf16,fp16,2048,1,128,1,tpot,\"45,ms,s,src\n"},
+    {"CalibrateValueNotNumber", "calibrate {aux} --out {out}", "aux.txt:2:", "value", nullptr,
+     "id,device,model,weights,kv_dtype,context,batch,input_tokens,output_tokens,metric,value,"
+     "unit,software,source\nX,ascend-910b2,Qwen3-8B,bf16,fp16,2048,1,128,1,tpot,fast,ms,s,src\n"},
+    // ---- check
+    {"CheckMissing", "check {dir}/missing.json --baseline {aux}", "missing.json", "", nullptr,
+     "{}"},
+    {"CheckNotJson", "check {aux} --baseline {aux}", "aux.txt:1:", "", nullptr, "{oops"},
+    {"CheckNotAnObject", "check {aux} --baseline {aux}", "aux.txt", "not a JSON object", nullptr,
+     "[1, 2]"},
+    {"CheckDeepNesting", "check {aux} --baseline {aux}", "aux.txt", "nested", nullptr,
+     "{\"a\": "
+     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]"
+     "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"},
+    // Found by fuzz_check_json: a number beyond a double was exit 3.
+    {"CheckNumberBeyondDouble", "check {aux} --baseline {aux}", "aux.txt:2:", "1e400", nullptr,
+     "{\"a\": 1,\n \"b\": 1e400}"},
+    {"CheckBaselineIsADirectory", "check {aux} --baseline {dir}/adir", "adir", "not a regular file",
+     nullptr, "{\"a\": 1}"},
+    {"CheckIsDevZero", "check /dev/zero --baseline {aux}", "/dev/zero", "not a regular file",
+     nullptr, "{\"a\": 1}"},
+    {"CheckNegativeTolerance", "check {aux} --baseline {aux} --rel-tol -1", "--rel-tol", "rel-tol",
+     nullptr, "{\"a\": 1}"},
+    {"CheckWronglyTypedMetric", "check {aux} --baseline {dir}/typed.json", "aux.txt",
+     "a: is object", nullptr, "{\"a\": {\"b\": 1}}"},
+    // ---- validate
+    {"ValidateMissing", "validate {dir}/missing.yaml", "missing.yaml", "not found"},
+    {"ValidateDirectory", "validate {dir}/adir", "adir", "not a regular file"},
+    {"ValidateDuplicateKey", "validate {bad}", "bad.yaml:3:1", "seed",
+     "name: d\nseed: 1\nseed: 2\n"},
+    {"ValidateNonUtf8", "validate {bad}", "bad.yaml:2:14", "description",
+     "name: x\ndescription: \xff\n"},
+    {"ValidateUnknownKey", "validate {bad}", "bad.yaml:13:1", "kv_cach", nullptr},
+    // ---- hitcurve
+    {"HitcurveCapacityText", "hitcurve {base} --out {out} --capacity-tokens lots",
+     "--capacity-tokens", "capacity"},
+    {"HitcurveCapacityZero", "hitcurve {base} --out {out} --capacity-tokens 0", "--capacity-tokens",
+     "capacity"},
+    {"HitcurveSetBad", "hitcurve {base} --out {out} --capacity-tokens 1000 --set seed=x",
+     "--set seed", "seed"},
+    // ---- sweep and search
+    {"SweepMissing", "sweep {dir}/missing.yaml --out {out}", "missing.yaml", "not found"},
+    {"SweepUnknownGridKey", "sweep {bad} --out {out}", "bad.yaml:", "kv_cache.nosuch",
+     "name: s\nbase: default\ngrid:\n  kv_cache.nosuch: [1, 2]\nmetrics: [requests.completed]\n"},
+    {"SweepEmptyGrid", "sweep {bad} --out {out}", "bad.yaml:", "grid",
+     "name: s\nbase: default\ngrid: {}\nmetrics: [requests.completed]\n"},
+    {"SweepBaseMissing", "sweep {bad} --out {out}", "bad.yaml:2:", "base",
+     "name: s\nbase: no-such-scenario\ngrid:\n  seed: [1, 2]\nmetrics: [requests.completed]\n"},
+    {"SweepDuplicateKey", "sweep {bad} --out {out}", "bad.yaml:3:1", "name",
+     "name: s\nbase: default\nname: t\n"},
+    {"SweepJobsZero", "sweep {bad} --out {out} --jobs 0", "--jobs", "jobs",
+     "name: s\nbase: default\ngrid:\n  seed: [1, 2]\n"},
+    {"SearchMissingSection", "search {bad} --out {out}", "bad.yaml", "search",
+     "name: s\nbase: default\ngrid:\n  seed: [1, 2]\nmetrics: [requests.completed]\n"},
+    // ---- generate
+    {"GenerateCheckpointMissing", "generate --checkpoint {dir}/missing.bin --tokenizer {aux}",
+     "missing.bin", "not found", nullptr, "x"},
+    {"GenerateCheckpointDirectory", "generate --checkpoint {dir}/adir --tokenizer {aux}", "adir",
+     "not found", nullptr, "x"},
+    {"GenerateCheckpointBadHeader", "generate --checkpoint {aux} --tokenizer {aux}", "aux.txt",
+     "bad header", nullptr, "0123456789012345678901234567"},
+    {"GenerateCheckpointHugeHeader", "generate --checkpoint {aux} --tokenizer {aux}", "aux.txt",
+     "needs", nullptr,
+     // dim 65536, hidden 2^30, 1024 layers, 256 heads, 256 KV heads, vocab 2^30, seq 2^30
+     "\x00\x00\x01\x00\x00\x00\x00\x40\x00\x04\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00"
+     "\x00\x00\x00\x40\x00\x00\x00\x40",
+     2, 28},
+    // Found by fuzz_llama2_checkpoint: vocab_size INT32_MIN was negated (signed overflow).
+    {"GenerateCheckpointVocabMin", "generate --checkpoint {aux} --tokenizer {aux}", "aux.txt",
+     "bad header", nullptr,
+     "\x40\x00\x00\x00\x00\x05\x00\x00\x04\x00\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00"
+     "\x00\x00\x00\x80\x08\x00\x00\x04\x00\x00\x00\x00",
+     2, 32},
+    {"GenerateStepsZero", "generate --steps 0", "--steps", "steps"},
+    {"GenerateCtxSizeOne", "generate --ctx-size 1 --policy smart_mask", "--ctx-size", "ctx-size"},
+    {"GenerateModelUnknown", "generate --model llama-3-8b", "--model", "model"},
+    // ---- list and describe
+    {"ListUnknownKind", "list nothing", "what", "nothing"},
+    {"DescribeUnknown", "describe no-such-component", "describe", "no-such-component"},
+};
+
+class BadInputCatalogue : public testing::TempFolderTest,
+                          public ::testing::WithParamInterface<BadInput> {
+ protected:
+  // Every file under the test folder with its contents: what must not move.
+  std::map<std::string, std::string> snapshot() const {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+      const std::string rel = fs::relative(e.path(), dir_).string();
+      files[rel] = e.is_regular_file() ? read(e.path().string()) : std::string("<dir>");
+    }
+    return files;
+  }
+  std::string expand(std::string s) const {
+    const std::map<std::string, std::string> vars = {{"{dir}", dir_.string()},
+                                                     {"{base}", path("base.yaml")},
+                                                     {"{bad}", path("bad.yaml")},
+                                                     {"{aux}", path("aux.txt")},
+                                                     {"{out}", path("out")}};
+    for (const auto& [k, v] : vars)
+      for (size_t at = s.find(k); at != std::string::npos; at = s.find(k, at + v.size()))
+        s.replace(at, k.size(), v);
+    return s;
+  }
+};
+
+TEST_P(BadInputCatalogue, ExitsTwoNamingWhereAndWhatAndTouchesNothing) {
+  const BadInput& c = GetParam();
+  write("base.yaml", kBase);
+  // A scenario with a misspelt key on line 13 (rows that expect bad.yaml:13:1).
+  write("bad.yaml", c.bad_text ? c.bad_text : std::string(kBase) + "kv_cach: {}\n");
+  if (c.aux_text) {
+    // The same text under the names a model file may have.
+    const std::string text = c.aux_size ? std::string(c.aux_text, c.aux_size) : c.aux_text;
+    for (const char* name : {"aux.txt", "aux.json", "aux.yaml"}) write(name, text);
+  }
+  write("typed.json", "{\"a\": 5}");
+  fs::create_directories(path("adir"));
+  fs::create_directories(path("notes"));
+  write("notes/keep.txt", "my notes\n");
+  // A script run by bash: $'...' writes a byte that is not UTF-8 on the
+  // command line; the script is part of the folder before and after.
+  const std::string command =
+      "cd " + dir_.string() + " && " + std::string(KVSIM_BINARY) + " " + expand(c.args);
+  write("command.sh", command + "\n");
+  const auto before = snapshot();
+  const auto r = testing::run_command("bash " + path("command.sh") + " < /dev/null");
+  EXPECT_EQ(r.exit_code, c.exit_code) << command << "\n" << r.output;
+  EXPECT_NE(r.output.find(c.where), std::string::npos) << "location '" << c.where << "' in\n"
+                                                       << r.output;
+  EXPECT_NE(r.output.find(c.key), std::string::npos) << "key '" << c.key << "' in\n" << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  EXPECT_EQ(snapshot(), before) << "the folder changed: " << command;
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, BadInputCatalogue, ::testing::ValuesIn(kCatalogue),
+                         [](const ::testing::TestParamInfo<BadInput>& row) {
+                           return std::string(row.param.name);
+                         });
+
+TEST(BadInputCatalogueSize, HoldsAtLeastAHundredInputs) {
+  EXPECT_GE(std::size(kCatalogue), 100u);
+}
+
+}  // namespace
+}  // namespace kvsim

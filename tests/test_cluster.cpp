@@ -46,7 +46,7 @@ std::string with(const std::string& extra) {
 Request request_of(std::vector<int32_t> prompt, uint64_t session = 0) {
   Request r;
   r.prompt = std::move(prompt);
-  r.output = {1, 2};
+  r.output = std::vector<int32_t>{1, 2};
   r.session = session;
   return r;
 }

@@ -25,8 +25,9 @@ class PrefixAwareRouting final : public RoutingPolicy {
     for (const InstanceView& v : instances) total += v.outstanding_tokens;
     const double bound =
         load_bound_ * static_cast<double>(total) / static_cast<double>(instances.size());
-    const TokenView tokens{request.prompt.data(), static_cast<int64_t>(request.prompt.size()),
-                           nullptr, 0};
+    // Built as the engine builds it (a described prompt hashes from its
+    // runs), so the router finds the blocks the engine registered.
+    const TokenView tokens = TokenView::of(request.prompt, request.output, 0);
     // The block hashes depend on the content only: hashed once, reused for
     // every instance's lookup.
     memo_.clear();

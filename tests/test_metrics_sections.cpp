@@ -47,7 +47,8 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   EXPECT_EQ(metrics_sections().size(), 6u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
-  EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "goodput", "provenance"}));
+  EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",
+                           "provenance"}));
   // The run's section alone knows no family's keys.
   Json run_only;
   run_metrics_section().write(RunMetrics{}, run_only);

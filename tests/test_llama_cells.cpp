@@ -252,10 +252,10 @@ TEST(LlamaCellsPolicy, VTransChangesTheBytesOfAVReadAndThePadding) {
   EXPECT_EQ(trans->plan_update({2, 1}).bytes_copied, flat->plan_update({2, 1}).bytes_copied);
   EXPECT_EQ(trans->attention_span().read, 48);
   EXPECT_EQ(flat->attention_span().read, 256);
-  dispatch(*trans, 64, 1);  // n = 64: a segment of 128 B is one granule
-  EXPECT_EQ(trans->attention_span().read, 64);
   EXPECT_EQ(dynamic_cast<const LlamaCellsView&>(*flat).attention_n(), 256u);  // pad 256
   EXPECT_EQ(dynamic_cast<const LlamaCellsView&>(*trans).attention_n(), 32u);
+  dispatch(*trans, 64, 1);  // n = 64: a segment of 128 B is one granule
+  EXPECT_EQ(trans->attention_span().read, 64);
   // A quantized V needs v_trans off.
   s.llama.v_trans = true;
   s.llama.type_v = "q8_0";

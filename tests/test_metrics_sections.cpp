@@ -44,7 +44,7 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 6u);
+  EXPECT_EQ(metrics_sections().size(), 7u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
   EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",

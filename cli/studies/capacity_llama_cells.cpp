@@ -24,10 +24,16 @@ void fill_llama_cells_capacity_row(CapacityRow& r, const ModelSpec& model, const
   r.max_context_tokens = std::min(r.capacity_tokens, model.max_position_embeddings);
   r.fits = left >= r.kv_bytes_at_context;
   r.shortfall_bytes = r.fits ? 0 : r.kv_bytes_at_context - std::max<Bytes>(left, 0);
-  r.note = r.fits ? fmt::format("llama.cpp cells: {} K and V, {} at n_ctx {}", r.kv_dtype,
-                                format_bytes(r.kv_bytes_at_context), r.context)
-                  : fmt::format("does not fit: the {} cache at n_ctx {} needs {} beyond the budget",
-                                r.kv_dtype, r.context, format_bytes(r.shortfall_bytes));
+  if (r.fits)
+    r.note = fmt::format("llama.cpp cells: {} K and V, {} at n_ctx {}", r.kv_dtype,
+                         format_bytes(r.kv_bytes_at_context), r.context);
+  else if (left <= 0)
+    r.note = fmt::format("does not fit: weights {} + activations {} already exceed the budget {}",
+                         format_bytes(pool.weights_bytes), format_bytes(pool.activation_reserve),
+                         format_bytes(pool.budget));
+  else
+    r.note = fmt::format("does not fit: the {} cache at n_ctx {} is {} beyond the budget",
+                         r.kv_dtype, r.context, format_bytes(r.shortfall_bytes));
 }
 
 }  // namespace kvsim

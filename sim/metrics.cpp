@@ -123,7 +123,10 @@ std::vector<std::string> metric_leaf_keys(const nlohmann::ordered_json& doc, boo
 }
 
 std::vector<std::string> metric_key_names() {
-  return metric_leaf_keys(metrics_to_json(RunMetrics{}), /*numeric_only=*/true);
+  // A section written only for its own policy (llama_cells) lists its keys too.
+  RunMetrics m;
+  m.llama_cells.present = true;
+  return metric_leaf_keys(metrics_to_json(m), /*numeric_only=*/true);
 }
 
 const nlohmann::ordered_json* find_metric(const nlohmann::ordered_json& doc,

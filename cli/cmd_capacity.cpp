@@ -1,6 +1,7 @@
 // kvsim capacity --device D[,D] --model M[,M] [--context N,...] [--kv-dtype fp16,int8]
 //                [--block-size B] [--memory-fraction F] [--tp N,...] [--ep N,...] [--out DIR]
 //                [--policy paged|chunk_lru --main-pool-fraction F --chunk-pool-fraction F]
+//                [--policy llama_cells --kv-dtype f16,q8_0,q4_0]
 //                [--slo ttft_p99_ms=X,tpot_p99_ms=Y --workload SCENARIO.yaml [--set K=V]...]
 // The analytic capacity table (SPEC 9 keys) and, with --slo, the highest
 // arrival rate that meets the SLO per device x model x dtype x tp.
@@ -93,6 +94,14 @@ std::string slo_markdown(const SloTarget& slo, const std::vector<SloRow>& rows) 
 }
 
 int run_capacity(CapacityCliOptions& o) {
+  if (o.query.policy == "llama_cells") {
+    if (o.query.kv_dtypes == std::vector<std::string>{"fp16"}) o.query.kv_dtypes = {"f16"};
+    if (!o.slo.empty()) {
+      std::cerr << "kvsim: error: --policy llama_cells: --slo searches a serving arrival rate; "
+                   "llama.cpp's cells run a dialog scenario (kvsim run)\n";
+      return kExitBadInput;
+    }
+  }
   if (o.slo.empty() != o.workload.empty()) {
     std::cerr << "kvsim: error: --slo and --workload go together (the scenario whose "
                  "workload.arrival.rate_per_s is searched)\n";
@@ -152,14 +161,20 @@ int run_capacity(CapacityCliOptions& o) {
     }
   }
 
-  std::string md =
-      "# Capacity plan\n\nPaged KV pool per device (per tensor-parallel rank), "
-      "SPEC 6 sizing: block = 2 x layers x block_size x kv_heads/tp x head_dim x "
-      "dtype bytes (latent attention: layers x block_size x (kv_lora_rank + "
-      "qk_rope_head_dim) x dtype bytes, whole on every rank); blocks = floor((memory x "
-      "fraction - weights - activations) / block). With expert parallelism (tp (ep N)) "
-      "each rank holds experts / N whole experts.\n\n" +
-      capacity_markdown(rows) + capacity_chunk_pool_markdown(o.query, rows);
+  const std::string sizing =
+      o.query.policy == "llama_cells"
+          ? "llama.cpp's cell cache (seed 004): one allocation of n_ctx = context cells, per "
+            "layer k_l and v_l of n_embd_k_gqa x n_ctx values of the ggml type (blocks of 32 "
+            "for the quantized types); capacity tokens = cells the budget left after weights "
+            "and activations holds.\n\n"
+          : "Paged KV pool per device (per tensor-parallel rank), "
+            "SPEC 6 sizing: block = 2 x layers x block_size x kv_heads/tp x head_dim x "
+            "dtype bytes (latent attention: layers x block_size x (kv_lora_rank + "
+            "qk_rope_head_dim) x dtype bytes, whole on every rank); blocks = floor((memory x "
+            "fraction - weights - activations) / block). With expert parallelism (tp (ep N)) "
+            "each rank holds experts / N whole experts.\n\n";
+  std::string md = "# Capacity plan\n\n" + sizing + capacity_markdown(rows) +
+                   capacity_chunk_pool_markdown(o.query, rows);
   if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
 
   OutputDir dir(o.out.empty() ? fresh_output_folder("out/capacity") : o.out, o.force);
@@ -215,7 +230,9 @@ Command add_capacity_command(CLI::App& app) {
   cmd->add_option("--context", o->query.contexts,
                   "context lengths in tokens (default 1024,8192,32768)")
       ->delimiter(',');
-  cmd->add_option("--kv-dtype", o->query.kv_dtypes, "KV dtypes: fp16,bf16,int8,fp32 (default fp16)")
+  cmd->add_option("--kv-dtype", o->query.kv_dtypes,
+                  "KV dtypes: fp16,bf16,int8,fp32 (default fp16); llama_cells: "
+                  "f16,bf16,f32,q8_0,q4_0,q4_1,q5_0,q5_1")
       ->delimiter(',');
   o->block_size = cmd->add_option("--block-size", o->query.block_size, "tokens per block (128)")
                       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -223,8 +240,9 @@ Command add_capacity_command(CLI::App& app) {
       cmd->add_option("--memory-fraction", o->query.memory_fraction, "share of memory (0.9)")
           ->check(CLI::Range(0.01, 1.0));
   cmd->add_option("--policy", o->query.policy,
-                  "paged, or chunk_lru for seed 003's main/chunk pool split (default paged)")
-      ->check(CLI::IsMember({"paged", "chunk_lru"}));
+                  "paged, chunk_lru for seed 003's main/chunk pool split, or llama_cells for "
+                  "llama.cpp's cell cache with ggml --kv-dtype types (default paged)")
+      ->check(CLI::IsMember({"paged", "chunk_lru", "llama_cells"}));
   cmd->add_option("--main-pool-fraction", o->query.main_pool_fraction,
                   "chunk_lru: share of memory for weights, activations and main KV (0.70)")
       ->check(CLI::Range(0.01, 1.0));

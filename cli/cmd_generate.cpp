@@ -4,7 +4,10 @@
 // block pool (SPEC 8): the policy's block tables and slot mappings carry
 // every K/V the model reads; with a Genie update mode (shift_concat,
 // pointer_shift, smart_mask) the KV lives in Genie's on-device buffers,
-// prefilled in AR-32 passes and decoded in AR-1, driven by the policy's plans.
+// prefilled in AR-32 passes and decoded in AR-1, driven by the policy's plans;
+// with llama_cells (seed 004) it lives in llama.cpp's cells and ggml-typed
+// tensors ([--type-k T] [--type-v T] [--no-v-trans] [--n-keep N]
+// [--defrag-thold X]), and a run longer than --ctx-size shifts its context.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -15,6 +18,7 @@
 #include "cli/commands.hpp"
 #include "cli/generate/llama2_chunk_reuse.hpp"
 #include "cli/generate/llama2_generate.hpp"
+#include "kernels/ggml_kv_type.hpp"
 #include "sim/cache/policy_registry.hpp"
 
 namespace kvsim::cli {
@@ -24,6 +28,11 @@ struct GenerateArgs {
   std::string model = "stories260k", prompt, policy = "paged", kv_dtype = "fp32";
   std::string checkpoint, tokenizer;
   int64_t steps = 256, block_size = 16, ctx_size = 0;
+  // llama_cells (seed 004).
+  std::string type_k, type_v;
+  bool no_v_trans = false;
+  int64_t n_keep = 0;
+  double defrag_thold = 0.1;
 };
 
 int run_generate(const GenerateArgs& a) {
@@ -49,11 +58,26 @@ int run_generate(const GenerateArgs& a) {
   o.kv_dtype = *kernels::parse_kv_dtype(a.kv_dtype);
   o.block_size = a.block_size;
   o.ctx_size = a.ctx_size;
+  o.type_k = a.type_k;
+  o.type_v = a.type_v;
+  o.v_trans = !a.no_v_trans;
+  o.n_keep = a.n_keep;
+  o.defrag_thold = a.defrag_thold;
   try {
     const kernels::Llama2Weights w = kernels::load_llama2_checkpoint(ckpt);
     const kernels::Llama2Tokenizer t(tok, w.config.vocab_size);
     const kernels::GenerateResult r = kernels::generate_greedy(w, t, o);
     std::cout << r.text << "\n";
+    if (r.drift.shifts > 0) {
+      // llama.cpp's context shift keeps keys computed with the dropped
+      // tokens in view: report how far that is from recomputing the kept ones.
+      std::cout << fmt::format(
+          "context shift: {} shifts dropped {} tokens ({} defragmentations); logits right after "
+          "each shift vs a recompute of the kept tokens: max |diff| {:.6g}, mean |diff| {:.6g} "
+          "over {} positions, top-1 {}\n",
+          r.drift.shifts, r.drift.discarded_tokens, r.drift.defrags, r.drift.max_abs_diff,
+          r.drift.mean_abs_diff, r.drift.compared, r.drift.top1_agree ? "agrees" : "differs");
+    }
     if (a.policy == "chunk_lru") {
       // Seed 003's reuse changes what the model computes: report by how much.
       kernels::ChunkReuseOptions co;
@@ -100,8 +124,23 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--block-size", a->block_size, "paged: tokens per block (default 16)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--ctx-size", a->ctx_size,
-                  "Genie modes: tokens per KV buffer (default the model's seq_len, 512)")
+                  "Genie modes: tokens per KV buffer; llama_cells: cells (n_ctx) (default the "
+                  "model's seq_len, 512)")
       ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--type-k", a->type_k,
+                  "llama_cells: ggml type of the cached keys (default: --kv-dtype's)")
+      ->check(CLI::IsMember(kernels::ggml_type_names()));
+  cmd->add_option("--type-v", a->type_v,
+                  "llama_cells: ggml type of the cached values (quantized needs --no-v-trans)")
+      ->check(CLI::IsMember(kernels::ggml_type_names()));
+  cmd->add_flag("--no-v-trans", a->no_v_trans,
+                "llama_cells: store V untransposed (llama.cpp with flash attention)");
+  cmd->add_option("--n-keep", a->n_keep,
+                  "llama_cells: prompt tokens a context shift keeps besides BOS (default 0)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--defrag-thold", a->defrag_thold,
+                  "llama_cells: defragment above this fragmentation; < 0 never (default 0.1)")
+      ->check(CLI::Range(-1.0, 1.0));
   cmd->add_option("--checkpoint", a->checkpoint, "llama2.c .bin (default: shared data)");
   cmd->add_option("--tokenizer", a->tokenizer, "llama2.c tokenizer .bin (default: shared data)");
   return {cmd, [a] { return run_generate(*a); }};

@@ -123,9 +123,11 @@ std::vector<std::string> metric_leaf_keys(const nlohmann::ordered_json& doc, boo
 }
 
 std::vector<std::string> metric_key_names() {
-  // A cluster run adds cluster.* (sim/cluster/cluster_metrics.cpp).
+  // Sections written only for their own runs list their keys too: a cluster
+  // run's cluster.* (sim/cluster/cluster_metrics.cpp), llama_cells.*.
   RunMetrics sample;
   sample.cluster.emplace();
+  sample.llama_cells.present = true;
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 

@@ -84,6 +84,20 @@ struct RunMetrics {
     int64_t chunk_rope_tokens = 0;  // keys re-rotated to their real position
     int64_t chunk_fallbacks = 0;    // prompts without separator, plain prefill
   } kv_cache;
+  // llama_cells (seed 004): written only for a run of that policy.
+  struct {
+    bool present = false;
+    std::string type_k, type_v;
+    bool v_trans = true;
+    int64_t kv_size = 0;
+    Bytes k_l_bytes = 0, v_l_bytes = 0, device_bytes = 0, host_bytes = 0, cell_bytes = 0;
+    int64_t context_shifts = 0, discarded_tokens = 0, kshift_passes = 0, kshift_cells = 0;
+    Bytes kshift_bytes = 0;
+    int64_t defrags = 0, defrag_moves = 0;
+    Bytes defrag_bytes = 0;
+    int64_t slots_contiguous = 0, slots_scattered = 0, max_n = 0;
+    Bytes host_read_bytes = 0;
+  } llama_cells;
   struct {
     Bytes device_bytes = 0, weights_bytes = 0, kv_bytes = 0, vtcm_bytes = 0,
           activation_reserve_bytes = 0;

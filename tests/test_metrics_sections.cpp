@@ -48,8 +48,8 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
   EXPECT_EQ(owners,
-            (Names{"run", "serving", "genie", "chunk_lru", "goodput", "kv_tiers", "cluster",
-                    "provenance"}));
+            (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput", "kv_tiers",
+                    "cluster", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);

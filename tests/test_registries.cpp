@@ -17,10 +17,10 @@ namespace {
 using Names = std::vector<std::string>;
 
 TEST(Registries, ListTheExpectedNames) {
-  EXPECT_EQ(cache_policy_names(), (Names{"chunk_lru", "paged", "pointer_shift", "shift_concat",
-                                         "sliding_window", "smart_mask"}));
-  EXPECT_EQ(genie_policy_names(),
-            (Names{"pointer_shift", "shift_concat", "smart_mask", "sliding_window"}));
+  EXPECT_EQ(cache_policy_names(), (Names{"chunk_lru", "llama_cells", "paged", "pointer_shift",
+                                         "shift_concat", "sliding_window", "smart_mask"}));
+  EXPECT_EQ(genie_policy_names(), (Names{"llama_cells", "pointer_shift", "shift_concat",
+                                         "smart_mask", "sliding_window"}));
   EXPECT_EQ(kv_layout_names(), (Names{"atb", "ksana"}));
   EXPECT_EQ(workload_kinds(), (Names{"chat", "dialog", "fixed", "rag", "synthetic", "trace"}));
   EXPECT_EQ(arrival_processes(), (Names{"closed", "constant", "gamma", "poisson"}));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "cli/generate/llama2_cells.hpp"
 #include "cli/generate/llama2_genie.hpp"
 #include "sim/cache/policy_registry.hpp"
 
@@ -50,6 +51,8 @@ GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& to
                                const GenerateOptions& o) {
   // The on-device modes keep the KV in Genie buffers (cli/generate/llama2_genie.cpp).
   if (is_genie_update_mode(o.policy)) return generate_greedy_genie(w, tok, o);
+  // llama.cpp's cell cache keeps its own tensors (cli/generate/llama2_cells.cpp).
+  if (o.policy == "llama_cells") return generate_greedy_cells(w, tok, o);
   const Llama2Config& c = w.config;
   if (o.block_size <= 0) throw std::invalid_argument("block size must be positive");
   const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);

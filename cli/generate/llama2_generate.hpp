@@ -29,12 +29,30 @@ struct GenerateOptions {
   // compares storage types on the same context).
   std::optional<std::vector<int32_t>> forced;
   bool keep_logits = false;
+  // llama_cells (seed 004): ggml K/V types (empty: kv_dtype's float type),
+  // V stored transposed or not, and the context shift once the ctx_size
+  // cells are full: keep BOS plus n_keep tokens, drop half of the rest.
+  std::string type_k, type_v;
+  bool v_trans = true;
+  int64_t n_keep = 0;
+  double defrag_thold = 0.1;
+};
+
+// What a llama_cells run did besides the text: its context shifts, and how
+// far the logits right after each shift are from a recompute of the kept
+// tokens alone (the drift the shift causes).
+struct ContextShiftDrift {
+  int64_t shifts = 0, discarded_tokens = 0, defrags = 0;
+  int64_t compared = 0;  // positions compared with a recompute
+  double max_abs_diff = 0, mean_abs_diff = 0;
+  bool top1_agree = true;  // every compared argmax agreed
 };
 
 struct GenerateResult {
   std::string text;                        // what llama2.c prints
   std::vector<int32_t> tokens;             // BOS, prompt, then the chosen tokens
   std::vector<std::vector<float>> logits;  // per position, when keep_logits
+  ContextShiftDrift drift;                 // llama_cells only
 };
 
 // Throws std::invalid_argument for an unknown policy or bad sizes.

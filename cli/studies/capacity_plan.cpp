@@ -9,6 +9,8 @@
 #include "base/checked_math.hpp"
 #include "base/diagnostics.hpp"
 #include "cli/studies/capacity_genie.hpp"
+#include "cli/studies/capacity_llama_cells.hpp"
+#include "kernels/ggml_kv_type.hpp"
 #include "reports/html_page.hpp"
 #include "reports/input_error.hpp"
 #include "sim/cache/pool_sizing.hpp"
@@ -79,11 +81,18 @@ ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
 }
 
 std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string& configs_dir) {
+  const bool cells = q.policy == "llama_cells";  // ggml types, one cache of n_ctx cells
   for (const auto& d : q.kv_dtypes) {
-    if (std::find(kKvDtypeNames.begin(), kKvDtypeNames.end(), d) == kKvDtypeNames.end())
+    if (cells && !kernels::parse_ggml_type(d))
+      flag_error("--kv-dtype", fmt::format("'{}' is not a llama.cpp K/V type", d),
+                 fmt::format("{}", fmt::join(kernels::ggml_type_names(), ", ")));
+    if (!cells && std::find(kKvDtypeNames.begin(), kKvDtypeNames.end(), d) == kKvDtypeNames.end())
       flag_error("--kv-dtype", fmt::format("unknown KV dtype '{}'", d),
                  "fp16, bf16, int8, fp8, fp8_e4m3, fp8_e5m2, fp32");
   }
+  for (const int64_t tp : q.tps)
+    if (cells && tp != 1)
+      flag_error("--tp", "llama.cpp splits a model by layers, not by heads", "1");
   for (const int64_t c : q.contexts)
     if (c < 1 || c > kMaxContextTokens)
       flag_error("--context", fmt::format("context {} is out of range", c),
@@ -121,7 +130,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
             in.tp = tp;
             in.ep = ep;
             in.block_size = q.block_size;
-            in.kv_dtype_bytes = kv_dtype_bytes(dtype);
+            // llama_cells sizes its own cells below; the pool gives the budget.
+            in.kv_dtype_bytes = cells ? 2 : kv_dtype_bytes(dtype);
             in.max_batched_tokens = q.max_batched_tokens;
             in.max_num_seqs = q.max_num_seqs;
             if (q.policy == "chunk_lru") {
@@ -187,7 +197,9 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                 r.note = fmt::format("one sequence of {} tokens needs {} blocks, the pool has {}",
                                      context, blocks_per_seq, s.num_blocks);
               }
-              if (device.htp) {  // a Hexagon NPU: Genie buffers, not a paged pool
+              if (cells) {
+                fill_llama_cells_capacity_row(r, model, s);
+              } else if (device.htp) {  // a Hexagon NPU: Genie buffers, not a paged pool
                 r.note.clear();
                 fill_htp_capacity_row(r, device, model);
               }

@@ -49,6 +49,13 @@ struct CacheConfig {
   std::string update_mode;           // sliding_window: what it wraps
   int64_t window;                    // sliding_window: tokens kept
 
+  // llama_cells, seed 004: llama.cpp's cache types and context shift.
+  std::string type_k, type_v;
+  bool v_trans;
+  int64_t n_keep, n_discard;
+  double defrag_thold;
+  int64_t n_gpu_layers;
+
   // chunk_lru, seed 003: pools as fractions of device memory.
   double main_pool_fraction;
   double chunk_pool_fraction;

@@ -36,6 +36,13 @@ GenieCacheShape genie_cache_shape(const CacheConfig& cache, const ModelSpec& mod
   s.pointer_shift_headroom = cache.pointer_shift_headroom;
   s.window = cache.policy == "sliding_window" ? cache.window : 0;
   s.update_mode = cache.policy == "sliding_window" ? cache.update_mode : cache.policy;
+  s.llama.type_k = cache.type_k;
+  s.llama.type_v = cache.type_v;
+  s.llama.v_trans = cache.v_trans;
+  s.llama.n_keep = cache.n_keep;
+  s.llama.n_discard = cache.n_discard;
+  s.llama.defrag_thold = cache.defrag_thold;
+  s.llama.n_gpu_layers = cache.n_gpu_layers;
   return s;
 }
 

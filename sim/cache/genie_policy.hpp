@@ -26,6 +26,8 @@
 
 namespace kvsim {
 
+struct RunMetrics;
+
 // seed 002 dispatchUpdate: what the requested state means for the cache.
 enum class KvDispatch : uint8_t {
   clear_cache,     // requested n_past == 0
@@ -34,6 +36,16 @@ enum class KvDispatch : uint8_t {
   update_and_set,  // forward: copy the pass's new entries in
 };
 std::string_view kv_dispatch_name(KvDispatch d);
+
+// llama_cells (seed 004): llama.cpp's cache parameters, from kv_cache.
+struct LlamaCellsShape {
+  std::string type_k = "f16", type_v = "f16";  // ggml types (kernels/ggml_kv_type.hpp)
+  bool v_trans = true;        // V stored transposed (llama.cpp: flash attention off)
+  int64_t n_keep = 0;         // tokens kept at the start by a context shift
+  int64_t n_discard = 0;      // tokens a shift drops; 0: half of those after n_keep
+  double defrag_thold = 0.1;  // fragmentation above it defragments; < 0 never
+  int64_t n_gpu_layers = -1;  // layers whose KV is on the accelerator; -1 all
+};
 
 // The geometry every on-device policy is built from.
 struct GenieCacheShape {
@@ -46,6 +58,7 @@ struct GenieCacheShape {
   int64_t pointer_shift_headroom = 0;  // 0: ctx_size (a 2x row)
   int64_t window = 0;                  // sliding_window only
   std::string update_mode;             // sliding_window: the mode it wraps
+  LlamaCellsShape llama;               // llama_cells only
 
   // Bytes of one cached token (one column) over all layers, K and V.
   Bytes column_bytes() const { return 2 * layers * kv_heads * head_dim * dtype_bytes; }
@@ -78,7 +91,16 @@ struct KvUpdatePlan {
   int64_t ring_start_after = 0;   // smart_mask under a window: column of the oldest token
   int64_t appended_tokens = 0;    // entries written (a window keeps at most `window` of a pass)
   int64_t rewound_tokens = 0;     // entries removed from the newest end
-  Bytes bytes_moved() const { return bytes_copied + bytes_shifted + realign_bytes + pad_bytes; }
+  // llama_cells (seed 004): the K-shift (RoPE re-rotation of the shifted
+  // keys, read and written in place) and the defragmentation (cells moved
+  // into holes, K and V of every layer) run as graphs of their own before
+  // the next pass.
+  Bytes kshift_bytes = 0;
+  Bytes defrag_bytes = 0;
+  int64_t shifted_cells = 0, defrag_moves = 0;
+  Bytes bytes_moved() const {
+    return bytes_copied + bytes_shifted + realign_bytes + pad_bytes + kshift_bytes + defrag_bytes;
+  }
 };
 
 // Columns per layer and KV head that the next pass's attention reads, and
@@ -86,6 +108,10 @@ struct KvUpdatePlan {
 struct AttentionSpan {
   int64_t read = 0;
   int64_t useful = 0;
+  // llama_cells with an n_gpu_layers split: K/V bytes of the layers kept in
+  // host memory, read by the CPU that runs those layers (seed 004 per-layer
+  // buffers); `read` then counts the accelerator's layers only.
+  Bytes host_read_bytes = 0;
 };
 
 struct GenieAccounting {
@@ -118,6 +144,15 @@ class GenieKvPolicy {
   virtual int64_t view_offset() const = 0;  // pointer_shift's offset in columns, else 0
   virtual Bytes saved_bytes() const = 0;    // dumpCache: the valid portion
   virtual GenieAccounting accounting() const = 0;
+  // True when the policy itself makes room once the dialog outgrows the
+  // context (a sliding window evicts, llama.cpp shifts the context), so the
+  // engine never resets it.
+  virtual bool makes_room() const { return false; }
+  // Bytes of KV the cache holds now; `column_bytes` is one token of the
+  // scenario's shape (a policy with its own element types overrides).
+  virtual Bytes held_bytes(Bytes column_bytes) const { return tokens_held() * column_bytes; }
+  // The policy's own counters, for the run's metrics (llama_cells).
+  virtual void report(RunMetrics& metrics) const { (void)metrics; }
 };
 
 GenieCacheShape genie_cache_shape(const CacheConfig& cache, const ModelSpec& model);

@@ -24,5 +24,8 @@ void pointer_shift_policy_checks(const ScenarioSpec& s, config::LoadContext& ctx
 // checks, and a window that fits the smallest cache dim of a Genie base
 // (sliding_window_policy_checks.cpp).
 void sliding_window_policy_checks(const ScenarioSpec& s, config::LoadContext& ctx);
+// llama_cells: the Genie buffer checks, plus its types and context shift
+// (llama_cells_policy_checks.cpp).
+void llama_cells_policy_checks(const ScenarioSpec& s, config::LoadContext& ctx);
 
 }  // namespace kvsim

@@ -28,6 +28,11 @@ config::ComponentInfo smart_mask_policy_info();     // smart_mask_policy.cpp
 // sliding_window's own keys (update_mode, window); it also takes the keys of
 // the policy update_mode names (sliding_window_policy.cpp).
 config::ComponentInfo sliding_window_policy_info();
+
+// llama.cpp's cell cache (seed 004): the Genie buffer keys plus type_k,
+// type_v, v_trans, n_keep, n_discard, defrag_thold, n_gpu_layers
+// (llama_cells_policy.cpp).
+config::ComponentInfo llama_cells_policy_info();
 inline constexpr const char* kSlidingWindowBaseKey = "update_mode";
 
 }  // namespace kvsim

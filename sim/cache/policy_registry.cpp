@@ -8,6 +8,7 @@
 #include "models/model_spec.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/genie_mode_policy.hpp"
+#include "sim/cache/llama_cells_policy.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/cache/paged_window_policy.hpp"
 #include "sim/cache/policy_checks.hpp"
@@ -56,9 +57,8 @@ using GenieFactory = std::function<std::unique_ptr<GenieKvPolicy>(const GenieCac
 // The on-device family (seed 002), one line each.
 const std::vector<std::pair<std::string, GenieFactory>>& genie_table() {
   static const std::vector<std::pair<std::string, GenieFactory>> t = {
-      {"pointer_shift", make_pointer_shift_policy},
-      {"shift_concat", make_shift_concat_policy},
-      {"smart_mask", make_smart_mask_policy},
+      {"llama_cells", make_llama_cells_policy},       {"pointer_shift", make_pointer_shift_policy},
+      {"shift_concat", make_shift_concat_policy},     {"smart_mask", make_smart_mask_policy},
       {"sliding_window", make_sliding_window_policy},
   };
   return t;
@@ -84,6 +84,7 @@ std::vector<config::ComponentInfo> key_owners() {
 const std::vector<CachePolicyComponent>& cache_policy_components() {
   static const std::vector<CachePolicyComponent> t = {
       {chunk_lru_policy_info(), "", chunk_lru_policy_checks, PolicyEngine::serving, true},
+      {llama_cells_policy_info(), "", llama_cells_policy_checks, PolicyEngine::genie},
       {paged_policy_info(), "", nullptr, PolicyEngine::serving, true},
       {pointer_shift_policy_info(), "", pointer_shift_policy_checks, PolicyEngine::genie},
       {shift_concat_policy_info(), "", genie_buffer_checks, PolicyEngine::genie},

@@ -78,6 +78,7 @@ class SlidingWindowPolicy final : public GenieKvPolicy {
   AttentionSpan attention_span() const override { return base_->attention_span(); }
   int64_t n_past() const override { return position_; }
   int64_t tokens_held() const override { return base_->state().held; }
+  bool makes_room() const override { return true; }
   int64_t variant() const override { return base_->variant(); }
   int64_t capacity_tokens(int64_t variant) const override {
     return std::min(window_, base_->capacity_tokens(variant));

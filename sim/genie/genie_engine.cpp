@@ -150,6 +150,13 @@ void GenieEngine::Impl::start_pass(GeniePassKind kind, PassShape shape, TimeNs d
     r.kind = kind;
     r.htp = HtpPass{shape.variant, shape.useful_tokens, span.read, vtcm_request_, t.grant.granted};
     r.timing = timing_.price_pass(r.htp);
+    if (span.host_read_bytes > 0) {
+      // KV of layers kept in host memory (llama_cells, n_gpu_layers): the
+      // CPU running those layers reads it at its copy bandwidth.
+      const TimeNs host = timing_.cpu_copy_time(span.host_read_bytes, s_.cache.update_threads);
+      r.timing.latency += host;
+      r.timing.memory += host;
+    }
     r.start = sim_.now();
     r.n_past_before = policy_->n_past();
     attention_read_ += span.read;
@@ -296,6 +303,10 @@ TimeNs GenieEngine::Impl::update_time(const KvUpdatePlan& plan) const {
   TimeNs t = timing_.cpu_copy_time(plan.bytes_moved(), s_.cache.update_threads);
   t += static_cast<TimeNs>(plan.pointer_updates) * s_.device.kernel_launch;
   if (plan.variant_before != plan.variant_after) t += timing_.variant_switch_time();
+  // llama_cells: the K-shift and the defragmentation are graphs of their
+  // own (their bytes are in bytes_moved), one launch each.
+  if (plan.kshift_bytes > 0) t += s_.device.kernel_launch;
+  if (plan.defrag_bytes > 0) t += s_.device.kernel_launch;
   return t;
 }
 

@@ -92,7 +92,7 @@ class GenieEngine::Impl {
   void co_runner_burst(size_t index, int64_t burst);
   void co_runner_release(size_t index, int64_t burst);
   void observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row = false);
-  Bytes used_bytes() const { return policy_->tokens_held() * shape_.column_bytes(); }
+  Bytes used_bytes() const { return policy_->held_bytes(shape_.column_bytes()); }
 
   std::optional<Turn> turn_;
   Pending pending_;

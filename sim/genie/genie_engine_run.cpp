@@ -53,7 +53,7 @@ GenieEngine::Impl::Impl(const ScenarioSpec& scenario, Simulator& sim, EngineUpli
   shape_ = genie_cache_shape(s_.cache, s_.model);
   variants_ = shape_.ar_variants;
   std::sort(variants_.begin(), variants_.end());
-  windowed_ = s_.cache.policy == "sliding_window";
+  windowed_ = policy_->makes_room();
   const HtpSpec& htp = *s_.device.htp;
   vtcm_request_ = s_.htp.llm_request(htp.vtcm_bytes);
   vtcm_.add_session("llm", vtcm_request_, s_.htp.vtcm_min);
@@ -112,10 +112,10 @@ void GenieEngine::Impl::start() {
 RunMetrics GenieEngine::Impl::finish() {
   if (!stopped_ || turn_) throw std::logic_error("the dialog run ended with a turn in flight");
 
-  RunMetrics m =
-      shell_.common_metrics(windowed_ ? fmt::format("sliding_window({})", s_.cache.update_mode)
-                                      : std::string(policy_->name()),
-                            passes_, end_time_);
+  RunMetrics m = shell_.common_metrics(s_.cache.policy == "sliding_window"
+                                           ? fmt::format("sliding_window({})", s_.cache.update_mode)
+                                           : std::string(policy_->name()),
+                                       passes_, end_time_);
   const GenieAccounting acc = policy_->accounting();
   m.kv_cache.capacity_tokens = policy_->capacity_tokens(1);
   m.kv_cache.kv_bytes_per_token = shape_.column_bytes();
@@ -142,6 +142,7 @@ RunMetrics GenieEngine::Impl::finish() {
   m.vtcm.wait_ms = vtcm_.total_wait_ms();
   m.vtcm.sessions_waited = vtcm_.sessions_waited();
   m.sessions = sessions;
+  policy_->report(m);
   for (const auto& o : observers_) o->report(m);
   return m;
 }

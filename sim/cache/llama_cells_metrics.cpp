@@ -1,0 +1,45 @@
+// llama_cells' part of metrics.json (seed 004): its sizing by ggml type, the
+// context shifts with their K-shift passes, the defragmentations (do_defrag)
+// and how find_slot placed the micro-batches. Written after kv_cache, only
+// for a run of this policy, so every other run's file is unchanged.
+#include "sim/metrics.hpp"
+#include "sim/metrics_section.hpp"
+
+namespace kvsim {
+namespace {
+
+void write_llama_cells_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
+  const auto& c = m.llama_cells;
+  if (!c.present || !doc.contains("kv_cache")) return;
+  nlohmann::ordered_json o;
+  o["type_k"] = c.type_k;
+  o["type_v"] = c.type_v;
+  o["v_trans"] = c.v_trans;
+  o["kv_size"] = c.kv_size;
+  o["k_l_bytes"] = c.k_l_bytes;
+  o["v_l_bytes"] = c.v_l_bytes;
+  o["cell_bytes"] = c.cell_bytes;
+  o["device_bytes"] = c.device_bytes;
+  o["host_bytes"] = c.host_bytes;
+  o["context_shifts"] = c.context_shifts;
+  o["discarded_tokens"] = c.discarded_tokens;
+  o["kshift_passes"] = c.kshift_passes;
+  o["kshift_cells"] = c.kshift_cells;
+  o["kshift_bytes"] = c.kshift_bytes;
+  o["defrags"] = c.defrags;
+  o["defrag_moves"] = c.defrag_moves;
+  o["defrag_bytes"] = c.defrag_bytes;
+  o["slots_contiguous"] = c.slots_contiguous;
+  o["slots_scattered"] = c.slots_scattered;
+  o["max_n"] = c.max_n;
+  o["host_read_bytes"] = c.host_read_bytes;
+  MetricsObject(doc).after("kv_cache").put("llama_cells", std::move(o));
+}
+
+}  // namespace
+
+MetricsSection llama_cells_metrics_section() {
+  return {"llama_cells", write_llama_cells_metrics};
+}
+
+}  // namespace kvsim

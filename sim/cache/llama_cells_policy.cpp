@@ -1,0 +1,337 @@
+// llama_cells (seed 004): llama.cpp's unified KV cache driven by the dialog
+// engine. kv_size = ctx_size cells; the engine's AR-n passes are llama.cpp's
+// micro-batches; one sequence (id 0) holds the dialog.
+//
+// One update, in llama.cpp's order:
+//   n_past 0:     llama_kv_cache_clear; nothing moves.
+//   rewind by r:  seq_rm of the r newest positions; nothing moves.
+//   forward by a: when used + a > kv_size, a context shift as llama.cpp's
+//                 main example does it: keep n_keep, seq_rm the next
+//                 n_discard (default half of the rest), seq_add the rest by
+//                 -n_discard. Then llama_kv_cache_update: the K-shift
+//                 (has_shift) re-rotates every shifted key in place,
+//                   kshift_bytes = 2 L shifted_cells k_cell   (read + write),
+//                 then a defragmentation queued by the previous update:
+//                   defrag_bytes = moves L (k_cell + v_cell)
+//                 Then
+//                 find_slot(a) and the copy of the pass's K/V into the cells:
+//                   bytes_copied = a L (k_cell + v_cell)
+//                 After it, fragmentation 1 - used/n (n >= 128) above
+//                 defrag_thold queues a defragmentation (do_defrag).
+// With v_trans the V cache is [n_embd_v rows of kv_size]: reading n cells
+// reads a segment of n values from each row, counted in whole access
+// granules (kAccessGranule bytes) per row; writes and moves count the bytes
+// they change. Without v_trans V rows are per cell like K, and n is padded
+// to 256 cells instead of 32.
+//
+// Attention reads n = cell_max padded to 32 cells (256 without v_trans,
+// llama.cpp's flash-attention padding), K and V of every layer; the span
+// the engine prices is those bytes in columns of the scenario's shape
+// (kv_cache.dtype), so quantized types read fewer. Layers kept in host
+// memory (n_gpu_layers) are read by the CPU instead (host_read_bytes).
+#include "sim/cache/llama_cells_policy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "sim/cache/policy_params.hpp"
+#include "sim/metrics.hpp"
+
+namespace kvsim {
+namespace {
+
+// Bytes one strided access fetches at least: one HVX vector / L2 line of
+// the Hexagon NPU (assumed 128; a transposed V row segment shorter than it
+// still costs it).
+constexpr Bytes kAccessGranule = 128;
+constexpr LlamaSeqId kDialogSeq = 0;
+
+Bytes round_up(Bytes x, Bytes g) {
+  return (x + g - 1) / g * g;
+}
+
+kernels::GgmlType type_of(const std::string& name, const char* key) {
+  const auto t = kernels::parse_ggml_type(name);
+  if (!t)
+    throw std::invalid_argument(fmt::format("llama_cells: {} '{}' is not one of {}", key, name,
+                                            fmt::join(kernels::ggml_type_names(), ", ")));
+  return *t;
+}
+
+struct State {
+  LlamaKvCells cells;
+  int64_t position = 0;   // logical n_past
+  int64_t discarded = 0;  // tokens dropped by shifts: cell pos = position - discarded
+  int64_t variant = 1;
+  bool do_defrag = false;
+};
+
+class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
+ public:
+  explicit LlamaCellsPolicy(const GenieCacheShape& shape)
+      : shape_(shape),
+        sizing_(llama_cells_sizing(shape)),
+        state_{LlamaKvCells(static_cast<uint32_t>(shape.ctx_size))} {
+    if (shape_.ar_variants.empty()) shape_.ar_variants = {1};
+    state_.variant = *std::min_element(shape_.ar_variants.begin(), shape_.ar_variants.end());
+  }
+
+  std::string_view name() const override { return "llama_cells"; }
+
+  KvUpdatePlan plan_update(const KvUpdateRequest& r) const override {
+    State s = state_;
+    return step(s, r);
+  }
+
+  void apply_update(const KvUpdatePlan& plan) override {
+    if (plan.n_past_before != state_.position || plan.tokens_held_before != state_.cells.used())
+      throw std::logic_error("llama_cells: the update was planned against another cache state");
+    State s = state_;
+    LlamaCellsCounters c = counters_;
+    const KvUpdatePlan again = step(s, {plan.n_past_after, plan.variant_after}, &c);
+    if (again.bytes_moved() != plan.bytes_moved())
+      throw std::logic_error("llama_cells: the update differs from its plan");
+    state_ = std::move(s);
+    counters_ = c;
+    acc_.bytes_moved += plan.bytes_moved();
+    acc_.variant_switches += plan.variant_before != plan.variant_after ? 1 : 0;
+    acc_.rewinds += plan.dispatch == KvDispatch::rewind ? 1 : 0;
+    acc_.window_evicted_tokens += plan.evicted_tokens;
+  }
+
+  AttentionSpan attention_span() const override {
+    const int64_t n = attention_n();
+    const Bytes per_layer = n * sizing_.k_cell_bytes() + v_read_bytes(n);
+    AttentionSpan span;
+    const Bytes device = sizing_.device_layers() * per_layer;
+    const Bytes column = shape_.column_bytes();
+    span.read = (device + column - 1) / column;
+    span.useful = state_.cells.used();
+    span.host_read_bytes = sizing_.host_layers() * per_layer;
+    counters_.max_n = std::max<int64_t>(counters_.max_n, n);
+    counters_.host_read_bytes += span.host_read_bytes;
+    return span;
+  }
+  int64_t n_past() const override { return state_.position; }
+  int64_t tokens_held() const override { return state_.cells.used(); }
+  int64_t variant() const override { return state_.variant; }
+  int64_t capacity_tokens(int64_t) const override { return shape_.ctx_size; }
+  int64_t view_offset() const override { return 0; }
+  Bytes saved_bytes() const override { return state_.cells.used() * sizing_.cell_bytes(); }
+  GenieAccounting accounting() const override {
+    GenieAccounting a = acc_;
+    a.buffer_bytes = sizing_.total_bytes();
+    return a;
+  }
+  bool makes_room() const override { return true; }
+  Bytes held_bytes(Bytes) const override { return state_.cells.used() * sizing_.cell_bytes(); }
+  void report(RunMetrics& m) const override;
+
+  const LlamaKvCells& cells() const override { return state_.cells; }
+  const LlamaKvSizing& sizing() const override { return sizing_; }
+  const LlamaCellsCounters& counters() const override { return counters_; }
+  bool do_defrag() const override { return state_.do_defrag; }
+  uint32_t attention_n() const override { return state_.cells.padded_n(pad()); }
+
+ private:
+  uint32_t pad() const { return shape_.llama.v_trans ? 32u : 256u; }
+  // V bytes of one layer as read for n cells.
+  Bytes v_read_bytes(int64_t n) const {
+    if (!shape_.llama.v_trans) return n * sizing_.v_cell_bytes();
+    const Bytes value = kernels::ggml_row_bytes(sizing_.type_v, 1);
+    return sizing_.n_embd_v_gqa * round_up(n * value, kAccessGranule);
+  }
+  // Writes are exact in either layout: consecutive tokens fill the same
+  // lines of a transposed row, so no granule is paid per token.
+  Bytes v_write_bytes(int64_t t) const { return t * sizing_.v_cell_bytes(); }
+
+  // Runs request `r` on `s`; counts into `c` when given.
+  KvUpdatePlan step(State& s, const KvUpdateRequest& r, LlamaCellsCounters* c = nullptr) const {
+    if (r.n_past < 0) throw std::invalid_argument("llama_cells: negative n_past");
+    KvUpdatePlan plan;
+    plan.n_past_before = s.position;
+    plan.n_past_after = r.n_past;
+    plan.n_update = r.n_past - s.position;
+    plan.variant_before = s.variant;
+    plan.variant_after = r.variant;
+    plan.tokens_held_before = s.cells.used();
+    const int64_t L = sizing_.n_layer;
+    if (r.n_past == 0) {
+      plan.dispatch = KvDispatch::clear_cache;
+      s.cells.clear();
+      s.discarded = 0;
+      s.do_defrag = false;
+    } else if (r.n_past == s.position) {
+      plan.dispatch = KvDispatch::set_variant;
+    } else if (r.n_past < s.position) {
+      plan.dispatch = KvDispatch::rewind;
+      const int64_t from = std::max<int64_t>(0, r.n_past - s.discarded);
+      const int64_t before = s.cells.used();
+      s.cells.seq_rm(kDialogSeq, from, -1);
+      plan.rewound_tokens = before - s.cells.used();
+    } else {
+      plan.dispatch = KvDispatch::update_and_set;
+      const int64_t a = r.n_past - s.position;
+      if (a > shape_.ctx_size - shape_.llama.n_keep)
+        throw std::invalid_argument(
+            fmt::format("llama_cells: a micro-batch of {} tokens exceeds n_ctx {} less n_keep {}",
+                        a, shape_.ctx_size, shape_.llama.n_keep));
+      // The application's context shift (llama.cpp main), then the cache update.
+      while (static_cast<int64_t>(s.cells.used()) + a > shape_.ctx_size) {
+        const int64_t keep = std::min<int64_t>(shape_.llama.n_keep, s.cells.used());
+        const int64_t left = s.cells.used() - keep;
+        const int64_t discard =
+            shape_.llama.n_discard > 0 ? std::min(shape_.llama.n_discard, left) : left / 2;
+        if (discard <= 0)
+          throw std::invalid_argument("llama_cells: a context shift has nothing to discard");
+        s.cells.seq_rm(kDialogSeq, keep, keep + discard);
+        s.cells.seq_add(kDialogSeq, keep + discard, -1, -discard);
+        s.discarded += discard;
+        plan.evicted_tokens += discard;
+        if (c) {
+          ++c->context_shifts;
+          c->discarded_tokens += discard;
+        }
+      }
+      if (s.cells.has_shift()) {
+        const auto shifted = static_cast<int64_t>(s.cells.apply_shift().size());
+        plan.shifted_cells = shifted;
+        plan.kshift_bytes = 2 * L * shifted * sizing_.k_cell_bytes();
+        if (c) {
+          ++c->kshift_passes;
+          c->kshift_cells += shifted;
+          c->kshift_bytes += plan.kshift_bytes;
+        }
+      }
+      if (s.do_defrag) {
+        const LlamaDefragPlan d = s.cells.plan_defrag();
+        s.cells.apply_defrag(d);
+        s.do_defrag = false;
+        const auto moves = static_cast<int64_t>(d.moves.size());
+        plan.defrag_moves = moves;
+        plan.defrag_bytes = L * moves * sizing_.k_cell_bytes() + L * moves * v_write_bytes(1);
+        if (c && moves > 0) {
+          ++c->defrags;
+          c->defrag_moves += moves;
+          c->defrag_bytes += plan.defrag_bytes;
+        }
+      }
+      const LlamaSlotPlan slot = s.cells.find_slot(a);
+      if (!slot.fits) throw std::logic_error(fmt::format("llama_cells: no slot for {} tokens", a));
+      std::vector<int64_t> pos(static_cast<size_t>(a));
+      std::iota(pos.begin(), pos.end(), s.position - s.discarded);
+      s.cells.apply_slot(slot, pos, uint64_t{1} << kDialogSeq);
+      if (c) ++(slot.contiguous ? c->slots_contiguous : c->slots_scattered);
+      plan.appended_tokens = a;
+      plan.bytes_copied = L * (a * sizing_.k_cell_bytes() + v_write_bytes(a));
+      // llama_decode: queue a defragmentation for the next update.
+      const double thold = shape_.llama.defrag_thold;
+      if (thold >= 0 && s.cells.fragmentation(s.cells.padded_n(pad())) > thold) s.do_defrag = true;
+    }
+    s.position = r.n_past;
+    s.variant = r.variant;
+    plan.tokens_held_after = s.cells.used();
+    return plan;
+  }
+
+  GenieCacheShape shape_;
+  LlamaKvSizing sizing_;
+  State state_;
+  GenieAccounting acc_;
+  // attention_span() is const for the engine but records what it priced.
+  mutable LlamaCellsCounters counters_;
+};
+
+void LlamaCellsPolicy::report(RunMetrics& m) const {
+  auto& o = m.llama_cells;
+  o.present = true;
+  o.type_k = shape_.llama.type_k;
+  o.type_v = shape_.llama.type_v;
+  o.v_trans = shape_.llama.v_trans;
+  o.kv_size = sizing_.kv_size;
+  o.k_l_bytes = sizing_.k_l_bytes();
+  o.v_l_bytes = sizing_.v_l_bytes();
+  o.device_bytes = sizing_.device_bytes();
+  o.host_bytes = sizing_.host_bytes();
+  o.cell_bytes = sizing_.cell_bytes();
+  o.context_shifts = counters_.context_shifts;
+  o.discarded_tokens = counters_.discarded_tokens;
+  o.kshift_passes = counters_.kshift_passes;
+  o.kshift_cells = counters_.kshift_cells;
+  o.kshift_bytes = counters_.kshift_bytes;
+  o.defrags = counters_.defrags;
+  o.defrag_moves = counters_.defrag_moves;
+  o.defrag_bytes = counters_.defrag_bytes;
+  o.slots_contiguous = counters_.slots_contiguous;
+  o.slots_scattered = counters_.slots_scattered;
+  o.max_n = counters_.max_n;
+  o.host_read_bytes = counters_.host_read_bytes;
+}
+
+}  // namespace
+
+LlamaKvSizing llama_cells_sizing(const GenieCacheShape& shape) {
+  const kernels::GgmlType tk = type_of(shape.llama.type_k, "type_k");
+  const kernels::GgmlType tv = type_of(shape.llama.type_v, "type_v");
+  if (shape.llama.v_trans && kernels::ggml_type_traits(tv).quantized)
+    throw std::invalid_argument(fmt::format(
+        "llama_cells: a {} V cache cannot be stored transposed (llama.cpp quantizes V only with "
+        "flash attention: v_trans false)",
+        shape.llama.type_v));
+  LlamaKvSizing s;
+  s.kv_size = shape.ctx_size;
+  s.n_layer = shape.layers;
+  s.n_embd_k_gqa = shape.kv_heads * shape.head_dim;
+  s.n_embd_v_gqa = s.n_embd_k_gqa;
+  s.type_k = tk;
+  s.type_v = tv;
+  s.n_gpu_layers = shape.llama.n_gpu_layers;
+  (void)s.k_cell_bytes();
+  (void)s.v_cell_bytes();
+  return s;
+}
+
+std::unique_ptr<GenieKvPolicy> make_llama_cells_policy(const GenieCacheShape& shape) {
+  return std::make_unique<LlamaCellsPolicy>(shape);
+}
+
+}  // namespace kvsim
+
+namespace kvsim {
+
+config::ComponentInfo llama_cells_policy_info() {
+  using namespace config;
+  ComponentInfo info{"policy", "llama_cells",
+                     "llama.cpp's unified cell cache: find_slot, context shift with K-shift, "
+                     "defragmentation, ggml K/V types (seed 004)",
+                     genie_buffer_params()};
+  const std::vector<std::string> types = kernels::ggml_type_names();
+  info.params.push_back(choice_param("type_k", std::string("f16"), types,
+                                     "ggml type of the cached keys (llama.cpp --cache-type-k)"));
+  info.params.push_back(choice_param(
+      "type_v", std::string("f16"), types,
+      "ggml type of the cached values (llama.cpp --cache-type-v; quantized needs v_trans false)"));
+  info.params.push_back(bool_param(
+      "v_trans", true,
+      "values stored transposed, as llama.cpp does without flash attention (n padded to 32 "
+      "cells; false: flash attention, n padded to 256)"));
+  info.params.push_back(int_param("n_keep", 0, 0, 1 << 22, "tokens",
+                                  "tokens a context shift keeps at the start (llama.cpp --keep)"));
+  info.params.push_back(int_param(
+      "n_discard", 0, 0, 1 << 22, "tokens",
+      "tokens a context shift drops after n_keep (0: half of the rest, as llama.cpp main)"));
+  info.params.push_back(number_param(
+      "defrag_thold", 0.1, -1.0, 1.0, "fraction",
+      "defragment when 1 - used/n exceeds it (n >= 128 cells); below 0 never (llama.cpp "
+      "--defrag-thold)"));
+  info.params.push_back(int_param(
+      "n_gpu_layers", -1, -1, 1 << 16, "layers",
+      "layers whose KV is on the accelerator, the last ones (llama.cpp -ngl); the rest is in "
+      "host memory, read by the CPU; -1 all"));
+  return info;
+}
+
+}  // namespace kvsim

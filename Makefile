@@ -3,7 +3,7 @@
 DEPS := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev \
         libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev \
         libxxhash-dev gnuplot-nox openmpi-bin libopenmpi-dev pybind11-dev python3-dev \
-        clang libclang-rt-14-dev
+        clang libclang-rt-14-dev chromium
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCENARIO ?= configs/scenarios/default.yaml

@@ -182,7 +182,6 @@ int run_capacity(CapacityCliOptions& o) {
   std::string csv;
   for (const auto& h : capacity_csv_header()) csv += (csv.empty() ? "" : ",") + h;
   csv += "\n";
-  std::vector<std::vector<std::string>> html_rows;
   for (const auto& r : rows) {
     list.push_back(capacity_row_json(r));
     const auto cells = capacity_csv_cells(r);
@@ -198,7 +197,6 @@ int run_capacity(CapacityCliOptions& o) {
       line += (line.empty() ? "" : ",") + q;
     }
     csv += line + "\n";
-    html_rows.push_back(cells);
   }
   write_file_atomically(dir.file("capacity.json"), list.dump(2) + "\n");
   write_file_atomically(dir.file("capacity.csv"), csv);
@@ -206,7 +204,9 @@ int run_capacity(CapacityCliOptions& o) {
   write_file_atomically(
       dir.file("capacity.html"),
       html_document("kvsim capacity plan",
-                    "<h1>Capacity plan</h1>\n" + html_table(capacity_csv_header(), html_rows)));
+                    markdown_to_html(md) +
+                        "<p>Exact byte counts, one column per quantity, are in capacity.csv "
+                        "and capacity.json.</p>\n"));
   if (!slo_rows.empty())
     write_file_atomically(dir.file("slo.json"), slo_json(slo, slo_rows, o.workload).dump(2) + "\n");
   dir.commit();

@@ -40,24 +40,32 @@ int run_compare_command(const CompareOptions& o) {
       o.force);
   if (!o.quiet) {
     const auto& cols = compare_columns();
+    // TTFT and TPOT p99 and output tokens/s always, then the columns that
+    // differ most between the variants (bytes moved for update modes, hit
+    // rates for cache policies, ...).
+    std::vector<size_t> shown = {1, 3, 5};
+    for (const size_t c : most_different_columns(r, 6)) {
+      if (shown.size() >= 6) break;
+      if (std::find(shown.begin(), shown.end(), c) == shown.end()) shown.push_back(c);
+    }
     size_t width = 8;
     for (const auto& v : r.variants) width = std::max(width, v.label.size());
     std::cout << fmt::format("{:<{}}", "variant", width);
-    for (const size_t c : {1u, 3u, 5u, 7u, 8u, 12u})
-      std::cout << fmt::format(" {:>18}", cols[c].title);
+    for (const size_t c : shown) std::cout << fmt::format(" {:>18}", cols[c].title);
     std::cout << "\n";
     for (size_t i = 0; i < r.variants.size(); ++i) {
       const auto j = metrics_to_json(r.metrics[i]);
       const auto j0 = metrics_to_json(r.metrics[0]);
       std::cout << fmt::format("{:<{}}", r.variants[i].label, width);
-      for (const size_t c : {1u, 3u, 5u, 7u, 8u, 12u}) {
+      for (const size_t c : shown) {
         const double v = metric_value(j, cols[c].key).value_or(0);
         const double v0 = metric_value(j0, cols[c].key).value_or(0);
         const std::string ratio = v0 != 0 ? fmt::format(" ({:.2f}x)", v / v0) : "";
-        const std::string value = cols[c].key.ends_with("bytes")
-                                      ? format_bytes(static_cast<Bytes>(v))
-                                  : std::abs(v) >= 1000 ? fmt::format("{:.0f}", v)
-                                                        : fmt::format("{:.4g}", v);
+        const std::string value =
+            cols[c].key.ends_with("bytes") || cols[c].key.ends_with("bytes_moved")
+                ? format_bytes(static_cast<Bytes>(v))
+            : std::abs(v) >= 1000 ? fmt::format("{:.0f}", v)
+                                  : fmt::format("{:.4g}", v);
         std::cout << fmt::format(" {:>18}", value + ratio);
       }
       std::cout << "\n";

@@ -1,4 +1,4 @@
-// kvsim run SCENARIO [--out DIR] [--set KEY=VALUE]... [--quiet] [--no-expect]
+// kvsim run SCENARIO [--out DIR] [--set KEY=VALUE]... [--trace FILE.json] [--quiet] [--no-expect]
 // kvsim run --from out/x/metrics.json (or out/x/scenario.resolved.yaml)
 #include <fmt/format.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@ namespace kvsim::cli {
 namespace {
 
 struct RunOptions {
-  std::string scenario, from, out;
+  std::string scenario, from, out, trace;
   std::vector<std::string> sets;
   bool quiet = false;
   bool force = false;
@@ -77,15 +77,18 @@ int run(const RunOptions& o) {
   if (!o.quiet && isatty(STDERR_FILENO)) {
     auto line = std::make_shared<ProgressLine>();
     result = run_into_folder(
-        spec, out, [line](const RunProgress& p) { (*line)(p); }, o.force, &loaded.provenance);
+        spec, out, [line](const RunProgress& p) { (*line)(p); }, o.force, &loaded.provenance,
+        o.trace);
   } else {
-    result = run_into_folder(spec, out, {}, o.force, &loaded.provenance);
+    result = run_into_folder(spec, out, {}, o.force, &loaded.provenance, o.trace);
   }
   if (!o.quiet) {
     std::cout << summary_table(spec, result.metrics);
     std::cout << "report: " << result.folder
               << "/ (metrics.json, requests.csv, timeline.csv, report.md, report.html, "
                  "scenario.resolved.yaml)\n";
+    if (!o.trace.empty())
+      std::cout << "trace: " << o.trace << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
   if (o.no_expect) return kExitOk;  // the run itself succeeded
   const auto failures = check_expectations(spec.expect, metrics_to_json(result.metrics));
@@ -106,6 +109,10 @@ Command add_run_command(CLI::App& app) {
                   "rerun a run folder's scenario: its metrics.json or scenario.resolved.yaml");
   cmd->add_option("--out", o->out, "output folder (default out/<scenario name>)");
   cmd->add_option("--set", o->sets, "override a key: --set kv_cache.block_size=64 (repeatable)");
+  cmd->add_option("--trace", o->trace,
+                  "also write the run as Chrome trace-event JSON (ui.perfetto.dev, "
+                  "chrome://tracing): requests, steps, KV transfers, VTCM waits")
+      ->type_name("FILE.json");
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
   cmd->add_flag("--no-expect", o->no_expect,
                 "skip the scenario's expect block (exit 0 unless the run fails)");

@@ -51,25 +51,26 @@ void CsvRunSink::request(const RequestRow& r) {
 // block pool has blocks and swap; the dialog engine's buffers have neither,
 // and its file leaves those columns out rather than carry a zero throughout
 // (tokens_held is its occupancy). step_tokens and step_ms sum the steps
-// launched since the previous row.
+// launched since the previous row, steps counts them and step_seqs sums
+// their batch sizes (step_seqs / steps: the mean batch).
 void CsvRunSink::write_timeline_header(bool pool_of_blocks) {
   timeline_ << (pool_of_blocks ? "time_ms,running,waiting,swapped,blocks_used,kv_used_bytes,"
-                                 "tokens_held,step_tokens,step_ms\n"
+                                 "tokens_held,step_tokens,step_ms,steps,step_seqs\n"
                                : "time_ms,running,waiting,kv_used_bytes,tokens_held,step_tokens,"
-                                 "step_ms\n");
+                                 "step_ms,steps,step_seqs\n");
   timeline_header_written_ = true;
 }
 
 void CsvRunSink::timeline(const TimelineRow& r) {
   if (!timeline_header_written_) write_timeline_header(r.pool_of_blocks);
   if (r.pool_of_blocks) {
-    timeline_ << fmt::format("{},{},{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running,
+    timeline_ << fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running,
                              r.waiting, r.swapped, r.blocks_used, r.kv_used_bytes, r.tokens_held,
-                             r.step_tokens, ms_or_empty(r.step_latency));
+                             r.step_tokens, ms_or_empty(r.step_latency), r.steps, r.step_seqs);
   } else {
-    timeline_ << fmt::format("{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running, r.waiting,
-                             r.kv_used_bytes, r.tokens_held, r.step_tokens,
-                             ms_or_empty(r.step_latency));
+    timeline_ << fmt::format("{},{},{},{},{},{},{},{},{}\n", ms_or_empty(r.time), r.running,
+                             r.waiting, r.kv_used_bytes, r.tokens_held, r.step_tokens,
+                             ms_or_empty(r.step_latency), r.steps, r.step_seqs);
   }
 }
 

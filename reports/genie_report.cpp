@@ -140,11 +140,36 @@ std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSi
   return genie_tables_html(s, m);
 }
 
+// A dialog: one turn's passes, KV updates and VTCM wait; what the update
+// mode moved and how many pointers it set over the run; each turn's
+// latency (a dialog has too few turns for a CDF to say anything).
+std::vector<CaptionedChart> charts(const RunMetrics& m, const LabelledSeries& run) {
+  const std::vector<LabelledSeries> runs = {run};
+  std::vector<CaptionedChart> out;
+  if (!run.series->spans().empty())
+    out.push_back({turn_timeline_chart(*run.series),
+                   "One turn: the wait for VTCM, the AR-n prefill passes, the variant switch, "
+                   "the decode passes and the KV update after each"});
+  out.push_back({kv_memory_chart(runs, static_cast<double>(m.kv_cache.buffer_bytes)),
+                 "KV held in the Genie buffers against their size"});
+  out.push_back({bytes_moved_chart(runs), fmt::format("Bytes moved by the {} updates", m.policy)});
+  out.push_back({pointer_updates_chart(runs), "registerPointerOffset calls"});
+  if (run.series->completed() > 0) {
+    if (!enough_for_cdf(runs)) {
+      ChartSpec turns = per_request_latency_chart(*run.series);
+      out.push_back({turns, "TTFT and end-to-end latency of each turn"});
+    } else {
+      out.push_back({ttft_cdf_chart(runs), "TTFT of completed turns"});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 EngineReport genie_engine_report() {
-  return {"genie",  "passes",   summary_geometry, html_geometry, genie_summary_lines,
-          markdown, html_tables};
+  return {"genie",     "passes", summary_geometry, html_geometry, genie_summary_lines, markdown,
+          html_tables, charts};
 }
 
 }  // namespace kvsim

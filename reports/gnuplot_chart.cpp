@@ -100,7 +100,7 @@ bool run_gnuplot(const std::string& gnuplot, const std::string& script) {
 
 std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::string& gnuplot) {
   bool any = false;
-  for (const auto& s : chart.series) any = any || !s.y.empty();
+  for (const auto& s : chart.series) any = any || !s.y.empty() || !s.x_end.empty();
   if (!any) return std::nullopt;
   TempFolder tmp;
   if (tmp.path.empty()) return std::nullopt;
@@ -108,10 +108,12 @@ std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::s
   std::string script = fmt::format(
       "set terminal svg size {},{} font 'sans,11' background rgb 'white'\n"
       "set output '{}'\nset termoption noenhanced\nset title {}\nset xlabel {}\nset ylabel {}\n"
-      "set grid ytics lc rgb '#dddddd'\nset key {} noopaque\nset border 3\n"
+      "set grid ytics lc rgb '#dddddd'\nset key below horizontal noopaque\nset border 3\n"
       "set tics nomirror\nset yrange [0:*]\n",
       chart.width, chart.height, svg_path, quoted(chart.title), quoted(chart.x_label),
-      quoted(chart.y_label), chart.series.size() > 2 ? "below" : "top left");
+      quoted(chart.y_label));
+  // The legend sits below the plot, off the curves.
+  if (chart.log_x) script += "set logscale x\n";
   static const char* kColours[] = {"#0969da", "#cf222e", "#1a7f37", "#8250df",
                                    "#bc4c00", "#1b7c83", "#6e7781", "#bf3989"};
   if (chart.kind == ChartSpec::Kind::bars) {
@@ -129,6 +131,23 @@ std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::s
     for (int i = 0; i < 8; ++i) script += fmt::format("{}{} '{}'", i ? ", " : "", i, kColours[i]);
     script += ")\nset cbrange [0:7]\nunset colorbox\n";
     script += "plot '" + tmp.path + "/bars.dat' using 1:2:3 with boxes lc palette\n";
+  } else if (chart.kind == ChartSpec::Kind::spans) {
+    const size_t rows = chart.series.size();
+    script += fmt::format("unset key\nset yrange [-0.7:{}-0.3]\nset ytics (", rows);
+    for (size_t k = 0; k < rows; ++k)
+      script += fmt::format("{}{} {}", k ? ", " : "", quoted(chart.series[k].label), k);
+    script += ")\nset grid xtics lc rgb '#dddddd'\nplot ";
+    for (size_t k = 0; k < rows; ++k) {
+      const std::string file = fmt::format("{}/series{}.dat", tmp.path, k);
+      std::ofstream data(file);
+      const auto& s = chart.series[k];
+      for (size_t i = 0; i < s.x.size() && i < s.x_end.size(); ++i)
+        data << fmt::format("{:.9g} {} {:.9g}\n", s.x[i], k, s.x_end[i] - s.x[i]);
+      if (s.x.empty()) data << "0 " << k << " 0\n";
+      script += fmt::format("{}'{}' using 1:2:3:(0) with vectors nohead lw 9 lc rgb '{}'",
+                            k ? ", " : "", file, kColours[k % 8]);
+    }
+    script += "\n";
   } else {
     script += "plot ";
     for (size_t k = 0; k < chart.series.size(); ++k) {

@@ -14,15 +14,19 @@ namespace kvsim {
 struct ChartSeries {
   std::string label;
   std::vector<double> x, y;
+  // spans charts: a bar from x[i] to x_end[i] on this series' row.
+  std::vector<double> x_end;
 };
 
 struct ChartSpec {
-  enum class Kind { lines, steps, bars };
+  // spans: one row per series (labelled on the y axis), a bar per span.
+  enum class Kind { lines, steps, bars, spans };
   Kind kind = Kind::lines;
   std::string title, x_label, y_label;
   std::vector<ChartSeries> series;      // lines/steps: one line each
   std::vector<std::string> bar_labels;  // bars: one bar per label, from series[0].y
   int width = 560, height = 320;
+  bool log_x = false;
 };
 
 // The gnuplot executable found on PATH, if any.

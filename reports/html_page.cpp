@@ -52,9 +52,12 @@ std::string html_document(std::string_view title, const std::string& body_html) 
       "table{border-collapse:collapse;margin:.8em 0;font-size:.9em;}\n"
       "th,td{border:1px solid #d0d7de;padding:.3em .6em;}th{background:#f3f5f7;text-align:left;}\n"
       "td.num{text-align:right;font-variant-numeric:tabular-nums;}\n"
-      ".wide{overflow-x:auto;}\n"
+      ".wide{overflow-x:auto;max-width:100%;}\n"
       ".charts{display:flex;flex-wrap:wrap;gap:1em;}\n"
-      "figure{margin:0;border:1px solid #d0d7de;padding:.4em;background:#fff;}\n"
+      "figure{margin:0;border:1px solid #d0d7de;padding:.4em;background:#fff;max-width:100%;"
+      "box-sizing:border-box;}\n"
+      "figure svg{max-width:100%;height:auto;display:block;}\n"
+      ".verdict{background:#dafbe1;border:1px solid #4ac26b;padding:.4em .6em;}\n"
       "figcaption{font-size:.85em;color:#57606a;}\n"
       ".note{background:#fff8c5;border:1px solid #d4a72c;padding:.6em;}\n"
       "pre{background:#f6f8fa;padding:.8em;overflow-x:auto;}\n"
@@ -81,7 +84,9 @@ bool looks_numeric(const std::string& s) {
 
 std::string html_table(const std::vector<std::string>& headers,
                        const std::vector<std::vector<std::string>>& rows) {
-  std::string out = "<table>\n<tr>";
+  // Inside a scrolling block: a table wider than the page scrolls on its own
+  // and never widens the page.
+  std::string out = "<div class=\"wide\"><table>\n<tr>";
   for (const auto& h : headers) out += "<th>" + html_escape(h) + "</th>";
   out += "</tr>\n";
   for (const auto& row : rows) {
@@ -92,7 +97,7 @@ std::string html_table(const std::vector<std::string>& headers,
     }
     out += "</tr>\n";
   }
-  return out + "</table>\n";
+  return out + "</table></div>\n";
 }
 
 std::string html_figure(const std::string& svg, std::string_view caption) {
@@ -104,6 +109,73 @@ std::string html_charts_missing_note() {
   return "<p class=\"note\">No charts: gnuplot was not found on PATH when this report was "
          "written (Debian package <code>gnuplot-nox</code>). The tables below are complete; "
          "the data behind the charts is in the CSV files of this folder.</p>\n";
+}
+
+namespace {
+
+// The cells of a Markdown table row ("| a | b\\|c |" -> {"a", "b|c"}).
+std::vector<std::string> markdown_cells(std::string_view line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  for (size_t i = 1; i < line.size(); ++i) {
+    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
+      cell += '|';
+      ++i;
+    } else if (line[i] == '|') {
+      const size_t a = cell.find_first_not_of(' '), b = cell.find_last_not_of(' ');
+      cells.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
+      cell.clear();
+    } else {
+      cell += line[i];
+    }
+  }
+  return cells;
+}
+
+std::string without_bold(std::string text) {
+  for (size_t at = text.find("**"); at != std::string::npos; at = text.find("**"))
+    text.erase(at, 2);
+  return text;
+}
+
+}  // namespace
+
+std::string markdown_to_html(std::string_view markdown) {
+  std::string out;
+  std::vector<std::string> headers;
+  std::vector<std::vector<std::string>> rows;
+  const auto flush_table = [&] {
+    if (!headers.empty()) out += html_table(headers, rows);
+    headers.clear();
+    rows.clear();
+  };
+  size_t start = 0;
+  while (start < markdown.size()) {
+    size_t end = markdown.find('\n', start);
+    if (end == std::string_view::npos) end = markdown.size();
+    const std::string_view line = markdown.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.front() == '|') {
+      std::vector<std::string> cells = markdown_cells(line);
+      for (auto& c : cells) c = without_bold(c);
+      if (headers.empty())
+        headers = std::move(cells);
+      else if (line.find("---") == std::string_view::npos || !rows.empty())
+        rows.push_back(std::move(cells));
+      continue;
+    }
+    flush_table();
+    if (line.empty()) continue;
+    size_t level = 0;
+    while (level < line.size() && line[level] == '#') ++level;
+    if (level > 0 && level <= 6 && level < line.size() && line[level] == ' ') {
+      out += fmt::format("<h{0}>{1}</h{0}>\n", level, html_escape(line.substr(level + 1)));
+    } else {
+      out += "<p>" + html_escape(without_bold(std::string(line))) + "</p>\n";
+    }
+  }
+  flush_table();
+  return out;
 }
 
 std::string markdown_table(const std::vector<std::string>& headers,

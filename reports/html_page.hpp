@@ -27,6 +27,11 @@ std::string html_figure(const std::string& svg, std::string_view caption);
 // The note shown instead of the charts when gnuplot is not on PATH.
 std::string html_charts_missing_note();
 
+// The HTML of the Markdown kvsim writes (headings, paragraphs, tables as
+// markdown_table() makes them, **bold** marks dropped), every text escaped:
+// a page that shows what its .md shows, tables in their human units.
+std::string markdown_to_html(std::string_view markdown);
+
 // A Markdown table; `|` in cells is escaped.
 std::string markdown_table(const std::vector<std::string>& headers,
                            const std::vector<std::vector<std::string>>& rows);

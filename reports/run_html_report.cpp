@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "reports/html_page.hpp"
-#include "reports/run_charts.hpp"
 #include "reports/run_report.hpp"
 #include "reports/run_report_sections.hpp"
 
@@ -15,14 +14,16 @@ std::vector<std::string> latency_row(const char* name, const LatencySummary& l) 
           fmt::format("{:.2f}", l.mean),
           fmt::format("{:.2f}", l.p50),
           fmt::format("{:.2f}", l.p90),
+          fmt::format("{:.2f}", l.p95),
           fmt::format("{:.2f}", l.p99),
-          fmt::format("{:.2f}", l.max)};
+          fmt::format("{:.2f}", l.max),
+          fmt::format("{:.2f}", l.std)};
 }
 
 }  // namespace
 
 std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing,
-                            const std::string& requests_csv, const std::string& timeline_csv) {
+                            const RunSeries& series) {
   std::string body = "<h1>" + html_escape(m.scenario) + "</h1>\n";
   if (!s.description.empty()) body += "<p>" + html_escape(s.description) + "</p>\n";
   const EngineReport& parts = engine_report(m);
@@ -40,22 +41,23 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
                    std::to_string(m.requests.completed), std::to_string(m.requests.rejected),
                    std::to_string(m.requests.preempted), std::to_string(m.requests.preemptions)}});
   body +=
-      html_table({"ms", "mean", "p50", "p90", "p99", "max"},
+      html_table({"ms", "mean", "p50", "p90", "p95", "p99", "max", "std"},
                  {latency_row("TTFT", m.latency_ms.ttft), latency_row("TPOT", m.latency_ms.tpot),
-                  latency_row("E2E", m.latency_ms.e2e)});
+                  latency_row("ITL", m.latency_ms.itl), latency_row("E2E", m.latency_ms.e2e)});
   body += html_table({"throughput", "output tokens/s", "total tokens/s", "requests/s"},
                      {{"", fmt::format("{:.1f}", m.throughput.output_tokens_per_s),
                        fmt::format("{:.1f}", m.throughput.total_tokens_per_s),
                        fmt::format("{:.3f}", m.throughput.requests_per_s)}});
+  body += "<p>" + html_escape(goodput_line(m)) + ".</p>\n";
+  body += "<p class=\"verdict\">" + html_escape(numerics_verdict(m)) + ".</p>\n";
 
   body += "<h2>Charts</h2>\n";
-  const RunChartData data = read_run_chart_data(requests_csv, timeline_csv, m.scenario);
-  const std::vector<RunChartData> runs = {data};
-  body +=
-      render_figures_html({{kv_memory_chart(runs), "KV memory in use over time (timeline.csv)"},
-                           {queue_chart(runs), "Running / waiting requests (timeline.csv)"},
-                           {ttft_cdf_chart(runs), "TTFT of completed requests (requests.csv)"},
-                           {tpot_cdf_chart(runs), "TPOT of completed requests (requests.csv)"}});
+  body += render_figures_html(parts.charts(m, {m.scenario, &series}));
+  if (series.spans_dropped() > 0)
+    body += fmt::format(
+        "<p>The turn timeline keeps the run's first {} spans; {} later ones are "
+        "in the totals only.</p>\n",
+        RunSeries::kMaxSpans, series.spans_dropped());
 
   body += parts.html_tables(s, m, sizing);
   body += "<h2>Summary</h2>\n<pre>" + html_escape(summary_table(s, m)) + "</pre>\n";

@@ -1,17 +1,19 @@
 #pragma once
-// report.html of one run (SPEC 9): self-contained, the scenario and memory
-// plan as tables, the summary, and charts (KV memory and queue over time,
-// TTFT/TPOT CDFs) rendered by gnuplot from the run's CSV files.
+// report.html of one run (SPEC 9): self-contained, the scenario, latency
+// (p95, std, ITL), goodput and the numerics verdict as tables, the charts the
+// run's components offer (reports/run_report_sections.hpp) rendered by
+// gnuplot from the series the run streamed, the engine's tables and the
+// summary.
 #include <string>
 
+#include "reports/run_series.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
 
 namespace kvsim {
 
-// `requests_csv`/`timeline_csv`: the run's files (read for the charts).
 std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing,
-                            const std::string& requests_csv, const std::string& timeline_csv);
+                            const RunSeries& series);
 
 }  // namespace kvsim

@@ -12,10 +12,22 @@ std::string metrics_json_text(const RunMetrics& m) {
 
 namespace {
 std::string latency_line(const char* name, const LatencySummary& s) {
-  return fmt::format("  {:<6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}\n", name, s.mean,
-                     s.p50, s.p90, s.p99, s.max);
+  return fmt::format("  {:<6} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}\n",
+                     name, s.mean, s.p50, s.p90, s.p95, s.p99, s.max, s.std);
 }
 }  // namespace
+
+std::string goodput_line(const RunMetrics& m) {
+  return fmt::format("goodput: {} requests met the SLO ({:.1f}% of arrivals), {:.3f} req/s",
+                     m.goodput.requests, 100.0 * m.goodput.fraction, m.goodput.requests_per_s);
+}
+
+std::string numerics_verdict(const RunMetrics& m) {
+  if (m.numerics.mode == "off") return "numerics: off (no K/V values checked)";
+  return fmt::format(
+      "numerics: {} mode, {} checks against the reference passed, max abs error {:.3g}",
+      m.numerics.mode, m.numerics.checks, m.numerics.max_abs_err);
+}
 
 std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   std::string out;
@@ -28,15 +40,22 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
       "requests: {} arrived, {} completed, {} rejected, {} preempted ({} preemptions)\n",
       m.requests.arrived, m.requests.completed, m.requests.rejected, m.requests.preempted,
       m.requests.preemptions);
-  out += fmt::format("  {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "ms", "mean", "p50", "p90",
-                     "p99", "max");
+  out += fmt::format("  {:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "ms", "mean", "p50",
+                     "p90", "p95", "p99", "max", "std");
   out += latency_line("TTFT", m.latency_ms.ttft);
   out += latency_line("TPOT", m.latency_ms.tpot);
+  out += latency_line("ITL", m.latency_ms.itl);
   out += latency_line("E2E", m.latency_ms.e2e);
   out += fmt::format("throughput: {:.1f} output tok/s, {:.1f} total tok/s, {:.3f} req/s\n",
                      m.throughput.output_tokens_per_s, m.throughput.total_tokens_per_s,
                      m.throughput.requests_per_s);
+  out += goodput_line(m);
+  out += "\n";
   out += parts.summary_lines(s, m);
+  if (m.numerics.mode != "off") {
+    out += numerics_verdict(m);
+    out += "\n";
+  }
   out += fmt::format("simulated {:.1f} s in {} {}, {} events, {:.2f} s wall\n", m.sim.simulated_s,
                      m.sim.steps, parts.steps_word, m.sim.events, m.sim.wall_s);
   return out;
@@ -60,9 +79,12 @@ std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
                      format_bytes(sizing.activation_reserve));
   out += engine_report(m).markdown(s, m, sizing);
   out += "## Summary\n\n```\n" + summary_table(s, m) + "```\n";
+  out += "\n";
+  out += numerics_verdict(m);
+  out += ".\n";
   out +=
-      "\nCharts (KV memory and queue length over time, TTFT and TPOT CDFs) are in "
-      "[report.html](report.html); the data is in timeline.csv and requests.csv.\n";
+      "\nCharts (chosen by what the run contains) are in [report.html](report.html); the "
+      "data is in timeline.csv and requests.csv.\n";
   return out;
 }
 

@@ -15,6 +15,10 @@ namespace kvsim {
 std::string metrics_json_text(const RunMetrics& m);
 // The summary table printed after a run (plain text, fixed width).
 std::string summary_table(const ScenarioSpec& s, const RunMetrics& m);
+// "goodput: N requests met the SLO (...)" and the numerics verdict (mode,
+// checks passed, largest error), as the summary and the reports show them.
+std::string goodput_line(const RunMetrics& m);
+std::string numerics_verdict(const RunMetrics& m);
 // report.md: the scenario, the memory plan and the summary as Markdown.
 std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
                                 const PoolSizing& sizing);

@@ -75,11 +75,40 @@ std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSi
   return body;
 }
 
+// A server's pool against its capacity, its queue, the batch it formed and
+// the tokens per step over time, then what its caches found.
+std::vector<CaptionedChart> charts(const RunMetrics& m, const LabelledSeries& run) {
+  const std::vector<LabelledSeries> runs = {run};
+  std::vector<CaptionedChart> out = {
+      {kv_memory_chart(runs, static_cast<double>(m.memory.kv_bytes)),
+       "KV memory in use (peak within each interval) against the pool's capacity"},
+      {queue_chart(runs), "Running / waiting requests"},
+      {batch_size_chart(runs), "Sequences per step"},
+      {tokens_per_step_chart(runs), "Tokens computed per step (prefill chunks and decodes)"}};
+  const auto& k = m.kv_cache;
+  if (k.prefix_hit_rate > 0)
+    out.push_back({prefix_hit_rate_chart(runs), "Prefix-cache hits over time"});
+  if (k.chunk_hits + k.chunk_misses > 0)
+    out.push_back({bar_chart("Cache hit rates", "hit rate",
+                             {{"chunk", k.chunk_hit_rate}, {"prefix", k.prefix_hit_rate}}),
+                   fmt::format("Chunks found {} of {} asked; prefix tokens found", k.chunk_hits,
+                               k.chunk_hits + k.chunk_misses)});
+  if (enough_for_cdf(runs)) {
+    out.push_back({ttft_cdf_chart(runs), "TTFT of completed requests"});
+    out.push_back({tpot_cdf_chart(runs), "TPOT of completed requests"});
+  } else if (run.series->completed() > 0) {
+    out.push_back({per_request_latency_chart(*run.series),
+                   "TTFT and end-to-end latency of each "
+                   "request"});
+  }
+  return out;
+}
+
 }  // namespace
 
 EngineReport serving_engine_report() {
   return {"serving",     "steps",  summary_geometry, html_geometry,
-          summary_lines, markdown, html_tables};
+          summary_lines, markdown, html_tables,      charts};
 }
 
 }  // namespace kvsim

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "reports/run_charts.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
@@ -27,6 +28,11 @@ struct EngineReport {
   std::string (*markdown)(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing);
   // report.html: the engine's tables after the charts.
   std::string (*html_tables)(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing);
+  // report.html: the charts this engine's run offers, from the series it
+  // streamed and the counters its components wrote (a chart of prefix hits
+  // only when the run looked prefixes up, of chunks only when chunks were
+  // asked for, of VTCM only when a session ran).
+  std::vector<CaptionedChart> (*charts)(const RunMetrics& m, const LabelledSeries& run);
 };
 
 // The report parts of `m.engine`. Throws std::logic_error naming the engines

@@ -36,7 +36,7 @@ TEST(GnuplotChart, RendersAnInlineSvgWhenGnuplotIsOnPath) {
   if (!gnuplot) GTEST_SKIP() << "gnuplot is not on PATH (Debian package gnuplot-nox)";
   ChartSpec c;
   c.title = "t<script>";
-  c.series.push_back({"s", {0, 1, 2}, {1, 3, 2}});
+  c.series.push_back({"s", {0, 1, 2}, {1, 3, 2}, {}});
   const auto svg = render_chart_svg(c, *gnuplot);
   ASSERT_TRUE(svg.has_value());
   EXPECT_EQ(svg->rfind("<svg", 0), 0u);
@@ -45,7 +45,7 @@ TEST(GnuplotChart, RendersAnInlineSvgWhenGnuplotIsOnPath) {
   ChartSpec bars;
   bars.kind = ChartSpec::Kind::bars;
   bars.bar_labels = {"a", "b"};
-  bars.series.push_back({"", {}, {1, 2}});
+  bars.series.push_back({"", {}, {1, 2}, {}});
   EXPECT_TRUE(render_chart_svg(bars, *gnuplot).has_value());
   EXPECT_FALSE(render_chart_svg(ChartSpec{}, *gnuplot).has_value());  // no data, no chart
 }
@@ -81,8 +81,13 @@ TEST_F(HtmlReport, ChartsWhenGnuplotIsFoundAndANoteWhenItIsNot) {
     size_t charts = 0;
     for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1))
       ++charts;
-    EXPECT_EQ(charts, 4u);  // KV memory, queue, TTFT CDF, TPOT CDF
-    EXPECT_NE(html.find("KV cache memory in use"), std::string::npos);
+    // A server's charts: KV memory against the pool's capacity, queue, batch
+    // size, tokens per step, prefix hit rate (it shares prefixes), and with
+    // 20 requests (too few for a CDF) each request's latency.
+    EXPECT_EQ(charts, 6u);
+    for (const char* title : {"KV cache memory in use", "pool capacity", "Queue length",
+                              "Batch size", "Tokens per step", "Prefix-cache hit rate"})
+      EXPECT_NE(html.find(title), std::string::npos) << title;
   }
   // PATH without gnuplot: the report still writes, without charts, and says so.
   const auto r = testing::run_command("env PATH=/nonexistent " + std::string(KVSIM_BINARY) +

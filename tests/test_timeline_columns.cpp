@@ -74,7 +74,13 @@ TEST_F(TimelineColumns, StepColumnsSumEveryStepWhateverTheRowInterval) {
               1e-3 * static_cast<double>(every.rows.size() + sparse.rows.size()));
   EXPECT_EQ(sparse.header,
             (std::vector<std::string>{"time_ms", "running", "waiting", "swapped", "blocks_used",
-                                      "kv_used_bytes", "tokens_held", "step_tokens", "step_ms"}));
+                                      "kv_used_bytes", "tokens_held", "step_tokens", "step_ms",
+                                      "steps", "step_seqs"}));
+  // steps counts every step once; step_seqs / steps is the batch size.
+  const auto sparse_metrics = nlohmann::ordered_json::parse(read(path("sparse") + "/metrics.json"));
+  EXPECT_EQ(sparse.sum("steps"), sparse_metrics["sim"]["steps"].get<double>());
+  EXPECT_EQ(every.sum("step_seqs"), sparse.sum("step_seqs"));
+  EXPECT_GE(sparse.sum("step_seqs"), sparse.sum("steps"));
   // The metrics do not depend on how often rows are written.
   auto metrics = [&](const std::string& name) {
     auto doc = nlohmann::ordered_json::parse(read(path(name) + "/metrics.json"));
@@ -90,9 +96,10 @@ TEST_F(TimelineColumns, DialogRunsReportTokensHeldAndNoBlockColumns) {
       std::string(KVSIM_SOURCE_DIR) + "/configs/scenarios/htp-llama3.2-3b-elite-pointer-shift.yaml";
   const Table every = run(scenario + " --no-expect --set workload.turns=3", "every", "1ns");
   const Table sparse = run(scenario + " --no-expect --set workload.turns=3", "sparse", "500ms");
-  EXPECT_EQ(sparse.header,
-            (std::vector<std::string>{"time_ms", "running", "waiting", "kv_used_bytes",
-                                      "tokens_held", "step_tokens", "step_ms"}));
+  EXPECT_EQ(sparse.header, (std::vector<std::string>{"time_ms", "running", "waiting",
+                                                     "kv_used_bytes", "tokens_held", "step_tokens",
+                                                     "step_ms", "steps", "step_seqs"}));
+  EXPECT_EQ(every.sum("steps"), sparse.sum("steps"));
   EXPECT_GT(sparse.nonzero("tokens_held"), static_cast<int>(sparse.rows.size()) / 2);
   EXPECT_GT(sparse.nonzero("step_tokens"), 1);
   EXPECT_EQ(every.sum("step_tokens"), sparse.sum("step_tokens"));

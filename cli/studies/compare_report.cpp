@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "cli/studies/compare_writers.hpp"
@@ -82,12 +84,41 @@ const std::vector<CompareColumn>& compare_columns() {
       {"kv_cache.prefix_hit_rate", "prefix hit rate"},
       {"kv_cache.chunk_hit_rate", "chunk hit rate"},
       {"kv_cache.bytes_moved", "bytes moved"},
+      {"kv_cache.pointer_updates", "pointer updates"},
       {"kv_cache.swapped_bytes", "swapped bytes"},
       {"requests.preemptions", "preemptions"},
       {"requests.completed", "completed"},
       {"requests.rejected", "rejected"},
+      {"latency_ms.itl.p50", "ITL p50 ms"},
+      {"latency_ms.ttft.p95", "TTFT p95 ms"},
+      {"goodput.requests_per_s", "goodput req/s"},
+      {"vtcm.wait_ms", "VTCM wait ms"},
   };
   return columns;
+}
+
+std::vector<size_t> most_different_columns(const CompareResult& r, size_t count) {
+  const auto& columns = compare_columns();
+  std::vector<nlohmann::ordered_json> docs;
+  for (const auto& m : r.metrics) docs.push_back(metrics_to_json(m));
+  std::vector<std::pair<double, size_t>> spread;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    double lo = 0, hi = 0;
+    bool first = true;
+    for (const auto& d : docs) {
+      const double v = std::abs(metric_value(d, columns[c].key).value_or(0.0));
+      lo = first ? v : std::min(lo, v);
+      hi = first ? v : std::max(hi, v);
+      first = false;
+    }
+    if (hi == lo) continue;  // the same in every variant: nothing to show
+    spread.push_back({lo > 0 ? hi / lo : std::numeric_limits<double>::infinity(), c});
+  }
+  std::stable_sort(spread.begin(), spread.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> out;
+  for (size_t i = 0; i < spread.size() && out.size() < count; ++i) out.push_back(spread[i].second);
+  return out;
 }
 
 CompareResult run_compare(const std::string& scenario_path, const std::vector<std::string>& sets,
@@ -103,14 +134,14 @@ CompareResult run_compare(const std::string& scenario_path, const std::vector<st
     specs.push_back(load_scenario(scenario_path, all));
   }
   OutputDir dir(out, force);
-  std::vector<std::string> folders;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (progress) progress(i, result.variants[i].label);
     const std::string folder = dir.file(result.variants[i].folder);
-    result.metrics.push_back(run_into_folder(specs[i], folder).metrics);
-    folders.push_back(folder);
+    RunFolderResult run = run_into_folder(specs[i], folder);
+    result.metrics.push_back(std::move(run.metrics));
+    result.series.push_back(std::move(run.series));
   }
-  write_compare_files(dir, specs.front(), result, folders, axes, sets);
+  write_compare_files(dir, specs.front(), result, axes, sets);
   dir.commit();
   result.folder = dir.final_path();
   return result;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/run_series.hpp"
 #include "sim/metrics.hpp"
 
 namespace kvsim {
@@ -45,7 +46,13 @@ struct CompareResult {
   std::string folder;  // final path
   std::vector<CompareVariant> variants;
   std::vector<RunMetrics> metrics;  // per variant
+  std::vector<RunSeries> series;    // per variant: what its charts show (bounded)
 };
+
+// Indices into compare_columns() of the columns whose values differ most
+// between the variants (largest max/min ratio, a column with a zero and a
+// non-zero value first), at most `count`, none whose values are all equal.
+std::vector<size_t> most_different_columns(const CompareResult& r, size_t count);
 
 // Loads every variant first (bad input fails before anything runs), then
 // runs them in order. `progress` gets (index, label) before each run.

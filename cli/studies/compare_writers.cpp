@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "base/units.hpp"
 #include "reports/html_page.hpp"
 #include "reports/run_charts.hpp"
@@ -55,6 +57,45 @@ std::string csv_cell(const std::string& s) {
   return q + "\"";
 }
 
+bool all_numeric(const std::vector<std::string>& values) {
+  for (const auto& v : values) {
+    char* end = nullptr;
+    std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0') return false;
+  }
+  return true;
+}
+
+// One axis of offered load (a key naming a rate, such as
+// workload.arrival.rate, with numeric values): latency against the
+// throughput each load reached, the curve a serving study reads capacity
+// from.
+std::optional<CaptionedChart> rate_curve(const CompareResult& r,
+                                         const std::vector<VaryAxis>& axes) {
+  if (axes.size() != 1 || !axes[0].key.ends_with("rate") || !all_numeric(axes[0].values) ||
+      r.metrics.size() < 2)
+    return std::nullopt;
+  ChartSpec c;
+  c.title = "Latency against throughput along " + axes[0].key;
+  c.x_label = "throughput (requests/s)";
+  c.y_label = "ms";
+  ChartSeries p50{"TTFT p50", {}, {}, {}}, p99{"TTFT p99", {}, {}, {}},
+      tpot{"TPOT p99", {}, {}, {}};
+  for (const auto& m : r.metrics) {
+    const double x = m.throughput.requests_per_s;
+    p50.x.push_back(x);
+    p50.y.push_back(m.latency_ms.ttft.p50);
+    p99.x.push_back(x);
+    p99.y.push_back(m.latency_ms.ttft.p99);
+    tpot.x.push_back(x);
+    tpot.y.push_back(m.latency_ms.tpot.p99);
+  }
+  c.series = {p50, p99, tpot};
+  std::string caption = "One point per " + axes[0].key + " (";
+  for (size_t i = 0; i < axes[0].values.size(); ++i) caption += (i ? ", " : "") + axes[0].values[i];
+  return CaptionedChart{c, caption + "), in that order"};
+}
+
 }  // namespace
 
 std::optional<double> compare_ratio(double value, double first) {
@@ -63,7 +104,6 @@ std::optional<double> compare_ratio(double value, double first) {
 }
 
 void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const CompareResult& result,
-                         const std::vector<std::string>& run_folders,
                          const std::vector<VaryAxis>& axes, const std::vector<std::string>& sets) {
   const auto& columns = compare_columns();
   const auto values = column_values(result);
@@ -140,34 +180,39 @@ void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const Compare
   md += ".\n\nCharts are in [compare.html](compare.html).\n";
   write_file_atomically(dir.file("compare.md"), md);
 
-  // compare.html
-  std::vector<RunChartData> runs;
-  for (size_t i = 0; i < run_folders.size(); ++i) {
-    runs.push_back(read_run_chart_data(run_folders[i] + "/requests.csv",
-                                       run_folders[i] + "/timeline.csv",
-                                       result.variants[i].short_label));
-  }
-  std::vector<std::pair<ChartSpec, std::string>> charts;
-  std::vector<std::string> bar_labels;
-  for (const auto& v : result.variants) bar_labels.push_back(v.short_label);
-  for (const size_t c : {1u, 3u, 5u, 7u}) {
-    ChartSpec bars;
-    bars.kind = ChartSpec::Kind::bars;
-    bars.title = columns[c].title;
-    bars.y_label = columns[c].title;
-    bars.bar_labels = bar_labels;
-    ChartSeries s;
-    const bool bytes = columns[c].key.ends_with("bytes");
-    if (bytes) bars.y_label = "GiB";
+  // compare.html: bars of the metrics that differ most (ratios against the
+  // first variant), a latency-throughput curve along a rate axis, then the
+  // lines of every variant over time from the series each streamed.
+  std::vector<LabelledSeries> runs;
+  for (size_t i = 0; i < result.series.size(); ++i)
+    runs.push_back({result.variants[i].short_label, &result.series[i]});
+  std::vector<CaptionedChart> charts;
+  for (const size_t c : most_different_columns(result, 4)) {
+    const bool bytes = columns[c].key.ends_with("bytes") || columns[c].key.ends_with("bytes_moved");
+    std::vector<std::pair<std::string, double>> bars;
     for (size_t i = 0; i < values.size(); ++i)
-      s.y.push_back(bytes ? values[i][c] / (1024.0 * 1024.0 * 1024.0) : values[i][c]);
-    bars.series.push_back(s);
-    charts.push_back({bars, columns[c].title + " per variant"});
+      bars.push_back({result.variants[i].short_label,
+                      bytes ? values[i][c] / (1024.0 * 1024.0 * 1024.0) : values[i][c]});
+    std::string caption = columns[c].title + " per variant";
+    for (size_t i = 1; i < values.size(); ++i)
+      caption += fmt::format("; {} {}", result.variants[i].short_label,
+                             ratio_text(compare_ratio(values[i][c], values[0][c])));
+    charts.push_back(
+        {bar_chart(columns[c].title, bytes ? "GiB" : columns[c].title, bars), caption});
   }
-  charts.push_back({ttft_cdf_chart(runs), "TTFT CDF per variant"});
-  charts.push_back({tpot_cdf_chart(runs), "TPOT CDF per variant"});
+  if (const auto curve = rate_curve(result, axes)) charts.push_back(*curve);
+  if (enough_for_cdf(runs)) {
+    charts.push_back({ttft_cdf_chart(runs), "TTFT CDF per variant"});
+    charts.push_back({tpot_cdf_chart(runs), "TPOT CDF per variant"});
+  } else {
+    charts.push_back({per_request_ttft_chart(runs), "TTFT of each request (turn) per variant"});
+  }
   charts.push_back({kv_memory_chart(runs), "KV memory in use per variant"});
-  charts.push_back({queue_chart(runs), "Waiting requests per variant"});
+  const ChartSpec moved = bytes_moved_chart(runs);
+  if (chart_has_signal(moved))
+    charts.push_back({moved, "KV bytes moved by cache updates per variant"});
+  const ChartSpec waiting = queue_chart(runs);
+  if (chart_has_signal(waiting)) charts.push_back({waiting, "Waiting requests per variant"});
 
   std::string body =
       "<h1>Comparison: " + html_escape(base.name) + "</h1>\n<p>" + html_escape(intro) + "</p>\n";

@@ -1,7 +1,9 @@
 #pragma once
 // The files of a comparison: compare.json (variants, values, ratios against
 // the first variant), compare.csv, compare.md and compare.html (side-by-side
-// table, per-variant bars, overlaid CDFs and KV memory over time).
+// table, bars of the metrics that differ most, a latency-throughput curve
+// along a rate axis, overlaid CDFs and lines over time from the series each
+// variant streamed).
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +18,6 @@ namespace kvsim {
 std::optional<double> compare_ratio(double value, double first);
 
 void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const CompareResult& result,
-                         const std::vector<std::string>& run_folders,
                          const std::vector<VaryAxis>& axes, const std::vector<std::string>& sets);
 
 }  // namespace kvsim

@@ -1,25 +1,36 @@
 #include "cli/studies/run_folder.hpp"
 
+#include <memory>
+
 #include "cli/studies/run_provenance.hpp"
 #include "reports/csv_sink.hpp"
 #include "reports/output_dir.hpp"
 #include "reports/run_html_report.hpp"
 #include "reports/run_report.hpp"
+#include "reports/trace_writer.hpp"
 #include "sim/run_scenario.hpp"
 
 namespace kvsim {
 
 RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,
                                 std::function<void(const RunProgress&)> progress, bool force,
-                                const RunProvenance* provenance) {
+                                const RunProvenance* provenance, const std::string& trace_path) {
   OutputDir dir(out, force);
-  CsvRunSink sink(dir.file("requests.csv"), dir.file("timeline.csv"));
+  RunFolderResult result;
+  CsvRunSink csv(dir.file("requests.csv"), dir.file("timeline.csv"));
+  std::vector<RunSink*> sinks = {&csv, &result.series};
+  std::unique_ptr<TraceRunSink> trace;
+  if (!trace_path.empty()) {
+    trace = std::make_unique<TraceRunSink>(trace_path, spec.name);
+    sinks.push_back(trace.get());
+  }
+  FanOutRunSink sink(sinks);
   // The engine follows the device kind (serving or on-device dialog).
   ScenarioRunResult run = run_scenario(spec, &sink, std::move(progress));
-  RunFolderResult result;
   result.metrics = std::move(run.metrics);
   result.sizing = run.sizing;
-  sink.close();
+  csv.close();
+  if (trace) trace->close();
   if (provenance != nullptr) {
     result.metrics.provenance = *provenance;
     write_file_atomically(dir.file("scenario.resolved.yaml"),
@@ -29,8 +40,7 @@ RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out
   write_file_atomically(dir.file("report.md"),
                         run_report_markdown(spec, result.metrics, result.sizing));
   write_file_atomically(dir.file("report.html"),
-                        run_report_html(spec, result.metrics, result.sizing,
-                                        dir.file("requests.csv"), dir.file("timeline.csv")));
+                        run_report_html(spec, result.metrics, result.sizing, result.series));
   dir.commit();
   result.folder = dir.final_path();
   return result;

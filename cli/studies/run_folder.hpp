@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "reports/run_series.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
 #include "sim/serve/engine.hpp"
@@ -16,13 +17,19 @@ struct RunFolderResult {
   RunMetrics metrics;
   PoolSizing sizing;
   std::string folder;  // final path
+  RunSeries series;    // what the charts show, gathered while the run streamed (bounded)
 };
 
 // `force`: replace `out` even when kvsim did not write it (reports/output_dir.hpp).
 // `provenance`, when given, goes into metrics.json and scenario.resolved.yaml
 // so that `kvsim run --from` can run the folder's scenario again.
+// `trace_path`, when not empty, receives the run as Chrome trace-event JSON
+// (reports/trace_writer.hpp). Nothing is read back from the CSV files: the
+// reports come from the series streamed beside them, so memory stays flat
+// whatever the run's length.
 RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,
                                 std::function<void(const RunProgress&)> progress = {},
-                                bool force = false, const RunProvenance* provenance = nullptr);
+                                bool force = false, const RunProvenance* provenance = nullptr,
+                                const std::string& trace_path = {});
 
 }  // namespace kvsim

@@ -27,7 +27,8 @@ EngineShell::EngineShell(std::string_view engine_kind, const ScenarioSpec& scena
       uplink_(uplink),
       sink_(sink ? sink : &null_sink_),
       wall_start_(std::chrono::steady_clock::now()),
-      slo_(scenario.slo) {}
+      slo_(scenario.slo),
+      spans_(sink_->wants_spans()) {}
 
 void EngineShell::start() {
   wall_start_ = std::chrono::steady_clock::now();
@@ -48,7 +49,7 @@ void EngineShell::complete(const LeavingRequest& r) {
   if (tpot >= 0) tpot_.add(tpot);
   if (slo_.met(ttft, tpot, e2e)) ++met_slo_;
   sink_->request({q.id, "completed", q.arrival, r.first_token, now, r.prompt_tokens,
-                  r.output_tokens, r.cached_tokens, r.preemptions, q.session, q.turn});
+                  r.output_tokens, r.cached_tokens, r.preemptions, q.session, q.turn, r.started});
   uplink_.request_done(q, now);
 }
 
@@ -71,21 +72,27 @@ void EngineShell::reject(const LeavingRequest& r) {
   const Request& q = r.request;
   ++rejected_;
   sink_->request({q.id, "rejected", q.arrival, -1, now, r.prompt_tokens, r.output_tokens, 0, 0,
-                  q.session, q.turn});
+                  q.session, q.turn, r.started});
   uplink_.request_done(q, now);
 }
 
 void EngineShell::timeline(TimelineRow row, bool force) {
   pending_step_tokens_ += row.step_tokens;
   pending_step_time_ += row.step_latency;
+  if (row.step_tokens > 0 || row.step_latency > 0) ++pending_steps_;
+  pending_step_seqs_ += row.step_seqs;
   if (!force && last_timeline_ >= 0 &&
       row.time - last_timeline_ < scenario_.output.timeline_interval)
     return;
   last_timeline_ = row.time;
   row.step_tokens = pending_step_tokens_;
   row.step_latency = pending_step_time_;
+  row.steps = pending_steps_;
+  row.step_seqs = pending_step_seqs_;
   pending_step_tokens_ = 0;
   pending_step_time_ = 0;
+  pending_steps_ = 0;
+  pending_step_seqs_ = 0;
   sink_->timeline(row);
 }
 

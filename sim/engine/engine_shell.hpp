@@ -28,6 +28,7 @@ struct LeavingRequest {
   int64_t output_tokens = 0;  // tokens generated (completed) or asked for (rejected)
   int64_t cached_tokens = 0;  // prefix found in the cache
   int32_t preemptions = 0;
+  TimeNs started = -1;  // first scheduled (RequestRow::started)
 };
 
 // Bytes of KV held, integrated over time between observations.
@@ -89,6 +90,11 @@ class EngineShell {
   void mirror_itl(LatencyHistogram* itl) { itl_mirror_ = itl; }
   // This shell's own inter-token histogram, for instances to mirror into.
   LatencyHistogram* itl_histogram() { return &itl_; }
+  // True when the sink takes spans (SpanRow): engines build them only then.
+  bool spans_wanted() const { return spans_; }
+  void span(const SpanRow& row) {
+    if (spans_) sink_->span(row);
+  }
   void set_progress(std::function<void(const RunProgress&)> callback) {
     progress_ = std::move(callback);
   }
@@ -124,6 +130,8 @@ class EngineShell {
   TimeNs last_timeline_ = -1;
   int64_t pending_step_tokens_ = 0;  // steps launched since the last row
   TimeNs pending_step_time_ = 0;
+  int64_t pending_steps_ = 0, pending_step_seqs_ = 0;
+  bool spans_ = false;
 };
 
 }  // namespace kvsim

@@ -75,8 +75,14 @@ void GenieEngine::Impl::begin_turn(Request request) {
 
 void GenieEngine::Impl::acquire_vtcm() {
   observe(sim_.now(), 0, 0);
-  vtcm_.acquire(kLlmSession, sim_.now(), [this](const VtcmGrant& grant) {
+  const TimeNs asked = sim_.now();
+  vtcm_.acquire(kLlmSession, asked, [this, asked](const VtcmGrant& grant) {
     turn_->grant = grant;
+    turn_->started = sim_.now();
+    SpanRow wait{"vtcm_wait",         "VTCM wait", turn_->request.id,
+                 turn_->request.turn, asked,       sim_.now() - asked};
+    wait.bytes = grant.granted;
+    shell_.span(wait);
     // The grant may come inside another session's release: start from an
     // event of our own.
     sim_.schedule_at(sim_.now(), kPrioStart, [this] { start_turn(); });
@@ -114,6 +120,7 @@ void GenieEngine::Impl::start_turn() {
     const KvUpdatePlan plan =
         dispatch(position, first_variant, fmt::format("turn {} before pass 0", t.request.turn));
     delay = update_time(plan);
+    span_update(plan, nullptr, delay);
   }
   t.next_prefill = 1;
   start_pass(GeniePassKind::prefill, t.prefill.front(), delay);
@@ -164,6 +171,8 @@ void GenieEngine::Impl::start_pass(GeniePassKind kind, PassShape shape, TimeNs d
     ++passes_;
     shell_.step_started(passes_, 1, 0);
     observe(sim_.now(), shape.useful_tokens, r.timing.latency);
+    shell_.span({"pass", genie_pass_kind_name(kind), static_cast<uint64_t>(r.pass), r.turn, r.start,
+                 r.timing.latency, shape.useful_tokens, 1, shape.variant});
     sim_.schedule_in(std::max<TimeNs>(r.timing.latency, 1), kPrioDone, [this] { on_pass_done(); });
   });
 }
@@ -220,9 +229,11 @@ void GenieEngine::Impl::on_pass_done() {
     r.update = dispatch(before + written, policy_->variant(), where);
     r.extra.push_back(dispatch(position, next.variant, where + " (rewind)"));
     cpu = update_time(r.update) + update_time(r.extra.back());
+    span_update(r.update, &r.extra.back(), cpu);
   } else {
     r.update = dispatch(position, next.variant, where);
     cpu = update_time(r.update);
+    span_update(r.update, nullptr, cpu);
   }
   r.update_time = cpu;
   for (auto& o : observers_) o->on_pass(r, *policy_);
@@ -244,7 +255,8 @@ void GenieEngine::Impl::complete_turn(TimeNs update_time) {
   const Turn& t = *turn_;
   vtcm_.release(kLlmSession, now);
   engine_free_at_ = now + update_time;
-  shell_.complete({t.request, t.first_token, t.input_tokens, t.reply_tokens, t.cached_tokens, 0});
+  shell_.complete(
+      {t.request, t.first_token, t.input_tokens, t.reply_tokens, t.cached_tokens, 0, t.started});
   end_turn();
 }
 
@@ -293,6 +305,25 @@ KvUpdatePlan GenieEngine::Impl::dispatch(int64_t n_past, int64_t variant,
   policy_->apply_update(plan);
   for (auto& o : observers_) o->on_update(plan, *policy_, where);
   return plan;
+}
+
+void GenieEngine::Impl::span_update(const KvUpdatePlan& plan, const KvUpdatePlan* rewind,
+                                    TimeNs duration) {
+  if (!shell_.spans_wanted()) return;
+  const bool switched = plan.variant_before != plan.variant_after ||
+                        (rewind != nullptr && rewind->variant_before != rewind->variant_after);
+  SpanRow row{"kv_update",
+              switched ? "variant switch" : "KV update",
+              static_cast<uint64_t>(passes_),
+              turn_ ? turn_->request.turn : -1,
+              sim_.now(),
+              duration};
+  row.variant = rewind != nullptr ? rewind->variant_after : plan.variant_after;
+  row.bytes = plan.bytes_moved() + (rewind != nullptr ? rewind->bytes_moved() : 0);
+  row.pointer_updates = static_cast<int64_t>(plan.pointer_updates) +
+                        (rewind != nullptr ? static_cast<int64_t>(rewind->pointer_updates) : 0);
+  row.variant_switch = switched;
+  shell_.span(row);
 }
 
 // seed 002: the update jobs split the KV tensors over `update_threads` CPU

@@ -69,6 +69,7 @@ class GenieEngine::Impl {
     int64_t generated = 0;
     TimeNs first_token = -1;
     TimeNs last_token = -1;  // inter-token latency
+    TimeNs started = -1;     // VTCM granted: the turn's work begins
     VtcmGrant grant;
   };
   struct Pending {  // the pass in flight
@@ -92,6 +93,8 @@ class GenieEngine::Impl {
   void co_runner_burst(size_t index, int64_t burst);
   void co_runner_release(size_t index, int64_t burst);
   void observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row = false);
+  // A KV update as a span (trace, turn timeline), when the sink takes spans.
+  void span_update(const KvUpdatePlan& plan, const KvUpdatePlan* rewind, TimeNs duration);
   Bytes used_bytes() const { return policy_->held_bytes(shape_.column_bytes()); }
 
   std::optional<Turn> turn_;

@@ -98,6 +98,7 @@ void GenieEngine::Impl::observe(TimeNs now, int64_t step_tokens, TimeNs step_lat
                   0,           kv_used_.current(),        policy_->tokens_held(), step_tokens,
                   step_latency};
   row.pool_of_blocks = false;  // Genie buffers: tokens held, no blocks, no swap
+  row.step_seqs = step_tokens > 0 ? 1 : 0;
   shell_.timeline(row, force_row);
 }
 

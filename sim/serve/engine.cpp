@@ -133,7 +133,8 @@ void ServingEngine::start_step() {
   work_.totals = {};
   work_.seqs.clear();
   for (const ScheduledSeq& item : batch_.items) {
-    const Sequence* seq = item.seq;
+    Sequence* seq = item.seq;
+    if (seq->started_at < 0) seq->started_at = now;
     const SeqWork s{item.tokens, policy_->attention_context(seq->computed),
                     seq->computed + item.tokens == seq->num_tokens()};
     if (per_sequence)
@@ -157,7 +158,9 @@ void ServingEngine::start_step() {
   ++steps_;
   shell_.step_started(steps_, static_cast<int64_t>(scheduler_->num_running()),
                       static_cast<int64_t>(scheduler_->num_waiting()));
-  observe(now, batch_.total_tokens, step_latency_);
+  observe(now, batch_.total_tokens, step_latency_, false,
+          static_cast<int64_t>(batch_.items.size()));
+  if (shell_.spans_wanted()) span_step(now);
   sim_.schedule_in(step_latency_, kPrioStepDone, [this] { on_step_done(); });
 }
 
@@ -188,7 +191,7 @@ void ServingEngine::complete(Sequence* seq) {
   seq->finished_at = sim_.now();
   if (seq->preemptions > 0) ++preempted_requests_;
   shell_.complete({seq->request, seq->first_token_at, seq->prompt_len(), seq->output_len(),
-                   seq->cached_tokens, seq->preemptions});
+                   seq->cached_tokens, seq->preemptions, seq->started_at});
   recycle(seq);
 }
 
@@ -198,7 +201,33 @@ void ServingEngine::reject(Sequence* seq) {
   recycle(seq);
 }
 
-void ServingEngine::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row) {
+// The step as a span (batch size, tokens) and the KV it moves over the host
+// link as a transfer beside it, for a trace.
+void ServingEngine::span_step(TimeNs now) {
+  SpanRow row{"step",
+              "step",
+              static_cast<uint64_t>(steps_),
+              -1,
+              now,
+              step_latency_,
+              batch_.total_tokens,
+              static_cast<int64_t>(batch_.items.size())};
+  row.bytes = batch_.swap_in_bytes + batch_.swap_out_bytes;
+  shell_.span(row);
+  if (batch_.swap_out_bytes > 0) {
+    SpanRow out{"kv_transfer", "swap out", static_cast<uint64_t>(steps_), -1, now, step_latency_};
+    out.bytes = batch_.swap_out_bytes;
+    shell_.span(out);
+  }
+  if (batch_.swap_in_bytes > 0) {
+    SpanRow in{"kv_transfer", "swap in", static_cast<uint64_t>(steps_), -1, now, step_latency_};
+    in.bytes = batch_.swap_in_bytes;
+    shell_.span(in);
+  }
+}
+
+void ServingEngine::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row,
+                            int64_t step_seqs) {
   const double dt = kv_used_.advance(now);
   if (current_has_blocks_) {
     frag_integral_ += current_frag_ * dt;
@@ -213,7 +242,8 @@ void ServingEngine::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency
   shell_.timeline({now, static_cast<int64_t>(scheduler_->num_running()),
                    static_cast<int64_t>(scheduler_->num_waiting()),
                    static_cast<int64_t>(scheduler_->num_swapped()), acc.blocks_used,
-                   kv_used_.current(), acc.tokens_held, step_tokens, step_latency},
+                   kv_used_.current(), acc.tokens_held, step_tokens, step_latency, 0, step_seqs,
+                   acc.prefix_query_tokens, acc.prefix_hit_tokens},
                   force_row);
 }
 

@@ -66,7 +66,9 @@ class ServingEngine final : public InferenceEngine {
   void on_step_done();
   void complete(Sequence* seq);
   void reject(Sequence* seq);
-  void observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row = false);
+  void observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row = false,
+               int64_t step_seqs = 0);
+  void span_step(TimeNs now);
   Sequence* new_sequence(Request&& request);
   void recycle(Sequence* seq);
 

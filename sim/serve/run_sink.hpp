@@ -21,6 +21,9 @@ struct RequestRow {
   int32_t preemptions = 0;
   uint64_t session = 0;
   int32_t turn = 0;
+  // When the request's work began (first scheduled, or its dialog turn was
+  // granted VTCM); -1 when it never ran. Its queue phase ends here.
+  TimeNs started = -1;
 };
 
 struct TimelineRow {
@@ -31,9 +34,31 @@ struct TimelineRow {
   int64_t tokens_held = 0;
   int64_t step_tokens = 0;  // tokens of the steps launched since the previous row
   TimeNs step_latency = 0;  // their summed duration
+  int64_t steps = 0;        // how many steps that was (filled by the engine shell)
+  int64_t step_seqs = 0;    // sequences in the step launched now (summed like step_tokens)
+  // Prefix-cache lookups so far (cumulative tokens asked and found), for a
+  // hit rate over time.
+  int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
   // false for an engine without a block pool (the dialog engine's buffers):
   // swapped and blocks_used mean nothing there and are left out of its file.
   bool pool_of_blocks = true;
+};
+
+// A span of simulated time worth showing on its own (a trace event, a turn
+// timeline bar): a step or pass, a KV update or transfer, a wait for VTCM.
+// Engines emit them only to a sink that wants_spans().
+struct SpanRow {
+  std::string_view track;  // "step", "pass", "kv_update", "kv_transfer", "vtcm_wait"
+  std::string_view name;   // "step", "prefill", "decode", "swap", ...
+  uint64_t id = 0;         // step or pass number, or the request id
+  int32_t turn = -1;       // dialog turn, -1 elsewhere
+  TimeNs start = 0, duration = 0;
+  int64_t tokens = 0;           // tokens computed
+  int64_t seqs = 0;             // sequences in the batch
+  int64_t variant = 0;          // Genie AR-n variant (0 elsewhere)
+  Bytes bytes = 0;              // bytes moved / granted
+  int64_t pointer_updates = 0;  // Genie KV update
+  bool variant_switch = false;  // Genie KV update that changed the variant
 };
 
 class RunSink {
@@ -41,6 +66,9 @@ class RunSink {
   virtual ~RunSink() = default;
   virtual void request(const RequestRow& row) = 0;
   virtual void timeline(const TimelineRow& row) = 0;
+  // Spans cost the engine a little per step: only sinks that ask get them.
+  virtual bool wants_spans() const { return false; }
+  virtual void span(const SpanRow&) {}
 };
 
 class NullRunSink final : public RunSink {

@@ -14,10 +14,11 @@ enum class SeqState : uint8_t { waiting, running, swapped, finished };
 struct Sequence {
   Request request;
   SeqState state = SeqState::waiting;
-  int64_t generated = 0;  // output tokens produced so far
-  int64_t computed = 0;   // tokens whose KV is in the cache
-  SeqSlot slot = kNoSeq;  // the policy's handle while running
-  HostSlot host = -1;     // the policy's handle while swapped out
+  int64_t generated = 0;   // output tokens produced so far
+  int64_t computed = 0;    // tokens whose KV is in the cache
+  SeqSlot slot = kNoSeq;   // the policy's handle while running
+  HostSlot host = -1;      // the policy's handle while swapped out
+  TimeNs started_at = -1;  // first scheduled: the end of its queueing
   TimeNs first_token_at = -1;
   TimeNs last_token_at = -1;  // inter-token latency
   TimeNs finished_at = -1;

@@ -1,0 +1,164 @@
+#include "reports/trace_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace kvsim {
+namespace {
+
+constexpr int kRequestsPid = 1, kEnginePid = 2;
+constexpr int kStepsTid = 1, kUpdatesTid = 2, kTransfersTid = 3, kVtcmTid = 4;
+
+// Trace timestamps are microseconds; kvsim's nanoseconds keep three decimals.
+std::string us(TimeNs t) {
+  return fmt::format("{}.{:03}", t / 1000, t % 1000);
+}
+
+std::string json_string(std::string_view s) {
+  return nlohmann::json(std::string(s)).dump();
+}
+
+std::string metadata(const char* what, int pid, int tid, std::string_view name) {
+  return fmt::format(R"({{"ph":"M","name":"{}","pid":{},"tid":{},"args":{{"name":{}}}}})", what,
+                     pid, tid, json_string(name));
+}
+
+}  // namespace
+
+bool TraceRunSink::Sampler::keep() {
+  const bool take = seen_++ % stride_ == 0;
+  if (!take) return false;
+  if (++kept_ >= next_halving_ && stride_ < (uint64_t{1} << 40)) {
+    stride_ *= 2;
+    // Past the budget every kept event halves the rate: at most ~40 more.
+    next_halving_ +=
+        next_halving_ < budget_ ? std::max<uint64_t>(1, (budget_ - next_halving_) / 2) : 1;
+  }
+  return true;
+}
+
+TraceRunSink::TraceRunSink(const std::string& path, const std::string& title, uint64_t max_events)
+    : out_(path + ".partial"),
+      path_(path),
+      requests_(max_events / 2 / 5),  // ~5 events per request
+      steps_(max_events / 4),
+      others_(max_events / 8),
+      counters_(max_events / 8) {
+  if (!out_) throw std::runtime_error(fmt::format("cannot open the trace file {}", path));
+  out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  event(metadata("process_name", kRequestsPid, 0, "requests: " + title));
+  event(metadata("process_name", kEnginePid, 0, "engine: " + title));
+  event(metadata("thread_name", kEnginePid, kStepsTid, "steps / passes"));
+  event(metadata("thread_name", kEnginePid, kUpdatesTid, "KV updates"));
+  event(metadata("thread_name", kEnginePid, kTransfersTid, "KV transfers"));
+  event(metadata("thread_name", kEnginePid, kVtcmTid, "VTCM"));
+}
+
+void TraceRunSink::event(const std::string& json) {
+  out_ << (first_ ? "" : ",\n") << json;
+  first_ = false;
+}
+
+void TraceRunSink::request(const RequestRow& r) {
+  if (!requests_.keep()) return;
+  const std::string name = fmt::format("request {}", r.id);
+  if (r.status != "completed") {
+    event(fmt::format(
+        R"({{"ph":"i","s":"p","name":"rejected {}","cat":"request","pid":{},"tid":0,"ts":{},)"
+        R"("args":{{"prompt_tokens":{},"output_tokens":{}}}}})",
+        r.id, kRequestsPid, us(r.finished), r.prompt_tokens, r.output_tokens));
+    return;
+  }
+  const auto async = [&](const char* ph, const std::string& what, TimeNs t,
+                         const std::string& args) {
+    event(
+        fmt::format(R"({{"ph":"{}","name":{},"cat":"request","id":{},"pid":{},"tid":0,"ts":{}{}}})",
+                    ph, json_string(what), r.id, kRequestsPid, us(t), args));
+  };
+  async("b", name, r.arrival,
+        fmt::format(R"(,"args":{{"prompt_tokens":{},"output_tokens":{},"cached_tokens":{},)"
+                    R"("preemptions":{},"session":{},"turn":{}}})",
+                    r.prompt_tokens, r.output_tokens, r.cached_tokens, r.preemptions, r.session,
+                    r.turn));
+  const TimeNs started = r.started >= 0 ? r.started : r.arrival;
+  const auto phase = [&](const char* what, TimeNs a, TimeNs b) {
+    if (b < a) return;
+    async("b", what, a, "");
+    async("e", what, b, "");
+  };
+  phase("queue", r.arrival, started);
+  phase("prefill", started, r.first_token);
+  phase("decode", r.first_token, r.finished);
+  async("e", name, r.finished, "");
+}
+
+void TraceRunSink::timeline(const TimelineRow& r) {
+  if (!counters_.keep()) return;
+  event(fmt::format(
+      R"({{"ph":"C","name":"queue","pid":{},"tid":0,"ts":{},"args":{{"running":{},"waiting":{},)"
+      R"("swapped":{}}}}})",
+      kEnginePid, us(r.time), r.running, r.waiting, r.swapped));
+  event(fmt::format(R"({{"ph":"C","name":"KV in use, MiB","pid":{},"tid":0,"ts":{},)"
+                    R"("args":{{"kv":{:.3f}}}}})",
+                    kEnginePid, us(r.time),
+                    static_cast<double>(r.kv_used_bytes) / (1024.0 * 1024.0)));
+}
+
+void TraceRunSink::span(const SpanRow& r) {
+  const bool step = r.track == "step" || r.track == "pass";
+  if (!(step ? steps_.keep() : others_.keep())) return;
+  int tid = kStepsTid;
+  std::string name(r.name);
+  std::string args;
+  if (r.track == "step") {
+    args = fmt::format(R"("step":{},"batch_size":{},"tokens":{},"swap_bytes":{})", r.id, r.seqs,
+                       r.tokens, r.bytes);
+  } else if (r.track == "pass") {
+    name = fmt::format("{} AR-{}", r.name, r.variant);
+    args = fmt::format(R"("pass":{},"turn":{},"variant":{},"tokens":{})", r.id, r.turn, r.variant,
+                       r.tokens);
+  } else if (r.track == "kv_update") {
+    tid = kUpdatesTid;
+    args = fmt::format(R"("turn":{},"bytes_moved":{},"pointer_updates":{},"variant_after":{})",
+                       r.turn, r.bytes, r.pointer_updates, r.variant);
+  } else if (r.track == "kv_transfer") {
+    tid = kTransfersTid;
+    args = fmt::format(R"("step":{},"bytes":{})", r.id, r.bytes);
+  } else {
+    tid = kVtcmTid;
+    args = fmt::format(R"("turn":{},"granted_bytes":{})", r.turn, r.bytes);
+  }
+  event(fmt::format(
+      R"({{"ph":"X","name":{},"cat":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
+      json_string(name), json_string(r.track), kEnginePid, tid, us(r.start), us(r.duration), args));
+}
+
+void TraceRunSink::close() {
+  if (closed_) return;
+  closed_ = true;
+  const auto sampled = [](const Sampler& s) {
+    return fmt::format(R"({{"seen":{},"kept":{}}})", s.seen(), s.kept());
+  };
+  out_ << fmt::format(
+      "\n],\"otherData\":{{\"generator\":\"kvsim\",\"time_unit\":\"us of simulated time\","
+      "\"sampling\":\"every event until half of a kind's budget is spent, then every 2nd, "
+      "4th, ...\",\"requests\":{},\"steps\":{},\"spans\":{},\"counters\":{}}}}}\n",
+      sampled(requests_), sampled(steps_), sampled(others_), sampled(counters_));
+  out_.flush();
+  if (!out_) throw std::runtime_error(fmt::format("cannot write the trace file {}", path_));
+  out_.close();
+  // The file appears whole or not at all.
+  if (std::rename((path_ + ".partial").c_str(), path_.c_str()) != 0)
+    throw std::runtime_error(fmt::format("cannot write the trace file {}", path_));
+}
+
+TraceRunSink::~TraceRunSink() {
+  if (closed_) return;
+  out_.close();
+  std::remove((path_ + ".partial").c_str());
+}
+
+}  // namespace kvsim

@@ -1,0 +1,67 @@
+#pragma once
+// `kvsim run --trace FILE.json`: the run as Chrome trace-event JSON (the
+// "JSON Array/Object Format" that ui.perfetto.dev and chrome://tracing
+// load), streamed while the run goes:
+//   - process "requests": each request an async span (arrival to finish)
+//     with nested queue / prefill / decode phases, its token counts as args;
+//     a rejected request an instant event;
+//   - process "engine": threads "steps" (a serving step with its batch size
+//     and tokens, or a dialog pass with its AR variant), "KV updates" (Genie
+//     updates with bytes moved and pointer updates), "KV transfers" (swap)
+//     and "VTCM" (waits for a grant); counters for the queue and KV in use.
+// Bounded: each kind of event keeps every one until half its budget is
+// spent, then every 2nd, every 4th, ... so a long run's file stays near
+// `max_events` events (a few dozen more at most) and still covers the whole
+// run; the file's otherData
+// says how many were seen and kept.
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "sim/serve/run_sink.hpp"
+
+namespace kvsim {
+
+class TraceRunSink final : public RunSink {
+ public:
+  static constexpr uint64_t kDefaultMaxEvents = 400'000;
+
+  // Throws std::runtime_error when the file cannot be opened.
+  TraceRunSink(const std::string& path, const std::string& title,
+               uint64_t max_events = kDefaultMaxEvents);
+  ~TraceRunSink() override;  // without close(), the partial file is removed
+  TraceRunSink(const TraceRunSink&) = delete;
+  TraceRunSink& operator=(const TraceRunSink&) = delete;
+  void request(const RequestRow& row) override;
+  void timeline(const TimelineRow& row) override;
+  bool wants_spans() const override { return true; }
+  void span(const SpanRow& row) override;
+  // Ends the JSON document; throws std::runtime_error when a write failed.
+  void close();
+
+  // Keeps every event until half the budget is spent, then every 2nd, ...
+  class Sampler {
+   public:
+    explicit Sampler(uint64_t budget) : budget_(budget), next_halving_(budget / 2) {}
+    bool keep();
+    uint64_t seen() const { return seen_; }
+    uint64_t kept() const { return kept_; }
+
+   private:
+    uint64_t budget_, next_halving_;
+    uint64_t seen_ = 0, kept_ = 0, stride_ = 1;
+  };
+
+ private:
+  void event(const std::string& json);
+
+  std::ofstream out_;
+  std::string path_;
+  bool first_ = true;
+  bool closed_ = false;
+  // Event budgets: requests (4 to 6 events each), steps and passes, other
+  // spans, counters.
+  Sampler requests_, steps_, others_, counters_;
+};
+
+}  // namespace kvsim

@@ -121,10 +121,10 @@ TEST(CalibrationFit, LeaveOneOutOnASyntheticSet) {
   for (const auto& e : cv.entries) {
     SCOPED_TRACE(e.row.id);
     ASSERT_TRUE(e.in_sample && e.held_out);
-    EXPECT_LT(std::fabs(*e.held_out / e.row.value - 1), 0.04);
+    EXPECT_LT(std::fabs(*e.held_out / e.row.value - 1), 0.08);
   }
   EXPECT_LE(cv.median_abs_in_sample_pct, cv.median_abs_held_out_pct + 1e-9);
-  EXPECT_LT(cv.max_abs_held_out_pct, 4.0);
+  EXPECT_LT(cv.max_abs_held_out_pct, 8.0);
   // The step overhead is 1 ms against seconds of streaming: the rows do not
   // see it, and it stays at its assumed value, labelled so.
   for (const auto& p : cv.fits[0].params) {
@@ -153,7 +153,7 @@ TEST(CalibrationFit, EveryFittedParameterOfTheShippedDevicesHasASource) {
       const auto it = d.sources.find(p.key);
       ASSERT_NE(it, d.sources.end());
       const std::string& s = it->second;
-      EXPECT_TRUE(s.rfind("fitted on rows ", 0) == 0 || s.rfind("A: ", 0) == 0) << s;
+      EXPECT_TRUE(s.rfind("M: fitted on rows ", 0) == 0 || s.rfind("A: ", 0) == 0) << s;
     }
   }
 }

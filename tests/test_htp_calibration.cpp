@@ -76,7 +76,7 @@ TEST(HtpCalibration, TheFittedValuesInTheDeviceFilesAreTheFit) {
       if (r.device == name) rows.push_back(r);
     std::vector<FitParameter> fitted;
     for (FitParameter p : fit_parameters(d)) {
-      if (d.sources.at(p.key).rfind("fitted on rows ", 0) != 0) continue;
+      if (d.sources.at(p.key).rfind("M: fitted on rows ", 0) != 0) continue;
       p.assumed = get_fit_parameter(d, p.key);
       fitted.push_back(p);
     }

@@ -345,7 +345,7 @@ std::string fit_device_yaml(const DeviceFit& f, const std::string& command) {
                                 command, rows_list(f.row_ids), 100 * f.rms_relative_error);
   for (const auto& p : f.params) {
     const std::string source = p.constrained
-                                   ? fmt::format("fitted on rows {} (kvsim calibrate --fit; {})",
+                                   ? fmt::format("M: fitted on rows {} (kvsim calibrate --fit; {})",
                                                  rows_list(f.row_ids), spread(p))
                                    : p.param.assumed_source + " (the rows do not constrain it)";
     out += fmt::format("{}: {{value: {}, source: \"{}\"}}\n", p.param.key, format_value(p), source);

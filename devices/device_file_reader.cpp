@@ -96,6 +96,9 @@ std::vector<config::ParamSpec> common_device_params() {
       duration_param("kernel_launch", std::nullopt, 0, kMaxLaunch, "cost of one operator launch"),
       duration_param("step_overhead", std::nullopt, 0, kMaxStepOverhead,
                      "fixed cost of one engine step (scheduling, host prep, graph execute)"),
+      number_param("matrix_tokens_exponent", 0.0, -2.0, 2.0, "",
+                   "matrix efficiency x (tokens per pass / 128) ^ this, capped at 1 "
+                   "(optional; 0: no pass-shape dependence)"),
   };
 }
 
@@ -108,6 +111,8 @@ void read_common_numbers(SourcedReader& n, const std::vector<config::ParamSpec>&
   spec.vector_fp16_ops = n.integer(declared(params, "vector_fp16"));
   spec.kernel_launch = n.integer(declared(params, "kernel_launch"));
   spec.step_overhead = n.integer(declared(params, "step_overhead"));
+  if (n.has("matrix_tokens_exponent"))
+    spec.matrix_tokens_exponent = n.number(declared(params, "matrix_tokens_exponent"));
 }
 
 std::vector<config::ParamSpec> efficiency_params() {

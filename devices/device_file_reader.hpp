@@ -21,6 +21,8 @@ class SourcedReader {
 
   // The value node (undefined when missing or bare; the error is recorded).
   config::Node value(std::string_view key);
+  // Whether an optional key is present.
+  bool has(std::string_view key) const { return reader_.has(key); }
   // The value of a declared number, converted by its type and range; the
   // type's zero (or the range's low end for integers) when it is wrong.
   int64_t integer(const config::ParamSpec& p);  // integer, bytes, bandwidth, duration, ops rate

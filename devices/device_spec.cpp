@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "devices/device_family.hpp"
@@ -15,6 +16,11 @@ constexpr std::array<std::string_view, kOpClassCount> kOpClassNames{
     "gemm", "attention", "elementwise", "transfer", "collective"};
 
 }  // namespace
+
+double DeviceSpec::matrix_shape_factor(int64_t tokens) const {
+  if (matrix_tokens_exponent == 0.0 || tokens < 1) return 1.0;
+  return std::pow(static_cast<double>(tokens) / kMatrixTokensReference, matrix_tokens_exponent);
+}
 
 std::string_view engine_name(Engine e) {
   const auto i = static_cast<size_t>(e);

@@ -49,8 +49,19 @@ struct DeviceSpec {
   int64_t max_tensor_parallel = 1;     // devices one node can group (HCCS domain)
 
   // Fraction of peak an op class reaches, per resource: compute and memory.
+  // memory_efficiency[gemm] is the weight-streaming efficiency and
+  // memory_efficiency[attention] the KV-read efficiency: the two are fitted
+  // apart (a model without GQA reads far more KV per weight byte).
   std::array<double, kOpClassCount> compute_efficiency{};
   std::array<double, kOpClassCount> memory_efficiency{};
+  // How the matrix unit's efficiency depends on the pass shape: the matrix
+  // ops' compute efficiency is multiplied by (tokens / 128) ^ exponent, tokens
+  // being what one pass or step computes (an AR-n graph's n, a serving step's
+  // batched tokens), and capped at 1. 0 (the default): no shape dependence.
+  double matrix_tokens_exponent = 0.0;
+  static constexpr double kMatrixTokensReference = 128.0;
+  // The matrix efficiency multiplier for a pass of `tokens` tokens.
+  double matrix_shape_factor(int64_t tokens) const;
 
   // The htp family only (devices/htp_spec.hpp).
   std::optional<HtpSpec> htp;

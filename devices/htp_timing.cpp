@@ -70,6 +70,7 @@ HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
   const auto eff_c = [&](OpClass k) { return device_.compute_efficiency[static_cast<size_t>(k)]; };
   const auto eff_m = [&](OpClass k) { return device_.memory_efficiency[static_cast<size_t>(k)]; };
   const double layers = static_cast<double>(model_.num_hidden_layers);
+  const double matrix_factor = device_.matrix_shape_factor(pass.variant);
   double compute_s = 0, matrix_flops = 0;
   double weight_bytes = 0, kv_read = 0, kv_write = 0, residual = 0;
   for (size_t k = 0; k < kOpKindCount; ++k) {
@@ -79,8 +80,12 @@ HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
     const double copies = op_is_per_layer(kind) ? layers : 1.0;
     if (c.flops > 0) {
       const int64_t peak = family.compute_peak(kind, device_, model_, kv_dtype_bytes_);
-      compute_s += copies * c.flops / safe_rate(peak, eff_c(family.class_of(kind)));
-      if (family.engine_of(kind) == Engine::matrix) matrix_flops += copies * c.flops;
+      const bool on_matrix = family.engine_of(kind) == Engine::matrix;
+      // The HMX's efficiency depends on the AR-n graph's n (the pass shape).
+      const double eff = on_matrix ? std::min(1.0, eff_c(family.class_of(kind)) * matrix_factor)
+                                   : eff_c(family.class_of(kind));
+      compute_s += copies * c.flops / safe_rate(peak, eff);
+      if (on_matrix) matrix_flops += copies * c.flops;
     }
     if (c.vector_flops > 0) {
       compute_s +=

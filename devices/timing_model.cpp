@@ -217,6 +217,8 @@ void TimingModel::build_rate_tables() {
     const auto peak =
         static_cast<double>(family_->compute_peak(kind, device_, model_, params_.kv_dtype_bytes));
     compute_per_ns_[k] = peak * device_.compute_efficiency[cls] / 1e9;
+    peak_per_ns_[k] = peak / 1e9;
+    on_matrix_[k] = family_->engine_of(kind) == Engine::matrix;
     memory_bytes_per_ns_[k] =
         static_cast<double>(device_.memory_bandwidth) * device_.memory_efficiency[cls] / 1e9;
   }
@@ -310,11 +312,16 @@ TimeNs TimingModel::longest_path(const std::array<TimeNs, kOpKindCount>& duratio
   return critical;
 }
 
-TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost) const {
+TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost, double matrix_factor) const {
   if (!cost.present) return 0;
   const auto k = static_cast<size_t>(kind);
   double ns = 0;
-  if (cost.flops > 0) ns = std::max(ns, cost.flops / compute_per_ns_[k]);
+  if (cost.flops > 0) {
+    const double rate = on_matrix_[k] && matrix_factor != 1.0
+                            ? std::min(compute_per_ns_[k] * matrix_factor, peak_per_ns_[k])
+                            : compute_per_ns_[k];
+    ns = std::max(ns, cost.flops / rate);
+  }
   if (cost.mem_bytes > 0) ns = std::max(ns, cost.mem_bytes / memory_bytes_per_ns_[k]);
   if (cost.link_bytes > 0) {
     ns = std::max(ns, cost.link_bytes / link_bytes_per_ns_ +
@@ -328,11 +335,20 @@ StepTiming TimingModel::price(const StepWork& work) const {
   const StepOpCosts costs = step_op_costs(
       model_, work,
       StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep, params_.expert_skew});
-  return price_costs(costs);
+  // Tokens per pass, for the matrix engine's pass-shape efficiency.
+  int64_t tokens = 0;
+  if (device_.matrix_tokens_exponent != 0.0) {
+    if (work.totals_given)
+      tokens = static_cast<int64_t>(work.totals.tokens);
+    else
+      for (const SeqWork& s : work.seqs) tokens += s.query_tokens;
+  }
+  return price_costs(costs, tokens);
 }
 
-StepTiming TimingModel::price_costs(const StepOpCosts& costs) const {
+StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_tokens) const {
   StepTiming out;
+  const double matrix_factor = device_.matrix_shape_factor(pass_tokens);
   // Per-layer ops are identical in every layer: each kind is timed once.
   std::array<TimeNs, kOpKindCount> duration{};
   bool any_present = false;
@@ -340,7 +356,7 @@ StepTiming TimingModel::price_costs(const StepOpCosts& costs) const {
     const OpCost& c = costs[k];
     if (!c.present) continue;
     any_present = true;
-    duration[k] = op_duration(static_cast<OpKind>(k), c);
+    duration[k] = op_duration(static_cast<OpKind>(k), c, matrix_factor);
     const auto copies = vertices_per_kind_[k];
     out.op_time[k] = duration[k] * copies;
     out.mem_bytes += c.mem_bytes * static_cast<double>(copies);

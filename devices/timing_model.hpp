@@ -50,8 +50,10 @@ class TimingModel {
               const StepDependencies& deps);
 
   StepTiming price(const StepWork& work) const;
-  // price() once the per-op costs are known (price = price_costs(step_op_costs(...))).
-  StepTiming price_costs(const StepOpCosts& costs) const;
+  // price() once the per-op costs are known (price = price_costs(step_op_costs(...),
+  // tokens computed)). pass_tokens sets the matrix unit's shape factor
+  // (DeviceSpec::matrix_shape_factor); 0: none.
+  StepTiming price_costs(const StepOpCosts& costs, int64_t pass_tokens = 0) const;
 
   // Longest path through the step graph for per-kind op durations; with
   // allow_layer_skip the identical-layer shortcut is taken when it applies
@@ -59,8 +61,9 @@ class TimingModel {
   TimeNs longest_path(const std::array<TimeNs, kOpKindCount>& duration,
                       bool allow_layer_skip) const;
 
-  // Time of one op from its cost (used by price(); public for tests).
-  TimeNs op_duration(OpKind kind, const OpCost& cost) const;
+  // Time of one op from its cost (used by price(); public for tests), with
+  // the matrix unit's pass-shape factor `matrix_factor` (1: none).
+  TimeNs op_duration(OpKind kind, const OpCost& cost, double matrix_factor = 1.0) const;
 
   const DeviceSpec& device() const { return device_; }
   const ModelSpec& model() const { return model_; }
@@ -96,6 +99,8 @@ class TimingModel {
   // effective rates its roofline uses, in units per nanosecond.
   std::array<int64_t, kOpKindCount> vertices_per_kind_{};
   std::array<double, kOpKindCount> compute_per_ns_{};
+  std::array<double, kOpKindCount> peak_per_ns_{};  // efficiency 1: the shape factor's cap
+  std::array<bool, kOpKindCount> on_matrix_{};
   std::array<double, kOpKindCount> memory_bytes_per_ns_{};
   double link_bytes_per_ns_ = 0;
   double host_bytes_per_ns_ = 0;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "kernels/kv_layout.hpp"
+#include "models/model_resolve.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/engine/engine_registry.hpp"
@@ -51,7 +52,8 @@ namespace {
 // inline map. Returns the node to parse (from whichever file it lives in).
 std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
                                 const std::string& configs_dir, config::LoadContext& ctx,
-                                std::vector<YAML::Node>& keep_alive, bool* is_json) {
+                                std::vector<YAML::Node>& keep_alive, bool* is_json,
+                                std::string* weights = nullptr) {
   *is_json = false;
   if (!ref.defined()) {
     ref.error("is required but missing",
@@ -71,6 +73,15 @@ std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
       const fs::path beside = fs::path(ref.file()).parent_path() / path;
       if (fs::exists(beside, ec)) path = beside;
     }
+    // A Hugging Face checkout: the folder that holds config.json.
+    if (kind == "models" && fs::is_directory(path, ec)) path /= "config.json";
+  } else if (kind == "models") {
+    // A name as users write it: the HF repository name, optionally with a
+    // weights format (models/model_resolve.hpp).
+    const ModelLookup found = find_model(*text, configs_dir);
+    path = found.path.empty() ? fs::path(configs_dir) / kind / (*text + ".yaml")
+                              : fs::path(found.path);
+    if (weights != nullptr) *weights = found.weights;
   } else {
     path = fs::path(configs_dir) / kind / (*text + ".yaml");
     if (!fs::exists(path, ec)) path = fs::path(configs_dir) / kind / (*text + ".json");
@@ -205,9 +216,12 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
           resolve_ref(top.child("device"), "devices", configs_dir, ctx, keep_alive, &is_json)) {
     s.device = parse_device(*dev);
   }
-  if (auto model =
-          resolve_ref(top.child("model"), "models", configs_dir, ctx, keep_alive, &is_json)) {
+  std::string weights;
+  if (auto model = resolve_ref(top.child("model"), "models", configs_dir, ctx, keep_alive, &is_json,
+                               &weights)) {
     s.model = parse_model(*model, is_json);
+    if (!weights.empty())
+      s.model = with_weights_format(s.model, weights, top.child("model").raw().Scalar());
   }
   {
     MapReader p(top.child("parallel"));

@@ -119,9 +119,11 @@ TEST(DeviceFiles, EveryShippedFileParsesAndEveryNumberHasALabelledSource) {
       EXPECT_FALSE(source_label(it->second).empty())
           << key << ": source does not start with V:, D:, M:, 3P: or A: -> " << it->second;
     }
-    // The links a cluster moves KV over are optional: a file may give them.
+    // Optional keys a file may give: the links a cluster moves KV over and the
+    // pass-shape exponent.
     size_t optional_keys = 0;
-    for (const char* key : {"host_link_latency", "network_link_bandwidth", "network_link_latency"})
+    for (const char* key : {"host_link_latency", "network_link_bandwidth", "network_link_latency",
+                            "matrix_tokens_exponent"})
       optional_keys += d.sources.count(key);
     EXPECT_EQ(d.sources.size(), expected_number_keys().size() + optional_keys);
     EXPECT_GT(d.memory_bytes, 0);
@@ -162,7 +164,8 @@ TEST(DeviceFiles, Ascend310pIsOneChipOfATwoChipCard) {
   const DeviceSpec d =
       load_device_file(std::string(KVSIM_CONFIG_DIR) + "/devices/ascend-310p.yaml", ctx);
   ASSERT_TRUE(ctx.diagnostics.empty()) << all_messages(ctx.diagnostics.all());
-  EXPECT_EQ(d.max_tensor_parallel, 2);
+  // Two cards (four chips) for tensor parallelism, as vllm-ascend's 310P CI runs Qwen3-32B.
+  EXPECT_EQ(d.max_tensor_parallel, 4);
   EXPECT_EQ(d.matrix_int8_ops, 140'000'000'000'000);
   EXPECT_EQ(d.memory_bandwidth, 204'000'000'000);
 }

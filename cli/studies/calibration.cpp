@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -181,6 +182,21 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
     count("batch", row.batch);
     count("input_tokens", row.input_tokens);
     count("output_tokens", row.output_tokens);
+    if (const CsvField* f = cell("prefix_hit"); f != nullptr && !f->text.empty()) {
+      size_t used = 0;
+      double v = -1;
+      try {
+        v = std::stod(f->text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != f->text.size() || !(v >= 0.0 && v < 1.0))
+        errors.add(line_no, f->col, "prefix_hit", fmt::format("'{}' is not a fraction", f->text),
+                   "a number in [0, 1), or empty");
+      else
+        row.prefix_hit = v;
+    }
+    row.file = path;
     if (const CsvField* f = cell("value")) {
       size_t used = 0;
       double v = 0;
@@ -206,6 +222,49 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
   return rows;
 }
 
+std::vector<MeasurementRow> read_measurements(const std::vector<std::string>& paths) {
+  std::vector<MeasurementRow> all;
+  std::map<std::string, const MeasurementRow*> seen;
+  for (const std::string& p : paths) {
+    for (MeasurementRow& r : read_measurements(p)) all.push_back(std::move(r));
+  }
+  std::vector<config::Diagnostic> problems;
+  for (const MeasurementRow& r : all) {
+    const auto [it, fresh] = seen.emplace(r.id, &r);
+    if (fresh) continue;
+    config::Diagnostic d;
+    d.where.file = r.file;
+    d.where.line = r.line;
+    d.where.col = 1;
+    d.key_path = "id";
+    d.problem =
+        fmt::format("'{}' is also a row of {} (line {})", r.id, it->second->file, it->second->line);
+    d.allowed = "row ids unique over every file given";
+    problems.push_back(std::move(d));
+  }
+  if (!problems.empty()) throw config::ConfigError(std::move(problems));
+  return all;
+}
+
+std::string row_device_name(const MeasurementRow& row) {
+  std::string name;
+  for (const char c : row.device) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (name.empty()) continue;
+      break;
+    }
+    name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return name;
+}
+
+std::optional<Prediction> predict_row(const MeasurementRow& row, const std::string& configs_dir,
+                                      const DeviceSpec* device) {
+  std::optional<Prediction> p = predict_ascend_row(row, configs_dir, device);
+  if (!p) p = predict_htp_row(row, configs_dir, device);
+  return p;
+}
+
 CalibrationReport calibrate_rows(const std::vector<MeasurementRow>& rows,
                                  const std::string& configs_dir, const std::string& measurements) {
   CalibrationReport report;
@@ -215,8 +274,7 @@ CalibrationReport calibrate_rows(const std::vector<MeasurementRow>& rows,
     CalibrationEntry e;
     e.row = row;
     try {
-      e.prediction = predict_ascend_row(row, configs_dir);
-      if (!e.prediction) e.prediction = predict_htp_row(row, configs_dir);
+      e.prediction = predict_row(row, configs_dir);
       if (!e.prediction)
         e.not_predicted =
             fmt::format("no predictor for device '{}' and metric '{}'", row.device, row.metric);

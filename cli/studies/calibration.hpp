@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "devices/device_spec.hpp"
+
 namespace kvsim {
 
 struct MeasurementRow {
@@ -22,12 +24,18 @@ struct MeasurementRow {
   std::string metric;  // decode_rate, ttft_one_ar128_pass, ttft_1024_prompt, output_throughput, ...
   double value = 0;
   std::string unit, software, source;
+  // Optional column: the fraction of every prompt that is a prefix shared by
+  // all requests (vllm-ascend's prefix-cache benchmark, prefix_ratio).
+  std::optional<double> prefix_hit;
+  std::string file;  // the CSV the row came from
   int64_t line = 0;  // 1-based line in the CSV, for messages
 };
 
 // Reads the CSV; throws config::ConfigError (exit code 2) naming the file,
 // line and column of a malformed row (see reports/input_error.hpp).
 std::vector<MeasurementRow> read_measurements(const std::string& path);
+// Several CSVs in turn; a row id used by two files is an error at its second.
+std::vector<MeasurementRow> read_measurements(const std::vector<std::string>& paths);
 
 struct Prediction {
   double value = 0;      // in the row's unit
@@ -37,10 +45,20 @@ struct Prediction {
 // nullopt when the predictor does not handle the row (another device kind, a
 // metric it cannot produce); throws std::runtime_error when it should but
 // cannot (a model file missing), with the reason.
+// `device`, when given, replaces the row's device file (a fit varies its
+// parameters); it must be the file the row names, as loaded.
 std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
-                                             const std::string& configs_dir);
-std::optional<Prediction> predict_htp_row(const MeasurementRow& row,
-                                          const std::string& configs_dir);
+                                             const std::string& configs_dir,
+                                             const DeviceSpec* device = nullptr);
+std::optional<Prediction> predict_htp_row(const MeasurementRow& row, const std::string& configs_dir,
+                                          const DeviceSpec* device = nullptr);
+// predict_ascend_row, then predict_htp_row.
+std::optional<Prediction> predict_row(const MeasurementRow& row, const std::string& configs_dir,
+                                      const DeviceSpec* device = nullptr);
+
+// The device file a row names: the device column's first word, lower case
+// ("ascend-910b3 x4 (tp=4)" -> "ascend-910b3").
+std::string row_device_name(const MeasurementRow& row);
 
 // One row of a calibration report (`kvsim calibrate`).
 struct CalibrationEntry {

@@ -5,11 +5,14 @@
 // time 0, unique prompts) through the serving engine, and the prediction is
 // the run's metric:
 //   output_throughput (tokens/s) -> throughput.output_tokens_per_s
+//   request_throughput (req/s)   -> throughput.requests_per_s
 //   decode_rate (tokens/s)       -> 1000 / mean TPOT
 //   ttft* (ms)                   -> mean TTFT
 // The device column is `NAME [xN] [(tp=T)]`, e.g. "ascend-910b3 x4 (tp=4)";
-// the model resolves to configs/models/<model>-<weights>.yaml (lower case),
-// else <model>.yaml when the row names no weights format.
+// the model resolves by its Hugging Face name with the row's weights format
+// (models/model_resolve.hpp). A prefix_hit column makes every prompt start
+// with one prefix shared by all requests (vllm-ascend's prefix datasets:
+// prefix_ratio, prefix_num 1), under automatic prefix caching.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include <stdexcept>
 
 #include "cli/studies/calibration.hpp"
+#include "models/model_resolve.hpp"
 #include "sim/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
@@ -56,28 +60,24 @@ constexpr int64_t kWavesPerClient = 4;
 }  // namespace
 
 std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
-                                             const std::string& configs_dir) {
+                                             const std::string& configs_dir,
+                                             const DeviceSpec* device_spec) {
   const auto device = parse_device_column(row.device);
   if (!device || device->name.rfind("ascend-", 0) != 0) return std::nullopt;
   const bool throughput = row.metric == "output_throughput";
+  const bool request_rate = row.metric == "request_throughput";
   const bool decode = row.metric == "decode_rate";
   const bool ttft = row.metric.rfind("ttft", 0) == 0;
-  if (!throughput && !decode && !ttft) return std::nullopt;
+  if (!throughput && !request_rate && !decode && !ttft) return std::nullopt;
 
   namespace fs = std::filesystem;
   if (!fs::exists(fs::path(configs_dir) / "devices" / (device->name + ".yaml")))
     throw std::runtime_error(
         fmt::format("no device file configs/devices/{}.yaml for '{}'", device->name, row.device));
-  const std::string base = lower(row.model);
-  std::string model = base;
-  if (!row.weights.empty()) {
-    model = base + "-" + lower(row.weights);
-    if (!fs::exists(fs::path(configs_dir) / "models" / (model + ".yaml")))
-      throw std::runtime_error(
-          fmt::format("no model file configs/models/{}.yaml for {} with {} weights", model,
-                      row.model, row.weights));
-  } else if (!fs::exists(fs::path(configs_dir) / "models" / (model + ".yaml"))) {
-    throw std::runtime_error(fmt::format("no model file configs/models/{}.yaml", model));
+  // The model as users name it, in the row's weights format (models/model_resolve.hpp).
+  const std::string model = row.weights.empty() ? row.model : row.model + "-" + lower(row.weights);
+  if (find_model(model, configs_dir).path.empty()) {
+    (void)load_model_by_name(model, "", configs_dir);  // throws, naming the files looked for
   }
   if (!row.input_tokens || !row.output_tokens)
     throw std::runtime_error("the row gives no input_tokens/output_tokens to run");
@@ -89,18 +89,24 @@ std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
   const std::string yaml = fmt::format(
       "name: calibrate-{id}\nseed: 42\ndevice: {device}\nmodel: {model}\n"
       "parallel: {{tensor: {tp}}}\n"
-      "kv_cache: {{policy: paged, dtype: {kv}, block_size: 128}}\n"
+      "kv_cache: {{policy: paged, dtype: {kv}, block_size: 128{caching}}}\n"
       "scheduler: {{max_num_seqs: {seqs}, max_batched_tokens: 8192}}\n"
       "workload:\n  kind: fixed\n  requests: {requests}\n"
       "  arrival: {{process: closed, concurrency: {batch}}}\n"
-      "  input_tokens: {input}\n  output_tokens: {output}\n",
+      "  input_tokens: {input}\n  output_tokens: {output}\n{prefix}",
       fmt::arg("id", row.id), fmt::arg("device", device->name), fmt::arg("model", model),
       fmt::arg("tp", device->tp), fmt::arg("kv", kv_dtype),
+      fmt::arg("caching", row.prefix_hit ? ", prefix_caching: true" : ""),
       fmt::arg("seqs", std::max<int64_t>(256, batch)), fmt::arg("requests", requests),
       fmt::arg("batch", batch), fmt::arg("input", *row.input_tokens),
-      fmt::arg("output", *row.output_tokens));
-  const ScenarioSpec spec =
+      fmt::arg("output", *row.output_tokens),
+      fmt::arg("prefix",
+               row.prefix_hit && *row.prefix_hit > 0
+                   ? fmt::format("  prefix: {{shared_fraction: {}, groups: 1}}\n", *row.prefix_hit)
+                   : std::string()));
+  ScenarioSpec spec =
       load_scenario_text(yaml, fmt::format("calibration row {}", row.id), configs_dir);
+  if (device_spec != nullptr) spec.device = *device_spec;
   ServingEngine engine(spec, nullptr);
   const RunMetrics m = engine.run();
   if (m.requests.completed != requests)
@@ -109,6 +115,7 @@ std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
 
   Prediction p;
   if (throughput) p.value = m.throughput.output_tokens_per_s;
+  if (request_rate) p.value = m.throughput.requests_per_s;
   if (decode) p.value = m.latency_ms.tpot.mean > 0 ? 1000.0 / m.latency_ms.tpot.mean : 0.0;
   if (ttft) p.value = m.latency_ms.ttft.mean;
   p.scenario = fmt::format(

@@ -23,6 +23,7 @@
 #include <stdexcept>
 
 #include "cli/studies/calibration.hpp"
+#include "models/model_resolve.hpp"
 #include "sim/cache/genie_buffer_sizing.hpp"
 #include "sim/genie/genie_engine.hpp"
 #include "sim/scenario.hpp"
@@ -61,13 +62,9 @@ std::optional<RowShape> shape_of(const MeasurementRow& row) {
 
 // The fewest NPU sessions whose address spaces hold the model and its
 // buffers (1 when it fits one).
-int64_t sessions_needed(const std::string& configs_dir, const std::string& device,
-                        const std::string& model_name, const RowShape& shape,
+int64_t sessions_needed(const DeviceSpec& d, const ModelSpec& m, const RowShape& shape,
                         const std::string& kv_dtype) {
-  config::LoadContext ctx;
-  const DeviceSpec d = load_device_file(configs_dir + "/devices/" + device + ".yaml", ctx);
-  const ModelSpec m = load_model_file(configs_dir + "/models/" + model_name + ".yaml", ctx);
-  if (!ctx.diagnostics.empty() || !d.htp || d.htp->address_space_bytes <= 0) return 1;
+  if (!d.htp || d.htp->address_space_bytes <= 0) return 1;
   const Bytes total =
       m.weight_bytes() + genie_buffer_bytes(m, "smart_mask", shape.ctx_size,
                                             {1, shape.largest_variant}, kv_dtype_bytes(kv_dtype))
@@ -78,27 +75,38 @@ int64_t sessions_needed(const std::string& configs_dir, const std::string& devic
 
 }  // namespace
 
-std::optional<Prediction> predict_htp_row(const MeasurementRow& row,
-                                          const std::string& configs_dir) {
+std::optional<Prediction> predict_htp_row(const MeasurementRow& row, const std::string& configs_dir,
+                                          const DeviceSpec* device) {
   if (row.device.rfind("snapdragon-", 0) != 0) return std::nullopt;
   const std::optional<RowShape> shape = shape_of(row);
   if (!shape) return std::nullopt;
-  if (!fs::exists(configs_dir + "/devices/" + row.device + ".yaml")) {
+  const std::string device_file = configs_dir + "/devices/" + row.device + ".yaml";
+  if (!fs::exists(device_file)) {
     throw std::runtime_error(
         fmt::format("row {}: no device file {}/devices/{}.yaml", row.id, configs_dir, row.device));
   }
-  const std::string weights = row.weights.empty() ? "w4a16" : row.weights;
-  const std::string model_name = lower(row.model) + "-" + lower(weights);
-  if (!fs::exists(configs_dir + "/models/" + model_name + ".yaml")) {
-    throw std::runtime_error(fmt::format("row {}: no model file {}/models/{}.yaml for {} {}",
-                                         row.id, configs_dir, model_name, row.model, weights));
+  // Genie exports on AI Hub are w4a16 unless the row says otherwise.
+  const std::string weights = row.weights.empty() ? "w4a16" : lower(row.weights);
+  const std::string model_name = row.model + "-" + weights;
+  ModelSpec model;
+  try {
+    model = load_model_by_name(row.model, weights, configs_dir);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("row {}: {}", row.id, e.what()));
   }
   const std::string kv_dtype = row.kv_dtype.empty() ? "int8" : row.kv_dtype;
   if (std::find(kKvDtypeNames.begin(), kKvDtypeNames.end(), kv_dtype) == kKvDtypeNames.end()) {
     throw std::runtime_error(fmt::format(
         "row {}: KV dtype '{}' is not one of fp16, bf16, int8, fp32", row.id, kv_dtype));
   }
-  const int64_t sessions = sessions_needed(configs_dir, row.device, model_name, *shape, kv_dtype);
+  DeviceSpec loaded;
+  if (device == nullptr) {
+    config::LoadContext ctx;
+    loaded = load_device_file(device_file, ctx);
+    ctx.diagnostics.throw_if_any();
+    device = &loaded;
+  }
+  const int64_t sessions = sessions_needed(*device, model, *shape, kv_dtype);
   const std::string yaml = fmt::format(
       "name: calibrate-{id}\n"
       "seed: 1\n"
@@ -112,8 +120,9 @@ std::optional<Prediction> predict_htp_row(const MeasurementRow& row,
       fmt::arg("variants", shape->variants),
       fmt::arg("htp", sessions > 1 ? fmt::format("htp: {{npu_sessions: {}}}\n", sessions) : ""),
       fmt::arg("prompt", shape->prompt), fmt::arg("reply", shape->reply));
-  const ScenarioSpec spec =
+  ScenarioSpec spec =
       load_scenario_text(yaml, fmt::format("calibration row {}", row.id), configs_dir);
+  spec.device = *device;
   GenieEngine engine(spec, nullptr);
   const RunMetrics m = engine.run();
 

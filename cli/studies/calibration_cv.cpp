@@ -1,0 +1,356 @@
+// Leave-one-out over a device's rows and the reports of `kvsim calibrate
+// --fit` / `--cv`: every row predicted by a fit that did not see it, beside
+// the fit on all rows (in-sample).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/studies/calibration_fit.hpp"
+#include "reports/html_page.hpp"
+
+namespace kvsim {
+namespace {
+
+double error_pct(double predicted, double published) {
+  return (predicted - published) / published * 100.0;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+std::string rows_list(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ", ") + id;
+  return out;
+}
+
+// The posterior standard deviation: relative for a log-scale parameter.
+std::string spread(const FittedParameter& p) {
+  return p.param.log_scale ? fmt::format("+-{:.1f}%", 100 * p.relative_std)
+                           : fmt::format("+-{:.3f}", p.relative_std);
+}
+
+std::string format_value(const FittedParameter& p) {
+  if (p.param.unit == "ms") return fmt::format("{:.4g}ms", p.value);
+  return fmt::format("{:.4g}", p.value);
+}
+
+// The catalog's parameters of `device`, each assumed value replaced by what
+// the other devices of its family fitted (their mean, in log space for a
+// log-scale parameter, each weighted by its precision: 1 / spread^2) where
+// any of them constrained it: the rows of
+// one Hexagon or one Ascend part inform a sibling's parameters its own rows
+// leave open. `others` never holds `device`'s own fit, so a held-out row
+// cannot reach its prediction through this prior.
+std::vector<FitParameter> family_priors(const DeviceSpec& device,
+                                        const std::vector<const DeviceFit*>& others) {
+  std::vector<FitParameter> params = fit_parameters(device);
+  for (FitParameter& p : params) {
+    double sum = 0, weights = 0;
+    std::vector<std::string> from;
+    for (const DeviceFit* f : others) {
+      if (f->fitted.kind != device.kind) continue;
+      for (const FittedParameter& q : f->params) {
+        if (q.param.key != p.key || !q.constrained) continue;
+        const double sd = std::max(q.relative_std, 0.02);
+        sum += (p.log_scale ? std::log(q.value) : q.value) / (sd * sd);
+        weights += 1.0 / (sd * sd);
+        from.push_back(fmt::format("{} (rows {})", f->device, rows_list(f->row_ids)));
+      }
+    }
+    if (from.empty()) continue;
+    const double mean = sum / weights;
+    p.assumed = std::clamp(p.log_scale ? std::exp(mean) : mean, p.lo, p.hi);
+    p.assumed_source = "A: as fitted on the same device family: " + rows_list(from);
+  }
+  return params;
+}
+
+}  // namespace
+
+CvReport cross_validate(const std::vector<MeasurementRow>& rows,
+                        const std::function<DeviceSpec(const std::string&)>& load_device,
+                        const RowPredictor& predict, bool leave_one_out) {
+  CvReport report;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<MeasurementRow>> by_device;
+  for (const MeasurementRow& r : rows) {
+    const std::string d = row_device_name(r);
+    if (!by_device.count(d)) order.push_back(d);
+    by_device[d].push_back(r);
+  }
+  // Pass 1: every device on its own rows, from the catalog's assumed values.
+  std::map<std::string, DeviceSpec> starts;
+  std::map<std::string, std::string> load_errors;
+  std::map<std::string, DeviceFit> own;
+  for (const std::string& name : order) {
+    try {
+      starts[name] = load_device(name);
+    } catch (const std::exception& e) {
+      load_errors[name] = e.what();
+      continue;
+    }
+    own[name] = fit_device(starts[name], by_device[name], predict, fit_parameters(starts[name]));
+  }
+  // Pass 2: every device again, what its rows leave open taken from its
+  // family's other devices; then leave-one-out with the same priors.
+  std::map<std::string, CvEntry> entries;
+  std::map<std::string, int64_t> predicted_rows;
+  for (const std::string& name : order) {
+    const auto& device_rows = by_device[name];
+    if (load_errors.count(name)) {
+      for (const auto& r : device_rows) {
+        CvEntry e;
+        e.row = r;
+        e.device = name;
+        e.not_predicted = load_errors[name];
+        entries[r.id] = std::move(e);
+      }
+      continue;
+    }
+    const DeviceSpec& start = starts[name];
+    std::vector<const DeviceFit*> others;
+    for (const auto& [other, fit] : own)
+      if (other != name) others.push_back(&fit);
+    const std::vector<FitParameter> params = family_priors(start, others);
+    DeviceFit full = fit_device(start, device_rows, predict, params);
+    for (const auto& r : device_rows) {
+      CvEntry e;
+      e.row = r;
+      e.device = name;
+      const auto it = std::find(full.row_ids.begin(), full.row_ids.end(), r.id);
+      if (it == full.row_ids.end()) {
+        try {
+          (void)predict(r, full.fitted);
+          e.not_predicted = "the predictor does not handle this row";
+        } catch (const std::exception& ex) {
+          e.not_predicted = ex.what();
+        }
+      } else {
+        e.in_sample = full.predicted[static_cast<size_t>(it - full.row_ids.begin())];
+        ++predicted_rows[name];
+      }
+      entries[r.id] = std::move(e);
+    }
+    if (leave_one_out) {
+      for (const auto& r : device_rows) {
+        CvEntry& e = entries[r.id];
+        if (!e.in_sample) continue;
+        std::vector<MeasurementRow> rest;
+        for (const auto& o : device_rows)
+          if (o.id != r.id) rest.push_back(o);
+        const DeviceFit without = fit_device(start, rest, predict, params);
+        try {
+          e.held_out = predict(r, without.fitted);
+        } catch (const std::exception& ex) {
+          e.not_predicted = ex.what();
+        }
+      }
+    }
+    report.fits.push_back(std::move(full));
+  }
+  std::vector<double> held, in;
+  for (const MeasurementRow& r : rows) {
+    CvEntry& e = entries[r.id];
+    if (predicted_rows[e.device] >= kCvMinRows && e.in_sample) {
+      in.push_back(std::abs(error_pct(*e.in_sample, r.value)));
+      if (e.held_out) held.push_back(std::abs(error_pct(*e.held_out, r.value)));
+      ++report.counted_rows;
+    }
+    report.entries.push_back(std::move(e));
+  }
+  report.median_abs_in_sample_pct = median(in);
+  report.max_abs_in_sample_pct = in.empty() ? 0 : *std::max_element(in.begin(), in.end());
+  report.median_abs_held_out_pct = median(held);
+  report.max_abs_held_out_pct = held.empty() ? 0 : *std::max_element(held.begin(), held.end());
+  return report;
+}
+
+CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
+                        bool leave_one_out) {
+  auto load = [&](const std::string& name) {
+    config::LoadContext ctx;
+    DeviceSpec d = load_device_file(configs_dir + "/devices/" + name + ".yaml", ctx);
+    ctx.diagnostics.throw_if_any();
+    return d;
+  };
+  auto predict = [&](const MeasurementRow& row, const DeviceSpec& d) -> std::optional<double> {
+    const auto p = predict_row(row, configs_dir, &d);
+    if (!p) return std::nullopt;
+    return p->value;
+  };
+  return cross_validate(rows, load, predict, leave_one_out);
+}
+
+namespace {
+
+std::vector<std::string> header(bool loo) {
+  std::vector<std::string> h = {"id",        "device", "model",          "metric",
+                                "published", "fitted", "in-sample err %"};
+  if (loo) {
+    h.push_back("held out");
+    h.push_back("held-out err %");
+  }
+  h.push_back("unit");
+  return h;
+}
+
+std::vector<std::vector<std::string>> cells(const CvReport& report, bool loo) {
+  std::vector<std::vector<std::string>> out;
+  for (const CvEntry& e : report.entries) {
+    const auto& r = e.row;
+    std::vector<std::string> c = {
+        r.id,
+        e.device,
+        r.model + (r.weights.empty() ? "" : " " + r.weights),
+        r.metric,
+        fmt::format("{:g}", r.value),
+        e.in_sample ? fmt::format("{:.4g}", *e.in_sample) : "not predicted",
+        e.in_sample ? fmt::format("{:+.1f}", error_pct(*e.in_sample, r.value)) : "-"};
+    if (loo) {
+      c.push_back(e.held_out ? fmt::format("{:.4g}", *e.held_out) : "-");
+      c.push_back(e.held_out ? fmt::format("{:+.1f}", error_pct(*e.held_out, r.value)) : "-");
+    }
+    c.push_back(r.unit);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string summary(const CvReport& report, bool loo) {
+  std::string s = fmt::format(
+      "over the {} rows of devices with at least {} rows: in-sample absolute error median "
+      "{:.1f}%, max {:.1f}%",
+      report.counted_rows, kCvMinRows, report.median_abs_in_sample_pct,
+      report.max_abs_in_sample_pct);
+  if (loo)
+    s += fmt::format("; leave-one-out median {:.1f}%, max {:.1f}%", report.median_abs_held_out_pct,
+                     report.max_abs_held_out_pct);
+  return s;
+}
+
+std::string params_text(const DeviceFit& f) {
+  std::string out = fmt::format("{}: {} rows ({}), rms relative error {:.1f}%\n", f.device,
+                                f.row_ids.size(), rows_list(f.row_ids), 100 * f.rms_relative_error);
+  for (const auto& p : f.params) {
+    out += fmt::format(
+        "  {:<32} {:>10}  {}\n", p.param.key, format_value(p),
+        p.constrained
+            ? fmt::format("fitted, {}, sensitivity {:.3f}", spread(p), p.sensitivity)
+            : fmt::format("assumed (rows do not constrain it; sensitivity {:.3f})", p.sensitivity));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string cv_table_text(const CvReport& report, bool loo) {
+  const auto h = header(loo);
+  const auto rows = cells(report, loo);
+  std::vector<size_t> width(h.size());
+  for (size_t c = 0; c < h.size(); ++c) width[c] = h[c].size();
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out;
+    for (size_t c = 0; c < row.size(); ++c)
+      out += fmt::format("{:<{}}", row[c], width[c] + (c + 1 < row.size() ? 2 : 0));
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(h);
+  for (const auto& row : rows) out += line(row);
+  for (const auto& e : report.entries)
+    if (!e.in_sample) out += fmt::format("  {}: not predicted: {}\n", e.row.id, e.not_predicted);
+  out += "\n";
+  for (const auto& f : report.fits) out += params_text(f);
+  return out + summary(report, loo) + "\n";
+}
+
+std::string cv_markdown(const CvReport& report, bool loo, const std::string& command) {
+  std::string md = fmt::format(
+      "# Calibration: {}\n\n`{}`\n\nError = (predicted - published) / published. Fitted: every "
+      "device's parameters fitted jointly on all its rows. {}{}.\n\n",
+      loo ? "leave-one-out" : "joint fit", command,
+      loo ? "Held out: the row predicted by a fit on the device's other rows only. " : "",
+      summary(report, loo));
+  md += markdown_table(header(loo), cells(report, loo));
+  md += "\n```\n";
+  for (const auto& f : report.fits) md += params_text(f);
+  md += "```\n";
+  return md;
+}
+
+std::string fit_json_text(const CvReport& report, const std::string& command) {
+  nlohmann::ordered_json j;
+  j["command"] = command;
+  j["error_definition"] = "(predicted - published) / published x 100";
+  j["counted_rows"] = report.counted_rows;
+  j["median_abs_in_sample_pct"] = report.median_abs_in_sample_pct;
+  j["max_abs_in_sample_pct"] = report.max_abs_in_sample_pct;
+  j["median_abs_held_out_pct"] = report.median_abs_held_out_pct;
+  j["max_abs_held_out_pct"] = report.max_abs_held_out_pct;
+  j["devices"] = nlohmann::ordered_json::array();
+  for (const auto& f : report.fits) {
+    nlohmann::ordered_json d;
+    d["device"] = f.device;
+    d["rows"] = f.row_ids;
+    d["rms_relative_error"] = f.rms_relative_error;
+    d["iterations"] = f.iterations;
+    d["parameters"] = nlohmann::ordered_json::array();
+    for (const auto& p : f.params) {
+      nlohmann::ordered_json pj;
+      pj["key"] = p.param.key;
+      pj["value"] = p.value;
+      pj["unit"] = p.param.unit;
+      pj["status"] = p.constrained ? "fitted" : "assumed";
+      pj["relative_std"] = p.relative_std;
+      pj["sensitivity"] = p.sensitivity;
+      if (!p.constrained) pj["assumed_source"] = p.param.assumed_source;
+      d["parameters"].push_back(std::move(pj));
+    }
+    d["covariance_log"] = f.covariance;
+    nlohmann::ordered_json residuals = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < f.row_ids.size(); ++i)
+      residuals.push_back({{"id", f.row_ids[i]},
+                           {"published", f.published[i]},
+                           {"predicted", f.predicted[i]},
+                           {"error_pct", error_pct(f.predicted[i], f.published[i])}});
+    d["residuals"] = std::move(residuals);
+    j["devices"].push_back(std::move(d));
+  }
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const auto& e : report.entries) {
+    nlohmann::ordered_json r;
+    r["id"] = e.row.id;
+    r["device"] = e.device;
+    r["published"] = e.row.value;
+    r["in_sample"] = e.in_sample ? nlohmann::ordered_json(*e.in_sample) : nullptr;
+    r["held_out"] = e.held_out ? nlohmann::ordered_json(*e.held_out) : nullptr;
+    if (!e.not_predicted.empty()) r["not_predicted"] = e.not_predicted;
+    j["rows"].push_back(std::move(r));
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string fit_device_yaml(const DeviceFit& f, const std::string& command) {
+  std::string out = fmt::format("# {}: `{}`; rows {}; rms relative error {:.1f}%\n", f.device,
+                                command, rows_list(f.row_ids), 100 * f.rms_relative_error);
+  for (const auto& p : f.params) {
+    const std::string source = p.constrained
+                                   ? fmt::format("M: fitted on rows {} (kvsim calibrate --fit; {})",
+                                                 rows_list(f.row_ids), spread(p))
+                                   : p.param.assumed_source + " (the rows do not constrain it)";
+    out += fmt::format("{}: {{value: {}, source: \"{}\"}}\n", p.param.key, format_value(p), source);
+  }
+  return out;
+}
+
+}  // namespace kvsim

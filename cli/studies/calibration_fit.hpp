@@ -1,0 +1,110 @@
+#pragma once
+// Fitting a device's timing parameters to measurements (`kvsim calibrate
+// --fit`) and holding the fit to rows it did not see (`--cv`, leave-one-out).
+//
+// The parameters are physical terms of the device family's timing model,
+// each a number of the device file (DeviceSpec), never a per-model or
+// per-row constant:
+//   efficiency.gemm.memory       weight streaming (decode is bound by it)
+//   efficiency.attention.memory  KV reads (a model without GQA reads far more)
+//   efficiency.gemm.compute      the matrix unit on projections and MLP
+//   efficiency.attention.compute the matrix unit on QK^T / PV
+//   efficiency.elementwise.compute  the vector unit (HTP: HVX softmax, norms)
+//   matrix_tokens_exponent       the matrix efficiency's pass-shape term
+//   step_overhead                fixed cost per pass (HTP graph execute) or step
+// The fit is a joint least squares on relative error ((predicted -
+// published) / published) over all of a device's rows, by Levenberg-Marquardt
+// on a numerical Jacobian (Eigen), in log space for positive parameters. A
+// weak prior pulls each parameter toward its assumed value (the family's
+// catalog below, with its reason): it decides what the rows leave open and
+// nothing else. A parameter whose posterior spread stays wide (the rows do
+// not constrain it) keeps its assumed value and is reported as assumed.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/studies/calibration.hpp"
+#include "devices/device_spec.hpp"
+
+namespace kvsim {
+
+struct FitParameter {
+  std::string key;             // device file key path
+  double assumed = 0;          // the value the prior pulls toward (in `unit`)
+  std::string assumed_source;  // why that value, when the rows leave it open
+  double lo = 0, hi = 0;       // bounds (in `unit`)
+  bool log_scale = true;       // fitted as log(value): positive, relative steps
+  std::string unit;            // "" (a fraction or exponent) or "ms"
+};
+
+// The parameters a device family's fit varies, with their assumed values.
+std::vector<FitParameter> fit_parameters(const DeviceSpec& device);
+
+double get_fit_parameter(const DeviceSpec& d, const std::string& key);  // in the catalog's unit
+void set_fit_parameter(DeviceSpec& d, const std::string& key, double value);
+
+// Predicts one row on a device with the parameters being tried (nullopt: the
+// row cannot be predicted; it is left out of the fit).
+using RowPredictor =
+    std::function<std::optional<double>(const MeasurementRow& row, const DeviceSpec& device)>;
+
+struct FittedParameter {
+  FitParameter param;
+  double value = 0;
+  double relative_std = 0;  // posterior standard deviation / value (log-scale parameters)
+  double sensitivity = 0;   // |d relative error / d log value|, summed over rows
+  bool constrained = false;
+};
+
+struct DeviceFit {
+  std::string device;
+  std::vector<std::string> row_ids;          // the rows fitted on
+  std::vector<double> published, predicted;  // per row, after the fit
+  std::vector<FittedParameter> params;
+  std::vector<std::vector<double>> covariance;  // of the fitted (log) parameters
+  DeviceSpec fitted;                            // the device with the fitted values
+  int iterations = 0;
+  double rms_relative_error = 0;
+};
+
+// Fits `params` of `start` to `rows` (all of one device). Rows the predictor
+// cannot predict are dropped. With no rows every parameter stays assumed.
+DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>& rows,
+                     const RowPredictor& predict, const std::vector<FitParameter>& params);
+
+struct CvEntry {
+  MeasurementRow row;
+  std::string device;
+  std::optional<double> in_sample;  // predicted by the fit on every row of the device
+  std::optional<double> held_out;   // predicted by the fit without this row
+  std::string not_predicted;
+};
+
+struct CvReport {
+  std::vector<CvEntry> entries;
+  std::vector<DeviceFit> fits;  // the full fit of each device
+  // Absolute errors in %, over devices with at least kCvMinRows rows.
+  double median_abs_held_out_pct = 0, max_abs_held_out_pct = 0;
+  double median_abs_in_sample_pct = 0, max_abs_in_sample_pct = 0;
+  int64_t counted_rows = 0;
+};
+constexpr int64_t kCvMinRows = 3;
+
+// Groups rows by row_device_name(), loads each device file from
+// `configs_dir`, fits it on all its rows and, when `leave_one_out`, once more
+// per row without it.
+CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
+                        bool leave_one_out);
+// Same with a given predictor and devices (tests).
+CvReport cross_validate(const std::vector<MeasurementRow>& rows,
+                        const std::function<DeviceSpec(const std::string&)>& load_device,
+                        const RowPredictor& predict, bool leave_one_out);
+
+std::string cv_table_text(const CvReport& report, bool leave_one_out);
+std::string cv_markdown(const CvReport& report, bool leave_one_out, const std::string& command);
+std::string fit_json_text(const CvReport& report, const std::string& command);
+// Per device: each fitted parameter as a device-file line with its source.
+std::string fit_device_yaml(const DeviceFit& fit, const std::string& command);
+
+}  // namespace kvsim

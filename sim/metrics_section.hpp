@@ -50,14 +50,14 @@ struct MetricsSection {
 const std::vector<MetricsSection>& metrics_sections();
 
 // The sections each component defines beside its code.
-MetricsSection run_metrics_section();         // sim/metrics.cpp
-MetricsSection serving_metrics_section();     // sim/serve/serving_metrics.cpp
-MetricsSection genie_metrics_section();       // sim/genie/genie_metrics.cpp
-MetricsSection chunk_lru_metrics_section();   // sim/cache/chunk_lru_metrics.cpp
+MetricsSection run_metrics_section();          // sim/metrics.cpp
+MetricsSection serving_metrics_section();      // sim/serve/serving_metrics.cpp
+MetricsSection genie_metrics_section();        // sim/genie/genie_metrics.cpp
+MetricsSection chunk_lru_metrics_section();    // sim/cache/chunk_lru_metrics.cpp
 MetricsSection llama_cells_metrics_section();  // sim/cache/llama_cells_metrics.cpp
-MetricsSection goodput_metrics_section();     // sim/metrics.cpp
-MetricsSection cluster_metrics_section();     // sim/cluster/cluster_metrics.cpp; cluster runs only
-MetricsSection kv_tiers_metrics_section();    // sim/cache/tiers/tier_metrics.cpp
-MetricsSection provenance_metrics_section();  // sim/metrics.cpp; always the last
+MetricsSection goodput_metrics_section();      // sim/metrics.cpp
+MetricsSection cluster_metrics_section();      // sim/cluster/cluster_metrics.cpp; cluster runs only
+MetricsSection kv_tiers_metrics_section();     // sim/cache/tiers/tier_metrics.cpp
+MetricsSection provenance_metrics_section();   // sim/metrics.cpp; always the last
 
 }  // namespace kvsim

@@ -44,12 +44,11 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 7u);
+  EXPECT_EQ(metrics_sections().size(), 9u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
-  EXPECT_EQ(owners,
-            (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput", "kv_tiers",
-                    "cluster", "provenance"}));
+  EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",
+                           "kv_tiers", "cluster", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);

@@ -25,6 +25,10 @@ GgmlType type_for(const std::string& name, KvDtype fallback) {
       case KvDtype::int8:
         throw std::invalid_argument(
             "llama_cells stores ggml types: use --type-k/--type-v q8_0 instead of int8");
+      case KvDtype::fp8_e4m3:
+      case KvDtype::fp8_e5m2:
+        throw std::invalid_argument(
+            "llama_cells stores ggml types (f32, f16, bf16, q8_0, ...), not fp8");
     }
   }
   const auto t = parse_ggml_type(name);

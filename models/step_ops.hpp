@@ -61,11 +61,11 @@ struct SeqWork {
 // of whole numbers, so adding sequences in any order (or keeping the sums
 // as sequences change) gives the same values as walking `seqs`.
 struct StepTotals {
-  double tokens = 0;          // T: new tokens computed this step
-  double samplers = 0;        // S: sequences that produce a token
-  double attended_pairs = 0;  // sum_i P_i, (query, key) pairs under the causal mask
-  double kv_tokens_read = 0;  // sum_i (c_i + q_i), cached tokens whose K and V are read
-  double context_read = 0;    // sum_i c_i over sequences that compute: KV of earlier steps
+  double tokens = 0;             // T: new tokens computed this step
+  double samplers = 0;           // S: sequences that produce a token
+  double attended_pairs = 0;     // sum_i P_i, (query, key) pairs under the causal mask
+  double kv_tokens_read = 0;     // sum_i (c_i + q_i), cached tokens whose K and V are read
+  double context_read = 0;       // sum_i c_i over sequences that compute: KV of earlier steps
   double prefill_pairs = 0;      // the part of attended_pairs from sequences with q_i > 1
   double prefill_kv_tokens = 0;  // the part of kv_tokens_read from sequences with q_i > 1
   // Adds one sequence (query_tokens, context_before >= 0).

@@ -3,9 +3,9 @@
 #include "devices/device_family.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/policy_registry.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/routing_registry.hpp"
-#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/engine/engine_registry.hpp"
 #include "workloads/workload_params.hpp"
 

@@ -28,6 +28,30 @@ struct RunProvenance {
   std::string resolved_scenario;       // the YAML document after --set, as text
 };
 
+// A cluster run's metrics (RunMetrics::cluster). Defined at namespace scope:
+// a nested struct with default member initializers is not default-
+// constructible for std::optional until RunMetrics is complete (clang).
+struct ClusterInstanceMetrics {
+  std::string group, role;
+  int64_t arrived = 0, completed = 0, rejected = 0, preemptions = 0, steps = 0;
+  double prefix_hit_rate = 0, ttft_p50_ms = 0, ttft_p99_ms = 0;
+  Bytes peak_used_bytes = 0;
+};
+struct ClusterMetrics {
+  int64_t instances = 0, prefill_instances = 0, decode_instances = 0;
+  std::string router, decode_router;
+  // Requests routed to the busiest instance over the mean per instance
+  // (of the instances the front router picks among): 1 is perfect balance.
+  double load_imbalance = 0;
+  struct {
+    int64_t requests = 0;
+    Bytes bytes = 0;    // KV moved prefill -> decode, all ranks
+    double time_s = 0;  // summed over requests (queueing on the link included)
+    double mean_ms = 0, max_ms = 0;
+  } transfer;
+  std::vector<ClusterInstanceMetrics> per_instance;
+};
+
 struct RunMetrics {
   // The engine component that produced the run ("serving", "genie"; the
   // registry name, sim/engine/engine_registry.hpp). Reports choose their
@@ -141,26 +165,8 @@ struct RunMetrics {
   // A cluster run (a scenario with `cluster:`): its instances, routers and
   // the KV moved from prefill to decode instances. Absent for one instance,
   // whose metrics.json keeps exactly its keys.
-  struct ClusterInstance {
-    std::string group, role;
-    int64_t arrived = 0, completed = 0, rejected = 0, preemptions = 0, steps = 0;
-    double prefix_hit_rate = 0, ttft_p50_ms = 0, ttft_p99_ms = 0;
-    Bytes peak_used_bytes = 0;
-  };
-  struct Cluster {
-    int64_t instances = 0, prefill_instances = 0, decode_instances = 0;
-    std::string router, decode_router;
-    // Requests routed to the busiest instance over the mean per instance
-    // (of the instances the front router picks among): 1 is perfect balance.
-    double load_imbalance = 0;
-    struct {
-      int64_t requests = 0;
-      Bytes bytes = 0;    // KV moved prefill -> decode, all ranks
-      double time_s = 0;  // summed over requests (queueing on the link included)
-      double mean_ms = 0, max_ms = 0;
-    } transfer;
-    std::vector<ClusterInstance> per_instance;
-  };
+  using ClusterInstance = ClusterInstanceMetrics;
+  using Cluster = ClusterMetrics;
   std::optional<Cluster> cluster;
   // Tiers below device HBM (sim/cache/tiers/): one object per tier name,
   // zeros when the scenario has no such tier. Hit rates share

@@ -109,7 +109,8 @@ TEST(EvictionRegistry, UnknownNameSaysWhatExists) {
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'lfu-typo'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("known: arc, lfu, lru, s3fifo"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("known: arc, lfu, lru, s3fifo"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(BlockPool({4, "nope"}), std::invalid_argument);
   EXPECT_THROW(ChunkPool({4, 4, 4, "nope"}), std::invalid_argument);

@@ -332,21 +332,29 @@ std::string csv_quote(const std::string& s) {
 
 }  // namespace
 
-std::string calibration_table_text(const CalibrationReport& report) {
-  const auto cells = table_cells(report);
-  std::vector<size_t> width(kHeader.size());
-  for (size_t c = 0; c < kHeader.size(); ++c) width[c] = kHeader[c].size();
-  for (const auto& row : cells)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+std::string aligned_columns_text(const std::vector<std::string>& header,
+                                 const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c)
+      width[c] = std::max(width[c], row[c].size());
   auto line = [&](const std::vector<std::string>& row) {
     std::string out;
     for (size_t c = 0; c < row.size(); ++c)
-      out += fmt::format("{:<{}}", row[c], width[c] + (c + 1 < row.size() ? 2 : 0));
+      out +=
+          fmt::format("{:<{}}", row[c],
+                      (c < width.size() ? width[c] : row[c].size()) + (c + 1 < row.size() ? 2 : 0));
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";
   };
-  std::string out = line(kHeader);
-  for (const auto& row : cells) out += line(row);
+  std::string out = line(header);
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+std::string calibration_table_text(const CalibrationReport& report) {
+  std::string out = aligned_columns_text(kHeader, table_cells(report));
   for (const auto& e : report.entries)
     if (!e.prediction) out += fmt::format("  {}: not predicted: {}\n", e.row.id, e.not_predicted);
   return out + summary_line(report) + "\n";

@@ -84,6 +84,10 @@ CalibrationReport calibrate_rows(const std::vector<MeasurementRow>& rows,
                                  const std::string& configs_dir, const std::string& measurements);
 
 std::string calibration_table_text(const CalibrationReport& report);  // the printed table
+// Rows as left-aligned columns two spaces apart, one line each (the header
+// first), trailing blanks trimmed: the terminal form of every calibrate table.
+std::string aligned_columns_text(const std::vector<std::string>& header,
+                                 const std::vector<std::vector<std::string>>& rows);
 std::string calibration_csv(const CalibrationReport& report);
 std::string calibration_json_text(const CalibrationReport& report);
 std::string calibration_markdown(const CalibrationReport& report);

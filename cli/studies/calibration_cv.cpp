@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cli/studies/calibration.hpp"
 #include "cli/studies/calibration_fit.hpp"
 #include "reports/html_page.hpp"
 
@@ -252,21 +253,7 @@ std::string params_text(const DeviceFit& f) {
 }  // namespace
 
 std::string cv_table_text(const CvReport& report, bool loo) {
-  const auto h = header(loo);
-  const auto rows = cells(report, loo);
-  std::vector<size_t> width(h.size());
-  for (size_t c = 0; c < h.size(); ++c) width[c] = h[c].size();
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  auto line = [&](const std::vector<std::string>& row) {
-    std::string out;
-    for (size_t c = 0; c < row.size(); ++c)
-      out += fmt::format("{:<{}}", row[c], width[c] + (c + 1 < row.size() ? 2 : 0));
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
-  std::string out = line(h);
-  for (const auto& row : rows) out += line(row);
+  std::string out = aligned_columns_text(header(loo), cells(report, loo));
   for (const auto& e : report.entries)
     if (!e.in_sample) out += fmt::format("  {}: not predicted: {}\n", e.row.id, e.not_predicted);
   out += "\n";

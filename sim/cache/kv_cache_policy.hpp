@@ -17,8 +17,8 @@
 #include "models/step_ops.hpp"
 #include "sim/cache/block_hash.hpp"
 #include "sim/cache/block_pool.hpp"
-#include "workloads/token_content.hpp"
 #include "sim/cache/tiers/tier_chain.hpp"
+#include "workloads/token_content.hpp"
 
 namespace kvsim {
 

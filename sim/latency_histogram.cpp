@@ -30,29 +30,37 @@ double LatencyHistogram::bucket_mid(size_t index) {
 }
 
 void LatencyHistogram::add(TimeNs value) {
+  add_repeated(value, 1);
+}
+
+void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
+  if (times == 0) return;
   const uint64_t v = value < 0 ? 0 : static_cast<uint64_t>(value);
-  ++buckets_[bucket_of(v)];
+  buckets_[bucket_of(v)] += times;
   if (count_ == 0) {
     min_ = max_ = static_cast<TimeNs>(v);
   } else {
     min_ = std::min(min_, static_cast<TimeNs>(v));
     max_ = std::max(max_, static_cast<TimeNs>(v));
   }
-  ++count_;
-  sum_ += static_cast<long double>(v);
-  sum_sq_ += static_cast<long double>(v) * static_cast<long double>(v);
+  count_ += times;
+  sum_ += static_cast<Uint128>(v) * times;
+  const long double square = static_cast<long double>(v) * static_cast<long double>(v);
+  for (uint64_t i = 0; i < times; ++i) sum_sq_ += square;
 }
 
 double LatencyHistogram::stddev() const {
   if (count_ == 0) return 0.0;
   const long double n = static_cast<long double>(count_);
-  const long double mean = sum_ / n;
+  const long double mean = static_cast<long double>(sum_) / n;
   const long double var = sum_sq_ / n - mean * mean;
   return var > 0 ? static_cast<double>(std::sqrt(var)) : 0.0;
 }
 
 double LatencyHistogram::mean() const {
-  return count_ == 0 ? 0.0 : static_cast<double>(sum_ / static_cast<long double>(count_));
+  return count_ == 0 ? 0.0
+                     : static_cast<double>(static_cast<long double>(sum_) /
+                                           static_cast<long double>(count_));
 }
 
 double LatencyHistogram::percentile(double p) const {

@@ -152,10 +152,26 @@ class KvCachePolicy {
   // Room for `new_tokens` more tokens of a sequence the policy holds.
   virtual GrowPlan plan_grow(SeqSlot seq, int64_t new_tokens) const = 0;
   virtual void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) = 0;
+  // plan_grow + apply_grow in one call when the growth needs no new block
+  // (most decodes): true when it grew the sequence; false, with nothing
+  // changed, when it needs blocks or the policy does not say (the default).
+  virtual bool grow_in_place(SeqSlot seq, int64_t new_tokens) {
+    (void)seq;
+    (void)new_tokens;
+    return false;
+  }
 
   // A step finished: the first `computed_tokens` tokens of `tokens` now have
   // their KV in the cache (full blocks become reusable by content).
   virtual void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) = 0;
+  // Computed tokens below which commit(seq, ...) would change nothing, as
+  // the sequence stands after its last commit: callers may skip those
+  // commits until then, or until the sequence is admitted or swapped in
+  // again. 0 (the default) means any commit may matter.
+  virtual int64_t commit_horizon(SeqSlot seq) const {
+    (void)seq;
+    return 0;
+  }
   // The sequence finished or is preempted by recompute: drop its references.
   virtual void release(SeqSlot seq) = 0;
 

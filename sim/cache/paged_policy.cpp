@@ -3,6 +3,7 @@
 #include "sim/cache/eviction/eviction_registry.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "kernels/kv_layout.hpp"
@@ -118,6 +119,12 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
     if (tiers_) tiers_->on_computed(content.hashes[static_cast<size_t>(b)]);
     ++content.registered_blocks;
   }
+}
+
+int64_t PagedPolicy::commit_horizon(SeqSlot s) const {
+  // commit() returns at once below this count (see above).
+  if (!prefix_caching_) return std::numeric_limits<int64_t>::max();
+  return (content_.at(static_cast<size_t>(s)).registered_blocks + 1) * block_size();
 }
 
 HostSlot PagedPolicy::apply_swap_out(SeqSlot s, const SwapPlan& plan) {

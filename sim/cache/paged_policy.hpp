@@ -39,6 +39,7 @@ class PagedPolicy final : public PagedPolicyBase {
   SeqSlot apply_admit(const AdmitPlan& plan) override;
   // Registers the hashes of newly computed full blocks.
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
+  int64_t commit_horizon(SeqSlot seq) const override;
   // Keeps the hashes of the registered blocks, to revive them on swap-in.
   HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) override;
   // Copies in only the blocks whose content is no longer on device.

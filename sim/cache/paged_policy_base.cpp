@@ -70,6 +70,15 @@ void PagedPolicyBase::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_to
   tokens_held_ += new_tokens;
 }
 
+bool PagedPolicyBase::grow_in_place(SeqSlot s, int64_t new_tokens) {
+  SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
+  if (sq.tokens + new_tokens > static_cast<int64_t>(sq.block_table.size()) * block_size_)
+    return false;
+  sq.tokens += new_tokens;
+  tokens_held_ += new_tokens;
+  return true;
+}
+
 int64_t PagedPolicyBase::free_leading_blocks(SeqSlot s, int64_t end) {
   SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
   const int64_t last = std::min<int64_t>(end, static_cast<int64_t>(sq.block_table.size()));

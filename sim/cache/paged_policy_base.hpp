@@ -20,6 +20,7 @@ class PagedPolicyBase : public KvCachePolicy {
  public:
   GrowPlan plan_grow(SeqSlot seq, int64_t new_tokens) const override;
   void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
+  bool grow_in_place(SeqSlot seq, int64_t new_tokens) override;
   void release(SeqSlot seq) override;
   // Copies out every block the sequence still holds.
   SwapPlan plan_swap_out(SeqSlot seq) const override;

@@ -67,6 +67,13 @@ void EngineShell::tokens_emitted(TimeNs& last_token, int64_t count) {
   last_token = now;
 }
 
+void EngineShell::tokens_emitted_after(TimeNs last_token, int64_t times) {
+  if (times <= 0) return;
+  const TimeNs itl = sim_.now() - last_token;
+  itl_.add_repeated(itl, static_cast<uint64_t>(times));
+  if (itl_mirror_) itl_mirror_->add_repeated(itl, static_cast<uint64_t>(times));
+}
+
 void EngineShell::reject(const LeavingRequest& r) {
   const TimeNs now = sim_.now();
   const Request& q = r.request;

@@ -76,6 +76,11 @@ class EngineShell {
   // after the request's first adds an inter-token latency (tokens emitted
   // together are 0 apart).
   void tokens_emitted(TimeNs& last_token, int64_t count);
+  // `times` requests emitted one token each now, all with their previous
+  // token at `last_token` (>= 0): the same as that many tokens_emitted(t, 1)
+  // calls with t == last_token, without a call per request (a decode step
+  // emits one token per running request, mostly all a step latency apart).
+  void tokens_emitted_after(TimeNs last_token, int64_t times);
   // The targets a completed request must meet to count towards goodput
   // (none by default: every completed request counts).
   void set_slo(const SloTargets& slo) { slo_ = slo; }

@@ -25,6 +25,19 @@ bool has_sliding_layers(const ModelSpec& model) {
   return std::any_of(model.layer_attention.begin(), model.layer_attention.end(),
                      [](const LayerAttention& a) { return a.sliding; });
 }
+
+// `decodes` sequences computing one token each and sampling it, after
+// `context` cached tokens in all: StepTotals::add of each, summed at once
+// (q = 1: q*c + q*(q+1)/2 == q*(c+q) == c + 1 pairs).
+void add_decodes(StepTotals& totals, int64_t decodes, int64_t context) {
+  const double n = static_cast<double>(decodes);
+  const double c = static_cast<double>(context);
+  totals.tokens += n;
+  totals.samplers += n;
+  totals.attended_pairs += c + n;
+  totals.kv_tokens_read += c + n;
+  totals.context_read += c;
+}
 }  // namespace
 
 ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
@@ -59,6 +72,7 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
       TimingModel::Params{scenario.tp, kv_dtype_bytes(scenario.cache.dtype), scenario.ep,
                           scenario.expert_skew});
   numerics_ = make_numerics_observer(scenario, sizing_);
+  per_sequence_pricing_ = has_sliding_layers(scenario.model);
 }
 
 ServingEngine::~ServingEngine() = default;
@@ -128,20 +142,30 @@ void ServingEngine::start_step() {
   }
   // The sums the step's price needs, without a record per sequence; a model
   // with sliding-window layers is priced from each sequence's position.
-  const bool per_sequence = has_sliding_layers(scenario_.model);
+  // Decodes (one token that samples) are summed as whole numbers and added
+  // once: StepTotals' terms are exact sums of whole numbers, so the order
+  // and grouping of the additions cannot change them.
+  const bool per_sequence = per_sequence_pricing_;
   work_.totals_given = !per_sequence;
   work_.totals = {};
   work_.seqs.clear();
+  int64_t decodes = 0;
+  int64_t decode_context = 0;
   for (const ScheduledSeq& item : batch_.items) {
     Sequence* seq = item.seq;
     if (seq->started_at < 0) seq->started_at = now;
     const SeqWork s{item.tokens, policy_->attention_context(seq->computed),
                     seq->computed + item.tokens == seq->num_tokens()};
-    if (per_sequence)
+    if (per_sequence) {
       work_.seqs.push_back(s);
-    else
+    } else if (s.query_tokens == 1 && s.samples) {
+      ++decodes;
+      decode_context += s.context_before;
+    } else {
       work_.totals.add(s, work_.fixed_shape);
+    }
   }
+  if (decodes > 0) add_decodes(work_.totals, decodes, decode_context);
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;
   work_.kv_copy_bytes = 0;
@@ -170,17 +194,35 @@ void ServingEngine::on_step_done() {
   for (const ScheduledSeq& item : batch_.items) {
     Sequence* seq = item.seq;
     seq->computed += item.tokens;
+    // Below the horizon the commit would change nothing (most decodes stay
+    // inside a block): no call, no token view.
+    if (seq->computed < seq->commit_horizon) continue;
     policy_->commit(seq->slot, seq->tokens(), seq->computed);
+    seq->commit_horizon = policy_->commit_horizon(seq->slot);
   }
   if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
+  // Inter-token latencies go to the histogram by runs of requests whose
+  // previous token came at the same time (in a decode step, nearly all):
+  // the same values in the same order as one call per request.
+  TimeNs run_last = -1;
+  int64_t run_length = 0;
   for (const ScheduledSeq& item : batch_.items) {
     Sequence* seq = item.seq;
     if (seq->computed < seq->num_tokens()) continue;  // prefill chunk, no token yet
     ++seq->generated;                                 // the step sampled a token
     if (seq->first_token_at < 0) seq->first_token_at = now;
-    shell_.tokens_emitted(seq->last_token_at, 1);
+    if (seq->last_token_at >= 0) {
+      if (seq->last_token_at != run_last) {
+        shell_.tokens_emitted_after(run_last, run_length);
+        run_last = seq->last_token_at;
+        run_length = 0;
+      }
+      ++run_length;
+    }
+    seq->last_token_at = now;
     if (seq->generated >= seq->output_len()) complete(seq);
   }
+  shell_.tokens_emitted_after(run_last, run_length);
   observe(now, 0, 0);
   kick();
 }

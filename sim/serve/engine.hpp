@@ -86,6 +86,9 @@ class ServingEngine final : public InferenceEngine {
   std::vector<std::unique_ptr<Sequence>> sequence_pool_;
   std::vector<Sequence*> free_sequences_;
 
+  // A model with sliding-window layers is priced from each sequence's
+  // position; the others from the batch's sums (StepWork::totals).
+  bool per_sequence_pricing_ = false;
   bool step_in_flight_ = false;
   bool kick_pending_ = false;
   ScheduledBatch batch_;

@@ -24,9 +24,11 @@ void Scheduler::insert_running(Sequence* seq) {
 }
 
 bool Scheduler::try_grow(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget) {
-  const GrowPlan plan = policy_.plan_grow(seq->slot, tokens);
-  if (!plan.fits) return false;
-  policy_.apply_grow(seq->slot, plan, tokens);
+  if (!policy_.grow_in_place(seq->slot, tokens)) {
+    const GrowPlan plan = policy_.plan_grow(seq->slot, tokens);
+    if (!plan.fits) return false;
+    policy_.apply_grow(seq->slot, plan, tokens);
+  }
   batch.items.push_back({seq, tokens});
   batch.total_tokens += tokens;
   budget -= tokens;
@@ -92,6 +94,7 @@ void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
     const SwapPlan plan = policy_.plan_swap_in(seq->host);
     if (!plan.fits) break;
     seq->slot = policy_.apply_swap_in(seq->host, plan);
+    seq->commit_horizon = 0;
     seq->host = -1;
     batch.swap_in_bytes += plan.bytes;
     batch.swapped_in.push_back(seq);
@@ -120,6 +123,7 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
     const AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
     if (!plan.fits) break;  // FCFS: nobody overtakes the head
     seq->slot = policy_.apply_admit(plan);
+    seq->commit_horizon = 0;
     seq->computed = plan.hit.cached_tokens + arrived;
     if (!seq->admitted_once) {
       seq->cached_tokens = plan.hit.cached_tokens;

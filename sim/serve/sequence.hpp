@@ -26,6 +26,9 @@ struct Sequence {
   bool admitted_once = false;
   std::vector<BlockHash> block_hashes;  // the policy's hash memo (see lookup_prefix)
   int32_t preemptions = 0;
+  // The policy's commit_horizon after the last commit; 0 (commit) whenever
+  // the sequence is admitted or swapped in anew.
+  int64_t commit_horizon = 0;
 
   int64_t prompt_len() const { return static_cast<int64_t>(request.prompt.size()); }
   int64_t output_len() const { return static_cast<int64_t>(request.output.size()); }

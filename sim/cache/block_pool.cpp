@@ -44,6 +44,10 @@ BlockId BlockPool::allocate() {
     if (listener_) listener_->on_block_evicted(blk.hash);
   }
   blk.ref_count = 1;
+  // The next allocation's block is a cache miss of its own (free blocks are
+  // scattered): start loading it now.
+  const BlockId next = order_->next_victim();
+  if (next != kNoBlock) __builtin_prefetch(&blocks_[static_cast<size_t>(next)]);
   return b;
 }
 

@@ -68,6 +68,12 @@ class BlockPool {
   // already holds that content, the mapping is left alone (both are valid
   // copies; the first stays canonical, as in vLLM).
   void register_hash(BlockId block, const BlockHash& hash);
+  // Starts loading what register_hash(block, hash) will touch (a hint:
+  // nothing changes).
+  void prefetch_register(BlockId block, const BlockHash& hash) const {
+    __builtin_prefetch(&blocks_[static_cast<size_t>(block)]);
+    by_hash_.prefetch(hash);
+  }
 
   int32_t ref_count(BlockId block) const { return blocks_[static_cast<size_t>(block)].ref_count; }
   bool has_hash(BlockId block) const { return blocks_[static_cast<size_t>(block)].hashed; }

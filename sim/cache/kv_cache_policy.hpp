@@ -164,6 +164,16 @@ class KvCachePolicy {
   // A step finished: the first `computed_tokens` tokens of `tokens` now have
   // their KV in the cache (full blocks become reusable by content).
   virtual void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) = 0;
+  // Ahead of a run of commits: does what commit(seq, tokens,
+  // computed_tokens) will do that depends on nothing else (hashing the
+  // blocks it fills) and starts loading the memory it will write, so a
+  // step's commits do not each wait on their cache misses in turn. Nothing
+  // observable changes; the default does nothing.
+  virtual void prepare_commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) {
+    (void)seq;
+    (void)tokens;
+    (void)computed_tokens;
+  }
   // Computed tokens below which commit(seq, ...) would change nothing, as
   // the sequence stands after its last commit: callers may skip those
   // commits until then, or until the sequence is admitted or swapped in

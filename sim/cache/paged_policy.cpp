@@ -98,23 +98,44 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   return s;
 }
 
-void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {
-  if (!prefix_caching_) return;
-  SeqContent& content = content_.at(static_cast<size_t>(s));
+int64_t PagedPolicy::blocks_to_register(SeqSlot s, int64_t computed_tokens) const {
+  if (!prefix_caching_) return 0;
+  const SeqContent& content = content_.at(static_cast<size_t>(s));
   // Most steps add a token inside a block already counted: tell that by a
   // multiply, and divide only when a block fills.
-  if (computed_tokens < (content.registered_blocks + 1) * block_size()) return;
+  if (computed_tokens < (content.registered_blocks + 1) * block_size()) return 0;
   const std::vector<BlockId>& table = seq(s).block_table;
-  const int64_t full =
-      std::min<int64_t>(computed_tokens / block_size(), static_cast<int64_t>(table.size()));
+  return std::min<int64_t>(computed_tokens / block_size(), static_cast<int64_t>(table.size()));
+}
+
+void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
+  // Blocks filled by generated tokens: hashed now, each chained on its parent
+  // (the prompt's full blocks were hashed at admission).
+  for (int64_t b = static_cast<int64_t>(content.hashes.size()); b < full; ++b) {
+    const BlockHash parent = b == 0 ? BlockHash{} : content.hashes[static_cast<size_t>(b - 1)];
+    content.hashes.push_back(
+        tokens.block_hash(parent, b * block_size(), block_size(), scratch_tokens_.data()));
+  }
+}
+
+void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {
+  const int64_t full = blocks_to_register(s, computed_tokens);
+  if (full == 0) return;
+  SeqContent& content = content_[static_cast<size_t>(s)];
+  hash_filled_blocks(content, tokens, full);
+  const std::vector<BlockId>& table = seq(s).block_table;
+  for (int64_t b = content.registered_blocks; b < full; ++b)
+    pool_.prefetch_register(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
+}
+
+void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {
+  const int64_t full = blocks_to_register(s, computed_tokens);
+  if (full == 0) return;
+  SeqContent& content = content_[static_cast<size_t>(s)];
+  const std::vector<BlockId>& table = seq(s).block_table;
+  hash_filled_blocks(content, tokens, full);
   while (content.registered_blocks < full) {
     const int64_t b = content.registered_blocks;
-    if (static_cast<int64_t>(content.hashes.size()) <= b) {
-      // A block filled by generated tokens: hash it now, chained on its parent.
-      const BlockHash parent = b == 0 ? BlockHash{} : content.hashes[static_cast<size_t>(b - 1)];
-      content.hashes.push_back(
-          tokens.block_hash(parent, b * block_size(), block_size(), scratch_tokens_.data()));
-    }
     pool_.register_hash(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
     if (tiers_) tiers_->on_computed(content.hashes[static_cast<size_t>(b)]);
     ++content.registered_blocks;

@@ -40,6 +40,7 @@ class PagedPolicy final : public PagedPolicyBase {
   // Registers the hashes of newly computed full blocks.
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   int64_t commit_horizon(SeqSlot seq) const override;
+  void prepare_commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   // Keeps the hashes of the registered blocks, to revive them on swap-in.
   HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) override;
   // Copies in only the blocks whose content is no longer on device.
@@ -64,6 +65,11 @@ class PagedPolicy final : public PagedPolicyBase {
 
   // The content of slot s, grown to cover it: called wherever the base opens a slot.
   SeqContent& open_content(SeqSlot s);
+  // The full blocks commit(s, ..., computed_tokens) registers up to, or 0
+  // when it has nothing to do.
+  int64_t blocks_to_register(SeqSlot s, int64_t computed_tokens) const;
+  // Extends content.hashes over the first `full` blocks.
+  void hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full);
   // Blocks a swap-in must copy: those whose content is no longer on device.
   int64_t blocks_to_copy(HostSlot h) const;
 

@@ -191,12 +191,19 @@ void ServingEngine::start_step() {
 void ServingEngine::on_step_done() {
   const TimeNs now = sim_.now();
   step_in_flight_ = false;
+  // Below its horizon a commit would change nothing (most decodes stay
+  // inside a block): no call, no token view. The others are prepared first
+  // (blocks hashed, their places in the pool's map loaded) and committed in
+  // batch order after.
+  committing_.clear();
   for (const ScheduledSeq& item : batch_.items) {
     Sequence* seq = item.seq;
     seq->computed += item.tokens;
-    // Below the horizon the commit would change nothing (most decodes stay
-    // inside a block): no call, no token view.
     if (seq->computed < seq->commit_horizon) continue;
+    policy_->prepare_commit(seq->slot, seq->tokens(), seq->computed);
+    committing_.push_back(seq);
+  }
+  for (Sequence* seq : committing_) {
     policy_->commit(seq->slot, seq->tokens(), seq->computed);
     seq->commit_horizon = policy_->commit_horizon(seq->slot);
   }

@@ -92,6 +92,7 @@ class ServingEngine final : public InferenceEngine {
   bool step_in_flight_ = false;
   bool kick_pending_ = false;
   ScheduledBatch batch_;
+  std::vector<Sequence*> committing_;  // this step's sequences at their commit horizon
   StepWork work_;
   TimeNs step_latency_ = 0;
 

@@ -46,6 +46,9 @@ class EvictionOrder {
   virtual void on_pinned(EvictableId id) = 0;
   virtual void on_access(EvictableId id) = 0;
   virtual EvictableId pop_victim() = 0;
+  // The entry pop_victim() would return now, when the order can tell at no
+  // cost (a prefetch hint for the pool); kNoEvictable otherwise.
+  virtual EvictableId next_victim() const { return kNoEvictable; }
   virtual void on_content(EvictableId id, uint64_t key) {
     (void)id;
     (void)key;

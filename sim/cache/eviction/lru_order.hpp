@@ -25,6 +25,7 @@ class LruOrder final : public EvictionOrder {
   void on_access(EvictableId id) override;
   // The least recent end.
   EvictableId pop_victim() override;
+  EvictableId next_victim() const override { return head_; }
   std::vector<EvictableId> victims_in_order() const override;
 
  private:

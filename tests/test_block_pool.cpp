@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "sim/cache/block_pool.hpp"
+#include "sim/cache/eviction/eviction_registry.hpp"
 
 namespace kvsim {
 namespace {
@@ -106,6 +108,44 @@ TEST(BlockPool, RandomOperationsKeepInvariants) {
   for (BlockId b : held) pool.release(b);
   pool.check_invariants();
   EXPECT_EQ(pool.num_free(), 64);
+}
+
+// allocate_into names all its victims before taking them: the blocks, their
+// order, the evicted hashes and the pool's state must be those of one
+// allocate() call after another, under every eviction order.
+TEST(BlockPool, AllocateIntoMatchesOneAllocateAfterAnother) {
+  for (const std::string& order : eviction_order_names()) {
+    SCOPED_TRACE(order);
+    BlockPool one({48, order});
+    BlockPool many({48, order});
+    std::mt19937 rng(11);
+    std::vector<BlockId> held_one, held_many;
+    for (int round = 0; round < 300; ++round) {
+      const int64_t want = static_cast<int64_t>(rng() % 6);
+      if (want <= one.num_free()) {
+        for (int64_t i = 0; i < want; ++i) held_one.push_back(one.allocate());
+        many.allocate_into(want, held_many);
+        ASSERT_EQ(held_one, held_many);
+        for (size_t i = held_one.size() - static_cast<size_t>(want); i < held_one.size(); ++i) {
+          const BlockHash content = h(rng() % 30);
+          one.register_hash(held_one[i], content);
+          many.register_hash(held_many[i], content);
+        }
+      }
+      while (held_one.size() > 20 || (!held_one.empty() && rng() % 3 == 0)) {
+        const size_t i = rng() % held_one.size();
+        one.release(held_one[i]);
+        many.release(held_many[i]);
+        held_one.erase(held_one.begin() + static_cast<long>(i));
+        held_many.erase(held_many.begin() + static_cast<long>(i));
+      }
+      const BlockHash probe = h(rng() % 30);
+      ASSERT_EQ(one.lookup(probe), many.lookup(probe));
+      ASSERT_EQ(one.evictions(), many.evictions());
+      ASSERT_EQ(one.free_queue(), many.free_queue());
+    }
+    many.check_invariants();
+  }
 }
 
 }  // namespace

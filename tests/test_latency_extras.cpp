@@ -27,6 +27,28 @@ TEST(LatencyHistogramStd, StandardDeviationIsExactAndP95IsNearestRank) {
   EXPECT_EQ(one.stddev(), 0.0);
 }
 
+// A run of equal values at once is the same histogram as one add() each,
+// down to the last bit of the mean and the standard deviation (the squares
+// are summed in long double in the same order, past 2^64 ns^2 too).
+TEST(LatencyHistogramStd, RepeatedAddIsOneAddPerValue) {
+  LatencyHistogram each, runs;
+  const TimeNs values[] = {20'000'000, 20'000'000, 7, 3'000'000'000, 20'000'001};
+  for (int round = 0; round < 50; ++round) {
+    for (TimeNs v : values) {
+      const uint64_t times = static_cast<uint64_t>(round % 7 + 1);
+      for (uint64_t i = 0; i < times; ++i) each.add(v);
+      runs.add_repeated(v, times);
+    }
+  }
+  runs.add_repeated(1, 0);  // nothing
+  EXPECT_EQ(each.count(), runs.count());
+  EXPECT_EQ(each.mean(), runs.mean());
+  EXPECT_EQ(each.stddev(), runs.stddev());
+  EXPECT_EQ(each.min(), runs.min());
+  EXPECT_EQ(each.max(), runs.max());
+  for (double p : {1.0, 50.0, 95.0, 99.9}) EXPECT_EQ(each.percentile(p), runs.percentile(p));
+}
+
 TEST(SloTargetsMet, EachSetTargetIsCheckedAndAMissingTpotIsNot) {
   SloTargets none;
   EXPECT_TRUE(none.met(kNsPerS * 100, kNsPerS, kNsPerS * 1000));

@@ -33,6 +33,44 @@ void BlockPool::mark_free(BlockId b) {
 BlockId BlockPool::allocate() {
   if (num_free_ == 0) throw std::logic_error("allocate() on an empty block pool");
   const BlockId b = order_->pop_victim();
+  take(b);
+  // The next allocation's block is a cache miss of its own (free blocks are
+  // scattered): start loading it now.
+  const BlockId next = order_->next_victim();
+  if (next != kNoBlock) __builtin_prefetch(&blocks_[static_cast<size_t>(next)]);
+  return b;
+}
+
+void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
+  if (count <= 0) return;
+  if (count > num_free_) throw std::logic_error("allocate_into() beyond the free blocks");
+  // No order call happens inside take(), so popping every victim first
+  // yields the sequence of interleaved allocate() calls.
+  const size_t first = out.size();
+  for (int64_t i = 0; i < count; ++i) out.push_back(order_->pop_victim());
+  const BlockId* victims = out.data() + first;
+  const auto n = static_cast<size_t>(count);
+  // A pipeline: metadata loaded kAhead victims ahead, the map slot of a
+  // hashed victim's content kAhead / 2 ahead (its metadata is in by then).
+  constexpr size_t kAhead = 8;
+  auto load_block = [&](size_t i) {
+    if (i < n) __builtin_prefetch(&blocks_[static_cast<size_t>(victims[i])]);
+  };
+  auto load_slot = [&](size_t i) {
+    if (i >= n) return;
+    const Block& blk = blocks_[static_cast<size_t>(victims[i])];
+    if (blk.hashed) by_hash_.prefetch(blk.hash);
+  };
+  for (size_t i = 0; i < kAhead; ++i) load_block(i);
+  for (size_t i = 0; i < kAhead / 2; ++i) load_slot(i);
+  for (size_t i = 0; i < n; ++i) {
+    load_block(i + kAhead);
+    load_slot(i + kAhead / 2);
+    take(victims[i]);
+  }
+}
+
+void BlockPool::take(BlockId b) {
   Block& blk = blocks_[static_cast<size_t>(b)];
   blk.free = false;
   --num_free_;
@@ -44,11 +82,6 @@ BlockId BlockPool::allocate() {
     if (listener_) listener_->on_block_evicted(blk.hash);
   }
   blk.ref_count = 1;
-  // The next allocation's block is a cache miss of its own (free blocks are
-  // scattered): start loading it now.
-  const BlockId next = order_->next_victim();
-  if (next != kNoBlock) __builtin_prefetch(&blocks_[static_cast<size_t>(next)]);
-  return b;
 }
 
 void BlockPool::touch(BlockId b) {

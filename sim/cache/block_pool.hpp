@@ -56,6 +56,12 @@ class BlockPool {
   // Takes the free block the eviction order picks; its hash, if any, is
   // evicted. Precondition: num_free() > 0.
   BlockId allocate();
+  // Appends `count` blocks to `out`: the same blocks, in the same order and
+  // with the same effects, as `count` allocate() calls. The victims are
+  // named first, so the cache misses on their metadata and on their hashes'
+  // places in the map overlap instead of coming one after another (a
+  // prompt's admission takes hundreds). Precondition: num_free() >= count.
+  void allocate_into(int64_t count, std::vector<BlockId>& out);
   // Adds a reference to a block found by hash (a prefix hit). A free block
   // stops being free.
   void touch(BlockId block);
@@ -96,6 +102,8 @@ class BlockPool {
     BlockHash hash;
   };
   void mark_free(BlockId b);
+  // allocate() once its victim `b` is named.
+  void take(BlockId b);
 
   std::vector<Block> blocks_;
   std::unique_ptr<EvictionOrder> order_;

@@ -38,7 +38,7 @@ SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t ne
     pool_.touch(b);
     sq.block_table.push_back(b);
   }
-  for (int64_t i = 0; i < new_blocks; ++i) sq.block_table.push_back(pool_.allocate());
+  pool_.allocate_into(new_blocks, sq.block_table);
   sq.tokens = tokens;
   sq.freed_blocks = freed_blocks;
   sq.live = true;
@@ -64,7 +64,7 @@ GrowPlan PagedPolicyBase::plan_grow(SeqSlot s, int64_t new_tokens) const {
 void PagedPolicyBase::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_tokens) {
   if (!plan.fits) throw std::logic_error("apply_grow with a plan that does not fit");
   SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
-  for (int64_t i = 0; i < plan.new_blocks; ++i) sq.block_table.push_back(pool_.allocate());
+  pool_.allocate_into(plan.new_blocks, sq.block_table);
   slots_reserved_ += plan.new_blocks * block_size_;
   sq.tokens += new_tokens;
   tokens_held_ += new_tokens;

@@ -1,6 +1,7 @@
 #include "kernels/kv_pool.hpp"
 
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <utility>
 
@@ -12,7 +13,9 @@ KvPool::KvPool(int64_t num_blocks, int64_t layers, int64_t block_tokens, int64_t
   if (num_blocks <= 0 || layers <= 0 || block_tokens <= 0 || kv_heads <= 0 || head_dim <= 0)
     throw std::invalid_argument("KvPool: every dimension must be positive");
   g_ = {layers, block_tokens, kv_heads, head_dim, kv_dtype_bytes(dtype)};
-  data_.assign(static_cast<size_t>(num_blocks * g_.block_bytes()), 0);
+  bytes_ = num_blocks * g_.block_bytes();
+  data_.reset(static_cast<uint8_t*>(std::calloc(static_cast<size_t>(bytes_), 1)));
+  if (!data_) throw std::bad_alloc();
   if (kv_dtype_has_row_params(dtype))
     params_.resize(static_cast<size_t>(num_blocks * rows_per_block()));
 }
@@ -27,12 +30,12 @@ const uint8_t* KvPool::row(int64_t block, KvPart part, int64_t layer, int64_t to
   const int64_t off = ksana_block_base(g_, block) +
                       (static_cast<int64_t>(part) * g_.layers + layer) * g_.slab_bytes() +
                       (token * g_.kv_heads + head) * g_.head_dim * g_.dtype_bytes;
-  return data_.data() + off;
+  return data_.get() + off;
 }
 
 const uint8_t* KvPool::atb_row(KvPart part, int64_t atb_block, int64_t token, int64_t head) const {
   // atb_view_offset includes the kcache/vcache base of the view.
-  return data_.data() + atb_view_offset(g_, part, atb_block, token, head, 0);
+  return data_.get() + atb_view_offset(g_, part, atb_block, token, head, 0);
 }
 
 int64_t KvPool::param_index(int64_t block, KvPart part, int64_t layer, int64_t token,
@@ -68,7 +71,7 @@ void KvPool::read_row(int64_t block, KvPart part, int64_t layer, int64_t token, 
 
 void KvPool::copy_block_out(int64_t block, std::vector<uint8_t>& bytes,
                             std::vector<Int8Params>& params) const {
-  const auto* base = data_.data() + ksana_block_base(g_, block);
+  const auto* base = data_.get() + ksana_block_base(g_, block);
   bytes.assign(base, base + g_.block_bytes());
   params.clear();
   if (kv_dtype_has_row_params(dtype_)) {
@@ -79,7 +82,7 @@ void KvPool::copy_block_out(int64_t block, std::vector<uint8_t>& bytes,
 
 void KvPool::copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
                            const std::vector<Int8Params>& params) {
-  std::memcpy(data_.data() + ksana_block_base(g_, block), bytes.data(), bytes.size());
+  std::memcpy(data_.get() + ksana_block_base(g_, block), bytes.data(), bytes.size());
   if (kv_dtype_has_row_params(dtype_))
     std::copy(params.begin(), params.end(), params_.begin() + block * rows_per_block());
 }

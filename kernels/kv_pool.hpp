@@ -5,7 +5,12 @@
 // vcache at its base offset) reads the same bytes: atb_row() and row() are
 // two addressings of one buffer (kernels/kv_layout.hpp has the formulas).
 // int8 rows carry their (scale, offset) in a side table indexed like the rows.
+// The buffer starts zeroed from calloc, whose large allocations are fresh
+// pages the kernel maps on first touch: a shadow pool as large as the real
+// one costs memory and time only for the blocks that are written or read.
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "kernels/kv_dtype.hpp"
@@ -25,7 +30,7 @@ class KvPool {
   int64_t block_tokens() const { return g_.block_tokens; }
   int64_t kv_heads() const { return g_.kv_heads; }
   int64_t head_dim() const { return g_.head_dim; }
-  int64_t bytes() const { return static_cast<int64_t>(data_.size()); }
+  int64_t bytes() const { return bytes_; }
 
   // Row (head_dim elements) of (block, K/V, layer, token in block, head), Ksana addressing.
   uint8_t* row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head);
@@ -48,7 +53,7 @@ class KvPool {
                       std::vector<Int8Params>& params) const;
   void copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
                      const std::vector<Int8Params>& params);
-  uint8_t* data() { return data_.data(); }
+  uint8_t* data() { return data_.get(); }
 
  private:
   int64_t param_index(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head) const;
@@ -57,7 +62,11 @@ class KvPool {
   BlockGeometry g_;
   KvDtype dtype_;
   int64_t num_blocks_;
-  std::vector<uint8_t> data_;
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  int64_t bytes_ = 0;
+  std::unique_ptr<uint8_t[], Free> data_;
   std::vector<Int8Params> params_;  // int8 only
 };
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace kvsim::kernels {
 
@@ -20,5 +21,25 @@ void apply_rope(float* x, int64_t heads, int64_t head_dim, int64_t position, flo
 // Keys rotated at position p become keys rotated at p + delta (delta may be negative).
 void rerotate_rope(float* x, int64_t heads, int64_t head_dim, int64_t delta, float theta,
                    RopeStyle style);
+
+// apply_rope with each position's cos and sin computed once and kept: the
+// angles are computed exactly as apply_rope computes them, so the rotated
+// values are the same bits (a checker that rotates the same positions for
+// many tokens pays for the trigonometry once per position).
+class RopeTable {
+ public:
+  RopeTable(int64_t head_dim, float theta, RopeStyle style);
+  void apply(float* x, int64_t heads, int64_t position);
+
+ private:
+  void grow_to(int64_t positions);
+
+  int64_t head_dim_;
+  float theta_;
+  RopeStyle style_;
+  std::vector<float> freq_;
+  std::vector<float> cos_sin_;  // [position][pair][cos, sin]
+  int64_t positions_ = 0;
+};
 
 }  // namespace kvsim::kernels

@@ -1,14 +1,19 @@
 // Paged attention kernels against the naive dense reference: varlen prefill
 // (with and without prefix-cache keys), decode, every storage type, GQA;
-// store_kvcache by slot mapping; the ATB view against the Ksana view.
+// store_kvcache by slot mapping; the ATB view against the Ksana view; the
+// incremental reference against the dense one; RoPE's cached angles and the
+// vectorised fp16 rows against their scalar forms, bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <random>
 
 #include "kernels/attention.hpp"
+#include "kernels/attention_incremental.hpp"
+#include "kernels/rope.hpp"
 #include "kernels/store_kvcache.hpp"
 
 namespace kvsim::kernels {
@@ -190,6 +195,68 @@ TEST(PagedAttention, ShortBlockTableIsRejected) {
   std::vector<float> q(4), out(4);
   EXPECT_THROW(paged_decode_attention(pool, 0, q.data(), lens, spans, 1, 1.0f, out.data()),
                std::invalid_argument);
+}
+
+// The incremental reference, fed keys in uneven runs, equals the dense
+// reference for one query after the context at every length (GQA 4:2).
+TEST(IncrementalAttention, EqualsTheDenseReferenceAtEveryLength) {
+  std::mt19937 rng(77);
+  const int64_t qh = 4, kvh = 2, d = 16, n = 300;
+  const float scale = 0.25f;
+  const std::vector<float> q = random_vec(rng, static_cast<size_t>(qh * d));
+  std::vector<float> k = random_vec(rng, static_cast<size_t>(n * kvh * d));
+  const std::vector<float> v = random_vec(rng, static_cast<size_t>(n * kvh * d));
+  for (int64_t i = 0; i < n * kvh * d; i += 37) k[static_cast<size_t>(i)] *= 8.0f;  // max jumps
+  IncrementalAttention inc;
+  inc.reset(q.data(), qh, kvh, d, scale);
+  std::vector<float> got(static_cast<size_t>(qh * d)), want(got.size());
+  inc.output(got.data());
+  EXPECT_EQ(got[0], 0.0f);  // no keys yet
+  int64_t len = 0;
+  for (int64_t run : {1, 2, 5, 16, 1, 40, 100, 135}) {
+    inc.append(k.data() + len * kvh * d, v.data() + len * kvh * d, run);
+    len += run;
+    ASSERT_EQ(inc.keys(), len);
+    inc.output(got.data());
+    dense_attention_reference(q.data(), 1, k.data(), v.data(), len, qh, kvh, d, scale, want.data());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << "length " << len;
+  }
+  inc.reset(q.data(), qh, kvh, d, scale);  // reused: forgets every key
+  EXPECT_EQ(inc.keys(), 0);
+}
+
+TEST(RopeTable, RotatesToTheSameBitsAsApplyRope) {
+  std::mt19937 rng(5);
+  for (RopeStyle style : {RopeStyle::rotate_half, RopeStyle::adjacent_pairs}) {
+    RopeTable table(16, 500000.0f, style);
+    for (int64_t pos : {0, 1, 7, 1000, 3, 8191, 40000}) {
+      const std::vector<float> x = random_vec(rng, 32);
+      std::vector<float> a = x, b = x;
+      apply_rope(a.data(), 2, 16, pos, 500000.0f, style);
+      table.apply(b.data(), 2, pos);
+      EXPECT_EQ(a, b) << "position " << pos;
+    }
+  }
+}
+
+TEST(Fp16Storage, RowsEncodeAndDecodeLikeTheScalarConversion) {
+  std::mt19937 rng(9);
+  std::vector<float> row = random_vec(rng, 37);  // a tail past the last 8
+  row[0] = 65504.0f * 2;                         // overflows to inf
+  row[1] = 1e-6f;                                // subnormal in fp16
+  row[2] = -0.0f;
+  row[3] = 1.0f + 1.0f / 2048;  // a tie: to even
+  std::vector<uint16_t> bits(row.size());
+  encode_row(KvDtype::fp16, row.data(), static_cast<int64_t>(row.size()), bits.data());
+  std::vector<float> back(row.size());
+  decode_row(KvDtype::fp16, bits.data(), static_cast<int64_t>(row.size()), Int8Params{},
+             back.data());
+  for (size_t i = 0; i < row.size(); ++i) {
+    EXPECT_EQ(bits[i], float_to_half_bits(row[i])) << i;
+    EXPECT_EQ(std::bit_cast<uint32_t>(back[i]),
+              std::bit_cast<uint32_t>(half_bits_to_float(bits[i])))
+        << i;
+  }
 }
 
 }  // namespace

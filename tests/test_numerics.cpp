@@ -1,15 +1,18 @@
 // The numerics checker (SPEC 8): scenario keys, a full run on the paged
 // policy with prefix hits and swap, sampled mode, and fault injection (a
-// corrupted block-table entry, a prefix block whose content differs) that
-// must fail naming the request and step.
+// corrupted block-table entry, a prefix block whose content differs, a lost
+// swap copy) that must fail naming the request and step, in `full` and in
+// `sampled`.
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <thread>
 
 #include "base/diagnostics.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/numerics/numerics_checker.hpp"
+#include "sim/numerics/sampled_numerics_checker.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {
@@ -17,6 +20,7 @@ namespace {
 
 using numerics::CheckerParams;
 using numerics::NumericsChecker;
+using numerics::SampledNumericsChecker;
 
 const char* kSmallScenario = R"(
 name: numerics-small
@@ -115,6 +119,25 @@ TEST(NumericsRun, SampledModeChecksFewerStepsAndOffChecksNone) {
   EXPECT_EQ(off.numerics.checks, 0);
   // The checker observes; it never changes the run.
   EXPECT_EQ(full.latency_ms.ttft.p50, off.latency_ms.ttft.p50);
+  EXPECT_EQ(sampled.latency_ms.ttft.p50, off.latency_ms.ttft.p50);
+}
+
+// The same sampled run gives the same checks and error alone or beside
+// another run on another thread (the checker keeps no shared state).
+TEST(NumericsRun, SampledModeIsTheSameOnAnyThread) {
+  const ScenarioSpec s = testing::scenario_from_text(small_scenario("sampled", "fp16"));
+  const RunMetrics alone = ServingEngine(s, nullptr).run();
+  RunMetrics side[2];
+  std::thread a([&] { side[0] = ServingEngine(s, nullptr).run(); });
+  std::thread b([&] { side[1] = ServingEngine(s, nullptr).run(); });
+  a.join();
+  b.join();
+  for (const RunMetrics& m : side) {
+    EXPECT_EQ(m.numerics.checks, alone.numerics.checks);
+    EXPECT_EQ(m.numerics.max_abs_err, alone.numerics.max_abs_err);
+  }
+  EXPECT_GT(alone.numerics.checks, 0);
+  EXPECT_LE(alone.numerics.max_abs_err, 1e-4);
 }
 
 // ---- fault injection: drive the policy as the engine does ----
@@ -161,7 +184,7 @@ struct Driver {
     s->state = SeqState::running;
   }
   // One engine step over `batch_seqs`: prefill what is left, or one decode.
-  void step(NumericsChecker& checker, const std::vector<Sequence*>& batch_seqs) {
+  void step(StepObserver& checker, const std::vector<Sequence*>& batch_seqs) {
     ScheduledBatch batch;
     for (Sequence* s : batch_seqs) {
       int64_t n = s->remaining();
@@ -243,7 +266,7 @@ class CorruptingChecker : public NumericsChecker {
 
 TEST(NumericsFaults, SampledFollowsARequestThroughBlocksAnotherRequestWrote) {
   Driver d;
-  NumericsChecker checker(sampled_params(2));  // follows request 2, not 1
+  SampledNumericsChecker checker(sampled_params(2));  // follows request 2, not 1
   Sequence* a = d.add(1, iota_tokens(100, 10));
   d.admit(a);
   d.step(checker, {a});
@@ -260,7 +283,7 @@ TEST(NumericsFaults, SampledFollowsARequestThroughBlocksAnotherRequestWrote) {
 
 TEST(NumericsFaults, SampledCatchesAStalePrefixBlockAnUnfollowedRequestWrote) {
   Driver d;
-  NumericsChecker checker(sampled_params(2));
+  SampledNumericsChecker checker(sampled_params(2));
   Sequence* a = d.add(1, iota_tokens(100, 10));
   d.admit(a);
   d.step(checker, {a});
@@ -279,10 +302,11 @@ TEST(NumericsFaults, SampledCatchesAStalePrefixBlockAnUnfollowedRequestWrote) {
 // A checker whose swap-in copy of one block of one request never arrives:
 // the third, the partly filled one (the two full ones are revived by hash,
 // their content never left the device).
-class LosingChecker : public NumericsChecker {
+template <class Checker>
+class LosingChecker : public Checker {
  public:
   LosingChecker(const CheckerParams& params, uint64_t request)
-      : NumericsChecker(params), request_(request) {}
+      : Checker(params), request_(request) {}
 
  protected:
   bool swap_copy_arrives(const Sequence& seq, size_t index) const override {
@@ -295,7 +319,7 @@ class LosingChecker : public NumericsChecker {
 
 // Prefills request 4 (two full blocks and one token), swaps it out and back
 // in, then decodes: the decode reads the swapped-in blocks.
-void swap_round_trip(Driver& d, NumericsChecker& checker) {
+void swap_round_trip(Driver& d, StepObserver& checker) {
   Sequence* a = d.add(4, iota_tokens(60, 9));
   d.admit(a);
   d.step(checker, {a});
@@ -322,27 +346,36 @@ void swap_round_trip(Driver& d, NumericsChecker& checker) {
 }
 
 TEST(NumericsFaults, SwapRoundTripPassesFullAndSampled) {
-  for (const CheckerParams& p : {small_params(), sampled_params(4)}) {
+  {
     Driver d;
-    NumericsChecker checker(p);
+    NumericsChecker checker(small_params());
     swap_round_trip(d, checker);
     EXPECT_GT(checker.checks(), 0u);
     EXPECT_LE(checker.max_abs_err(), 1e-5);
   }
+  Driver d;
+  SampledNumericsChecker checker(sampled_params(4));
+  swap_round_trip(d, checker);
+  EXPECT_GT(checker.checks(), 0u);
+  EXPECT_LE(checker.max_abs_err(), 1e-5);
+}
+
+template <class Checker>
+void expect_lost_copy_caught(const CheckerParams& p) {
+  Driver d;
+  LosingChecker<Checker> checker(p, 4);
+  try {
+    swap_round_trip(d, checker);
+    FAIL() << "a lost swap copy went unnoticed";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("request 4"), std::string::npos) << msg;
+  }
 }
 
 TEST(NumericsFaults, LostSwapCopyFailsFullAndSampled) {
-  for (const CheckerParams& p : {small_params(), sampled_params(4)}) {
-    Driver d;
-    LosingChecker checker(p, 4);
-    try {
-      swap_round_trip(d, checker);
-      FAIL() << "a lost swap copy went unnoticed";
-    } catch (const std::runtime_error& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find("request 4"), std::string::npos) << msg;
-    }
-  }
+  expect_lost_copy_caught<NumericsChecker>(small_params());
+  expect_lost_copy_caught<SampledNumericsChecker>(sampled_params(4));
 }
 
 TEST(NumericsFaults, CorruptedBlockTableEntryFailsNamingRequestAndStep) {
@@ -359,6 +392,87 @@ TEST(NumericsFaults, CorruptedBlockTableEntryFailsNamingRequestAndStep) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("request 7 at step 3"), std::string::npos) << msg;
   }
+}
+
+// Sampled: reads a corrupted table for one request from its `from`-th table
+// read on, entry `entry` one block off.
+class CorruptingSampledChecker : public SampledNumericsChecker {
+ public:
+  CorruptingSampledChecker(const CheckerParams& params, uint64_t request, uint64_t from,
+                           size_t entry)
+      : SampledNumericsChecker(params), request_(request), from_(from), entry_(entry) {}
+
+ protected:
+  std::span<const int32_t> block_table_of(const Sequence& seq, const KvCachePolicy& policy,
+                                          std::vector<int32_t>& scratch) const override {
+    const std::span<const int32_t> t = SampledNumericsChecker::block_table_of(seq, policy, scratch);
+    if (seq.request.id != request_ || ++calls_ < from_ || t.size() <= entry_) return t;
+    scratch.assign(t.begin(), t.end());
+    scratch[entry_] = (scratch[entry_] + 5) % 16;
+    return scratch;
+  }
+
+ private:
+  uint64_t request_, from_;
+  size_t entry_;
+  mutable uint64_t calls_ = 0;
+};
+
+// A followed request's table goes wrong after two good steps: caught at its
+// next check (the step that fills a block), naming the request and step.
+TEST(NumericsFaults, SampledCatchesACorruptedBlockTableEntry) {
+  Driver d;
+  CorruptingSampledChecker checker(sampled_params(2), /*request=*/8, /*from=*/3, /*entry=*/0);
+  Sequence* a = d.add(8, iota_tokens(50, 9));
+  d.admit(a);
+  d.step(checker, {a});  // prefill, checked, table right
+  d.step(checker, {a});  // decode to 10 tokens, table right
+  try {
+    d.step(checker, {a});  // 11: the table goes wrong (no check due)
+    d.step(checker, {a});  // 12: the third block fills, checked
+    FAIL() << "a corrupted block table went unnoticed";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("request 8 at step 4"), std::string::npos) << msg;
+  }
+}
+
+// The fault sits where only a shared prefix reaches it: an unfollowed
+// request writes its second block through a wrong table entry, so the block
+// the policy registers for that content never receives it. The followed
+// request that hits that prefix reads the block and fails, although nobody
+// followed the writer.
+TEST(NumericsFaults, SampledCatchesABadBlockOfAnUnfollowedWritersSharedPrefix) {
+  Driver d;
+  CorruptingSampledChecker checker(sampled_params(2), /*request=*/1, /*from=*/1, /*entry=*/1);
+  Sequence* a = d.add(1, iota_tokens(100, 10));
+  d.admit(a);
+  d.step(checker, {a});  // fills blocks 0 and 1 (block 1 to the wrong place)
+  Sequence* b = d.add(2, iota_tokens(100, 10));  // a real prefix hit on both
+  d.admit(b);
+  ASSERT_EQ(b->computed, 8);
+  try {
+    d.step(checker, {a, b});
+    FAIL() << "a bad block behind a shared prefix went unnoticed";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("request 2 at step 2"), std::string::npos) << msg;
+  }
+}
+
+// Without the fault the same sharing passes, and a correct prefix written by
+// an unfollowed request is rebuilt in the shadow from its record.
+TEST(NumericsFaults, SampledPassesACorrectPrefixOfAnUnfollowedWriter) {
+  Driver d;
+  SampledNumericsChecker checker(sampled_params(2));
+  Sequence* a = d.add(1, iota_tokens(100, 10));
+  d.admit(a);
+  d.step(checker, {a});
+  Sequence* b = d.add(2, iota_tokens(100, 10));
+  d.admit(b);
+  d.step(checker, {a, b});
+  EXPECT_EQ(checker.checks(), 1u);
+  EXPECT_LE(checker.max_abs_err(), 1e-5);
 }
 
 }  // namespace

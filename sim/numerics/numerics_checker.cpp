@@ -38,61 +38,7 @@ CheckerParams checker_params(const ScenarioSpec& s, const PoolSizing& sizing) {
 NumericsChecker::NumericsChecker(const CheckerParams& params)
     : p_(params),
       pool_(params.num_blocks, params.shape.layers, params.block_size, params.shape.kv_heads,
-            params.shape.head_dim, params.dtype) {
-  if (p_.sample_sequences) {
-    const auto blocks = static_cast<size_t>(p_.num_blocks);
-    record_ids_.resize(blocks * static_cast<size_t>(p_.block_size));
-    record_pos_.assign(blocks, -1);
-    record_fill_.assign(blocks, 0);
-    shadow_fill_.assign(blocks, 0);
-  }
-}
-
-void NumericsChecker::record_blocks(const Sequence& seq, const KvCachePolicy& policy, int64_t from,
-                                    int64_t to, bool in_shadow) {
-  const std::vector<BlockId>& table = policy.block_table(seq.slot);
-  const TokenView tokens = seq.tokens();
-  const int64_t bs = p_.block_size;
-  to = std::min<int64_t>(to, static_cast<int64_t>(table.size()));
-  for (int64_t b = from; b < to; ++b) {
-    const BlockId block = table[static_cast<size_t>(b)];
-    if (block < 0) continue;  // released (sliding window)
-    const auto i = static_cast<size_t>(block);
-    tokens.copy(b * bs, bs, record_ids_.data() + i * static_cast<size_t>(bs));
-    record_pos_[i] = b * bs;
-    ++record_fill_[i];
-    shadow_fill_[i] = in_shadow ? record_fill_[i] : record_fill_[i] - 1;
-  }
-}
-
-void NumericsChecker::bring_in_recorded(const std::vector<int32_t>& table, int64_t blocks) {
-  const SyntheticShape& sh = p_.shape;
-  const int64_t bs = p_.block_size, row = sh.kv_heads * sh.head_dim;
-  const int64_t n = std::min<int64_t>(blocks, static_cast<int64_t>(table.size()));
-  std::vector<float> k, v;
-  std::vector<int64_t> slots(static_cast<size_t>(bs));
-  for (int64_t b = 0; b < n; ++b) {
-    const int32_t block = table[static_cast<size_t>(b)];
-    if (block < 0 || block >= p_.num_blocks) continue;
-    const auto i = static_cast<size_t>(block);
-    // Unknown content, or the shadow holds it already: left as it is (a
-    // wrong block then fails the check).
-    if (record_pos_[i] < 0 || shadow_fill_[i] == record_fill_[i]) continue;
-    k.resize(static_cast<size_t>(bs * row));
-    v.resize(k.size());
-    const int32_t* ids = record_ids_.data() + i * static_cast<size_t>(bs);
-    for (int64_t j = 0; j < bs; ++j) slots[static_cast<size_t>(j)] = block * bs + j;
-    for (int64_t l = 0; l < sh.layers; ++l) {
-      for (int64_t j = 0; j < bs; ++j) {
-        const int64_t pos = record_pos_[i] + j;
-        synthetic_rows(sh, Tensor::key, ids[j], pos, l, k.data() + j * row);
-        synthetic_rows(sh, Tensor::value, ids[j], pos, l, v.data() + j * row);
-      }
-      kernels::store_kvcache(pool_, l, k.data(), v.data(), slots);
-    }
-    shadow_fill_[i] = record_fill_[i];
-  }
-}
+            params.shape.head_dim, params.dtype) {}
 
 std::vector<int32_t> NumericsChecker::block_table_of(const Sequence& seq,
                                                      const KvCachePolicy& policy) const {
@@ -182,15 +128,6 @@ void NumericsChecker::check(const Sequence& seq, Shadow& shadow, const std::vect
   ++checks_;
 }
 
-namespace {
-// Tokens the batch computes for `seq` in this step (0 when it only swaps in).
-int64_t item_tokens(const ScheduledBatch& batch, const Sequence* seq) {
-  for (const ScheduledSeq& item : batch.items)
-    if (item.seq == seq) return item.tokens;
-  return 0;
-}
-}  // namespace
-
 void NumericsChecker::on_step_done(const ScheduledBatch& batch, const KvCachePolicy& policy,
                                    TimeNs) {
   ++step_;
@@ -209,59 +146,27 @@ void NumericsChecker::on_step_done(const ScheduledBatch& batch, const KvCachePol
     for (size_t b = 0; b < s.table.size(); ++b)
       pool_.copy_block_out(s.table[b], s.host_bytes[b], s.host_params[b]);
   }
-  const int64_t bs = p_.block_size;
   for (const Sequence* seq : batch.swapped_in) {
-    // Blocks in place before the step: the tokens computed before it.
-    const int64_t full = (seq->computed - item_tokens(batch, seq)) / bs;
     auto it = shadows_.find(seq->request.id);
-    if (it == shadows_.end()) {
-      // Not followed: its new blocks hold its own content (not checked).
-      if (p_.sample_sequences) record_blocks(*seq, policy, 0, full, false);
-      continue;
-    }
+    if (it == shadows_.end()) continue;
     Shadow& s = it->second;
     const std::vector<int32_t> table = block_table_of(*seq, policy);
-    for (size_t b = 0; b < s.host_bytes.size() && b < table.size(); ++b) {
-      const bool arrives = swap_copy_arrives(*seq, b);
-      if (arrives) pool_.copy_block_in(table[b], s.host_bytes[b], s.host_params[b]);
-      if (p_.sample_sequences && static_cast<int64_t>(b) < full) {
-        record_blocks(*seq, policy, static_cast<int64_t>(b), static_cast<int64_t>(b) + 1, true);
-        // A lost copy leaves the block's content unknown: nothing repairs it.
-        if (!arrives && table[b] >= 0) record_pos_[static_cast<size_t>(table[b])] = -1;
-      }
-    }
+    for (size_t b = 0; b < s.host_bytes.size() && b < table.size(); ++b)
+      if (swap_copy_arrives(*seq, b))
+        pool_.copy_block_in(table[b], s.host_bytes[b], s.host_params[b]);
     s.host_bytes.clear();
     s.host_params.clear();
     s.table = table;
-    s.check_due = true;  // the first read of what came back
   }
   const bool checking = p_.every_step || (step_ - 1) % static_cast<uint64_t>(p_.sample_every) == 0;
   for (const ScheduledSeq& item : batch.items) {
     const Sequence& seq = *item.seq;
     const int64_t first = seq.computed - item.tokens;
-    const bool followed = follows(seq);
-    if (followed) {
-      std::vector<int32_t> table = block_table_of(seq, policy);
-      if (p_.sample_sequences) bring_in_recorded(table, first / bs);
-      write_new_tokens(seq, table, first, item.tokens);
-      auto [it, admitted] = shadows_.try_emplace(seq.request.id);
-      Shadow& shadow = it->second;
-      // Sampled: a followed sequence is checked where a fault would first
-      // show (its first step after admission, which reads its prefix hits;
-      // the first after a swap-in), whenever a block fills (a wrong table
-      // entry is read at every later check), and at its last step.
-      const bool due =
-          p_.sample_sequences
-              ? admitted || shadow.check_due || seq.computed / bs > first / bs ||
-                    (seq.computed == seq.num_tokens() && seq.generated + 1 >= seq.output_len())
-              : checking;
-      if (due && item.tokens > 0) check(seq, shadow, table, item.tokens);
-      shadow.check_due = false;
-      shadow.table = std::move(table);
-    }
-    // Blocks this step filled (once per block): their content is recorded.
-    if (p_.sample_sequences && seq.computed >= (first / bs + 1) * bs)
-      record_blocks(seq, policy, first / bs, seq.computed / bs, followed);
+    std::vector<int32_t> table = block_table_of(seq, policy);
+    write_new_tokens(seq, table, first, item.tokens);
+    Shadow& shadow = shadows_[seq.request.id];
+    if (checking && item.tokens > 0) check(seq, shadow, table, item.tokens);
+    shadow.table = std::move(table);
   }
 }
 

@@ -9,15 +9,11 @@
 // blocks of the real pool, in the Ksana layout, at the shadow width
 // (numerics.shadow).
 //
-// `full` follows every sequence and checks it every step. `sampled`
-// follows one request in sample_every for its whole life (its K/V written
-// every step it runs) and checks it where a fault would first show (see
-// on_step_done), so the cost scales with the sample, not the batch. A followed sequence also reads
-// blocks it did not write (prefix hits): every full block's content is therefore recorded when any
-// sequence fills it (its token ids and positions, once per block, never per token), and a block a
-// followed sequence reads whose shadow does not hold its recorded content is written from the
-// record first. A stale prefix block, a wrong table entry or a lost swap copy still gives the
-// followed sequence K/V that differ from its reference.
+// `full` follows every sequence and checks it every step; with every_step
+// false it checks every sequence one step in sample_every (chunk_lru's
+// `sampled`, whose chunk placement writes every sequence's shadow). The
+// paged policy's `sampled` follows a sample of whole sequences instead:
+// sim/numerics/sampled_numerics_checker.hpp.
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -36,7 +32,7 @@ struct CheckerParams {
   bool every_step = true;  // full; otherwise one step in sample_every
   int64_t sample_every = 16;
   // sampled: follow one request in sample_every, every step (instead of
-  // checking every sequence one step in sample_every).
+  // checking every sequence one step in sample_every): SampledNumericsChecker.
   bool sample_sequences = false;
   double tolerance = 1e-4;
   int64_t queries_per_check = 4;  // the last new tokens of each sequence
@@ -84,32 +80,16 @@ class NumericsChecker : public StepObserver {
     // from the pool, and extended as the sequence grows.
     std::vector<std::vector<float>> ref_k, ref_v;
     int64_t ref_len = 0;
-    bool check_due = false;  // swapped in since its last step
   };
   void extend_reference(const Sequence& seq, Shadow& shadow, int64_t k_len) const;
   void write_new_tokens(const Sequence& seq, const std::vector<int32_t>& table, int64_t first,
                         int64_t n);
   void check(const Sequence& seq, Shadow& shadow, const std::vector<int32_t>& table,
              int64_t new_tokens);
-  bool follows(const Sequence& seq) const {
-    return !p_.sample_sequences || seq.request.id % static_cast<uint64_t>(p_.sample_every) == 0;
-  }
-  // Records the content of the sequence's full blocks [from, to) of its
-  // real table; `in_shadow`: the shadow pool holds it already.
-  void record_blocks(const Sequence& seq, const KvCachePolicy& policy, int64_t from, int64_t to,
-                     bool in_shadow);
-  // Writes into the shadow the recorded content of the first `blocks`
-  // entries of `table` whose shadow does not hold it.
-  void bring_in_recorded(const std::vector<int32_t>& table, int64_t blocks);
 
   CheckerParams p_;
   kernels::KvPool pool_;
-  std::unordered_map<uint64_t, Shadow> shadows_;  // by request id (followed ones)
-  // Sampled mode, per block: the ids and first position it was filled with
-  // (position -1: unknown), a count of fills, and the fill the shadow holds.
-  std::vector<int32_t> record_ids_;
-  std::vector<int64_t> record_pos_;
-  std::vector<uint32_t> record_fill_, shadow_fill_;
+  std::unordered_map<uint64_t, Shadow> shadows_;  // by request id
   uint64_t step_ = 0;
   uint64_t checks_ = 0;
   double max_abs_err_ = 0.0;

@@ -4,6 +4,7 @@
 // chunk placement writes every sequence's shadow), `off` runs none (SPEC 8).
 #include "sim/numerics/chunk_numerics_checker.hpp"
 #include "sim/numerics/numerics_checker.hpp"
+#include "sim/numerics/sampled_numerics_checker.hpp"
 #include "sim/scenario.hpp"
 
 namespace kvsim {
@@ -17,7 +18,13 @@ std::unique_ptr<StepObserver> make_numerics_observer(const ScenarioSpec& scenari
     return std::make_unique<numerics::ChunkLruNumericsChecker>(params, sizing.chunk_pool_blocks,
                                                                scenario.cache.virtual_pos_start);
   }
-  return std::make_unique<numerics::NumericsChecker>(numerics::checker_params(scenario, sizing));
+  numerics::CheckerParams params = numerics::checker_params(scenario, sizing);
+  if (params.sample_sequences) {
+    // A quarter of the hashing per value (synthetic_kv.hpp): sampled's budget.
+    params.shape.values_per_hash = 4;
+    return std::make_unique<numerics::SampledNumericsChecker>(params);
+  }
+  return std::make_unique<numerics::NumericsChecker>(params);
 }
 
 }  // namespace kvsim

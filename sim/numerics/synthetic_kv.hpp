@@ -18,13 +18,19 @@ struct SyntheticShape {
   int64_t head_dim = 16;
   float rope_theta = 10000.0f;
   kernels::RopeStyle rope_style = kernels::RopeStyle::rotate_half;
+  // Values drawn per 64-bit hash: 1 (one hash per value, as `full` has
+  // always drawn them) or 4 (16 bits each, a quarter of the hashing, for
+  // `sampled`, whose cost budget is a fraction of a run; 16 bits is finer
+  // than fp16's mantissa).
+  int values_per_hash = 1;
 };
 
 enum class Tensor : uint32_t { query = 1, key = 2, value = 3 };
 
 // One token's rows for all heads of `layer`: [heads, head_dim] floats
 // (heads = q_heads for queries, kv_heads otherwise), values in [-1, 1).
+// `rope`, when given, rotates with its cached angles (the same bits).
 void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_t position,
-                    int64_t layer, float* out);
+                    int64_t layer, float* out, kernels::RopeTable* rope = nullptr);
 
 }  // namespace kvsim::numerics

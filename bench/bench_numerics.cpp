@@ -1,0 +1,53 @@
+// The numerics checker's cost on the default scenario (configs/scenarios/
+// default.yaml): numerics off, `sampled` at its default sample_every, and
+// `full`. SPEC 8's budget for `sampled` is at most 2x a run without checks.
+// Counters:
+//   engine_s  the engine's own wall time for the run (sim.wall_s: no
+//             scenario loading, no reports)
+//   checks    numerics checks the run made
+// Run with --benchmark_repetitions=3 and quote the medians with `uptime`.
+// `full` follows every sequence every step and takes far longer: leave it
+// out with --benchmark_filter='off|sampled'.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "base/source_paths.hpp"
+#include "sim/scenario.hpp"
+#include "sim/serve/engine.hpp"
+
+namespace {
+
+kvsim::ScenarioSpec default_scenario(const std::string& mode) {
+  return kvsim::load_scenario(std::string(KVSIM_CONFIG_DIR) + "/scenarios/default.yaml",
+                              {"numerics.mode=" + mode});
+}
+
+void BM_DefaultScenarioNumerics(benchmark::State& state, const std::string& mode) {
+  const kvsim::ScenarioSpec s = default_scenario(mode);
+  double engine_s = 0;
+  int64_t checks = 0;
+  for (auto _ : state) {
+    kvsim::ServingEngine engine(s, nullptr);
+    const kvsim::RunMetrics m = engine.run();
+    engine_s += m.sim.wall_s;
+    checks = m.numerics.checks;
+    benchmark::DoNotOptimize(m);
+  }
+  state.counters["engine_s"] = engine_s / static_cast<double>(state.iterations());
+  state.counters["checks"] = static_cast<double>(checks);
+}
+
+BENCHMARK_CAPTURE(BM_DefaultScenarioNumerics, off, std::string("off"))
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_DefaultScenarioNumerics, sampled, std::string("sampled"))
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_DefaultScenarioNumerics, full, std::string("full"))
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -49,6 +49,13 @@ struct ClusterMetrics {
     double time_s = 0;  // summed over requests (queueing on the link included)
     double mean_ms = 0, max_ms = 0;
   } transfer;
+  // cluster.global_pool: the one store the instances share (its traffic and
+  // hits are kv_tiers.global); zeros without one.
+  struct {
+    Bytes capacity_bytes = 0;
+    int64_t capacity_blocks = 0, instances = 0;
+    uint64_t puts = 0;
+  } global_pool;
   std::vector<ClusterInstanceMetrics> per_instance;
 };
 
@@ -186,6 +193,7 @@ struct RunMetrics {
     KvTierMetrics dram, ssd, global;
     // The object of a tier name (kv_tier_names()), null for another name.
     KvTierMetrics* tier(std::string_view name);
+    const KvTierMetrics* tier(std::string_view name) const;
   } kv_tiers;
   RunProvenance provenance;
 };

@@ -11,6 +11,7 @@
 #include "devices/timing_model.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/policy_registry.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/cluster_run.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/kv_link.hpp"
@@ -129,6 +130,44 @@ TEST(Routers, PrefixAwarePicksTheLongestCachedPrefixWithinTheLoadBound) {
   config::ParamValues loose = routing_policy_defaults("prefix_aware");
   loose.set("load_bound", 10.0, true);
   EXPECT_EQ(make_routing_policy("prefix_aware", loose)->pick(r, v), 1u);
+}
+
+// A prefix every instance reaches through the shared pool says nothing about
+// where to go: the instance holding it on its device wins over a less
+// loaded one that would read it from the pool.
+TEST(Routers, PrefixAwareRanksWhatAnInstanceHoldsOverTheSharedPool) {
+  const ScenarioSpec s = scenario_from_text(kBase);
+  PoolSizing sizing = size_paged_pool(s.model, s.pool_input());
+  sizing.num_blocks = 64;
+  KvTierParams gp;
+  gp.name = "global";
+  gp.capacity = 64 * sizing.block_bytes;
+  gp.read_bandwidth = gp.write_bandwidth = 25'000'000'000;
+  gp.store = kStoreOnCompute;
+  KvTiersConfig tiers;
+  tiers.tiers.push_back(gp);
+  auto pool = std::make_shared<KvTier>(gp, sizing.block_bytes);
+  std::unique_ptr<KvCachePolicy> caches[2];
+  for (auto& c : caches) {
+    c = make_cache_policy(s.cache, sizing);
+    c->attach_tiers(make_tier_chain(tiers, sizing.block_bytes, 16));
+    ASSERT_TRUE(c->share_tier(pool));
+  }
+  const std::vector<int32_t> shared = prompt_of(3, 160);  // 10 blocks
+  {
+    KvCachePolicy& c = *caches[0];
+    const TokenView t{shared.data(), 160, nullptr, 0};
+    const SeqSlot slot = c.apply_admit(c.plan_admit(c.lookup_prefix(t), 160));
+    c.commit(slot, t, 160);
+    c.release(slot);
+  }
+  std::vector<int32_t> asked = shared;
+  for (int32_t t = 0; t < 40; ++t) asked.push_back(9000 + t);
+  const Request r = request_of(asked);
+  EXPECT_EQ(caches[1]->lookup_prefix({asked.data(), 200, nullptr, 0}).cached_tokens, 160);
+  std::vector<InstanceView> v = {{1, 600, caches[0].get()}, {0, 400, caches[1].get()}};
+  auto pa = make_routing_policy("prefix_aware", routing_policy_defaults("prefix_aware"));
+  EXPECT_EQ(pa->pick(r, v), 0u);  // same total hit, but instance 0 holds it itself
 }
 
 TEST(Routers, SessionAffinityKeepsASessionOnOneInstance) {
@@ -276,6 +315,44 @@ TEST(Cluster, OneInstanceBehindARouterServesWhatItServesAlone) {
   EXPECT_EQ(metrics_to_json(one).count("cluster"), 1u);
 }
 
+// A global pool shared by every instance: a prefix computed on one serves
+// the others, so round-robin routing finds the shared prefixes wherever it
+// sends a request; the pool's reads are priced at the device's RoCE link
+// times the instance's ranks; its blocks balance over the instances.
+TEST(Cluster, AGlobalPoolServesEveryInstanceAndBalances) {
+  const std::string groups = R"(
+  router: {policy: round_robin}
+  groups:
+    a: {count: 3, parallel: {tensor: 2}}
+)";
+  const RunMetrics alone =
+      run_scenario(scenario_from_text(with("cluster:" + groups)), nullptr).metrics;
+  const ScenarioSpec s =
+      scenario_from_text(with("cluster:\n  global_pool: {capacity: 64GiB}" + groups));
+  const GlobalPoolConfig& gp = s.cluster->global_pool;
+  const DeviceSpec& device = s.cluster->groups[0].spec->device;
+  EXPECT_EQ(gp.tier.read_bandwidth, device.network_link_bandwidth * 2);
+  EXPECT_EQ(gp.tier.latency, device.network_link_latency);
+  ClusterRun run(s, nullptr);
+  const RunMetrics m = run.run();  // throws unless every balance holds
+  EXPECT_EQ(m.requests.completed, 60);
+  ASSERT_NE(run.global_pool(), nullptr);
+  EXPECT_EQ(run.global_pool()->block_bytes(), run.memory_plan().block_bytes * 2);
+  EXPECT_GT(m.kv_tiers.global.hit_tokens, 0);
+  EXPECT_GT(m.kv_cache.prefix_hit_rate, alone.kv_cache.prefix_hit_rate);
+  EXPECT_NEAR(m.kv_tiers.device_hit_rate + m.kv_tiers.global.hit_rate, m.kv_cache.prefix_hit_rate,
+              1e-12);
+  EXPECT_EQ(m.kv_tiers.global.bytes_read,
+            m.kv_tiers.global.hit_tokens / 16 * run.global_pool()->block_bytes());
+  EXPECT_EQ(static_cast<uint64_t>(m.kv_tiers.global.blocks_held), m.cluster->global_pool.puts);
+  EXPECT_EQ(m.cluster->global_pool.instances, 3);
+  EXPECT_EQ(m.kv_tiers.global.bytes_written,
+            static_cast<Bytes>(m.cluster->global_pool.puts) * run.global_pool()->block_bytes());
+  // Without a pool the cluster's kv_tiers are the device's alone.
+  EXPECT_DOUBLE_EQ(alone.kv_tiers.device_hit_rate, alone.kv_cache.prefix_hit_rate);
+  EXPECT_EQ(alone.cluster->global_pool.puts, 0u);
+}
+
 std::string load_error(const std::string& yaml) {
   try {
     scenario_from_text(yaml);
@@ -305,6 +382,38 @@ TEST(ClusterConfig, BadSectionsAreErrorsWithTheirPlace) {
   // A group's own section is checked like the file's: the group's value, its place.
   const std::string tp = load_error(with("cluster: {groups: {a: {parallel: {tensor: 3}}}}\n"));
   EXPECT_NE(tp.find("parallel.tensor"), std::string::npos) << tp;
+}
+
+TEST(ClusterConfig, GlobalPoolErrorsNameTheirPlace) {
+  const std::string dram =
+      "kv_tiers: {tiers: {dram: {capacity: 1GiB, read_bandwidth: 25GB/s, write_bandwidth: "
+      "25GB/s}}}\n";
+  // The 910B3's file names no network port: the pool's RoCE link has no figures.
+  const std::string link = load_error(
+      with("cluster: {global_pool: {capacity: 1TB}, groups: {a: {device: ascend-910b3}}}\n"));
+  EXPECT_NE(link.find("network_link_bandwidth"), std::string::npos) << link;
+  EXPECT_NE(link.find("cluster.global_pool"), std::string::npos) << link;
+  const std::string own =
+      load_error(with("kv_tiers: {tiers: [{name: global, capacity: 1TB, read_bandwidth: 1GB/s, "
+                      "write_bandwidth: 1GB/s}]}\ncluster: {groups: {a: {count: 2}}}\n"));
+  EXPECT_NE(own.find("lists a `global` tier of its own"), std::string::npos) << own;
+  const std::string decode =
+      load_error(with(dram + "cluster: {groups: {p: {role: prefill}, d: {role: decode}}}\n"));
+  EXPECT_NE(decode.find("decode group 'd' has tiers"), std::string::npos) << decode;
+  EXPECT_EQ(load_error(with(dram + "cluster: {global_pool: {capacity: 1TB}, groups: {p: {role: "
+                                   "prefill}, d: {role: decode, kv_tiers: {tiers: []}}}}\n")),
+            "no error");
+  const std::string no_prefix =
+      load_error(with("cluster: {global_pool: {capacity: 1TB}, groups: {a: {kv_cache: "
+                      "{prefix_caching: false}}}}\n"));
+  EXPECT_NE(no_prefix.find("keeps no prefix blocks"), std::string::npos) << no_prefix;
+  const std::string mixed = load_error(
+      with("cluster: {global_pool: {capacity: 1TB}, groups: {a: {}, b: {kv_cache: {block_size: "
+           "32}}}}\n"));
+  EXPECT_NE(mixed.find("reaches the global pool with blocks of"), std::string::npos) << mixed;
+  const std::string key =
+      load_error(with("cluster: {global_pool: {capacty: 1TB}, groups: {a: {}}}\n"));
+  EXPECT_NE(key.find("did you mean 'capacity'"), std::string::npos) << key;
 }
 
 }  // namespace

@@ -200,6 +200,29 @@ TEST(GlobalPool, SharedIntoChainsBuiltFromTheScenario) {
                std::invalid_argument);
 }
 
+// The pool's balance across the chains that share it: what they put, minus
+// its evictions; a chain left out of the count fails the check.
+TEST(GlobalPool, ItsPutsAreTheSumOfEveryChainsPuts) {
+  KvTierParams gp = tier_params("global", 3);
+  gp.store = kStoreOnCompute;
+  auto pool = std::make_shared<KvTier>(gp, kBlockBytes);
+  KvTiersConfig cfg;
+  cfg.tiers.push_back(gp);
+  TierChain one({pool}, false, 4), two({pool}, false, 4);
+  one.on_computed(h(1));
+  one.on_computed(h(2));
+  two.on_computed(h(2));  // held already: not put twice
+  two.on_computed(h(3));
+  two.on_computed(h(4));  // full: h(1) leaves
+  EXPECT_EQ(one.puts_into(*pool), 2);
+  EXPECT_EQ(two.puts_into(*pool), 2);
+  EXPECT_EQ(pool->evictions(), 1u);
+  EXPECT_NO_THROW(check_shared_tier_conserved(*pool, {&one, &two}));
+  EXPECT_THROW(check_shared_tier_conserved(*pool, {&one}), std::logic_error);
+  const KvTier other(gp, kBlockBytes);
+  EXPECT_EQ(one.puts_into(other), 0);
+}
+
 const char* kRun = R"(
 device: ascend-910b2
 model: llama-3.2-1b
@@ -290,6 +313,33 @@ TEST(KvTiersRun, ADramTierServesWhatTheDeviceEvicted) {
 
 namespace kvsim {
 namespace {
+
+// `tiers:` as a map of name to tier: taken fastest first whatever the map's
+// order, and a tier of capacity 0 left out (a compare switches it off so).
+TEST(KvTiersYaml, AMapOfTiersAndCapacityZero) {
+  const std::string base = kRun;
+  const ScenarioSpec s = testing::scenario_from_text(
+      base +
+      "kv_tiers: {tiers: {ssd: {capacity: 1TB, read_bandwidth: 6GB/s, write_bandwidth: 3GB/s}, "
+      "dram: {capacity: 8GiB, read_bandwidth: 25GB/s, write_bandwidth: 25GB/s}}}\n");
+  ASSERT_EQ(s.kv_tiers.tiers.size(), 2u);
+  EXPECT_EQ(s.kv_tiers.tiers[0].name, "dram");
+  EXPECT_EQ(s.kv_tiers.tiers[1].name, "ssd");
+  const ScenarioSpec off =
+      testing::scenario_from_text(base +
+                                  "kv_tiers: {tiers: {dram: {capacity: 0, read_bandwidth: 25GB/s, "
+                                  "write_bandwidth: 25GB/s}}}\n");
+  EXPECT_TRUE(off.kv_tiers.empty());
+  try {
+    (void)testing::scenario_from_text(base +
+                                      "kv_tiers: {tiers: {hbm: {capacity: 1GiB, read_bandwidth: "
+                                      "1GB/s, write_bandwidth: 1GB/s}}}\n");
+    FAIL() << "no error";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(e.diagnostics().at(0).format().find("no tier named 'hbm'"), std::string::npos)
+        << e.diagnostics().at(0).format();
+  }
+}
 
 // Every eviction order, on the device pool and on the tier, through a whole
 // run: the pool's and the tiers' balances hold (finish() throws otherwise),

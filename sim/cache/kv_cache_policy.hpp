@@ -230,6 +230,9 @@ class KvCachePolicy {
     (void)shared;
     return false;
   }
+  // The attached chain, read-only (a cluster balances its shared pool
+  // against every chain's puts); nullptr without one.
+  virtual const TierChain* tiers() const { return nullptr; }
 };
 
 }  // namespace kvsim

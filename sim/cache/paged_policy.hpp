@@ -54,7 +54,7 @@ class PagedPolicy final : public PagedPolicyBase {
   void attach_tiers(std::unique_ptr<TierChain> chain) override;
   TierLoad take_tier_load() override;
   bool share_tier(std::shared_ptr<KvTier> shared) override;
-  const TierChain* tiers() const { return tiers_.get(); }
+  const TierChain* tiers() const override { return tiers_.get(); }
 
  private:
   // A held sequence's content, by SeqSlot; set whenever the slot is opened.

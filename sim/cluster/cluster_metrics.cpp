@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "sim/cache/tiers/kv_tier.hpp"
 #include "sim/cluster/cluster_run.hpp"
 #include "sim/metrics_section.hpp"
 
@@ -58,6 +59,7 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
   m.kv_cache.fragmentation = frag_weight > 0 ? frag_weighted / frag_weight : 0.0;
   m.kv_cache.prefix_hit_rate =
       query_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens) : 0;
+  collect_tiers(per, query_tokens, hit_tokens, m);
 
   RunMetrics::Cluster c;
   c.instances = static_cast<int64_t>(instances_.size());
@@ -81,6 +83,12 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
       transfers_ > 0 ? static_cast<double>(transfer_time_) / 1e6 / static_cast<double>(transfers_)
                      : 0.0;
   c.transfer.max_ms = static_cast<double>(transfer_max_) / 1e6;
+  if (pool_) {
+    c.global_pool.capacity_bytes = pool_->params().capacity;
+    c.global_pool.capacity_blocks = pool_->capacity_blocks();
+    c.global_pool.instances = static_cast<int64_t>(front_.size());
+    c.global_pool.puts = pool_->puts();
+  }
   for (size_t i = 0; i < per.size(); ++i) {
     const RunMetrics& p = per[i];
     const Instance& inst = *instances_[i];
@@ -102,6 +110,39 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
   return m;
 }
 
+// kv_tiers.* over the instances: hits as shares of the prompts the cluster
+// was asked (the denominator of prefix_hit_rate), bytes and load time
+// summed; a tier each instance owns adds its evictions and blocks, the
+// shared pool counts its own once.
+void ClusterRun::collect_tiers(const std::vector<RunMetrics>& per, int64_t query_tokens,
+                               int64_t hit_tokens, RunMetrics& m) const {
+  auto rate = [&](int64_t tokens) {
+    return query_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(query_tokens) : 0.0;
+  };
+  int64_t lower = 0;
+  for (const std::string& name : kv_tier_names()) {
+    RunMetrics::KvTierMetrics& out = *m.kv_tiers.tier(name);
+    out = {};
+    for (size_t i = 0; i < per.size(); ++i) {
+      const RunMetrics::KvTierMetrics& t = *per[i].kv_tiers.tier(name);
+      if (instances_[i]->group->role != InstanceRole::decode) out.hit_tokens += t.hit_tokens;
+      out.bytes_read += t.bytes_read;
+      out.bytes_written += t.bytes_written;
+      out.evictions += t.evictions;
+      out.blocks_held += t.blocks_held;
+    }
+    if (pool_ && name == pool_->name()) {
+      out.evictions = pool_->evictions();
+      out.blocks_held = pool_->blocks_held();
+    }
+    out.hit_rate = rate(out.hit_tokens);
+    lower += out.hit_tokens;
+  }
+  m.kv_tiers.device_hit_rate = rate(hit_tokens - lower);
+  m.kv_tiers.load_time_s = 0;
+  for (const RunMetrics& p : per) m.kv_tiers.load_time_s += p.kv_tiers.load_time_s;
+}
+
 namespace {
 
 void write_cluster(const RunMetrics& m, nlohmann::ordered_json& j) {
@@ -120,6 +161,11 @@ void write_cluster(const RunMetrics& m, nlohmann::ordered_json& j) {
   t["time_s"] = c.transfer.time_s;
   t["mean_ms"] = c.transfer.mean_ms;
   t["max_ms"] = c.transfer.max_ms;
+  auto& g = o["global_pool"];
+  g["capacity_bytes"] = c.global_pool.capacity_bytes;
+  g["capacity_blocks"] = c.global_pool.capacity_blocks;
+  g["instances"] = c.global_pool.instances;
+  g["puts"] = c.global_pool.puts;
   auto list = nlohmann::ordered_json::array();
   for (const RunMetrics::ClusterInstance& i : c.per_instance) {
     nlohmann::ordered_json e;

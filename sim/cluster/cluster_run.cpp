@@ -68,6 +68,14 @@ ClusterRun::ClusterRun(const ScenarioSpec& scenario, RunSink* sink)
       instances_.push_back(std::move(inst));
     }
   }
+  if (cluster_.global_pool.enabled()) {
+    pool_ = std::make_shared<KvTier>(cluster_.global_pool.tier, cluster_.global_pool.block_bytes);
+    for (size_t i : front_) {
+      if (!instances_[i]->engine->share_kv_tier(pool_))
+        throw std::logic_error(fmt::format("instance {} ({}) has no global tier to share", i,
+                                           instances_[i]->group->name));
+    }
+  }
   front_router_ = make_routing_policy(cluster_.router.policy, cluster_.router.params);
   decode_router_ =
       make_routing_policy(cluster_.decode_router.policy, cluster_.decode_router.params);
@@ -226,6 +234,15 @@ void ClusterRun::check_conserved() const {
   if (free != expected)
     throw std::logic_error(
         fmt::format("the cluster's pools hold {} free blocks, {} were allocated", free, expected));
+  // Each instance's own tiers are balanced by its engine's finish(); the
+  // shared pool holds what all of them put, minus its evictions.
+  if (pool_) {
+    std::vector<const TierChain*> chains;
+    for (const auto& inst : instances_)
+      if (const KvCachePolicy* cache = inst->engine->cache_policy())
+        chains.push_back(cache->tiers());
+    check_shared_tier_conserved(*pool_, chains);
+  }
 }
 
 }  // namespace kvsim

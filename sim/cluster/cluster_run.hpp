@@ -7,9 +7,9 @@
 // components"). The engines are the one-instance engines, unchanged: the
 // cluster sees each one through the EngineUplink and RunSink it hands it.
 //
-// What instances share: the clock and the request source, nothing else. A
-// shared object (a global KV pool) would be built once here and handed to
-// every instance's engine at construction.
+// What instances share: the clock, the request source and, with
+// `cluster.global_pool`, one KvTier built here and handed to every mixed and
+// prefill instance's engine before the run (their chains' `global` tier).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,6 +47,8 @@ class ClusterRun {
   PoolSizing memory_plan() const;
   size_t instances() const { return instances_.size(); }
   const InferenceEngine& engine(size_t i) const;
+  // The global pool every mixed and prefill instance shares; null without.
+  const KvTier* global_pool() const { return pool_.get(); }
 
  private:
   class InstanceUplink;
@@ -82,6 +84,8 @@ class ClusterRun {
   size_t route(RoutingPolicy& router, const std::vector<size_t>& members, const Request& request);
   void check_conserved() const;
   RunMetrics collect(std::vector<RunMetrics> per_instance);
+  void collect_tiers(const std::vector<RunMetrics>& per, int64_t query_tokens, int64_t hit_tokens,
+                     RunMetrics& m) const;
 
   const ScenarioSpec& scenario_;
   const ClusterSpec& cluster_;
@@ -93,6 +97,7 @@ class ClusterRun {
   std::vector<size_t> front_;   // mixed or prefill instances
   std::vector<size_t> decode_;  // decode instances
   std::unique_ptr<RoutingPolicy> front_router_, decode_router_;
+  std::shared_ptr<KvTier> pool_;     // cluster.global_pool, shared by the front instances
   std::vector<InstanceView> views_;  // scratch, one per member routed among
 
   // Requests between the prefill instance and the decode instance, and the

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "sim/cache/eviction/eviction_registry.hpp"
+#include "sim/cache/pool_sizing.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/kv_link.hpp"
 #include "sim/cluster/routing_registry.hpp"
 #include "sim/engine/engine_registry.hpp"
@@ -17,7 +20,8 @@ namespace {
 
 // The sections a group may lay over the file's own: what differs between
 // instance groups of one deployment (the model and the workload do not).
-constexpr std::string_view kGroupSections[] = {"device", "parallel", "kv_cache", "scheduler"};
+constexpr std::string_view kGroupSections[] = {"device", "parallel", "kv_cache", "kv_tiers",
+                                               "scheduler"};
 
 RouterConfig read_router(const Node& node, std::string_view fallback) {
   RouterConfig rc;
@@ -51,6 +55,63 @@ YAML::Node group_document(const YAML::Node& root, const YAML::Node& group) {
     }
   }
   return doc;
+}
+
+GlobalPoolConfig read_global_pool(const Node& node) {
+  GlobalPoolConfig pool;
+  MapReader r(node);
+  const config::ComponentInfo info = global_pool_info();
+  const config::ParamValues v = config::read_params(r, info);
+  r.finish();
+  if (!v.has("capacity")) return pool;  // an error is recorded
+  pool.link = v.string("link");
+  pool.tier.name = "global";
+  pool.tier.capacity = v.integer("capacity");
+  pool.tier.eviction = v.string("eviction");
+  pool.tier.store = v.string("store");
+  return pool;
+}
+
+// The pool as instance `spec` reaches it: its link's figures times the
+// instance's ranks, its block (all ranks). Errors at `where` (the group).
+void reach_global_pool(GlobalPoolConfig& pool, const InstanceGroup& group, ScenarioSpec& spec,
+                       const Node& where, const Node& pool_node, bool first) {
+  if (!policy_keeps_prefix_blocks(spec.cache)) {
+    where.error(fmt::format("group '{}' would share the global pool, but kv_cache.policy '{}'{} "
+                            "keeps no prefix blocks",
+                            group.name, spec.cache.policy,
+                            spec.cache.prefix_caching ? "" : " without prefix_caching"),
+                "kv_cache: {policy: paged, prefix_caching: true}");
+    return;
+  }
+  const std::optional<KvLink> link = kv_link_of(spec.device, pool.link);
+  if (!link) {
+    const Node at = pool_node.child_at("link");
+    (at.defined() ? at : pool_node)
+        .error(fmt::format("{} (group '{}') gives no figures for the '{}' link to the global pool",
+                           spec.device.name, group.name, pool.link),
+               kv_link_keys(pool.link));
+    return;
+  }
+  KvTierParams reached = pool.tier;
+  reached.read_bandwidth = link->bandwidth * spec.tp;
+  reached.write_bandwidth = link->bandwidth * spec.tp;
+  reached.latency = link->latency;
+  const Bytes block = size_paged_pool(spec.model, spec.pool_input()).block_bytes * spec.tp;
+  if (first) {
+    pool.tier = reached;
+    pool.block_bytes = block;
+  } else if (block != pool.block_bytes || reached.read_bandwidth != pool.tier.read_bandwidth ||
+             reached.latency != pool.tier.latency) {
+    where.error(fmt::format("group '{}' reaches the global pool with blocks of {} bytes at {} B/s "
+                            "and {} ns, an earlier group with {} bytes at {} B/s and {} ns",
+                            group.name, block, reached.read_bandwidth, reached.latency,
+                            pool.block_bytes, pool.tier.read_bandwidth, pool.tier.latency),
+                "groups sharing one pool alike in block bytes (block_size, dtype, model) and in "
+                "link bandwidth x tensor ranks");
+    return;
+  }
+  spec.kv_tiers.tiers.push_back(reached);
 }
 
 }  // namespace
@@ -98,7 +159,27 @@ config::ComponentInfo cluster_section_info() {
                         "latency)"),
            bool_param("transfer.layerwise", true,
                       "stream each layer's KV while the next computes (only the last layer's "
-                      "share is left at the end of the prefill)")}};
+                      "share is left at the end of the prefill)"),
+           section_param("global_pool", false, "{capacity: 16TB, link: roce, ...}",
+                         "one KV store every mixed and prefill instance shares (global-pool "
+                         "keys)")}};
+}
+
+config::ComponentInfo global_pool_info() {
+  using namespace config;
+  return {"cluster global pool",
+          "global_pool",
+          "one store of KV blocks all mixed and prefill instances share over a link (Mooncake "
+          "Store); each instance's last tier, kv_tiers.global in the metrics",
+          {bytes_param("capacity", 0, 0, 1LL << 60, "blocks the pool holds, in bytes (0: no pool)"),
+           choice_param("link", "roce", kv_link_names(),
+                        "the instances' device link to the pool: its bandwidth x the instance's "
+                        "ranks, and its latency, price a read or a write"),
+           choice_param("eviction", std::string(kDefaultEvictionOrder), eviction_order_names(),
+                        "which block the pool drops first when full"),
+           choice_param("store", std::string(kStoreOnCompute), {kStoreOnEvict, kStoreOnCompute},
+                        "on_compute: every block once computed (Mooncake Store's put after "
+                        "prefill); on_evict: what an instance's device or tiers above evict")}};
 }
 
 config::ComponentInfo cluster_group_info() {
@@ -113,6 +194,7 @@ config::ComponentInfo cluster_group_info() {
            section_param("device", false, "a name, path or map", "the group's device"),
            section_param("parallel", false, "{tensor: N}", "laid over the file's parallel:"),
            section_param("kv_cache", false, "{...}", "laid over the file's kv_cache:"),
+           section_param("kv_tiers", false, "{...}", "laid over the file's kv_tiers:"),
            section_param("scheduler", false, "{...}", "laid over the file's scheduler:")}};
 }
 
@@ -130,6 +212,8 @@ std::shared_ptr<const ClusterSpec> read_cluster_section(
     spec->transfer.layerwise = t.boolean("layerwise", true);
     t.finish();
   }
+  const Node pool_node = c.child("global_pool");
+  spec->global_pool = read_global_pool(pool_node);
   // A list of groups, or a map of name to group (which `--set
   // cluster.groups.decode.count=3` and `kvsim compare --vary` can reach).
   const Node groups = c.child("groups");
@@ -180,10 +264,27 @@ std::shared_ptr<const ClusterSpec> read_cluster_section(
         "of each) and no mixed one");
   }
   ctx.diagnostics.throw_if_any();
+  bool pool_reached = false;
   for (size_t i = 0; i < docs.size(); ++i) {
     InstanceGroup& group = spec->groups[i];
     auto s = std::make_shared<ScenarioSpec>(parse_group(docs[i]));
     const Node& where = group_nodes[i];
+    const auto global = std::find_if(s->kv_tiers.tiers.begin(), s->kv_tiers.tiers.end(),
+                                     [](const KvTierParams& t) { return t.name == "global"; });
+    if (global != s->kv_tiers.tiers.end()) {
+      where.error(fmt::format("group '{}' lists a `global` tier of its own", group.name),
+                  "in a cluster the global tier is cluster.global_pool: {capacity: ...}, one "
+                  "store every instance shares");
+    } else if (group.role == InstanceRole::decode && !s->kv_tiers.empty()) {
+      // The prompt's KV comes over the transfer link, priced there; a hit in
+      // a tier below would be read a second time.
+      where.error(fmt::format("decode group '{}' has tiers below its device", group.name),
+                  "kv_tiers: {tiers: []} in the decode group: its KV arrives over the transfer "
+                  "link");
+    } else if (group.role != InstanceRole::decode && spec->global_pool.enabled()) {
+      reach_global_pool(spec->global_pool, group, *s, where, pool_node, !pool_reached);
+      pool_reached = true;
+    }
     if (engine_for(*s).name != "serving") {
       where.error(
           fmt::format("group '{}' runs on {}, an on-device engine", group.name, s->device.name),

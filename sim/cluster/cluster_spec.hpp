@@ -17,6 +17,7 @@
 
 #include "base/params.hpp"
 #include "base/reader.hpp"
+#include "sim/cache/tiers/kv_tier.hpp"
 
 namespace kvsim {
 
@@ -41,6 +42,20 @@ struct KvTransferConfig {
   bool layerwise = true;
 };
 
+// `cluster.global_pool:` one store of KV blocks that every mixed and prefill
+// instance reaches over a link of its device (Mooncake Store: a prefix one
+// instance computed serves any other). Each such instance's chain of tiers
+// gets it as its last tier, `global`; decode instances take their KV over
+// the transfer link instead. Capacity 0: no pool (as without the section).
+struct GlobalPoolConfig {
+  std::string link = "roce";  // a link of the instances' device files (kv_link.hpp)
+  // The tier every instance shares: its bandwidths and latency are the
+  // link's, times the instance's ranks (each rank's port moves its share).
+  KvTierParams tier;
+  Bytes block_bytes = 0;  // one block of an instance, all ranks
+  bool enabled() const { return tier.capacity > 0; }
+};
+
 struct RouterConfig {
   std::string policy;
   config::ParamValues params;
@@ -50,6 +65,7 @@ struct ClusterSpec {
   RouterConfig router;         // picks a mixed or prefill instance for each arrival
   RouterConfig decode_router;  // picks the decode instance of a prefilled request
   KvTransferConfig transfer;
+  GlobalPoolConfig global_pool;
   std::vector<InstanceGroup> groups;
 
   int64_t instances() const;
@@ -60,6 +76,7 @@ struct ClusterSpec {
 // The keys `cluster:` and its parts declare (for the YAML reference).
 config::ComponentInfo cluster_section_info();
 config::ComponentInfo cluster_group_info();
+config::ComponentInfo global_pool_info();
 
 // Reads `cluster:` (node `cluster` of the document `root`). Each group's
 // document (root without `cluster:`, the group's sections laid over it) is

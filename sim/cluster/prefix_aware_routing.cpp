@@ -7,6 +7,11 @@
 // stay within load_bound x the mean over instances. No candidate holds any
 // of the prefix: the least loaded instance takes it, so a cold prefix
 // spreads like least_loaded does.
+//
+// With tiers below the device, what an instance holds itself (device and
+// its own DRAM/SSD) ranks first, and the blocks every instance reaches alike
+// through a shared tier (a cluster's global pool) only break ties: they
+// would load on any instance, so they say nothing about where to go.
 #include <algorithm>
 
 #include "sim/cluster/routing_policies.hpp"
@@ -32,13 +37,13 @@ class PrefixAwareRouting final : public RoutingPolicy {
     // every instance's lookup.
     memo_.clear();
     size_t best = instances.size();
-    int64_t best_hit = 0;
+    Score best_hit;
     for (size_t i = 0; i < instances.size(); ++i) {
       const InstanceView& v = instances[i];
       if (v.cache == nullptr) continue;
       if (static_cast<double>(v.outstanding_tokens + own) > bound) continue;
-      const int64_t hit = v.cache->lookup_prefix(tokens, memo_).cached_tokens;
-      if (hit > best_hit || (hit == best_hit && hit > 0 &&
+      const Score hit = score(*v.cache, v.cache->lookup_prefix(tokens, memo_));
+      if (best_hit < hit || (hit == best_hit && hit.total > 0 &&
                              v.outstanding_tokens < instances[best].outstanding_tokens)) {
         best = i;
         best_hit = hit;
@@ -49,6 +54,18 @@ class PrefixAwareRouting final : public RoutingPolicy {
   }
 
  private:
+  struct Score {
+    int64_t own = 0;    // blocks on the device or in the instance's own tiers
+    int64_t total = 0;  // cached tokens, shared tiers included
+    auto operator<=>(const Score&) const = default;
+  };
+  static Score score(const KvCachePolicy& cache, const PrefixHit& hit) {
+    Score s{static_cast<int64_t>(hit.blocks.size()), hit.cached_tokens};
+    const TierChain* chain = cache.tiers();
+    for (int8_t t : hit.tier_hits) s.own += chain != nullptr && !chain->shared(t) ? 1 : 0;
+    return s;
+  }
+
   double load_bound_;
   std::vector<BlockHash> memo_;
 };

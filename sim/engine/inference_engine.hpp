@@ -6,6 +6,7 @@
 // ArrivalPump for one engine, a router for several) owns the request source,
 // so two engines on one clock are two components, not two simulations.
 #include <functional>
+#include <memory>
 #include <string_view>
 
 #include "base/units.hpp"
@@ -67,6 +68,13 @@ class InferenceEngine {
   // Every inter-token latency the engine measures is also added to `itl`
   // (a cluster's latencies span its instances); nullptr stops it.
   virtual void mirror_itl(LatencyHistogram* itl) { (void)itl; }
+  // Before start(): the engine's cache reaches `tier` (a cluster's global
+  // pool, one object for every instance) in place of its own tier of that
+  // name. False when the engine has no such tier to replace.
+  virtual bool share_kv_tier(std::shared_ptr<KvTier> tier) {
+    (void)tier;
+    return false;
+  }
 };
 
 }  // namespace kvsim

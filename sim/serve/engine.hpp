@@ -52,6 +52,9 @@ class ServingEngine final : public InferenceEngine {
 
   const KvCachePolicy* cache_policy() const override { return policy_.get(); }
   void mirror_itl(LatencyHistogram* itl) override { shell_.mirror_itl(itl); }
+  bool share_kv_tier(std::shared_ptr<KvTier> tier) override {
+    return policy_->share_tier(std::move(tier));
+  }
 
   const PoolSizing& sizing() const { return sizing_; }
   // Sequence objects ever allocated: bounded by the requests in flight at

@@ -13,6 +13,7 @@ TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise,
   for (const auto& t : tiers_)
     if (!t) throw std::invalid_argument("tier chain: a null tier");
   moved_.resize(tiers_.size());
+  shared_.assign(tiers_.size(), false);
   pending_blocks_.assign(tiers_.size(), 0);
   const size_t levels = tiers_.size() + 1;
   left_.assign(levels, 0);
@@ -33,9 +34,29 @@ bool TierChain::share_tier(std::shared_ptr<KvTier> shared) {
                                               shared->block_bytes()));
     }
     tiers_[i] = std::move(shared);
+    shared_[i] = true;
     return true;
   }
   return false;
+}
+
+int64_t TierChain::puts_into(const KvTier& tier) const {
+  int64_t n = 0;
+  for (size_t i = 0; i < tiers_.size(); ++i)
+    if (tiers_[i].get() == &tier) n += moved_[i].puts;
+  return n;
+}
+
+void check_shared_tier_conserved(const KvTier& tier, const std::vector<const TierChain*>& chains) {
+  tier.check_conserved();
+  int64_t puts = 0;
+  for (const TierChain* chain : chains)
+    if (chain != nullptr) puts += chain->puts_into(tier);
+  if (static_cast<uint64_t>(puts) != tier.puts()) {
+    throw std::logic_error(fmt::format(
+        "shared tier {}: its instances put {} blocks into it, it counts {} ({} held, {} evicted)",
+        tier.name(), puts, tier.puts(), tier.blocks_held(), tier.evictions()));
+  }
 }
 
 int TierChain::find(const BlockHash& hash) const {

@@ -43,6 +43,14 @@ struct TierLoad {
   }
 };
 
+class TierChain;
+
+// A tier several chains share (a cluster's global pool) holds what all of
+// them put minus its evictions: throws std::logic_error unless the tier's
+// own balance holds and its puts are exactly the sum of every chain's, so a
+// block put by no listed chain, or counted by two, fails the run.
+void check_shared_tier_conserved(const KvTier& tier, const std::vector<const TierChain*>& chains);
+
 class TierChain final : public BlockEvictionListener {
  public:
   // `tiers` fastest first; any of them may be shared with other chains.
@@ -54,6 +62,11 @@ class TierChain final : public BlockEvictionListener {
   // when the chain has no tier of that name. std::logic_error once used.
   bool share_tier(std::shared_ptr<KvTier> shared);
   const KvTier& tier(int i) const { return *tiers_[static_cast<size_t>(i)]; }
+  // True for a tier put in by share_tier (other instances reach it too).
+  bool shared(int i) const { return shared_[static_cast<size_t>(i)]; }
+  // Blocks this chain put into `tier` (the object, which other chains may
+  // share); 0 when the chain does not reach it.
+  int64_t puts_into(const KvTier& tier) const;
 
   // Index of the fastest tier holding the block, or -1.
   int find(const BlockHash& hash) const;
@@ -89,6 +102,7 @@ class TierChain final : public BlockEvictionListener {
   bool layerwise_;
   int64_t block_size_;
   std::vector<Moved> moved_;
+  std::vector<bool> shared_;
   std::vector<int64_t> pending_blocks_;  // loads of the current step, per tier
   TimeNs load_time_ = 0;
   // Blocks leaving each level (device = index 0, tier i = i + 1) and where

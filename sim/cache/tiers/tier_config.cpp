@@ -17,7 +17,8 @@ config::ComponentInfo kv_tiers_section_info() {
                         "none: hits are read back before the step; layerwise: while it "
                         "computes (step = max(compute, load))"),
            section_param("tiers", false, "[{name: dram, capacity: ..., ...}, ...]",
-                         "the tiers, fastest first (kind `kv tier` lists an item's keys)")}};
+                         "the tiers, a list fastest first or a map of name to tier (kind `kv "
+                         "tier` lists an item's keys); a tier of capacity 0 is left out")}};
 }
 
 void read_kv_tiers_section(config::MapReader& top, const CacheConfig& cache, KvTiersConfig& out) {
@@ -29,15 +30,49 @@ void read_kv_tiers_section(config::MapReader& top, const CacheConfig& cache, KvT
   r.finish();
   if (!list.defined()) return;
   const std::vector<std::string>& order = kv_tier_names();
+  // A list, fastest first, or a map of tier name to tier (which `--set
+  // kv_tiers.tiers.dram.capacity=0` and `kvsim compare --vary` reach; its
+  // keys are the names, taken fastest first whatever their order).
+  std::vector<std::pair<config::Node, std::string>> items;  // an item and its name from the map
+  if (list.is_map()) {
+    for (auto it = list.raw().begin(); it != list.raw().end(); ++it) {
+      const std::string key = it->first.Scalar();
+      items.emplace_back(
+          config::Node(it->second, list.path() + "." + key, list.file(), &list.context()), key);
+    }
+    auto rank_of = [&](const std::string& name) {
+      return std::find(order.begin(), order.end(), name) - order.begin();
+    };
+    std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
+      return rank_of(a.second) < rank_of(b.second);
+    });
+  } else {
+    for (const config::Node& item : list.items()) items.emplace_back(item, "");
+  }
   size_t next_rank = 0;  // tiers come fastest first, each once
-  const config::ComponentInfo info = kv_tier_info();
-  for (const config::Node& item : list.items()) {
+  config::ComponentInfo info = kv_tier_info();
+  for (const auto& [item, key] : items) {
+    config::ComponentInfo item_info = info;
+    if (!key.empty()) {
+      // A map's key names the tier; `name:` may repeat it but not differ.
+      for (config::ParamSpec& p : item_info.params)
+        if (p.key == "name") p.default_value = key;
+      if (std::find(order.begin(), order.end(), key) == order.end()) {
+        item.error(fmt::format("no tier named '{}'", key), "dram, ssd or global");
+        continue;
+      }
+    }
     config::MapReader ir(item);
-    const config::ParamValues v = config::read_params(ir, info);
+    const config::ParamValues v = config::read_params(ir, item_info);
     ir.finish();
     if (!v.has("name")) continue;
     KvTierParams p;
     p.name = v.string("name");
+    if (!key.empty() && p.name != key) {
+      item.child_at("name").error(fmt::format("tier '{}' is named '{}'", key, p.name),
+                                  "the map's key or nothing");
+      continue;
+    }
     p.capacity = v.integer("capacity");
     p.read_bandwidth = v.integer("read_bandwidth");
     p.write_bandwidth = v.integer("write_bandwidth");
@@ -53,18 +88,21 @@ void read_kv_tiers_section(config::MapReader& top, const CacheConfig& cache, KvT
       continue;
     }
     next_rank = rank + 1;
-    out.tiers.push_back(p);
+    // A tier with no room keeps nothing: it is left out, as if not listed
+    // (a compare can switch a tier off with capacity=0).
+    if (p.capacity > 0) out.tiers.push_back(p);
   }
-  // Tiers take the blocks a prefix cache keeps: the policy must have one
-  // (declare prefix_caching) and have it on.
-  const CachePolicyComponent* policy = find_cache_policy(cache.policy);
-  const bool prefix_cached =
-      policy != nullptr && policy->info.find("prefix_caching") != nullptr && cache.prefix_caching;
-  if (!out.tiers.empty() && !prefix_cached) {
+  if (!out.tiers.empty() && !policy_keeps_prefix_blocks(cache)) {
     section.error(fmt::format("tiers hold prefix-cached blocks; kv_cache.policy '{}'{} has none",
                               cache.policy, cache.prefix_caching ? "" : " without prefix_caching"),
                   "kv_cache: {policy: paged, prefix_caching: true}");
   }
+}
+
+bool policy_keeps_prefix_blocks(const CacheConfig& cache) {
+  const CachePolicyComponent* policy = find_cache_policy(cache.policy);
+  return policy != nullptr && policy->info.find("prefix_caching") != nullptr &&
+         cache.prefix_caching;
 }
 
 std::unique_ptr<TierChain> make_tier_chain(const KvTiersConfig& config, Bytes block_bytes,

@@ -38,6 +38,10 @@ config::ComponentInfo kv_tiers_section_info();
 // prefix-cached block pool.
 void read_kv_tiers_section(config::MapReader& top, const CacheConfig& cache, KvTiersConfig& out);
 
+// Tiers take the blocks a prefix cache keeps: true when the policy declares
+// prefix_caching and has it on.
+bool policy_keeps_prefix_blocks(const CacheConfig& cache);
+
 // The chain of one instance: a tier per entry, each block `block_bytes`
 // (all ranks). `global_pool`, when given, replaces the `global` entry (the
 // pool a cluster shares among its instances); a chain without a `global`

@@ -38,6 +38,10 @@ RunMetrics::KvTierMetrics* RunMetrics::KvTiers::tier(std::string_view name) {
   return nullptr;
 }
 
+const RunMetrics::KvTierMetrics* RunMetrics::KvTiers::tier(std::string_view name) const {
+  return const_cast<KvTiers*>(this)->tier(name);
+}
+
 MetricsSection kv_tiers_metrics_section() {
   return {"kv_tiers", write_kv_tiers};
 }

@@ -152,6 +152,12 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
                             fmt::format("layout {}", s.cache.layout));
     }
   }
+  if (s.cache.kv_scale == "per_tensor" && s.cache.dtype.rfind("fp8", 0) != 0) {
+    ctx.diagnostics.error(
+        at("kv_cache.kv_scale"), "kv_cache.kv_scale",
+        fmt::format("a per-tensor scale is for fp8 KV; dtype {} has none", s.cache.dtype),
+        "dtype: fp8 | fp8_e4m3 | fp8_e5m2, or kv_scale: per_token");
+  }
   const PoolSizing sz = size_paged_pool(m, s.pool_input());
   // The KV cache groups of a hybrid model (sim/cache/hybrid_paged_policy.hpp)
   // keep no chain of tiers below the device.

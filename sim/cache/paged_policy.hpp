@@ -28,7 +28,7 @@ struct PagedParams {
   std::string eviction = "lru";
   // When set, the blocks come from this pool (shared with the other KV
   // cache groups of a hybrid model) and num_blocks / eviction are its.
-  std::shared_ptr<BlockPool> shared_pool;
+  std::shared_ptr<BlockPool> shared_pool = nullptr;
 };
 
 class PagedPolicy final : public PagedPolicyBase {

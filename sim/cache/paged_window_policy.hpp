@@ -32,7 +32,7 @@ struct PagedWindowParams {
   // come from the pool the groups share, and full blocks are registered
   // under their content hash salted by `hash_salt` (each group's hashes
   // apart), so a later prefix hit can revive the ones still in the pool.
-  std::shared_ptr<BlockPool> shared_pool;
+  std::shared_ptr<BlockPool> shared_pool = nullptr;
   uint64_t hash_salt = 0;
 };
 

@@ -117,6 +117,9 @@ config::ComponentInfo kv_cache_section_info() {
        choice_param("dtype", std::string("fp16"), kKvDtypeNames,
                     "element type of the cached K and V (fp8 = fp8_e4m3; fp8 rows carry one "
                     "scale per token and head); vLLM's top-level kv_cache_dtype is the same key"),
+       choice_param("kv_scale", std::string("per_token"), {"per_token", "per_tensor"},
+                    "fp8 KV scales: one per token and head (the row's amax), or one per layer's "
+                    "K and V (a calibrated amax, vLLM's k_scale / v_scale); fp8 dtypes only"),
        number_param("memory_fraction", 0.9, 0.01, 1.0, "fraction of device memory",
                     "memory the engine may use: weights, activations, KV (chunk_lru: see "
                     "main_pool_fraction)")}};

@@ -134,7 +134,7 @@ uint8_t quantize_int8(float x, const Int8Params& p) {
   return static_cast<uint8_t>(std::clamp<long>(q, 0, 255));
 }
 
-Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst) {
+Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst, float fp8_tensor_scale) {
   Int8Params p;
   switch (t) {
     case KvDtype::fp32:
@@ -163,7 +163,7 @@ Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst) {
     case KvDtype::fp8_e4m3:
     case KvDtype::fp8_e5m2: {
       const Fp8Format f = fp8_format_of(t);
-      p.scale = fp8_row_scale(src, n, f);
+      p.scale = fp8_tensor_scale > 0.0f ? fp8_tensor_scale : fp8_row_scale(src, n, f);
       auto* d = static_cast<uint8_t*>(dst);
       for (int64_t i = 0; i < n; ++i) d[i] = float_to_fp8(src[i] / p.scale, f);
       break;
@@ -205,7 +205,7 @@ void decode_row(KvDtype t, const void* src, int64_t n, const Int8Params& p, floa
   }
 }
 
-void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst) {
+void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst, float fp8_tensor_scale) {
   // Rows of up to 256 values go through the stack: no allocation per row.
   alignas(32) uint8_t stack[1024];
   std::vector<uint8_t> heap;
@@ -214,7 +214,7 @@ void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst) {
     heap.resize(static_cast<size_t>(n * 4));
     tmp = heap.data();
   }
-  const Int8Params p = encode_row(t, src, n, tmp);
+  const Int8Params p = encode_row(t, src, n, tmp, fp8_tensor_scale);
   decode_row(t, tmp, n, p, dst);
 }
 

@@ -44,10 +44,14 @@ inline float dequantize_int8(uint8_t q, const Int8Params& p) {
 }
 
 // Encodes n floats into `dst` (kv_dtype_bytes each); for int8 also returns
-// the row's parameters. Decodes back to fp32.
-Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst);
+// the row's parameters. Decodes back to fp32. `fp8_tensor_scale` > 0: fp8
+// rows use that one scale (per tensor) instead of their own amax (per
+// token and head); other dtypes ignore it.
+Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst,
+                      float fp8_tensor_scale = 0.0f);
 void decode_row(KvDtype t, const void* src, int64_t n, const Int8Params& p, float* dst);
 // What a value becomes after storage and load: encode then decode.
-void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst);
+void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst,
+                    float fp8_tensor_scale = 0.0f);
 
 }  // namespace kvsim::kernels

@@ -81,6 +81,10 @@ float fp8_row_scale(const float* row, int64_t n, Fp8Format f) {
   return amax > 0.0f ? amax / fp8_max_finite(f) : 1.0f;
 }
 
+float fp8_tensor_scale(float tensor_amax, Fp8Format f) {
+  return tensor_amax > 0.0f ? tensor_amax / fp8_max_finite(f) : 1.0f;
+}
+
 void fp8_round_trip_row(Fp8Format f, const float* src, int64_t n, float scale, float* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = fp8_to_float(float_to_fp8(src[i] / scale, f), f) * scale;
 }

@@ -22,6 +22,11 @@ float fp8_to_float(uint8_t bits, Fp8Format f);
 // Scale so the row's largest magnitude maps to the format's largest finite
 // value (1 for an all-zero row).
 float fp8_row_scale(const float* row, int64_t n, Fp8Format f);
+// One scale for a whole tensor (a layer's K or V cache, vLLM's k_scale /
+// v_scale): its calibrated largest magnitude over the largest finite value
+// (1 for 0). Rows far below the tensor's range then fall among the
+// format's subnormals, which a per-row scale avoids.
+float fp8_tensor_scale(float tensor_amax, Fp8Format f);
 // What a row becomes after fp8 storage and load: x / scale encoded, decoded,
 // times scale. scale 1 is vLLM's default unscaled cache.
 void fp8_round_trip_row(Fp8Format f, const float* src, int64_t n, float scale, float* dst);

@@ -8,8 +8,8 @@
 namespace kvsim::kernels {
 
 KvPool::KvPool(int64_t num_blocks, int64_t layers, int64_t block_tokens, int64_t kv_heads,
-               int64_t head_dim, KvDtype dtype)
-    : dtype_(dtype), num_blocks_(num_blocks) {
+               int64_t head_dim, KvDtype dtype, float fp8_tensor_scale)
+    : dtype_(dtype), fp8_tensor_scale_(fp8_tensor_scale), num_blocks_(num_blocks) {
   if (num_blocks <= 0 || layers <= 0 || block_tokens <= 0 || kv_heads <= 0 || head_dim <= 0)
     throw std::invalid_argument("KvPool: every dimension must be positive");
   g_ = {layers, block_tokens, kv_heads, head_dim, kv_dtype_bytes(dtype)};
@@ -59,7 +59,8 @@ const Int8Params& KvPool::params(int64_t block, KvPart part, int64_t layer, int6
 
 void KvPool::write_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
                        const float* src) {
-  const Int8Params p = encode_row(dtype_, src, g_.head_dim, row(block, part, layer, token, head));
+  const Int8Params p =
+      encode_row(dtype_, src, g_.head_dim, row(block, part, layer, token, head), fp8_tensor_scale_);
   if (kv_dtype_has_row_params(dtype_)) params(block, part, layer, token, head) = p;
 }
 

@@ -20,8 +20,10 @@ namespace kvsim::kernels {
 
 class KvPool {
  public:
+  // fp8_tensor_scale > 0: fp8 rows share that scale (per tensor) instead
+  // of each carrying its own (per token and head).
   KvPool(int64_t num_blocks, int64_t layers, int64_t block_tokens, int64_t kv_heads,
-         int64_t head_dim, KvDtype dtype);
+         int64_t head_dim, KvDtype dtype, float fp8_tensor_scale = 0.0f);
 
   const BlockGeometry& geometry() const { return g_; }
   KvDtype dtype() const { return dtype_; }
@@ -61,6 +63,7 @@ class KvPool {
 
   BlockGeometry g_;
   KvDtype dtype_;
+  float fp8_tensor_scale_;
   int64_t num_blocks_;
   struct Free {
     void operator()(uint8_t* p) const { std::free(p); }

@@ -152,7 +152,23 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
                             fmt::format("layout {}", s.cache.layout));
     }
   }
+  if (s.cache.kv_scale == "per_tensor" && s.cache.dtype.rfind("fp8", 0) != 0) {
+    ctx.diagnostics.error(
+        at("kv_cache.kv_scale"), "kv_cache.kv_scale",
+        fmt::format("a per-tensor scale is for fp8 KV; dtype {} has none", s.cache.dtype),
+        "dtype: fp8 | fp8_e4m3 | fp8_e5m2, or kv_scale: per_token");
+  }
   const PoolSizing sz = size_paged_pool(m, s.pool_input());
+  // The KV cache groups of a hybrid model (sim/cache/hybrid_paged_policy.hpp)
+  // keep no chain of tiers below the device.
+  if (sz.groups.hybrid() && !s.kv_tiers.empty()) {
+    ctx.diagnostics.error(
+        at("kv_tiers"), "kv_tiers",
+        fmt::format("{} mixes sliding-window and full layers: its KV cache groups keep no tiers "
+                    "below the device",
+                    m.name),
+        "no kv_tiers section with this model");
+  }
   if (sz.num_blocks < 1 && !s.device.htp) {  // an HTP: sim/genie/genie_address_checks.cpp
     ctx.diagnostics.error(
         at("model"), "model",
@@ -306,6 +322,7 @@ PoolSizingInput ScenarioSpec::pool_input() const {
   in.max_num_seqs = scheduler.max_num_seqs;
   in.activation_reserve = cache.activation_reserve;
   in.swap_space = cache.swap_space;
+  in.kv_groups_by_attention = policy_groups_kv_by_attention(cache.policy);
   if (cache.policy == "chunk_lru") {
     // Seed 003's split: the main pool takes the place of memory_fraction
     // (weights, activations and the main KV pool), the chunk pool is its own.

@@ -113,7 +113,10 @@ TEST(Capacity, DeepSeekV3On910cDiesAtSeveralTensorAndExpertSplits) {
 }
 
 // gemma-2-9b at 8K: one pool holding every layer's tokens needs 42 x 8,192
-// tokens of KV, a pool per attention type 21 x 4,096 + 21 x 8,192.
+// tokens of KV, a group per attention type 21 x 4,096 + 21 x 8,192. The
+// paged rows count sequences by the groups (pages of 21 layers: 64 in the
+// full group, 32 in the sliding one per sequence), so they hold about 4/3
+// as many as a single pool would (16 -> 21 on a 910B2 at 0.9).
 TEST(Capacity, WindowedColumnsFollowTheLayerMix) {
   CapacityQuery q;
   q.devices = {"ascend-910b2"};
@@ -124,7 +127,16 @@ TEST(Capacity, WindowedColumnsFollowTheLayerMix) {
   const Bytes per_layer_token = 2 * 8 * 256 * 2;
   EXPECT_EQ(rows[0].kv_bytes_at_context, 42 * 8192 * per_layer_token);
   EXPECT_EQ(rows[0].windowed_kv_bytes_at_context, (21 * 4096 + 21 * 8192) * per_layer_token);
-  EXPECT_GT(rows[0].windowed_max_concurrent_seqs, rows[0].max_concurrent_seqs);
+  EXPECT_EQ(rows[0].block_bytes, 21 * 128 * per_layer_token);
+  EXPECT_EQ(rows[0].max_concurrent_seqs, rows[0].num_blocks / (64 + 32));
+  EXPECT_EQ(rows[0].max_concurrent_seqs, rows[0].windowed_max_concurrent_seqs);
+  const int64_t single_pool_seqs = rows[0].num_blocks / 2 / 64;
+  EXPECT_GE(rows[0].max_concurrent_seqs * 3, single_pool_seqs * 4 - 3);
+  EXPECT_GT(rows[0].max_concurrent_seqs, single_pool_seqs);
+  // A context within the window: both groups hold every token.
+  q.contexts = {2048};
+  const auto short_rows = capacity_rows(q, kConfigs);
+  EXPECT_EQ(short_rows[0].max_concurrent_seqs, short_rows[0].num_blocks / (16 + 16));
 }
 
 TEST(Capacity, NamesResolveThroughAliasesAndBadInputIsAConfigError) {

@@ -155,5 +155,60 @@ TEST(Fp8Storage, ErrorNextToInt8) {
   EXPECT_LE(worst_e5m2, 1.0 / 8);
 }
 
+// Per-tensor scales (vLLM's k_scale / v_scale) against per-token ones, on
+// rows whose magnitudes span five decades: one scale calibrated on the
+// tensor's amax puts e4m3's small rows among its subnormals (below 2^-6 of
+// the scale), so their error relative to their own amax grows, while a
+// per-row scale keeps every row at its mantissa precision; e5m2's range
+// (normals down to 2^-14) keeps them normal. The error is reported as int8's is (max |error| / row
+// amax), and checked through encode_row / round_trip_row, the path the pool uses.
+TEST(Fp8Storage, PerTensorScaleErrorNextToPerToken) {
+  std::mt19937 rng(11);
+  std::vector<std::vector<float>> rows;
+  float tensor_amax = 0.0f;
+  for (int r = 0; r < 48; ++r) {
+    const float magnitude = std::pow(10.0f, -static_cast<float>(r % 6));  // 1 .. 1e-5
+    rows.push_back(random_vec(rng, 64, magnitude));
+    for (float x : rows.back()) tensor_amax = std::max(tensor_amax, std::fabs(x));
+  }
+  for (KvDtype t : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2}) {
+    const Fp8Format f = t == KvDtype::fp8_e5m2 ? Fp8Format::e5m2 : Fp8Format::e4m3;
+    const float scale = fp8_tensor_scale(tensor_amax, f);
+    EXPECT_EQ(scale, tensor_amax / fp8_max_finite(f));
+    double worst_token = 0, worst_tensor = 0, worst_tensor_abs = 0;
+    for (const auto& row : rows) {
+      float amax = 0.0f;
+      for (float x : row) amax = std::max(amax, std::fabs(x));
+      std::vector<float> token(row.size()), tensor(row.size()), bytes(row.size());
+      round_trip_row(t, row.data(), 64, token.data());
+      round_trip_row(t, row.data(), 64, tensor.data(), scale);
+      // The stored row carries the tensor's scale, not its own.
+      EXPECT_EQ(encode_row(t, row.data(), 64, bytes.data(), scale).scale, scale);
+      for (size_t i = 0; i < row.size(); ++i) {
+        worst_token =
+            std::max(worst_token, static_cast<double>(std::fabs(token[i] - row[i]) / amax));
+        worst_tensor =
+            std::max(worst_tensor, static_cast<double>(std::fabs(tensor[i] - row[i]) / amax));
+        worst_tensor_abs = std::max(
+            worst_tensor_abs, std::fabs(tensor[i] - row[i]) / static_cast<double>(tensor_amax));
+      }
+    }
+    std::cout << "[ kv error ] " << kv_dtype_name(t) << " max |error| / row amax: per_token "
+              << worst_token << ", per_tensor " << worst_tensor << " (per_tensor / tensor amax "
+              << worst_tensor_abs << ")\n";
+    ::testing::Test::RecordProperty(std::string(kv_dtype_name(t)) + "_per_tensor_max_rel_err",
+                                    std::to_string(worst_tensor));
+    const double mantissa = t == KvDtype::fp8_e4m3 ? 1.0 / 16 : 1.0 / 8;
+    EXPECT_LE(worst_token, mantissa);
+    // Against the tensor's range the per-tensor scale is as good.
+    EXPECT_LE(worst_tensor_abs, mantissa);
+    if (t == KvDtype::fp8_e4m3) {
+      EXPECT_GT(worst_tensor, 2 * worst_token) << "small rows among the subnormals";
+    } else {
+      EXPECT_LE(worst_tensor, mantissa) << "still normal";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvsim::kernels

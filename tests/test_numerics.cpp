@@ -88,6 +88,36 @@ TEST_P(NumericsRun, FullModeChecksEveryStepWithPrefixHitsAndSwap) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, NumericsRun,
                          ::testing::Values("fp16", "bf16", "int8", "fp32", "fp8_e4m3", "fp8_e5m2"));
 
+// fp8 with one scale per layer's K and V (kv_scale: per_tensor): the shadow
+// pool and the reference store every row with the tensor's calibrated scale,
+// through the same store, swap and attention path. A per-tensor scale on a
+// dtype without one is an error at the key.
+TEST(NumericsScenario, Fp8PerTensorScaleRunsTheFullCheck) {
+  // One run (e4m3); e5m2 takes the same path with its own scale.
+  for (const char* dtype : {"fp8_e4m3"}) {
+    std::string text = small_scenario("full", dtype);
+    text.replace(text.find("block_size: 16"), 14, "block_size: 16, kv_scale: per_tensor");
+    const ScenarioSpec s = testing::scenario_from_text(text);
+    EXPECT_EQ(s.cache.kv_scale, "per_tensor");
+    const CheckerParams p = numerics::checker_params(s, size_paged_pool(s.model, s.pool_input()));
+    EXPECT_GT(p.fp8_tensor_scale, 0.0f) << dtype;
+    ServingEngine engine(s, nullptr);
+    const RunMetrics m = engine.run();
+    EXPECT_EQ(m.requests.completed, 16) << dtype;
+    EXPECT_GT(m.numerics.checks, 100) << dtype;
+    EXPECT_LE(m.numerics.max_abs_err, 1e-4) << dtype;
+    EXPECT_GT(m.kv_cache.swapped_bytes, 0) << dtype;
+  }
+  std::string bad = small_scenario("off", "int8");
+  bad.replace(bad.find("block_size: 16"), 14, "block_size: 16, kv_scale: per_tensor");
+  try {
+    testing::scenario_from_text(bad);
+    FAIL() << "per_tensor accepted on int8";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_cache.kv_scale"), std::string::npos) << e.what();
+  }
+}
+
 // vLLM's engine argument kv_cache_dtype, at the top level as in vLLM's flat
 // argument list, sets kv_cache.dtype; `fp8` is e4m3 there. Both given is an
 // error at the alias.

@@ -13,6 +13,7 @@
 #include "kernels/ggml_kv_type.hpp"
 #include "reports/html_page.hpp"
 #include "reports/input_error.hpp"
+#include "sim/cache/policy_registry.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/scenario.hpp"
 
@@ -134,6 +135,11 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
             in.kv_dtype_bytes = cells ? 2 : kv_dtype_bytes(dtype);
             in.max_batched_tokens = q.max_batched_tokens;
             in.max_num_seqs = q.max_num_seqs;
+            // paged on a model with sliding and full layers: a KV cache
+            // group per attention type (vLLM's hybrid allocator), so the
+            // sequence counts follow the layer mix. A phone's Genie buffers
+            // are sized apart (capacity_genie).
+            in.kv_groups_by_attention = !device.htp && policy_groups_kv_by_attention(q.policy);
             if (q.policy == "chunk_lru") {
               in.memory_fraction = q.main_pool_fraction;
               in.chunk_pool_fraction = q.chunk_pool_fraction;
@@ -170,7 +176,10 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                 r.chunk_pool_blocks = s.chunk_pool_blocks;
                 r.chunk_pool_tokens = s.chunk_pool_blocks * q.block_size;
               }
-              const int64_t blocks_per_seq = (context + q.block_size - 1) / q.block_size;
+              // Blocks (pages, with KV cache groups) one sequence holds at `context`.
+              const int64_t blocks_per_seq = s.groups.hybrid()
+                                                 ? s.groups.pages_held(context, q.block_size)
+                                                 : (context + q.block_size - 1) / q.block_size;
               r.max_concurrent_seqs = s.num_blocks / blocks_per_seq;
               r.max_context_tokens = std::min(s.capacity_tokens, model.max_position_embeddings);
               r.windowed_kv_bytes_at_context =

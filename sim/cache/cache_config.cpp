@@ -21,6 +21,7 @@ using Field =
 const std::pair<const char*, Field> kFields[] = {
     {"policy", &CacheConfig::policy},
     {"dtype", &CacheConfig::dtype},
+    {"kv_scale", &CacheConfig::kv_scale},
     {"memory_fraction", &CacheConfig::memory_fraction},
     {"block_size", &CacheConfig::block_size},
     {"prefix_caching", &CacheConfig::prefix_caching},

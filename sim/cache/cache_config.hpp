@@ -29,6 +29,7 @@ struct CacheConfig {
   // Shared by every policy.
   std::string policy;
   std::string dtype;
+  std::string kv_scale;  // fp8: per_token | per_tensor
   double memory_fraction;
 
   // A paged pool (paged, chunk_lru's main pool, sliding_window over paged).

@@ -103,10 +103,11 @@ struct GrowPlan {
 };
 
 struct SwapPlan {
-  bool fits = false;        // host space (swap out) or device space (swap in)
-  int64_t blocks = 0;       // blocks the sequence holds
-  int64_t copy_blocks = 0;  // blocks that must cross the host link
-  Bytes bytes = 0;          // copy_blocks * block_bytes
+  bool fits = false;           // host space (swap out) or device space (swap in)
+  int64_t blocks = 0;          // blocks the sequence holds
+  int64_t copy_blocks = 0;     // blocks that must cross the host link
+  Bytes bytes = 0;             // copy_blocks * block_bytes
+  int64_t revived_blocks = 0;  // swap in: kept blocks that leave the free queue
 };
 
 // What a policy reports (SPEC 9 kv_cache.* and memory.kv_bytes).

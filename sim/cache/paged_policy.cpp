@@ -12,9 +12,15 @@
 
 namespace kvsim {
 
+namespace {
+std::shared_ptr<BlockPool> pool_of(const PagedParams& params) {
+  if (params.shared_pool) return params.shared_pool;
+  return std::make_shared<BlockPool>(BlockPoolParams{params.num_blocks, params.eviction});
+}
+}  // namespace
+
 PagedPolicy::PagedPolicy(const PagedParams& params)
-    : PagedPolicyBase({params.num_blocks, params.eviction}, params.block_size, params.block_bytes,
-                      params.host_blocks),
+    : PagedPolicyBase(pool_of(params), params.block_size, params.block_bytes, params.host_blocks),
       prefix_caching_(params.prefix_caching) {
   scratch_tokens_.resize(static_cast<size_t>(params.block_size));
 }
@@ -182,6 +188,7 @@ SwapPlan PagedPolicy::plan_swap_in(HostSlot hs) const {
   for (int64_t i = 0; i < plan.blocks - plan.copy_blocks; ++i) {
     revived += pool_.ref_count(pool_.lookup(hashes[static_cast<size_t>(i)])) == 0 ? 1 : 0;
   }
+  plan.revived_blocks = revived;
   plan.fits = plan.copy_blocks + revived <= pool_.num_free();
   return plan;
 }

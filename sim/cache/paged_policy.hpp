@@ -26,6 +26,9 @@ struct PagedParams {
   // Which free block is reused (and its cached hash evicted) first; a name
   // of eviction_order_names(). `lru` is vLLM's free queue.
   std::string eviction = "lru";
+  // When set, the blocks come from this pool (shared with the other KV
+  // cache groups of a hybrid model) and num_blocks / eviction are its.
+  std::shared_ptr<BlockPool> shared_pool = nullptr;
 };
 
 class PagedPolicy final : public PagedPolicyBase {
@@ -55,6 +58,14 @@ class PagedPolicy final : public PagedPolicyBase {
   TierLoad take_tier_load() override;
   bool share_tier(std::shared_ptr<KvTier> shared) override;
   const TierChain* tiers() const override { return tiers_.get(); }
+  // Content hashes of a held sequence's full blocks known so far (prefix
+  // caching on), and how many of its leading blocks are registered.
+  const std::vector<BlockHash>& content_hashes(SeqSlot seq) const {
+    return content_.at(static_cast<size_t>(seq)).hashes;
+  }
+  int64_t registered_blocks(SeqSlot seq) const {
+    return content_.at(static_cast<size_t>(seq)).registered_blocks;
+  }
 
  private:
   // A held sequence's content, by SeqSlot; set whenever the slot is opened.

@@ -25,7 +25,15 @@ int32_t take_slot(std::vector<Entry>& entries, std::vector<int32_t>& free_slots)
 
 PagedPolicyBase::PagedPolicyBase(const BlockPoolParams& pool, int64_t block_size, Bytes block_bytes,
                                  int64_t host_blocks)
-    : pool_(pool), block_size_(block_size), block_bytes_(block_bytes), host_blocks_(host_blocks) {
+    : PagedPolicyBase(std::make_shared<BlockPool>(pool), block_size, block_bytes, host_blocks) {}
+
+PagedPolicyBase::PagedPolicyBase(std::shared_ptr<BlockPool> shared_pool, int64_t block_size,
+                                 Bytes block_bytes, int64_t host_blocks)
+    : pool_owner_(std::move(shared_pool)),
+      pool_(*pool_owner_),
+      block_size_(block_size),
+      block_bytes_(block_bytes),
+      host_blocks_(host_blocks) {
   if (block_size <= 0) throw std::invalid_argument("block_size must be positive");
 }
 

@@ -9,6 +9,7 @@
 // A block table may begin with released entries (kNoBlock): the sliding
 // window frees leading blocks mid-sequence and keeps their positions. Under
 // `paged` there are none, so every count below reduces to the whole table.
+#include <memory>
 #include <vector>
 
 #include "sim/cache/block_pool.hpp"
@@ -44,6 +45,11 @@ class PagedPolicyBase : public KvCachePolicy {
   // The pool (its size and eviction order), then the table and swap shape.
   PagedPolicyBase(const BlockPoolParams& pool, int64_t block_size, Bytes block_bytes,
                   int64_t host_blocks);
+  // Over a pool other policies draw from too (the KV cache groups of a
+  // hybrid model, hybrid_paged_policy.hpp): each keeps its own tables and
+  // counters, the pool's blocks and hashes are shared.
+  PagedPolicyBase(std::shared_ptr<BlockPool> shared_pool, int64_t block_size, Bytes block_bytes,
+                  int64_t host_blocks);
 
   struct SeqBlocks {
     std::vector<BlockId> block_table;
@@ -78,7 +84,10 @@ class PagedPolicyBase : public KvCachePolicy {
   // that are still held; returns how many it released now.
   int64_t free_leading_blocks(SeqSlot s, int64_t end);
 
-  BlockPool pool_;
+  std::shared_ptr<BlockPool> pool_owner_;  // declared before pool_: it is built first
+
+ protected:
+  BlockPool& pool_;
 
  private:
   int64_t block_size_;

@@ -8,6 +8,7 @@
 #include "models/model_spec.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/genie_mode_policy.hpp"
+#include "sim/cache/hybrid_paged_policy.hpp"
 #include "sim/cache/llama_cells_policy.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/cache/paged_window_policy.hpp"
@@ -28,6 +29,10 @@ std::unique_ptr<KvCachePolicy> make_paged(const CacheConfig& c, const PoolSizing
   p.prefix_caching = c.prefix_caching;
   p.host_blocks = c.preemption == "swap" ? sizing.host_blocks : 0;
   p.eviction = c.eviction;
+  // A model with sliding and full layers: a group per attention type over
+  // the pool of pages the sizing laid out.
+  if (sizing.groups.hybrid())
+    return std::make_unique<HybridPagedPolicy>(HybridPagedParams{p, sizing.groups});
   return std::make_unique<PagedPolicy>(p);
 }
 
@@ -85,7 +90,7 @@ const std::vector<CachePolicyComponent>& cache_policy_components() {
   static const std::vector<CachePolicyComponent> t = {
       {chunk_lru_policy_info(), "", chunk_lru_policy_checks, PolicyEngine::serving, true},
       {llama_cells_policy_info(), "", llama_cells_policy_checks, PolicyEngine::genie},
-      {paged_policy_info(), "", nullptr, PolicyEngine::serving, true},
+      {paged_policy_info(), "", nullptr, PolicyEngine::serving, true, true},
       {pointer_shift_policy_info(), "", pointer_shift_policy_checks, PolicyEngine::genie},
       {shift_concat_policy_info(), "", genie_buffer_checks, PolicyEngine::genie},
       {sliding_window_policy_info(), kSlidingWindowBaseKey, sliding_window_policy_checks,
@@ -112,6 +117,9 @@ config::ComponentInfo kv_cache_section_info() {
        choice_param("dtype", std::string("fp16"), kKvDtypeNames,
                     "element type of the cached K and V (fp8 = fp8_e4m3; fp8 rows carry one "
                     "scale per token and head); vLLM's top-level kv_cache_dtype is the same key"),
+       choice_param("kv_scale", std::string("per_token"), {"per_token", "per_tensor"},
+                    "fp8 KV scales: one per token and head (the row's amax), or one per layer's "
+                    "K and V (a calibrated amax, vLLM's k_scale / v_scale); fp8 dtypes only"),
        number_param("memory_fraction", 0.9, 0.01, 1.0, "fraction of device memory",
                     "memory the engine may use: weights, activations, KV (chunk_lru: see "
                     "main_pool_fraction)")}};
@@ -183,6 +191,11 @@ std::optional<PolicyEngine> engine_of(const std::string& policy, const CacheConf
 
 bool is_genie_policy(const CacheConfig& config) {
   return engine_of(config.policy, config) == PolicyEngine::genie;
+}
+
+bool policy_groups_kv_by_attention(const std::string& policy) {
+  const CachePolicyComponent* c = find_cache_policy(policy);
+  return c != nullptr && c->kv_groups_by_attention;
 }
 
 bool policy_supports_numerics(const CacheConfig& config) {

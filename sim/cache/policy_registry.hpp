@@ -42,6 +42,9 @@ struct CachePolicyComponent {
   // The serving engine's numerics checker supports it (the genie engine
   // checks every on-device policy).
   bool serving_numerics = false;
+  // On a model with sliding and full layers it keeps a KV cache group per
+  // attention type over pages of one pool (sim/cache/kv_cache_groups.hpp).
+  bool kv_groups_by_attention = false;
 };
 // Sorted by name, one entry per value of kv_cache.policy.
 const std::vector<CachePolicyComponent>& cache_policy_components();
@@ -76,6 +79,9 @@ bool is_genie_policy(const CacheConfig& config);
 // Whether `numerics.mode` other than off can run with this policy: on the
 // genie engine always, on the serving engine when the policy says so.
 bool policy_supports_numerics(const CacheConfig& config);
+// Whether the policy named so sizes its pool by KV cache groups (false for
+// a name that is not registered).
+bool policy_groups_kv_by_attention(const std::string& policy);
 // nullptr when `config` is not an on-device policy; throws
 // std::invalid_argument when its shape is unusable (variants beyond ctx_size).
 std::unique_ptr<GenieKvPolicy> make_genie_policy(const CacheConfig& config, const ModelSpec& model);

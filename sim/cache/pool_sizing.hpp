@@ -9,6 +9,7 @@
 
 #include "base/units.hpp"
 #include "models/model_spec.hpp"
+#include "sim/cache/kv_cache_groups.hpp"
 
 namespace kvsim {
 
@@ -28,6 +29,10 @@ struct PoolSizingInput {
   // chunk_lru (seed 003): a second pool of chunk_pool_fraction x device
   // memory, KV only, beside the main pool (whose fraction is memory_fraction).
   double chunk_pool_fraction = 0;
+  // The policy keeps a KV cache group per attention type (paged, as vLLM's
+  // hybrid allocator): on a model with sliding and full layers the pool's
+  // blocks are pages of KvCacheGroups::page_layers layers.
+  bool kv_groups_by_attention = false;
 };
 
 struct PoolSizing {
@@ -42,6 +47,16 @@ struct PoolSizing {
   int64_t host_blocks = 0;        // swap_space / block_bytes
   int64_t chunk_pool_blocks = 0;  // floor(memory * chunk_pool_fraction / block_bytes)
   Bytes chunk_pool_bytes = 0;     // chunk_pool_blocks * block_bytes
+  // hybrid() when the pool is split by attention type: block_bytes is then
+  // one page (page_layers layers), num_blocks counts pages, and
+  // capacity_tokens is what the pages hold when every group keeps every token.
+  KvCacheGroups groups;
+
+  // Blocks (pages) a sequence of `tokens` tokens may need at once.
+  int64_t blocks_for_sequence(int64_t tokens, int64_t block_size) const {
+    return groups.hybrid() ? groups.pages_at_most(tokens, block_size)
+                           : (tokens + block_size - 1) / block_size;
+  }
 };
 
 // Peak activation memory of one forward step, the part of device memory the

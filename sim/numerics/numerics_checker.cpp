@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/attention.hpp"
+#include "kernels/kv_fp8.hpp"
 #include "kernels/store_kvcache.hpp"
 #include "sim/scenario.hpp"
 
@@ -17,6 +18,13 @@ CheckerParams checker_params(const ScenarioSpec& s, const PoolSizing& sizing) {
   p.num_blocks = sizing.num_blocks;
   p.block_size = s.cache.block_size;
   p.dtype = *kernels::parse_kv_dtype(s.cache.dtype);
+  // The synthetic K and V lie in [-1, 1): a calibration of the tensor finds
+  // amax 1 (vLLM's k_scale / v_scale from calibration data).
+  if (s.cache.kv_scale == "per_tensor" && kernels::kv_dtype_has_row_params(p.dtype) &&
+      p.dtype != kernels::KvDtype::int8)
+    p.fp8_tensor_scale = kernels::fp8_tensor_scale(1.0f, p.dtype == kernels::KvDtype::fp8_e5m2
+                                                             ? kernels::Fp8Format::e5m2
+                                                             : kernels::Fp8Format::e4m3);
   const NumericsConfig& n = s.numerics;
   p.shape.layers = std::min(n.shadow_layers, s.model.num_hidden_layers);
   p.shape.kv_heads = std::min(n.shadow_heads, s.model.kv_heads_per_rank(s.tp));
@@ -38,7 +46,7 @@ CheckerParams checker_params(const ScenarioSpec& s, const PoolSizing& sizing) {
 NumericsChecker::NumericsChecker(const CheckerParams& params)
     : p_(params),
       pool_(params.num_blocks, params.shape.layers, params.block_size, params.shape.kv_heads,
-            params.shape.head_dim, params.dtype) {}
+            params.shape.head_dim, params.dtype, params.fp8_tensor_scale) {}
 
 std::vector<int32_t> NumericsChecker::block_table_of(const Sequence& seq,
                                                      const KvCachePolicy& policy) const {
@@ -79,8 +87,8 @@ void NumericsChecker::extend_reference(const Sequence& seq, Shadow& shadow, int6
       synthetic_rows(sh, Tensor::key, tokens.at(pos), pos, l, kr);
       synthetic_rows(sh, Tensor::value, tokens.at(pos), pos, l, vr);
       for (int64_t h = 0; h < sh.kv_heads; ++h) {
-        kernels::round_trip_row(p_.dtype, kr + h * d, d, kr + h * d);
-        kernels::round_trip_row(p_.dtype, vr + h * d, d, vr + h * d);
+        kernels::round_trip_row(p_.dtype, kr + h * d, d, kr + h * d, p_.fp8_tensor_scale);
+        kernels::round_trip_row(p_.dtype, vr + h * d, d, vr + h * d, p_.fp8_tensor_scale);
       }
     }
   }

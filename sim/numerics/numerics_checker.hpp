@@ -28,6 +28,9 @@ struct CheckerParams {
   int64_t num_blocks = 0;
   int64_t block_size = 0;
   kernels::KvDtype dtype = kernels::KvDtype::fp16;
+  // kv_cache.kv_scale per_tensor on an fp8 cache: the one scale of every
+  // row (0: each row its own).
+  float fp8_tensor_scale = 0.0f;
   SyntheticShape shape;
   bool every_step = true;  // full; otherwise one step in sample_every
   int64_t sample_every = 16;

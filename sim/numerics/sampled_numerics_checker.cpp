@@ -38,7 +38,7 @@ int64_t item_tokens(const ScheduledBatch& batch, const Sequence* seq) {
 SampledNumericsChecker::SampledNumericsChecker(const CheckerParams& params)
     : p_(params),
       pool_(params.num_blocks, params.shape.layers, params.block_size, params.shape.kv_heads,
-            params.shape.head_dim, params.dtype),
+            params.shape.head_dim, params.dtype, params.fp8_tensor_scale),
       rope_(params.shape.head_dim, params.shape.rope_theta, params.shape.rope_style),
       every_(static_cast<uint64_t>(params.sample_every)),
       block_(static_cast<uint64_t>(params.block_size)) {
@@ -215,8 +215,10 @@ void SampledNumericsChecker::write_tokens(const Sequence& seq, Followed& f,
         float* kr = k_ref_.data() + l * row;
         float* vr = v_ref_.data() + l * row;
         for (int64_t h = 0; h < sh.kv_heads; ++h) {
-          kernels::round_trip_row(p_.dtype, k_rows_.data() + l * row + h * d, d, kr + h * d);
-          kernels::round_trip_row(p_.dtype, v_rows_.data() + l * row + h * d, d, vr + h * d);
+          kernels::round_trip_row(p_.dtype, k_rows_.data() + l * row + h * d, d, kr + h * d,
+                                  p_.fp8_tensor_scale);
+          kernels::round_trip_row(p_.dtype, v_rows_.data() + l * row + h * d, d, vr + h * d,
+                                  p_.fp8_tensor_scale);
         }
         f.reference[static_cast<size_t>(l)].append(kr, vr, 1);
       }

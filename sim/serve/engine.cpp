@@ -105,7 +105,7 @@ void ServingEngine::submit(Request request) {
   Sequence* seq = new_sequence(std::move(request));
   shell_.count_arrival();
   const int64_t total = seq->prompt_len() + seq->output_len();
-  const int64_t blocks = (total + scenario_.cache.block_size - 1) / scenario_.cache.block_size;
+  const int64_t blocks = sizing_.blocks_for_sequence(total, scenario_.cache.block_size);
   // A request that can never be served is refused at the door, as vLLM
   // refuses prompts beyond max_model_len or larger than the whole cache.
   if (seq->prompt_len() < 1 || seq->output_len() < 1 || total > scenario_.max_model_len() ||

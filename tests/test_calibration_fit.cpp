@@ -139,6 +139,75 @@ TEST(CalibrationFit, LeaveOneOutOnASyntheticSet) {
   }
 }
 
+// Two devices of one family (the Hexagon catalog: KV-read efficiency shared,
+// weight streaming per device) whose rows follow t = W / (bw x e_w) +
+// K / (bw x e_kv). Device B's two rows have the same weights-to-KV mix, so
+// alone they cannot tell e_w from e_kv; fitted jointly with A, the shared
+// e_kv comes from A's rows and pins B's own e_w. Leave-one-out refits the
+// whole family without the row.
+TEST(CalibrationFit, AFamilySharesWhatOneDesignHasInCommon) {
+  DeviceSpec base = device("snapdragon-8-elite");
+  auto model_time = [](const MeasurementRow& r, const DeviceSpec& s) {
+    const double w = static_cast<double>(*r.batch) * 1e8;          // weight bytes
+    const double kv = static_cast<double>(*r.input_tokens) * 1e6;  // KV bytes
+    const double bw = static_cast<double>(s.memory_bandwidth);
+    return w / (bw * s.memory_efficiency[0]) + kv / (bw * s.memory_efficiency[1]);
+  };
+  RowPredictor predict = [&](const MeasurementRow& r,
+                             const DeviceSpec& s) -> std::optional<double> {
+    return model_time(r, s);
+  };
+  auto load = [&](const std::string& name) {
+    DeviceSpec d = base;
+    d.name = name;
+    return d;
+  };
+  DeviceSpec truth_a = load("syn-a"), truth_b = load("syn-b");
+  set_fit_parameter(truth_a, "efficiency.gemm.memory", 0.8);
+  set_fit_parameter(truth_b, "efficiency.gemm.memory", 0.5);
+  for (DeviceSpec* t : {&truth_a, &truth_b})
+    set_fit_parameter(*t, "efficiency.attention.memory", 0.3);
+  std::vector<MeasurementRow> rows;
+  auto add = [&](const std::string& id, const DeviceSpec& truth, int64_t w, int64_t kv) {
+    MeasurementRow r;
+    r.id = id;
+    r.device = truth.name;
+    r.batch = w;
+    r.input_tokens = kv;
+    r.value = model_time(r, truth);
+    rows.push_back(r);
+  };
+  add("A1", truth_a, 10, 100);
+  add("A2", truth_a, 40, 200);
+  add("A3", truth_a, 20, 1500);
+  add("A4", truth_a, 30, 900);
+  add("B1", truth_b, 20, 200);
+  add("B2", truth_b, 40, 400);
+  const CvReport cv = cross_validate(rows, load, predict, true);
+  ASSERT_EQ(cv.fits.size(), 2u);
+  for (const DeviceFit& f : cv.fits) {
+    SCOPED_TRACE(f.device);
+    EXPECT_EQ(f.family, "hexagon-htp");
+    EXPECT_EQ(f.family_row_ids.size(), 6u);
+    for (const FittedParameter& p : f.params) {
+      if (p.param.key == "efficiency.attention.memory") {
+        EXPECT_TRUE(p.param.shared);
+        EXPECT_TRUE(p.constrained);
+        EXPECT_NEAR(p.value, 0.3, 0.01);
+      }
+      if (p.param.key == "efficiency.gemm.memory") {
+        EXPECT_FALSE(p.param.shared);
+        EXPECT_NEAR(p.value, f.device == "syn-a" ? 0.8 : 0.5, 0.02);
+      }
+    }
+  }
+  for (const CvEntry& e : cv.entries) {
+    SCOPED_TRACE(e.row.id);
+    ASSERT_TRUE(e.in_sample && e.held_out);
+    EXPECT_NEAR(*e.held_out / e.row.value, 1.0, 0.03);
+  }
+}
+
 // Every parameter the fit varies carries a source in every shipped device
 // file of a family that has them, and a fitted one names the rows.
 TEST(CalibrationFit, EveryFittedParameterOfTheShippedDevicesHasASource) {

@@ -4,6 +4,8 @@
 // sliding window, metrics, determinism and bad input.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 #include <regex>
@@ -211,6 +213,42 @@ TEST(GenieEngine, SpeculationWithFullAcceptanceNeverRewinds) {
   int64_t verify = 0;
   for (const auto& p : r.passes) verify += p.kind == GeniePassKind::verify;
   EXPECT_EQ(verify, 3 * 10);
+}
+
+// Speculation cannot beat streaming the weights: every verify pass streams
+// the target's weights once and emits at most K + 1 tokens, and each of the
+// K drafts before it streams the draft head's (one target layer plus the LM
+// head, workloads/dialog_workload_spec.hpp), all over LPDDR at no more than
+// its peak. So TPOT >= (W + K x W_head) / bandwidth / (K + 1), with every
+// draft accepted; prompt-lookup drafts are free but the target's share stays.
+TEST(GenieEngine, SpeculativeTpotNeverBeatsTheWeightStreamingBound) {
+  auto tpot_ms = [](const std::string& speculative) {
+    DialogYaml y;
+    y.turns = 1;
+    y.reply = "81";
+    y.workload_extra = "  speculative: " + speculative + "\n";
+    return run_dialog(y).metrics.latency_ms.tpot.mean;
+  };
+  const ScenarioSpec s = load(DialogYaml{});
+  ModelSpec head = s.model;
+  head.num_hidden_layers = 1;
+  const double bw = static_cast<double>(s.device.memory_bandwidth);
+  const double target = static_cast<double>(s.model.weight_bytes()) / bw * 1e3;  // ms
+  const double draft = static_cast<double>(head.weight_bytes()) / bw * 1e3;
+  const int k = 4;
+  const double eagle = tpot_ms("{draft_tokens: 4, acceptance_rate: 1.0}");
+  const double lookup = tpot_ms("{draft_tokens: 4, acceptance_rate: 1.0, drafter: prompt_lookup}");
+  const double given = tpot_ms(
+      "{draft_tokens: 4, acceptance_rate: 1.0, drafter: prompt_lookup, "
+      "draft_cost_per_token: 5ms}");
+  std::printf(
+      "[ spec     ] TPOT eagle %.3f ms, prompt lookup %.3f ms, 5 ms drafts %.3f ms; "
+      "bound %.3f ms\n",
+      eagle, lookup, given, (target + k * draft) / (k + 1));
+  EXPECT_GE(eagle, (target + k * draft) / (k + 1));
+  EXPECT_GE(lookup, target / (k + 1));
+  EXPECT_GT(eagle, lookup);  // drafting has a price by default
+  EXPECT_NEAR(given - lookup, 4 * 5.0 / (k + 1), 0.05);
 }
 
 std::string contention_yaml(const std::string& device, const std::string& busy = "20ms") {

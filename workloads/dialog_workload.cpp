@@ -96,21 +96,21 @@ int64_t dialog_reply_length(const DialogWorkloadSpec& spec, uint64_t seed, int32
 
 config::ComponentInfo dialog_workload_info() {
   using namespace config;
-  return {
-      "workload",
-      "dialog",
-      "one user's turns on a phone NPU; the history stays in the device cache (seed 002)",
-      {int_param("turns", std::nullopt, 1, kMaxTurns, "turns",
-                 "how many turns the user takes (prompt, then reply)"),
-       distribution_param("prompt_tokens", true, "tokens", "new user tokens per turn (>= 1)"),
-       distribution_param("reply_tokens", true, "tokens",
-                          "tokens the model generates per turn (>= 1)"),
-       distribution_param("think_time", false, "time",
-                          "from a reply's last token to the next prompt (absent: 0)"),
-       section_param("speculative", false, "{draft_tokens, acceptance_rate, draft_cost_per_token}",
-                     "speculative decoding: drafts verified in one AR-n pass"),
-       section_param("session_cache", false, "{restore, tokens, save}",
-                     "restore a saved conversation first, save the cache last")}};
+  return {"workload",
+          "dialog",
+          "one user's turns on a phone NPU; the history stays in the device cache (seed 002)",
+          {int_param("turns", std::nullopt, 1, kMaxTurns, "turns",
+                     "how many turns the user takes (prompt, then reply)"),
+           distribution_param("prompt_tokens", true, "tokens", "new user tokens per turn (>= 1)"),
+           distribution_param("reply_tokens", true, "tokens",
+                              "tokens the model generates per turn (>= 1)"),
+           distribution_param("think_time", false, "time",
+                              "from a reply's last token to the next prompt (absent: 0)"),
+           section_param("speculative", false,
+                         "{draft_tokens, acceptance_rate, drafter, draft_cost_per_token}",
+                         "speculative decoding: drafts verified in one AR-n pass"),
+           section_param("session_cache", false, "{restore, tokens, save}",
+                         "restore a saved conversation first, save the cache last")}};
 }
 
 config::ComponentInfo speculative_info() {
@@ -121,8 +121,13 @@ config::ComponentInfo speculative_info() {
           {int_param("draft_tokens", std::nullopt, 1, 1024, "tokens", "drafted tokens per pass"),
            number_param("acceptance_rate", std::nullopt, 0.0, 1.0, "probability",
                         "chance the target accepts each draft, until the first rejection"),
-           duration_param("draft_cost_per_token", 0, 0, kNsPerS,
-                          "CPU time to draft one token; 0 for prompt-lookup drafting")}};
+           choice_param("drafter", "eagle_head", {"eagle_head", "prompt_lookup"},
+                        "eagle_head: a one-layer EAGLE draft head priced as an AR-1 pass of one "
+                        "target layer plus its LM head on the device; prompt_lookup: n-gram "
+                        "drafts, free"),
+           optional_param(duration_param("draft_cost_per_token", std::nullopt, 0, kNsPerS,
+                                         "time to draft one token, replacing the drafter's own "
+                                         "price (absent: the drafter's)"))}};
 }
 
 config::ComponentInfo session_cache_info() {
@@ -154,14 +159,17 @@ void parse_dialog_workload(config::MapReader& reader, WorkloadSpec& spec) {
     dialog.think_time = read_distribution(reader, "think_time", {QuantityKind::duration, 0, ""});
   else
     reader.ignore({"think_time"});
-  // speculative: {draft_tokens, acceptance_rate, draft_cost_per_token}
+  // speculative: {draft_tokens, acceptance_rate, drafter, draft_cost_per_token}
   if (const config::Node node = reader.child("speculative"); node.defined()) {
     config::MapReader s(node);
     const config::ParamValues v = config::read_params(s, speculative_info());
     SpeculativeSpec spec_s;
     spec_s.draft_tokens = v.integer("draft_tokens");
     spec_s.acceptance_rate = v.number("acceptance_rate");
-    spec_s.draft_cost_per_token = v.integer("draft_cost_per_token");
+    spec_s.drafter =
+        v.string("drafter") == "prompt_lookup" ? Drafter::prompt_lookup : Drafter::eagle_head;
+    if (v.has("draft_cost_per_token"))
+      spec_s.draft_cost_per_token = v.integer("draft_cost_per_token");
     s.finish();
     dialog.speculative = spec_s;
   }

@@ -18,12 +18,22 @@ class ClampedDistribution;
 // `acceptance_rate` until the first rejection, emits the accepted drafts plus
 // one token of its own, and the rejected drafts' KV entries are rewound
 // (seed 002 dispatch UPDATE_OUTPUT).
+//
+// Drafting has a price unless said otherwise: `drafter: eagle_head` (the
+// default) drafts with an EAGLE-style head (Li et al., "EAGLE: Speculative
+// Sampling Requires Rethinking Feature Uncertainty", ICML 2024: one decoder
+// layer of the target's shape over its features, reusing the target's
+// embedding and LM head), priced per draft token as one AR-1 pass of that
+// one-layer model on the same device; `drafter: prompt_lookup` (n-gram
+// matching against the context, free next to an NPU pass) costs nothing.
+// `draft_cost_per_token`, when given, replaces the drafter's own price.
+enum class Drafter { eagle_head, prompt_lookup };
+
 struct SpeculativeSpec {
   int64_t draft_tokens = 4;
   double acceptance_rate = 0.7;
-  // CPU time to draft one token; 0 for prompt-lookup / n-gram drafting
-  // (free next to an NPU pass).
-  TimeNs draft_cost_per_token = 0;
+  Drafter drafter = Drafter::eagle_head;
+  std::optional<TimeNs> draft_cost_per_token;  // nullopt: the drafter's own price
 };
 
 // `session_cache:` Genie's dumpCache/loadCache (seed 002): restore a saved

@@ -54,6 +54,7 @@ std::vector<FitParameter> family_priors(const DeviceSpec& device,
                                         const std::vector<const DeviceFit*>& others) {
   std::vector<FitParameter> params = fit_parameters(device);
   for (FitParameter& p : params) {
+    if (p.shared) continue;  // fitted on the whole family's rows together
     double sum = 0, weights = 0;
     std::vector<std::string> from;
     for (const DeviceFit* f : others) {
@@ -87,10 +88,10 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
     if (!by_device.count(d)) order.push_back(d);
     by_device[d].push_back(r);
   }
-  // Pass 1: every device on its own rows, from the catalog's assumed values.
   std::map<std::string, DeviceSpec> starts;
   std::map<std::string, std::string> load_errors;
-  std::map<std::string, DeviceFit> own;
+  std::vector<std::string> family_order;
+  std::map<std::string, std::vector<std::string>> families;  // family -> its devices
   for (const std::string& name : order) {
     try {
       starts[name] = load_device(name);
@@ -98,64 +99,90 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
       load_errors[name] = e.what();
       continue;
     }
-    own[name] = fit_device(starts[name], by_device[name], predict, fit_parameters(starts[name]));
+    const std::string family = calibration_family(starts[name]);
+    if (!families.count(family)) family_order.push_back(family);
+    families[family].push_back(name);
   }
-  // Pass 2: every device again, what its rows leave open taken from its
-  // family's other devices; then leave-one-out with the same priors.
+  auto shares = [&](const std::string& name) {
+    for (const FitParameter& p : fit_parameters(starts[name]))
+      if (p.shared) return true;
+    return false;
+  };
+  // Pass 1: every device of a family that shares nothing on its own rows,
+  // from the catalog's assumed values (what its kind's siblings take as
+  // priors in pass 2).
+  std::map<std::string, DeviceFit> own;
+  for (const std::string& name : order)
+    if (!load_errors.count(name) && !shares(name))
+      own[name] = fit_device(starts[name], by_device[name], predict, fit_parameters(starts[name]));
+
   std::map<std::string, CvEntry> entries;
   std::map<std::string, int64_t> predicted_rows;
   for (const std::string& name : order) {
-    const auto& device_rows = by_device[name];
-    if (load_errors.count(name)) {
-      for (const auto& r : device_rows) {
-        CvEntry e;
-        e.row = r;
-        e.device = name;
-        e.not_predicted = load_errors[name];
-        entries[r.id] = std::move(e);
-      }
-      continue;
-    }
-    const DeviceSpec& start = starts[name];
-    std::vector<const DeviceFit*> others;
-    for (const auto& [other, fit] : own)
-      if (other != name) others.push_back(&fit);
-    const std::vector<FitParameter> params = family_priors(start, others);
-    DeviceFit full = fit_device(start, device_rows, predict, params);
-    for (const auto& r : device_rows) {
+    if (!load_errors.count(name)) continue;
+    for (const auto& r : by_device[name]) {
       CvEntry e;
       e.row = r;
       e.device = name;
-      const auto it = std::find(full.row_ids.begin(), full.row_ids.end(), r.id);
-      if (it == full.row_ids.end()) {
-        try {
-          (void)predict(r, full.fitted);
-          e.not_predicted = "the predictor does not handle this row";
-        } catch (const std::exception& ex) {
-          e.not_predicted = ex.what();
-        }
-      } else {
-        e.in_sample = full.predicted[static_cast<size_t>(it - full.row_ids.begin())];
-        ++predicted_rows[name];
-      }
+      e.not_predicted = load_errors[name];
       entries[r.id] = std::move(e);
     }
+  }
+  // Pass 2: every family jointly (what a device shares with its siblings is
+  // fitted on all their rows; what its rows leave open of its own comes from
+  // its kind's other devices, pass 1); then leave-one-out: each row
+  // predicted by the same joint fit on every other row of the family.
+  for (const std::string& family : family_order) {
+    const std::vector<std::string>& names = families[family];
+    std::vector<DeviceSpec> family_starts;
+    std::vector<std::vector<MeasurementRow>> family_rows;
+    std::vector<std::vector<FitParameter>> params;
+    for (const std::string& name : names) {
+      family_starts.push_back(starts[name]);
+      family_rows.push_back(by_device[name]);
+      std::vector<const DeviceFit*> others;
+      for (const auto& [other, fit] : own)
+        if (other != name) others.push_back(&fit);
+      params.push_back(family_priors(starts[name], others));
+    }
+    std::vector<DeviceFit> full = fit_family(family_starts, family_rows, predict, params);
+    for (size_t d = 0; d < names.size(); ++d) {
+      for (const auto& r : family_rows[d]) {
+        CvEntry e;
+        e.row = r;
+        e.device = names[d];
+        const auto it = std::find(full[d].row_ids.begin(), full[d].row_ids.end(), r.id);
+        if (it == full[d].row_ids.end()) {
+          try {
+            (void)predict(r, full[d].fitted);
+            e.not_predicted = "the predictor does not handle this row";
+          } catch (const std::exception& ex) {
+            e.not_predicted = ex.what();
+          }
+        } else {
+          e.in_sample = full[d].predicted[static_cast<size_t>(it - full[d].row_ids.begin())];
+          ++predicted_rows[names[d]];
+        }
+        entries[r.id] = std::move(e);
+      }
+    }
     if (leave_one_out) {
-      for (const auto& r : device_rows) {
-        CvEntry& e = entries[r.id];
-        if (!e.in_sample) continue;
-        std::vector<MeasurementRow> rest;
-        for (const auto& o : device_rows)
-          if (o.id != r.id) rest.push_back(o);
-        const DeviceFit without = fit_device(start, rest, predict, params);
-        try {
-          e.held_out = predict(r, without.fitted);
-        } catch (const std::exception& ex) {
-          e.not_predicted = ex.what();
+      for (size_t d = 0; d < names.size(); ++d) {
+        for (const auto& r : family_rows[d]) {
+          CvEntry& e = entries[r.id];
+          if (!e.in_sample) continue;
+          std::vector<std::vector<MeasurementRow>> rest = family_rows;
+          std::erase_if(rest[d], [&](const MeasurementRow& o) { return o.id == r.id; });
+          const std::vector<DeviceFit> without = fit_family(family_starts, rest, predict, params);
+          try {
+            e.held_out = predict(r, without[d].fitted);
+          } catch (const std::exception& ex) {
+            e.not_predicted = ex.what();
+          }
         }
       }
     }
-    report.fits.push_back(std::move(full));
+    for (DeviceFit& f : full) report.fits.push_back(std::move(f));
   }
   std::vector<double> held, in;
   for (const MeasurementRow& r : rows) {
@@ -244,7 +271,9 @@ std::string params_text(const DeviceFit& f) {
     out += fmt::format(
         "  {:<32} {:>10}  {}\n", p.param.key, format_value(p),
         p.constrained
-            ? fmt::format("fitted, {}, sensitivity {:.3f}", spread(p), p.sensitivity)
+            ? fmt::format("fitted{}, {}, sensitivity {:.3f}",
+                          p.param.shared ? " (shared by " + f.family + ")" : "", spread(p),
+                          p.sensitivity)
             : fmt::format("assumed (rows do not constrain it; sensitivity {:.3f})", p.sensitivity));
   }
   return out;
@@ -288,7 +317,9 @@ std::string fit_json_text(const CvReport& report, const std::string& command) {
   for (const auto& f : report.fits) {
     nlohmann::ordered_json d;
     d["device"] = f.device;
+    d["family"] = f.family;
     d["rows"] = f.row_ids;
+    d["family_rows"] = f.family_row_ids;
     d["rms_relative_error"] = f.rms_relative_error;
     d["iterations"] = f.iterations;
     d["parameters"] = nlohmann::ordered_json::array();
@@ -298,6 +329,7 @@ std::string fit_json_text(const CvReport& report, const std::string& command) {
       pj["value"] = p.value;
       pj["unit"] = p.param.unit;
       pj["status"] = p.constrained ? "fitted" : "assumed";
+      pj["shared_by_family"] = p.param.shared;
       pj["relative_std"] = p.relative_std;
       pj["sensitivity"] = p.sensitivity;
       if (!p.constrained) pj["assumed_source"] = p.param.assumed_source;
@@ -331,10 +363,14 @@ std::string fit_device_yaml(const DeviceFit& f, const std::string& command) {
   std::string out = fmt::format("# {}: `{}`; rows {}; rms relative error {:.1f}%\n", f.device,
                                 command, rows_list(f.row_ids), 100 * f.rms_relative_error);
   for (const auto& p : f.params) {
-    const std::string source = p.constrained
-                                   ? fmt::format("M: fitted on rows {} (kvsim calibrate --fit; {})",
-                                                 rows_list(f.row_ids), spread(p))
-                                   : p.param.assumed_source + " (the rows do not constrain it)";
+    std::string source = p.param.assumed_source + " (the rows do not constrain it)";
+    if (p.constrained && p.param.shared)
+      source = fmt::format(
+          "M: fitted on rows {} (one value for the {} family; kvsim calibrate --fit; {})",
+          rows_list(f.family_row_ids), f.family, spread(p));
+    else if (p.constrained)
+      source = fmt::format("M: fitted on rows {} (kvsim calibrate --fit; {})", rows_list(f.row_ids),
+                           spread(p));
     out += fmt::format("{}: {{value: {}, source: \"{}\"}}\n", p.param.key, format_value(p), source);
   }
   return out;

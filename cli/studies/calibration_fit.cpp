@@ -1,6 +1,6 @@
-// The joint fit of a device's timing parameters (Levenberg-Marquardt on
-// relative error, Eigen) and its parameter catalog; leave-one-out lives in
-// calibration_cv.cpp.
+// The joint fit of a device family's timing parameters (Levenberg-Marquardt
+// on relative error, Eigen); the parameter catalog lives in
+// calibration_catalog.cpp, leave-one-out in calibration_cv.cpp.
 #include "cli/studies/calibration_fit.hpp"
 
 #include <fmt/format.h>
@@ -29,16 +29,21 @@ constexpr double kHoldTolerance = 0.03;
 // What a row that cannot be priced at a trial point costs (relative error).
 constexpr double kFailedRow = 10.0;
 
-FitParameter efficiency(const std::string& key, double assumed, std::string why, double lo) {
-  return FitParameter{key, assumed, std::move(why), lo, 1.0, true, ""};
-}
+// One fitted number: a catalog parameter of one device, or of every device
+// of the family (device == kShared).
+constexpr int kShared = -1;
+struct Slot {
+  FitParameter param;
+  int device = kShared;
+};
 
 struct Problem {
-  const DeviceSpec& start;
-  const std::vector<MeasurementRow>& rows;
+  std::vector<DeviceSpec> starts;  // each at its assumed values
+  std::vector<MeasurementRow> rows;
+  std::vector<int> row_device;  // index into starts
   const RowPredictor& predict;
-  const std::vector<FitParameter>& params;
-  std::vector<bool> free;  // per parameter: varied (else held at its assumed value)
+  std::vector<Slot> slots;
+  std::vector<bool> free;  // per slot: varied (else held at its assumed value)
 };
 
 double to_theta(const FitParameter& p, double v) {
@@ -48,29 +53,41 @@ double from_theta(const FitParameter& p, double t) {
   return std::clamp(p.log_scale ? std::exp(t) : t, p.lo, p.hi);
 }
 
-DeviceSpec device_at(const Problem& pb, const Eigen::VectorXd& theta) {
-  DeviceSpec d = pb.start;
-  for (size_t j = 0; j < pb.params.size(); ++j)
-    set_fit_parameter(d, pb.params[j].key,
-                      pb.free[j] ? from_theta(pb.params[j], theta(static_cast<Eigen::Index>(j)))
-                                 : pb.params[j].assumed);
+DeviceSpec device_at(const Problem& pb, const Eigen::VectorXd& theta, int device) {
+  DeviceSpec d = pb.starts[static_cast<size_t>(device)];
+  for (size_t j = 0; j < pb.slots.size(); ++j) {
+    const Slot& s = pb.slots[j];
+    if (s.device != kShared && s.device != device) continue;
+    set_fit_parameter(
+        d, s.param.key,
+        pb.free[j] ? from_theta(s.param, theta(static_cast<Eigen::Index>(j))) : s.param.assumed);
+  }
   return d;
 }
 
-// Row residuals (relative errors) at theta.
+// Row residuals (relative errors) at theta. With `base`, only the rows of
+// device `changed` are priced again (a per-device parameter moved).
 Eigen::VectorXd row_residuals(const Problem& pb, const Eigen::VectorXd& theta,
-                              std::vector<double>* predicted = nullptr) {
-  const DeviceSpec d = device_at(pb, theta);
+                              std::vector<double>* predicted = nullptr,
+                              const Eigen::VectorXd* base = nullptr, int changed = kShared) {
+  std::vector<std::optional<DeviceSpec>> devices(pb.starts.size());
   Eigen::VectorXd r(static_cast<Eigen::Index>(pb.rows.size()));
   if (predicted) predicted->assign(pb.rows.size(), 0.0);
   for (size_t i = 0; i < pb.rows.size(); ++i) {
+    const auto k = static_cast<Eigen::Index>(i);
+    const int dev = pb.row_device[i];
+    if (base != nullptr && changed != kShared && dev != changed) {
+      r(k) = (*base)(k);
+      continue;
+    }
+    auto& d = devices[static_cast<size_t>(dev)];
+    if (!d) d = device_at(pb, theta, dev);
     std::optional<double> v;
     try {
-      v = pb.predict(pb.rows[i], d);
+      v = pb.predict(pb.rows[i], *d);
     } catch (const std::exception&) {
       v.reset();
     }
-    const auto k = static_cast<Eigen::Index>(i);
     r(k) = v && std::isfinite(*v) ? (*v - pb.rows[i].value) / pb.rows[i].value : kFailedRow;
     if (predicted && v) (*predicted)[i] = *v;
   }
@@ -78,10 +95,11 @@ Eigen::VectorXd row_residuals(const Problem& pb, const Eigen::VectorXd& theta,
 }
 
 Eigen::VectorXd prior_residuals(const Problem& pb, const Eigen::VectorXd& theta) {
-  Eigen::VectorXd r = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(pb.params.size()));
-  for (size_t j = 0; j < pb.params.size(); ++j) {
+  Eigen::VectorXd r = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(pb.slots.size()));
+  for (size_t j = 0; j < pb.slots.size(); ++j) {
     const auto k = static_cast<Eigen::Index>(j);
-    if (pb.free[j]) r(k) = kPriorWeight * (theta(k) - to_theta(pb.params[j], pb.params[j].assumed));
+    const FitParameter& p = pb.slots[j].param;
+    if (pb.free[j]) r(k) = kPriorWeight * (theta(k) - to_theta(p, p.assumed));
   }
   return r;
 }
@@ -91,20 +109,24 @@ double cost(const Problem& pb, const Eigen::VectorXd& theta) {
 }
 
 // d(row residual) / d(theta) by finite differences, staying inside the bounds.
-Eigen::MatrixXd jacobian(const Problem& pb, const Eigen::VectorXd& theta,
-                         const Eigen::VectorXd& r0) {
+// `all` prices every slot (held ones too: their sensitivity is reported).
+Eigen::MatrixXd jacobian(const Problem& pb, const Eigen::VectorXd& theta, const Eigen::VectorXd& r0,
+                         bool all = false) {
   const auto n = static_cast<Eigen::Index>(pb.rows.size());
-  const auto p = static_cast<Eigen::Index>(pb.params.size());
+  const auto p = static_cast<Eigen::Index>(pb.slots.size());
   Eigen::MatrixXd J = Eigen::MatrixXd::Zero(n, p);
+  Problem varied = pb;
+  if (all) varied.free.assign(pb.slots.size(), true);
   for (Eigen::Index j = 0; j < p; ++j) {
-    if (!pb.free[static_cast<size_t>(j)]) continue;
-    const FitParameter& fp = pb.params[static_cast<size_t>(j)];
+    const auto u = static_cast<size_t>(j);
+    if (!varied.free[u]) continue;
+    const FitParameter& fp = pb.slots[u].param;
     // Large enough that the integer-nanosecond durations do not show.
     double h = 1e-3;
     if (to_theta(fp, fp.hi) - theta(j) < 2 * h) h = -h;  // at the upper bound: step down
     Eigen::VectorXd t = theta;
     t(j) += h;
-    J.col(j) = (row_residuals(pb, t) - r0) / h;
+    J.col(j) = (row_residuals(varied, t, nullptr, &r0, pb.slots[u].device) - r0) / h;
   }
   return J;
 }
@@ -115,10 +137,10 @@ struct Solution {
 };
 
 Solution levenberg_marquardt(const Problem& pb, Eigen::VectorXd theta) {
-  const auto p = static_cast<Eigen::Index>(pb.params.size());
+  const auto p = static_cast<Eigen::Index>(pb.slots.size());
   auto clamp_theta = [&](Eigen::VectorXd& t) {
     for (Eigen::Index j = 0; j < p; ++j) {
-      const FitParameter& fp = pb.params[static_cast<size_t>(j)];
+      const FitParameter& fp = pb.slots[static_cast<size_t>(j)].param;
       t(j) = std::clamp(t(j), to_theta(fp, fp.lo), to_theta(fp, fp.hi));
     }
   };
@@ -131,7 +153,8 @@ Solution levenberg_marquardt(const Problem& pb, Eigen::VectorXd theta) {
     Eigen::MatrixXd A = J.transpose() * J;
     Eigen::VectorXd g = J.transpose() * r;
     for (Eigen::Index j = 0; j < p; ++j) {
-      if (!pb.free[static_cast<size_t>(j)]) {
+      const auto u = static_cast<size_t>(j);
+      if (!pb.free[u]) {
         A.row(j).setZero();
         A.col(j).setZero();
         A(j, j) = 1.0;
@@ -140,8 +163,7 @@ Solution levenberg_marquardt(const Problem& pb, Eigen::VectorXd theta) {
       }
       const double w2 = kPriorWeight * kPriorWeight;
       A(j, j) += w2;
-      g(j) += w2 * (theta(j) - to_theta(pb.params[static_cast<size_t>(j)],
-                                        pb.params[static_cast<size_t>(j)].assumed));
+      g(j) += w2 * (theta(j) - to_theta(pb.slots[u].param, pb.slots[u].param.assumed));
     }
     bool improved = false;
     for (int tries = 0; tries < 10 && !improved; ++tries) {
@@ -171,105 +193,72 @@ Solution levenberg_marquardt(const Problem& pb, Eigen::VectorXd theta) {
   return s;
 }
 
+// The slots of a family: each shared parameter once (its assumed value and
+// source from the first device), then each device's own.
+std::vector<Slot> family_slots(const std::vector<std::vector<FitParameter>>& params) {
+  std::vector<Slot> slots;
+  if (params.empty()) return slots;
+  for (const FitParameter& p : params[0])
+    if (p.shared) slots.push_back(Slot{p, kShared});
+  for (size_t d = 0; d < params.size(); ++d) {
+    if (params[d].size() != params[0].size())
+      throw std::logic_error("fit_family: devices of one family need the same catalog");
+    for (size_t j = 0; j < params[d].size(); ++j) {
+      if (params[d][j].key != params[0][j].key || params[d][j].shared != params[0][j].shared)
+        throw std::logic_error("fit_family: devices of one family need the same catalog");
+      if (!params[d][j].shared) slots.push_back(Slot{params[d][j], static_cast<int>(d)});
+    }
+  }
+  return slots;
+}
+
 }  // namespace
 
-std::vector<FitParameter> fit_parameters(const DeviceSpec& device) {
-  if (device.kind == "htp") {
-    return {
-        efficiency("efficiency.gemm.memory", 0.7,
-                   "A: LPDDR weight streaming at ~70% of peak, as phone SoCs sustain", 0.3),
-        efficiency("efficiency.attention.memory", 0.7,
-                   "A: KV columns stream like weights, ~70% of LPDDR peak", 0.05),
-        efficiency("efficiency.gemm.compute", 0.4,
-                   "A: HMX nominal rate is no vendor figure; 0.4 of it as a first guess", 0.01),
-        efficiency("efficiency.attention.compute", 0.1,
-                   "A: masked attention over the whole cache buffer runs far below the GEMMs",
-                   0.002),
-        efficiency("efficiency.elementwise.compute", 0.5,
-                   "A: HVX softmax/norm kernels at half the nominal rate", 0.01),
-        FitParameter{"matrix_tokens_exponent", 0.0,
-                     "A: no pass-shape dependence until rows at two pass sizes show one", -1.0, 1.0,
-                     false, ""},
-        FitParameter{"step_overhead", 0.5,
-                     "A: one Genie graph execution (several context-binary parts) ~0.5 ms", 0.01,
-                     50.0, true, "ms"},
-    };
-  }
-  return {
-      efficiency("efficiency.gemm.memory", 0.8,
-                 "A: weight streaming in decode reaches ~80% of HBM peak on NPUs and GPUs", 0.3),
-      efficiency("efficiency.attention.memory", 0.7,
-                 "A: paged KV reads gather blocks, below streaming efficiency", 0.05),
-      efficiency("efficiency.gemm.compute", 0.7, "A: large GEMMs on a cube reach 60-80% of peak",
-                 0.1),
-      efficiency("efficiency.attention.compute", 0.5,
-                 "A: FlashAttention-style kernels reach about half of cube peak", 0.05),
-      FitParameter{"matrix_tokens_exponent", 0.0,
-                   "A: no batch-shape dependence until rows at two batch sizes show one", -1.0, 1.0,
-                   false, ""},
-      FitParameter{"step_overhead", 1.0,
-                   "A: per step host work (scheduling, input preparation) ~1 ms in vLLM-style "
-                   "servers",
-                   0.01, 100.0, true, "ms"},
-  };
-}
-
-double get_fit_parameter(const DeviceSpec& d, const std::string& key) {
-  for (size_t c = 0; c < kOpClassCount; ++c) {
-    const std::string base = fmt::format("efficiency.{}.", op_class_name(static_cast<OpClass>(c)));
-    if (key == base + "compute") return d.compute_efficiency[c];
-    if (key == base + "memory") return d.memory_efficiency[c];
-  }
-  if (key == "matrix_tokens_exponent") return d.matrix_tokens_exponent;
-  if (key == "step_overhead") return static_cast<double>(d.step_overhead) / 1e6;
-  throw std::logic_error("not a fit parameter: " + key);
-}
-
-void set_fit_parameter(DeviceSpec& d, const std::string& key, double value) {
-  for (size_t c = 0; c < kOpClassCount; ++c) {
-    const std::string base = fmt::format("efficiency.{}.", op_class_name(static_cast<OpClass>(c)));
-    if (key == base + "compute") {
-      d.compute_efficiency[c] = value;
-      return;
-    }
-    if (key == base + "memory") {
-      d.memory_efficiency[c] = value;
-      return;
-    }
-  }
-  if (key == "matrix_tokens_exponent") {
-    d.matrix_tokens_exponent = value;
-    return;
-  }
-  if (key == "step_overhead") {
-    d.step_overhead = static_cast<TimeNs>(std::llround(value * 1e6));
-    return;
-  }
-  throw std::logic_error("not a fit parameter: " + key);
-}
-
-DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>& all_rows,
+DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>& rows,
                      const RowPredictor& predict, const std::vector<FitParameter>& params) {
-  DeviceFit fit;
-  fit.device = start.name;
+  return fit_family({start}, {rows}, predict, {params}).front();
+}
+
+std::vector<DeviceFit> fit_family(const std::vector<DeviceSpec>& starts,
+                                  const std::vector<std::vector<MeasurementRow>>& all_rows,
+                                  const RowPredictor& predict,
+                                  const std::vector<std::vector<FitParameter>>& params) {
+  const std::vector<Slot> slots = family_slots(params);
+  std::vector<DeviceSpec> assumed = starts;
+  for (size_t d = 0; d < assumed.size(); ++d)
+    for (const Slot& s : slots)
+      if (s.device == kShared || s.device == static_cast<int>(d))
+        set_fit_parameter(assumed[d], s.param.key, s.param.assumed);
   // Rows the predictor handles at the assumed values; the rest are left out.
-  DeviceSpec assumed = start;
-  for (const auto& p : params) set_fit_parameter(assumed, p.key, p.assumed);
   std::vector<MeasurementRow> rows;
-  for (const MeasurementRow& r : all_rows) {
-    std::optional<double> v;
-    try {
-      v = predict(r, assumed);
-    } catch (const std::exception&) {
-      v.reset();
+  std::vector<int> row_device;
+  for (size_t d = 0; d < starts.size(); ++d) {
+    for (const MeasurementRow& r : all_rows[d]) {
+      std::optional<double> v;
+      try {
+        v = predict(r, assumed[d]);
+      } catch (const std::exception&) {
+        v.reset();
+      }
+      if (!v) continue;
+      rows.push_back(r);
+      row_device.push_back(static_cast<int>(d));
     }
-    if (v) rows.push_back(r);
   }
-  Problem pb{assumed, rows, predict, params, std::vector<bool>(params.size(), !rows.empty())};
-  const auto np = static_cast<Eigen::Index>(params.size());
+  // A device without rows leaves its own parameters assumed.
+  std::vector<bool> has_rows(starts.size(), false);
+  for (const int d : row_device) has_rows[static_cast<size_t>(d)] = true;
+  std::vector<bool> free(slots.size());
+  for (size_t j = 0; j < slots.size(); ++j)
+    free[j] =
+        slots[j].device == kShared ? !rows.empty() : has_rows[static_cast<size_t>(slots[j].device)];
+  Problem pb{assumed, rows, row_device, predict, slots, free};
+  const auto np = static_cast<Eigen::Index>(slots.size());
   Eigen::VectorXd theta(np);
-  for (Eigen::Index j = 0; j < np; ++j)
-    theta(j) = to_theta(params[static_cast<size_t>(j)], params[static_cast<size_t>(j)].assumed);
+  for (Eigen::Index j = 0; j < np; ++j) {
+    const FitParameter& p = slots[static_cast<size_t>(j)].param;
+    theta(j) = to_theta(p, p.assumed);
+  }
 
   // Fit, then hold at its assumed value a parameter the rows leave open, and
   // fit again, until every varied parameter is pinned. One at a time: of two
@@ -283,8 +272,7 @@ DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>&
   Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(np, np);
   Eigen::MatrixXd J;
   Eigen::VectorXd r;
-  // The posterior covariance at theta (log units; prior std 1) and whether
-  // each varied parameter's spread is below kConstrainedStd.
+  // The posterior covariance at theta (log units; prior std 1).
   auto posterior = [&](const Eigen::VectorXd& t, Eigen::MatrixXd& c) {
     r = row_residuals(pb, t);
     J = jacobian(pb, t, r);
@@ -294,15 +282,14 @@ DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>&
     for (Eigen::Index j = 0; j < np; ++j) precision(j, j) += 1.0;
     c = precision.inverse();
   };
+  int iterations = 0;
   Solution sol = levenberg_marquardt(pb, theta);
   theta = sol.theta;
-  fit.iterations += sol.iterations;
+  iterations += sol.iterations;
   double best = cost(pb, theta);
-  std::vector<bool> tried(params.size(), false);
+  std::vector<bool> tried(slots.size(), false);
   for (;;) {
     posterior(theta, cov);
-    // The open parameter the rows see least at the assumed values, not yet
-    // found to be needed.
     Eigen::Index pick = -1;
     double least_seen = 0;
     for (Eigen::Index j = 0; j < np; ++j) {
@@ -324,9 +311,9 @@ DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>&
     Problem held = pb;
     held.free[u] = false;
     Eigen::VectorXd t = theta;
-    t(pick) = to_theta(params[u], params[u].assumed);
+    t(pick) = to_theta(slots[u].param, slots[u].param.assumed);
     const Solution s2 = levenberg_marquardt(held, t);
-    fit.iterations += s2.iterations;
+    iterations += s2.iterations;
     const double c2 = cost(held, s2.theta);
     const double allowed = kHoldTolerance * kHoldTolerance * static_cast<double>(rows.size());
     if (c2 <= best + allowed) {
@@ -339,32 +326,58 @@ DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>&
 
   std::vector<double> predicted;
   r = row_residuals(pb, theta, &predicted);
-  fit.fitted = device_at(pb, theta);
-  fit.rms_relative_error = rows.empty() ? 0.0 : std::sqrt(r.squaredNorm() / r.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    fit.row_ids.push_back(rows[i].id);
-    fit.published.push_back(rows[i].value);
-    fit.predicted.push_back(predicted[i]);
+  const Eigen::MatrixXd J_all = jacobian(pb, theta, r, /*all=*/true);
+  std::vector<DeviceFit> fits;
+  for (size_t d = 0; d < starts.size(); ++d) {
+    DeviceFit fit;
+    fit.device = starts[d].name;
+    fit.family = calibration_family(starts[d]);
+    fit.iterations = iterations;
+    fit.fitted = device_at(pb, theta, static_cast<int>(d));
+    double squares = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      fit.family_row_ids.push_back(rows[i].id);
+      if (row_device[i] != static_cast<int>(d)) continue;
+      fit.row_ids.push_back(rows[i].id);
+      fit.published.push_back(rows[i].value);
+      fit.predicted.push_back(predicted[i]);
+      squares += r(static_cast<Eigen::Index>(i)) * r(static_cast<Eigen::Index>(i));
+    }
+    fit.rms_relative_error =
+        fit.row_ids.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(fit.row_ids.size()));
+    // This device's slots, in its catalog's order.
+    std::vector<Eigen::Index> mine;
+    for (const FitParameter& p : params[d]) {
+      for (size_t j = 0; j < slots.size(); ++j) {
+        if (slots[j].param.key != p.key) continue;
+        if (slots[j].device != kShared && slots[j].device != static_cast<int>(d)) continue;
+        mine.push_back(static_cast<Eigen::Index>(j));
+      }
+    }
+    for (const Eigen::Index j : mine) {
+      const auto u = static_cast<size_t>(j);
+      FittedParameter f;
+      f.param = slots[u].param;
+      f.constrained = pb.free[u];
+      f.value = get_fit_parameter(fit.fitted, f.param.key);
+      f.relative_std = f.constrained ? std::sqrt(std::max(cov(j, j), 0.0)) : 0.0;
+      // Over the rows this number prices: the device's own, or the family's.
+      double s2 = 0;
+      for (size_t i = 0; i < rows.size(); ++i)
+        if (slots[u].device == kShared || row_device[i] == static_cast<int>(d))
+          s2 += J_all(static_cast<Eigen::Index>(i), j) * J_all(static_cast<Eigen::Index>(i), j);
+      f.sensitivity = std::sqrt(s2);
+      fit.params.push_back(std::move(f));
+    }
+    const size_t m = mine.size();
+    fit.covariance.assign(m, std::vector<double>(m, 0));
+    for (size_t a = 0; a < m; ++a)
+      for (size_t b = 0; b < m; ++b)
+        if (pb.free[static_cast<size_t>(mine[a])] && pb.free[static_cast<size_t>(mine[b])])
+          fit.covariance[a][b] = cov(mine[a], mine[b]);
+    fits.push_back(std::move(fit));
   }
-  // Sensitivities of every parameter, held ones included (why they are held).
-  Problem all_free = pb;
-  all_free.free.assign(params.size(), !rows.empty());
-  const Eigen::MatrixXd J_all = jacobian(all_free, theta, r);
-  for (Eigen::Index j = 0; j < np; ++j) {
-    FittedParameter f;
-    f.param = params[static_cast<size_t>(j)];
-    f.constrained = pb.free[static_cast<size_t>(j)];
-    f.value = get_fit_parameter(fit.fitted, f.param.key);
-    f.relative_std = f.constrained ? std::sqrt(std::max(cov(j, j), 0.0)) : 0.0;
-    f.sensitivity = J_all.rows() > 0 ? J_all.col(j).norm() : 0.0;
-    fit.params.push_back(std::move(f));
-  }
-  fit.covariance.assign(static_cast<size_t>(np), std::vector<double>(static_cast<size_t>(np), 0));
-  for (Eigen::Index a = 0; a < np; ++a)
-    for (Eigen::Index b = 0; b < np; ++b)
-      if (pb.free[static_cast<size_t>(a)] && pb.free[static_cast<size_t>(b)])
-        fit.covariance[static_cast<size_t>(a)][static_cast<size_t>(b)] = cov(a, b);
-  return fit;
+  return fits;
 }
 
 }  // namespace kvsim

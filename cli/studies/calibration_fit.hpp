@@ -36,7 +36,14 @@ struct FitParameter {
   double lo = 0, hi = 0;       // bounds (in `unit`)
   bool log_scale = true;       // fitted as log(value): positive, relative steps
   std::string unit;            // "" (a fraction or exponent) or "ms"
+  // One value for every device of the family (calibration_family), fitted on
+  // all their rows together; else one per device.
+  bool shared = false;
 };
+
+// The devices whose fits share parameters: one name per hardware design
+// ("hexagon-htp" for every HTP generation); a device alone is its own.
+std::string calibration_family(const DeviceSpec& device);
 
 // The parameters a device family's fit varies, with their assumed values.
 std::vector<FitParameter> fit_parameters(const DeviceSpec& device);
@@ -59,7 +66,9 @@ struct FittedParameter {
 
 struct DeviceFit {
   std::string device;
-  std::vector<std::string> row_ids;          // the rows fitted on
+  std::string family;                        // calibration_family()
+  std::vector<std::string> row_ids;          // the device's rows fitted on
+  std::vector<std::string> family_row_ids;   // every row the shared parameters were fitted on
   std::vector<double> published, predicted;  // per row, after the fit
   std::vector<FittedParameter> params;
   std::vector<std::vector<double>> covariance;  // of the fitted (log) parameters
@@ -72,6 +81,15 @@ struct DeviceFit {
 // cannot predict are dropped. With no rows every parameter stays assumed.
 DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>& rows,
                      const RowPredictor& predict, const std::vector<FitParameter>& params);
+// Fits the devices of one family jointly: a parameter marked `shared` takes
+// one value for all of them, fitted on every device's rows; the others one
+// value per device, fitted on its own rows (while the shared ones move with
+// them). `rows[i]` and `params[i]` belong to `starts[i]`; every device's
+// catalog has the same keys in the same order. One DeviceFit per device.
+std::vector<DeviceFit> fit_family(const std::vector<DeviceSpec>& starts,
+                                  const std::vector<std::vector<MeasurementRow>>& rows,
+                                  const RowPredictor& predict,
+                                  const std::vector<std::vector<FitParameter>>& params);
 
 struct CvEntry {
   MeasurementRow row;

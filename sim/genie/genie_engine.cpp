@@ -246,8 +246,21 @@ void GenieEngine::Impl::on_pass_done() {
     return;
   }
   if (next_kind == GeniePassKind::verify && dialog_.speculative)
-    cpu += dialog_.speculative->draft_cost_per_token * (next.useful_tokens - 1);
+    cpu += draft_time(next.useful_tokens - 1, position);
   start_pass(next_kind, next, cpu);
+}
+
+// The given price per draft, else the drafter's: prompt lookup is free; an
+// EAGLE head drafts one token per AR-1 pass of its one layer and the LM head,
+// attending over its own one-layer KV of the context so far.
+TimeNs GenieEngine::Impl::draft_time(int64_t drafts, int64_t position) const {
+  const SpeculativeSpec& sp = *dialog_.speculative;
+  if (sp.draft_cost_per_token) return *sp.draft_cost_per_token * drafts;
+  if (!draft_timing_) return 0;
+  TimeNs t = 0;
+  for (int64_t i = 0; i < drafts; ++i)
+    t += draft_timing_->price_pass(HtpPass{1, 1, position + i, 0, 0}).latency;
+  return t;
 }
 
 void GenieEngine::Impl::complete_turn(TimeNs update_time) {

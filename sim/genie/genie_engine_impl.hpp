@@ -39,6 +39,8 @@ class GenieEngine::Impl {
   void submit(Request request);
   RunMetrics finish();
   PoolSizing memory_plan() const;
+  // Time to draft `drafts` tokens for a verify pass starting at `position`.
+  TimeNs draft_time(int64_t drafts, int64_t position) const;
 
   const ScenarioSpec& s_;
   EngineShell shell_;
@@ -46,6 +48,9 @@ class GenieEngine::Impl {
   const DialogWorkloadSpec& dialog_;
   std::unique_ptr<GenieKvPolicy> policy_;
   HtpTimingModel timing_;
+  // The EAGLE draft head (workloads/dialog_workload_spec.hpp): one decoder
+  // layer of the target's shape with its LM head; absent without one.
+  std::optional<HtpTimingModel> draft_timing_;
   VtcmSessions vtcm_;
   GenieCacheShape shape_;
   std::vector<int64_t> variants_;

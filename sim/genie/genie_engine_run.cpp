@@ -60,6 +60,13 @@ GenieEngine::Impl::Impl(const ScenarioSpec& scenario, Simulator& sim, EngineUpli
   for (const CoRunnerConfig& c : s_.htp.co_runners)
     co_runner_ids_.push_back(vtcm_.add_session(c.name, c.vtcm_request, c.vtcm_min));
   if (auto numerics = make_genie_numerics_observer(s_)) observers_.push_back(std::move(numerics));
+  if (dialog_.speculative && dialog_.speculative->drafter == Drafter::eagle_head &&
+      !dialog_.speculative->draft_cost_per_token) {
+    ModelSpec head = s_.model;
+    head.num_hidden_layers = 1;
+    if (head.layer_attention.size() > 1) head.layer_attention.resize(1);
+    draft_timing_.emplace(s_.device, head, kv_dtype_bytes(s_.cache.dtype));
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,110 @@
+// The parameters each device family's fit varies (`kvsim calibrate --fit`),
+// with the value each takes when the rows leave it open and why, and which
+// of them one hardware design shares across its generations.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "cli/studies/calibration_fit.hpp"
+
+namespace kvsim {
+namespace {
+
+FitParameter efficiency(const std::string& key, double assumed, std::string why, double lo,
+                        bool shared = false) {
+  return FitParameter{key, assumed, std::move(why), lo, 1.0, true, "", shared};
+}
+
+}  // namespace
+
+std::string calibration_family(const DeviceSpec& device) {
+  // The Hexagon NPU generations (v73, v75, v79) are one design: the same HMX
+  // tile engine, the same VTCM-fed attention kernels in Genie's AR-n graphs,
+  // the same graph executor. What differs between SoCs is the LPDDR part and
+  // the HMX clock and width. Every other kind is fitted device by device.
+  if (device.kind == "htp") return "hexagon-htp";
+  return device.name;
+}
+
+std::vector<FitParameter> fit_parameters(const DeviceSpec& device) {
+  if (device.kind == "htp") {
+    // Per device: weight streaming (its own LPDDR part and controller) and
+    // the HMX rate (clock, width). Shared by the family: how the pass shape
+    // moves the HMX's efficiency, the attention kernels (masked attention
+    // over the cache buffer, KV read through the same DMA path), the HVX
+    // kernels and the fixed cost of one graph execution.
+    return {
+        efficiency("efficiency.gemm.memory", 0.7,
+                   "A: LPDDR weight streaming at ~70% of peak, as phone SoCs sustain", 0.3),
+        efficiency("efficiency.attention.memory", 0.7,
+                   "A: KV columns stream like weights, ~70% of LPDDR peak", 0.05, true),
+        efficiency("efficiency.gemm.compute", 0.4,
+                   "A: HMX nominal rate is no vendor figure; 0.4 of it as a first guess", 0.01),
+        efficiency("efficiency.attention.compute", 0.1,
+                   "A: masked attention over the whole cache buffer runs far below the GEMMs",
+                   0.002, true),
+        efficiency("efficiency.elementwise.compute", 0.5,
+                   "A: HVX softmax/norm kernels at half the nominal rate", 0.01, true),
+        FitParameter{"matrix_tokens_exponent", 0.0,
+                     "A: no pass-shape dependence until rows at two pass sizes show one", -1.0, 1.0,
+                     false, "", true},
+        FitParameter{"step_overhead", 0.5,
+                     "A: one Genie graph execution (several context-binary parts) ~0.5 ms", 0.01,
+                     50.0, true, "ms", true},
+    };
+  }
+  return {
+      efficiency("efficiency.gemm.memory", 0.8,
+                 "A: weight streaming in decode reaches ~80% of HBM peak on NPUs and GPUs", 0.3),
+      efficiency("efficiency.attention.memory", 0.7,
+                 "A: paged KV reads gather blocks, below streaming efficiency", 0.05),
+      efficiency("efficiency.gemm.compute", 0.7, "A: large GEMMs on a cube reach 60-80% of peak",
+                 0.1),
+      efficiency("efficiency.attention.compute", 0.5,
+                 "A: FlashAttention-style kernels reach about half of cube peak", 0.05),
+      FitParameter{"matrix_tokens_exponent", 0.0,
+                   "A: no batch-shape dependence until rows at two batch sizes show one", -1.0, 1.0,
+                   false, ""},
+      FitParameter{"step_overhead", 1.0,
+                   "A: per step host work (scheduling, input preparation) ~1 ms in vLLM-style "
+                   "servers",
+                   0.01, 100.0, true, "ms"},
+  };
+}
+
+double get_fit_parameter(const DeviceSpec& d, const std::string& key) {
+  for (size_t c = 0; c < kOpClassCount; ++c) {
+    const std::string base = fmt::format("efficiency.{}.", op_class_name(static_cast<OpClass>(c)));
+    if (key == base + "compute") return d.compute_efficiency[c];
+    if (key == base + "memory") return d.memory_efficiency[c];
+  }
+  if (key == "matrix_tokens_exponent") return d.matrix_tokens_exponent;
+  if (key == "step_overhead") return static_cast<double>(d.step_overhead) / 1e6;
+  throw std::logic_error("not a fit parameter: " + key);
+}
+
+void set_fit_parameter(DeviceSpec& d, const std::string& key, double value) {
+  for (size_t c = 0; c < kOpClassCount; ++c) {
+    const std::string base = fmt::format("efficiency.{}.", op_class_name(static_cast<OpClass>(c)));
+    if (key == base + "compute") {
+      d.compute_efficiency[c] = value;
+      return;
+    }
+    if (key == base + "memory") {
+      d.memory_efficiency[c] = value;
+      return;
+    }
+  }
+  if (key == "matrix_tokens_exponent") {
+    d.matrix_tokens_exponent = value;
+    return;
+  }
+  if (key == "step_overhead") {
+    d.step_overhead = static_cast<TimeNs>(std::llround(value * 1e6));
+    return;
+  }
+  throw std::logic_error("not a fit parameter: " + key);
+}
+
+}  // namespace kvsim

@@ -4,7 +4,10 @@
 // looped 1 and 2 times back to back (each pass one trace span later, new
 // content). Benchmarks run in registration order in one process, so a peak
 // RSS after the 2-pass run equal to the one after the 1-pass run means
-// memory did not grow with the trace's length. Counters:
+// memory did not grow with the trace's length. The global_pool runs add
+// mooncake-conversation-910b2-8x-global-pool.yaml's tiers (a DRAM tier per
+// replica, one pool all 64 share): their metadata is bounded by the tiers'
+// capacities, not by the trace. Counters:
 //   realtime_x   simulated seconds per wall second (>= 1000 is the target)
 //   requests     requests served per iteration
 //   steps        engine steps over all instances per iteration
@@ -28,15 +31,14 @@ double max_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-void BM_ClusterMooncake(benchmark::State& state, const char* router) {
+void BM_ClusterMooncake(benchmark::State& state, const char* router, const char* file) {
   const std::string trace =
       std::string(KVSIM_SHARED_DATA_DIR) + "/traces/mooncake_conversation.jsonl";
   if (!std::filesystem::exists(trace)) {
     state.SkipWithError(("shared data absent: " + trace).c_str());
     return;
   }
-  const std::string scenario =
-      std::string(KVSIM_CONFIG_DIR) + "/scenarios/mooncake-conversation-910b2-8x-replicas.yaml";
+  const std::string scenario = std::string(KVSIM_CONFIG_DIR) + "/scenarios/" + file + ".yaml";
   const kvsim::ScenarioSpec spec = kvsim::load_scenario(
       scenario, {fmt::format("cluster.groups.replica.count={}", state.range(0)),
                  fmt::format("cluster.router.policy={}", router),
@@ -57,13 +59,21 @@ void BM_ClusterMooncake(benchmark::State& state, const char* router) {
   state.counters["max_rss_mib"] = max_rss_mib();
 }
 
-BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware, "prefix_aware")
+constexpr const char* kReplicas = "mooncake-conversation-910b2-8x-replicas";
+constexpr const char* kGlobalPool = "mooncake-conversation-910b2-8x-global-pool";
+
+BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware, "prefix_aware", kReplicas)
     ->Args({64, 1})
     ->Args({64, 2})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
-BENCHMARK_CAPTURE(BM_ClusterMooncake, round_robin, "round_robin")
+BENCHMARK_CAPTURE(BM_ClusterMooncake, round_robin, "round_robin", kReplicas)
     ->Args({64, 1})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware_global_pool, "prefix_aware", kGlobalPool)
+    ->Args({64, 1})
+    ->Args({64, 2})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

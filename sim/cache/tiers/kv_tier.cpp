@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -54,6 +55,14 @@ bool KvTier::touch(const BlockHash& hash) {
 void KvTier::put(const BlockHash& hash, std::vector<BlockHash>& evicted) {
   if (contains(hash))
     throw std::logic_error(fmt::format("kv tier {}: put of a block held", name()));
+  if (puts_ == 0) {
+    // A tier in use fills up over a run: its index is sized for its
+    // capacity at the first put (up to a bound, so a huge tier of small
+    // blocks does not reserve memory it may never use) rather than rehashed
+    // as it grows. A tier never used (replaced by a shared one) reserves
+    // nothing.
+    index_.reserve(static_cast<size_t>(std::min<int64_t>(capacity_blocks_, 1 << 20)));
+  }
   ++puts_;
   if (capacity_blocks_ == 0) {
     ++evictions_;

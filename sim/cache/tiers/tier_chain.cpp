@@ -104,6 +104,7 @@ void TierChain::on_computed(const BlockHash& hash) {
     put(i, hash, scratch_);
     // A write-through tier's victims are copies of blocks computed earlier:
     // they leave it and go to the next on_evict tier below, if any.
+    if (scratch_.empty()) continue;
     const std::vector<BlockHash> evicted = scratch_;
     for (const BlockHash& v : evicted) demote(v, i + 1, i);
   }
@@ -144,7 +145,10 @@ void TierChain::check_conserved() const {
     }
   }
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    tiers_[i]->check_conserved();
+    // A shared tier is balanced once, by whoever shares it
+    // (check_shared_tier_conserved), not once per chain: its check walks
+    // every block it holds.
+    if (!shared_[i]) tiers_[i]->check_conserved();
     // A tier only this chain uses holds what this chain put minus its evictions.
     if (tiers_[i].use_count() == 1 && static_cast<uint64_t>(moved_[i].puts) != tiers_[i]->puts()) {
       throw std::logic_error(fmt::format("tier {}: {} puts counted by the instance, {} by the tier",

@@ -1,5 +1,6 @@
 // kvsim capacity --device D[,D] --model M[,M] [--context N,...] [--kv-dtype fp16,int8]
-//                [--block-size B] [--memory-fraction F] [--tp N,...] [--ep N,...] [--out DIR]
+//                [--block-size B] [--memory-fraction F] [--tp N,...] [--ep N,...] [--pp N,...]
+//                [--out DIR]
 //                [--policy paged|chunk_lru --main-pool-fraction F --chunk-pool-fraction F]
 //                [--policy llama_cells --kv-dtype f16,q8_0,q4_0]
 //                [--slo ttft_p99_ms=X,tpot_p99_ms=Y --workload SCENARIO.yaml [--set K=V]...]
@@ -42,6 +43,7 @@ struct SloRow {
   int64_t tp = 1;
   SloSearchResult result;
   int64_t ep = 1;
+  int64_t pp = 1;
 };
 
 nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>& rows,
@@ -59,6 +61,7 @@ nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>&
     s["tp"] = r.tp;
     s["found"] = r.result.found;
     if (r.ep > 1) s["ep"] = r.ep;
+    if (r.pp > 1) s["pp"] = r.pp;
     s["max_rate_per_s"] = r.result.best_rate;
     s["bracket"] = {r.result.lo, r.result.hi};
     s["probes"] = nlohmann::ordered_json::array();
@@ -81,8 +84,7 @@ std::string slo_markdown(const SloTarget& slo, const std::vector<SloRow>& rows) 
   for (const auto& r : rows) {
     const auto& s = r.result;
     cells.push_back(
-        {r.device, r.model, r.kv_dtype,
-         r.ep > 1 ? fmt::format("{} (ep {})", r.tp, r.ep) : std::to_string(r.tp),
+        {r.device, r.model, r.kv_dtype, parallel_label(r.tp, r.ep, r.pp),
          s.found ? fmt::format("{:.3f}", s.best_rate) : "none",
          fmt::format("[{:.3f}, {}]", s.lo,
                      s.hi > 0 ? fmt::format("{:.3f}", s.hi) : std::string("not reached")),
@@ -139,7 +141,7 @@ int run_capacity(CapacityCliOptions& o) {
       bool done = false;
       for (const auto& s : slo_rows)
         done = done || (s.device == r.device && s.model == r.model && s.kv_dtype == r.kv_dtype &&
-                        s.tp == r.tp && s.ep == r.ep);
+                        s.tp == r.tp && s.ep == r.ep && s.pp == r.pp);
       if (done) continue;
       std::vector<std::string> sets = o.sets;
       sets.push_back("device=" + r.device);
@@ -147,6 +149,7 @@ int run_capacity(CapacityCliOptions& o) {
       sets.push_back("kv_cache.dtype=" + r.kv_dtype);
       sets.push_back(fmt::format("parallel.tensor={}", r.tp));
       if (r.ep > 1) sets.push_back(fmt::format("parallel.expert={}", r.ep));
+      if (r.pp > 1) sets.push_back(fmt::format("parallel.pipeline={}", r.pp));
       if (o.block_size->count() > 0)
         sets.push_back(fmt::format("kv_cache.block_size={}", o.query.block_size));
       if (o.memory_fraction->count() > 0)
@@ -156,8 +159,8 @@ int run_capacity(CapacityCliOptions& o) {
         sets.push_back(fmt::format("kv_cache.main_pool_fraction={}", o.query.main_pool_fraction));
         sets.push_back(fmt::format("kv_cache.chunk_pool_fraction={}", o.query.chunk_pool_fraction));
       }
-      slo_rows.push_back(
-          {r.device, r.model, r.kv_dtype, r.tp, search_max_rate(o.workload, sets, slo), r.ep});
+      slo_rows.push_back({r.device, r.model, r.kv_dtype, r.tp,
+                          search_max_rate(o.workload, sets, slo), r.ep, r.pp});
     }
   }
 
@@ -172,7 +175,10 @@ int run_capacity(CapacityCliOptions& o) {
             "dtype bytes (latent attention: layers x block_size x (kv_lora_rank + "
             "qk_rope_head_dim) x dtype bytes, whole on every rank); blocks = floor((memory x "
             "fraction - weights - activations) / block). With expert parallelism (tp (ep N)) "
-            "each rank holds experts / N whole experts.\n\n";
+            "each rank holds experts / N whole experts. With pipeline stages (tp x pp N) each "
+            "stage's devices hold its layers (the embedding on the first, the LM head on the "
+            "last); the figures are those of the stage with the fewest blocks, which sets "
+            "every stage's pool.\n\n";
   std::string md = "# Capacity plan\n\n" + sizing + capacity_markdown(rows) +
                    capacity_chunk_pool_markdown(o.query, rows);
   if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
@@ -254,6 +260,11 @@ Command add_capacity_command(CLI::App& app) {
                   "make ep 1 rows only)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  cmd->add_option("--pp", o->query.pps,
+                  "pipeline-parallel sizes (default 1): stages of consecutive layers, tp devices "
+                  "each")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
   cmd->add_option("--tp", o->query.tps, "tensor-parallel sizes (default 1)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{64}));

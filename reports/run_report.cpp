@@ -34,8 +34,11 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   // The engine that ran says how its cache is shaped (blocks, or ctx_size buffers).
   const EngineReport& parts = engine_report(m);
   const std::string geometry = parts.summary_geometry(s);
+  // A pipeline: tp devices per stage, stages.
+  const std::string devices =
+      s.pp > 1 ? fmt::format("{} x pp {}", s.tp, s.pp) : std::to_string(s.tp);
   out += fmt::format("scenario {}  |  {} on {} x{}  |  policy {} ({}, {})\n", m.scenario, m.model,
-                     m.device, s.tp, m.policy, s.cache.dtype, geometry);
+                     m.device, devices, m.policy, s.cache.dtype, geometry);
   out += fmt::format(
       "requests: {} arrived, {} completed, {} rejected, {} preempted ({} preemptions)\n",
       m.requests.arrived, m.requests.completed, m.requests.rejected, m.requests.preempted,
@@ -66,8 +69,12 @@ std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
   std::string out = fmt::format("# {}\n\n", m.scenario);
   if (!s.description.empty()) out += s.description + "\n\n";
   out += fmt::format(
-      "{} on {} (tensor parallel {}), policy `{}`, KV {} in blocks of {} tokens, seed {}.\n\n",
-      m.model, m.device, s.tp, m.policy, s.cache.dtype, s.cache.block_size, m.seed);
+      "{} on {} (tensor parallel {}{}), policy `{}`, KV {} in blocks of {} tokens, seed {}.\n\n",
+      m.model, m.device, s.tp,
+      s.pp > 1 ? fmt::format(", pipeline parallel {}: layers {}", s.pp,
+                             m.pipeline ? m.pipeline->layers : std::string())
+               : std::string(),
+      m.policy, s.cache.dtype, s.cache.block_size, m.seed);
   out += "## Memory plan (per device)\n\n| item | bytes | |\n| --- | ---: | --- |\n";
   out += fmt::format("| device memory | {} | {} |\n", m.memory.device_bytes,
                      format_bytes(m.memory.device_bytes));

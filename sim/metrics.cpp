@@ -127,6 +127,7 @@ std::vector<std::string> metric_key_names() {
   // run's cluster.* (sim/cluster/cluster_metrics.cpp), llama_cells.*.
   RunMetrics sample;
   sample.cluster.emplace();
+  sample.pipeline.emplace();
   sample.llama_cells.present = true;
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }

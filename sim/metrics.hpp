@@ -59,6 +59,19 @@ struct ClusterMetrics {
   std::vector<ClusterInstanceMetrics> per_instance;
 };
 
+// A pipeline-parallel run's layout and the activations its stages passed on
+// (RunMetrics::pipeline; devices/pipeline_timing.hpp). Absent with one stage.
+struct PipelineMetrics {
+  int64_t stages = 0, micro_batches = 0;
+  int64_t devices = 0;                    // tensor x pipeline devices of the instance
+  std::string layers;                     // decoder layers per stage, "16,16,15,15"
+  std::string link;                       // the link between stages: device (HCCS) | network (RoCE)
+  int64_t binding_stage = 0;              // the stage whose memory sets the block count
+  int64_t binding_stage_layers = 0;       // its decoder layers
+  Bytes binding_stage_weights_bytes = 0;  // per device of that stage
+  double stage_link_bytes = 0;            // activations across every boundary, whole run
+};
+
 struct RunMetrics {
   // The engine component that produced the run ("serving", "genie"; the
   // registry name, sim/engine/engine_registry.hpp). Reports choose their
@@ -175,6 +188,7 @@ struct RunMetrics {
   using ClusterInstance = ClusterInstanceMetrics;
   using Cluster = ClusterMetrics;
   std::optional<Cluster> cluster;
+  std::optional<PipelineMetrics> pipeline;  // pipeline-parallel runs only
   // Tiers below device HBM (sim/cache/tiers/): one object per tier name,
   // zeros when the scenario has no such tier. Hit rates share
   // kv_cache.prefix_hit_rate's denominator (prompt tokens looked up at first

@@ -58,6 +58,7 @@ MetricsSection llama_cells_metrics_section();  // sim/cache/llama_cells_metrics.
 MetricsSection goodput_metrics_section();      // sim/metrics.cpp
 MetricsSection cluster_metrics_section();      // sim/cluster/cluster_metrics.cpp; cluster runs only
 MetricsSection kv_tiers_metrics_section();     // sim/cache/tiers/tier_metrics.cpp
+MetricsSection pipeline_metrics_section();     // sim/serve/pipeline_metrics.cpp; pp > 1 only
 MetricsSection provenance_metrics_section();   // sim/metrics.cpp; always the last
 
 }  // namespace kvsim

@@ -8,6 +8,8 @@
 
 #include "kernels/kv_layout.hpp"
 #include "models/model_resolve.hpp"
+#include "models/pipeline_stages.hpp"
+#include "sim/cache/kv_cache_groups.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/engine/engine_registry.hpp"
@@ -118,6 +120,35 @@ std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
   return file_root;
 }
 
+// A pipeline the model, the device and the engine can take.
+void pipeline_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+  auto at = [&](const std::string& key) { return ctx.location_of(key); };
+  if (const std::string why = pipeline_problem(s.model, s.pp); !why.empty()) {
+    ctx.diagnostics.error(at("parallel.pipeline"), "parallel.pipeline", why,
+                          fmt::format("1..{} (the model's layers)", s.model.num_hidden_layers));
+  } else if (const std::string bad = pipeline_problem(s.model, s.pp, s.pipeline_layers);
+             !bad.empty()) {
+    ctx.diagnostics.error(
+        at("parallel.pipeline_layers"), "parallel.pipeline_layers", bad,
+        fmt::format("{} positive layer counts adding up to {}", s.pp, s.model.num_hidden_layers));
+  }
+  if (s.pp > 1 && s.device.htp)
+    ctx.diagnostics.error(
+        at("parallel.pipeline"), "parallel.pipeline",
+        fmt::format("{} runs a model on one NPU session, not in stages", s.device.name), "1");
+  if (s.pp == 1 && s.micro_batches > 1)
+    ctx.diagnostics.error(at("parallel.micro_batches"), "parallel.micro_batches",
+                          fmt::format("{} micro-batches without a pipeline", s.micro_batches),
+                          "1, or set parallel.pipeline above 1");
+  if (s.pp > 1 && s.pipeline_network_link && s.device.network_link_bandwidth <= 0)
+    ctx.diagnostics.error(
+        at("parallel.pipeline"), "parallel.pipeline",
+        fmt::format("{} x {} devices span nodes of {} but {} gives no network_link_bandwidth for "
+                    "the activations between stages",
+                    s.tp, s.pp, s.device.max_tensor_parallel, s.device.name),
+        "parallel.pipeline_link: device, or a device file with network_link_bandwidth");
+}
+
 // Second pass: checks that need several values (DESIGN practice 5). Each
 // problem points at the key the user most likely has to change.
 void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
@@ -142,6 +173,7 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
                                       s.device.name, s.device.max_tensor_parallel),
                           fmt::format("1..{}", s.device.max_tensor_parallel));
   }
+  pipeline_checks(s, ctx);
   // A latent cache (MLA) is one row of kv_lora_rank + rope per token and
   // layer, not K and V per head: the K/V layouts' constraints do not apply.
   BlockGeometry g{m.num_hidden_layers, s.cache.block_size, m.kv_heads_per_rank(s.tp), m.head_dim,
@@ -157,6 +189,16 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
         at("kv_cache.kv_scale"), "kv_cache.kv_scale",
         fmt::format("a per-tensor scale is for fp8 KV; dtype {} has none", s.cache.dtype),
         "dtype: fp8 | fp8_e4m3 | fp8_e5m2, or kv_scale: per_token");
+  }
+  // The KV cache groups of a hybrid model are laid out over all its layers;
+  // a pipeline stage holding a slice of them is not modelled.
+  if (s.pp > 1 && policy_groups_kv_by_attention(s.cache.policy) && kv_cache_groups(m).hybrid()) {
+    ctx.diagnostics.error(
+        at("parallel.pipeline"), "parallel.pipeline",
+        fmt::format("{} mixes sliding-window and full layers: its per-attention-type KV cache "
+                    "groups are not split across pipeline stages",
+                    m.name),
+        "pipeline: 1 with this model and policy");
   }
   const PoolSizing sz = size_paged_pool(m, s.pool_input());
   // The KV cache groups of a hybrid model (sim/cache/hybrid_paged_policy.hpp)
@@ -233,6 +275,7 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
     s.device = parse_device(*dev);
   }
   std::string weights;
+  std::string pipeline_link = "auto";
   if (auto model = resolve_ref(top.child("model"), "models", configs_dir, ctx, keep_alive, &is_json,
                                &weights)) {
     s.model = parse_model(*model, is_json);
@@ -247,6 +290,16 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
     // ranks, a multiple of `tensor`.
     s.ep = p.integer("expert", 1, 1, 1024);
     s.expert_skew = p.number("expert_skew", 0.0, 0.0, 4.0);
+    // Pipeline parallelism (vLLM's pipeline_parallel_size): consecutive
+    // layers per stage, micro-batches in flight (vLLM keeps one per stage).
+    s.pp = p.integer("pipeline", 1, 1, 256);
+    s.micro_batches = p.integer("micro_batches", s.pp, 1, 256);
+    pipeline_link = p.choice("pipeline_link", "auto", {"auto", "device", "network"});
+    // Layers per stage, as vLLM's VLLM_PP_LAYER_PARTITION: [32, 29].
+    if (const Node layers = p.child("pipeline_layers"); layers.defined()) {
+      for (const Node& n : layers.items())
+        if (auto v = n.as_int(1, 100000)) s.pipeline_layers.push_back(*v);
+    }
     p.finish();
   }
   read_kv_cache_section(top, s);
@@ -290,6 +343,10 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
   }
   s.htp = read_htp_config(top.child("htp"));
   read_expect_section(top, s);
+  // The stages sit in one node (device link, HCCS) when all tp x pp devices
+  // fit one, else on several nodes (the network link, RoCE).
+  s.pipeline_network_link = pipeline_link == "network" ||
+                            (pipeline_link == "auto" && s.tp * s.pp > s.device.max_tensor_parallel);
   const Node cluster = top.child("cluster");
   top.finish();
   // Cross-field checks only make sense on values that parsed.
@@ -316,6 +373,8 @@ PoolSizingInput ScenarioSpec::pool_input() const {
   in.memory_fraction = cache.memory_fraction;
   in.tp = tp;
   in.ep = ep;
+  in.pp = pp;
+  in.pipeline_layers = pipeline_layers;
   in.block_size = cache.block_size;
   in.kv_dtype_bytes = kv_dtype_bytes(cache.dtype);
   in.max_batched_tokens = scheduler.max_batched_tokens;

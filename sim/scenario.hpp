@@ -66,6 +66,13 @@ struct ScenarioSpec {
   int64_t tp = 1;
   int64_t ep = 1;          // `parallel.expert`: expert-parallel ranks (1: none)
   double expert_skew = 0;  // `parallel.expert_skew`: Zipf exponent of expert popularity
+  // `parallel.pipeline`: pipeline stages (vLLM pipeline_parallel_size), each
+  // on tp devices: tp x pp devices per instance (models/pipeline_stages.hpp,
+  // devices/pipeline_timing.hpp).
+  int64_t pp = 1;
+  int64_t micro_batches = 1;             // `parallel.micro_batches` (default: pp)
+  std::vector<int64_t> pipeline_layers;  // `parallel.pipeline_layers` (empty: vLLM's split)
+  bool pipeline_network_link = false;    // `parallel.pipeline_link` resolved: RoCE, else HCCS
   CacheConfig cache;
   KvTiersConfig kv_tiers;  // `kv_tiers:` tiers below device HBM (none: the device pool alone)
   SchedulerConfig scheduler;

@@ -29,6 +29,7 @@ const std::vector<Rename>& renames() {
        Conversion::gib_when_bare},
       {{"preemption_mode", "kv_cache.preemption", ""}, Conversion::same},
       {{"tensor_parallel_size", "parallel.tensor", ""}, Conversion::same},
+      {{"pipeline_parallel_size", "parallel.pipeline", ""}, Conversion::same},
       {{"max_num_seqs", "scheduler.max_num_seqs", ""}, Conversion::same},
       {{"max_num_batched_tokens", "scheduler.max_batched_tokens", ""}, Conversion::same},
       {{"enable_chunked_prefill", "scheduler.chunked_prefill", ""}, Conversion::same},

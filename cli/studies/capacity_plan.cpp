@@ -11,6 +11,7 @@
 #include "cli/studies/capacity_genie.hpp"
 #include "cli/studies/capacity_llama_cells.hpp"
 #include "kernels/ggml_kv_type.hpp"
+#include "models/pipeline_stages.hpp"
 #include "reports/html_page.hpp"
 #include "reports/input_error.hpp"
 #include "sim/cache/policy_registry.hpp"
@@ -94,6 +95,12 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
   for (const int64_t tp : q.tps)
     if (cells && tp != 1)
       flag_error("--tp", "llama.cpp splits a model by layers, not by heads", "1");
+  for (const int64_t pp : q.pps)
+    if (cells && pp != 1) flag_error("--pp", "llama.cpp's cell cache runs on one device here", "1");
+  // Expert x pipeline sizes, expert-parallel sizes outermost.
+  std::vector<std::pair<int64_t, int64_t>> ep_pps;
+  for (const int64_t ep : q.eps)
+    for (const int64_t pp : q.pps) ep_pps.emplace_back(ep, pp);
   for (const int64_t c : q.contexts)
     if (c < 1 || c > kMaxContextTokens)
       flag_error("--context", fmt::format("context {} is out of range", c),
@@ -105,7 +112,7 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
       const ModelSpec model = resolve_model(model_name, configs_dir);
       for (const auto& dtype : q.kv_dtypes) {
         for (const int64_t tp : q.tps) {
-          for (const int64_t ep : q.eps) {
+          for (const auto& [ep, pp] : ep_pps) {
             if (ep > 1 && !model.moe.enabled()) continue;  // no experts: the ep = 1 row stands
             if (const std::string p = model.tensor_parallel_problem(tp, ep); !p.empty()) {
               const bool expert = p.find("expert") != std::string::npos;
@@ -125,7 +132,16 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                          fmt::format("tensor parallel {} exceeds {}'s max_tensor_parallel {}", tp,
                                      device.name, device.max_tensor_parallel),
                          fmt::format("1..{}", device.max_tensor_parallel));
+            if (const std::string p = pipeline_problem(model, pp); !p.empty())
+              flag_error("--pp", fmt::format("pipeline {} for {}: {}", pp, model.name, p),
+                         fmt::format("1..{} (the model's layers)", model.num_hidden_layers));
+            if (pp > 1 && device.htp)
+              flag_error(
+                  "--pp",
+                  fmt::format("{} runs a model on one NPU session, not in stages", device.name),
+                  "1");
             PoolSizingInput in;
+            in.pp = pp;
             in.device_memory = device.memory_bytes;
             in.memory_fraction = q.memory_fraction;
             in.tp = tp;
@@ -145,6 +161,12 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
               in.chunk_pool_fraction = q.chunk_pool_fraction;
             }
             const PoolSizing s = size_paged_pool(model, in);
+            // The binding stage's layers (the whole model with one stage).
+            const ModelSpec binding =
+                pp > 1
+                    ? stage_model(model, pipeline_stages(model.num_hidden_layers,
+                                                         pp)[static_cast<size_t>(s.binding_stage)])
+                    : model;
             for (const int64_t context : q.contexts) {
               CapacityRow r;
               r.device = device.name;
@@ -153,6 +175,9 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
               r.context = context;
               r.tp = tp;
               r.ep = ep;
+              r.pp = pp;
+              r.binding_stage = s.binding_stage;
+              r.stage_layers = s.stage_layers;
               r.weights_bytes = s.weights_bytes;
               r.kv_bytes_per_token = s.kv_bytes_per_token;
               const auto kv_at_context = checked_mul(s.kv_bytes_per_token, context);
@@ -183,7 +208,7 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
               r.max_concurrent_seqs = s.num_blocks / blocks_per_seq;
               r.max_context_tokens = std::min(s.capacity_tokens, model.max_position_embeddings);
               r.windowed_kv_bytes_at_context =
-                  model.kv_bytes_for_context(context, in.kv_dtype_bytes, tp);
+                  binding.kv_bytes_for_context(context, in.kv_dtype_bytes, tp);
               r.windowed_max_concurrent_seqs = s.kv_budget > 0 && r.windowed_kv_bytes_at_context > 0
                                                    ? s.kv_budget / r.windowed_kv_bytes_at_context
                                                    : 0;
@@ -261,6 +286,9 @@ nlohmann::ordered_json capacity_row_json(const CapacityRow& r) {
   j["ep"] = r.ep;
   j["windowed_kv_bytes_at_context"] = r.windowed_kv_bytes_at_context;
   j["windowed_max_concurrent_seqs"] = r.windowed_max_concurrent_seqs;
+  j["pp"] = r.pp;
+  j["binding_stage"] = r.binding_stage;
+  j["stage_layers"] = r.stage_layers;
   return j;
 }
 
@@ -279,18 +307,24 @@ std::vector<std::string> capacity_csv_cells(const CapacityRow& r) {
   return cells;
 }
 
+std::string parallel_label(int64_t tp, int64_t ep, int64_t pp) {
+  std::string label = std::to_string(tp);
+  if (ep > 1) label += fmt::format(" (ep {})", ep);
+  if (pp > 1) label += fmt::format(" x pp {}", pp);
+  return label;
+}
+
 std::string capacity_markdown(const std::vector<CapacityRow>& rows) {
   std::vector<std::vector<std::string>> cells;
   const std::string htp_table = capacity_genie_markdown(rows);
   for (const auto& r : rows) {
     if (r.htp) continue;  // in their own table below
     cells.push_back({r.device, r.model, r.kv_dtype, std::to_string(r.context),
-                     r.ep > 1 ? fmt::format("{} (ep {})", r.tp, r.ep) : std::to_string(r.tp),
-                     format_bytes(r.weights_bytes), format_bytes(r.kv_bytes_per_token),
-                     format_bytes(r.kv_bytes_at_context), format_bytes(r.block_bytes),
-                     std::to_string(r.num_blocks), std::to_string(r.capacity_tokens),
-                     std::to_string(r.max_concurrent_seqs), std::to_string(r.max_context_tokens),
-                     r.fits ? r.note : "**" + r.note + "**"});
+                     parallel_label(r.tp, r.ep, r.pp), format_bytes(r.weights_bytes),
+                     format_bytes(r.kv_bytes_per_token), format_bytes(r.kv_bytes_at_context),
+                     format_bytes(r.block_bytes), std::to_string(r.num_blocks),
+                     std::to_string(r.capacity_tokens), std::to_string(r.max_concurrent_seqs),
+                     std::to_string(r.max_context_tokens), r.fits ? r.note : "**" + r.note + "**"});
   }
   if (cells.empty()) return htp_table;
   return markdown_table({"device", "model", "kv", "context", "tp", "weights", "KV/token", "KV/seq",

@@ -23,6 +23,10 @@ struct CapacityQuery {
   // split over ep ranks, ep a multiple of tp. For a model without experts
   // only ep = 1 makes rows.
   std::vector<int64_t> eps = {1};
+  // Pipeline sizes (vLLM's pipeline_parallel_size): each stage's tp devices
+  // hold its layers; a row's per-device figures are the binding stage's (the
+  // one holding the fewest blocks, which sets the pool of every stage).
+  std::vector<int64_t> pps = {1};
   int64_t block_size = 128;
   double memory_fraction = 0.9;
   // The activation reserve is derived for these scheduler limits (the
@@ -75,6 +79,9 @@ struct CapacityRow {
   // single-pool figures on a full-attention model.
   Bytes windowed_kv_bytes_at_context = 0;
   int64_t windowed_max_concurrent_seqs = 0;
+  int64_t pp = 1;             // pipeline stages (tp x pp devices)
+  int64_t binding_stage = 0;  // the stage the per-device figures are of
+  int64_t stage_layers = 0;   // its decoder layers
 };
 
 // A device or model resolved by name (configs/<kind>/NAME.yaml, following
@@ -84,7 +91,7 @@ DeviceSpec resolve_device(const std::string& name, const std::string& configs_di
 ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
                         const std::string& flag = "--model");
 
-// One row per device x model x dtype x tp x ep x context (in that nesting order).
+// One row per device x model x dtype x tp x ep x pp x context (in that nesting order).
 // Throws config::ConfigError for unknown names, dtypes or tensor-parallel
 // sizes the model or device cannot take.
 std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string& configs_dir);
@@ -92,6 +99,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
 nlohmann::ordered_json capacity_row_json(const CapacityRow& r);
 std::vector<std::string> capacity_csv_header();
 std::vector<std::string> capacity_csv_cells(const CapacityRow& r);
+// The tp column of the tables: "4", "4 (ep 8)", "4 x pp 2".
+std::string parallel_label(int64_t tp, int64_t ep, int64_t pp);
 // The human table (Markdown, also printed).
 std::string capacity_markdown(const std::vector<CapacityRow>& rows);
 

@@ -6,6 +6,7 @@
 //                       / block_bytes)
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "base/units.hpp"
 #include "models/model_spec.hpp"
@@ -20,6 +21,12 @@ struct PoolSizingInput {
   double memory_fraction = 0;
   int64_t tp = 1;
   int64_t ep = 1;  // expert parallelism: routed experts split whole over ep ranks
+  // Pipeline stages (models/pipeline_stages.hpp): each stage's tp devices hold
+  // its layers' weights and KV; the pool has as many blocks as the
+  // most-loaded stage can hold (vLLM takes the minimum block count over its
+  // workers).
+  int64_t pp = 1;
+  std::vector<int64_t> pipeline_layers;  // layers per stage; empty: vLLM's split
   int64_t block_size = 0;
   Bytes kv_dtype_bytes = 2;
   int64_t max_batched_tokens = 8192;
@@ -35,6 +42,8 @@ struct PoolSizingInput {
   bool kv_groups_by_attention = false;
 };
 
+// Per-device figures are those of one device of the binding stage (the
+// stage that holds the fewest blocks; the only stage when pp = 1).
 struct PoolSizing {
   Bytes kv_bytes_per_token = 0;   // per rank
   Bytes block_bytes = 0;          // per rank
@@ -57,6 +66,11 @@ struct PoolSizing {
     return groups.hybrid() ? groups.pages_at_most(tokens, block_size)
                            : (tokens + block_size - 1) / block_size;
   }
+  int64_t binding_stage = 0;  // the stage the figures above are of
+  int64_t stage_layers = 0;   // its decoder layers (all of them when pp = 1)
+  // One block of the whole instance: every layer's share on every rank
+  // (block_bytes x tp when pp = 1), what a tier below HBM stores per block.
+  Bytes instance_block_bytes = 0;
 };
 
 // Peak activation memory of one forward step, the part of device memory the
@@ -64,8 +78,9 @@ struct PoolSizing {
 // derive it): the widest live set of a decoder layer at max_batched_tokens,
 // residual + hidden + gate/up + activated MLP, plus fp32 logits for every
 // sequence: T * (2*hidden + 3*intermediate/tp) * act_bytes + S * vocab/tp * 4.
+// A pipeline stage without the LM head (with_logits false) has no logits.
 Bytes derived_activation_reserve(const ModelSpec& model, int64_t tp, int64_t max_batched_tokens,
-                                 int64_t max_num_seqs);
+                                 int64_t max_num_seqs, bool with_logits = true);
 
 PoolSizing size_paged_pool(const ModelSpec& model, const PoolSizingInput& in);
 

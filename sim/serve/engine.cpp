@@ -58,7 +58,7 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
     throw std::logic_error(fmt::format("no cache policy named '{}'", scenario.cache.policy));
   if (!scenario.kv_tiers.empty()) {
     // A tier's block is the whole instance's: every rank's share.
-    policy_->attach_tiers(make_tier_chain(scenario.kv_tiers, sizing_.block_bytes * scenario.tp,
+    policy_->attach_tiers(make_tier_chain(scenario.kv_tiers, sizing_.instance_block_bytes,
                                           scenario.cache.block_size));
   }
   SchedulerParams sp;
@@ -67,10 +67,12 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
   sp.chunked_prefill = scenario.scheduler.chunked_prefill;
   sp.swap = scenario.cache.preemption == "swap";
   scheduler_ = std::make_unique<Scheduler>(sp, *policy_);
-  timing_ = std::make_unique<TimingModel>(
+  timing_ = std::make_unique<PipelineTiming>(
       scenario.device, scenario.model,
       TimingModel::Params{scenario.tp, kv_dtype_bytes(scenario.cache.dtype), scenario.ep,
-                          scenario.expert_skew});
+                          scenario.expert_skew},
+      PipelineParams{scenario.pp, scenario.micro_batches, scenario.pipeline_network_link,
+                     sizing_.stage_layers, scenario.pipeline_layers});
   numerics_ = make_numerics_observer(scenario, sizing_);
   per_sequence_pricing_ = has_sliding_layers(scenario.model);
 }
@@ -169,8 +171,12 @@ void ServingEngine::start_step() {
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;
   work_.kv_copy_bytes = 0;
-  const StepTiming timing = timing_->price(work_);
+  // A pipeline cuts the batch into micro-batches of whole sequences.
+  const StepTiming timing = timing_->price(work_, static_cast<int64_t>(batch_.items.size()));
   step_latency_ = std::max<TimeNs>(timing.latency, 1);
+  if (timing_->stages() > 1)
+    stage_link_bytes_ += timing_->boundary_bytes(static_cast<double>(batch_.total_tokens)) *
+                         static_cast<double>(timing_->stages() - 1);
   // Work the policy ran for this step's admissions (seed 003: missed chunks
   // prefilled alone, chunks copied and re-rotated into the main pool) is a
   // pass of its own ahead of the batch, as the seed's model runner does it.
@@ -337,6 +343,22 @@ RunMetrics ServingEngine::finish() {
   m.memory.weights_bytes = sizing_.weights_bytes;
   m.memory.kv_bytes = sizing_.num_blocks * sizing_.block_bytes;
   m.memory.activation_reserve_bytes = sizing_.activation_reserve;
+  if (timing_->stages() > 1) {
+    PipelineMetrics p;
+    p.stages = timing_->stages();
+    p.micro_batches = scenario_.micro_batches;
+    p.devices = scenario_.tp * scenario_.pp;
+    for (const PipelineStage& stage : timing_->stage_layout()) {
+      if (!p.layers.empty()) p.layers += ',';
+      p.layers += std::to_string(stage.layers);
+    }
+    p.link = scenario_.pipeline_network_link ? "network" : "device";
+    p.binding_stage = sizing_.binding_stage;
+    p.binding_stage_layers = sizing_.stage_layers;
+    p.binding_stage_weights_bytes = sizing_.weights_bytes;
+    p.stage_link_bytes = stage_link_bytes_;
+    m.pipeline = p;
+  }
   policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
   if (numerics_) numerics_->report(m);
   return m;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "devices/pipeline_timing.hpp"
 #include "devices/timing_model.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
@@ -82,7 +83,9 @@ class ServingEngine final : public InferenceEngine {
   PoolSizing sizing_;
   std::unique_ptr<KvCachePolicy> policy_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<TimingModel> timing_;
+  // One stage: the TimingModel's price exactly; more: stage by stage
+  // (devices/pipeline_timing.hpp).
+  std::unique_ptr<PipelineTiming> timing_;
 
   // Sequences are pooled: a finished one is reused for a later request, so
   // memory follows the number in flight, not the number served.
@@ -102,6 +105,7 @@ class ServingEngine final : public InferenceEngine {
   // What only a paged pool measures; the shell has the rest.
   int64_t preempted_requests_ = 0;
   int64_t steps_ = 0;
+  double stage_link_bytes_ = 0;  // activations between pipeline stages, whole run
   KvUsageIntegral kv_used_;
   double frag_integral_ = 0;  // fraction-nanoseconds while blocks are used
   double frag_time_ = 0;

@@ -8,7 +8,7 @@
 namespace kvsim {
 
 // "" when `path` is a regular file (after following symlinks); otherwise
-// what is wrong with it: "file not found", "is a directory" or "is not a
+// what is wrong with it: "not found", "is a directory" or "is not a
 // regular file (a device, FIFO or socket)".
 std::string input_file_problem(const std::string& path);
 

@@ -42,9 +42,10 @@ asan: deps
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer harnesses of the input readers (fuzz/), under ASan and UBSan,
-# each run FUZZ_SECONDS on its stored seed corpus and dictionary. New inputs
-# go to $(BUILD)-fuzz/corpus/, the stored seeds stay as they are; a finding
-# stops the target with the crashing input written as crash-* here.
+# each run FUZZ_SECONDS on its stored seed corpus and dictionary, one after
+# another. New inputs go to $(BUILD)-fuzz/corpus/, the stored seeds stay as
+# they are; a finding stops the target with the crashing input written as
+# $(BUILD)-fuzz/crash-* (docs/fuzzing.md: reproducing, long local runs).
 FUZZ_SECONDS ?= 20
 FUZZERS := yaml_config hf_config trace_mooncake trace_azure trace_prefill_decode_csv \
            check_json calibration_csv llama2_checkpoint
@@ -58,7 +59,7 @@ fuzz: fuzz-build
 	  mkdir -p $(BUILD)-fuzz/corpus/$$f; \
 	  echo "fuzz_$$f: $(FUZZ_SECONDS) s"; \
 	  ./$(BUILD)-fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -dict=fuzz/dict/$$f.dict -print_final_stats=1 \
+	    -dict=fuzz/dict/$$f.dict -print_final_stats=1 -artifact_prefix=$(BUILD)-fuzz/ \
 	    $(BUILD)-fuzz/corpus/$$f fuzz/corpus/$$f 2>$(BUILD)-fuzz/$$f.log \
 	    || { tail -60 $(BUILD)-fuzz/$$f.log; exit 1; }; \
 	  grep -E "stat::number_of_executed_units|cov:" $(BUILD)-fuzz/$$f.log | tail -2; \

@@ -1,11 +1,14 @@
 #include "base/reader.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+
+#include "base/yaml_error.hpp"
 
 namespace kvsim::config {
 
@@ -416,6 +419,14 @@ void check_duplicate_keys(const YAML::Node& doc, const std::string& file, LoadCo
   if (doc.IsDefined()) report_duplicate_keys(doc, file, ctx, 0);
 }
 
+std::string yaml_error_text(const YAML::Exception& e) {
+  // yaml-cpp stops a document nested 500 deep (its stack guard) with the
+  // message "bad file"; say what is wrong instead.
+  if (dynamic_cast<const YAML::DeepRecursion*>(&e) != nullptr)
+    return "nested too deeply (yaml-cpp reads up to 500 levels)";
+  return e.msg;
+}
+
 YAML::Node load_file(const std::string& path, LoadContext& ctx) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -430,7 +441,7 @@ YAML::Node load_file(const std::string& path, LoadContext& ctx) {
     return doc;
   } catch (const YAML::Exception& e) {
     ctx.diagnostics.error({path, e.mark.line + 1, e.mark.column + 1}, "",
-                          fmt::format("invalid YAML: {}", e.msg));
+                          "invalid YAML: " + yaml_error_text(e));
   }
   return YAML::Node(YAML::NodeType::Undefined);
 }
@@ -506,7 +517,7 @@ bool apply_override(YAML::Node& root, const std::string& assignment, LoadContext
     value = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     ctx.diagnostics.error({"--set " + path, 1, static_cast<int>(eq) + 2}, path,
-                          fmt::format("invalid value: {}", e.msg));
+                          "invalid value: " + yaml_error_text(e));
     return false;
   }
   const std::vector<std::string> parts = key_parts(path);

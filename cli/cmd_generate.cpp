@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/input_file.hpp"
 #include "base/source_paths.hpp"
 #include "cli/commands.hpp"
 #include "cli/generate/llama2_chunk_reuse.hpp"
@@ -41,13 +42,12 @@ int run_generate(const GenerateArgs& a) {
   const std::string ckpt = a.checkpoint.empty() ? (dir / "stories260K.bin").string() : a.checkpoint;
   const std::string tok = a.tokenizer.empty() ? (dir / "tok512.bin").string() : a.tokenizer;
   for (const std::string& f : {ckpt, tok}) {
-    std::error_code ec;
-    if (!fs::is_regular_file(f, ec)) {
+    if (const std::string problem = input_file_problem(f); !problem.empty()) {
       std::cerr << fmt::format(
-          "kvsim: error: {}: not found (the stories260K model lives in the shared data "
+          "kvsim: error: {}: {} (the stories260K model lives in the shared data "
           "folder, ../shared/data/models/stories260K; pass --checkpoint and --tokenizer to use "
           "another copy)\n",
-          f);
+          f, problem);
       return kExitBadInput;
     }
   }

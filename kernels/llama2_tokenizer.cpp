@@ -6,9 +6,14 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "base/input_file.hpp"
+
 namespace kvsim::kernels {
 
 Llama2Tokenizer::Llama2Tokenizer(const std::string& path, int32_t vocab_size) {
+  // /dev/zero would read as a vocabulary of empty tokens: only regular files.
+  if (const std::string problem = input_file_problem(path); !problem.empty())
+    throw std::runtime_error(fmt::format("{}: {}", path, problem));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot open the tokenizer", path));
   int32_t max_len = 0;

@@ -1,5 +1,6 @@
 #include "sim/scenario.hpp"
 #include "base/source_paths.hpp"
+#include "base/yaml_error.hpp"
 
 #include <fmt/format.h>
 
@@ -410,7 +411,8 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
     doc = YAML::Load(yaml_text);
     config::check_duplicate_keys(doc, file, ctx);
   } catch (const YAML::Exception& e) {
-    ctx.diagnostics.error({file, e.mark.line + 1, e.mark.column + 1}, "", "invalid YAML: " + e.msg);
+    ctx.diagnostics.error({file, e.mark.line + 1, e.mark.column + 1}, "",
+                          "invalid YAML: " + config::yaml_error_text(e));
   }
   if (ctx.diagnostics.empty()) {
     for (const auto& o : overrides) config::apply_override(doc, o, ctx);

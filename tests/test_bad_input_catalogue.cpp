@@ -248,11 +248,40 @@ const BadInput kCatalogue[] = {
      TRACE_SCENARIO("sharegpt", ""), "x\n"},
     // ---- run: an empirical distribution file
     {"EmpiricalIsADirectory",
-     "run {base} --out {out} --set 'workload.input_tokens={dist: empirical, file: adir}'",
-     "--set workload.input_tokens", "workload.input_tokens"},
+     "run {base} --out {out} --set 'workload.input_tokens={dist: empirical, path: adir}'",
+     "workload.input_tokens.path", "adir' is not a regular file"},
     {"EmpiricalIsDevZero",
-     "run {base} --out {out} --set 'workload.input_tokens={dist: empirical, file: /dev/zero}'",
-     "--set workload.input_tokens", "workload.input_tokens"},
+     "run {base} --out {out} --set 'workload.input_tokens={dist: empirical, path: /dev/zero}'",
+     "--set workload.input_tokens",
+     "workload.input_tokens.path: '/dev/zero' is not a regular file"},
+    {"EmpiricalFileIsDevZeroInYaml", "run {bad} --out {out}",
+     "bad.yaml:9:", "workload.input_tokens.path: '/dev/zero' is not a regular file",
+     "name: e\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: empirical, path: /dev/zero}\n"
+     "  output_tokens: {dist: constant, value: 4}\n"},
+    {"AzureTraceIsDevZero", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.path",
+     "name: tr\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 4096}\n"
+     "workload:\n  kind: trace\n  trace: {format: azure, path: /dev/zero}\n"},
+    {"PrefillDecodeTraceIsADirectory", "run {bad} --out {out}",
+     "bad.yaml:9:", "workload.trace.path",
+     "name: tr\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 4096}\n"
+     "workload:\n  kind: trace\n  trace: {format: prefill_decode_csv, path: adir}\n"},
+    // ---- run: model and device files that are not files
+    {"ModelIsDevZero", "run {base} --out {out} --set model=/dev/zero", "--set model", "model"},
+    {"ModelIsADirectory", "run {base} --out {out} --set model=./adir", "--set model", "model"},
+    {"DeviceIsDevZero", "run {base} --out {out} --set device=/dev/zero", "--set device", "device"},
+    {"DeviceIsADirectory", "run {base} --out {out} --set device=./adir", "--set device", "device"},
+    {"HfConfigDuplicateKey", "run {bad} --out {out}", "aux.json:2:", "hidden_size",
+     MODEL_SCENARIO("aux.json"), "{\"hidden_size\": 2048,\n\"hidden_size\": 4096}"},
+    // ---- run --from: a metrics.json or scenario.resolved.yaml
+    {"RunFromIsADirectory", "run --from {dir}/adir --out {out}", "adir", "not a regular file"},
+    {"RunFromIsDevZero", "run --from /dev/zero --out {out}", "/dev/zero", "not a regular file"},
+    {"RunFromMissing", "run --from {dir}/missing.json --out {out}", "missing.json", ""},
     // ---- output folders
     {"OutIsAFile", "run {base} --out {dir}/notes/keep.txt", "notes/keep.txt", "--out"},
     {"OutIsAUsersFolder", "run {base} --out {dir}/notes", "notes", ".kvsim"},
@@ -274,6 +303,17 @@ const BadInput kCatalogue[] = {
      "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
      "--context 9000000000000000000",
      "--context", "context"},
+    {"CapacityContextHugeExponent",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} --context 9e18", "--context",
+     "context"},
+    {"CapacityWorkloadIsDevZero",
+     "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
+     "--slo ttft_p99_ms=1000,tpot_p99_ms=100 --workload /dev/zero",
+     "/dev/zero", "not a regular file"},
+    {"CapacityModelIsDevZero", "capacity --device ascend-910b2 --model /dev/zero --out {out}",
+     "--model", "/dev/zero"},
+    {"CapacityDeviceIsADirectory", "capacity --device {dir}/adir --model llama-3-8b --out {out}",
+     "--device", "adir"},
     {"CapacityContextZero",
      "capacity --device ascend-910b2 --model llama-3-8b --out {out} "
      "--context 0",
@@ -314,6 +354,8 @@ const BadInput kCatalogue[] = {
      "--slo", "slo"},
     // ---- calibrate
     {"CalibrateMissing", "calibrate {dir}/missing.csv --out {out}", "missing.csv", "measurements"},
+    {"CalibrateIsADirectory", "calibrate {dir}/adir --out {out}", "adir:", "measurements"},
+    {"CalibrateIsDevZero", "calibrate /dev/zero --out {out}", "/dev/zero:", "not a regular file"},
     {"CalibrateEmpty", "calibrate {aux} --out {out}", "aux.txt:1:1", "header", nullptr, ""},
     {"CalibrateBadHeader", "calibrate {aux} --out {out}", "aux.txt:1:", "header", nullptr,
      "a,b,c\n1,2,3\n"},
@@ -344,9 +386,12 @@ const BadInput kCatalogue[] = {
      nullptr, "{\"a\": 1}"},
     {"CheckWronglyTypedMetric", "check {aux} --baseline {dir}/typed.json", "aux.txt",
      "a: is object", nullptr, "{\"a\": {\"b\": 1}}"},
+    {"CheckIsADirectory", "check {dir}/adir --baseline {aux}", "adir", "not a regular file",
+     nullptr, "{\"a\": 1}"},
     // ---- validate
     {"ValidateMissing", "validate {dir}/missing.yaml", "missing.yaml", "not found"},
     {"ValidateDirectory", "validate {dir}/adir", "adir", "not a regular file"},
+    {"ValidateDevZero", "validate /dev/zero", "/dev/zero", "not a regular file"},
     {"ValidateDuplicateKey", "validate {bad}", "bad.yaml:3:1", "seed",
      "name: d\nseed: 1\nseed: 2\n"},
     {"ValidateNonUtf8", "validate {bad}", "bad.yaml:2:14", "description",
@@ -359,8 +404,16 @@ const BadInput kCatalogue[] = {
      "capacity"},
     {"HitcurveSetBad", "hitcurve {base} --out {out} --capacity-tokens 1000 --set seed=x",
      "--set seed", "seed"},
+    {"HitcurveScenarioIsDevZero", "hitcurve /dev/zero --out {out} --capacity-tokens 1000",
+     "/dev/zero", "not a regular file"},
+    // ---- compare: the scenario is not a file
+    {"CompareScenarioIsDevZero", "compare /dev/zero --out {out} --vary seed=1,2", "/dev/zero",
+     "not a regular file"},
     // ---- sweep and search
     {"SweepMissing", "sweep {dir}/missing.yaml --out {out}", "missing.yaml", "not found"},
+    {"SweepIsDevZero", "sweep /dev/zero --out {out}", "/dev/zero", "not a regular file"},
+    {"SweepIsADirectory", "sweep {dir}/adir --out {out}", "adir", "not a regular file"},
+    {"SearchIsDevZero", "search /dev/zero --out {out}", "/dev/zero", "not a regular file"},
     {"SweepUnknownGridKey", "sweep {bad} --out {out}", "bad.yaml:", "kv_cache.nosuch",
      "name: s\nbase: default\ngrid:\n  kv_cache.nosuch: [1, 2]\nmetrics: [requests.completed]\n"},
     {"SweepEmptyGrid", "sweep {bad} --out {out}", "bad.yaml:", "grid",
@@ -377,7 +430,13 @@ const BadInput kCatalogue[] = {
     {"GenerateCheckpointMissing", "generate --checkpoint {dir}/missing.bin --tokenizer {aux}",
      "missing.bin", "not found", nullptr, "x"},
     {"GenerateCheckpointDirectory", "generate --checkpoint {dir}/adir --tokenizer {aux}", "adir",
-     "not found", nullptr, "x"},
+     "not a regular file", nullptr, "x"},
+    {"GenerateCheckpointDevZero", "generate --checkpoint /dev/zero --tokenizer {aux}", "/dev/zero",
+     "not a regular file", nullptr, "x"},
+    {"GenerateTokenizerDevZero", "generate --checkpoint {aux} --tokenizer /dev/zero", "/dev/zero",
+     "not a regular file", nullptr, "x"},
+    {"GenerateTokenizerDirectory", "generate --checkpoint {aux} --tokenizer {dir}/adir", "adir",
+     "not a regular file", nullptr, "x"},
     {"GenerateCheckpointBadHeader", "generate --checkpoint {aux} --tokenizer {aux}", "aux.txt",
      "bad header", nullptr, "0123456789012345678901234567"},
     {"GenerateCheckpointHugeHeader", "generate --checkpoint {aux} --tokenizer {aux}", "aux.txt",

@@ -130,7 +130,59 @@ TEST_F(OutputSafety, ASecondWriterOfOneFolderIsRefused) {
   ::close(fd);
 }
 
-TEST_F(OutputSafety, AnInterruptedRunLeavesNoTemporaryFolder) {
+TEST_F(OutputSafety, TheHomeFolderIsNeverReplaced) {
+  fs::create_directories(path("home"));
+  write("home/notes.txt", "keep me\n");
+  const auto r =
+      testing::run_command("HOME=" + path("home") + " " + std::string(KVSIM_BINARY) + " run " +
+                           scenario() + " --quiet --force --out " + path("home"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("home folder"), std::string::npos) << r.output;
+  EXPECT_EQ(read(path("home/notes.txt")), "keep me\n");
+}
+
+TEST_F(OutputSafety, ACompareNameBecomesOneSafePathComponent) {
+  fs::create_directories(path("work/sub"));
+  write("work/sub/keep.txt", "x");
+  write("work/sub/evil.yaml", testing::small_scenario("x/../..", 6));
+  const auto r =
+      testing::run_command("cd " + path("work/sub") + " && " + std::string(KVSIM_BINARY) +
+                           " compare evil.yaml --vary kv_cache.block_size=16,32 --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(path("work/sub/keep.txt")));
+  EXPECT_TRUE(fs::exists(path("work/sub/out/compare-x_.._../compare.json")));
+}
+
+// Two runs into one --out at the same time: each either writes it or is
+// refused with exit 2; the folder ends whole and nothing is left beside it.
+TEST_F(OutputSafety, TwoRunsIntoOneFolderAtOnceLeaveOneWholeOutput) {
+  const std::string s = scenario("both", 200);
+  const std::string run = std::string(KVSIM_BINARY) + " run " + s + " --quiet --out " +
+                          path("both") + " >/dev/null 2>&1";
+  const auto r = testing::run_command("(" + run + "; echo a=$? > " + path("a.rc") + ") & (" + run +
+                                      "; echo b=$? > " + path("b.rc") + ") & wait");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* rc : {"a.rc", "b.rc"}) {
+    const std::string text = read(path(rc));
+    EXPECT_TRUE(text.ends_with("=0\n") || text.ends_with("=2\n")) << rc << ": " << text;
+  }
+  EXPECT_TRUE(fs::exists(path("both/metrics.json")));
+  EXPECT_TRUE(fs::exists(path("both/.kvsim")));
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp-"), std::string::npos) << name;
+    EXPECT_EQ(name.find(".old-"), std::string::npos) << name;
+    EXPECT_EQ(name.find(".lock"), std::string::npos) << name;
+  }
+}
+
+// SIGINT (Ctrl-C), SIGTERM (kill) and SIGHUP (a closed terminal) each remove
+// the run's temporary folder and lock; SIGKILL cannot be caught, and its
+// leftovers are cleaned by the next run (LeftoversOfDeadRuns... above).
+class InterruptedRun : public OutputSafety, public ::testing::WithParamInterface<int> {};
+
+TEST_P(InterruptedRun, LeavesNoTemporaryFolder) {
+  const int sig = GetParam();
   // Long enough to be interrupted mid-run: 2 million requests.
   const std::string s = scenario("long", 2000000);
   const pid_t pid = fork();
@@ -142,17 +194,25 @@ TEST_F(OutputSafety, AnInterruptedRunLeavesNoTemporaryFolder) {
   }
   // Wait until the run has its temporary folder, then interrupt it.
   const fs::path temp = dir_ / (".long.tmp-" + std::to_string(pid));
-  for (int i = 0; i < 400 && !fs::exists(temp); ++i)
+  for (int i = 0; i < 1000 && !fs::exists(temp); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(fs::exists(temp)) << "the run did not start";
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  const bool started = fs::exists(temp);
+  ASSERT_EQ(::kill(pid, sig), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  ASSERT_TRUE(started) << "the run did not start";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
   EXPECT_FALSE(fs::exists(temp));
   EXPECT_FALSE(fs::exists(path(".long.lock")));
   EXPECT_FALSE(fs::exists(path("long")));
 }
+
+INSTANTIATE_TEST_SUITE_P(Signals, InterruptedRun, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+                         [](const ::testing::TestParamInfo<int>& p) {
+                           return std::string(p.param == SIGINT    ? "SIGINT"
+                                              : p.param == SIGTERM ? "SIGTERM"
+                                                                   : "SIGHUP");
+                         });
 
 TEST_F(OutputSafety, CapacityWritesAFreshFolderPerInvocation) {
   const std::string cmd = "cd " + dir_.string() + " && " + std::string(KVSIM_BINARY) +

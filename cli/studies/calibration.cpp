@@ -13,6 +13,7 @@
 #include <set>
 
 #include "base/diagnostics.hpp"
+#include "base/input_file.hpp"
 #include "reports/html_page.hpp"
 #include "reports/output_dir.hpp"
 
@@ -92,11 +93,16 @@ const std::vector<std::string> kRequiredColumns = {"id",     "device", "model",
 
 std::vector<MeasurementRow> read_measurements(const std::string& path) {
   RowErrors errors(path);
+  const char* allowed = "a CSV in the format of published_measurements.csv";
+  // A directory or a device (/dev/zero reads forever) is refused before
+  // reading.
+  if (const std::string problem = input_file_problem(path); !problem.empty()) {
+    errors.add(1, 1, "measurements", problem, allowed);
+    errors.throw_if_any();
+  }
   std::ifstream in(path);
   if (!in) {
-    errors.add(1, 1, "measurements", "cannot open the file",
-               "a CSV in the format of "
-               "published_measurements.csv");
+    errors.add(1, 1, "measurements", "cannot open the file", allowed);
     errors.throw_if_any();
   }
   std::string line;

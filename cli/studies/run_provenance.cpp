@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/input_file.hpp"
 #include "base/reader.hpp"
 #include "reports/input_error.hpp"
 #include "reports/metrics_check.hpp"
@@ -28,6 +29,9 @@ std::string absolute(const std::string& path) {
 }
 
 std::string read_text(const std::string& path) {
+  // A directory reads as nothing and /dev/zero forever: refused first.
+  if (const std::string problem = input_file_problem(path); !problem.empty())
+    throw_input_error(path, "", problem, "a metrics.json or scenario.resolved.yaml");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw_input_error(path, "", "cannot read the file", "a metrics.json or scenario.resolved.yaml");

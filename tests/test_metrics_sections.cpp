@@ -44,11 +44,11 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 9u);
+  EXPECT_EQ(metrics_sections().size(), 10u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
   EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",
-                           "kv_tiers", "cluster", "provenance"}));
+                           "kv_tiers", "pipeline", "cluster", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);
@@ -57,6 +57,9 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   clustered.cluster.emplace();
   cluster_metrics_section().write(clustered, cluster);
   EXPECT_TRUE(cluster.contains("cluster"));
+  // Likewise the pipeline's, in pipeline-parallel runs only.
+  pipeline_metrics_section().write(RunMetrics{}, solo);
+  EXPECT_FALSE(solo.contains("pipeline"));
   // The run's section alone knows no family's keys.
   Json run_only;
   run_metrics_section().write(RunMetrics{}, run_only);
@@ -69,7 +72,8 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   for (const char* k :
        {"kv_cache.block_bytes", "kv_cache.chunk_fallbacks", "kv_cache.rewinds",
         "kv_cache.session_io_bytes", "memory.activation_reserve_bytes", "memory.chunk_pool_bytes",
-        "vtcm.sessions_waited", "workload.skipped_records", "cluster.transfer.bytes"})
+        "vtcm.sessions_waited", "workload.skipped_records", "cluster.transfer.bytes",
+        "pipeline.stage_link_bytes"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
 }
 

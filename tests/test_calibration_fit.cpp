@@ -233,7 +233,8 @@ TEST(CalibrationFit, EveryFittedParameterOfTheShippedDevicesHasASource) {
 TEST(CalibrationFit, The910cPrefixBenchmarkMatchesItsPublishedFigures) {
   const std::string dir = std::string(KVSIM_SOURCE_DIR) + "/configs/scenarios/";
   auto rate = [&](const std::string& file) {
-    ServingEngine engine(load_scenario(dir + file, {}), nullptr);
+    const ScenarioSpec scenario = load_scenario(dir + file, {});
+    ServingEngine engine(scenario, nullptr);
     return engine.run().throughput.requests_per_s;
   };
   const double hit0 = rate("prefix-910c-qwen3-32b-hit0.yaml");

@@ -138,12 +138,13 @@ TEST(NumericsScenario, VllmKvCacheDtypeIsAnAliasOfKvCacheDtype) {
 }
 
 TEST(NumericsRun, SampledModeChecksFewerStepsAndOffChecksNone) {
-  const RunMetrics full =
-      ServingEngine(testing::scenario_from_text(small_scenario("full", "fp16")), nullptr).run();
-  const RunMetrics sampled =
-      ServingEngine(testing::scenario_from_text(small_scenario("sampled", "fp16")), nullptr).run();
-  const RunMetrics off =
-      ServingEngine(testing::scenario_from_text(small_scenario("off", "fp16")), nullptr).run();
+  auto run = [](const char* mode) {
+    const ScenarioSpec scenario = testing::scenario_from_text(small_scenario(mode, "fp16"));
+    return ServingEngine(scenario, nullptr).run();
+  };
+  const RunMetrics full = run("full");
+  const RunMetrics sampled = run("sampled");
+  const RunMetrics off = run("off");
   EXPECT_GT(sampled.numerics.checks, 0);
   EXPECT_LT(sampled.numerics.checks * 4, full.numerics.checks);
   EXPECT_EQ(off.numerics.checks, 0);

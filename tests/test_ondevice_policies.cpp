@@ -400,16 +400,13 @@ workload: {kind: synthetic, requests: 8, arrival: {process: constant, rate_per_s
 }
 
 TEST(PagedWindow, EngineRunFreesBlocksAndReadsLessAttention) {
-  const RunMetrics full =
-      ServingEngine(testing::scenario_from_text(paged_scenario("{policy: paged, block_size: 16}")),
-                    nullptr)
-          .run();
+  auto run = [](const std::string& cache) {
+    const ScenarioSpec scenario = testing::scenario_from_text(paged_scenario(cache));
+    return ServingEngine(scenario, nullptr).run();
+  };
+  const RunMetrics full = run("{policy: paged, block_size: 16}");
   const RunMetrics windowed =
-      ServingEngine(
-          testing::scenario_from_text(paged_scenario(
-              "{policy: sliding_window, update_mode: paged, window: 128, block_size: 16}")),
-          nullptr)
-          .run();
+      run("{policy: sliding_window, update_mode: paged, window: 128, block_size: 16}");
   EXPECT_EQ(windowed.requests.completed, 8);
   EXPECT_EQ(windowed.policy, "sliding_window");
   EXPECT_GT(windowed.kv_cache.window_evicted_tokens, 8 * 400);

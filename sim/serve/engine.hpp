@@ -32,6 +32,11 @@ class ServingEngine final : public InferenceEngine {
   ServingEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink);
   // Alone on a clock of its own, fed by the scenario's workload; run() runs it.
   ServingEngine(const ScenarioSpec& scenario, RunSink* sink);
+  // The engine keeps a reference to its scenario, so a temporary one would
+  // dangle: refused at compile time.
+  ServingEngine(ScenarioSpec&& scenario, Simulator& sim, EngineUplink& uplink,
+                RunSink* sink) = delete;
+  ServingEngine(ScenarioSpec&& scenario, RunSink* sink) = delete;
   ~ServingEngine() override;
   ServingEngine(const ServingEngine&) = delete;
   ServingEngine& operator=(const ServingEngine&) = delete;

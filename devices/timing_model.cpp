@@ -314,6 +314,17 @@ TimeNs TimingModel::longest_path(const std::array<TimeNs, kOpKindCount>& duratio
 
 TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost, double matrix_factor) const {
   if (!cost.present) return 0;
+  if (cost.layer_share > 0 && cost.layer_share < 1) {
+    // Priced on the layers it runs on, then spread over all of them (the
+    // longest path walks identical layers).
+    OpCost on_layer = cost;
+    on_layer.layer_share = 1;
+    for (double* f :
+         {&on_layer.flops, &on_layer.mem_bytes, &on_layer.link_bytes, &on_layer.host_bytes})
+      *f /= cost.layer_share;
+    return static_cast<TimeNs>(std::llround(
+        cost.layer_share * static_cast<double>(op_duration(kind, on_layer, matrix_factor))));
+  }
   const auto k = static_cast<size_t>(kind);
   double ns = 0;
   if (cost.flops > 0) {

@@ -118,6 +118,11 @@ struct OpCost {
   // kernel hides it (Ascend: folded into efficiency); a device that runs it
   // on a separate unit between two matrix passes (HTP: HVX) prices it.
   double vector_flops = 0;
+  // The share of the layers the op runs on, when it runs on some only (the
+  // all-to-all of a MoE model with dense-first layers): the fields above are
+  // then means over all layers, and the op's fixed costs (link latency,
+  // launch) are paid on that share of them.
+  double layer_share = 1;
 };
 using StepOpCosts = std::array<OpCost, kOpKindCount>;
 

@@ -205,7 +205,9 @@ void price_moe(const ModelSpec& m, const StepShapeParams& p, const RankShape& s,
     all_to_all.link_bytes = A * s.h * s.a * (ranks - 1.0) / ranks;
     all_to_all.mem_bytes = all_to_all.link_bytes;
     all_to_all.present = true;
-    const OpCost mean = blend(OpCost{}, n_dense, all_to_all, n_moe);
+    OpCost mean = blend(OpCost{}, n_dense, all_to_all, n_moe);
+    // Dense layers exchange nothing: no link latency on them.
+    mean.layer_share = n_moe / (n_dense + n_moe);
     op_of(ops, OpKind::moe_dispatch) = mean;
     op_of(ops, OpKind::moe_combine) = mean;
     op_of(ops, OpKind::moe_dispatch).present = true;

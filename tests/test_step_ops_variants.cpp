@@ -111,6 +111,8 @@ TEST(StepOpsMoe, ExpertParallelAllToAllOnTheDeviceLink) {
   ASSERT_TRUE(cost(ops, OpKind::moe_dispatch).present);
   EXPECT_NEAR(cost(ops, OpKind::moe_dispatch).link_bytes, bytes * 58 / 61, 1e-6);
   EXPECT_NEAR(cost(ops, OpKind::moe_combine).link_bytes, bytes * 58 / 61, 1e-6);
+  // The 3 dense-first layers exchange nothing: the latency is paid on 58 of 61.
+  EXPECT_DOUBLE_EQ(cost(ops, OpKind::moe_dispatch).layer_share, 58.0 / 61.0);
   const double touched = 16 * (1 - std::pow(1 - k / 256, T));
   EXPECT_NEAR(cost(ops, OpKind::mlp_down).weight_bytes * 61,
               3 * (18432.0 / 16) * h * 1 + 58 * (touched * 2048 * h * 1 + (2048.0 / 16) * h), 1);

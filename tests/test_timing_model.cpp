@@ -152,6 +152,19 @@ TEST(OpDuration, LinksHostAndAbsentOps) {
   EXPECT_EQ(tm.op_duration(OpKind::rope, cost(1e9, 0)), 100'000 + 2'000);
 }
 
+// An op on 3 of 4 layers (a MoE all-to-all after one dense layer) carries
+// the mean over all layers and pays its latency and launch on 3 of them:
+// 0.75 x (ceil(1 MB / 0.75 over 100 GB/s + 10 us latency) + 2 us launch)
+// = 0.75 x (23,334 + 2,000) = 19,000.5, rounded to 19,001 ns.
+TEST(OpDuration, AnOpOnSomeLayersPaysItsFixedCostsOnThoseOnly) {
+  const TimingModel tm(round_device(), tiny_model(), {.tp = 2});
+  OpCost mean = cost(0, 0, 1e6);
+  mean.layer_share = 0.75;
+  EXPECT_EQ(tm.op_duration(OpKind::moe_dispatch, mean), 19'001);
+  EXPECT_LT(tm.op_duration(OpKind::moe_dispatch, mean),
+            tm.op_duration(OpKind::moe_dispatch, cost(0, 0, 1e6)));
+}
+
 TEST(CriticalPath, ASingleLayerChainIsTheSumOfItsOps) {
   const TimingModel tm(round_device(), tiny_model(1), {.tp = 2}, chained_ops());
   StepOpCosts costs{};

@@ -172,9 +172,14 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
 
   const ScenarioSpec& spec = *from.group->spec;
   const KvLink link = kv_link_of(spec.device, cluster_.transfer.link).value();
-  const KvTransferPrice price =
-      price_kv_transfer(h.request.kv_ready_tokens, from.engine->memory_plan().kv_bytes_per_token,
-                        spec.tp, spec.model.num_hidden_layers, cluster_.transfer.layerwise, link);
+  // Every device of the prefill instance (tp x pp) sends its own layers' KV
+  // over its own link; the stage holding the most layers (the one the plan
+  // describes) finishes last, and the bytes are the whole instance's.
+  const PoolSizing plan = from.engine->memory_plan();
+  KvTransferPrice price = price_kv_transfer(
+      h.request.kv_ready_tokens, plan.kv_bytes_per_token, spec.tp * std::max<int64_t>(spec.pp, 1),
+      spec.model.num_hidden_layers, cluster_.transfer.layerwise, link);
+  price.bytes = h.request.kv_ready_tokens * (plan.instance_block_bytes / spec.cache.block_size);
   const TimeNs now = sim_.now();
   const TimeNs start = std::max(now, from.link_free);
   const TimeNs done = start + price.time;

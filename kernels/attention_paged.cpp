@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/attention.hpp"
+#include "kernels/cpu_features.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -343,8 +344,8 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
 
 bool fast_fp16_decode_available() {
 #if defined(__x86_64__)
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c");
+  static const bool ok =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   return ok;
 #else
   return false;

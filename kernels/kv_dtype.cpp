@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu_features.hpp"
 #include "kernels/kv_fp8.hpp"
 
 #if defined(__x86_64__)
@@ -88,7 +89,7 @@ namespace {
 // round to nearest even like Eigen::half, so the bits are the same either way.
 #if defined(__x86_64__)
 bool f16c_available() {
-  static const bool ok = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool ok = __builtin_cpu_supports("avx") && cpu_has_f16c();
   return ok;
 }
 __attribute__((target("avx,f16c"))) void encode_half_f16c(const float* src, int64_t n,

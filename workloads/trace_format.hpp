@@ -66,6 +66,11 @@ std::vector<std::string> trace_formats();  // {"azure", "mooncake", "prefill_dec
 namespace detail {
 // The formats (one file each).
 LineResult parse_mooncake_line(std::string_view line, const CsvColumns& columns, TraceRecord& out);
+// The same through a JSON parser for every line: parse_mooncake_line reads
+// the traces' own shape directly and hands every other line to this one, so
+// both agree on every line (tests compare them).
+LineResult parse_mooncake_line_in_full(std::string_view line, const CsvColumns& columns,
+                                       TraceRecord& out);
 std::string read_azure_header(std::string_view line, CsvColumns& columns);
 LineResult parse_azure_line(std::string_view line, const CsvColumns& columns, TraceRecord& out);
 std::string read_prefill_decode_header(std::string_view line, CsvColumns& columns);

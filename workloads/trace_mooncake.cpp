@@ -5,12 +5,14 @@
 // requests share a cached prefix exactly as long as their leading ids agree.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "workloads/distribution.hpp"
 #include "workloads/trace_format.hpp"
 
 namespace kvsim::detail {
@@ -74,9 +76,154 @@ std::string read_count(const json& object, const char* field, const char* kind, 
   return parse_token_count(std::to_string(it->get<int64_t>()), field, kind, out);
 }
 
+// The shape every line of the published traces has, read without building
+// a JSON value: one flat object holding exactly the four fields, each once,
+// in any order; numbers written as plain digits (the timestamp may carry a
+// fraction) and within the ranges the full reader accepts. Returns false on
+// anything else (an escape, an exponent, a sign, another field, a value out
+// of range) without deciding anything: the full reader below then reads the
+// line, so what a line means and every message about it come from one place.
+// Integers of up to 18 digits fit int64 whichever way nlohmann would store
+// them, and a fraction is converted correctly rounded, as strtod does.
+class FlatRecordScanner {
+ public:
+  explicit FlatRecordScanner(std::string_view line)
+      : p_(line.data()), end_(line.data() + line.size()) {}
+
+  bool scan(TraceRecord& out) {
+    enum Field { kTimestamp = 1, kInput = 2, kOutput = 4, kHashIds = 8 };
+    int seen = 0;
+    double ms = 0;
+    int64_t input = 0, output = 0;
+    if (!expect('{')) return false;
+    for (;;) {
+      std::string_view key;
+      if (!read_key(key) || !expect(':')) return false;
+      int field = 0;
+      bool ok = false;
+      if (key == "timestamp") {
+        field = kTimestamp;
+        ok = read_number(ms);
+      } else if (key == "input_length") {
+        field = kInput;
+        ok = read_whole(input);
+      } else if (key == "output_length") {
+        field = kOutput;
+        ok = read_whole(output);
+      } else if (key == "hash_ids") {
+        field = kHashIds;
+        ok = read_ids(out.hash_ids);
+      }
+      if (!ok || (seen & field) != 0) return false;
+      seen |= field;
+      skip_space();
+      if (p_ < end_ && *p_ == ',') {
+        ++p_;
+        continue;
+      }
+      if (!expect('}')) return false;
+      break;
+    }
+    skip_space();
+    if (p_ != end_ || seen != (kTimestamp | kInput | kOutput | kHashIds)) return false;
+    if (!(ms >= 0) || ms > 1e12) return false;
+    if (input < 1 || input > kMaxTokensPerValue || output < 1 || output > kMaxTokensPerValue)
+      return false;
+    if (static_cast<int64_t>(out.hash_ids.size()) !=
+        (input + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens)
+      return false;
+    out.time = static_cast<TimeNs>(std::llround(ms * 1e6));
+    out.input_tokens = input;
+    out.output_tokens = output;
+    return true;
+  }
+
+ private:
+  void skip_space() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
+  }
+  bool expect(char c) {
+    skip_space();
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+  bool read_key(std::string_view& key) {
+    if (!expect('"')) return false;
+    const char* begin = p_;
+    while (p_ < end_ && *p_ != '"') {
+      if (*p_ == '\\' || static_cast<unsigned char>(*p_) < 0x20) return false;
+      ++p_;
+    }
+    if (p_ == end_) return false;
+    key = std::string_view(begin, static_cast<size_t>(p_ - begin));
+    ++p_;
+    return true;
+  }
+  // Digits without a sign or a leading zero (JSON), at most 18 of them.
+  bool read_digits(int64_t& value) {
+    skip_space();
+    const char* begin = p_;
+    value = 0;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') value = value * 10 + (*p_++ - '0');
+    const auto n = p_ - begin;
+    return n >= 1 && n <= 18 && (n == 1 || *begin != '0');
+  }
+  bool read_whole(int64_t& value) { return read_digits(value) && !at_number_continuation(); }
+  bool read_number(double& value) {
+    int64_t whole = 0;
+    const char* begin = (skip_space(), p_);
+    if (!read_digits(whole)) return false;
+    if (p_ < end_ && *p_ == '.') {
+      const char* fraction = ++p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      if (p_ == fraction) return false;
+      const auto [ptr, ec] = std::from_chars(begin, p_, value);
+      if (ec != std::errc() || ptr != p_) return false;
+    } else {
+      value = static_cast<double>(whole);
+    }
+    return !at_number_continuation();
+  }
+  // An exponent or a fraction where a whole number ended: not this shape.
+  bool at_number_continuation() const {
+    return p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E');
+  }
+  bool read_ids(std::vector<int64_t>& ids) {
+    ids.clear();
+    if (!expect('[')) return false;
+    skip_space();
+    if (p_ < end_ && *p_ == ']') {
+      ++p_;
+      return true;
+    }
+    for (;;) {
+      int64_t id = 0;
+      if (!read_whole(id)) return false;
+      ids.push_back(id);
+      skip_space();
+      if (p_ < end_ && *p_ == ',') {
+        ++p_;
+        continue;
+      }
+      return expect(']');
+    }
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
 }  // namespace
 
 LineResult parse_mooncake_line(std::string_view line, const CsvColumns& columns, TraceRecord& out) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {LineKind::blank, {}};
+  if (FlatRecordScanner(line).scan(out)) return {};
+  return parse_mooncake_line_in_full(line, columns, out);
+}
+
+LineResult parse_mooncake_line_in_full(std::string_view line, const CsvColumns& columns,
+                                       TraceRecord& out) {
   (void)columns;
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {LineKind::blank, {}};
   std::string problem;

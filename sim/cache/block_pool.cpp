@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "sim/cache/eviction/eviction_registry.hpp"
@@ -50,23 +51,20 @@ void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
   for (int64_t i = 0; i < count; ++i) out.push_back(order_->pop_victim());
   const BlockId* victims = out.data() + first;
   const auto n = static_cast<size_t>(count);
-  // A pipeline: metadata loaded kAhead victims ahead, the map slot of a
-  // hashed victim's content kAhead / 2 ahead (its metadata is in by then).
-  constexpr size_t kAhead = 8;
-  auto load_block = [&](size_t i) {
-    if (i < n) __builtin_prefetch(&blocks_[static_cast<size_t>(victims[i])]);
-  };
-  auto load_slot = [&](size_t i) {
-    if (i >= n) return;
-    const Block& blk = blocks_[static_cast<size_t>(victims[i])];
-    if (blk.hashed) by_hash_.prefetch(blk.hash);
-  };
-  for (size_t i = 0; i < kAhead; ++i) load_block(i);
-  for (size_t i = 0; i < kAhead / 2; ++i) load_slot(i);
-  for (size_t i = 0; i < n; ++i) {
-    load_block(i + kAhead);
-    load_slot(i + kAhead / 2);
-    take(victims[i]);
+  // In windows: every victim's metadata is requested, then the map slot of
+  // every hashed victim's content (its metadata has come in meanwhile), then
+  // the victims are taken, so the cache misses of a window overlap instead
+  // of coming one after another (a prefill chunk takes dozens of blocks).
+  constexpr size_t kWindow = 32;
+  for (size_t begin = 0; begin < n; begin += kWindow) {
+    const size_t end = std::min(n, begin + kWindow);
+    for (size_t i = begin; i < end; ++i)
+      __builtin_prefetch(&blocks_[static_cast<size_t>(victims[i])]);
+    for (size_t i = begin; i < end; ++i) {
+      const Block& blk = blocks_[static_cast<size_t>(victims[i])];
+      if (blk.hashed) by_hash_.prefetch(blk.hash);
+    }
+    for (size_t i = begin; i < end; ++i) take(victims[i]);
   }
 }
 

@@ -7,68 +7,79 @@
 
 namespace kvsim {
 
-LruOrder::Link& LruOrder::link(EvictableId id) {
-  if (id < 0) throw std::logic_error(fmt::format("lru order: entry id {}", id));
-  const auto i = static_cast<size_t>(id);
-  if (i >= links_.size()) links_.resize(std::max(i + 1, 2 * links_.size()));
-  return links_[i];
-}
-
-void LruOrder::unlink(EvictableId id) {
-  Link& l = links_[static_cast<size_t>(id)];
-  if (l.prev != kNoEvictable)
-    links_[static_cast<size_t>(l.prev)].next = l.next;
-  else
-    head_ = l.next;
-  if (l.next != kNoEvictable)
-    links_[static_cast<size_t>(l.next)].prev = l.prev;
-  else
-    tail_ = l.prev;
-  l.prev = l.next = kNoEvictable;
-  l.linked = false;
+void LruOrder::skip_gone() const {
+  while (head_ < queue_.size() &&
+         position_[static_cast<size_t>(queue_[head_])] != static_cast<int64_t>(head_))
+    ++head_;
 }
 
 void LruOrder::push_back(EvictableId id) {
-  Link& l = links_[static_cast<size_t>(id)];
-  l.prev = tail_;
-  l.next = kNoEvictable;
-  if (tail_ != kNoEvictable)
-    links_[static_cast<size_t>(tail_)].next = id;
-  else
-    head_ = id;
-  tail_ = id;
-  l.linked = true;
+  if (queue_.size() >= 2 * live_ + 64) compact();
+  position_[static_cast<size_t>(id)] = static_cast<int64_t>(queue_.size());
+  queue_.push_back(id);
+  ++live_;
+}
+
+void LruOrder::compact() {
+  size_t kept = 0;
+  for (size_t i = head_; i < queue_.size(); ++i) {
+    const EvictableId id = queue_[i];
+    if (position_[static_cast<size_t>(id)] != static_cast<int64_t>(i)) continue;
+    position_[static_cast<size_t>(id)] = static_cast<int64_t>(kept);
+    queue_[kept++] = id;
+  }
+  queue_.resize(kept);
+  head_ = 0;
 }
 
 void LruOrder::on_evictable(EvictableId id) {
-  if (link(id).linked)
+  if (id < 0) throw std::logic_error(fmt::format("lru order: entry id {}", id));
+  if (queued(id))
     throw std::logic_error(fmt::format("lru order: entry {} is already evictable", id));
+  const auto i = static_cast<size_t>(id);
+  if (i >= position_.size()) position_.resize(std::max(i + 1, 2 * position_.size()), kNotQueued);
   push_back(id);
 }
 
 void LruOrder::on_pinned(EvictableId id) {
-  if (!link(id).linked)
+  if (id < 0 || !queued(id))
     throw std::logic_error(fmt::format("lru order: entry {} is not evictable", id));
-  unlink(id);
+  position_[static_cast<size_t>(id)] = kNotQueued;
+  --live_;
 }
 
 void LruOrder::on_access(EvictableId id) {
-  if (!link(id).linked || id == tail_) return;
-  unlink(id);
+  if (id < 0) throw std::logic_error(fmt::format("lru order: entry id {}", id));
+  if (!queued(id)) return;
+  // Already the newest entry: moving it would change nothing.
+  if (position_[static_cast<size_t>(id)] + 1 == static_cast<int64_t>(queue_.size())) return;
+  position_[static_cast<size_t>(id)] = kNotQueued;
+  --live_;
   push_back(id);
 }
 
 EvictableId LruOrder::pop_victim() {
-  const EvictableId id = head_;
-  if (id == kNoEvictable) throw std::logic_error("lru order: no evictable entry");
-  unlink(id);
+  if (live_ == 0) throw std::logic_error("lru order: no evictable entry");
+  skip_gone();
+  const EvictableId id = queue_[head_++];
+  position_[static_cast<size_t>(id)] = kNotQueued;
+  --live_;
   return id;
+}
+
+EvictableId LruOrder::next_victim() const {
+  if (live_ == 0) return kNoEvictable;
+  skip_gone();
+  return queue_[head_];
 }
 
 std::vector<EvictableId> LruOrder::victims_in_order() const {
   std::vector<EvictableId> out;
-  for (EvictableId id = head_; id != kNoEvictable; id = links_[static_cast<size_t>(id)].next)
-    out.push_back(id);
+  out.reserve(live_);
+  for (size_t i = head_; i < queue_.size(); ++i) {
+    const EvictableId id = queue_[i];
+    if (position_[static_cast<size_t>(id)] == static_cast<int64_t>(i)) out.push_back(id);
+  }
   return out;
 }
 

@@ -6,8 +6,14 @@
 // pool hands out blocks in id order. For the chunk pool it is seed 003's
 // ChunkHashIndex LRU: an inserted or hit chunk goes to the most recent end.
 //
-// An intrusive doubly linked list over a vector indexed by entry id: every
-// call is O(1), growth of the vector aside.
+// A queue in one array, oldest first, in which an entry that leaves the
+// evictable set or moves to the recent end is only marked gone (its id's
+// position no longer points at it) and skipped when the oldest end reaches
+// it; the array is compacted once the gone entries outnumber the live ones,
+// so every call is O(1) amortised. Unlike a linked list, taking many victims
+// in a row reads the array in order instead of chasing a pointer per victim
+// (an allocation takes dozens of blocks at once).
+#include <cstdint>
 #include <vector>
 
 #include "base/params.hpp"
@@ -25,22 +31,25 @@ class LruOrder final : public EvictionOrder {
   void on_access(EvictableId id) override;
   // The least recent end.
   EvictableId pop_victim() override;
-  EvictableId next_victim() const override { return head_; }
+  EvictableId next_victim() const override;
   std::vector<EvictableId> victims_in_order() const override;
 
  private:
-  struct Link {
-    EvictableId prev = kNoEvictable;
-    EvictableId next = kNoEvictable;
-    bool linked = false;
-  };
-  Link& link(EvictableId id);
-  void unlink(EvictableId id);
+  static constexpr int64_t kNotQueued = -1;
+  bool queued(EvictableId id) const {
+    const auto i = static_cast<size_t>(id);
+    return i < position_.size() && position_[i] != kNotQueued;
+  }
+  // Past entries at the oldest end that are gone.
+  void skip_gone() const;
   void push_back(EvictableId id);
+  // Drops the gone entries, keeping the live ones in order.
+  void compact();
 
-  std::vector<Link> links_;
-  EvictableId head_ = kNoEvictable;  // least recent
-  EvictableId tail_ = kNoEvictable;  // most recent
+  std::vector<EvictableId> queue_;  // [head_, size): oldest first, gone ones included
+  mutable size_t head_ = 0;
+  std::vector<int64_t> position_;  // by id: index of its live entry in queue_, or kNotQueued
+  size_t live_ = 0;
 };
 
 config::ComponentInfo lru_order_info();

@@ -70,6 +70,12 @@ class BlockPool {
 
   // Block holding this content, or kNoBlock.
   BlockId lookup(const BlockHash& hash) const;
+  // Starts loading what lookup(hash) and touch(block) or release(block)
+  // will read (hints: nothing changes).
+  void prefetch_lookup(const BlockHash& hash) const { by_hash_.prefetch(hash); }
+  void prefetch_block(BlockId block) const {
+    __builtin_prefetch(&blocks_[static_cast<size_t>(block)]);
+  }
   // Records that `block` (in use) now holds content `hash`. When another block
   // already holds that content, the mapping is left alone (both are valid
   // copies; the first stays canonical, as in vLLM).

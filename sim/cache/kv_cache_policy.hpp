@@ -65,6 +65,11 @@ struct TokenView {
   // generated), else from its ids (copied through `scratch`, >= count).
   BlockHash block_hash(const BlockHash& parent, int64_t begin, int64_t count,
                        int32_t* scratch) const;
+  // Extends `hashes` (each block's chained on the one before) to the first
+  // `blocks` full blocks of `block_size` tokens: the block_hash of each, with
+  // one pass over the described runs instead of a search per block.
+  void extend_block_hashes(std::vector<BlockHash>& hashes, int64_t blocks, int64_t block_size,
+                           int32_t* scratch) const;
 };
 
 using SeqSlot = int32_t;  // a policy's handle for a sequence it holds

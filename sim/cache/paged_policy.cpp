@@ -32,16 +32,18 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   // Hash every full block of the known content once (the memo keeps them
   // across calls); the sequence registers them as its blocks get computed.
   const int64_t full_blocks = tokens.size() / block_size();
-  for (int64_t b = static_cast<int64_t>(memo.size()); b < full_blocks; ++b) {
-    const BlockHash parent = b == 0 ? BlockHash{} : memo[static_cast<size_t>(b - 1)];
-    memo.push_back(
-        tokens.block_hash(parent, b * block_size(), block_size(), scratch_tokens_.data()));
-  }
+  tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
   hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
   // blocks can be hits (vLLM v1 get_computed_blocks).
   const int64_t max_hit_blocks = (tokens.size() - 1) / block_size();
+  // The map slots a few blocks ahead are loaded while this one is looked up.
+  constexpr int64_t kAhead = 8;
+  for (int64_t b = 0; b < std::min(kAhead, max_hit_blocks); ++b)
+    pool_.prefetch_lookup(hit.hashes[static_cast<size_t>(b)]);
   for (int64_t b = 0; b < max_hit_blocks; ++b) {
+    if (b + kAhead < max_hit_blocks)
+      pool_.prefetch_lookup(hit.hashes[static_cast<size_t>(b + kAhead)]);
     const BlockId found = pool_.lookup(hit.hashes[static_cast<size_t>(b)]);
     if (found == kNoBlock) break;
     hit.blocks.push_back(found);
@@ -117,11 +119,7 @@ int64_t PagedPolicy::blocks_to_register(SeqSlot s, int64_t computed_tokens) cons
 void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
   // Blocks filled by generated tokens: hashed now, each chained on its parent
   // (the prompt's full blocks were hashed at admission).
-  for (int64_t b = static_cast<int64_t>(content.hashes.size()); b < full; ++b) {
-    const BlockHash parent = b == 0 ? BlockHash{} : content.hashes[static_cast<size_t>(b - 1)];
-    content.hashes.push_back(
-        tokens.block_hash(parent, b * block_size(), block_size(), scratch_tokens_.data()));
-  }
+  tokens.extend_block_hashes(content.hashes, full, block_size(), scratch_tokens_.data());
 }
 
 void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {

@@ -42,9 +42,13 @@ SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t ne
   const SeqSlot s = take_slot(seqs_, free_seq_slots_);
   SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
   sq.block_table.assign(static_cast<size_t>(freed_blocks), kNoBlock);
-  for (BlockId b : reused) {
-    pool_.touch(b);
-    sq.block_table.push_back(b);
+  // Reused and released blocks lie anywhere in the pool: their metadata is
+  // loaded a few blocks ahead of its use.
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < reused.size(); ++i) {
+    if (i + kAhead < reused.size()) pool_.prefetch_block(reused[i + kAhead]);
+    pool_.touch(reused[i]);
+    sq.block_table.push_back(reused[i]);
   }
   pool_.allocate_into(new_blocks, sq.block_table);
   sq.tokens = tokens;
@@ -108,8 +112,12 @@ void PagedPolicyBase::release(SeqSlot s) {
   // Tail first: the blocks least likely to be shared go to the free queue
   // first and so are reused before the common prefix (vLLM v1 frees in
   // reverse order for the same reason).
-  for (auto it = sq.block_table.rbegin(); it != sq.block_table.rend(); ++it)
-    if (*it != kNoBlock) pool_.release(*it);
+  constexpr size_t kAhead = 8;
+  const std::vector<BlockId>& table = sq.block_table;
+  for (size_t i = table.size(); i-- > 0;) {
+    if (i >= kAhead && table[i - kAhead] != kNoBlock) pool_.prefetch_block(table[i - kAhead]);
+    if (table[i] != kNoBlock) pool_.release(table[i]);
+  }
   slots_reserved_ -= live_blocks(s) * block_size_;
   tokens_held_ -= sq.tokens - sq.freed_blocks * block_size_;
   sq.block_table.clear();

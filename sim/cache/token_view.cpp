@@ -44,4 +44,36 @@ BlockHash TokenView::block_hash(const BlockHash& parent, int64_t begin, int64_t 
   return chained_block_hash(parent, scratch, static_cast<size_t>(count));
 }
 
+void TokenView::extend_block_hashes(std::vector<BlockHash>& hashes, int64_t blocks,
+                                    int64_t block_size, int32_t* scratch) const {
+  // The run of each part that the last block lay in: blocks come in order,
+  // so each part's runs are walked once.
+  const TokenRun* run[2] = {nullptr, nullptr};
+  for (auto b = static_cast<int64_t>(hashes.size()); b < blocks; ++b) {
+    const BlockHash parent = b == 0 ? BlockHash{} : hashes[static_cast<size_t>(b - 1)];
+    const int64_t begin = b * block_size;
+    int part = -1;
+    if (begin + block_size <= prompt_len)
+      part = 0;
+    else if (begin >= prompt_len)
+      part = 1;
+    const TokenContent* content = part == 0 ? prompt_content : part == 1 ? output_content : nullptr;
+    if (content != nullptr) {
+      const int64_t local = part == 0 ? begin : begin - prompt_len;
+      const TokenRun*& r = run[part];
+      if (r == nullptr)
+        r = &content->run_at(local);
+      else
+        while (local >= r->start + r->length) ++r;
+      if (local + block_size <= r->start + r->length) {
+        hashes.push_back(chained_stream_block_hash(parent, r->key, content->vocab_size(),
+                                                   local - r->start, block_size));
+        continue;
+      }
+    }
+    copy(begin, block_size, scratch);
+    hashes.push_back(chained_block_hash(parent, scratch, static_cast<size_t>(block_size)));
+  }
+}
+
 }  // namespace kvsim

@@ -74,7 +74,7 @@ void BlockPool::take(BlockId b) {
   --num_free_;
   if (blk.hashed) {
     --num_cached_free_;
-    by_hash_.erase(blk.hash, b);  // only if `b` is the canonical copy
+    by_hash_.erase(blk.hash, b, hash_of());  // only if `b` is the canonical copy
     blk.hashed = false;
     ++evictions_;
     if (listener_) listener_->on_block_evicted(blk.hash);
@@ -104,13 +104,14 @@ void BlockPool::release(BlockId b) {
 }
 
 BlockId BlockPool::lookup(const BlockHash& hash) const {
-  return by_hash_.find(hash);
+  return by_hash_.find(hash, hash_of());
 }
 
 void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
   Block& blk = blocks_[static_cast<size_t>(b)];
-  if (blk.hashed) return;                 // content of a full block never changes
-  if (!by_hash_.insert(hash, b)) return;  // another block already holds this content
+  if (blk.hashed) return;  // content of a full block never changes
+  // Another block already holds this content: that one stays canonical.
+  if (!by_hash_.insert(hash, b, hash_of())) return;
   blk.hashed = true;
   blk.hash = hash;
   order_->on_content(b, hash.low);

@@ -107,6 +107,12 @@ class BlockPool {
     bool hashed = false;
     BlockHash hash;
   };
+  // The whole hash a block is stored under in by_hash_ (its own).
+  struct HashOfBlock {
+    const std::vector<Block>* blocks;
+    const BlockHash& operator()(BlockId b) const { return (*blocks)[static_cast<size_t>(b)].hash; }
+  };
+  HashOfBlock hash_of() const { return {&blocks_}; }
   void mark_free(BlockId b);
   // allocate() once its victim `b` is named.
   void take(BlockId b);

@@ -49,7 +49,10 @@ void TokenView::extend_block_hashes(std::vector<BlockHash>& hashes, int64_t bloc
   // The run of each part that the last block lay in: blocks come in order,
   // so each part's runs are walked once.
   const TokenRun* run[2] = {nullptr, nullptr};
-  if (blocks > static_cast<int64_t>(hashes.size())) hashes.reserve(static_cast<size_t>(blocks));
+  // One allocation for a prompt's blocks; growth stays geometric when a
+  // decode adds one block at a time.
+  if (static_cast<size_t>(std::max<int64_t>(blocks, 0)) > hashes.capacity())
+    hashes.reserve(std::max(static_cast<size_t>(blocks), 2 * hashes.capacity()));
   for (auto b = static_cast<int64_t>(hashes.size()); b < blocks; ++b) {
     const BlockHash parent = b == 0 ? BlockHash{} : hashes[static_cast<size_t>(b - 1)];
     const int64_t begin = b * block_size;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,53 @@ TEST(LruOrder, LeastRecentFirstAndAccessMovesToTheRecentEnd) {
   EXPECT_THROW(lru->on_pinned(7), std::logic_error);
   lru->on_evictable(7);
   EXPECT_THROW(lru->on_evictable(7), std::logic_error);
+}
+
+// `lru` against a plain list kept by erase and append, under many random
+// calls (enough for its queue to drop its gone entries many times), and its
+// batch of victims against the list's front.
+TEST(LruOrder, MatchesAListUnderRandomCallsAndBatchesOfVictims) {
+  auto lru = make_eviction_order("lru");
+  std::vector<EvictableId> list;  // front: next victim
+  std::vector<bool> in_list(200, false);
+  std::mt19937 rng(3);
+  for (int step = 0; step < 50000; ++step) {
+    const auto id = static_cast<EvictableId>(rng() % 200);
+    const auto at = std::find(list.begin(), list.end(), id);
+    switch (rng() % 4) {
+      case 0:
+        if (in_list[static_cast<size_t>(id)]) break;
+        lru->on_evictable(id);
+        list.push_back(id);
+        in_list[static_cast<size_t>(id)] = true;
+        break;
+      case 1:
+        if (!in_list[static_cast<size_t>(id)]) break;
+        lru->on_pinned(id);
+        list.erase(at);
+        in_list[static_cast<size_t>(id)] = false;
+        break;
+      case 2:
+        lru->on_access(id);
+        if (in_list[static_cast<size_t>(id)]) {
+          list.erase(at);
+          list.push_back(id);
+        }
+        break;
+      default: {
+        const auto count = static_cast<int64_t>(rng() % (list.size() / 4 + 1));
+        std::vector<EvictableId> victims;
+        lru->pop_victims(count, victims);
+        ASSERT_EQ(victims, std::vector<EvictableId>(list.begin(), list.begin() + count));
+        for (EvictableId v : victims) in_list[static_cast<size_t>(v)] = false;
+        list.erase(list.begin(), list.begin() + count);
+      }
+    }
+    ASSERT_EQ(lru->next_victim(), list.empty() ? kNoEvictable : list.front()) << "step " << step;
+    if (step % 97 == 0) {
+      ASSERT_EQ(lru->victims_in_order(), list) << "step " << step;
+    }
+  }
 }
 
 TEST(BlockPoolOrder, CallsTheOrderOncePerAllocationFreeAndHit) {

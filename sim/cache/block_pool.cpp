@@ -48,7 +48,7 @@ void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
   // No order call happens inside take(), so popping every victim first
   // yields the sequence of interleaved allocate() calls.
   const size_t first = out.size();
-  for (int64_t i = 0; i < count; ++i) out.push_back(order_->pop_victim());
+  order_->pop_victims(count, out);
   const BlockId* victims = out.data() + first;
   const auto n = static_cast<size_t>(count);
   // In windows: every victim's metadata is requested, then the map slot of

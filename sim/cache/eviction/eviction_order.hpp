@@ -46,6 +46,12 @@ class EvictionOrder {
   virtual void on_pinned(EvictableId id) = 0;
   virtual void on_access(EvictableId id) = 0;
   virtual EvictableId pop_victim() = 0;
+  // Appends `count` victims to `out`: what `count` pop_victim() calls would
+  // return, in order (an order may take them in one go). The pool calls it
+  // only when at least `count` entries are evictable.
+  virtual void pop_victims(int64_t count, std::vector<EvictableId>& out) {
+    for (int64_t i = 0; i < count; ++i) out.push_back(pop_victim());
+  }
   // The entry pop_victim() would return now, when the order can tell at no
   // cost (a prefetch hint for the pool); kNoEvictable otherwise.
   virtual EvictableId next_victim() const { return kNoEvictable; }

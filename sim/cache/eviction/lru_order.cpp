@@ -67,6 +67,20 @@ EvictableId LruOrder::pop_victim() {
   return id;
 }
 
+void LruOrder::pop_victims(int64_t count, std::vector<EvictableId>& out) {
+  if (count <= 0) return;
+  if (static_cast<size_t>(count) > live_)
+    throw std::logic_error(fmt::format("lru order: {} victims asked, {} evictable", count, live_));
+  out.reserve(out.size() + static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    skip_gone();
+    const EvictableId id = queue_[head_++];
+    position_[static_cast<size_t>(id)] = kNotQueued;
+    out.push_back(id);
+  }
+  live_ -= static_cast<size_t>(count);
+}
+
 EvictableId LruOrder::next_victim() const {
   if (live_ == 0) return kNoEvictable;
   skip_gone();

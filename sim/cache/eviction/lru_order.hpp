@@ -31,6 +31,7 @@ class LruOrder final : public EvictionOrder {
   void on_access(EvictableId id) override;
   // The least recent end.
   EvictableId pop_victim() override;
+  void pop_victims(int64_t count, std::vector<EvictableId>& out) override;
   EvictableId next_victim() const override;
   std::vector<EvictableId> victims_in_order() const override;
 

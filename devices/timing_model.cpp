@@ -254,6 +254,8 @@ void TimingModel::flatten_step_graph(const StepGraph& g) {
   n_layer_ = g.n_layer;
   layers_ = g.layers;
   for (size_t i = 0; i < n_vertices; ++i) ++vertices_per_kind_[static_cast<size_t>(kinds[i])];
+  path_memo_ = CriticalPathMemo(OpKind::attention,
+                                vertices_per_kind_[static_cast<size_t>(OpKind::attention)]);
   vertex_kind_ = std::move(kinds);
   pred_begin_.reserve(n_vertices + 1);
   for (const auto& p : preds) {
@@ -377,7 +379,8 @@ StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_token
 
   // Longest path by dynamic programming over the flattened graph (price()
   // runs once per engine step: it is the simulator's hot loop).
-  out.critical_path = longest_path(duration, /*allow_layer_skip=*/true);
+  out.critical_path = path_memo_.critical_path(
+      duration, [this](const auto& d) { return longest_path(d, /*allow_layer_skip=*/true); });
   // Engines that overlap in time still share one memory system: the step can
   // never beat its total traffic at peak bandwidth.
   out.memory_floor = ceil_ns(out.mem_bytes / (static_cast<double>(device_.memory_bandwidth) / 1e9));

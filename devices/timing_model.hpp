@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "devices/critical_path_memo.hpp"
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_ops.hpp"
@@ -89,6 +90,9 @@ class TimingModel {
   std::vector<uint32_t> preds_;
   // Scratch for price(): one TimingModel per engine, so no sharing.
   mutable std::vector<TimeNs> finish_;
+  // Longest paths of recent steps, to price the next without a walk when
+  // only attention's duration moved (devices/critical_path_memo.hpp).
+  mutable CriticalPathMemo path_memo_{OpKind::attention, 0};
   // Program order is a topological order with layers as contiguous ranges
   // (true for the model's step graph): enables the identical-layer skip.
   bool layered_ = false;

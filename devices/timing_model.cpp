@@ -344,6 +344,30 @@ TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost, double matrix_f
   return ceil_ns(ns) + device_.kernel_launch;
 }
 
+namespace {
+// Every field op_duration() may read: a field added to OpCost must be
+// compared here too, or a remembered duration could outlive its cost.
+static_assert(sizeof(OpCost) == 11 * sizeof(double), "OpCost changed: compare it in same_cost()");
+bool same_cost(const OpCost& a, const OpCost& b) {
+  return a.present == b.present && a.flops == b.flops && a.mem_bytes == b.mem_bytes &&
+         a.link_bytes == b.link_bytes && a.host_bytes == b.host_bytes &&
+         a.weight_bytes == b.weight_bytes && a.kv_read_bytes == b.kv_read_bytes &&
+         a.kv_write_bytes == b.kv_write_bytes && a.residual_bytes == b.residual_bytes &&
+         a.vector_flops == b.vector_flops && a.layer_share == b.layer_share;
+}
+}  // namespace
+
+TimeNs TimingModel::timed(size_t kind, const OpCost& cost, double matrix_factor) const {
+  TimedCost& last = last_timed_[kind];
+  if (last.valid && last.matrix_factor == matrix_factor && same_cost(last.cost, cost))
+    return last.duration;
+  last.valid = true;
+  last.cost = cost;
+  last.matrix_factor = matrix_factor;
+  last.duration = op_duration(static_cast<OpKind>(kind), cost, matrix_factor);
+  return last.duration;
+}
+
 StepTiming TimingModel::price(const StepWork& work) const {
   const StepOpCosts costs = step_op_costs(
       model_, work,
@@ -361,7 +385,11 @@ StepTiming TimingModel::price(const StepWork& work) const {
 
 StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_tokens) const {
   StepTiming out;
-  const double matrix_factor = device_.matrix_shape_factor(pass_tokens);
+  if (pass_tokens != last_pass_tokens_) {
+    last_pass_tokens_ = pass_tokens;
+    last_matrix_factor_ = device_.matrix_shape_factor(pass_tokens);
+  }
+  const double matrix_factor = last_matrix_factor_;
   // Per-layer ops are identical in every layer: each kind is timed once.
   std::array<TimeNs, kOpKindCount> duration{};
   bool any_present = false;
@@ -369,7 +397,7 @@ StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_token
     const OpCost& c = costs[k];
     if (!c.present) continue;
     any_present = true;
-    duration[k] = op_duration(static_cast<OpKind>(k), c, matrix_factor);
+    duration[k] = timed(k, c, matrix_factor);
     const auto copies = vertices_per_kind_[k];
     out.op_time[k] = duration[k] * copies;
     out.mem_bytes += c.mem_bytes * static_cast<double>(copies);

@@ -13,7 +13,7 @@ constexpr int kMaxShift = 64 - 11;  // v < 2^64
 
 long double add_repeatedly(long double sum, long double x, uint64_t times) {
   // Short runs are cheaper one by one than the binade arithmetic below.
-  constexpr uint64_t kShortRun = 8;
+  constexpr uint64_t kShortRun = 32;
   while (times > 0) {
     if (times <= kShortRun) {
       for (; times > 0; --times) sum += x;

@@ -75,10 +75,11 @@ class CriticalPathMemo {
   static constexpr size_t kEntries = 16;
 
   size_t slot_of(const Durations& duration) const {
+    // A weighted sum (independent terms, no chain of multiplies), mixed once.
     uint64_t h = 0;
     for (size_t k = 0; k < kOpKindCount; ++k)
-      if (k != varying_) h = (h ^ static_cast<uint64_t>(duration[k])) * 0x9E3779B97F4A7C15ULL;
-    return static_cast<size_t>(h >> 60) % kEntries;
+      if (k != varying_) h += static_cast<uint64_t>(duration[k]) * (2 * k + 1);
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> 60) % kEntries;
   }
   bool same_others(const Durations& others, const Durations& duration) const {
     for (size_t k = 0; k < kOpKindCount; ++k)

@@ -254,6 +254,8 @@ void TimingModel::flatten_step_graph(const StepGraph& g) {
   n_layer_ = g.n_layer;
   layers_ = g.layers;
   for (size_t i = 0; i < n_vertices; ++i) ++vertices_per_kind_[static_cast<size_t>(kinds[i])];
+  path_memo_ = CriticalPathMemo(OpKind::attention,
+                                vertices_per_kind_[static_cast<size_t>(OpKind::attention)]);
   vertex_kind_ = std::move(kinds);
   pred_begin_.reserve(n_vertices + 1);
   for (const auto& p : preds) {
@@ -342,6 +344,30 @@ TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost, double matrix_f
   return ceil_ns(ns) + device_.kernel_launch;
 }
 
+namespace {
+// Every field op_duration() may read: a field added to OpCost must be
+// compared here too, or a remembered duration could outlive its cost.
+static_assert(sizeof(OpCost) == 11 * sizeof(double), "OpCost changed: compare it in same_cost()");
+bool same_cost(const OpCost& a, const OpCost& b) {
+  return a.present == b.present && a.flops == b.flops && a.mem_bytes == b.mem_bytes &&
+         a.link_bytes == b.link_bytes && a.host_bytes == b.host_bytes &&
+         a.weight_bytes == b.weight_bytes && a.kv_read_bytes == b.kv_read_bytes &&
+         a.kv_write_bytes == b.kv_write_bytes && a.residual_bytes == b.residual_bytes &&
+         a.vector_flops == b.vector_flops && a.layer_share == b.layer_share;
+}
+}  // namespace
+
+TimeNs TimingModel::timed(size_t kind, const OpCost& cost, double matrix_factor) const {
+  TimedCost& last = last_timed_[kind];
+  if (last.valid && last.matrix_factor == matrix_factor && same_cost(last.cost, cost))
+    return last.duration;
+  last.valid = true;
+  last.cost = cost;
+  last.matrix_factor = matrix_factor;
+  last.duration = op_duration(static_cast<OpKind>(kind), cost, matrix_factor);
+  return last.duration;
+}
+
 StepTiming TimingModel::price(const StepWork& work) const {
   const StepOpCosts costs = step_op_costs(
       model_, work,
@@ -359,7 +385,11 @@ StepTiming TimingModel::price(const StepWork& work) const {
 
 StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_tokens) const {
   StepTiming out;
-  const double matrix_factor = device_.matrix_shape_factor(pass_tokens);
+  if (pass_tokens != last_pass_tokens_) {
+    last_pass_tokens_ = pass_tokens;
+    last_matrix_factor_ = device_.matrix_shape_factor(pass_tokens);
+  }
+  const double matrix_factor = last_matrix_factor_;
   // Per-layer ops are identical in every layer: each kind is timed once.
   std::array<TimeNs, kOpKindCount> duration{};
   bool any_present = false;
@@ -367,7 +397,7 @@ StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_token
     const OpCost& c = costs[k];
     if (!c.present) continue;
     any_present = true;
-    duration[k] = op_duration(static_cast<OpKind>(k), c, matrix_factor);
+    duration[k] = timed(k, c, matrix_factor);
     const auto copies = vertices_per_kind_[k];
     out.op_time[k] = duration[k] * copies;
     out.mem_bytes += c.mem_bytes * static_cast<double>(copies);
@@ -377,7 +407,8 @@ StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_token
 
   // Longest path by dynamic programming over the flattened graph (price()
   // runs once per engine step: it is the simulator's hot loop).
-  out.critical_path = longest_path(duration, /*allow_layer_skip=*/true);
+  out.critical_path = path_memo_.critical_path(
+      duration, [this](const auto& d) { return longest_path(d, /*allow_layer_skip=*/true); });
   // Engines that overlap in time still share one memory system: the step can
   // never beat its total traffic at peak bandwidth.
   out.memory_floor = ceil_ns(out.mem_bytes / (static_cast<double>(device_.memory_bandwidth) / 1e9));

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "devices/critical_path_memo.hpp"
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
 #include "models/step_ops.hpp"
@@ -89,6 +90,21 @@ class TimingModel {
   std::vector<uint32_t> preds_;
   // Scratch for price(): one TimingModel per engine, so no sharing.
   mutable std::vector<TimeNs> finish_;
+  // Longest paths of recent steps, to price the next without a walk when
+  // only attention's duration moved (devices/critical_path_memo.hpp).
+  mutable CriticalPathMemo path_memo_{OpKind::attention, 0};
+  // The last cost each kind was timed for, and its duration: consecutive
+  // steps repeat most ops' costs exactly (in a decode only attention grows).
+  struct TimedCost {
+    bool valid = false;
+    OpCost cost;
+    double matrix_factor = 1;
+    TimeNs duration = 0;
+  };
+  mutable std::array<TimedCost, kOpKindCount> last_timed_{};
+  mutable int64_t last_pass_tokens_ = -1;
+  mutable double last_matrix_factor_ = 1;
+  TimeNs timed(size_t kind, const OpCost& cost, double matrix_factor) const;
   // Program order is a topological order with layers as contiguous ranges
   // (true for the model's step graph): enables the identical-layer skip.
   bool layered_ = false;

@@ -11,6 +11,41 @@ constexpr uint64_t kSub = 1024;     // buckets per power of two above
 constexpr int kMaxShift = 64 - 11;  // v < 2^64
 }  // namespace
 
+long double add_repeatedly(long double sum, long double x, uint64_t times) {
+  // Short runs are cheaper one by one than the binade arithmetic below.
+  constexpr uint64_t kShortRun = 32;
+  while (times > 0) {
+    if (times <= kShortRun) {
+      for (; times > 0; --times) sum += x;
+      break;
+    }
+    // Three additions one by one: when all three results lie in one binade
+    // [2^(e-1), 2^e), the second started from a sum of that binade, so its
+    // result has the even mantissa a tie rounds to, and the third moved the
+    // sum by the amount every later addition inside the binade moves it.
+    sum += x;
+    const long double s2 = sum += x;
+    const long double s3 = sum += x;
+    times -= 3;
+    int e2 = 0, e3 = 0;
+    std::frexp(s2, &e2);
+    std::frexp(s3, &e3);
+    if (s2 == 0 || e2 != e3) continue;
+    const long double delta = s3 - s2;  // exact: s2 <= s3 < 2 s2
+    if (delta == 0) break;              // x is below half a unit of the sum: no addition moves it
+    // In units of the binade's last place (64-bit mantissa): stay two units
+    // below 2^e, where no addition can round up into the next binade.
+    const long double unit = std::ldexp(1.0L, e3 - 64);
+    const auto room = static_cast<uint64_t>((std::ldexp(1.0L, e3) - s3) / unit);
+    const auto step = static_cast<uint64_t>(delta / unit);
+    if (room <= 2) continue;
+    const uint64_t n = std::min(times, (room - 2) / step);
+    sum += static_cast<long double>(n * step) * unit;  // n * step < 2^63 units: exact
+    times -= n;
+  }
+  return sum;
+}
+
 LatencyHistogram::LatencyHistogram() : buckets_(kExact + kSub * (kMaxShift + 1), 0) {}
 
 size_t LatencyHistogram::bucket_of(uint64_t v) {
@@ -46,7 +81,7 @@ void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
   count_ += times;
   sum_ += static_cast<Uint128>(v) * times;
   const long double square = static_cast<long double>(v) * static_cast<long double>(v);
-  for (uint64_t i = 0; i < times; ++i) sum_sq_ += square;
+  sum_sq_ = add_repeatedly(sum_sq_, square, times);
 }
 
 double LatencyHistogram::stddev() const {

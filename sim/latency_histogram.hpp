@@ -11,13 +11,21 @@
 
 namespace kvsim {
 
+// `sum` after `times` additions of `x` (both >= 0) in long double, each
+// rounded as the hardware rounds it, without adding one at a time: inside
+// one binade every addition after the first moves the sum by the same
+// amount (a tie rounds to an even mantissa, after which the parity stays),
+// so those runs are one exact multiply-add.
+long double add_repeatedly(long double sum, long double x, uint64_t times);
+
 class LatencyHistogram {
  public:
   LatencyHistogram();
   void add(TimeNs value);
   // Adds `value` `times` times: the same state as that many add(value) calls
   // in a row (the sum of squares is still accumulated one value at a time,
-  // in long double, so its rounding is that of the calls it stands for).
+  // in long double, so its rounding is that of the calls it stands for:
+  // add_repeatedly).
   void add_repeated(TimeNs value, uint64_t times);
   uint64_t count() const { return count_; }
   double mean() const;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 
 #include "report_test_helpers.hpp"
 #include "sim/latency_histogram.hpp"
@@ -47,6 +49,32 @@ TEST(LatencyHistogramStd, RepeatedAddIsOneAddPerValue) {
   EXPECT_EQ(each.min(), runs.min());
   EXPECT_EQ(each.max(), runs.max());
   for (double p : {1.0, 50.0, 95.0, 99.9}) EXPECT_EQ(each.percentile(p), runs.percentile(p));
+}
+
+// The closed form gives the bits a loop of additions gives: sums below and
+// past 2^64 (where an odd square is a tie), values that cross binades at
+// once, and values too small to move the sum.
+TEST(LatencyHistogramStd, RepeatedAdditionMatchesTheLoopBitForBit) {
+  std::mt19937_64 rng(2026);
+  auto loop = [](long double sum, long double x, uint64_t times) {
+    for (uint64_t i = 0; i < times; ++i) sum += x;
+    return sum;
+  };
+  const long double starts[] = {0.0L,
+                                1.0L,
+                                std::ldexp(1.0L, 40),
+                                std::ldexp(1.0L, 64) - 8,
+                                std::ldexp(1.0L, 64),
+                                std::ldexp(1.0L, 66) + 4,
+                                std::ldexp(1.0L, 90)};
+  for (int trial = 0; trial < 400; ++trial) {
+    const long double start = starts[trial % 7] + static_cast<long double>(rng() % 1000);
+    const auto v = static_cast<long double>(rng() % (trial % 3 == 0 ? 100 : 60'000'000));
+    const long double x = trial % 11 == 0 ? std::ldexp(1.0L, 70) + 1 : v * v;
+    const uint64_t times = rng() % (trial % 5 == 0 ? 200'000 : 3'000);
+    const long double a = loop(start, x, times), b = add_repeatedly(start, x, times);
+    ASSERT_EQ(std::memcmp(&a, &b, 10), 0) << "trial " << trial;
+  }
 }
 
 TEST(SloTargetsMet, EachSetTargetIsCheckedAndAMissingTpotIsNot) {

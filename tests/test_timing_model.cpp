@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "devices/critical_path_memo.hpp"
 #include "devices/device_family.hpp"
 #include "devices/timing_model.hpp"
 #include "tests/support/test_paths.hpp"
@@ -395,6 +396,48 @@ TEST(CriticalPath, LayerSkipEqualsTheFullLongestPath) {
         ASSERT_EQ(tm.longest_path(d, true), tm.longest_path(d, false))
             << "layers=" << layers << " tp=" << tp << " trial=" << trial;
       }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// The remembered longest path must equal the full one for any order of
+// steps: attention growing slowly (the decode case), jumping back and
+// forth, and the other ops' durations switching between a few batch shapes.
+TEST(CriticalPath, MemoEqualsTheFullLongestPath) {
+  std::mt19937_64 rng(777);
+  for (int64_t layers : {1, 3, 32}) {
+    for (int64_t tp : {1, 2}) {
+      const TimingModel tm(round_device(), tiny_model(layers), {.tp = tp});
+      const auto attention = static_cast<size_t>(OpKind::attention);
+      CriticalPathMemo memo(OpKind::attention, layers);
+      std::vector<std::array<TimeNs, kOpKindCount>> shapes(24);
+      for (auto& d : shapes)
+        for (auto& x : d) x = (rng() % 4 == 0) ? 0 : static_cast<TimeNs>(rng() % 3000);
+      std::vector<TimeNs> attention_of(shapes.size(), 0);
+      int64_t hits = 0;
+      for (int step = 0; step < 4000; ++step) {
+        const size_t s = rng() % 8 == 0 ? rng() % shapes.size() : static_cast<size_t>(step / 200);
+        TimeNs& a = attention_of[s % shapes.size()];
+        a = rng() % 50 == 0 ? static_cast<TimeNs>(rng() % 6000)
+                            : a + static_cast<TimeNs>(rng() % 7);
+        auto d = shapes[s % shapes.size()];
+        d[attention] = a;
+        bool computed = false;
+        const TimeNs got = memo.critical_path(d, [&](const auto& x) {
+          computed = true;
+          return tm.longest_path(x, false);
+        });
+        ASSERT_EQ(got, tm.longest_path(d, false))
+            << "layers=" << layers << " tp=" << tp << " step=" << step;
+        hits += computed ? 0 : 1;
+      }
+      EXPECT_GT(hits, 0);
     }
   }
 }

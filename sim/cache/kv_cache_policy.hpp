@@ -206,6 +206,9 @@ class KvCachePolicy {
   // Cached tokens a new token attends to when `context_tokens` are before it
   // (sliding_window caps it at window - 1; the timing model prices this many).
   virtual int64_t attention_context(int64_t context_tokens) const { return context_tokens; }
+  // False when attention_context() is the identity, so a caller may sum
+  // contexts without asking for each one.
+  virtual bool caps_attention_context() const { return false; }
 
   // Device work the policy itself ran since the last call, besides the
   // batch's own tokens (seed 003: missed chunks prefilled alone at a virtual

@@ -56,6 +56,7 @@ class PagedWindowPolicy final : public PagedPolicyBase {
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   CacheAccounting accounting() const override;
   int64_t attention_context(int64_t context_tokens) const override;
+  bool caps_attention_context() const override { return true; }
 
   // Hybrid groups: registers the salted hashes of the sequence's full
   // blocks below `full_blocks` not registered yet, before commit() frees

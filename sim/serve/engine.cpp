@@ -96,6 +96,8 @@ Sequence* ServingEngine::new_sequence(Request&& request) {
     seq = sequence_pool_.back().get();
   }
   seq->request = std::move(request);
+  seq->prompt_tokens = seq->prompt_len();
+  seq->output_tokens = seq->output_len();
   return seq;
 }
 
@@ -147,27 +149,43 @@ void ServingEngine::start_step() {
   // Decodes (one token that samples) are summed as whole numbers and added
   // once: StepTotals' terms are exact sums of whole numbers, so the order
   // and grouping of the additions cannot change them.
+  // A sequence is first scheduled when it leaves the waiting queue.
+  for (Sequence* seq : batch_.summary.admitted)
+    if (seq->started_at < 0) seq->started_at = now;
   const bool per_sequence = per_sequence_pricing_;
   work_.totals_given = !per_sequence;
   work_.totals = {};
   work_.seqs.clear();
-  int64_t decodes = 0;
-  int64_t decode_context = 0;
-  for (const ScheduledSeq& item : batch_.items) {
-    Sequence* seq = item.seq;
-    if (seq->started_at < 0) seq->started_at = now;
-    const SeqWork s{item.tokens, policy_->attention_context(seq->computed),
-                    seq->computed + item.tokens == seq->num_tokens()};
-    if (per_sequence) {
-      work_.seqs.push_back(s);
-    } else if (s.query_tokens == 1 && s.samples) {
-      ++decodes;
-      decode_context += s.context_before;
-    } else {
-      work_.totals.add(s, work_.fixed_shape);
+  if (per_sequence || policy_->caps_attention_context()) {
+    int64_t decodes = 0;
+    int64_t decode_context = 0;
+    for (const ScheduledSeq& item : batch_.items) {
+      Sequence* seq = item.seq;
+      const SeqWork s{item.tokens, policy_->attention_context(seq->computed),
+                      seq->computed + item.tokens == seq->known_tokens()};
+      if (per_sequence) {
+        work_.seqs.push_back(s);
+      } else if (s.query_tokens == 1 && s.samples) {
+        ++decodes;
+        decode_context += s.context_before;
+      } else {
+        work_.totals.add(s, work_.fixed_shape);
+      }
     }
+    if (decodes > 0) add_decodes(work_.totals, decodes, decode_context);
+  } else {
+    // The scheduler summed the decodes as it built the batch; the other
+    // items are added in batch order, as the walk above adds them.
+    for (const uint32_t i : batch_.summary.others) {
+      const ScheduledSeq& item = batch_.items[i];
+      const Sequence* seq = item.seq;
+      work_.totals.add(
+          {item.tokens, seq->computed, seq->computed + item.tokens == seq->known_tokens()},
+          work_.fixed_shape);
+    }
+    if (batch_.summary.decodes > 0)
+      add_decodes(work_.totals, batch_.summary.decodes, batch_.summary.decode_context);
   }
-  if (decodes > 0) add_decodes(work_.totals, decodes, decode_context);
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;
   work_.kv_copy_bytes = 0;
@@ -201,13 +219,22 @@ void ServingEngine::on_step_done() {
   // inside a block): no call, no token view. The others are prepared first
   // (blocks hashed, their places in the pool's map loaded) and committed in
   // batch order after.
+  // A decode below its horizon is settled (computed moved on) in the token
+  // loop below instead, unless a numerics observer reads every sequence
+  // first.
   committing_.clear();
-  for (const ScheduledSeq& item : batch_.items) {
+  const bool settle_all = numerics_ != nullptr;
+  auto settle = [&](const ScheduledSeq& item) {
     Sequence* seq = item.seq;
     seq->computed += item.tokens;
-    if (seq->computed < seq->commit_horizon) continue;
+    if (seq->computed < seq->commit_horizon) return;
     policy_->prepare_commit(seq->slot, seq->tokens(), seq->computed);
     committing_.push_back(seq);
+  };
+  if (settle_all) {
+    for (const ScheduledSeq& item : batch_.items) settle(item);
+  } else {
+    for (const uint32_t i : batch_.summary.at_horizon) settle(batch_.items[i]);
   }
   for (Sequence* seq : committing_) {
     policy_->commit(seq->slot, seq->tokens(), seq->computed);
@@ -219,10 +246,19 @@ void ServingEngine::on_step_done() {
   // the same values in the same order as one call per request.
   TimeNs run_last = -1;
   int64_t run_length = 0;
-  for (const ScheduledSeq& item : batch_.items) {
+  const std::vector<uint32_t>& settled = batch_.summary.at_horizon;
+  size_t next_settled = 0;
+  constexpr size_t kAhead = 8;  // sequences live apart on the heap: load ahead
+  for (size_t i = 0; i < batch_.items.size(); ++i) {
+    if (i + kAhead < batch_.items.size()) __builtin_prefetch(batch_.items[i + kAhead].seq);
+    const ScheduledSeq& item = batch_.items[i];
     Sequence* seq = item.seq;
-    if (seq->computed < seq->num_tokens()) continue;  // prefill chunk, no token yet
-    ++seq->generated;                                 // the step sampled a token
+    if (next_settled < settled.size() && settled[next_settled] == i)
+      ++next_settled;
+    else if (!settle_all)
+      seq->computed += item.tokens;                     // a decode inside its horizon
+    if (seq->computed < seq->known_tokens()) continue;  // prefill chunk, no token yet
+    ++seq->generated;                                   // the step sampled a token
     if (seq->first_token_at < 0) seq->first_token_at = now;
     if (seq->last_token_at >= 0) {
       if (seq->last_token_at != run_last) {
@@ -233,7 +269,7 @@ void ServingEngine::on_step_done() {
       ++run_length;
     }
     seq->last_token_at = now;
-    if (seq->generated >= seq->output_len()) complete(seq);
+    if (seq->generated >= seq->output_tokens) complete(seq);
   }
   shell_.tokens_emitted_after(run_last, run_length);
   observe(now, 0, 0);

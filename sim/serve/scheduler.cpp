@@ -29,10 +29,24 @@ bool Scheduler::try_grow(Sequence* seq, int64_t tokens, ScheduledBatch& batch, i
     if (!plan.fits) return false;
     policy_.apply_grow(seq->slot, plan, tokens);
   }
+  add_item(seq, tokens, batch, budget);
+  return true;
+}
+
+void Scheduler::add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget) {
+  const auto index = static_cast<uint32_t>(batch.items.size());
   batch.items.push_back({seq, tokens});
   batch.total_tokens += tokens;
   budget -= tokens;
-  return true;
+  BatchSummary& sum = batch.summary;
+  if (tokens == 1 && seq->computed + 1 == seq->known_tokens()) {
+    ++sum.decodes;
+    sum.decode_context += seq->computed;
+    if (seq->computed + 1 >= seq->commit_horizon) sum.at_horizon.push_back(index);
+  } else {
+    sum.others.push_back(index);
+    sum.at_horizon.push_back(index);
+  }
 }
 
 Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
@@ -68,9 +82,13 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
 
 void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {
   size_t i = 0;
+  // Sequences live apart on the heap: ask for the ones a few places ahead
+  // while this one is scheduled.
+  constexpr size_t kAhead = 8;
   while (i < running_.size() && budget > 0) {
+    if (i + kAhead < running_.size()) __builtin_prefetch(running_[i + kAhead]);
     Sequence* seq = running_[i];
-    const int64_t tokens = std::min(seq->remaining(), budget);
+    const int64_t tokens = std::min(seq->tokens_to_compute(), budget);
     bool scheduled = false;
     while (!scheduled) {
       if (try_grow(seq, tokens, batch, budget)) {
@@ -100,7 +118,7 @@ void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
     batch.swapped_in.push_back(seq);
     swapped_.pop_front();
     insert_running(seq);
-    try_grow(seq, std::min(seq->remaining(), budget), batch, budget);
+    try_grow(seq, std::min(seq->tokens_to_compute(), budget), batch, budget);
   }
 }
 
@@ -113,8 +131,8 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
     // KV that came with the request needs room, not compute; the last token
     // is still computed so the step yields logits (as for a prefix hit).
     const int64_t arrived = std::clamp<int64_t>(seq->request.kv_ready_tokens - hit.cached_tokens, 0,
-                                                seq->num_tokens() - hit.cached_tokens - 1);
-    int64_t tokens = seq->num_tokens() - hit.cached_tokens - arrived;
+                                                seq->known_tokens() - hit.cached_tokens - 1);
+    int64_t tokens = seq->known_tokens() - hit.cached_tokens - arrived;
     if (params_.chunked_prefill) {
       tokens = std::min(tokens, budget);
     } else if (tokens > budget) {
@@ -131,9 +149,8 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
     }
     waiting_.pop_front();
     insert_running(seq);
-    batch.items.push_back({seq, tokens});
-    batch.total_tokens += tokens;
-    budget -= tokens;
+    batch.summary.admitted.push_back(seq);
+    add_item(seq, tokens, batch, budget);
   }
 }
 
@@ -143,6 +160,10 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   batch.swapped_in.clear();
   batch.swap_in_bytes = batch.swap_out_bytes = 0;
   batch.total_tokens = 0;
+  batch.summary.decodes = batch.summary.decode_context = 0;
+  batch.summary.others.clear();
+  batch.summary.at_horizon.clear();
+  batch.summary.admitted.clear();
   int64_t budget = params_.max_batched_tokens;
   bool preempted = false;
   if (!params_.chunked_prefill) {

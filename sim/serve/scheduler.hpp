@@ -26,6 +26,21 @@ struct ScheduledSeq {
   int64_t tokens = 0;  // tokens computed for it in this step
 };
 
+// How the scheduler sums a step while it builds it, so the engine need not
+// walk every sequence to price it or to commit it. A decode is one token
+// that samples: computed + 1 == num_tokens().
+struct BatchSummary {
+  int64_t decodes = 0;
+  int64_t decode_context = 0;  // sum of computed over the decodes
+  // Items (indices into `items`, in batch order) that are not a decode, or
+  // reach their commit horizon with this step: the only ones whose
+  // commit() can change anything (Sequence::commit_horizon).
+  std::vector<uint32_t> others;
+  std::vector<uint32_t> at_horizon;
+  // Sequences taken from the waiting queue this step.
+  std::vector<Sequence*> admitted;
+};
+
 struct ScheduledBatch {
   std::vector<ScheduledSeq> items;
   // Sequences preempted while building this step (their KV left the device:
@@ -35,6 +50,7 @@ struct ScheduledBatch {
   Bytes swap_in_bytes = 0;
   Bytes swap_out_bytes = 0;
   int64_t total_tokens = 0;
+  BatchSummary summary;
   bool empty() const { return items.empty() && swap_in_bytes == 0 && swap_out_bytes == 0; }
 };
 
@@ -66,6 +82,8 @@ class Scheduler {
   void insert_running(Sequence* seq);  // keeps arrival order
   // Adds `seq` to the batch for `tokens` if the cache can grow; false if not.
   bool try_grow(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
+  // Appends `seq` for `tokens` to the batch and its summary.
+  static void add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
 
   SchedulerParams params_;
   KvCachePolicy& policy_;

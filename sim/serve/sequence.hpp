@@ -11,24 +11,29 @@ namespace kvsim {
 
 enum class SeqState : uint8_t { waiting, running, swapped, finished };
 
-struct Sequence {
-  Request request;
-  SeqState state = SeqState::waiting;
-  int64_t generated = 0;   // output tokens produced so far
-  int64_t computed = 0;    // tokens whose KV is in the cache
-  SeqSlot slot = kNoSeq;   // the policy's handle while running
-  HostSlot host = -1;      // the policy's handle while swapped out
-  TimeNs started_at = -1;  // first scheduled: the end of its queueing
-  TimeNs first_token_at = -1;
-  TimeNs last_token_at = -1;  // inter-token latency
-  TimeNs finished_at = -1;
-  int64_t cached_tokens = 0;  // prefix-cache hit at first admission
-  bool admitted_once = false;
-  std::vector<BlockHash> block_hashes;  // the policy's hash memo (see lookup_prefix)
-  int32_t preemptions = 0;
+struct alignas(64) Sequence {
+  // What every step reads, first, so a decode touches one cache line.
+  int64_t computed = 0;   // tokens whose KV is in the cache
+  int64_t generated = 0;  // output tokens produced so far
   // The policy's commit_horizon after the last commit; 0 (commit) whenever
   // the sequence is admitted or swapped in anew.
   int64_t commit_horizon = 0;
+  // request.prompt.size() and request.output.size(), kept by the engine
+  // when it takes the request (the step loops read them for every sequence).
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  TimeNs first_token_at = -1;
+  TimeNs last_token_at = -1;  // inter-token latency
+  SeqSlot slot = kNoSeq;      // the policy's handle while running
+  SeqState state = SeqState::waiting;
+  bool admitted_once = false;
+  int32_t preemptions = 0;
+  HostSlot host = -1;      // the policy's handle while swapped out
+  TimeNs started_at = -1;  // first scheduled: the end of its queueing
+  TimeNs finished_at = -1;
+  int64_t cached_tokens = 0;  // prefix-cache hit at first admission
+  Request request;
+  std::vector<BlockHash> block_hashes;  // the policy's hash memo (see lookup_prefix)
 
   int64_t prompt_len() const { return static_cast<int64_t>(request.prompt.size()); }
   int64_t output_len() const { return static_cast<int64_t>(request.output.size()); }
@@ -36,6 +41,9 @@ struct Sequence {
   int64_t num_tokens() const { return prompt_len() + generated; }
   // Tokens still to compute before the next token can be sampled.
   int64_t remaining() const { return num_tokens() - computed; }
+  // The same from the lengths the engine keeps (prompt_tokens, output_tokens).
+  int64_t known_tokens() const { return prompt_tokens + generated; }
+  int64_t tokens_to_compute() const { return known_tokens() - computed; }
   TokenView tokens() const { return TokenView::of(request.prompt, request.output, generated); }
 };
 

@@ -1,0 +1,110 @@
+#pragma once
+// Remembers the step graph's longest path across steps whose op durations
+// differ in one kind only (a decode step whose batch keeps its size: every
+// op but attention lasts as long as in the last step, attention a little
+// longer as the contexts grow), so most steps are priced without walking
+// the graph.
+//
+// Why it is exact: the longest path is the maximum, over the graph's paths,
+// of the sum of their ops' durations. With every other duration fixed it is
+// f(d) = max_P (a_P + n_P d) in the varying kind's duration d, where n_P is
+// how many vertices of that kind path P holds (0 <= n_P <= K, K the kind's
+// vertices in the graph): convex, non-decreasing, with slopes in [0, K].
+// Hence, from two points d1 < d2 worked out in full:
+//   - f(d2) - f(d1) == K (d2 - d1): the slope is K on [d1, d2], and being
+//     non-decreasing and at most K it stays K beyond, so
+//     f(d) = f(d1) + K (d - d1) for every d >= d1;
+//   - f(d2) == f(d1): the slope is 0 on [d1, d2] and, non-decreasing and at
+//     least 0, also 0 before, so f(d) = f(d1) for every d <= d2.
+// Durations are integer nanoseconds, so both are exact, not approximations.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "base/units.hpp"
+#include "models/step_ops.hpp"
+
+namespace kvsim {
+
+class CriticalPathMemo {
+ public:
+  using Durations = std::array<TimeNs, kOpKindCount>;
+
+  // `varying`: the kind whose duration may change between hits; `vertices`:
+  // how many vertices of that kind the graph holds (K above).
+  CriticalPathMemo(OpKind varying, int64_t vertices)
+      : varying_(static_cast<size_t>(varying)), vertices_(vertices) {}
+
+  // f(duration), from memory when a known regime covers it, else
+  // compute(duration) (the full longest path), which is then remembered.
+  template <class Compute>
+  TimeNs critical_path(const Durations& duration, Compute&& compute) {
+    Entry& e = entries_[slot_of(duration)];
+    const TimeNs d = duration[varying_];
+    const bool same = e.used && same_others(e.others, duration);
+    if (same) {
+      if (e.has_linear && d >= e.linear_from) return e.linear_at + vertices_ * (d - e.linear_from);
+      if (e.has_flat && d <= e.flat_to) return e.flat_at;
+    } else {
+      e = Entry{};
+      e.used = true;
+      e.others = duration;
+      e.others[varying_] = 0;
+    }
+    const TimeNs f = compute(duration);
+    if (e.has_last && e.last_d != d) learn(e, d, f);
+    e.has_last = true;
+    e.last_d = d;
+    e.last_f = f;
+    return f;
+  }
+
+ private:
+  struct Entry {
+    bool used = false;
+    Durations others{};  // every duration but the varying one (zeroed)
+    bool has_last = false;
+    TimeNs last_d = 0, last_f = 0;  // the last point worked out in full
+    bool has_linear = false;        // f(d) = linear_at + K (d - linear_from), d >= linear_from
+    TimeNs linear_from = 0, linear_at = 0;
+    bool has_flat = false;  // f(d) = flat_at, d <= flat_to
+    TimeNs flat_to = 0, flat_at = 0;
+  };
+  // Batches of a few sizes alternate (arrivals, completions): one entry per
+  // recent shape, chosen by a hash of the fixed durations.
+  static constexpr size_t kEntries = 16;
+
+  size_t slot_of(const Durations& duration) const {
+    // A weighted sum (independent terms, no chain of multiplies), mixed once.
+    uint64_t h = 0;
+    for (size_t k = 0; k < kOpKindCount; ++k)
+      if (k != varying_) h += static_cast<uint64_t>(duration[k]) * (2 * k + 1);
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> 60) % kEntries;
+  }
+  bool same_others(const Durations& others, const Durations& duration) const {
+    for (size_t k = 0; k < kOpKindCount; ++k)
+      if (k != varying_ && others[k] != duration[k]) return false;
+    return true;
+  }
+  void learn(Entry& e, TimeNs d, TimeNs f) const {
+    const bool below = e.last_d < d;
+    const TimeNs d1 = below ? e.last_d : d, f1 = below ? e.last_f : f;
+    const TimeNs d2 = below ? d : e.last_d, f2 = below ? f : e.last_f;
+    if (f2 - f1 == vertices_ * (d2 - d1) && (!e.has_linear || d1 < e.linear_from)) {
+      e.has_linear = true;
+      e.linear_from = d1;
+      e.linear_at = f1;
+    }
+    if (f2 == f1 && (!e.has_flat || d2 > e.flat_to)) {
+      e.has_flat = true;
+      e.flat_to = d2;
+      e.flat_at = f2;
+    }
+  }
+
+  size_t varying_;
+  int64_t vertices_;
+  std::array<Entry, kEntries> entries_{};
+};
+
+}  // namespace kvsim

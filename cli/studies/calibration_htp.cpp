@@ -13,9 +13,17 @@
 //                        row only (model.py: num_logits_to_return = 1, at
 //                        quic/ai-hub-models v0.15.0 1c5de3b9 for Llama 3 8B
 //                        and v0.46.0 33c3d032 for Llama 2 7B), so the
-//                        scenario says htp.logits: last_row
+//                        scenario says htp.logits: last_row. Nor do they
+//                        take a past KV (get_input_spec: input_ids, a
+//                        [1024 x 1024] mask and the RoPE tables): their
+//                        attention covers the prompt's own 1024 columns,
+//                        which an update mode that attends over the held
+//                        columns only (shift_concat) prices on the empty
+//                        cache, where smart_mask would read the whole
+//                        2048-column buffer
 // Assumptions (the rows leave them blank): KV int8 (AI Hub's Genie exports
-// quantise the KV cache to 8 bits), update mode smart_mask (Genie's static
+// quantise the KV cache to 8 bits), update mode smart_mask but for the
+// 1024-token prompts (Genie's static
 // AR-n graphs attend over the whole cache buffer under a mask, whatever moves
 // the data), the VTCM all the LLM's. A model larger than one NPU session's
 // address space is split over the fewest sessions that hold it
@@ -50,7 +58,8 @@ struct RowShape {
   int64_t largest_variant = 0;
   int64_t prompt = 0;
   int64_t reply = 0;
-  bool last_row_logits = false;  // htp.logits: last_row
+  bool last_row_logits = false;       // htp.logits: last_row
+  const char* policy = "smart_mask";  // the Genie update mode
 };
 
 std::optional<RowShape> shape_of(const MeasurementRow& row) {
@@ -63,7 +72,7 @@ std::optional<RowShape> shape_of(const MeasurementRow& row) {
   }
   if (row.metric == "ttft_one_ar128_pass") return RowShape{context, "[1, 128]", 128, 128, 1};
   if (row.metric == "ttft_1024_prompt")
-    return RowShape{2 * context, "[1, 1024]", 1024, 1024, 1, true};
+    return RowShape{2 * context, "[1, 1024]", 1024, 1024, 1, true, "shift_concat"};
   return std::nullopt;
 }
 
@@ -73,7 +82,7 @@ int64_t sessions_needed(const DeviceSpec& d, const ModelSpec& m, const RowShape&
                         const std::string& kv_dtype) {
   if (!d.htp || d.htp->address_space_bytes <= 0) return 1;
   const Bytes total =
-      m.weight_bytes() + genie_buffer_bytes(m, "smart_mask", shape.ctx_size,
+      m.weight_bytes() + genie_buffer_bytes(m, shape.policy, shape.ctx_size,
                                             {1, shape.largest_variant}, kv_dtype_bytes(kv_dtype))
                              .total();
   return std::max<int64_t>(1,
@@ -128,22 +137,22 @@ std::optional<HtpRowScenario> htp_row_scenario(const MeasurementRow& row,
       "seed: 1\n"
       "device: {device}\n"
       "model: {model}\n"
-      "kv_cache: {{policy: smart_mask, dtype: {kv}, ctx_size: {ctx}, ar_variants: {variants}}}\n"
+      "kv_cache: {{policy: {policy}, dtype: {kv}, ctx_size: {ctx}, ar_variants: {variants}}}\n"
       "{htp}"
       "workload: {{kind: dialog, turns: 1, prompt_tokens: {prompt}, reply_tokens: {reply}}}\n",
       fmt::arg("id", row.id), fmt::arg("device", row.device), fmt::arg("model", model_name),
-      fmt::arg("kv", kv_dtype), fmt::arg("ctx", shape->ctx_size),
+      fmt::arg("policy", shape->policy), fmt::arg("kv", kv_dtype), fmt::arg("ctx", shape->ctx_size),
       fmt::arg("variants", shape->variants),
       fmt::arg("htp", htp.empty() ? "" : fmt::format("htp: {{{}}}\n", htp)),
       fmt::arg("prompt", shape->prompt), fmt::arg("reply", shape->reply));
   HtpRowScenario out;
   out.spec = load_scenario_text(yaml, fmt::format("calibration row {}", row.id), configs_dir);
   out.spec.device = *device;
-  out.description =
-      fmt::format("{} {} {} KV smart_mask ctx_size {} ar_variants {} prompt {} reply {}{}{}",
-                  row.device, model_name, kv_dtype, shape->ctx_size, shape->variants, shape->prompt,
-                  shape->reply, sessions > 1 ? fmt::format(" npu_sessions {}", sessions) : "",
-                  shape->last_row_logits ? " logits last_row" : "");
+  out.description = fmt::format("{} {} {} KV {} ctx_size {} ar_variants {} prompt {} reply {}{}{}",
+                                row.device, model_name, kv_dtype, shape->policy, shape->ctx_size,
+                                shape->variants, shape->prompt, shape->reply,
+                                sessions > 1 ? fmt::format(" npu_sessions {}", sessions) : "",
+                                shape->last_row_logits ? " logits last_row" : "");
   return out;
 }
 

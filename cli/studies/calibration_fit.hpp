@@ -119,7 +119,8 @@ std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::strin
 
 // Groups rows by row_device_name(), loads each device file from
 // `configs_dir`, fits it on all its rows and, when `leave_one_out`, once more
-// per row without it. Every row is prepared once (prepare_row).
+// per row without it. Every row is prepared once (prepare_row;
+// cli/studies/calibration_rows.cpp).
 CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
                         bool leave_one_out);
 // Same with a given predictor and devices (tests).

@@ -24,8 +24,8 @@ double safe_rate(int64_t rate, double efficiency) {
 }  // namespace
 
 HtpTimingModel::HtpTimingModel(const DeviceSpec& device, const ModelSpec& model,
-                               Bytes kv_dtype_bytes)
-    : device_(device), model_(model), kv_dtype_bytes_(kv_dtype_bytes) {
+                               Bytes kv_dtype_bytes, GraphLogits logits)
+    : device_(device), model_(model), kv_dtype_bytes_(kv_dtype_bytes), logits_(logits) {
   if (!device_.htp) {
     throw std::invalid_argument(fmt::format(
         "HtpTimingModel: device '{}' is kind '{}', which has no htp: section (kind: htp)",
@@ -39,7 +39,8 @@ HtpTimingModel::HtpTimingModel(const DeviceSpec& device, const ModelSpec& model,
 // padding of a short last prefill pass included), priced from the op graph
 // of models/step_ops.hpp as one fixed-shape step of `variant` tokens over
 // `kv_cols_read` columns (attention over the whole block under its mask,
-// logits for every row), through the htp family's engines and rates:
+// logits for every row, or for the last one when the graph was exported
+// that way: GraphLogits), through the htp family's engines and rates:
 //   compute = the ops' flops, each at its engine's peak (HMX for matrix ops,
 //             HVX for vector ops, devices/family_htp.cpp) x its class's
 //             compute efficiency, plus the attention softmax (vector_flops)
@@ -63,6 +64,7 @@ HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
     throw std::invalid_argument("HtpTimingModel: kv_cols_read must be >= 0");
   StepWork work;
   work.fixed_shape = true;
+  work.sampled_logits_only = logits_ == GraphLogits::last_row;
   work.seqs.push_back(SeqWork{pass.variant, pass.kv_cols_read, /*samples=*/true});
   const StepOpCosts costs = step_op_costs(model_, work, StepShapeParams{1, kv_dtype_bytes_});
 

@@ -31,10 +31,19 @@ struct HtpPassTiming {
   double flops = 0;
 };
 
+// Which rows of an AR-n pass the exported graph computes logits for. AI
+// Hub's Genie exports trace the Hugging Face forward, which applies the LM
+// head to every row (Genie's speculative and lookahead modes read them all);
+// its 2024 Llama 2 / Llama 3 prompt processors kept the last row only
+// (quic/ai-hub-models, llama_v2_7b_chat and llama_v3_8b_chat_quantized
+// model.py: num_logits_to_return = 1), as llama.cpp does for a prompt.
+enum class GraphLogits : uint8_t { every_row, last_row };
+
 class HtpTimingModel {
  public:
   // Throws std::invalid_argument when `device` is not kind htp.
-  HtpTimingModel(const DeviceSpec& device, const ModelSpec& model, Bytes kv_dtype_bytes);
+  HtpTimingModel(const DeviceSpec& device, const ModelSpec& model, Bytes kv_dtype_bytes,
+                 GraphLogits logits = GraphLogits::every_row);
 
   HtpPassTiming price_pass(const HtpPass& pass) const;
   // A KV update moving `bytes` on the CPU, split over `threads` (seed 002's
@@ -53,6 +62,7 @@ class HtpTimingModel {
   DeviceSpec device_;
   ModelSpec model_;
   Bytes kv_dtype_bytes_;
+  GraphLogits logits_;
 };
 
 }  // namespace kvsim

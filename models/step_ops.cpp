@@ -335,11 +335,12 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     op(OpKind::mlp_allreduce).present = tp > 1;
   }
 
-  // Logits only for the S sampled rows (every row in a fixed-shape graph),
-  // against this rank's vocab shard; lm_head stays in 16-bit (we) even in
-  // quantised models. Gathering the shards' logits is small (S * vocab) and
-  // not modelled as link traffic.
-  const double logit_rows = work.fixed_shape ? T : S;
+  // Logits only for the S sampled rows (every row in a fixed-shape graph
+  // unless it was exported to slice the sampled row first), against this
+  // rank's vocab shard; lm_head stays in 16-bit (we) even in quantised
+  // models. Gathering the shards' logits is small (S * vocab) and not
+  // modelled as link traffic.
+  const double logit_rows = work.fixed_shape && !work.sampled_logits_only ? T : S;
   if (logit_rows > 0) {
     OpCost& lm = op(OpKind::lm_head);
     lm.flops = 2.0 * logit_rows * h * vocab_rank;

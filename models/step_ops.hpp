@@ -88,6 +88,11 @@ struct StepWork {
   // causal part masked rather than skipped, and logits for every token, not
   // only the sampled ones. A serving engine's kernels skip both (false).
   bool fixed_shape = false;
+  // A fixed-shape graph exported to return only its sampled row's logits
+  // (AI Hub's 2024 Llama 2 / Llama 3 prompt processors slice the last hidden
+  // state before the LM head: num_logits_to_return = 1): the LM head then
+  // runs for the sampled rows only, as in a serving engine.
+  bool sampled_logits_only = false;
 };
 
 // Work of one operator on one tensor-parallel rank. For per-layer ops the

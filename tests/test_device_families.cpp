@@ -13,6 +13,7 @@
 #include "devices/device_family.hpp"
 #include "devices/htp_timing.hpp"
 #include "devices/timing_model.hpp"
+#include "models/model_resolve.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {
@@ -62,10 +63,9 @@ DeviceSpec load_text(const std::string& text, const std::string& file_name,
 }
 
 ModelSpec load_model(const std::string& name) {
-  config::LoadContext ctx;
-  ModelSpec m = load_model_file(std::string(KVSIM_CONFIG_DIR) + "/models/" + name + ".yaml", ctx);
-  EXPECT_TRUE(ctx.diagnostics.empty()) << messages(ctx);
-  return m;
+  // By name as users write it: a shape file, plus the weights format a
+  // name like llama-3.2-3b-instruct-w4a16 ends in (models/model_resolve.hpp).
+  return load_model_by_name(name, "", KVSIM_CONFIG_DIR);
 }
 
 TEST(DeviceFamilies, AnH100IsADeviceFileOfTheAcceleratorFamilyAndPricesAStep) {

@@ -11,6 +11,7 @@
 #include "devices/device_spec.hpp"
 #include "devices/htp_timing.hpp"
 #include "devices/htp_vtcm_allocator.hpp"
+#include "models/model_resolve.hpp"
 #include "models/model_spec.hpp"
 #include "tests/support/test_paths.hpp"
 
@@ -30,10 +31,9 @@ DeviceSpec load_device(const std::string& name) {
 }
 
 ModelSpec load_model(const std::string& name) {
-  config::LoadContext ctx;
-  ModelSpec m = load_model_file(std::string(KVSIM_CONFIG_DIR) + "/models/" + name + ".yaml", ctx);
-  EXPECT_TRUE(ctx.diagnostics.empty()) << name;
-  return m;
+  // By name as users write it: a shape file, plus the weights format a
+  // name like llama-3.2-3b-instruct-w4a16 ends in (models/model_resolve.hpp).
+  return load_model_by_name(name, "", KVSIM_CONFIG_DIR);
 }
 
 std::string errors_of(const std::string& text) {

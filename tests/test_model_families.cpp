@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "models/model_resolve.hpp"
 #include "models/model_spec.hpp"
 #include "tests/support/test_paths.hpp"
 
@@ -23,10 +24,9 @@ std::string messages_of(const config::LoadContext& ctx) {
 }
 
 ModelSpec shipped(const std::string& name) {
-  config::LoadContext ctx;
-  ModelSpec m = load_model_file(std::string(KVSIM_CONFIG_DIR) + "/models/" + name + ".yaml", ctx);
-  EXPECT_TRUE(ctx.diagnostics.empty()) << name << ": " << messages_of(ctx);
-  return m;
+  // By name as users write it: a shape file, plus the weights format a
+  // name like llama-3.2-3b-instruct-w4a16 ends in (models/model_resolve.hpp).
+  return load_model_by_name(name, "", KVSIM_CONFIG_DIR);
 }
 
 ModelSpec parse_json_text(const std::string& text, config::LoadContext& ctx) {

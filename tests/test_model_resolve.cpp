@@ -4,8 +4,10 @@
 // names, or the folder of a Hugging Face checkout.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "models/model_resolve.hpp"
 #include "sim/scenario.hpp"
@@ -53,6 +55,33 @@ TEST(ModelResolve, AWeightsFormatAppliesToTheShape) {
   const ModelSpec phi = load_model_by_name("Phi-3.5-mini-instruct", "w4a16", dir);
   EXPECT_EQ(phi.num_key_value_heads, phi.num_attention_heads);
   EXPECT_EQ(phi.parameter_count(), 3'821'079'552);
+}
+
+// No file per (model, format) pair ships: the names scenarios and commands
+// have always used for the Genie and vllm-ascend exports resolve to their
+// architecture's shape file plus the format their name ends in.
+TEST(ModelResolve, APerFormatNameIsTheShapeFilePlusItsFormat) {
+  const std::string dir = KVSIM_CONFIG_DIR;
+  const std::vector<std::array<std::string, 3>> names = {
+      {"llama-2-7b-chat-w4a16", "llama-2-7b", "w4a16"},
+      {"llama-3-8b-instruct-w4a16", "llama-3-8b", "w4a16"},
+      {"llama-3.2-3b-instruct-w4a16", "llama-3.2-3b", "w4a16"},
+      {"qwen3-8b-w8a8", "qwen3-8b", "w8a8"},
+      {"qwen3-32b-w8a8", "qwen3-32b", "w8a8"},
+      {"deepseek-v3-w8a8", "deepseek-v3", "w8a8"}};
+  for (const auto& [name, shape, format] : names) {
+    SCOPED_TRACE(name);
+    const ModelLookup found = find_model(name, dir);
+    EXPECT_EQ(stem_of(found), shape);
+    EXPECT_EQ(found.weights, format);
+    EXPECT_FALSE(fs::exists(fs::path(dir) / "models" / (name + ".yaml")));
+    const ModelSpec m = load_model_by_name(name, "", dir);
+    const ModelSpec base = load_model_by_name(shape, "", dir);
+    EXPECT_EQ(m.name, name);
+    EXPECT_EQ(m.weights_dtype, format);
+    EXPECT_EQ(m.parameter_count(), base.parameter_count());
+    EXPECT_EQ(m.weight_bytes(), with_weights_format(base, format).weight_bytes());
+  }
 }
 
 TEST(ModelResolve, AnUnknownModelNamesTheFilesLookedFor) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "models/model_resolve.hpp"
 #include "models/model_spec.hpp"
 #include "models/moe_routing.hpp"
 #include "models/step_ops.hpp"
@@ -17,10 +18,9 @@ namespace kvsim {
 namespace {
 
 ModelSpec shipped(const std::string& name) {
-  config::LoadContext ctx;
-  ModelSpec m = load_model_file(std::string(KVSIM_CONFIG_DIR) + "/models/" + name + ".yaml", ctx);
-  EXPECT_TRUE(ctx.diagnostics.empty()) << name;
-  return m;
+  // By name as users write it: a shape file, plus the weights format a
+  // name like llama-3.2-3b-instruct-w4a16 ends in (models/model_resolve.hpp).
+  return load_model_by_name(name, "", KVSIM_CONFIG_DIR);
 }
 
 const OpCost& cost(const StepOpCosts& ops, OpKind k) {

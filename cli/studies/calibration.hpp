@@ -10,6 +10,7 @@
 // cli/studies/calibration_ascend.cpp, cli/studies/calibration_htp.cpp
 //.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,26 @@ std::optional<Prediction> predict_htp_row(const MeasurementRow& row, const std::
 // predict_ascend_row, then predict_htp_row.
 std::optional<Prediction> predict_row(const MeasurementRow& row, const std::string& configs_dir,
                                       const DeviceSpec* device = nullptr);
+
+// A row read once and priced many times, on devices that differ from the
+// one it was prepared on only in the timing parameters a fit varies
+// (cli/studies/calibration_fit.hpp): a fit prices every row at hundreds of
+// parameter values. `price` returns the row's metric in its unit.
+struct RowPricer {
+  std::function<double(const DeviceSpec& device)> price;
+  double recorded = 0;   // the prediction on the device it was prepared on
+  std::string scenario;  // what was run, one line
+};
+// HTP: the one-turn dialog runs once and its passes are recorded; a price
+// re-prices those passes only (HtpTimingModel), microseconds instead of a run.
+// nullopt when predict_htp_row does not handle the row or its passes are not
+// a fixed list (speculative drafts). Throws as predict_htp_row does.
+std::optional<RowPricer> prepare_htp_row(const MeasurementRow& row, const std::string& configs_dir,
+                                         const DeviceSpec& device);
+// Ascend: the scenario is read once; every price runs the serving engine.
+std::optional<RowPricer> prepare_ascend_row(const MeasurementRow& row,
+                                            const std::string& configs_dir,
+                                            const DeviceSpec& device);
 
 // The device file a row names: the device column's first word, lower case
 // ("ascend-910b3 x4 (tp=4)" -> "ascend-910b3").

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <memory>
 #include <regex>
 #include <stdexcept>
 
@@ -57,11 +58,18 @@ std::optional<DeviceColumn> parse_device_column(const std::string& text) {
 // figure a steady state (a benchmark sends several prompts per client).
 constexpr int64_t kWavesPerClient = 4;
 
-}  // namespace
+// The row as a serving scenario; nullopt when it is not an Ascend row or
+// its metric is not one this predictor reads.
+struct AscendRowScenario {
+  ScenarioSpec spec;
+  DeviceColumn device;
+  std::string model, kv_dtype;
+  int64_t batch = 1, requests = 0;
+};
 
-std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
-                                             const std::string& configs_dir,
-                                             const DeviceSpec* device_spec) {
+std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
+                                                     const std::string& configs_dir,
+                                                     const DeviceSpec* device_spec) {
   const auto device = parse_device_column(row.device);
   if (!device || device->name.rfind("ascend-", 0) != 0) return std::nullopt;
   const bool throughput = row.metric == "output_throughput";
@@ -104,26 +112,67 @@ std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
                row.prefix_hit && *row.prefix_hit > 0
                    ? fmt::format("  prefix: {{shared_fraction: {}, groups: 1}}\n", *row.prefix_hit)
                    : std::string()));
-  ScenarioSpec spec =
-      load_scenario_text(yaml, fmt::format("calibration row {}", row.id), configs_dir);
-  if (device_spec != nullptr) spec.device = *device_spec;
-  ServingEngine engine(spec, nullptr);
-  const RunMetrics m = engine.run();
-  if (m.requests.completed != requests)
-    throw std::runtime_error(fmt::format("only {} of {} requests completed (rejected {})",
-                                         m.requests.completed, requests, m.requests.rejected));
+  AscendRowScenario out;
+  out.spec = load_scenario_text(yaml, fmt::format("calibration row {}", row.id), configs_dir);
+  if (device_spec != nullptr) out.spec.device = *device_spec;
+  out.device = *device;
+  out.model = model;
+  out.kv_dtype = kv_dtype;
+  out.batch = batch;
+  out.requests = requests;
+  return out;
+}
 
+Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& run) {
+  ServingEngine engine(run.spec, nullptr);
+  const RunMetrics m = engine.run();
+  if (m.requests.completed != run.requests)
+    throw std::runtime_error(fmt::format("only {} of {} requests completed (rejected {})",
+                                         m.requests.completed, run.requests, m.requests.rejected));
   Prediction p;
-  if (throughput) p.value = m.throughput.output_tokens_per_s;
-  if (request_rate) p.value = m.throughput.requests_per_s;
-  if (decode) p.value = m.latency_ms.tpot.mean > 0 ? 1000.0 / m.latency_ms.tpot.mean : 0.0;
-  if (ttft) p.value = m.latency_ms.ttft.mean;
+  if (row.metric == "output_throughput") p.value = m.throughput.output_tokens_per_s;
+  if (row.metric == "request_throughput") p.value = m.throughput.requests_per_s;
+  if (row.metric == "decode_rate")
+    p.value = m.latency_ms.tpot.mean > 0 ? 1000.0 / m.latency_ms.tpot.mean : 0.0;
+  if (row.metric.rfind("ttft", 0) == 0) p.value = m.latency_ms.ttft.mean;
   p.scenario = fmt::format(
       "{} x{} tp={}, {}, kv {}: closed loop of {} clients, {} requests of {} in / {} out "
       "(TTFT p50 {:.0f} ms, TPOT p50 {:.1f} ms)",
-      device->name, device->count, device->tp, model, kv_dtype, batch, requests, *row.input_tokens,
-      *row.output_tokens, m.latency_ms.ttft.p50, m.latency_ms.tpot.p50);
+      run.device.name, run.device.count, run.device.tp, run.model, run.kv_dtype, run.batch,
+      run.requests, *row.input_tokens, *row.output_tokens, m.latency_ms.ttft.p50,
+      m.latency_ms.tpot.p50);
   return p;
+}
+
+}  // namespace
+
+std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
+                                             const std::string& configs_dir,
+                                             const DeviceSpec* device_spec) {
+  const std::optional<AscendRowScenario> run = ascend_row_scenario(row, configs_dir, device_spec);
+  if (!run) return std::nullopt;
+  return run_ascend_row(row, *run);
+}
+
+// A serving run's batches depend on its timing (a closed loop refills as
+// requests finish), so the engine runs again at every price; only reading
+// the scenario is done once.
+std::optional<RowPricer> prepare_ascend_row(const MeasurementRow& row,
+                                            const std::string& configs_dir,
+                                            const DeviceSpec& device) {
+  std::optional<AscendRowScenario> run = ascend_row_scenario(row, configs_dir, &device);
+  if (!run) return std::nullopt;
+  const Prediction first = run_ascend_row(row, *run);
+  RowPricer pricer;
+  pricer.scenario = first.scenario;
+  pricer.recorded = first.value;
+  auto shared = std::make_shared<const AscendRowScenario>(std::move(*run));
+  pricer.price = [shared, row](const DeviceSpec& d) {
+    AscendRowScenario at = *shared;
+    at.spec.device = d;
+    return run_ascend_row(row, at).value;
+  };
+  return pricer;
 }
 
 }  // namespace kvsim

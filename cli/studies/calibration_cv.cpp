@@ -201,22 +201,6 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
   return report;
 }
 
-CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
-                        bool leave_one_out) {
-  auto load = [&](const std::string& name) {
-    config::LoadContext ctx;
-    DeviceSpec d = load_device_file(configs_dir + "/devices/" + name + ".yaml", ctx);
-    ctx.diagnostics.throw_if_any();
-    return d;
-  };
-  auto predict = [&](const MeasurementRow& row, const DeviceSpec& d) -> std::optional<double> {
-    const auto p = predict_row(row, configs_dir, &d);
-    if (!p) return std::nullopt;
-    return p->value;
-  };
-  return cross_validate(rows, load, predict, leave_one_out);
-}
-
 namespace {
 
 std::vector<std::string> header(bool loo) {

@@ -109,9 +109,18 @@ struct CvReport {
 };
 constexpr int64_t kCvMinRows = 3;
 
+// The row prepared for a fit on `device` (the row's device file at some
+// parameter values): recorded where its price can be re-derived without a
+// run (prepare_htp_row), checked once against a full run with every catalog
+// parameter moved; a row that fails the check, or cannot be recorded, runs
+// its predictor at every price. nullopt: no predictor handles the row.
+std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::string& configs_dir,
+                                     const DeviceSpec& device);
+
 // Groups rows by row_device_name(), loads each device file from
 // `configs_dir`, fits it on all its rows and, when `leave_one_out`, once more
-// per row without it.
+// per row without it. Every row is prepared once (prepare_row;
+// cli/studies/calibration_rows.cpp).
 CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
                         bool leave_one_out);
 // Same with a given predictor and devices (tests).

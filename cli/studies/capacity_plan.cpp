@@ -11,6 +11,7 @@
 #include "cli/studies/capacity_genie.hpp"
 #include "cli/studies/capacity_llama_cells.hpp"
 #include "kernels/ggml_kv_type.hpp"
+#include "models/model_resolve.hpp"
 #include "models/pipeline_stages.hpp"
 #include "reports/html_page.hpp"
 #include "reports/input_error.hpp"
@@ -76,9 +77,20 @@ DeviceSpec resolve_device(const std::string& name, const std::string& configs_di
 
 ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
                         const std::string& flag) {
+  // A name as users write it (a Hugging Face name, optionally ending in a
+  // weights format) resolves to one shape file per model
+  // (models/model_resolve.hpp); a path or an unknown name goes on below.
+  const ModelLookup found = find_model(name, configs_dir);
+  const bool looks_like_path =
+      name.find('/') != std::string::npos || name.ends_with(".yaml") || name.ends_with(".json");
   config::LoadContext ctx;
-  ModelSpec m = load_model_file(resolve_path(name, configs_dir, "models", flag), ctx);
+  ModelSpec m = load_model_file(!looks_like_path && !found.path.empty()
+                                    ? found.path
+                                    : resolve_path(name, configs_dir, "models", flag),
+                                ctx);
   ctx.diagnostics.throw_if_any();
+  if (!looks_like_path && !found.weights.empty())
+    m = with_weights_format(std::move(m), found.weights, name);
   return m;
 }
 

@@ -48,7 +48,8 @@ GenieEngine::Impl::Impl(const ScenarioSpec& scenario, Simulator& sim, EngineUpli
       sim_(sim),
       dialog_(dialog_spec(scenario)),
       policy_(std::move(policy)),
-      timing_(scenario.device, scenario.model, kv_dtype_bytes(scenario.cache.dtype)),
+      timing_(scenario.device, scenario.model, kv_dtype_bytes(scenario.cache.dtype),
+              scenario.htp.logits),
       vtcm_(htp_of(scenario)) {
   shape_ = genie_cache_shape(s_.cache, s_.model);
   variants_ = shape_.ar_variants;

@@ -59,6 +59,10 @@ config::ComponentInfo genie_engine_info() {
        int_param("npu_sessions", 1, 1, 16, "sessions",
                  "NPU sessions the model's layers are split over, each with its own address "
                  "space"),
+       choice_param("logits", std::string("every_row"), {"every_row", "last_row"},
+                    "rows of a pass the exported graph computes logits for: every_row (AI Hub's "
+                    "Genie exports) or last_row (an export that slices the last row before the "
+                    "LM head: AI Hub's 2024 Llama 2 / Llama 3 prompt processors, llama.cpp)"),
        section_param("co_runners", false,
                      "[{name, vtcm_request, vtcm_min, period, busy, start}, ...]",
                      "other models sharing the HTP and its VTCM on a duty cycle")}};
@@ -79,6 +83,7 @@ HtpSessionConfig read_htp_config(const config::Node& node) {
                "0..vtcm_request");
   }
   h.npu_sessions = v.integer("npu_sessions");
+  h.logits = v.string("logits") == "last_row" ? GraphLogits::last_row : GraphLogits::every_row;
   if (const config::Node list = r.child("co_runners"); list.defined()) {
     std::set<std::string> names;
     size_t index = 0;

@@ -10,6 +10,7 @@
 #include "base/params.hpp"
 #include "base/reader.hpp"
 #include "base/units.hpp"
+#include "devices/htp_timing.hpp"
 
 namespace kvsim {
 
@@ -34,6 +35,9 @@ struct HtpSessionConfig {
   // mapping at most the device's htp.address_space (llama.cpp's Hexagon
   // backend splits models over 3.5 GB this way; sim/genie/genie_address_checks.cpp checks it).
   int64_t npu_sessions = 1;
+  // Which rows of a pass the exported graph computes logits for
+  // (devices/htp_timing.hpp GraphLogits): every row, or the last one.
+  GraphLogits logits = GraphLogits::every_row;
 
   // The LLM's request on a device with `vtcm_bytes` of VTCM.
   Bytes llm_request(Bytes vtcm_bytes) const { return vtcm_request.value_or(vtcm_bytes); }

@@ -1,0 +1,80 @@
+// The rows of a fit, each prepared once (`kvsim calibrate --fit` / `--cv`
+// price every row at hundreds of parameter values): recorded where a price
+// can be re-derived without a run, held to a full run where the fit goes.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "cli/studies/calibration.hpp"
+#include "cli/studies/calibration_fit.hpp"
+
+namespace kvsim {
+
+std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::string& configs_dir,
+                                     const DeviceSpec& device) {
+  std::optional<RowPricer> pricer = prepare_ascend_row(row, configs_dir, device);
+  if (!pricer) pricer = prepare_htp_row(row, configs_dir, device);
+  if (!pricer) {
+    // Not recordable (or not handled at all): the predictor runs every time.
+    const std::optional<Prediction> p = predict_row(row, configs_dir, &device);
+    if (!p) return std::nullopt;
+    RowPricer slow;
+    slow.recorded = p->value;
+    slow.scenario = p->scenario;
+    slow.price = [row, configs_dir](const DeviceSpec& d) {
+      return predict_row(row, configs_dir, &d).value().value;
+    };
+    return slow;
+  }
+  // Held to the predictor where the fit goes: every parameter of the catalog
+  // moved at once must price as a full run prices it, else the row runs.
+  DeviceSpec moved = device;
+  for (const FitParameter& p : fit_parameters(device)) {
+    const double v = get_fit_parameter(device, p.key);
+    set_fit_parameter(moved, p.key,
+                      std::clamp(p.log_scale ? v * 0.8 : v + 0.05 * (p.hi - p.lo), p.lo, p.hi));
+  }
+  const double fast = pricer->price(moved);
+  const double full = predict_row(row, configs_dir, &moved).value().value;
+  if (!(std::abs(fast - full) <= 1e-9 * std::abs(full))) {
+    pricer->price = [row, configs_dir](const DeviceSpec& d) {
+      return predict_row(row, configs_dir, &d).value().value;
+    };
+  }
+  return pricer;
+}
+
+CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
+                        bool leave_one_out) {
+  auto load = [&](const std::string& name) {
+    config::LoadContext ctx;
+    DeviceSpec d = load_device_file(configs_dir + "/devices/" + name + ".yaml", ctx);
+    ctx.diagnostics.throw_if_any();
+    return d;
+  };
+  // Each row prepared once, on the first device it is priced on.
+  struct Prepared {
+    std::optional<RowPricer> pricer;
+    std::string error;
+  };
+  std::map<std::string, Prepared> prepared;
+  auto predict = [&](const MeasurementRow& row, const DeviceSpec& d) -> std::optional<double> {
+    auto it = prepared.find(row.id);
+    if (it == prepared.end()) {
+      Prepared p;
+      try {
+        p.pricer = prepare_row(row, configs_dir, d);
+      } catch (const std::exception& e) {
+        p.error = e.what();
+      }
+      it = prepared.emplace(row.id, std::move(p)).first;
+    }
+    if (!it->second.error.empty()) throw std::runtime_error(it->second.error);
+    if (!it->second.pricer) return std::nullopt;
+    return it->second.pricer->price(d);
+  };
+  return cross_validate(rows, load, predict, leave_one_out);
+}
+
+}  // namespace kvsim

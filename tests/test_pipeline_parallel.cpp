@@ -13,6 +13,7 @@
 #include "devices/pipeline_timing.hpp"
 #include "models/pipeline_stages.hpp"
 #include "report_test_helpers.hpp"
+#include "round_specs.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/metrics.hpp"
@@ -131,43 +132,8 @@ TEST(PipelineStages, PoolFollowsTheMostLoadedStage) {
   }
 }
 
-// The hand-made device of tests/test_timing_model.cpp, with round figures.
-DeviceSpec round_device() {
-  DeviceSpec d;
-  d.name = "round-npu";
-  d.kind = "accelerator";
-  d.memory_bytes = int64_t{64} << 30;
-  d.memory_bandwidth = 1'000'000'000'000;
-  d.matrix_fp16_ops = 100'000'000'000'000;
-  d.matrix_int8_ops = 200'000'000'000'000;
-  d.vector_fp16_ops = 10'000'000'000'000;
-  d.device_link_bandwidth = 100'000'000'000;  // 100 GB/s
-  d.device_link_latency = 10'000;             // 10 us
-  d.host_link_bandwidth = 25'000'000'000;
-  d.network_link_bandwidth = 25'000'000'000;  // 25 GB/s
-  d.network_link_latency = 20'000;            // 20 us
-  d.kernel_launch = 2'000;
-  d.step_overhead = 100'000;
-  d.max_tensor_parallel = 8;
-  d.compute_efficiency.fill(0.5);
-  d.memory_efficiency.fill(0.8);
-  return d;
-}
-
-ModelSpec round_model(int64_t layers) {
-  ModelSpec m;
-  m.name = "round";
-  m.model_type = "llama";
-  m.hidden_size = 1024;
-  m.num_hidden_layers = layers;
-  m.num_attention_heads = 16;
-  m.num_key_value_heads = 4;
-  m.head_dim = 64;
-  m.intermediate_size = 4096;
-  m.vocab_size = 32000;
-  m.max_position_embeddings = 65536;
-  return m;
-}
+using testing::round_device;
+using testing::round_model;
 
 StepWork decode_batch(int64_t seqs, int64_t context) {
   StepWork w;

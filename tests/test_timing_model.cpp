@@ -11,6 +11,7 @@
 #include "devices/critical_path_memo.hpp"
 #include "devices/device_family.hpp"
 #include "devices/timing_model.hpp"
+#include "tests/round_specs.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {
@@ -23,21 +24,10 @@ constexpr size_t idx(OpClass c) {
   return static_cast<size_t>(c);
 }
 
+// The shared round device with attention's efficiencies of its own, so a
+// test can tell attention's share of a step from the matrix products'.
 DeviceSpec round_device() {
-  DeviceSpec d;
-  d.name = "round-npu";
-  d.kind = "accelerator";
-  d.memory_bytes = int64_t{64} << 30;
-  d.memory_bandwidth = 1'000'000'000'000;     // 1 TB/s
-  d.matrix_fp16_ops = 100'000'000'000'000;    // 100 TFLOPS
-  d.matrix_int8_ops = 200'000'000'000'000;    // 200 TOPS
-  d.vector_fp16_ops = 10'000'000'000'000;     // 10 TFLOPS
-  d.device_link_bandwidth = 100'000'000'000;  // 100 GB/s
-  d.device_link_latency = 10'000;             // 10 us
-  d.host_link_bandwidth = 25'000'000'000;     // 25 GB/s
-  d.kernel_launch = 2'000;                    // 2 us
-  d.step_overhead = 100'000;                  // 100 us
-  d.max_tensor_parallel = 8;
+  DeviceSpec d = testing::round_device();
   d.compute_efficiency.fill(1.0);
   d.memory_efficiency.fill(1.0);
   d.compute_efficiency[idx(OpClass::gemm)] = 0.5;
@@ -48,19 +38,7 @@ DeviceSpec round_device() {
 }
 
 ModelSpec tiny_model(int64_t layers = 4) {
-  ModelSpec m;
-  m.name = "tiny";
-  m.model_type = "llama";
-  m.hidden_size = 1024;
-  m.num_hidden_layers = layers;
-  m.num_attention_heads = 16;
-  m.num_key_value_heads = 4;
-  m.head_dim = 64;
-  m.intermediate_size = 4096;
-  m.vocab_size = 32000;
-  m.max_position_embeddings = 65536;
-  m.weights_dtype = "fp16";
-  return m;
+  return testing::round_model(layers);
 }
 
 // Every kind in program order, with no data edges at all: only the engines'
@@ -288,7 +266,7 @@ TEST(StepPricing, NeverFasterThanItsBytesOverPeakBandwidth) {
     const TimingModel tm(round_device(), model, {.tp = tp});
     for (int mode = 0; mode < 3; ++mode) {
       for (int trial = 0; trial < 20; ++trial) {
-        SCOPED_TRACE(testing::Message() << "tp " << tp << " mode " << mode << " trial " << trial);
+        SCOPED_TRACE(::testing::Message() << "tp " << tp << " mode " << mode << " trial " << trial);
         const StepWork w = random_batch(rng, mode);
         const StepTiming t = tm.price(w);
         // The step's bytes, recounted from the model's costs independently.

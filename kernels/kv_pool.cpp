@@ -88,4 +88,10 @@ void KvPool::copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
     std::copy(params.begin(), params.end(), params_.begin() + block * rows_per_block());
 }
 
+void KvPool::clear_block(int64_t block) {
+  std::memset(data_.get() + ksana_block_base(g_, block), 0, static_cast<size_t>(g_.block_bytes()));
+  if (kv_dtype_has_row_params(dtype_))
+    std::fill_n(params_.begin() + block * rows_per_block(), rows_per_block(), Int8Params{});
+}
+
 }  // namespace kvsim::kernels

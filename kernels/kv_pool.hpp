@@ -55,6 +55,8 @@ class KvPool {
                       std::vector<Int8Params>& params) const;
   void copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
                      const std::vector<Int8Params>& params);
+  // Zeroes a block (a block never written reads as zeros, as a fresh pool's).
+  void clear_block(int64_t block);
   uint8_t* data() { return data_.get(); }
 
  private:

@@ -65,22 +65,22 @@ __attribute__((always_inline)) inline double dot4(const double* a, const double*
 // state, the scores made relative to it, and each head's rescale argument
 // (old max - new max) into s[q_heads * n + h]; then one exp over all of
 // them; then sums and accumulators rescaled and the weighted values added.
-// Each key and value row is widened to double once for its group of heads.
+// Keys and values are widened to double once ([n, kv_heads, head_dim] in
+// `wide`); with kD, the head size known at compile time, a head's query
+// and accumulators stay in registers across the keys.
+template <int kD>
 __attribute__((always_inline)) inline void append_keys(const Shape& sh, double* state,
                                                        const float* k, const float* v, int64_t n,
-                                                       double* s, double* row,
+                                                       double* s, double* wide,
                                                        void (*exp_all)(double*, int64_t)) {
-  const int64_t d = sh.head_dim, group = sh.q_heads / sh.kv_heads, stride = d + 2;
-  for (int64_t kh = 0; kh < sh.kv_heads; ++kh) {
-    for (int64_t t = 0; t < n; ++t) {
-      const float* kr = k + (t * sh.kv_heads + kh) * d;
-      for (int64_t c = 0; c < d; ++c) row[c] = static_cast<double>(kr[c]);
-      for (int64_t j = 0; j < group; ++j) {
-        const int64_t h = kh * group + j;
-        const double* qh = sh.q + h * d;
-        s[h * n + t] = dot4(qh, row, d);
-      }
-    }
+  const int64_t d = kD > 0 ? kD : sh.head_dim, group = sh.q_heads / sh.kv_heads, stride = d + 2;
+  const int64_t row = sh.kv_heads * d;
+  for (int64_t i = 0; i < n * row; ++i) wide[i] = static_cast<double>(k[i]);
+  for (int64_t h = 0; h < sh.q_heads; ++h) {
+    const double* qh = sh.q + h * d;
+    const double* kr = wide + (h / group) * d;
+    double* hs = s + h * n;
+    for (int64_t t = 0; t < n; ++t, kr += row) hs[t] = dot4(qh, kr, d);
   }
   for (int64_t h = 0; h < sh.q_heads; ++h) {
     double* hs = s + h * n;
@@ -93,33 +93,30 @@ __attribute__((always_inline)) inline void append_keys(const Shape& sh, double* 
     mx = m_new;
   }
   exp_all(s, sh.q_heads * n + sh.q_heads);
+  for (int64_t i = 0; i < n * row; ++i) wide[i] = static_cast<double>(v[i]);
   for (int64_t h = 0; h < sh.q_heads; ++h) {
     const double corr = s[sh.q_heads * n + h];
     const double* w = s + h * n;
-    double& sum = state[h * stride + 1];
-    double* acc = state + h * stride + 2;
+    const double* vr = wide + (h / group) * d;
+    double* st = state + h * stride;
+    double acc[kD > 0 ? kD : 1];
+    double* a = kD > 0 ? acc : st + 2;
+    for (int64_t c = 0; c < d; ++c) a[c] = st[2 + c] * corr;
     double add = 0;
-    for (int64_t t = 0; t < n; ++t) add += w[t];
-    sum = sum * corr + add;
-    for (int64_t c = 0; c < d; ++c) acc[c] *= corr;
-  }
-  for (int64_t kh = 0; kh < sh.kv_heads; ++kh) {
-    for (int64_t t = 0; t < n; ++t) {
-      const float* vr = v + (t * sh.kv_heads + kh) * d;
-      for (int64_t c = 0; c < d; ++c) row[c] = static_cast<double>(vr[c]);
-      for (int64_t j = 0; j < group; ++j) {
-        const int64_t h = kh * group + j;
-        const double wt = s[h * n + t];
-        double* acc = state + h * stride + 2;
-        for (int64_t c = 0; c < d; ++c) acc[c] += wt * row[c];
-      }
+    for (int64_t t = 0; t < n; ++t, vr += row) {
+      add += w[t];
+      for (int64_t c = 0; c < d; ++c) a[c] += w[t] * vr[c];
     }
+    st[1] = st[1] * corr + add;
+    if (kD > 0) std::copy(a, a + d, st + 2);
   }
 }
 
 void append_generic(const Shape& sh, double* state, const float* k, const float* v, int64_t n,
                     double* s) {
-  append_keys(sh, state, k, v, n, s, s + sh.q_heads * (n + 1), exp_generic);
+  double* wide = s + sh.q_heads * (n + 1);
+  if (sh.head_dim == 16) return append_keys<16>(sh, state, k, v, n, s, wide, exp_generic);
+  append_keys<0>(sh, state, k, v, n, s, wide, exp_generic);
 }
 
 #if defined(__x86_64__)
@@ -147,7 +144,9 @@ __attribute__((target("avx2,fma"))) void exp_avx2(double* x, int64_t n) {
 
 __attribute__((target("avx2,fma"))) void append_avx2(const Shape& sh, double* state, const float* k,
                                                      const float* v, int64_t n, double* s) {
-  append_keys(sh, state, k, v, n, s, s + sh.q_heads * (n + 1), exp_avx2);
+  double* wide = s + sh.q_heads * (n + 1);
+  if (sh.head_dim == 16) return append_keys<16>(sh, state, k, v, n, s, wide, exp_avx2);
+  append_keys<0>(sh, state, k, v, n, s, wide, exp_avx2);
 }
 
 bool avx2_available() {
@@ -186,7 +185,8 @@ void OnlineSoftmax::clear(double* state) const {
 
 void OnlineSoftmax::append(double* state, const float* k, const float* v, int64_t n) {
   if (n <= 0) return;
-  scores_.resize(static_cast<size_t>(q_heads_ * (n + 1) + head_dim_));  // + a widened row
+  // Scores and rescale arguments, then the keys (or values) widened.
+  scores_.resize(static_cast<size_t>(q_heads_ * (n + 1) + n * kv_heads_ * head_dim_));
   const Shape sh{q_.data(), q_heads_, kv_heads_, head_dim_};
 #if defined(__x86_64__)
   if (avx2_available()) return append_avx2(sh, state, k, v, n, scores_.data());

@@ -109,13 +109,20 @@ void SampledNumericsChecker::token_rows(int64_t first, int64_t n, bool reference
       const int32_t token = ids_[static_cast<size_t>(t)];
       synthetic_rows(sh, Tensor::key, token, first + t, l, k_rows_.data() + at, &rope_);
       synthetic_rows(sh, Tensor::value, token, first + t, l, v_rows_.data() + at, &rope_);
-      if (!reference) continue;
-      for (int64_t h = 0; h < sh.kv_heads; ++h) {
-        kernels::round_trip_row(p_.dtype, k_rows_.data() + at + h * d, d,
-                                k_ref_.data() + at + h * d, p_.fp8_tensor_scale);
-        kernels::round_trip_row(p_.dtype, v_rows_.data() + at + h * d, d,
-                                v_ref_.data() + at + h * d, p_.fp8_tensor_scale);
-      }
+    }
+  }
+  if (reference) {
+    // What storage makes of them: runs of 256 values (round_trip_row's
+    // stack buffer) for elementwise dtypes, (token, head) rows for those
+    // whose rows carry their own scale.
+    const bool per_row = kernels::kv_dtype_has_row_params(p_.dtype);
+    const auto total = static_cast<int64_t>(size);
+    for (int64_t at = 0, len = 0; at < total; at += len) {
+      len = per_row ? d : std::min<int64_t>(256, total - at);
+      kernels::round_trip_row(p_.dtype, k_rows_.data() + at, len, k_ref_.data() + at,
+                              p_.fp8_tensor_scale);
+      kernels::round_trip_row(p_.dtype, v_rows_.data() + at, len, v_ref_.data() + at,
+                              p_.fp8_tensor_scale);
     }
   }
   rows_ = n;
@@ -145,17 +152,12 @@ void SampledNumericsChecker::release_slot(int32_t block) {
 }
 
 void SampledNumericsChecker::store_rows(int32_t block, int64_t row, int64_t from, int64_t n) {
-  const SyntheticShape& sh = p_.shape;
+  const int64_t width = p_.shape.kv_heads * p_.shape.head_dim;
   block = slot(block, /*read=*/false);
-  const int64_t d = sh.head_dim, width = sh.kv_heads * d;
-  for (int64_t l = 0; l < sh.layers; ++l) {
-    for (int64_t t = from; t < from + n; ++t) {
-      const int64_t at = (l * rows_ + t) * width;
-      for (int64_t h = 0; h < sh.kv_heads; ++h) {
-        pool_.write_row(block, KvPart::key, l, row + t - from, h, k_rows_.data() + at + h * d);
-        pool_.write_row(block, KvPart::value, l, row + t - from, h, v_rows_.data() + at + h * d);
-      }
-    }
+  for (int64_t l = 0; l < p_.shape.layers; ++l) {
+    const int64_t at = (l * rows_ + from) * width;
+    pool_.write_rows(block, KvPart::key, l, row, n, k_rows_.data() + at);
+    pool_.write_rows(block, KvPart::value, l, row, n, v_rows_.data() + at);
   }
 }
 

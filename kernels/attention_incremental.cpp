@@ -44,22 +44,6 @@ struct Shape {
   int64_t q_heads, kv_heads, head_dim;
 };
 
-// A dot product in four independent partial sums (which the compiler
-// keeps in one vector register): a single running sum is a chain of
-// dependent adds that cannot be vectorised without reassociating.
-__attribute__((always_inline)) inline double dot4(const double* a, const double* b, int64_t d) {
-  double p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-  int64_t c = 0;
-  for (; c + 4 <= d; c += 4) {
-    p0 += a[c] * b[c];
-    p1 += a[c + 1] * b[c + 1];
-    p2 += a[c + 2] * b[c + 2];
-    p3 += a[c + 3] * b[c + 3];
-  }
-  for (; c < d; ++c) p0 += a[c] * b[c];
-  return (p0 + p1) + (p2 + p3);
-}
-
 // Scores of every query head against n keys into s [q_heads, n], each
 // head's new max (the state's or the keys', whichever is higher) into the
 // state, the scores made relative to it, and each head's rescale argument
@@ -75,12 +59,20 @@ __attribute__((always_inline)) inline void append_keys(const Shape& sh, double* 
                                                        void (*exp_all)(double*, int64_t)) {
   const int64_t d = kD > 0 ? kD : sh.head_dim, group = sh.q_heads / sh.kv_heads, stride = d + 2;
   const int64_t row = sh.kv_heads * d;
-  for (int64_t i = 0; i < n * row; ++i) wide[i] = static_cast<double>(k[i]);
+  // Keys transposed, [kv_heads, head_dim, n]: a head's scores are then
+  // sums of columns scaled by its query, vectorised over the keys.
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < row; ++i) wide[i * n + t] = static_cast<double>(k[t * row + i]);
   for (int64_t h = 0; h < sh.q_heads; ++h) {
     const double* qh = sh.q + h * d;
-    const double* kr = wide + (h / group) * d;
+    const double* kt = wide + (h / group) * d * n;
     double* hs = s + h * n;
-    for (int64_t t = 0; t < n; ++t, kr += row) hs[t] = dot4(qh, kr, d);
+    std::fill(hs, hs + n, 0.0);
+    for (int64_t c = 0; c < d; ++c) {
+      const double qc = qh[c];
+      const double* col = kt + c * n;
+      for (int64_t t = 0; t < n; ++t) hs[t] += qc * col[t];
+    }
   }
   for (int64_t h = 0; h < sh.q_heads; ++h) {
     double* hs = s + h * n;

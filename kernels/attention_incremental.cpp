@@ -4,75 +4,143 @@
 #include <cmath>
 #include <stdexcept>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace kvsim::kernels {
-
-void IncrementalAttention::reset(const float* q, int64_t q_heads, int64_t kv_heads,
-                                 int64_t head_dim, float scale) {
-  if (q_heads <= 0 || kv_heads <= 0 || head_dim <= 0 || q_heads % kv_heads != 0)
-    throw std::invalid_argument("attention: q_heads must be a positive multiple of kv_heads");
-  q_heads_ = q_heads;
-  kv_heads_ = kv_heads;
-  head_dim_ = head_dim;
-  keys_ = 0;
-  q_.resize(static_cast<size_t>(q_heads * head_dim));
-  for (size_t i = 0; i < q_.size(); ++i) q_[i] = static_cast<double>(q[i]) * scale;
-  max_.assign(static_cast<size_t>(q_heads), -INFINITY);
-  sum_.assign(static_cast<size_t>(q_heads), 0.0);
-  acc_.assign(static_cast<size_t>(q_heads * head_dim), 0.0);
-}
-
 namespace {
 
-struct State {
+// Below this exp is taken as exp(kExpFloor): the running max of an empty
+// state is -inf, and its rescale factor must be a number, not NaN.
+constexpr double kExpFloor = -700.0;
+
+// exp on [-700, 0] and a little above: x = k ln2 + r, |r| <= ln2 / 2 (ln2 in
+// two parts, fdlibm's, so k ln2 is exact), exp(r) by its Taylor polynomial
+// to degree 12 (truncation r^13 / 13! < 2e-16), times 2^k through the
+// exponent bits.
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2Hi = 6.93147180369123816490e-01;
+constexpr double kLn2Lo = 1.90821492927058770002e-10;
+constexpr double kTaylor[13] = {
+    1.0,        1.0,         1.0 / 2,      1.0 / 6,       1.0 / 24,       1.0 / 120,      1.0 / 720,
+    1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600};
+
+inline double exp_scalar(double x) {
+  x = std::clamp(x, kExpFloor, 700.0);
+  const double k = std::nearbyint(x * kLog2e);
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo;
+  double p = kTaylor[12];
+  for (int i = 11; i >= 0; --i) p = p * r + kTaylor[i];
+  return std::ldexp(p, static_cast<int>(k));
+}
+
+void exp_generic(double* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = exp_scalar(x[i]);
+}
+
+struct Shape {
   const double* q;
-  double* max;
-  double* sum;
-  double* acc;
   int64_t q_heads, kv_heads, head_dim;
 };
 
-// One key and value at a time into every query head's online softmax.
-__attribute__((always_inline)) inline void append_keys(const State& st, const float* k,
-                                                       const float* v, int64_t n) {
-  const int64_t d = st.head_dim, group = st.q_heads / st.kv_heads;
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t h = 0; h < st.q_heads; ++h) {
-      const int64_t kh = h / group;
-      const float* kr = k + (t * st.kv_heads + kh) * d;
-      const float* vr = v + (t * st.kv_heads + kh) * d;
-      const double* qh = st.q + h * d;
-      double s = 0;
-      for (int64_t c = 0; c < d; ++c) s += qh[c] * static_cast<double>(kr[c]);
-      double* acc = st.acc + h * d;
-      double& mx = st.max[h];
-      double& sum = st.sum[h];
-      // The new key's weight relative to the running max; a new max rescales
-      // what was summed so far instead (one exp either way).
-      double w = 1.0;
-      if (s > mx) {
-        const double corr = std::exp(mx - s);  // 0 for the first key
-        sum *= corr;
-        for (int64_t c = 0; c < d; ++c) acc[c] *= corr;
-        mx = s;
-      } else {
-        w = std::exp(s - mx);
-      }
-      sum += w;
-      for (int64_t c = 0; c < d; ++c) acc[c] += w * static_cast<double>(vr[c]);
+// Scores of every query head against n keys into s [q_heads, n], each
+// head's new max (the state's or the keys', whichever is higher) into the
+// state, the scores made relative to it, and each head's rescale argument
+// (old max - new max) into s[q_heads * n + h]; then one exp over all of
+// them; then sums and accumulators rescaled and the weighted values added.
+// Keys and values are widened to double once ([n, kv_heads, head_dim] in
+// `wide`); with kD, the head size known at compile time, a head's query
+// and accumulators stay in registers across the keys.
+template <int kD>
+__attribute__((always_inline)) inline void append_keys(const Shape& sh, double* state,
+                                                       const float* k, const float* v, int64_t n,
+                                                       double* s, double* wide,
+                                                       void (*exp_all)(double*, int64_t)) {
+  const int64_t d = kD > 0 ? kD : sh.head_dim, group = sh.q_heads / sh.kv_heads, stride = d + 2;
+  const int64_t row = sh.kv_heads * d;
+  // Keys transposed, [kv_heads, head_dim, n]: a head's scores are then
+  // sums of columns scaled by its query, vectorised over the keys.
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < row; ++i) wide[i * n + t] = static_cast<double>(k[t * row + i]);
+  for (int64_t h = 0; h < sh.q_heads; ++h) {
+    const double* qh = sh.q + h * d;
+    const double* kt = wide + (h / group) * d * n;
+    double* hs = s + h * n;
+    std::fill(hs, hs + n, 0.0);
+    for (int64_t c = 0; c < d; ++c) {
+      const double qc = qh[c];
+      const double* col = kt + c * n;
+      for (int64_t t = 0; t < n; ++t) hs[t] += qc * col[t];
     }
+  }
+  for (int64_t h = 0; h < sh.q_heads; ++h) {
+    double* hs = s + h * n;
+    double bm = -INFINITY;
+    for (int64_t t = 0; t < n; ++t) bm = std::max(bm, hs[t]);
+    double& mx = state[h * stride];
+    const double m_new = std::max(mx, bm);
+    for (int64_t t = 0; t < n; ++t) hs[t] -= m_new;
+    s[sh.q_heads * n + h] = mx - m_new;  // -inf for an empty state: floored
+    mx = m_new;
+  }
+  exp_all(s, sh.q_heads * n + sh.q_heads);
+  for (int64_t i = 0; i < n * row; ++i) wide[i] = static_cast<double>(v[i]);
+  for (int64_t h = 0; h < sh.q_heads; ++h) {
+    const double corr = s[sh.q_heads * n + h];
+    const double* w = s + h * n;
+    const double* vr = wide + (h / group) * d;
+    double* st = state + h * stride;
+    double acc[kD > 0 ? kD : 1];
+    double* a = kD > 0 ? acc : st + 2;
+    for (int64_t c = 0; c < d; ++c) a[c] = st[2 + c] * corr;
+    double add = 0;
+    for (int64_t t = 0; t < n; ++t, vr += row) {
+      add += w[t];
+      for (int64_t c = 0; c < d; ++c) a[c] += w[t] * vr[c];
+    }
+    st[1] = st[1] * corr + add;
+    if (kD > 0) std::copy(a, a + d, st + 2);
   }
 }
 
-void append_generic(const State& st, const float* k, const float* v, int64_t n) {
-  append_keys(st, k, v, n);
+void append_generic(const Shape& sh, double* state, const float* k, const float* v, int64_t n,
+                    double* s) {
+  double* wide = s + sh.q_heads * (n + 1);
+  if (sh.head_dim == 16) return append_keys<16>(sh, state, k, v, n, s, wide, exp_generic);
+  append_keys<0>(sh, state, k, v, n, s, wide, exp_generic);
 }
 
 #if defined(__x86_64__)
-// The same loops with 4-wide double vectors and FMA where the machine has them.
-__attribute__((target("avx2,fma"))) void append_avx2(const State& st, const float* k,
-                                                     const float* v, int64_t n) {
-  append_keys(st, k, v, n);
+// The same algorithm, four lanes at a time.
+__attribute__((target("avx2,fma"))) void exp_avx2(double* x, int64_t n) {
+  const __m256d lo = _mm256_set1_pd(kExpFloor), hi = _mm256_set1_pd(700.0);
+  const __m256d log2e = _mm256_set1_pd(kLog2e), ln2hi = _mm256_set1_pd(kLn2Hi),
+                ln2lo = _mm256_set1_pd(kLn2Lo);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d a = _mm256_min_pd(_mm256_max_pd(_mm256_loadu_pd(x + i), lo), hi);
+    const __m256d k =
+        _mm256_round_pd(_mm256_mul_pd(a, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256d r = _mm256_fnmadd_pd(k, ln2lo, _mm256_fnmadd_pd(k, ln2hi, a));
+    __m256d p = _mm256_set1_pd(kTaylor[12]);
+    for (int j = 11; j >= 0; --j) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kTaylor[j]));
+    // 2^k: k + 1023 into the exponent field (k is within [-1010, 1010]).
+    const __m256i e = _mm256_slli_epi64(
+        _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k)), _mm256_set1_epi64x(1023)),
+        52);
+    _mm256_storeu_pd(x + i, _mm256_mul_pd(p, _mm256_castsi256_pd(e)));
+  }
+  for (; i < n; ++i) x[i] = exp_scalar(x[i]);
 }
+
+__attribute__((target("avx2,fma"))) void append_avx2(const Shape& sh, double* state, const float* k,
+                                                     const float* v, int64_t n, double* s) {
+  double* wide = s + sh.q_heads * (n + 1);
+  if (sh.head_dim == 16) return append_keys<16>(sh, state, k, v, n, s, wide, exp_avx2);
+  append_keys<0>(sh, state, k, v, n, s, wide, exp_avx2);
+}
+
 bool avx2_available() {
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return ok;
@@ -81,27 +149,86 @@ bool avx2_available() {
 
 }  // namespace
 
-void IncrementalAttention::append(const float* k, const float* v, int64_t n) {
-  const State st{q_.data(), max_.data(), sum_.data(), acc_.data(), q_heads_, kv_heads_, head_dim_};
+void exp_in_place(double* x, int64_t n) {
 #if defined(__x86_64__)
-  if (avx2_available()) {
-    append_avx2(st, k, v, n);
-    keys_ += n;
-    return;
-  }
+  if (avx2_available()) return exp_avx2(x, n);
 #endif
-  append_generic(st, k, v, n);
-  keys_ += n;
+  exp_generic(x, n);
+}
+
+void OnlineSoftmax::reset(const float* q, int64_t q_heads, int64_t kv_heads, int64_t head_dim,
+                          float scale) {
+  if (q_heads <= 0 || kv_heads <= 0 || head_dim <= 0 || q_heads % kv_heads != 0)
+    throw std::invalid_argument("attention: q_heads must be a positive multiple of kv_heads");
+  q_heads_ = q_heads;
+  kv_heads_ = kv_heads;
+  head_dim_ = head_dim;
+  q_.resize(static_cast<size_t>(q_heads * head_dim));
+  for (size_t i = 0; i < q_.size(); ++i) q_[i] = static_cast<double>(q[i]) * scale;
+}
+
+void OnlineSoftmax::clear(double* state) const {
+  for (int64_t h = 0; h < q_heads_; ++h) {
+    double* st = state + h * (head_dim_ + 2);
+    st[0] = -INFINITY;
+    std::fill(st + 1, st + head_dim_ + 2, 0.0);
+  }
+}
+
+void OnlineSoftmax::append(double* state, const float* k, const float* v, int64_t n) {
+  if (n <= 0) return;
+  // Scores and rescale arguments, then the keys (or values) widened.
+  scores_.resize(static_cast<size_t>(q_heads_ * (n + 1) + n * kv_heads_ * head_dim_));
+  const Shape sh{q_.data(), q_heads_, kv_heads_, head_dim_};
+#if defined(__x86_64__)
+  if (avx2_available()) return append_avx2(sh, state, k, v, n, scores_.data());
+#endif
+  append_generic(sh, state, k, v, n, scores_.data());
+}
+
+void OnlineSoftmax::merge(double* into, const double* from) const {
+  const int64_t stride = head_dim_ + 2;
+  for (int64_t h = 0; h < q_heads_; ++h) {
+    double* a = into + h * stride;
+    const double* b = from + h * stride;
+    if (b[1] == 0.0) continue;  // no keys on that side
+    if (a[1] == 0.0) {
+      std::copy(b, b + stride, a);
+      continue;
+    }
+    const double m = std::max(a[0], b[0]);
+    double ca = a[0] - m, cb = b[0] - m;
+    exp_in_place(&ca, 1);
+    exp_in_place(&cb, 1);
+    a[0] = m;
+    for (int64_t c = 1; c < stride; ++c) a[c] = a[c] * ca + b[c] * cb;
+  }
+}
+
+void OnlineSoftmax::output(const double* state, float* out) const {
+  for (int64_t h = 0; h < q_heads_; ++h) {
+    const double* st = state + h * (head_dim_ + 2);
+    const double sum = st[1];
+    for (int64_t c = 0; c < head_dim_; ++c)
+      out[h * head_dim_ + c] = sum > 0 ? static_cast<float>(st[2 + c] / sum) : 0.0f;
+  }
+}
+
+void IncrementalAttention::reset(const float* q, int64_t q_heads, int64_t kv_heads,
+                                 int64_t head_dim, float scale) {
+  softmax_.reset(q, q_heads, kv_heads, head_dim, scale);
+  state_.resize(static_cast<size_t>(softmax_.state_size()));
+  softmax_.clear(state_.data());
+  keys_ = 0;
+}
+
+void IncrementalAttention::append(const float* k, const float* v, int64_t n) {
+  softmax_.append(state_.data(), k, v, n);
+  keys_ += std::max<int64_t>(n, 0);
 }
 
 void IncrementalAttention::output(float* out) const {
-  for (int64_t h = 0; h < q_heads_; ++h) {
-    const double sum = sum_[static_cast<size_t>(h)];
-    for (int64_t c = 0; c < head_dim_; ++c) {
-      const double a = acc_[static_cast<size_t>(h * head_dim_ + c)];
-      out[h * head_dim_ + c] = sum > 0 ? static_cast<float>(a / sum) : 0.0f;
-    }
-  }
+  softmax_.output(state_.data(), out);
 }
 
 }  // namespace kvsim::kernels

@@ -64,6 +64,18 @@ void KvPool::write_row(int64_t block, KvPart part, int64_t layer, int64_t token,
   if (kv_dtype_has_row_params(dtype_)) params(block, part, layer, token, head) = p;
 }
 
+void KvPool::write_rows(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
+                        const float* src) {
+  const int64_t d = g_.head_dim, heads = g_.kv_heads;
+  if (!kv_dtype_has_row_params(dtype_)) {
+    encode_row(dtype_, src, n * heads * d, row(block, part, layer, token, 0), fp8_tensor_scale_);
+    return;
+  }
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < heads; ++h)
+      write_row(block, part, layer, token + t, h, src + (t * heads + h) * d);
+}
+
 void KvPool::read_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
                       float* dst) const {
   decode_row(dtype_, row(block, part, layer, token, head), g_.head_dim,
@@ -86,6 +98,12 @@ void KvPool::copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
   std::memcpy(data_.get() + ksana_block_base(g_, block), bytes.data(), bytes.size());
   if (kv_dtype_has_row_params(dtype_))
     std::copy(params.begin(), params.end(), params_.begin() + block * rows_per_block());
+}
+
+void KvPool::clear_block(int64_t block) {
+  std::memset(data_.get() + ksana_block_base(g_, block), 0, static_cast<size_t>(g_.block_bytes()));
+  if (kv_dtype_has_row_params(dtype_))
+    std::fill_n(params_.begin() + block * rows_per_block(), rows_per_block(), Int8Params{});
 }
 
 }  // namespace kvsim::kernels

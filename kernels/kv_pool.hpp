@@ -49,12 +49,19 @@ class KvPool {
                  const float* src);
   void read_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
                 float* dst) const;
+  // Encodes n consecutive tokens' rows of every head, src [n, kv_heads,
+  // head_dim], from `token` on (contiguous in the Ksana layout: one encode
+  // for dtypes without row parameters).
+  void write_rows(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
+                  const float* src);
 
   // Whole-block copies (swap out to a host buffer and back in, seed 001).
   void copy_block_out(int64_t block, std::vector<uint8_t>& bytes,
                       std::vector<Int8Params>& params) const;
   void copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
                      const std::vector<Int8Params>& params);
+  // Zeroes a block (a block never written reads as zeros, as a fresh pool's).
+  void clear_block(int64_t block);
   uint8_t* data() { return data_.get(); }
 
  private:

@@ -506,5 +506,51 @@ TEST(NumericsFaults, SampledPassesACorrectPrefixOfAnUnfollowedWriter) {
   EXPECT_LE(checker.max_abs_err(), 1e-5);
 }
 
+// A block the kernel confirmed for one followed request is not read again
+// by the next that holds the same content there, but one served in place
+// of different content still is, and fails.
+TEST(NumericsFaults, SampledSkipsConfirmedBlocksButCatchesThemServedForOtherContent) {
+  Driver d;
+  SampledNumericsChecker checker(sampled_params(2));
+  Sequence* a = d.add(2, iota_tokens(100, 10));
+  d.admit(a);
+  d.step(checker, {a});  // checked: its two full blocks and the partial one
+  EXPECT_EQ(checker.checked_tokens(), 10u);
+  Sequence* b = d.add(4, iota_tokens(100, 10));  // the same content: hits both
+  d.admit(b);
+  ASSERT_EQ(b->computed, 8);
+  d.step(checker, {b});  // reads only its own partial block
+  EXPECT_EQ(checker.checks(), 2u);
+  EXPECT_EQ(checker.checked_tokens(), 12u);
+  EXPECT_LE(checker.max_abs_err(), 1e-5);
+  Sequence* c = d.add(6, iota_tokens(300, 10));
+  const std::vector<BlockId> wrong{d.policy.block_table(a->slot)[0]};
+  d.admit(c, &wrong);  // a's confirmed first block, served as if its hash matched
+  try {
+    d.step(checker, {c});
+    FAIL() << "a confirmed block served for other content went unnoticed";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("request 6 at step 3"), std::string::npos) << msg;
+  }
+}
+
+// A chat session is sampled whole, by its id; other requests by theirs.
+TEST(NumericsRun, SampledFollowsChatSessionsWhole) {
+  SampledNumericsChecker checker(sampled_params(4));
+  Sequence turn;
+  turn.request.session = 8;
+  for (uint64_t id : {1, 2, 3}) {
+    turn.request.id = id;
+    EXPECT_TRUE(checker.follows(turn)) << id;
+  }
+  turn.request.session = 3;
+  turn.request.id = 4;
+  EXPECT_FALSE(checker.follows(turn));
+  Sequence single;
+  single.request.id = 4;
+  EXPECT_TRUE(checker.follows(single));
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -21,10 +21,14 @@ uint64_t mix(uint64_t x) {
 // Keeps content addresses apart from the policy's prefix hashes.
 constexpr uint64_t kAddressSalt = 0x6b76736e756d6572ULL;
 
-// The probe query's token: any fixed function of the request.
-int32_t probe_token(const Sequence& seq) {
-  return static_cast<int32_t>(mix(seq.request.id) >> 33);
-}
+// The probe query's token: any fixed id.
+constexpr int32_t kProbeToken = 0x2f6b7673;
+
+// Never the write count of a block: a block not confirmed since it was made.
+constexpr uint32_t kNeverConfirmed = UINT32_MAX;
+
+// Reference states kept by content address, at most this many bytes.
+constexpr size_t kStateCacheBytes = size_t{32} << 20;
 
 // Tokens the batch computes for `seq` in this step (0 when it only swaps in).
 int64_t item_tokens(const ScheduledBatch& batch, const Sequence* seq) {
@@ -45,16 +49,26 @@ SampledNumericsChecker::SampledNumericsChecker(const CheckerParams& params)
   const auto blocks = static_cast<size_t>(p_.num_blocks);
   device_writes_.assign(blocks, 0);
   shadow_writes_.assign(blocks, 0);
+  confirmed_.assign(blocks, kNeverConfirmed);
   content_.assign(blocks, 0);
-  const auto rows = static_cast<size_t>(p_.shape.layers * p_.shape.kv_heads * p_.shape.head_dim);
-  k_rows_.resize(rows);
-  v_rows_.resize(rows);
-  k_ref_.resize(rows);
-  v_ref_.resize(rows);
-  const auto q = static_cast<size_t>(p_.shape.q_heads * p_.shape.head_dim);
-  probe_.resize(q);
-  out_.resize(q);
-  ref_out_.resize(q);
+  slot_of_.assign(blocks, -1);
+  const SyntheticShape& sh = p_.shape;
+  const int64_t q = sh.q_heads * sh.head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+  probe_.resize(static_cast<size_t>(sh.layers * q));
+  softmax_.resize(static_cast<size_t>(sh.layers));
+  for (int64_t l = 0; l < sh.layers; ++l) {
+    float* probe = probe_.data() + l * q;
+    synthetic_rows(sh, Tensor::query, kProbeToken, 0, l, probe, &rope_);
+    softmax_[static_cast<size_t>(l)].reset(probe, sh.q_heads, sh.kv_heads, sh.head_dim, scale);
+  }
+  state_size_ = sh.layers * softmax_[0].state_size();
+  max_states_ =
+      std::max<size_t>(64, kStateCacheBytes / (static_cast<size_t>(state_size_) * sizeof(double)));
+  merged_.resize(static_cast<size_t>(state_size_));
+  scratch_state_.resize(static_cast<size_t>(state_size_));
+  out_.resize(static_cast<size_t>(q));
+  ref_out_.resize(static_cast<size_t>(q));
   ids_.resize(static_cast<size_t>(p_.block_size));
 }
 
@@ -67,38 +81,120 @@ std::span<const int32_t> SampledNumericsChecker::block_table_of(const Sequence& 
 
 uint64_t SampledNumericsChecker::content_address(const TokenView& tokens, int64_t index) {
   const int64_t bs = p_.block_size;
-  if (static_cast<int64_t>(ids_.size()) < bs) ids_.resize(static_cast<size_t>(bs));
   const BlockHash h = tokens.block_hash(BlockHash{static_cast<uint64_t>(index * bs), kAddressSalt},
                                         index * bs, bs, ids_.data());
   return (h.low ^ h.high) | 1;  // never 0, which means "unknown"
 }
 
-void SampledNumericsChecker::token_rows(int32_t token, int64_t position) {
+uint64_t SampledNumericsChecker::address_of(const Sequence& seq, Followed& f, int64_t index) {
+  const auto i = static_cast<size_t>(index);
+  if (f.address.size() <= i) f.address.resize(i + 1, 0);
+  if (f.address[i] == 0) f.address[i] = content_address(seq.tokens(), index);
+  return f.address[i];
+}
+
+void SampledNumericsChecker::token_rows(int64_t first, int64_t n, bool reference) {
   const SyntheticShape& sh = p_.shape;
-  const int64_t row = sh.kv_heads * sh.head_dim;
+  const int64_t d = sh.head_dim, row = sh.kv_heads * d;
+  const auto size = static_cast<size_t>(sh.layers * n * row);
+  if (k_rows_.size() < size) {
+    k_rows_.resize(size);
+    v_rows_.resize(size);
+    k_ref_.resize(size);
+    v_ref_.resize(size);
+  }
   for (int64_t l = 0; l < sh.layers; ++l) {
-    synthetic_rows(sh, Tensor::key, token, position, l, k_rows_.data() + l * row, &rope_);
-    synthetic_rows(sh, Tensor::value, token, position, l, v_rows_.data() + l * row, &rope_);
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t at = (l * n + t) * row;
+      const int32_t token = ids_[static_cast<size_t>(t)];
+      synthetic_rows(sh, Tensor::key, token, first + t, l, k_rows_.data() + at, &rope_);
+      synthetic_rows(sh, Tensor::value, token, first + t, l, v_rows_.data() + at, &rope_);
+    }
+  }
+  if (reference) {
+    // What storage makes of them: runs of 256 values (round_trip_row's
+    // stack buffer) for elementwise dtypes, (token, head) rows for those
+    // whose rows carry their own scale.
+    const bool per_row = kernels::kv_dtype_has_row_params(p_.dtype);
+    const auto total = static_cast<int64_t>(size);
+    for (int64_t at = 0, len = 0; at < total; at += len) {
+      len = per_row ? d : std::min<int64_t>(256, total - at);
+      kernels::round_trip_row(p_.dtype, k_rows_.data() + at, len, k_ref_.data() + at,
+                              p_.fp8_tensor_scale);
+      kernels::round_trip_row(p_.dtype, v_rows_.data() + at, len, v_ref_.data() + at,
+                              p_.fp8_tensor_scale);
+    }
+  }
+  rows_ = n;
+}
+
+int32_t SampledNumericsChecker::slot(int32_t block, bool read) {
+  int32_t& s = slot_of_[static_cast<size_t>(block)];
+  if (s >= 0) return s;
+  if (free_slots_.empty()) {
+    s = fresh_slots_++;
+  } else {
+    s = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  // A block read before the shadow holds any rows of it was never written
+  // (a lagging one is rewritten whole before it is read): it reads as
+  // zeros. One given a slot to be written holds its rows from there on.
+  if (read) pool_.clear_block(s);
+  return s;
+}
+
+void SampledNumericsChecker::release_slot(int32_t block) {
+  int32_t& s = slot_of_[static_cast<size_t>(block)];
+  if (s < 0) return;
+  free_slots_.push_back(s);
+  s = -1;
+}
+
+void SampledNumericsChecker::store_rows(int32_t block, int64_t row, int64_t from, int64_t n) {
+  const int64_t width = p_.shape.kv_heads * p_.shape.head_dim;
+  block = slot(block, /*read=*/false);
+  for (int64_t l = 0; l < p_.shape.layers; ++l) {
+    const int64_t at = (l * rows_ + from) * width;
+    pool_.write_rows(block, KvPart::key, l, row, n, k_rows_.data() + at);
+    pool_.write_rows(block, KvPart::value, l, row, n, v_rows_.data() + at);
   }
 }
 
-void SampledNumericsChecker::store_token(int32_t block, int64_t row_in_block) {
+void SampledNumericsChecker::fold(double* state, int64_t from, int64_t n) {
   const SyntheticShape& sh = p_.shape;
-  const int64_t d = sh.head_dim, row = sh.kv_heads * d;
+  const int64_t width = sh.kv_heads * sh.head_dim;
+  const int64_t per_layer = softmax_[0].state_size();
   for (int64_t l = 0; l < sh.layers; ++l) {
-    for (int64_t h = 0; h < sh.kv_heads; ++h) {
-      pool_.write_row(block, KvPart::key, l, row_in_block, h, k_rows_.data() + l * row + h * d);
-      pool_.write_row(block, KvPart::value, l, row_in_block, h, v_rows_.data() + l * row + h * d);
-    }
+    const int64_t at = (l * rows_ + from) * width;
+    softmax_[static_cast<size_t>(l)].append(state + l * per_layer, k_ref_.data() + at,
+                                            v_ref_.data() + at, n);
   }
+}
+
+void SampledNumericsChecker::clear_state(double* state) const {
+  const int64_t per_layer = softmax_[0].state_size();
+  for (size_t l = 0; l < softmax_.size(); ++l)
+    softmax_[l].clear(state + static_cast<int64_t>(l) * per_layer);
+}
+
+const double* SampledNumericsChecker::cached_state(uint64_t address) const {
+  const auto it = states_.find(address);
+  return it == states_.end() ? nullptr : it->second.data();
+}
+
+void SampledNumericsChecker::cache_state(uint64_t address, const double* state) {
+  if (states_.size() >= max_states_ && !states_.contains(address)) states_.erase(states_.begin());
+  states_[address].assign(state, state + state_size_);
 }
 
 void SampledNumericsChecker::record_block(const TokenView& tokens, int64_t index, int32_t block,
                                           bool full) {
   if (block < 0 || block >= p_.num_blocks) return;
   const auto b = static_cast<size_t>(block);
-  ++device_writes_[b];
+  ++device_writes_[b];  // the shadow lags: rewritten whole before it is read
   content_[b] = full ? content_address(tokens, index) : 0;
+  release_slot(block);
 }
 
 void SampledNumericsChecker::record_writes(const Sequence& seq, const KvCachePolicy& policy,
@@ -120,137 +216,199 @@ void SampledNumericsChecker::record_writes(const Sequence& seq, const KvCachePol
   }
 }
 
-bool SampledNumericsChecker::holds_own(const Sequence& seq, int32_t block, int64_t index) {
-  const auto b = static_cast<size_t>(block);
-  const bool full = (index + 1) * p_.block_size <= seq.computed;
-  return content_[b] != 0 && full && content_[b] == content_address(seq.tokens(), index);
-}
-
 void SampledNumericsChecker::store_other(int32_t block, int64_t index) {
   // Rows of other content: ids derived from the record (or, for content
   // known only to be someone else's, from the block and its write count).
   const auto b = static_cast<size_t>(block);
   const int64_t bs = p_.block_size;
   const uint64_t key = content_[b] != 0 ? content_[b] : mix(b) ^ device_writes_[b];
-  for (int64_t j = 0; j < bs; ++j) {
-    token_rows(static_cast<int32_t>(mix(key + static_cast<uint64_t>(j)) >> 33), index * bs + j);
-    store_token(block, j);
-  }
+  for (int64_t j = 0; j < bs; ++j)
+    ids_[static_cast<size_t>(j)] = static_cast<int32_t>(mix(key + static_cast<uint64_t>(j)) >> 33);
+  token_rows(index * bs, bs, false);
+  store_rows(block, 0, 0, bs);
 }
 
-void SampledNumericsChecker::catch_up(const Sequence& seq, std::span<const int32_t> table,
-                                      int64_t blocks) {
+void SampledNumericsChecker::catch_up_block(const Sequence& seq, Followed& f, int64_t index,
+                                            int32_t block, double* state) {
   const int64_t bs = p_.block_size;
-  blocks = std::min<int64_t>(blocks, static_cast<int64_t>(table.size()));
-  for (int64_t i = 0; i < blocks; ++i) {
-    const int32_t block = table[static_cast<size_t>(i)];
-    if (block < 0 || block >= p_.num_blocks) continue;
-    const auto b = static_cast<size_t>(block);
-    if (shadow_writes_[b] == device_writes_[b]) continue;
-    // What the device holds: the reader's own rows if the record's address
-    // is that of its tokens here, else rows of other content.
-    if (holds_own(seq, block, i)) {
-      seq.tokens().copy(i * bs, bs, ids_.data());
-      for (int64_t j = 0; j < bs; ++j) {
-        token_rows(ids_[static_cast<size_t>(j)], i * bs + j);
-        store_token(block, j);
-      }
-    } else {
-      store_other(block, i);
+  const auto b = static_cast<size_t>(block);
+  const bool lag = shadow_writes_[b] != device_writes_[b];
+  const bool full = (index + 1) * bs <= seq.computed;
+  // What the device holds: the reader's own rows if the record's address
+  // is that of its tokens here, else rows of other content.
+  const bool own = full && content_[b] != 0 && content_[b] == address_of(seq, f, index);
+  if (lag && !own) store_other(block, index);
+  if ((lag && own) || state) {
+    seq.tokens().copy(index * bs, bs, ids_.data());
+    token_rows(index * bs, bs, state != nullptr);
+    if (lag && own) store_rows(block, 0, 0, bs);
+    if (state) {
+      clear_state(state);
+      fold(state, 0, bs);
     }
-    shadow_writes_[b] = device_writes_[b];
   }
-}
-
-void SampledNumericsChecker::follow(const Sequence& seq, Followed& f) {
-  const SyntheticShape& sh = p_.shape;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
-  f.reference.resize(static_cast<size_t>(sh.layers));
-  for (int64_t l = 0; l < sh.layers; ++l) {
-    synthetic_rows(sh, Tensor::query, probe_token(seq), 0, l, probe_.data(), &rope_);
-    f.reference[static_cast<size_t>(l)].reset(probe_.data(), sh.q_heads, sh.kv_heads, sh.head_dim,
-                                              scale);
-  }
+  shadow_writes_[b] = device_writes_[b];
 }
 
 void SampledNumericsChecker::write_tokens(const Sequence& seq, Followed& f,
                                           std::span<const int32_t> table, int64_t first,
                                           int64_t n) {
-  const SyntheticShape& sh = p_.shape;
-  const int64_t d = sh.head_dim, row = sh.kv_heads * d;
   const int64_t bs = p_.block_size;
-  const int64_t known = f.reference.empty() ? 0 : f.reference[0].keys();
-  const TokenView tokens = seq.tokens();
-  // The reference takes the positions it lacks, [known, first + n), a block
-  // at a time: this step's own, which also go to the shadow, and those it
-  // reads but did not write (prefix hits), whose blocks are brought up to
-  // what the device holds on the way (one generation of the rows serves
-  // both when the device holds this sequence's content).
-  for (int64_t from = known; from < first + n; from += bs) {
-    const int64_t count = std::min(bs - from % bs, first + n - from);
+  for (int64_t from = first; from < first + n;) {
     const auto index = static_cast<int64_t>(block_.quotient(static_cast<uint64_t>(from)));
+    const int64_t end = std::min(first + n, (index + 1) * bs);
     const int32_t block =
         index < static_cast<int64_t>(table.size()) ? table[static_cast<size_t>(index)] : -1;
-    const bool stored = block >= 0 && block < p_.num_blocks;
-    bool own_rows = false;  // rows before `first` go to the shadow too
-    if (stored && from < first &&
-        shadow_writes_[static_cast<size_t>(block)] != device_writes_[static_cast<size_t>(block)]) {
-      own_rows = from % bs == 0 && holds_own(seq, block, index);
-      if (!own_rows) store_other(block, index);
-      shadow_writes_[static_cast<size_t>(block)] = device_writes_[static_cast<size_t>(block)];
+    // Rows that went elsewhere first go there first.
+    if (f.pending_to > f.pending_from &&
+        (index != f.pending_index || block != f.pending_block || from != f.pending_to))
+      flush(seq, f);
+    if (f.pending_to == f.pending_from) {
+      f.pending_from = from;
+      f.pending_index = index;
+      f.pending_block = block;
+      f.pending_writes =
+          block >= 0 && block < p_.num_blocks ? device_writes_[static_cast<size_t>(block)] : 0;
     }
-    tokens.copy(from, count, ids_.data());
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t pos = from + j;
-      token_rows(ids_[static_cast<size_t>(j)], pos);
-      if (stored && (pos >= first || own_rows)) store_token(block, pos - index * bs);
-      if (stored && pos >= first) {
-        // The block it continues was caught up before; a block it starts
-        // holds its rows from here on (the rest is never read).
-        const auto b = static_cast<size_t>(block);
-        shadow_writes_[b] = ++device_writes_[b];
-        content_[b] = 0;
-      }
-      for (int64_t l = 0; l < sh.layers; ++l) {
-        float* kr = k_ref_.data() + l * row;
-        float* vr = v_ref_.data() + l * row;
-        for (int64_t h = 0; h < sh.kv_heads; ++h) {
-          kernels::round_trip_row(p_.dtype, k_rows_.data() + l * row + h * d, d, kr + h * d,
-                                  p_.fp8_tensor_scale);
-          kernels::round_trip_row(p_.dtype, v_rows_.data() + l * row + h * d, d, vr + h * d,
-                                  p_.fp8_tensor_scale);
-        }
-        f.reference[static_cast<size_t>(l)].append(kr, vr, 1);
-      }
+    f.pending_to = end;
+    if (end == (index + 1) * bs) flush(seq, f);  // full: its content is addressable
+    from = end;
+  }
+}
+
+void SampledNumericsChecker::flush(const Sequence& seq, Followed& f) {
+  const int64_t from = f.pending_from, end = f.pending_to;
+  if (end <= from) return;
+  f.pending_from = f.pending_to = 0;
+  const int64_t bs = p_.block_size, index = f.pending_index, start = index * bs;
+  const int32_t block = f.pending_block;
+  const TokenView tokens = seq.tokens();
+  // The reference state of the block's rows before `from` (its own
+  // tokens: a block it continues holds them, or the check rejects it).
+  if (from == start || f.tail_rows != from - start) {
+    clear_state(f.tail.data());
+    if (from > start) {
+      tokens.copy(start, from - start, ids_.data());
+      token_rows(start, from - start, true);
+      fold(f.tail.data(), 0, from - start);
     }
+  }
+  tokens.copy(from, end - from, ids_.data());
+  token_rows(from, end - from, true);
+  if (block >= 0 && block < p_.num_blocks) {
+    // The block it continues was caught up before; a block it starts
+    // holds its rows from here on (the rest is never read). A block written
+    // by someone else after these rows still lags behind that write.
+    store_rows(block, from - start, 0, end - from);
+    const auto b = static_cast<size_t>(block);
+    const bool overwritten = device_writes_[b] != f.pending_writes;
+    ++device_writes_[b];
+    if (!overwritten) shadow_writes_[b] = device_writes_[b];
+    content_[b] = 0;
+  }
+  fold(f.tail.data(), 0, end - from);
+  f.tail_rows = end - start;
+  if (end == start + bs) {
+    // Full: its content is addressable, its state kept for later readers.
+    const uint64_t address = address_of(seq, f, index);
+    if (block >= 0 && block < p_.num_blocks) content_[static_cast<size_t>(block)] = address;
+    cache_state(address, f.tail.data());
+    f.tail_rows = 0;
   }
 }
 
 void SampledNumericsChecker::check(const Sequence& seq, Followed& f,
                                    std::span<const int32_t> table) {
   const SyntheticShape& sh = p_.shape;
-  const int64_t k_len = seq.computed;
+  const int64_t bs = p_.block_size, k_len = seq.computed;
+  const int64_t blocks = (k_len + bs - 1) / bs;
   const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
-  catch_up(seq, table, (k_len + p_.block_size - 1) / p_.block_size);
-  const std::span<const int32_t> tables[1] = {table};
-  const int32_t seqlen[1] = {static_cast<int32_t>(k_len)};
+  const int64_t per_layer = softmax_[0].state_size();
+  if (static_cast<int64_t>(table.size()) < blocks)
+    throw CheckFailed(fmt::format(
+        "numerics check failed: request {} at step {}: its block table has {} entries for {} "
+        "cached tokens in blocks of {}",
+        seq.request.id, step_, table.size(), k_len, bs));
+  flush(seq, f);
+  // The blocks to read: every one not confirmed since its last write to
+  // hold this sequence's content there, and the partly filled last one.
+  check_table_.clear();
+  check_blocks_.clear();
+  check_index_.clear();
+  clear_state(merged_.data());
+  int64_t tokens = 0;
+  for (int64_t i = 0; i < blocks; ++i) {
+    const int32_t block = table[static_cast<size_t>(i)];
+    if (block < 0 || block >= p_.num_blocks)
+      throw CheckFailed(fmt::format(
+          "numerics check failed: request {} at step {}: block table entry {} is block {}, "
+          "outside the pool of {} blocks",
+          seq.request.id, step_, i, block, p_.num_blocks));
+    const auto b = static_cast<size_t>(block);
+    const double* state = nullptr;
+    int64_t rows = bs;
+    if ((i + 1) * bs <= k_len) {
+      const uint64_t address = address_of(seq, f, i);
+      if (confirmed_[b] == device_writes_[b] && content_[b] == address) continue;
+      state = cached_state(address);
+      if (state) {
+        catch_up_block(seq, f, i, block, nullptr);
+      } else {
+        catch_up_block(seq, f, i, block, scratch_state_.data());
+        cache_state(address, scratch_state_.data());
+        state = scratch_state_.data();
+      }
+    } else {
+      catch_up_block(seq, f, i, block, nullptr);
+      rows = k_len - i * bs;
+      if (f.tail_rows != rows) {  // not written by this sequence: its own tokens expected
+        seq.tokens().copy(i * bs, rows, ids_.data());
+        token_rows(i * bs, rows, true);
+        clear_state(f.tail.data());
+        fold(f.tail.data(), 0, rows);
+        f.tail_rows = rows;
+      }
+      state = f.tail.data();
+    }
+    for (int64_t l = 0; l < sh.layers; ++l)
+      softmax_[static_cast<size_t>(l)].merge(merged_.data() + l * per_layer, state + l * per_layer);
+    check_table_.push_back(
+        slot(block, /*read=*/true));  // the shadow's own numbering of the same blocks
+    check_blocks_.push_back(block);
+    check_index_.push_back(i);
+    tokens += rows;
+  }
+  ++checks_;
+  if (check_table_.empty()) return;
+  const std::span<const int32_t> tables[1] = {check_table_};
+  const int32_t seqlen[1] = {static_cast<int32_t>(tokens)};
+  const int64_t q = sh.q_heads * sh.head_dim;
   for (int64_t l = 0; l < sh.layers; ++l) {
-    synthetic_rows(sh, Tensor::query, probe_token(seq), 0, l, probe_.data(), &rope_);
-    kernels::paged_decode_attention(pool_, l, probe_.data(), seqlen, tables, sh.q_heads, scale,
-                                    out_.data());
-    f.reference[static_cast<size_t>(l)].output(ref_out_.data());
+    kernels::paged_decode_attention(pool_, l, probe_.data() + l * q, seqlen, tables, sh.q_heads,
+                                    scale, out_.data());
+    softmax_[static_cast<size_t>(l)].output(merged_.data() + l * per_layer, ref_out_.data());
     double err = 0.0;
     for (size_t i = 0; i < out_.size(); ++i)
       err = std::max(err, static_cast<double>(std::fabs(out_[i] - ref_out_[i])));
     if (!(err <= p_.tolerance)) {
       throw CheckFailed(fmt::format(
-          "numerics check failed: request {} at step {}: layer {}, a probe query over {} cached "
-          "tokens: max abs error {:.3g} against the incremental reference exceeds tolerance {:.3g}",
-          seq.request.id, step_, l, k_len, err, p_.tolerance));
+          "numerics check failed: request {} at step {}: layer {}, a probe query over {} of its "
+          "{} cached tokens (the blocks not confirmed since their last write): max abs error "
+          "{:.3g} against the incremental reference exceeds tolerance {:.3g}",
+          seq.request.id, step_, l, tokens, k_len, err, p_.tolerance));
     }
     max_abs_err_ = std::max(max_abs_err_, err);
   }
-  ++checks_;
+  checked_tokens_ += static_cast<uint64_t>(tokens);
+  // What the kernel read is now confirmed: each full block holds this
+  // sequence's content there, as of its current write.
+  for (size_t j = 0; j < check_index_.size(); ++j) {
+    const int64_t i = check_index_[j];
+    if ((i + 1) * bs > k_len) continue;
+    const auto b = static_cast<size_t>(check_blocks_[j]);
+    content_[b] = address_of(seq, f, i);
+    confirmed_[b] = device_writes_[b];
+  }
 }
 
 void SampledNumericsChecker::on_step_done(const ScheduledBatch& batch, const KvCachePolicy& policy,
@@ -267,11 +425,15 @@ void SampledNumericsChecker::on_step_done(const ScheduledBatch& batch, const KvC
       continue;
     }
     Followed& f = it->second;
-    catch_up(*seq, f.table, static_cast<int64_t>(f.table.size()));
+    flush(*seq, f);
     f.host_bytes.resize(f.table.size());
     f.host_params.resize(f.table.size());
-    for (size_t b = 0; b < f.table.size(); ++b)
-      if (f.table[b] >= 0) pool_.copy_block_out(f.table[b], f.host_bytes[b], f.host_params[b]);
+    for (size_t b = 0; b < f.table.size(); ++b) {
+      const int32_t block = f.table[b];
+      if (block < 0 || block >= p_.num_blocks) continue;
+      catch_up_block(*seq, f, static_cast<int64_t>(b), block, nullptr);
+      pool_.copy_block_out(slot(block, /*read=*/true), f.host_bytes[b], f.host_params[b]);
+    }
   }
   for (const Sequence* seq : batch.swapped_in) {
     const int64_t before = seq->computed - item_tokens(batch, seq);
@@ -289,8 +451,8 @@ void SampledNumericsChecker::on_step_done(const ScheduledBatch& batch, const KvC
     for (size_t b = 0; b < f.host_bytes.size() && b < table.size(); ++b) {
       const int32_t block = table[b];
       if (block < 0 || block >= p_.num_blocks || !swap_copy_arrives(*seq, b)) continue;
-      pool_.copy_block_in(block, f.host_bytes[b], f.host_params[b]);
       const auto i = static_cast<size_t>(block);
+      pool_.copy_block_in(slot(block, /*read=*/false), f.host_bytes[b], f.host_params[b]);
       shadow_writes_[i] = ++device_writes_[i];
       content_[i] = 0;
     }
@@ -310,10 +472,19 @@ void SampledNumericsChecker::on_step_done(const ScheduledBatch& batch, const KvC
     auto [it, admitted] = followed_.try_emplace(seq.request.id);
     Followed& f = it->second;
     if (admitted) {
-      follow(seq, f);  // write_tokens brings what it reads but did not write
-    } else if (first % bs != 0) {
-      // The block it continues: someone else may have written it since.
-      catch_up(seq, table, first / bs + 1);
+      f.tail.resize(static_cast<size_t>(state_size_));
+      clear_state(f.tail.data());
+    }
+    // The block it continues: someone else may have written it since.
+    const int64_t continued = first / bs;
+    if (first % bs != 0 && continued < static_cast<int64_t>(table.size())) {
+      const int32_t block = table[static_cast<size_t>(continued)];
+      if (block >= 0 && block < p_.num_blocks &&
+          shadow_writes_[static_cast<size_t>(block)] !=
+              device_writes_[static_cast<size_t>(block)]) {
+        flush(seq, f);  // its rows came before that write, if any came after them
+        catch_up_block(seq, f, continued, block, nullptr);
+      }
     }
     write_tokens(seq, f, table, first, item.tokens);
     // Checked where a fault would first show: its first step (which reads

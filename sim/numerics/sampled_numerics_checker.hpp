@@ -1,17 +1,28 @@
 #pragma once
 // `numerics.mode: sampled` on the paged policy (SPEC 8): the checker follows
-// one request in sample_every for its whole life, so its cost scales with
-// the sample, not with the batch.
+// one sequence in sample_every for its whole life, so its cost scales with
+// the sample, not with the batch. A chat session is sampled whole (its
+// later turns read the blocks its earlier turns wrote, through the prefix
+// cache); a single-shot request by its id.
 //
 // A followed sequence's K/V is written into the shadow pool through the
 // policy's real block table every step it runs, and checked where a fault
 // would first show: its first step (it reads its prefix hits), the first
 // after a swap-in, whenever one of its blocks fills (a wrong table entry is
 // read at every later check), and its last step. A check runs the paged
-// decode kernel for a fixed probe query per layer over every cached token,
-// through the real table, and compares it with an incremental reference
-// (kernels/attention_incremental.hpp) that has folded in the sequence's
-// own expected K/V one token at a time: no dense recompute per check.
+// decode kernel for the probe query (one for the whole run) per layer,
+// through the real table, over every block of the sequence the kernel has
+// not yet shown to hold what this sequence expects there: its partly
+// filled last block, blocks written since, and blocks whose content record
+// is not the sequence's own tokens there (a stale prefix block, a wrong
+// table entry, a lost swap copy all land here). A block the kernel has
+// confirmed since its last write, holding the reader's content, is not
+// read again: a check extends what is known instead of recomputing it.
+// The kernel's output over those blocks is compared with the incremental
+// reference (kernels/attention_incremental.hpp): per block, the online-
+// softmax state of the probe over the block's expected K/V, kept by content
+// address so a block shared by several followed readers is folded once,
+// and merged for the blocks the check reads.
 //
 // Blocks a followed sequence reads but did not write (a prefix block an
 // unfollowed request filled, a block a swap-in copy should have restored)
@@ -22,8 +33,7 @@
 // decode token. When a followed sequence reads a block the shadow has not
 // caught up with, the block is written from its record: the reader's own
 // rows if the address matches its own tokens there, otherwise rows of other
-// content derived from the record, which the check then rejects (a stale
-// prefix block, a corrupted table entry, a lost swap copy).
+// content derived from the record, which the check then rejects.
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -65,7 +75,14 @@ class SampledNumericsChecker : public StepObserver {
 
   uint64_t checks() const { return checks_; }
   double max_abs_err() const { return max_abs_err_; }
-  bool follows(const Sequence& seq) const { return every_.remainder(seq.request.id) == 0; }
+  // Chat turns by their session, so a followed session's later turns find
+  // its earlier turns' blocks checked; other requests by their id.
+  bool follows(const Sequence& seq) const {
+    const uint64_t key = seq.request.session != 0 ? seq.request.session : seq.request.id;
+    return every_.remainder(key) == 0;
+  }
+  // Tokens the kernel read in checks so far (the checker's main cost).
+  uint64_t checked_tokens() const { return checked_tokens_; }
 
  protected:
   // The block table the checker reads for a sequence (`scratch` may hold
@@ -86,21 +103,39 @@ class SampledNumericsChecker : public StepObserver {
     std::vector<int32_t> table;                    // as of its last step: what a swap-out copies
     std::vector<std::vector<uint8_t>> host_bytes;  // while swapped out
     std::vector<std::vector<kernels::Int8Params>> host_params;
-    std::vector<kernels::IncrementalAttention> reference;  // per layer
-    bool check_due = false;                                // swapped in since its last step
+    std::vector<uint64_t> address;  // per full block of the table: its content address
+    std::vector<double> tail;       // reference state of the partly written last block
+    int64_t tail_rows = 0;          // rows of that block folded into `tail`
+    // Positions written on the device but not yet in the shadow and the
+    // reference, all in block `pending_block` at table index
+    // `pending_index`: decode steps add one each, and they are applied
+    // together, before anything reads the block or writes it.
+    int64_t pending_from = 0, pending_to = 0, pending_index = 0;
+    int32_t pending_block = -1;
+    uint32_t pending_writes = 0;  // the block's device writes when they began
+    bool check_due = false;       // swapped in since its last step
   };
 
-  void follow(const Sequence& seq, Followed& f);
-  // Writes positions [first, first + n) of the sequence into the shadow
-  // through `table` and folds them into its reference.
+  // Positions [first, first + n) of the sequence written through `table`:
+  // into the pending range, applied when their block fills or changes.
   void write_tokens(const Sequence& seq, Followed& f, std::span<const int32_t> table, int64_t first,
                     int64_t n);
-  // Brings the shadow of the table's first `blocks` entries up to what the
-  // device holds (from the records), for `seq` reading them.
-  void catch_up(const Sequence& seq, std::span<const int32_t> table, int64_t blocks);
-  // Whether the device's content of `block`, at `index` of the sequence's
-  // table, is the sequence's own tokens there (by the record's address).
-  bool holds_own(const Sequence& seq, int32_t block, int64_t index);
+  // Applies the pending range: rows into the shadow, folded into the tail
+  // (a block written by someone else since they were written still lags).
+  void flush(const Sequence& seq, Followed& f);
+  // The shadow slot holding `block` (given one on first use). Slots of
+  // blocks overwritten by unfollowed requests are recycled, so the shadow
+  // touches memory for what followed sequences read, not for every block.
+  // `read`: for reading (a block without rows yet reads as zeros).
+  int32_t slot(int32_t block, bool read);
+  void release_slot(int32_t block);
+  // The content address of the sequence's full block `index` (kept).
+  uint64_t address_of(const Sequence& seq, Followed& f, int64_t index);
+  // Brings the shadow of `block`, at `index` of the sequence's table, up to
+  // what the device holds (from its record); with `state`, also the
+  // reference state of the sequence's own content there, from the same rows.
+  void catch_up_block(const Sequence& seq, Followed& f, int64_t index, int32_t block,
+                      double* state);
   // Writes rows of content other than the reader's into `block`.
   void store_other(int32_t block, int64_t index);
   void check(const Sequence& seq, Followed& f, std::span<const int32_t> table);
@@ -109,25 +144,50 @@ class SampledNumericsChecker : public StepObserver {
                      int64_t computed);
   void record_block(const TokenView& tokens, int64_t index, int32_t block, bool full);
   uint64_t content_address(const TokenView& tokens, int64_t index);
-  // One token's K and V rows at every layer into the scratch rows.
-  void token_rows(int32_t token, int64_t position);
-  void store_token(int32_t block, int64_t row_in_block);
+  // Rows of tokens ids_[0, n) at positions [first, first + n), every layer,
+  // into the scratch rows ([layer][token][kv_heads * head_dim]), and their
+  // dtype round trip into the reference rows when `reference`.
+  void token_rows(int64_t first, int64_t n, bool reference);
+  // Stores scratch rows [from, from + n) into `block`'s slot from row `row`.
+  void store_rows(int32_t block, int64_t row, int64_t from, int64_t n);
+  // Folds reference rows [from, from + n) into a state of every layer.
+  void fold(double* state, int64_t from, int64_t n);
+  // The cached reference state of a full block's content, or nullptr.
+  const double* cached_state(uint64_t address) const;
+  void cache_state(uint64_t address, const double* state);
+  void clear_state(double* state) const;
 
   CheckerParams p_;
   kernels::KvPool pool_;
   kernels::RopeTable rope_;
   FastDivisor every_, block_;
+  // The probe: one query per layer for every check of the run, and the
+  // reference that folds keys against it.
+  std::vector<float> probe_;                         // [layers, q_heads, head_dim]
+  std::vector<kernels::OnlineSoftmax> softmax_;      // per layer
+  int64_t state_size_ = 0;                           // doubles per state, all layers
   std::unordered_map<uint64_t, Followed> followed_;  // by request id
-  // Per block: writes so far, the write the shadow holds, the content address.
-  std::vector<uint32_t> device_writes_, shadow_writes_;
+  // Per block: writes so far, the write the shadow holds, the content
+  // address, and the write at which a check confirmed that content.
+  std::vector<uint32_t> device_writes_, shadow_writes_, confirmed_;
   std::vector<uint64_t> content_;
+  std::vector<int32_t> slot_of_, free_slots_;
+  int32_t fresh_slots_ = 0;
+  // Reference states of full blocks by content address, bounded (a miss
+  // only costs folding the block again).
+  std::unordered_map<uint64_t, std::vector<double>> states_;
+  size_t max_states_ = 0;
   // Scratch reused every step (no allocation per step once grown).
-  std::vector<int32_t> table_scratch_, ids_;
-  std::vector<float> k_rows_, v_rows_;  // [layers, kv_heads, head_dim] of one token
+  std::vector<int32_t> table_scratch_, ids_, check_table_, check_blocks_;
+  std::vector<int64_t> check_index_;
+  std::vector<float> k_rows_, v_rows_;  // [layers, tokens, kv_heads * head_dim]
   std::vector<float> k_ref_, v_ref_;    // the same after the dtype's round trip
-  std::vector<float> probe_, out_, ref_out_;
+  int64_t rows_ = 0;                    // tokens in the scratch rows
+  std::vector<double> merged_, scratch_state_;
+  std::vector<float> out_, ref_out_;
   uint64_t step_ = 0;
   uint64_t checks_ = 0;
+  uint64_t checked_tokens_ = 0;
   double max_abs_err_ = 0.0;
 };
 

@@ -1,5 +1,9 @@
 #include "sim/numerics/synthetic_kv.hpp"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace kvsim::numerics {
 namespace {
 
@@ -9,6 +13,67 @@ uint64_t splitmix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
 }
+
+// A 32-bit finaliser (Wellons' lowbias32, from the hash-prospector
+// search): every input bit reaches every output bit.
+inline uint32_t lowbias32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+constexpr uint32_t kLaneStep = 0x9E3779B9U;  // lane i hashes seed + i * this
+
+// Values 2i and 2i + 1 of a row from lane i's hash, for values [from, d).
+void pair_rows_scalar(uint64_t seed, float* row, int64_t from, int64_t d) {
+  const auto lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
+  for (int64_t c = from; c < d; c += 2) {
+    const uint32_t r = lowbias32((lo + static_cast<uint32_t>(c / 2) * kLaneStep) ^ hi);
+    row[c] = static_cast<float>(r & 0xFFFF) * (1.0f / 32768.0f) - 1.0f;
+    if (c + 1 < d) row[c + 1] = static_cast<float>(r >> 16) * (1.0f / 32768.0f) - 1.0f;
+  }
+}
+
+#if defined(__x86_64__)
+// The same, eight lanes (sixteen values) at a time; integer hashing and an
+// exact scaling by 2^-15, so the values are bit for bit the scalar ones.
+__attribute__((target("avx2"))) void pair_rows_avx2(uint64_t seed, float* row, int64_t d) {
+  const auto lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
+  const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm256_set1_epi32(static_cast<int>(kLaneStep)));
+  const __m256i m1 = _mm256_set1_epi32(0x7feb352d), m2 = _mm256_set1_epi32(0x846ca68b);
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  const __m256 scale = _mm256_set1_ps(1.0f / 32768.0f), one = _mm256_set1_ps(1.0f);
+  int64_t c = 0;
+  for (; c + 16 <= d; c += 16) {
+    const auto base = lo + static_cast<uint32_t>(c / 2) * kLaneStep;
+    __m256i x = _mm256_xor_si256(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(base)), step),
+                                 _mm256_set1_epi32(static_cast<int>(hi)));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    x = _mm256_mullo_epi32(x, m1);
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+    x = _mm256_mullo_epi32(x, m2);
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    const __m256 a =
+        _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(x, low16)), scale), one);
+    const __m256 b =
+        _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 16)), scale), one);
+    // Interleave: value 2i from a's lane i, 2i + 1 from b's.
+    const __m256 l = _mm256_unpacklo_ps(a, b), h = _mm256_unpackhi_ps(a, b);
+    _mm256_storeu_ps(row + c, _mm256_permute2f128_ps(l, h, 0x20));
+    _mm256_storeu_ps(row + c + 8, _mm256_permute2f128_ps(l, h, 0x31));
+  }
+  pair_rows_scalar(seed, row, c, d);
+}
+
+bool avx2_available() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
+#endif
 
 }  // namespace
 
@@ -20,6 +85,16 @@ void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_
                                      (static_cast<uint64_t>(layer) << 12) ^
                                      (static_cast<uint64_t>(h) << 4) ^ static_cast<uint64_t>(t));
     float* row = out + h * shape.head_dim;
+    if (shape.values_per_hash == 2) {
+#if defined(__x86_64__)
+      if (avx2_available()) {
+        pair_rows_avx2(seed, row, shape.head_dim);
+        continue;
+      }
+#endif
+      pair_rows_scalar(seed, row, 0, shape.head_dim);
+      continue;
+    }
     if (shape.values_per_hash == 4) {
       for (int64_t c = 0; c < shape.head_dim; c += 4) {
         const uint64_t r = splitmix64(seed + static_cast<uint64_t>(c));

@@ -18,10 +18,11 @@ struct SyntheticShape {
   int64_t head_dim = 16;
   float rope_theta = 10000.0f;
   kernels::RopeStyle rope_style = kernels::RopeStyle::rotate_half;
-  // Values drawn per 64-bit hash: 1 (one hash per value, as `full` has
-  // always drawn them) or 4 (16 bits each, a quarter of the hashing, for
-  // `sampled`, whose cost budget is a fraction of a run; 16 bits is finer
-  // than fp16's mantissa).
+  // Values drawn per hash: 1 (one 64-bit hash per value, as `full` has
+  // always drawn them), 4 (16 bits each of a 64-bit hash), or 2 (16 bits
+  // each of a 32-bit hash per pair of values, eight pairs at once with
+  // AVX2, for `sampled`, whose cost budget is a fraction of a run; 16 bits
+  // is finer than fp16's mantissa). The same values on every machine.
   int values_per_hash = 1;
 };
 

@@ -189,6 +189,12 @@ const BadInput kCatalogue[] = {
      TRACE_SCENARIO("mooncake", ""),
      "{\"timestamp\": 0, \"input_length\": 10, \"input_length\": 20, \"output_length\": 3, "
      "\"hash_ids\": [1]}\n"},
+    // A fuzzer finding: a run of digits past int64_t's range (a signed
+    // overflow in the direct line reader, which now leaves it to the parser).
+    {"MooncakeDigitsPastInt64", "run {bad} --out {out}", "aux.txt:1:", "workload.trace",
+     TRACE_SCENARIO("mooncake", ""),
+     "{\"timestamp\": 0, \"input_length\": 92233720368547758070, \"output_length\": 3, "
+     "\"hash_ids\": [1]}\n"},
     {"MooncakeNotJson", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
      TRACE_SCENARIO("mooncake", ""),
      "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n{oops\n"},

@@ -55,6 +55,10 @@ const std::vector<std::string>& edge_lines() {
       R"({"timestamp": 5, "input_length": 67108864, "output_length": 1, "hash_ids": [0]})",
       R"({"timestamp": 5, "input_length": 67108865, "output_length": 1, "hash_ids": [0]})",
       R"({"timestamp": 5, "input_length": 1, "output_length": 99999999999999999999, "hash_ids": [0]})",
+      // Found by the Mooncake trace fuzzer: a run of digits past int64_t's range.
+      R"({"timestamp": 0, "input_length": 09223372036854775807500, "output_length": 10, "hash_ids": [0, 1]})",
+      R"({"timestamp": 92233720368547758070, "input_length": 1, "output_length": 1, "hash_ids": [0]})",
+      R"({"timestamp": 5, "input_length": 1, "output_length": 1, "hash_ids": [92233720368547758075]})",
       R"({"timestamp": 5, "input_length": 1, "output_length": 1, "hash_ids": [123456789012345678]})",
       R"({"timestamp": 5, "input_length": 1, "output_length": 1, "hash_ids": [1234567890123456789]})",
       R"({"timestamp": 5, "input_length": 1, "output_length": 1, "hash_ids": [18446744073709551615]})",

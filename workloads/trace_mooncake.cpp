@@ -160,12 +160,16 @@ class FlatRecordScanner {
     ++p_;
     return true;
   }
-  // Digits without a sign or a leading zero (JSON), at most 18 of them.
+  // Digits without a sign or a leading zero (JSON), at most 18 of them. Only
+  // the first 18 are accumulated (18 digits always fit in int64_t); a longer
+  // run is scanned to its end and left to the full parser.
   bool read_digits(int64_t& value) {
     skip_space();
     const char* begin = p_;
     value = 0;
-    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') value = value * 10 + (*p_++ - '0');
+    for (; p_ < end_ && *p_ >= '0' && *p_ <= '9'; ++p_) {
+      if (p_ - begin < 18) value = value * 10 + (*p_ - '0');
+    }
     const auto n = p_ - begin;
     return n >= 1 && n <= 18 && (n == 1 || *begin != '0');
   }

@@ -183,7 +183,12 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
 
 TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params,
                          const StepDependencies& deps)
-    : device_(device), model_(model), params_(params), family_(&device_family_of(device)) {
+    : device_(device),
+      model_(model),
+      params_(params),
+      step_costs_(model,
+                  StepShapeParams{params.tp, params.kv_dtype_bytes, params.ep, params.expert_skew}),
+      family_(&device_family_of(device)) {
   check_inputs();
   build_rate_tables();
   flatten_step_graph(
@@ -369,9 +374,7 @@ TimeNs TimingModel::timed(size_t kind, const OpCost& cost, double matrix_factor)
 }
 
 StepTiming TimingModel::price(const StepWork& work) const {
-  const StepOpCosts costs = step_op_costs(
-      model_, work,
-      StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep, params_.expert_skew});
+  const StepOpCosts& costs = step_costs_.costs(work);
   // Tokens per pass, for the matrix engine's pass-shape efficiency.
   int64_t tokens = 0;
   if (device_.matrix_tokens_exponent != 0.0) {

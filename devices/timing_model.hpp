@@ -17,6 +17,7 @@
 #include "devices/critical_path_memo.hpp"
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
+#include "models/step_cost_cache.hpp"
 #include "models/step_ops.hpp"
 
 namespace kvsim {
@@ -80,6 +81,9 @@ class TimingModel {
   DeviceSpec device_;
   ModelSpec model_;
   Params params_;
+  // The step's op costs, only attention's worked out anew when the step's
+  // shape matches a recent one (models/step_cost_cache.hpp).
+  mutable StepCostCache step_costs_;
   const DeviceFamily* family_;  // the registry's, lives for the program
   // The step graph is built once (structure does not depend on the batch):
   // vertices in topological order, flattened for the per-step longest-path

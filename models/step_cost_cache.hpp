@@ -1,0 +1,53 @@
+#pragma once
+// Step costs for one model and one set of shape parameters, remembered
+// across steps. Consecutive engine steps mostly repeat their shape: a
+// decode step differs from the last only in attention's context sums (and,
+// as sequences arrive and finish, the batch size alternates between a few
+// values). Every op but attention reads only the step's shape (token
+// counts, the graph's flags, the once-per-step transfers), so those ops are
+// kept for the last few shapes and only attention is worked out per step.
+// The answer is exactly step_op_costs(): the same formulas on the same
+// inputs.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "models/model_spec.hpp"
+#include "models/step_ops.hpp"
+#include "models/step_ops_parts.hpp"
+
+namespace kvsim {
+
+class StepCostCache {
+ public:
+  StepCostCache(ModelSpec model, StepShapeParams params);
+
+  // step_op_costs(model, work, params), with its exceptions. The reference
+  // stays valid until the next call.
+  const StepOpCosts& costs(const StepWork& work);
+
+  const ModelSpec& model() const { return model_; }
+  const StepShapeParams& params() const { return params_; }
+  // Calls answered from a remembered shape (tests check the path is taken).
+  int64_t reuses() const { return reuses_; }
+
+ private:
+  struct Entry {
+    bool used = false;
+    step_detail::StepShape shape;
+    StepOpCosts ops{};
+  };
+  // Batches of a few sizes alternate: one entry per recent shape, chosen by
+  // a hash of the token counts.
+  static constexpr size_t kEntries = 8;
+  size_t slot_of(const step_detail::StepShape& shape) const;
+
+  ModelSpec model_;
+  StepShapeParams params_;
+  step_detail::AttentionDims dims_;
+  bool dense_full_ = true;
+  std::array<Entry, kEntries> entries_{};
+  int64_t reuses_ = 0;
+};
+
+}  // namespace kvsim

@@ -373,6 +373,14 @@ TimeNs TimingModel::timed(size_t kind, const OpCost& cost, double matrix_factor)
   return last.duration;
 }
 
+double TimingModel::matrix_factor_of(int64_t pass_tokens) const {
+  if (pass_tokens != last_pass_tokens_) {
+    last_pass_tokens_ = pass_tokens;
+    last_matrix_factor_ = device_.matrix_shape_factor(pass_tokens);
+  }
+  return last_matrix_factor_;
+}
+
 StepTiming TimingModel::price(const StepWork& work) const {
   const StepOpCosts& costs = step_costs_.costs(work);
   // Tokens per pass, for the matrix engine's pass-shape efficiency.
@@ -383,24 +391,42 @@ StepTiming TimingModel::price(const StepWork& work) const {
     else
       for (const SeqWork& s : work.seqs) tokens += s.query_tokens;
   }
-  return price_costs(costs, tokens);
+  const double matrix_factor = matrix_factor_of(tokens);
+  // Every op but attention costs what it cost when this shape's entry was
+  // filled: its durations are kept with the entry (same costs, same factor,
+  // same durations as timing them anew).
+  constexpr auto attention = static_cast<size_t>(OpKind::attention);
+  ShapeDurations& known = shape_durations_[step_costs_.last_entry()];
+  if (known.stamp != step_costs_.last_stamp() || known.matrix_factor != matrix_factor) {
+    known.stamp = step_costs_.last_stamp();
+    known.matrix_factor = matrix_factor;
+    for (size_t k = 0; k < kOpKindCount; ++k)
+      known.duration[k] =
+          k == attention || !costs[k].present ? 0 : timed(k, costs[k], matrix_factor);
+  }
+  std::array<TimeNs, kOpKindCount> duration = known.duration;
+  if (costs[attention].present)
+    duration[attention] = timed(attention, costs[attention], matrix_factor);
+  return finish_pricing(costs, duration);
 }
 
 StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_tokens) const {
-  StepTiming out;
-  if (pass_tokens != last_pass_tokens_) {
-    last_pass_tokens_ = pass_tokens;
-    last_matrix_factor_ = device_.matrix_shape_factor(pass_tokens);
-  }
-  const double matrix_factor = last_matrix_factor_;
+  const double matrix_factor = matrix_factor_of(pass_tokens);
   // Per-layer ops are identical in every layer: each kind is timed once.
   std::array<TimeNs, kOpKindCount> duration{};
+  for (size_t k = 0; k < kOpKindCount; ++k)
+    if (costs[k].present) duration[k] = timed(k, costs[k], matrix_factor);
+  return finish_pricing(costs, duration);
+}
+
+StepTiming TimingModel::finish_pricing(const StepOpCosts& costs,
+                                       const std::array<TimeNs, kOpKindCount>& duration) const {
+  StepTiming out;
   bool any_present = false;
   for (size_t k = 0; k < kOpKindCount; ++k) {
     const OpCost& c = costs[k];
     if (!c.present) continue;
     any_present = true;
-    duration[k] = timed(k, c, matrix_factor);
     const auto copies = vertices_per_kind_[k];
     out.op_time[k] = duration[k] * copies;
     out.mem_bytes += c.mem_bytes * static_cast<double>(copies);

@@ -109,6 +109,19 @@ class TimingModel {
   mutable int64_t last_pass_tokens_ = -1;
   mutable double last_matrix_factor_ = 1;
   TimeNs timed(size_t kind, const OpCost& cost, double matrix_factor) const;
+  double matrix_factor_of(int64_t pass_tokens) const;
+  // Per remembered shape of step_costs_: the durations of every op but
+  // attention, valid while the entry's stamp and the matrix factor stay
+  // (a step of a recent shape then times attention only).
+  struct ShapeDurations {
+    uint64_t stamp = 0;  // 0: never filled (cache stamps start at 1)
+    double matrix_factor = 1;
+    std::array<TimeNs, kOpKindCount> duration{};
+  };
+  mutable std::array<ShapeDurations, StepCostCache::kEntries> shape_durations_{};
+  // The step's timing from its costs and every op's duration.
+  StepTiming finish_pricing(const StepOpCosts& costs,
+                            const std::array<TimeNs, kOpKindCount>& duration) const;
   // Program order is a topological order with layers as contiguous ranges
   // (true for the model's step graph): enables the identical-layer skip.
   bool layered_ = false;

@@ -25,12 +25,14 @@ const StepOpCosts& StepCostCache::costs(const StepWork& work) {
   step_detail::check_step_inputs(work, params_);
   const step_detail::BatchTotals all = step_detail::totals_of(work, 0);
   const step_detail::StepShape shape = step_detail::shape_of(work, all);
-  Entry& e = entries_[slot_of(shape)];
+  last_entry_ = slot_of(shape);
+  Entry& e = entries_[last_entry_];
   if (!e.used || !(e.shape == shape)) {
     e.used = false;
     e.ops = StepOpCosts{};
     step_detail::token_op_costs(model_, shape, params_, e.ops);
     e.shape = shape;
+    e.stamp = ++fills_;
     e.used = true;
   } else {
     ++reuses_;

@@ -30,16 +30,23 @@ class StepCostCache {
   const StepShapeParams& params() const { return params_; }
   // Calls answered from a remembered shape (tests check the path is taken).
   int64_t reuses() const { return reuses_; }
+  // Which remembered shape the last costs() call used, and a stamp that
+  // changes whenever that entry is filled anew: equal stamps mean every op
+  // but attention costs what it cost at the previous call with that stamp
+  // (a caller may keep what it derived from those ops under the stamp).
+  size_t last_entry() const { return last_entry_; }
+  uint64_t last_stamp() const { return entries_[last_entry_].stamp; }
+  // Batches of a few sizes alternate: one entry per recent shape, chosen by
+  // a hash of the token counts.
+  static constexpr size_t kEntries = 8;
 
  private:
   struct Entry {
     bool used = false;
+    uint64_t stamp = 0;
     step_detail::StepShape shape;
     StepOpCosts ops{};
   };
-  // Batches of a few sizes alternate: one entry per recent shape, chosen by
-  // a hash of the token counts.
-  static constexpr size_t kEntries = 8;
   size_t slot_of(const step_detail::StepShape& shape) const;
 
   ModelSpec model_;
@@ -48,6 +55,8 @@ class StepCostCache {
   bool dense_full_ = true;
   std::array<Entry, kEntries> entries_{};
   int64_t reuses_ = 0;
+  uint64_t fills_ = 0;
+  size_t last_entry_ = 0;
 };
 
 }  // namespace kvsim

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "devices/device_spec.hpp"
+#include "devices/timing_model.hpp"
 #include "models/model_resolve.hpp"
 #include "models/step_cost_cache.hpp"
 #include "models/step_ops.hpp"
@@ -160,6 +162,45 @@ TEST(StepCostCache, BadInputsThrowAsUncached) {
   EXPECT_THROW(cache.costs(w), std::invalid_argument);
   StepCostCache bad_ep(model, {1, 2, 0});
   EXPECT_THROW(bad_ep.costs(StepWork{}), std::invalid_argument);
+}
+
+// TimingModel::price keeps the durations of every op but attention with
+// each remembered shape: its timings must be those of pricing every step's
+// costs afresh, field by field, on a device whose matrix unit's efficiency
+// follows the tokens per pass.
+void expect_price_matches(const std::string& model_name, TimingModel::Params params, int steps) {
+  config::LoadContext ctx;
+  const DeviceSpec device =
+      load_device_file(std::string(KVSIM_CONFIG_DIR) + "/devices/ascend-910c.yaml", ctx);
+  ctx.diagnostics.throw_if_any();
+  ASSERT_NE(device.matrix_tokens_exponent, 0.0);
+  const ModelSpec model = load_model_by_name(model_name, "", KVSIM_CONFIG_DIR);
+  const TimingModel cached(device, model, params);
+  const TimingModel afresh(device, model, params);
+  const StepShapeParams shape{params.tp, params.kv_dtype_bytes, params.ep, params.expert_skew};
+  std::mt19937_64 rng(777);
+  std::vector<StepWork> recent;
+  for (int i = 0; i < steps; ++i) {
+    const StepWork w = random_step(rng, recent, /*allow_totals=*/true);
+    int64_t tokens = 0;
+    if (w.totals_given)
+      tokens = static_cast<int64_t>(w.totals.tokens);
+    else
+      for (const SeqWork& s : w.seqs) tokens += s.query_tokens;
+    const StepTiming want = afresh.price_costs(step_op_costs(model, w, shape), tokens);
+    const StepTiming got = cached.price(w);
+    ASSERT_EQ(got.latency, want.latency) << model_name << " step " << i;
+    ASSERT_EQ(got.critical_path, want.critical_path) << model_name << " step " << i;
+    ASSERT_EQ(got.memory_floor, want.memory_floor) << model_name << " step " << i;
+    ASSERT_EQ(std::memcmp(&got.mem_bytes, &want.mem_bytes, sizeof(double)), 0) << i;
+    ASSERT_EQ(std::memcmp(&got.flops, &want.flops, sizeof(double)), 0) << i;
+    ASSERT_EQ(got.op_time, want.op_time) << model_name << " step " << i;
+  }
+}
+
+TEST(StepCostCache, TimingModelPricesRecentShapesAsAfresh) {
+  expect_price_matches("llama-3-8b", {.tp = 2}, 3000);
+  expect_price_matches("deepseek-v3", {.tp = 16}, 1000);
 }
 
 }  // namespace

@@ -117,11 +117,22 @@ class TimingModel {
     uint64_t stamp = 0;  // 0: never filled (cache stamps start at 1)
     double matrix_factor = 1;
     std::array<TimeNs, kOpKindCount> duration{};
+    // The step's sums over the ops before attention (program of
+    // finish_pricing, stopped there), and the terms of the present ops
+    // after it, to be added in the same order.
+    StepTiming before_attention;
+    bool any_present = false;  // an op other than attention runs
+    size_t terms_after = 0;
+    std::array<double, kOpKindCount> mem_after{};
+    std::array<double, kOpKindCount> flops_after{};
   };
   mutable std::array<ShapeDurations, StepCostCache::kEntries> shape_durations_{};
+  void remember_shape(const StepOpCosts& costs, double matrix_factor, ShapeDurations& known) const;
   // The step's timing from its costs and every op's duration.
   StepTiming finish_pricing(const StepOpCosts& costs,
                             const std::array<TimeNs, kOpKindCount>& duration) const;
+  // The longest path and the latency of `out`, whose sums are done.
+  void finish_path(StepTiming& out, const std::array<TimeNs, kOpKindCount>& duration) const;
   // Program order is a topological order with layers as contiguous ranges
   // (true for the model's step graph): enables the identical-layer skip.
   bool layered_ = false;

@@ -183,7 +183,12 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
 
 TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params,
                          const StepDependencies& deps)
-    : device_(device), model_(model), params_(params), family_(&device_family_of(device)) {
+    : device_(device),
+      model_(model),
+      params_(params),
+      step_costs_(model,
+                  StepShapeParams{params.tp, params.kv_dtype_bytes, params.ep, params.expert_skew}),
+      family_(&device_family_of(device)) {
   check_inputs();
   build_rate_tables();
   flatten_step_graph(
@@ -368,10 +373,44 @@ TimeNs TimingModel::timed(size_t kind, const OpCost& cost, double matrix_factor)
   return last.duration;
 }
 
+double TimingModel::matrix_factor_of(int64_t pass_tokens) const {
+  if (pass_tokens != last_pass_tokens_) {
+    last_pass_tokens_ = pass_tokens;
+    last_matrix_factor_ = device_.matrix_shape_factor(pass_tokens);
+  }
+  return last_matrix_factor_;
+}
+
+void TimingModel::remember_shape(const StepOpCosts& costs, double matrix_factor,
+                                 ShapeDurations& known) const {
+  constexpr auto attention = static_cast<size_t>(OpKind::attention);
+  known.matrix_factor = matrix_factor;
+  known.before_attention = StepTiming{};
+  known.any_present = false;
+  known.terms_after = 0;
+  for (size_t k = 0; k < kOpKindCount; ++k) {
+    const OpCost& c = costs[k];
+    known.duration[k] = 0;
+    if (k == attention || !c.present) continue;
+    known.any_present = true;
+    known.duration[k] = timed(k, c, matrix_factor);
+    const auto copies = vertices_per_kind_[k];
+    known.before_attention.op_time[k] = known.duration[k] * copies;
+    const double mem = c.mem_bytes * static_cast<double>(copies);
+    const double flops = c.flops * static_cast<double>(copies);
+    if (k < attention) {
+      known.before_attention.mem_bytes += mem;
+      known.before_attention.flops += flops;
+    } else {
+      known.mem_after[known.terms_after] = mem;
+      known.flops_after[known.terms_after] = flops;
+      ++known.terms_after;
+    }
+  }
+}
+
 StepTiming TimingModel::price(const StepWork& work) const {
-  const StepOpCosts costs = step_op_costs(
-      model_, work,
-      StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep, params_.expert_skew});
+  const StepOpCosts& costs = step_costs_.costs(work);
   // Tokens per pass, for the matrix engine's pass-shape efficiency.
   int64_t tokens = 0;
   if (device_.matrix_tokens_exponent != 0.0) {
@@ -380,31 +419,63 @@ StepTiming TimingModel::price(const StepWork& work) const {
     else
       for (const SeqWork& s : work.seqs) tokens += s.query_tokens;
   }
-  return price_costs(costs, tokens);
+  const double matrix_factor = matrix_factor_of(tokens);
+  // Every op but attention costs what it cost when this shape's entry was
+  // filled: its durations and its terms of the step's sums are kept with
+  // the entry (same costs, same factor: the same numbers as working them
+  // out anew, and added in the same order as finish_pricing adds them).
+  constexpr auto attention = static_cast<size_t>(OpKind::attention);
+  ShapeDurations& known = shape_durations_[step_costs_.last_entry()];
+  if (known.stamp != step_costs_.last_stamp() || known.matrix_factor != matrix_factor) {
+    remember_shape(costs, matrix_factor, known);
+    known.stamp = step_costs_.last_stamp();
+  }
+  std::array<TimeNs, kOpKindCount> duration = known.duration;
+  StepTiming out = known.before_attention;
+  const OpCost& att = costs[attention];
+  if (att.present) {
+    duration[attention] = timed(attention, att, matrix_factor);
+    const auto copies = vertices_per_kind_[attention];
+    out.op_time[attention] = duration[attention] * copies;
+    out.mem_bytes += att.mem_bytes * static_cast<double>(copies);
+    out.flops += att.flops * static_cast<double>(copies);
+  }
+  for (size_t i = 0; i < known.terms_after; ++i) {
+    out.mem_bytes += known.mem_after[i];
+    out.flops += known.flops_after[i];
+  }
+  if (known.any_present || att.present) finish_path(out, duration);
+  return out;
 }
 
 StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_tokens) const {
-  StepTiming out;
-  if (pass_tokens != last_pass_tokens_) {
-    last_pass_tokens_ = pass_tokens;
-    last_matrix_factor_ = device_.matrix_shape_factor(pass_tokens);
-  }
-  const double matrix_factor = last_matrix_factor_;
+  const double matrix_factor = matrix_factor_of(pass_tokens);
   // Per-layer ops are identical in every layer: each kind is timed once.
   std::array<TimeNs, kOpKindCount> duration{};
+  for (size_t k = 0; k < kOpKindCount; ++k)
+    if (costs[k].present) duration[k] = timed(k, costs[k], matrix_factor);
+  return finish_pricing(costs, duration);
+}
+
+StepTiming TimingModel::finish_pricing(const StepOpCosts& costs,
+                                       const std::array<TimeNs, kOpKindCount>& duration) const {
+  StepTiming out;
   bool any_present = false;
   for (size_t k = 0; k < kOpKindCount; ++k) {
     const OpCost& c = costs[k];
     if (!c.present) continue;
     any_present = true;
-    duration[k] = timed(k, c, matrix_factor);
     const auto copies = vertices_per_kind_[k];
     out.op_time[k] = duration[k] * copies;
     out.mem_bytes += c.mem_bytes * static_cast<double>(copies);
     out.flops += c.flops * static_cast<double>(copies);
   }
-  if (!any_present) return out;
+  if (any_present) finish_path(out, duration);
+  return out;
+}
 
+void TimingModel::finish_path(StepTiming& out,
+                              const std::array<TimeNs, kOpKindCount>& duration) const {
   // Longest path by dynamic programming over the flattened graph (price()
   // runs once per engine step: it is the simulator's hot loop).
   out.critical_path = path_memo_.critical_path(
@@ -413,7 +484,6 @@ StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_token
   // never beat its total traffic at peak bandwidth.
   out.memory_floor = ceil_ns(out.mem_bytes / (static_cast<double>(device_.memory_bandwidth) / 1e9));
   out.latency = std::max(out.critical_path, out.memory_floor) + device_.step_overhead;
-  return out;
 }
 
 }  // namespace kvsim

@@ -17,6 +17,7 @@
 #include "devices/critical_path_memo.hpp"
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
+#include "models/step_cost_cache.hpp"
 #include "models/step_ops.hpp"
 
 namespace kvsim {
@@ -80,6 +81,9 @@ class TimingModel {
   DeviceSpec device_;
   ModelSpec model_;
   Params params_;
+  // The step's op costs, only attention's worked out anew when the step's
+  // shape matches a recent one (models/step_cost_cache.hpp).
+  mutable StepCostCache step_costs_;
   const DeviceFamily* family_;  // the registry's, lives for the program
   // The step graph is built once (structure does not depend on the batch):
   // vertices in topological order, flattened for the per-step longest-path
@@ -105,6 +109,30 @@ class TimingModel {
   mutable int64_t last_pass_tokens_ = -1;
   mutable double last_matrix_factor_ = 1;
   TimeNs timed(size_t kind, const OpCost& cost, double matrix_factor) const;
+  double matrix_factor_of(int64_t pass_tokens) const;
+  // Per remembered shape of step_costs_: the durations of every op but
+  // attention, valid while the entry's stamp and the matrix factor stay
+  // (a step of a recent shape then times attention only).
+  struct ShapeDurations {
+    uint64_t stamp = 0;  // 0: never filled (cache stamps start at 1)
+    double matrix_factor = 1;
+    std::array<TimeNs, kOpKindCount> duration{};
+    // The step's sums over the ops before attention (program of
+    // finish_pricing, stopped there), and the terms of the present ops
+    // after it, to be added in the same order.
+    StepTiming before_attention;
+    bool any_present = false;  // an op other than attention runs
+    size_t terms_after = 0;
+    std::array<double, kOpKindCount> mem_after{};
+    std::array<double, kOpKindCount> flops_after{};
+  };
+  mutable std::array<ShapeDurations, StepCostCache::kEntries> shape_durations_{};
+  void remember_shape(const StepOpCosts& costs, double matrix_factor, ShapeDurations& known) const;
+  // The step's timing from its costs and every op's duration.
+  StepTiming finish_pricing(const StepOpCosts& costs,
+                            const std::array<TimeNs, kOpKindCount>& duration) const;
+  // The longest path and the latency of `out`, whose sums are done.
+  void finish_path(StepTiming& out, const std::array<TimeNs, kOpKindCount>& duration) const;
   // Program order is a topological order with layers as contiguous ranges
   // (true for the model's step graph): enables the identical-layer skip.
   bool layered_ = false;

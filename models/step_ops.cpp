@@ -211,19 +211,91 @@ OpCost all_reduce(double tokens, double hidden, double a, int64_t tp) {
 
 }  // namespace
 
-StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
-                          const StepShapeParams& params) {
+namespace step_detail {
+
+void check_step_inputs(const StepWork& work, const StepShapeParams& params) {
   if (params.tp < 1) throw std::invalid_argument("step_op_costs: tp must be >= 1");
   if (params.kv_dtype_bytes < 1)
     throw std::invalid_argument("step_op_costs: kv_dtype_bytes must be >= 1");
   if (work.swap_in_bytes < 0 || work.swap_out_bytes < 0 || work.kv_copy_bytes < 0 ||
       work.rerope_tokens < 0)
     throw std::invalid_argument("step_op_costs: negative swap or copy bytes");
-
   if (params.ep < 1) throw std::invalid_argument("step_op_costs: ep must be >= 1");
-  const BatchTotals b = totals_of(work, 0);
-  const double T = b.tokens;
-  const double S = b.samplers;
+}
+
+// The binding names every field of StepWork and StepTotals: a field added
+// to either stops the build here until someone decides whether ops other
+// than attention read it (then it belongs in StepShape, the key of
+// StepCostCache) or only attention does (recomputed on every step).
+StepShape shape_of(const StepWork& work, const BatchTotals& all) {
+  const auto& [seqs, totals_given, totals, swap_in_bytes, swap_out_bytes, kv_copy_bytes,
+               rerope_tokens, fixed_shape, sampled_logits_only] = work;
+  // Attention only: the sequences or their sums, through `all`.
+  (void)seqs, (void)totals_given, (void)totals;
+  const auto& [tokens, samplers, attended_pairs, kv_tokens_read, context_read, prefill_pairs,
+               prefill_kv_tokens] = all;
+  (void)attended_pairs, (void)kv_tokens_read, (void)context_read, (void)prefill_pairs,
+      (void)prefill_kv_tokens;
+  StepShape s;
+  s.tokens = tokens;
+  s.samplers = samplers;
+  s.fixed_shape = fixed_shape;
+  s.sampled_logits_only = sampled_logits_only;
+  s.swap_in_bytes = swap_in_bytes;
+  s.swap_out_bytes = swap_out_bytes;
+  s.kv_copy_bytes = kv_copy_bytes;
+  s.rerope_tokens = rerope_tokens;
+  return s;
+}
+
+bool operator==(const StepShape& x, const StepShape& y) {
+  // Binding every field: one added to StepShape must be compared here.
+  const auto& [t, s, fixed, logits_only, in, out, copy, rerope] = x;
+  return t == y.tokens && s == y.samplers && fixed == y.fixed_shape &&
+         logits_only == y.sampled_logits_only && in == y.swap_in_bytes && out == y.swap_out_bytes &&
+         copy == y.kv_copy_bytes && rerope == y.rerope_tokens;
+}
+
+AttentionDims attention_dims(const ModelSpec& model, const StepShapeParams& params) {
+  AttentionDims dims;
+  dims.d = static_cast<double>(model.head_dim);
+  dims.Hq = static_cast<double>(ceil_div(model.num_attention_heads, params.tp));
+  dims.Hkv = static_cast<double>(model.kv_heads_per_rank(params.tp));
+  dims.a = static_cast<double>(model.activation_bytes());
+  dims.kvb = static_cast<double>(params.kv_dtype_bytes);
+  return dims;
+}
+
+OpCost dense_full_attention(const BatchTotals& b, const AttentionDims& s) {
+  // Attention: QK^T and PV, one MAC each per (query, key, dim) = 4 flops
+  // per pair per head dim; softmax (~5 operations per pair: scale, max,
+  // subtract, exp, sum and the normalising multiply, rounded) is small next
+  // to d and kept apart in vector_flops. K and V of every attended token are read once per
+  // sequence; a flash kernel re-reads them once per query tile in long
+  // prefill chunks, which is ignored here (calibrated by efficiency).
+  // Q is read and O written in the activation dtype.
+  OpCost attn;
+  attn.flops = 4.0 * s.Hq * s.d * b.attended_pairs;
+  attn.mem_bytes = b.kv_tokens_read * 2.0 * s.Hkv * s.d * s.kvb + 2.0 * b.tokens * s.Hq * s.d * s.a;
+  attn.kv_read_bytes = b.context_read * 2.0 * s.Hkv * s.d * s.kvb;
+  attn.vector_flops = 5.0 * s.Hq * b.attended_pairs;
+  attn.present = true;
+  return attn;
+}
+
+OpCost attention_cost(const ModelSpec& model, const StepWork& work, const StepShapeParams& params,
+                      const BatchTotals& all, const AttentionDims& dims, bool dense_full) {
+  if (all.tokens <= 0) return OpCost{};
+  // Latent attention and sliding layers replace the dense figures
+  // (models/step_ops_variants.cpp).
+  if (dense_full) return dense_full_attention(all, dims);
+  return variant_attention(model, work, params, all);
+}
+
+void token_op_costs(const ModelSpec& model, const StepShape& shape, const StepShapeParams& params,
+                    StepOpCosts& ops) {
+  const double T = shape.tokens;
+  const double S = shape.samplers;
   const int64_t tp = params.tp;
   // Per-rank shapes (vLLM sharding; tensor_parallel_problem() rejects a tp
   // that does not divide, the ceilings only keep this function total).
@@ -239,7 +311,6 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
   const double we = static_cast<double>(model.embedding_bytes_per_parameter());
   const double kvb = static_cast<double>(params.kv_dtype_bytes);
 
-  StepOpCosts ops{};
   auto op = [&ops](OpKind k) -> OpCost& { return ops[static_cast<size_t>(k)]; };
 
   if (T > 0) {
@@ -288,19 +359,6 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     op(OpKind::kv_store).mem_bytes = T * 2.0 * Hkv * d * (a + kvb);
     op(OpKind::kv_store).kv_write_bytes = T * 2.0 * Hkv * d * kvb;
 
-    // Attention: QK^T and PV, one MAC each per (query, key, dim) = 4 flops
-    // per pair per head dim; softmax (~5 operations per pair: scale, max,
-    // subtract, exp, sum and the normalising multiply, rounded) is small next
-    // to d and kept apart in vector_flops. K and V of every attended token are read once per
-    // sequence; a flash kernel re-reads them once per query tile in long
-    // prefill chunks, which is ignored here (calibrated by efficiency).
-    // Q is read and O written in the activation dtype.
-    OpCost& attn = op(OpKind::attention);
-    attn.flops = 4.0 * Hq * d * b.attended_pairs;
-    attn.mem_bytes = b.kv_tokens_read * 2.0 * Hkv * d * kvb + 2.0 * T * Hq * d * a;
-    attn.kv_read_bytes = b.context_read * 2.0 * Hkv * d * kvb;
-    attn.vector_flops = 5.0 * Hq * b.attended_pairs;
-
     op(OpKind::o_proj) = matmul(T, Hq * d, h, w, a);
 
     // Gate and up as one fused GEMM of 2*I columns (vLLM MergedColumnParallelLinear).
@@ -322,14 +380,15 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     // every hidden state and only then picks the sampled rows for logits.
     op(OpKind::final_norm) = rms_norm(T, h, a, we);
 
-    // Latent attention, sliding layers and expert MLPs replace the dense
-    // figures of the ops they change (models/step_ops_variants.cpp).
-    step_detail::apply_model_variants(model, work, params, ops);
+    // Latent attention and expert MLPs replace the dense figures of the
+    // ops they change (models/step_ops_variants.cpp); attention is priced
+    // apart (attention_cost).
+    apply_token_variants(model, params, T, ops);
 
-    const OpKind run_with_tokens[] = {OpKind::input_norm, OpKind::qkv_proj,    OpKind::rope,
-                                      OpKind::kv_store,   OpKind::attention,   OpKind::o_proj,
-                                      OpKind::post_norm,  OpKind::mlp_gate_up, OpKind::mlp_act,
-                                      OpKind::mlp_down,   OpKind::final_norm,  OpKind::embedding};
+    const OpKind run_with_tokens[] = {OpKind::input_norm,  OpKind::qkv_proj, OpKind::rope,
+                                      OpKind::kv_store,    OpKind::o_proj,   OpKind::post_norm,
+                                      OpKind::mlp_gate_up, OpKind::mlp_act,  OpKind::mlp_down,
+                                      OpKind::final_norm,  OpKind::embedding};
     for (OpKind k : run_with_tokens) op(k).present = true;
     op(OpKind::attn_allreduce).present = tp > 1;
     op(OpKind::mlp_allreduce).present = tp > 1;
@@ -340,7 +399,7 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
   // rank's vocab shard; lm_head stays in 16-bit (we) even in quantised
   // models. Gathering the shards' logits is small (S * vocab) and not
   // modelled as link traffic.
-  const double logit_rows = work.fixed_shape && !work.sampled_logits_only ? T : S;
+  const double logit_rows = shape.fixed_shape && !shape.sampled_logits_only ? T : S;
   if (logit_rows > 0) {
     OpCost& lm = op(OpKind::lm_head);
     lm.flops = 2.0 * logit_rows * h * vocab_rank;
@@ -358,25 +417,25 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     sampling.present = true;
   }
 
-  if (work.swap_in_bytes > 0) {
+  if (shape.swap_in_bytes > 0) {
     OpCost& c = op(OpKind::swap_in);
-    c.host_bytes = static_cast<double>(work.swap_in_bytes);
+    c.host_bytes = static_cast<double>(shape.swap_in_bytes);
     c.mem_bytes = c.host_bytes;
     c.present = true;
   }
-  if (work.swap_out_bytes > 0) {
+  if (shape.swap_out_bytes > 0) {
     OpCost& c = op(OpKind::swap_out);
-    c.host_bytes = static_cast<double>(work.swap_out_bytes);
+    c.host_bytes = static_cast<double>(shape.swap_out_bytes);
     c.mem_bytes = c.host_bytes;
     c.present = true;
   }
-  if (work.kv_copy_bytes > 0) {
+  if (shape.kv_copy_bytes > 0) {
     // Block copy inside device memory: read the source, write the destination.
     OpCost& c = op(OpKind::kv_copy);
-    c.mem_bytes = 2.0 * static_cast<double>(work.kv_copy_bytes);
+    c.mem_bytes = 2.0 * static_cast<double>(shape.kv_copy_bytes);
     c.present = true;
   }
-  if (work.rerope_tokens > 0) {
+  if (shape.rerope_tokens > 0) {
     // Seed 003's remap turns each copied key from the virtual position to
     // its real one (rotations compose: one rotation by the delta), in every
     // layer: 3 flops per K element (x*cos - y*sin), K read and written in
@@ -384,13 +443,26 @@ StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
     // With latent attention only the shared RoPE key turns.
     const double k_width =
         model.mla.enabled() ? static_cast<double>(model.mla.qk_rope_head_dim) : Hkv * d;
-    const double k_elems = static_cast<double>(work.rerope_tokens) * k_width *
+    const double k_elems = static_cast<double>(shape.rerope_tokens) * k_width *
                            static_cast<double>(model.num_hidden_layers);
     OpCost& c = op(OpKind::kv_rerope);
     c.flops = 3.0 * k_elems;
     c.mem_bytes = 2.0 * k_elems * kvb;
     c.present = true;
   }
+}
+
+}  // namespace step_detail
+
+StepOpCosts step_op_costs(const ModelSpec& model, const StepWork& work,
+                          const StepShapeParams& params) {
+  step_detail::check_step_inputs(work, params);
+  const BatchTotals all = totals_of(work, 0);
+  StepOpCosts ops{};
+  step_detail::token_op_costs(model, step_detail::shape_of(work, all), params, ops);
+  ops[static_cast<size_t>(OpKind::attention)] = step_detail::attention_cost(
+      model, work, params, all, step_detail::attention_dims(model, params),
+      step_detail::attention_is_dense_full(model));
   return ops;
 }
 

@@ -136,22 +136,6 @@ void mla_projections(const RankShape& s, const MlaShape& m, StepOpCosts& ops) {
   op_of(ops, OpKind::o_proj) = o;
 }
 
-// Attention as the mean over the layers' window groups.
-void price_attention(const ModelSpec& m, const StepWork& work, const RankShape& s,
-                     StepOpCosts& ops) {
-  const auto groups = window_groups(m);
-  if (!m.mla.enabled() && groups.size() == 1 && groups.front().first == 0) return;
-  OpCost mean;
-  double seen = 0;
-  for (const auto& [window, count] : groups) {
-    const BatchTotals t = totals_of(work, window);
-    const OpCost one = m.mla.enabled() ? mla_attention(t, s, m.mla) : dense_attention(t, s);
-    mean = seen == 0 ? one : blend(mean, seen, one, static_cast<double>(count));
-    seen += static_cast<double>(count);
-  }
-  op_of(ops, OpKind::attention) = mean;
-}
-
 // A MoE layer's MLP on the busiest rank (models/moe_routing.hpp): router
 // (E logits per token, 16-bit), the routed experts' gate/up and down over the
 // rank's assignments, weights of the experts its tokens touch only, and the
@@ -215,16 +199,9 @@ void price_moe(const ModelSpec& m, const StepShapeParams& p, const RankShape& s,
   }
 }
 
-}  // namespace
-
-void apply_model_variants(const ModelSpec& m, const StepWork& work, const StepShapeParams& p,
-                          StepOpCosts& ops) {
-  const bool sliding = std::any_of(m.layer_attention.begin(), m.layer_attention.end(),
-                                   [](const LayerAttention& a) { return a.sliding; });
-  if (!m.mla.enabled() && !m.moe.enabled() && !sliding) return;
-  const BatchTotals all = totals_of(work, 0);
+RankShape rank_shape(const ModelSpec& m, const StepShapeParams& p, double tokens) {
   RankShape s{};
-  s.T = all.tokens;
+  s.T = tokens;
   s.h = static_cast<double>(m.hidden_size);
   s.Hq = static_cast<double>(ceil_div(m.num_attention_heads, p.tp));
   s.Hkv = static_cast<double>(m.kv_heads_per_rank(p.tp));
@@ -233,9 +210,38 @@ void apply_model_variants(const ModelSpec& m, const StepWork& work, const StepSh
   s.w = m.linear_weight_bytes_per_parameter();
   s.we = static_cast<double>(m.embedding_bytes_per_parameter());
   s.kvb = static_cast<double>(p.kv_dtype_bytes);
+  return s;
+}
+
+}  // namespace
+
+bool attention_is_dense_full(const ModelSpec& m) {
+  const auto groups = window_groups(m);
+  return !m.mla.enabled() && groups.size() == 1 && groups.front().first == 0;
+}
+
+void apply_token_variants(const ModelSpec& m, const StepShapeParams& p, double tokens,
+                          StepOpCosts& ops) {
+  if (!m.mla.enabled() && !m.moe.enabled()) return;
+  const RankShape s = rank_shape(m, p, tokens);
   if (m.mla.enabled()) mla_projections(s, m.mla, ops);
-  price_attention(m, work, s, ops);
   price_moe(m, p, s, ops);
+}
+
+// Attention as the mean over the layers' window groups.
+OpCost variant_attention(const ModelSpec& m, const StepWork& work, const StepShapeParams& p,
+                         const BatchTotals& all) {
+  const RankShape s = rank_shape(m, p, all.tokens);
+  OpCost mean;
+  double seen = 0;
+  for (const auto& [window, count] : window_groups(m)) {
+    const BatchTotals t = window == 0 ? all : totals_of(work, window);
+    const OpCost one = m.mla.enabled() ? mla_attention(t, s, m.mla) : dense_attention(t, s);
+    mean = seen == 0 ? one : blend(mean, seen, one, static_cast<double>(count));
+    seen += static_cast<double>(count);
+  }
+  mean.present = true;
+  return mean;
 }
 
 }  // namespace kvsim::step_detail

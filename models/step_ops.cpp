@@ -266,7 +266,7 @@ AttentionDims attention_dims(const ModelSpec& model, const StepShapeParams& para
   return dims;
 }
 
-OpCost dense_full_attention(const BatchTotals& b, const AttentionDims& s) {
+OpCost dense_attention_cost(const BatchTotals& b, const AttentionDims& s) {
   // Attention: QK^T and PV, one MAC each per (query, key, dim) = 4 flops
   // per pair per head dim; softmax (~5 operations per pair: scale, max,
   // subtract, exp, sum and the normalising multiply, rounded) is small next
@@ -288,7 +288,7 @@ OpCost attention_cost(const ModelSpec& model, const StepWork& work, const StepSh
   if (all.tokens <= 0) return OpCost{};
   // Latent attention and sliding layers replace the dense figures
   // (models/step_ops_variants.cpp).
-  if (dense_full) return dense_full_attention(all, dims);
+  if (dense_full) return dense_attention_cost(all, dims);
   return variant_attention(model, work, params, all);
 }
 

@@ -52,7 +52,8 @@ struct AttentionDims {
 AttentionDims attention_dims(const ModelSpec& model, const StepShapeParams& params);
 // No latent attention and no sliding layer: attention is the dense formula.
 bool attention_is_dense_full(const ModelSpec& model);
-OpCost dense_full_attention(const BatchTotals& all, const AttentionDims& dims);
+// Dense attention over totals `all` (also used per window by the variants).
+OpCost dense_attention_cost(const BatchTotals& all, const AttentionDims& dims);
 // Attention of a step with `all` = totals_of(work, 0); `dense_full` and
 // `dims` as the two functions above give them for model and params.
 OpCost attention_cost(const ModelSpec& model, const StepWork& work, const StepShapeParams& params,

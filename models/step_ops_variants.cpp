@@ -53,16 +53,11 @@ struct RankShape {
   double T, h, Hq, Hkv, d, a, w, we, kvb;
 };
 
-// Dense attention of one layer (the figures of step_ops.cpp, for totals of
-// any window).
-OpCost dense_attention(const BatchTotals& t, const RankShape& s) {
-  OpCost c;
-  c.flops = 4.0 * s.Hq * s.d * t.attended_pairs;
-  c.mem_bytes = t.kv_tokens_read * 2.0 * s.Hkv * s.d * s.kvb + 2.0 * s.T * s.Hq * s.d * s.a;
-  c.kv_read_bytes = t.context_read * 2.0 * s.Hkv * s.d * s.kvb;
-  c.vector_flops = 5.0 * s.Hq * t.attended_pairs;
-  c.present = true;
-  return c;
+// Dense attention of one layer: step_ops.cpp's formula over the totals of
+// one window, with the step's query tokens.
+OpCost dense_attention(BatchTotals t, const RankShape& s) {
+  t.tokens = s.T;
+  return dense_attention_cost(t, AttentionDims{s.d, s.Hq, s.Hkv, s.a, s.kvb});
 }
 
 // Latent attention of one layer. Decode (one query token) runs in the

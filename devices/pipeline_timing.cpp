@@ -94,14 +94,7 @@ StepTiming PipelineTiming::price_on_stage(size_t s, const StepWork& work) const 
     op(k).host_bytes *= layer_share;
     op(k).mem_bytes *= layer_share;
   }
-  int64_t tokens = 0;
-  if (device_.matrix_tokens_exponent != 0.0) {
-    if (work.totals_given)
-      tokens = static_cast<int64_t>(work.totals.tokens);
-    else
-      for (const SeqWork& q : work.seqs) tokens += q.query_tokens;
-  }
-  return timing_[s]->price_costs(costs, tokens);
+  return timing_[s]->price_costs(costs, timing_[s]->pass_tokens_of(work));
 }
 
 StepTiming PipelineTiming::price(const StepWork& work, int64_t sequences) const {

@@ -409,16 +409,18 @@ void TimingModel::remember_shape(const StepOpCosts& costs, double matrix_factor,
   }
 }
 
+int64_t TimingModel::pass_tokens_of(const StepWork& work) const {
+  if (device_.matrix_tokens_exponent == 0.0) return 0;
+  if (work.totals_given) return static_cast<int64_t>(work.totals.tokens);
+  int64_t tokens = 0;
+  for (const SeqWork& s : work.seqs) tokens += s.query_tokens;
+  return tokens;
+}
+
 StepTiming TimingModel::price(const StepWork& work) const {
   const StepOpCosts& costs = step_costs_.costs(work);
   // Tokens per pass, for the matrix engine's pass-shape efficiency.
-  int64_t tokens = 0;
-  if (device_.matrix_tokens_exponent != 0.0) {
-    if (work.totals_given)
-      tokens = static_cast<int64_t>(work.totals.tokens);
-    else
-      for (const SeqWork& s : work.seqs) tokens += s.query_tokens;
-  }
+  const int64_t tokens = pass_tokens_of(work);
   const double matrix_factor = matrix_factor_of(tokens);
   // Every op but attention costs what it cost when this shape's entry was
   // filled: its durations and its terms of the step's sums are kept with

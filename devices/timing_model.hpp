@@ -56,6 +56,9 @@ class TimingModel {
   // tokens computed)). pass_tokens sets the matrix unit's shape factor
   // (DeviceSpec::matrix_shape_factor); 0: none.
   StepTiming price_costs(const StepOpCosts& costs, int64_t pass_tokens = 0) const;
+  // The step's tokens per pass for price_costs, 0 when the device has no
+  // pass-shape term (then the sum is not needed).
+  int64_t pass_tokens_of(const StepWork& work) const;
 
   // Longest path through the step graph for per-kind op durations; with
   // allow_layer_skip the identical-layer shortcut is taken when it applies

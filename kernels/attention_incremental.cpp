@@ -134,10 +134,110 @@ __attribute__((target("avx2,fma"))) void exp_avx2(double* x, int64_t n) {
   for (; i < n; ++i) x[i] = exp_scalar(x[i]);
 }
 
+// Four lanes of a key or value row from floats, widened to double.
+__attribute__((target("avx2,fma"))) inline __m256d widen4(const float* x) {
+  return _mm256_cvtps_pd(_mm_loadu_ps(x));
+}
+
+// The sums of four vectors' lanes: [sum a, sum b, sum c, sum e].
+__attribute__((target("avx2,fma"))) inline __m256d sum_lanes4(__m256d a, __m256d b, __m256d c,
+                                                              __m256d e) {
+  const __m256d ab = _mm256_hadd_pd(a, b), ce = _mm256_hadd_pd(c, e);
+  return _mm256_add_pd(_mm256_permute2f128_pd(ab, ce, 0x20), _mm256_permute2f128_pd(ab, ce, 0x31));
+}
+
+// The weighted values of kJ query heads of one group (sharing their KV
+// head) at once: their accumulators are independent chains, each value
+// row widened once for all of them. Terms in key order, as append_keys.
+template <int kD, int kJ>
+__attribute__((target("avx2,fma"))) void values_avx2(const Shape& sh, double* state, const float* v,
+                                                     int64_t n, const double* s, int64_t h0) {
+  constexpr int kV = kD / 4;
+  const int64_t row = sh.kv_heads * kD, group = sh.q_heads / sh.kv_heads, stride = kD + 2;
+  const float* vr = v + (h0 / group) * kD;
+  __m256d acc[kJ][kV];
+  for (int j = 0; j < kJ; ++j) {
+    const double* st = state + (h0 + j) * stride;
+    const __m256d corr = _mm256_set1_pd(s[sh.q_heads * n + h0 + j]);
+    for (int c = 0; c < kV; ++c) acc[j][c] = _mm256_mul_pd(_mm256_loadu_pd(st + 2 + 4 * c), corr);
+  }
+  for (int64_t t = 0; t < n; ++t, vr += row) {
+    __m256d x[kV];
+    for (int c = 0; c < kV; ++c) x[c] = widen4(vr + 4 * c);
+    for (int j = 0; j < kJ; ++j) {
+      const __m256d w = _mm256_set1_pd(s[(h0 + j) * n + t]);
+      for (int c = 0; c < kV; ++c) acc[j][c] = _mm256_fmadd_pd(w, x[c], acc[j][c]);
+    }
+  }
+  for (int j = 0; j < kJ; ++j) {
+    double* st = state + (h0 + j) * stride;
+    const double* w = s + (h0 + j) * n;
+    double add = 0;
+    for (int64_t t = 0; t < n; ++t) add += w[t];
+    st[1] = st[1] * s[sh.q_heads * n + h0 + j] + add;
+    for (int c = 0; c < kV; ++c) _mm256_storeu_pd(st + 2 + 4 * c, acc[j][c]);
+  }
+}
+
+// append_keys for a head size of kD (a multiple of 4), reading the float
+// rows in place: a head's scores four keys at a time from its query held in
+// registers (no transposed copy of the keys), then values_avx2. Only the
+// summation order of a score's terms differs from append_keys.
+template <int kD>
+__attribute__((target("avx2,fma"))) void append_rows_avx2(const Shape& sh, double* state,
+                                                          const float* k, const float* v, int64_t n,
+                                                          double* s) {
+  constexpr int kV = kD / 4;
+  const int64_t row = sh.kv_heads * kD, group = sh.q_heads / sh.kv_heads, stride = kD + 2;
+  for (int64_t h = 0; h < sh.q_heads; ++h) {
+    const float* kr = k + (h / group) * kD;
+    __m256d q[kV];
+    for (int c = 0; c < kV; ++c) q[c] = _mm256_loadu_pd(sh.q + h * kD + 4 * c);
+    double* hs = s + h * n;
+    __m256d vmax = _mm256_set1_pd(-INFINITY);
+    int64_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+      __m256d a[4];
+      for (int u = 0; u < 4; ++u) {
+        const float* r = kr + (t + u) * row;
+        a[u] = _mm256_mul_pd(q[0], widen4(r));
+        for (int c = 1; c < kV; ++c) a[u] = _mm256_fmadd_pd(q[c], widen4(r + 4 * c), a[u]);
+      }
+      const __m256d sc = sum_lanes4(a[0], a[1], a[2], a[3]);
+      _mm256_storeu_pd(hs + t, sc);
+      vmax = _mm256_max_pd(vmax, sc);
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, vmax);
+    double bm = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
+    for (; t < n; ++t) {
+      const float* r = kr + t * row;
+      __m256d a = _mm256_mul_pd(q[0], widen4(r));
+      for (int c = 1; c < kV; ++c) a = _mm256_fmadd_pd(q[c], widen4(r + 4 * c), a);
+      _mm256_storeu_pd(lanes, a);
+      hs[t] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+      bm = std::max(bm, hs[t]);
+    }
+    double& mx = state[h * stride];
+    const double m_new = std::max(mx, bm);
+    const __m256d mv = _mm256_set1_pd(m_new);
+    t = 0;
+    for (; t + 4 <= n; t += 4) _mm256_storeu_pd(hs + t, _mm256_sub_pd(_mm256_loadu_pd(hs + t), mv));
+    for (; t < n; ++t) hs[t] -= m_new;
+    s[sh.q_heads * n + h] = mx - m_new;  // -inf for an empty state: floored
+    mx = m_new;
+  }
+  exp_avx2(s, sh.q_heads * n + sh.q_heads);
+  int64_t h = 0;
+  for (; group % 2 == 0 && h + 2 <= sh.q_heads; h += 2) values_avx2<kD, 2>(sh, state, v, n, s, h);
+  for (; h < sh.q_heads; ++h) values_avx2<kD, 1>(sh, state, v, n, s, h);
+}
+
 __attribute__((target("avx2,fma"))) void append_avx2(const Shape& sh, double* state, const float* k,
                                                      const float* v, int64_t n, double* s) {
+  if (sh.head_dim == 16) return append_rows_avx2<16>(sh, state, k, v, n, s);
+  if (sh.head_dim == 32) return append_rows_avx2<32>(sh, state, k, v, n, s);
   double* wide = s + sh.q_heads * (n + 1);
-  if (sh.head_dim == 16) return append_keys<16>(sh, state, k, v, n, s, wide, exp_avx2);
   append_keys<0>(sh, state, k, v, n, s, wide, exp_avx2);
 }
 

@@ -225,6 +225,37 @@ TEST(IncrementalAttention, EqualsTheDenseReferenceAtEveryLength) {
   EXPECT_EQ(inc.keys(), 0);
 }
 
+// The same for the other head sizes and group ratios the vectorised folds
+// take (32: in registers; 8: the general loop; a group of 3 folds its
+// values one head at a time).
+TEST(IncrementalAttention, EqualsTheDenseReferenceForOtherHeadSizesAndGroups) {
+  std::mt19937 rng(78);
+  struct Case {
+    int64_t qh, kvh, d;
+  };
+  for (const Case& c : {Case{4, 2, 32}, Case{6, 2, 16}, Case{2, 2, 8}, Case{3, 1, 32}}) {
+    const int64_t qh = c.qh, kvh = c.kvh, d = c.d;
+    const int64_t n = 70;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    const std::vector<float> q = random_vec(rng, static_cast<size_t>(qh * d));
+    const std::vector<float> k = random_vec(rng, static_cast<size_t>(n * kvh * d));
+    const std::vector<float> v = random_vec(rng, static_cast<size_t>(n * kvh * d));
+    IncrementalAttention inc;
+    inc.reset(q.data(), qh, kvh, d, scale);
+    std::vector<float> got(static_cast<size_t>(qh * d)), want(got.size());
+    int64_t len = 0;
+    for (int64_t run : {3, 1, 4, 62}) {
+      inc.append(k.data() + len * kvh * d, v.data() + len * kvh * d, run);
+      len += run;
+      inc.output(got.data());
+      dense_attention_reference(q.data(), 1, k.data(), v.data(), len, qh, kvh, d, scale,
+                                want.data());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-6) << qh << ":" << kvh << " d " << d << " length " << len;
+    }
+  }
+}
+
 TEST(RopeTable, RotatesToTheSameBitsAsApplyRope) {
   std::mt19937 rng(5);
   for (RopeStyle style : {RopeStyle::rotate_half, RopeStyle::adjacent_pairs}) {

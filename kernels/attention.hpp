@@ -39,6 +39,16 @@ void paged_decode_attention(const KvPool& pool, int64_t layer, const float* q,
                             std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
                             float scale, float* out);
 
+// paged_decode_attention with the softmax's exp by kernels/fast_exp.hpp's
+// vectorised polynomial on the fp16 AVX2 path: for callers that compare the
+// output with a reference within a tolerance (the numerics checker). The
+// paging, the online softmax and the reads are the same code; generation
+// keeps paged_decode_attention, byte-exact with llama2.c.
+void paged_decode_attention_fast_exp(const KvPool& pool, int64_t layer, const float* q,
+                                     std::span<const int32_t> cache_seqlens,
+                                     std::span<const std::span<const int32_t>> block_tables,
+                                     int64_t q_heads, float scale, float* out);
+
 // True when this machine runs the fp16 decode path with AVX2/F16C.
 bool fast_fp16_decode_available();
 

@@ -10,6 +10,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/cpu_features.hpp"
+#include "kernels/fast_exp.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -168,7 +169,8 @@ inline const uint16_t* rows_ahead(const uint16_t* rows, int64_t t, int64_t n, co
 // kGroup is the number of query heads per KV head when known at compile time
 // (0: read at run time). With a constant group the per-head accumulator
 // arrays below are unrolled into registers instead of living on the stack.
-template <int kGroup>
+// kFastExp: the block's weights through exp_ps_avx2 instead of expf.
+template <int kGroup, bool kFastExp>
 __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool, int64_t layer,
                                                               const float* q, int64_t k_len,
                                                               std::span<const int32_t> table,
@@ -283,7 +285,12 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
         _mm256_storeu_ps(o + c, _mm256_mul_ps(cv, _mm256_loadu_ps(o + c)));
     }
     ScoreMat sm(scores.data(), n, q_heads);
-    sm = (sm.rowwise() - mxa).exp();
+    if constexpr (kFastExp) {
+      sm.rowwise() -= mxa;
+      exp_in_place_avx2(scores.data(), n * q_heads);
+    } else {
+      sm = (sm.rowwise() - mxa).exp();
+    }
     suma += sm.colwise().sum();
     // Value pass in memory order; the [q_heads, head_dim] accumulators stay in L1.
     {
@@ -372,10 +379,12 @@ void paged_varlen_attention(const KvPool& pool, int64_t layer, const float* q,
   }
 }
 
-void paged_decode_attention(const KvPool& pool, int64_t layer, const float* q,
-                            std::span<const int32_t> cache_seqlens,
-                            std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
-                            float scale, float* out) {
+namespace {
+
+void decode_attention(const KvPool& pool, int64_t layer, const float* q,
+                      std::span<const int32_t> cache_seqlens,
+                      std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
+                      float scale, float* out, bool fast_exp) {
   check_heads(pool, q_heads);
   const int64_t d = pool.head_dim();
   const int64_t group = q_heads / pool.kv_heads();
@@ -385,20 +394,42 @@ void paged_decode_attention(const KvPool& pool, int64_t layer, const float* q,
     for (size_t s = 0; s < cache_seqlens.size(); ++s) {
       if (static_cast<int64_t>(block_tables[s].size()) * pool.block_tokens() < cache_seqlens[s])
         throw std::invalid_argument("attention: block table shorter than the context");
-      auto* kernel = group == 1   ? decode_fp16_seq<1>
-                     : group == 2 ? decode_fp16_seq<2>
-                     : group == 4 ? decode_fp16_seq<4>
-                     : group == 8 ? decode_fp16_seq<8>
-                                  : decode_fp16_seq<0>;
+      auto* kernel = fast_exp ? (group == 1   ? decode_fp16_seq<1, true>
+                                 : group == 2 ? decode_fp16_seq<2, true>
+                                 : group == 4 ? decode_fp16_seq<4, true>
+                                 : group == 8 ? decode_fp16_seq<8, true>
+                                              : decode_fp16_seq<0, true>)
+                              : (group == 1   ? decode_fp16_seq<1, false>
+                                 : group == 2 ? decode_fp16_seq<2, false>
+                                 : group == 4 ? decode_fp16_seq<4, false>
+                                 : group == 8 ? decode_fp16_seq<8, false>
+                                              : decode_fp16_seq<0, false>);
       kernel(pool, layer, q + static_cast<int64_t>(s) * q_heads * d, cache_seqlens[s],
              block_tables[s], q_heads, scale, out + static_cast<int64_t>(s) * q_heads * d, scores);
     }
     return;
   }
 #endif
+  (void)fast_exp;
   std::vector<int32_t> cu(cache_seqlens.size() + 1);
   for (size_t s = 0; s < cache_seqlens.size(); ++s) cu[s + 1] = static_cast<int32_t>(s + 1);
   paged_varlen_attention(pool, layer, q, cu, cache_seqlens, block_tables, q_heads, scale, out);
+}
+
+}  // namespace
+
+void paged_decode_attention(const KvPool& pool, int64_t layer, const float* q,
+                            std::span<const int32_t> cache_seqlens,
+                            std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
+                            float scale, float* out) {
+  decode_attention(pool, layer, q, cache_seqlens, block_tables, q_heads, scale, out, false);
+}
+
+void paged_decode_attention_fast_exp(const KvPool& pool, int64_t layer, const float* q,
+                                     std::span<const int32_t> cache_seqlens,
+                                     std::span<const std::span<const int32_t>> block_tables,
+                                     int64_t q_heads, float scale, float* out) {
+  decode_attention(pool, layer, q, cache_seqlens, block_tables, q_heads, scale, out, true);
 }
 
 }  // namespace kvsim::kernels

@@ -13,6 +13,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/attention_incremental.hpp"
+#include "kernels/fast_exp.hpp"
 #include "kernels/rope.hpp"
 #include "kernels/store_kvcache.hpp"
 
@@ -39,9 +40,12 @@ std::vector<float> random_vec(std::mt19937& rng, size_t n) {
   return v;
 }
 
+enum class Kernel { varlen, decode, decode_fast_exp };
+
 // Fills a pool with each sequence's K/V through shuffled block tables and
 // checks paged attention against the dense reference per sequence.
-void run_case(const Shape& s, bool decode) {
+void run_case(const Shape& s, Kernel kernel) {
+  const bool decode = kernel != Kernel::varlen;
   std::mt19937 rng(1234);
   const size_t nseq = s.k_lens.size();
   int64_t blocks_needed = 0;
@@ -77,8 +81,11 @@ void run_case(const Shape& s, bool decode) {
   std::vector<float> out(q.size());
   std::vector<std::span<const int32_t>> spans(tables.begin(), tables.end());
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-  if (decode) {
+  if (kernel == Kernel::decode) {
     paged_decode_attention(pool, layer, q.data(), s.k_lens, spans, s.q_heads, scale, out.data());
+  } else if (kernel == Kernel::decode_fast_exp) {
+    paged_decode_attention_fast_exp(pool, layer, q.data(), s.k_lens, spans, s.q_heads, scale,
+                                    out.data());
   } else {
     paged_varlen_attention(pool, layer, q.data(), cu, s.k_lens, spans, s.q_heads, scale,
                            out.data());
@@ -118,14 +125,36 @@ const std::vector<Shape>& shapes() {
 class PagedAttention : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(PagedAttention, VarlenPrefillEqualsDense) {
-  run_case(GetParam(), false);
+  run_case(GetParam(), Kernel::varlen);
 }
 TEST_P(PagedAttention, DecodeEqualsDense) {
-  run_case(GetParam(), true);
+  run_case(GetParam(), Kernel::decode);
+}
+// The checker's variant: the same tolerances with the vectorised exp.
+TEST_P(PagedAttention, DecodeWithFastExpEqualsDense) {
+  run_case(GetParam(), Kernel::decode_fast_exp);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttention, ::testing::ValuesIn(shapes()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+#if defined(__x86_64__)
+// The vectorised exp is within a few ulp of the C library's over a
+// softmax's range of arguments, and floors below -87.
+TEST(FastExp, IsWithinAFewUlpOfExpf) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP();
+  std::vector<float> x;
+  for (float a = -90.0f; a <= 10.0f; a += 0.0137f) x.push_back(a);
+  x.push_back(0.0f);
+  std::vector<float> got = x;
+  exp_in_place_avx2(got.data(), static_cast<int64_t>(got.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::exp(static_cast<double>(std::max(x[i], -87.0f)));
+    EXPECT_NEAR(got[i] / want, 1.0, 4e-7) << "exp(" << x[i] << ")";
+  }
+  EXPECT_EQ(got.back(), 1.0f);
+}
+#endif
 
 TEST(DenseReference, OneKeyReturnsItsValueAndEqualScoresAverage) {
   const float q[2] = {1, 0}, k[4] = {0, 0, 0, 0}, v[4] = {1, 2, 3, 4};

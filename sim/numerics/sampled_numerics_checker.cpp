@@ -384,8 +384,8 @@ void SampledNumericsChecker::check(const Sequence& seq, Followed& f,
   const int32_t seqlen[1] = {static_cast<int32_t>(tokens)};
   const int64_t q = sh.q_heads * sh.head_dim;
   for (int64_t l = 0; l < sh.layers; ++l) {
-    kernels::paged_decode_attention(pool_, l, probe_.data() + l * q, seqlen, tables, sh.q_heads,
-                                    scale, out_.data());
+    kernels::paged_decode_attention_fast_exp(pool_, l, probe_.data() + l * q, seqlen, tables,
+                                             sh.q_heads, scale, out_.data());
     softmax_[static_cast<size_t>(l)].output(merged_.data() + l * per_layer, ref_out_.data());
     double err = 0.0;
     for (size_t i = 0; i < out_.size(); ++i)

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace kvsim::kernels {
 
 std::optional<RopeStyle> parse_rope_style(std::string_view name) {
@@ -43,16 +47,61 @@ void RopeTable::grow_to(int64_t positions) {
   // Doubling: a run that reaches a context of n rebuilds the table log(n) times.
   const int64_t n = std::max<int64_t>(positions, 2 * positions_);
   const auto half = static_cast<int64_t>(freq_.size());
-  cos_sin_.resize(static_cast<size_t>(n * half * 2));
+  const int64_t d = head_dim_;
+  cos_sin_.resize(static_cast<size_t>(n * 2 * d));
   for (int64_t p = positions_; p < n; ++p) {
+    float* c = cos_sin_.data() + p * 2 * d;
+    float* s = c + d;
     for (int64_t i = 0; i < half; ++i) {
       const float angle = static_cast<float>(p) * freq_[static_cast<size_t>(i)];
-      cos_sin_[static_cast<size_t>((p * half + i) * 2)] = std::cos(angle);
-      cos_sin_[static_cast<size_t>((p * half + i) * 2 + 1)] = std::sin(angle);
+      const float ci = std::cos(angle), si = std::sin(angle);
+      const int64_t a = style_ == RopeStyle::adjacent_pairs ? 2 * i : i;
+      const int64_t b = style_ == RopeStyle::adjacent_pairs ? 2 * i + 1 : i + half;
+      c[a] = c[b] = ci;
+      s[a] = -si;
+      s[b] = si;
     }
   }
   positions_ = n;
 }
+
+namespace {
+
+#if defined(__x86_64__)
+// x * c + partner(x) * s, eight values at a time: no fused multiply-add
+// (AVX only), so each value is the scalar expression's bits.
+__attribute__((target("avx"))) void rotate_rows_avx(float* x, int64_t heads, int64_t d,
+                                                    RopeStyle style, const float* c,
+                                                    const float* s) {
+  const int64_t half = d / 2;
+  for (int64_t h = 0; h < heads; ++h, x += d) {
+    if (style == RopeStyle::adjacent_pairs) {
+      for (int64_t i = 0; i < d; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 partner = _mm256_permute_ps(v, 0xB1);  // swaps each pair
+        _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(c + i)),
+                                              _mm256_mul_ps(partner, _mm256_loadu_ps(s + i))));
+      }
+      continue;
+    }
+    for (int64_t i = 0; i < half; i += 8) {
+      const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + half + i);
+      _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_mul_ps(a, _mm256_loadu_ps(c + i)),
+                                            _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
+      _mm256_storeu_ps(x + half + i,
+                       _mm256_add_ps(_mm256_mul_ps(b, _mm256_loadu_ps(c + half + i)),
+                                     _mm256_mul_ps(a, _mm256_loadu_ps(s + half + i))));
+    }
+  }
+}
+
+bool avx_available() {
+  static const bool ok = __builtin_cpu_supports("avx");
+  return ok;
+}
+#endif
+
+}  // namespace
 
 void RopeTable::apply(float* x, int64_t heads, int64_t position) {
   if (position < 0) {
@@ -60,17 +109,25 @@ void RopeTable::apply(float* x, int64_t heads, int64_t position) {
     return;
   }
   if (position >= positions_) grow_to(position + 1);
-  const auto half = static_cast<int64_t>(freq_.size());
-  const float* cs = cos_sin_.data() + position * half * 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float c = cs[2 * i], s = cs[2 * i + 1];
-    for (int64_t h = 0; h < heads; ++h) {
-      float* xh = x + h * head_dim_;
+  const int64_t d = head_dim_, half = d / 2;
+  const float* c = cos_sin_.data() + position * 2 * d;
+  const float* s = c + d;
+#if defined(__x86_64__)
+  const int64_t lanes = style_ == RopeStyle::adjacent_pairs ? d : half;
+  if (lanes % 8 == 0 && d % 2 == 0 && avx_available()) {
+    rotate_rows_avx(x, heads, d, style_, c, s);
+    return;
+  }
+#endif
+  // x0 c - x1 s is x0 c + x1 (-s) exactly, and x0 s + x1 c is x1 c + x0 s.
+  for (int64_t h = 0; h < heads; ++h) {
+    float* xh = x + h * d;
+    for (int64_t i = 0; i < half; ++i) {
       const int64_t a = style_ == RopeStyle::adjacent_pairs ? 2 * i : i;
       const int64_t b = style_ == RopeStyle::adjacent_pairs ? 2 * i + 1 : i + half;
       const float x0 = xh[a], x1 = xh[b];
-      xh[a] = x0 * c - x1 * s;
-      xh[b] = x0 * s + x1 * c;
+      xh[a] = x0 * c[a] + x1 * s[a];
+      xh[b] = x1 * c[b] + x0 * s[b];
     }
   }
 }

@@ -38,7 +38,11 @@ class RopeTable {
   float theta_;
   RopeStyle style_;
   std::vector<float> freq_;
-  std::vector<float> cos_sin_;  // [position][pair][cos, sin]
+  // Per position, [cos, sin] over the head's values: out = x * cos + x's
+  // pair partner * sin, the sin negated where the scalar formula subtracts
+  // (the same bits: a - b is a + (-b)), so a head rotates with two
+  // multiplies and an add per value, eight values at a time.
+  std::vector<float> cos_sin_;  // [position][2][head_dim]
   int64_t positions_ = 0;
 };
 

@@ -299,6 +299,28 @@ TEST(RopeTable, RotatesToTheSameBitsAsApplyRope) {
   }
 }
 
+// Bit for bit, signed zeros included, on the vector path (head sizes whose
+// rotated runs are multiples of 8) and the scalar one, for both styles.
+TEST(RopeTable, RotatesToTheSameBitsForEveryHeadSize) {
+  std::mt19937 rng(6);
+  for (int64_t d : {2, 8, 16, 24, 32, 64, 128}) {
+    for (RopeStyle style : {RopeStyle::rotate_half, RopeStyle::adjacent_pairs}) {
+      RopeTable table(d, 10000.0f, style);
+      for (int64_t pos : {0, 5, 4095, 1, 70000}) {
+        std::vector<float> x = random_vec(rng, static_cast<size_t>(3 * d));
+        x[0] = -0.0f;
+        x[1] = 0.0f;
+        std::vector<float> a = x, b = x;
+        apply_rope(a.data(), 3, d, pos, 10000.0f, style);
+        table.apply(b.data(), 3, pos);
+        for (size_t i = 0; i < a.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i]))
+              << "d " << d << " position " << pos << " value " << i;
+      }
+    }
+  }
+}
+
 TEST(Fp16Storage, RowsEncodeAndDecodeLikeTheScalarConversion) {
   std::mt19937 rng(9);
   std::vector<float> row = random_vec(rng, 37);  // a tail past the last 8

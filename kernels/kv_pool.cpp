@@ -5,6 +5,11 @@
 #include <stdexcept>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 namespace kvsim::kernels {
 
 KvPool::KvPool(int64_t num_blocks, int64_t layers, int64_t block_tokens, int64_t kv_heads,
@@ -98,6 +103,18 @@ void KvPool::copy_block_in(int64_t block, const std::vector<uint8_t>& bytes,
   std::memcpy(data_.get() + ksana_block_base(g_, block), bytes.data(), bytes.size());
   if (kv_dtype_has_row_params(dtype_))
     std::copy(params.begin(), params.end(), params_.begin() + block * rows_per_block());
+}
+
+void KvPool::prefer_huge_pages() {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // madvise takes whole pages: the page-aligned part of the buffer.
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data_.get()) + page - 1) & ~(page - 1);
+  const auto end =
+      (reinterpret_cast<uintptr_t>(data_.get()) + static_cast<uintptr_t>(bytes_)) & ~(page - 1);
+  if (end > begin)
+    (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint only
+#endif
 }
 
 void KvPool::clear_block(int64_t block) {

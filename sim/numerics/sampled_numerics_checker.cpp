@@ -46,6 +46,7 @@ SampledNumericsChecker::SampledNumericsChecker(const CheckerParams& params)
       rope_(params.shape.head_dim, params.shape.rope_theta, params.shape.rope_style),
       every_(static_cast<uint64_t>(params.sample_every)),
       block_(static_cast<uint64_t>(params.block_size)) {
+  pool_.prefer_huge_pages();  // slots are handed out densely from 0
   const auto blocks = static_cast<size_t>(p_.num_blocks);
   device_writes_.assign(blocks, 0);
   shadow_writes_.assign(blocks, 0);

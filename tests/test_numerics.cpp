@@ -535,6 +535,41 @@ TEST(NumericsFaults, SampledSkipsConfirmedBlocksButCatchesThemServedForOtherCont
   }
 }
 
+// The batched rows are the per-token rows, bit for bit, for every way of
+// drawing values, with and without the cached RoPE angles.
+TEST(NumericsSynthetic, BatchedRowsAreThePerTokenRows) {
+  const std::vector<int32_t> tokens{7, 0, -3, 123456, 42, 42, 9};
+  for (int per_hash : {1, 2, 4}) {
+    for (int64_t d : {16, 10}) {
+      numerics::SyntheticShape sh;
+      sh.kv_heads = 3;
+      sh.head_dim = d;
+      sh.values_per_hash = per_hash;
+      kernels::RopeTable rope(d, sh.rope_theta, sh.rope_style);
+      const int64_t row = sh.kv_heads * d, n = static_cast<int64_t>(tokens.size());
+      std::vector<float> k(static_cast<size_t>(n * row)), v(k.size());
+      numerics::synthetic_kv_rows(sh, tokens.data(), n, 100, 1, k.data(), v.data(), &rope);
+      std::vector<float> k1(k.size()), v1(k.size());
+      numerics::synthetic_kv_rows(sh, tokens.data(), n, 100, 1, k1.data(), v1.data());
+      for (int64_t t = 0; t < n; ++t) {
+        std::vector<float> want(static_cast<size_t>(row));
+        numerics::synthetic_rows(sh, numerics::Tensor::key, tokens[static_cast<size_t>(t)], 100 + t,
+                                 1, want.data());
+        for (int64_t i = 0; i < row; ++i) {
+          EXPECT_EQ(k[static_cast<size_t>(t * row + i)], want[static_cast<size_t>(i)]);
+          EXPECT_EQ(k1[static_cast<size_t>(t * row + i)], want[static_cast<size_t>(i)]);
+        }
+        numerics::synthetic_rows(sh, numerics::Tensor::value, tokens[static_cast<size_t>(t)],
+                                 100 + t, 1, want.data());
+        for (int64_t i = 0; i < row; ++i) {
+          EXPECT_EQ(v[static_cast<size_t>(t * row + i)], want[static_cast<size_t>(i)]);
+          EXPECT_EQ(v1[static_cast<size_t>(t * row + i)], want[static_cast<size_t>(i)]);
+        }
+      }
+    }
+  }
+}
+
 // A chat session is sampled whole, by its id; other requests by theirs.
 TEST(NumericsRun, SampledFollowsChatSessionsWhole) {
   SampledNumericsChecker checker(sampled_params(4));

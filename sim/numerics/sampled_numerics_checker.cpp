@@ -104,14 +104,9 @@ void SampledNumericsChecker::token_rows(int64_t first, int64_t n, bool reference
     k_ref_.resize(size);
     v_ref_.resize(size);
   }
-  for (int64_t l = 0; l < sh.layers; ++l) {
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t at = (l * n + t) * row;
-      const int32_t token = ids_[static_cast<size_t>(t)];
-      synthetic_rows(sh, Tensor::key, token, first + t, l, k_rows_.data() + at, &rope_);
-      synthetic_rows(sh, Tensor::value, token, first + t, l, v_rows_.data() + at, &rope_);
-    }
-  }
+  for (int64_t l = 0; l < sh.layers; ++l)
+    synthetic_kv_rows(sh, ids_.data(), n, first, l, k_rows_.data() + l * n * row,
+                      v_rows_.data() + l * n * row, &rope_);
   if (reference) {
     // What storage makes of them: runs of 256 values (round_trip_row's
     // stack buffer) for elementwise dtypes, (token, head) rows for those

@@ -40,7 +40,8 @@ void pair_rows_scalar(uint64_t seed, float* row, int64_t from, int64_t d) {
 #if defined(__x86_64__)
 // The same, eight lanes (sixteen values) at a time; integer hashing and an
 // exact scaling by 2^-15, so the values are bit for bit the scalar ones.
-__attribute__((target("avx2"))) void pair_rows_avx2(uint64_t seed, float* row, int64_t d) {
+__attribute__((target("avx2"), always_inline)) inline void pair_rows_inline(uint64_t seed,
+                                                                            float* row, int64_t d) {
   const auto lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
   const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                           _mm256_set1_epi32(static_cast<int>(kLaneStep)));
@@ -69,21 +70,69 @@ __attribute__((target("avx2"))) void pair_rows_avx2(uint64_t seed, float* row, i
   pair_rows_scalar(seed, row, c, d);
 }
 
+__attribute__((target("avx2"))) void pair_rows_avx2(uint64_t seed, float* row, int64_t d) {
+  pair_rows_inline(seed, row, d);
+}
+
 bool avx2_available() {
   static const bool ok = __builtin_cpu_supports("avx2");
   return ok;
 }
 #endif
 
+uint64_t row_seed(Tensor t, int32_t token, int64_t layer, int64_t head) {
+  return splitmix64((static_cast<uint64_t>(static_cast<uint32_t>(token)) << 20) ^
+                    (static_cast<uint64_t>(layer) << 12) ^ (static_cast<uint64_t>(head) << 4) ^
+                    static_cast<uint64_t>(t));
+}
+
+#if defined(__x86_64__)
+// synthetic_kv_rows for two values per hash: every row's hash inlined into
+// one loop, so the rows of a run of tokens overlap in the pipeline.
+__attribute__((target("avx2"))) void kv_pair_rows_avx2(const SyntheticShape& shape,
+                                                       const int32_t* tokens, int64_t n,
+                                                       int64_t layer, float* k, float* v) {
+  const int64_t d = shape.head_dim;
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < shape.kv_heads; ++h) {
+      pair_rows_inline(row_seed(Tensor::key, tokens[t], layer, h), k + h * d, d);
+      pair_rows_inline(row_seed(Tensor::value, tokens[t], layer, h), v + h * d, d);
+    }
+    k += shape.kv_heads * d;
+    v += shape.kv_heads * d;
+  }
+}
+#endif
+
 }  // namespace
+
+void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64_t n, int64_t first,
+                       int64_t layer, float* k, float* v, kernels::RopeTable* rope) {
+  const int64_t row = shape.kv_heads * shape.head_dim;
+#if defined(__x86_64__)
+  if (shape.values_per_hash == 2 && avx2_available()) {
+    kv_pair_rows_avx2(shape, tokens, n, layer, k, v);
+    for (int64_t t = 0; t < n; ++t) {
+      if (rope)
+        rope->apply(k + t * row, shape.kv_heads, first + t);
+      else
+        kernels::apply_rope(k + t * row, shape.kv_heads, shape.head_dim, first + t,
+                            shape.rope_theta, shape.rope_style);
+    }
+    return;
+  }
+#endif
+  for (int64_t t = 0; t < n; ++t) {
+    synthetic_rows(shape, Tensor::key, tokens[t], first + t, layer, k + t * row, rope);
+    synthetic_rows(shape, Tensor::value, tokens[t], first + t, layer, v + t * row, rope);
+  }
+}
 
 void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_t position,
                     int64_t layer, float* out, kernels::RopeTable* rope) {
   const int64_t heads = t == Tensor::query ? shape.q_heads : shape.kv_heads;
   for (int64_t h = 0; h < heads; ++h) {
-    const uint64_t seed = splitmix64((static_cast<uint64_t>(static_cast<uint32_t>(token)) << 20) ^
-                                     (static_cast<uint64_t>(layer) << 12) ^
-                                     (static_cast<uint64_t>(h) << 4) ^ static_cast<uint64_t>(t));
+    const uint64_t seed = row_seed(t, token, layer, h);
     float* row = out + h * shape.head_dim;
     if (shape.values_per_hash == 2) {
 #if defined(__x86_64__)

@@ -34,4 +34,9 @@ enum class Tensor : uint32_t { query = 1, key = 2, value = 3 };
 void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_t position,
                     int64_t layer, float* out, kernels::RopeTable* rope = nullptr);
 
+// Keys and values of n tokens at positions [first, first + n) for `layer`,
+// each [n, kv_heads, head_dim]: synthetic_rows' bits, made in one pass.
+void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64_t n, int64_t first,
+                       int64_t layer, float* k, float* v, kernels::RopeTable* rope = nullptr);
+
 }  // namespace kvsim::numerics

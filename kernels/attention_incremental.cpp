@@ -146,6 +146,19 @@ __attribute__((target("avx2,fma"))) inline __m256d sum_lanes4(__m256d a, __m256d
   return _mm256_add_pd(_mm256_permute2f128_pd(ab, ce, 0x20), _mm256_permute2f128_pd(ab, ce, 0x31));
 }
 
+// x[0] + ... + x[n - 1] in four lanes (a scalar sum is one add's latency
+// per term).
+__attribute__((target("avx2,fma"))) inline double sum_avx2(const double* x, int64_t n) {
+  __m256d a = _mm256_setzero_pd();
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4) a = _mm256_add_pd(a, _mm256_loadu_pd(x + t));
+  double lanes[4];
+  _mm256_storeu_pd(lanes, a);
+  double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; t < n; ++t) sum += x[t];
+  return sum;
+}
+
 // The weighted values of kJ query heads of one group (sharing their KV
 // head) at once: their accumulators are independent chains, each value
 // row widened once for all of them. Terms in key order, as append_keys.
@@ -171,10 +184,7 @@ __attribute__((target("avx2,fma"))) void values_avx2(const Shape& sh, double* st
   }
   for (int j = 0; j < kJ; ++j) {
     double* st = state + (h0 + j) * stride;
-    const double* w = s + (h0 + j) * n;
-    double add = 0;
-    for (int64_t t = 0; t < n; ++t) add += w[t];
-    st[1] = st[1] * s[sh.q_heads * n + h0 + j] + add;
+    st[1] = st[1] * s[sh.q_heads * n + h0 + j] + sum_avx2(s + (h0 + j) * n, n);
     for (int c = 0; c < kV; ++c) _mm256_storeu_pd(st + 2 + 4 * c, acc[j][c]);
   }
 }

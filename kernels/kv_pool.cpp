@@ -81,6 +81,18 @@ void KvPool::write_rows(int64_t block, KvPart part, int64_t layer, int64_t token
       write_row(block, part, layer, token + t, h, src + (t * heads + h) * d);
 }
 
+void KvPool::read_rows(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
+                       float* dst) const {
+  const int64_t d = g_.head_dim, heads = g_.kv_heads;
+  if (!kv_dtype_has_row_params(dtype_)) {
+    decode_row(dtype_, row(block, part, layer, token, 0), n * heads * d, Int8Params{}, dst);
+    return;
+  }
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < heads; ++h)
+      read_row(block, part, layer, token + t, h, dst + (t * heads + h) * d);
+}
+
 void KvPool::read_row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head,
                       float* dst) const {
   decode_row(dtype_, row(block, part, layer, token, head), g_.head_dim,

@@ -54,6 +54,9 @@ class KvPool {
   // for dtypes without row parameters).
   void write_rows(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
                   const float* src);
+  // Decodes them back: dst [n, kv_heads, head_dim].
+  void read_rows(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
+                 float* dst) const;
 
   // Whole-block copies (swap out to a host buffer and back in, seed 001).
   void copy_block_out(int64_t block, std::vector<uint8_t>& bytes,

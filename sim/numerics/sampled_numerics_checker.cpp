@@ -147,13 +147,19 @@ void SampledNumericsChecker::release_slot(int32_t block) {
   s = -1;
 }
 
-void SampledNumericsChecker::store_rows(int32_t block, int64_t row, int64_t from, int64_t n) {
+void SampledNumericsChecker::store_rows(int32_t block, int64_t row, int64_t from, int64_t n,
+                                        bool reference) {
   const int64_t width = p_.shape.kv_heads * p_.shape.head_dim;
   block = slot(block, /*read=*/false);
   for (int64_t l = 0; l < p_.shape.layers; ++l) {
     const int64_t at = (l * rows_ + from) * width;
     pool_.write_rows(block, KvPart::key, l, row, n, k_rows_.data() + at);
     pool_.write_rows(block, KvPart::value, l, row, n, v_rows_.data() + at);
+    if (!reference) continue;
+    // What storage made of them is the dtype's round trip of the same
+    // rows (row by row, as encoded), read back instead of encoded twice.
+    pool_.read_rows(block, KvPart::key, l, row, n, k_ref_.data() + at);
+    pool_.read_rows(block, KvPart::value, l, row, n, v_ref_.data() + at);
   }
 }
 
@@ -221,7 +227,7 @@ void SampledNumericsChecker::store_other(int32_t block, int64_t index) {
   for (int64_t j = 0; j < bs; ++j)
     ids_[static_cast<size_t>(j)] = static_cast<int32_t>(mix(key + static_cast<uint64_t>(j)) >> 33);
   token_rows(index * bs, bs, false);
-  store_rows(block, 0, 0, bs);
+  store_rows(block, 0, 0, bs, /*reference=*/false);
 }
 
 void SampledNumericsChecker::catch_up_block(const Sequence& seq, Followed& f, int64_t index,
@@ -236,8 +242,8 @@ void SampledNumericsChecker::catch_up_block(const Sequence& seq, Followed& f, in
   if (lag && !own) store_other(block, index);
   if ((lag && own) || state) {
     seq.tokens().copy(index * bs, bs, ids_.data());
-    token_rows(index * bs, bs, state != nullptr);
-    if (lag && own) store_rows(block, 0, 0, bs);
+    token_rows(index * bs, bs, state != nullptr && !(lag && own));
+    if (lag && own) store_rows(block, 0, 0, bs, state != nullptr);
     if (state) {
       clear_state(state);
       fold(state, 0, bs);
@@ -290,12 +296,13 @@ void SampledNumericsChecker::flush(const Sequence& seq, Followed& f) {
     }
   }
   tokens.copy(from, end - from, ids_.data());
-  token_rows(from, end - from, true);
-  if (block >= 0 && block < p_.num_blocks) {
+  const bool stored = block >= 0 && block < p_.num_blocks;
+  token_rows(from, end - from, !stored);
+  if (stored) {
     // The block it continues was caught up before; a block it starts
     // holds its rows from here on (the rest is never read). A block written
     // by someone else after these rows still lags behind that write.
-    store_rows(block, from - start, 0, end - from);
+    store_rows(block, from - start, 0, end - from, /*reference=*/true);
     const auto b = static_cast<size_t>(block);
     const bool overwritten = device_writes_[b] != f.pending_writes;
     ++device_writes_[b];

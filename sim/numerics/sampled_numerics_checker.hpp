@@ -148,8 +148,9 @@ class SampledNumericsChecker : public StepObserver {
   // into the scratch rows ([layer][token][kv_heads * head_dim]), and their
   // dtype round trip into the reference rows when `reference`.
   void token_rows(int64_t first, int64_t n, bool reference);
-  // Stores scratch rows [from, from + n) into `block`'s slot from row `row`.
-  void store_rows(int32_t block, int64_t row, int64_t from, int64_t n);
+  // Stores scratch rows [from, from + n) into `block`'s slot from row `row`,
+  // and with `reference` their dtype round trip into the reference rows.
+  void store_rows(int32_t block, int64_t row, int64_t from, int64_t n, bool reference);
   // Folds reference rows [from, from + n) into a state of every layer.
   void fold(double* state, int64_t from, int64_t n);
   // The cached reference state of a full block's content, or nullptr.

@@ -44,8 +44,11 @@ RopeTable::RopeTable(int64_t head_dim, float theta, RopeStyle style)
 }
 
 void RopeTable::grow_to(int64_t positions) {
-  // Doubling: a run that reaches a context of n rebuilds the table log(n) times.
-  const int64_t n = std::max<int64_t>(positions, 2 * positions_);
+  // Up to the position asked for, in steps of kGrowPositions: each angle
+  // costs a cos and a sin, and doubling would compute up to twice the
+  // positions a run reaches (the vector's storage still grows geometrically).
+  constexpr int64_t kGrowPositions = 512;
+  const int64_t n = (positions + kGrowPositions - 1) / kGrowPositions * kGrowPositions;
   const auto half = static_cast<int64_t>(freq_.size());
   const int64_t d = head_dim_;
   cos_sin_.resize(static_cast<size_t>(n * 2 * d));

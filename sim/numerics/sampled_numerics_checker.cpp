@@ -1,3 +1,7 @@
+// The sampled checker's per-step driver (sampled_numerics_checker.hpp):
+// which sequences are followed, what each step writes for them and records
+// for the others, swaps, and the checks. The shadow and reference state it
+// drives is in sampled_shadow.cpp.
 #include "sim/numerics/sampled_numerics_checker.hpp"
 
 #include <fmt/format.h>
@@ -6,20 +10,9 @@
 #include <cmath>
 
 #include "kernels/attention.hpp"
-#include "sim/cache/block_hash.hpp"
 
 namespace kvsim::numerics {
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-// Keeps content addresses apart from the policy's prefix hashes.
-constexpr uint64_t kAddressSalt = 0x6b76736e756d6572ULL;
 
 // The probe query's token: any fixed id.
 constexpr int32_t kProbeToken = 0x2f6b7673;
@@ -80,125 +73,6 @@ std::span<const int32_t> SampledNumericsChecker::block_table_of(const Sequence& 
   return {t.data(), t.size()};
 }
 
-uint64_t SampledNumericsChecker::content_address(const TokenView& tokens, int64_t index) {
-  const int64_t bs = p_.block_size;
-  const BlockHash h = tokens.block_hash(BlockHash{static_cast<uint64_t>(index * bs), kAddressSalt},
-                                        index * bs, bs, ids_.data());
-  return (h.low ^ h.high) | 1;  // never 0, which means "unknown"
-}
-
-uint64_t SampledNumericsChecker::address_of(const Sequence& seq, Followed& f, int64_t index) {
-  const auto i = static_cast<size_t>(index);
-  if (f.address.size() <= i) f.address.resize(i + 1, 0);
-  if (f.address[i] == 0) f.address[i] = content_address(seq.tokens(), index);
-  return f.address[i];
-}
-
-void SampledNumericsChecker::token_rows(int64_t first, int64_t n, bool reference) {
-  const SyntheticShape& sh = p_.shape;
-  const int64_t d = sh.head_dim, row = sh.kv_heads * d;
-  const auto size = static_cast<size_t>(sh.layers * n * row);
-  if (k_rows_.size() < size) {
-    k_rows_.resize(size);
-    v_rows_.resize(size);
-    k_ref_.resize(size);
-    v_ref_.resize(size);
-  }
-  for (int64_t l = 0; l < sh.layers; ++l)
-    synthetic_kv_rows(sh, ids_.data(), n, first, l, k_rows_.data() + l * n * row,
-                      v_rows_.data() + l * n * row, &rope_);
-  if (reference) {
-    // What storage makes of them: runs of 256 values (round_trip_row's
-    // stack buffer) for elementwise dtypes, (token, head) rows for those
-    // whose rows carry their own scale.
-    const bool per_row = kernels::kv_dtype_has_row_params(p_.dtype);
-    const auto total = static_cast<int64_t>(size);
-    for (int64_t at = 0, len = 0; at < total; at += len) {
-      len = per_row ? d : std::min<int64_t>(256, total - at);
-      kernels::round_trip_row(p_.dtype, k_rows_.data() + at, len, k_ref_.data() + at,
-                              p_.fp8_tensor_scale);
-      kernels::round_trip_row(p_.dtype, v_rows_.data() + at, len, v_ref_.data() + at,
-                              p_.fp8_tensor_scale);
-    }
-  }
-  rows_ = n;
-}
-
-int32_t SampledNumericsChecker::slot(int32_t block, bool read) {
-  int32_t& s = slot_of_[static_cast<size_t>(block)];
-  if (s >= 0) return s;
-  if (free_slots_.empty()) {
-    s = fresh_slots_++;
-  } else {
-    s = free_slots_.back();
-    free_slots_.pop_back();
-  }
-  // A block read before the shadow holds any rows of it was never written
-  // (a lagging one is rewritten whole before it is read): it reads as
-  // zeros. One given a slot to be written holds its rows from there on.
-  if (read) pool_.clear_block(s);
-  return s;
-}
-
-void SampledNumericsChecker::release_slot(int32_t block) {
-  int32_t& s = slot_of_[static_cast<size_t>(block)];
-  if (s < 0) return;
-  free_slots_.push_back(s);
-  s = -1;
-}
-
-void SampledNumericsChecker::store_rows(int32_t block, int64_t row, int64_t from, int64_t n,
-                                        bool reference) {
-  const int64_t width = p_.shape.kv_heads * p_.shape.head_dim;
-  block = slot(block, /*read=*/false);
-  for (int64_t l = 0; l < p_.shape.layers; ++l) {
-    const int64_t at = (l * rows_ + from) * width;
-    pool_.write_rows(block, KvPart::key, l, row, n, k_rows_.data() + at);
-    pool_.write_rows(block, KvPart::value, l, row, n, v_rows_.data() + at);
-    if (!reference) continue;
-    // What storage made of them is the dtype's round trip of the same
-    // rows (row by row, as encoded), read back instead of encoded twice.
-    pool_.read_rows(block, KvPart::key, l, row, n, k_ref_.data() + at);
-    pool_.read_rows(block, KvPart::value, l, row, n, v_ref_.data() + at);
-  }
-}
-
-void SampledNumericsChecker::fold(double* state, int64_t from, int64_t n) {
-  const SyntheticShape& sh = p_.shape;
-  const int64_t width = sh.kv_heads * sh.head_dim;
-  const int64_t per_layer = softmax_[0].state_size();
-  for (int64_t l = 0; l < sh.layers; ++l) {
-    const int64_t at = (l * rows_ + from) * width;
-    softmax_[static_cast<size_t>(l)].append(state + l * per_layer, k_ref_.data() + at,
-                                            v_ref_.data() + at, n);
-  }
-}
-
-void SampledNumericsChecker::clear_state(double* state) const {
-  const int64_t per_layer = softmax_[0].state_size();
-  for (size_t l = 0; l < softmax_.size(); ++l)
-    softmax_[l].clear(state + static_cast<int64_t>(l) * per_layer);
-}
-
-const double* SampledNumericsChecker::cached_state(uint64_t address) const {
-  const auto it = states_.find(address);
-  return it == states_.end() ? nullptr : it->second.data();
-}
-
-void SampledNumericsChecker::cache_state(uint64_t address, const double* state) {
-  if (states_.size() >= max_states_ && !states_.contains(address)) states_.erase(states_.begin());
-  states_[address].assign(state, state + state_size_);
-}
-
-void SampledNumericsChecker::record_block(const TokenView& tokens, int64_t index, int32_t block,
-                                          bool full) {
-  if (block < 0 || block >= p_.num_blocks) return;
-  const auto b = static_cast<size_t>(block);
-  ++device_writes_[b];  // the shadow lags: rewritten whole before it is read
-  content_[b] = full ? content_address(tokens, index) : 0;
-  release_slot(block);
-}
-
 void SampledNumericsChecker::record_writes(const Sequence& seq, const KvCachePolicy& policy,
                                            int64_t first, int64_t computed) {
   if (computed <= first) return;
@@ -216,40 +90,6 @@ void SampledNumericsChecker::record_writes(const Sequence& seq, const KvCachePol
     const bool full = (i + 1) * bs <= static_cast<uint64_t>(computed);
     if (started || full) record_block(tokens, static_cast<int64_t>(i), table[i], full);
   }
-}
-
-void SampledNumericsChecker::store_other(int32_t block, int64_t index) {
-  // Rows of other content: ids derived from the record (or, for content
-  // known only to be someone else's, from the block and its write count).
-  const auto b = static_cast<size_t>(block);
-  const int64_t bs = p_.block_size;
-  const uint64_t key = content_[b] != 0 ? content_[b] : mix(b) ^ device_writes_[b];
-  for (int64_t j = 0; j < bs; ++j)
-    ids_[static_cast<size_t>(j)] = static_cast<int32_t>(mix(key + static_cast<uint64_t>(j)) >> 33);
-  token_rows(index * bs, bs, false);
-  store_rows(block, 0, 0, bs, /*reference=*/false);
-}
-
-void SampledNumericsChecker::catch_up_block(const Sequence& seq, Followed& f, int64_t index,
-                                            int32_t block, double* state) {
-  const int64_t bs = p_.block_size;
-  const auto b = static_cast<size_t>(block);
-  const bool lag = shadow_writes_[b] != device_writes_[b];
-  const bool full = (index + 1) * bs <= seq.computed;
-  // What the device holds: the reader's own rows if the record's address
-  // is that of its tokens here, else rows of other content.
-  const bool own = full && content_[b] != 0 && content_[b] == address_of(seq, f, index);
-  if (lag && !own) store_other(block, index);
-  if ((lag && own) || state) {
-    seq.tokens().copy(index * bs, bs, ids_.data());
-    token_rows(index * bs, bs, state != nullptr && !(lag && own));
-    if (lag && own) store_rows(block, 0, 0, bs, state != nullptr);
-    if (state) {
-      clear_state(state);
-      fold(state, 0, bs);
-    }
-  }
-  shadow_writes_[b] = device_writes_[b];
 }
 
 void SampledNumericsChecker::write_tokens(const Sequence& seq, Followed& f,

@@ -72,28 +72,31 @@ namespace {
 
 #if defined(__x86_64__)
 // x * c + partner(x) * s, eight values at a time: no fused multiply-add
-// (AVX only), so each value is the scalar expression's bits.
-__attribute__((target("avx"))) void rotate_rows_avx(float* x, int64_t heads, int64_t d,
-                                                    RopeStyle style, const float* c,
-                                                    const float* s) {
+// (AVX only), so each value is the scalar expression's bits. `tokens`
+// consecutive tokens' rows, each with the next position's table row.
+__attribute__((target("avx"))) void rotate_rows_avx(float* x, int64_t tokens, int64_t heads,
+                                                    int64_t d, RopeStyle style, const float* c) {
   const int64_t half = d / 2;
-  for (int64_t h = 0; h < heads; ++h, x += d) {
-    if (style == RopeStyle::adjacent_pairs) {
-      for (int64_t i = 0; i < d; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i);
-        const __m256 partner = _mm256_permute_ps(v, 0xB1);  // swaps each pair
-        _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(c + i)),
-                                              _mm256_mul_ps(partner, _mm256_loadu_ps(s + i))));
+  for (int64_t t = 0; t < tokens; ++t, c += 2 * d) {
+    const float* s = c + d;
+    for (int64_t h = 0; h < heads; ++h, x += d) {
+      if (style == RopeStyle::adjacent_pairs) {
+        for (int64_t i = 0; i < d; i += 8) {
+          const __m256 v = _mm256_loadu_ps(x + i);
+          const __m256 partner = _mm256_permute_ps(v, 0xB1);  // swaps each pair
+          _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_mul_ps(v, _mm256_loadu_ps(c + i)),
+                                                _mm256_mul_ps(partner, _mm256_loadu_ps(s + i))));
+        }
+        continue;
       }
-      continue;
-    }
-    for (int64_t i = 0; i < half; i += 8) {
-      const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + half + i);
-      _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_mul_ps(a, _mm256_loadu_ps(c + i)),
-                                            _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
-      _mm256_storeu_ps(x + half + i,
-                       _mm256_add_ps(_mm256_mul_ps(b, _mm256_loadu_ps(c + half + i)),
-                                     _mm256_mul_ps(a, _mm256_loadu_ps(s + half + i))));
+      for (int64_t i = 0; i < half; i += 8) {
+        const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + half + i);
+        _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_mul_ps(a, _mm256_loadu_ps(c + i)),
+                                              _mm256_mul_ps(b, _mm256_loadu_ps(s + i))));
+        _mm256_storeu_ps(x + half + i,
+                         _mm256_add_ps(_mm256_mul_ps(b, _mm256_loadu_ps(c + half + i)),
+                                       _mm256_mul_ps(a, _mm256_loadu_ps(s + half + i))));
+      }
     }
   }
 }
@@ -107,30 +110,37 @@ bool avx_available() {
 }  // namespace
 
 void RopeTable::apply(float* x, int64_t heads, int64_t position) {
-  if (position < 0) {
-    apply_rope(x, heads, head_dim_, position, theta_, style_);
+  apply_run(x, 1, heads, position);
+}
+
+void RopeTable::apply_run(float* x, int64_t tokens, int64_t heads, int64_t first) {
+  const int64_t d = head_dim_, half = d / 2;
+  if (first < 0) {
+    for (int64_t t = 0; t < tokens; ++t)
+      apply_rope(x + t * heads * d, heads, d, first + t, theta_, style_);
     return;
   }
-  if (position >= positions_) grow_to(position + 1);
-  const int64_t d = head_dim_, half = d / 2;
-  const float* c = cos_sin_.data() + position * 2 * d;
-  const float* s = c + d;
+  if (tokens <= 0) return;
+  if (first + tokens > positions_) grow_to(first + tokens);
+  const float* c = cos_sin_.data() + first * 2 * d;
 #if defined(__x86_64__)
   const int64_t lanes = style_ == RopeStyle::adjacent_pairs ? d : half;
-  if (lanes % 8 == 0 && d % 2 == 0 && avx_available()) {
-    rotate_rows_avx(x, heads, d, style_, c, s);
+  if (lanes % 8 == 0 && avx_available()) {
+    rotate_rows_avx(x, tokens, heads, d, style_, c);
     return;
   }
 #endif
   // x0 c - x1 s is x0 c + x1 (-s) exactly, and x0 s + x1 c is x1 c + x0 s.
-  for (int64_t h = 0; h < heads; ++h) {
-    float* xh = x + h * d;
-    for (int64_t i = 0; i < half; ++i) {
-      const int64_t a = style_ == RopeStyle::adjacent_pairs ? 2 * i : i;
-      const int64_t b = style_ == RopeStyle::adjacent_pairs ? 2 * i + 1 : i + half;
-      const float x0 = xh[a], x1 = xh[b];
-      xh[a] = x0 * c[a] + x1 * s[a];
-      xh[b] = x1 * c[b] + x0 * s[b];
+  for (int64_t t = 0; t < tokens; ++t, c += 2 * d) {
+    const float* s = c + d;
+    for (int64_t h = 0; h < heads; ++h, x += d) {
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t a = style_ == RopeStyle::adjacent_pairs ? 2 * i : i;
+        const int64_t b = style_ == RopeStyle::adjacent_pairs ? 2 * i + 1 : i + half;
+        const float x0 = x[a], x1 = x[b];
+        x[a] = x0 * c[a] + x1 * s[a];
+        x[b] = x1 * c[b] + x0 * s[b];
+      }
     }
   }
 }

@@ -30,6 +30,9 @@ class RopeTable {
  public:
   RopeTable(int64_t head_dim, float theta, RopeStyle style);
   void apply(float* x, int64_t heads, int64_t position);
+  // apply for `tokens` consecutive tokens' rows, x [tokens, heads, head_dim],
+  // at positions first, first + 1, ...
+  void apply_run(float* x, int64_t tokens, int64_t heads, int64_t first);
 
  private:
   void grow_to(int64_t positions);

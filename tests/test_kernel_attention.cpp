@@ -316,6 +316,17 @@ TEST(RopeTable, RotatesToTheSameBitsForEveryHeadSize) {
         for (size_t i = 0; i < a.size(); ++i)
           ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i]))
               << "d " << d << " position " << pos << " value " << i;
+        // A run of three tokens of one head each, from this position on.
+        std::vector<float> run = x;
+        table.apply_run(run.data(), 3, 1, pos);
+        for (int64_t t = 0; t < 3; ++t) {
+          std::vector<float> one(x.begin() + t * d, x.begin() + (t + 1) * d);
+          apply_rope(one.data(), 1, d, pos + t, 10000.0f, style);
+          for (int64_t i = 0; i < d; ++i)
+            ASSERT_EQ(std::bit_cast<uint32_t>(one[static_cast<size_t>(i)]),
+                      std::bit_cast<uint32_t>(run[static_cast<size_t>(t * d + i)]))
+                << "d " << d << " position " << pos + t << " value " << i;
+        }
       }
     }
   }

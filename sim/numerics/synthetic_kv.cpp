@@ -112,13 +112,13 @@ void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64
 #if defined(__x86_64__)
   if (shape.values_per_hash == 2 && avx2_available()) {
     kv_pair_rows_avx2(shape, tokens, n, layer, k, v);
-    for (int64_t t = 0; t < n; ++t) {
-      if (rope)
-        rope->apply(k + t * row, shape.kv_heads, first + t);
-      else
-        kernels::apply_rope(k + t * row, shape.kv_heads, shape.head_dim, first + t,
-                            shape.rope_theta, shape.rope_style);
+    if (rope) {
+      rope->apply_run(k, n, shape.kv_heads, first);
+      return;
     }
+    for (int64_t t = 0; t < n; ++t)
+      kernels::apply_rope(k + t * row, shape.kv_heads, shape.head_dim, first + t, shape.rope_theta,
+                          shape.rope_style);
     return;
   }
 #endif

@@ -288,7 +288,9 @@ void OnlineSoftmax::clear(double* state) const {
 void OnlineSoftmax::append(double* state, const float* k, const float* v, int64_t n) {
   if (n <= 0) return;
   // Scores and rescale arguments, then the keys (or values) widened.
-  scores_.resize(static_cast<size_t>(q_heads_ * (n + 1) + n * kv_heads_ * head_dim_));
+  // Grown only: a resize to a length between calls would zero what it adds.
+  const auto need = static_cast<size_t>(q_heads_ * (n + 1) + n * kv_heads_ * head_dim_);
+  if (scores_.size() < need) scores_.resize(need);
   const Shape sh{q_.data(), q_heads_, kv_heads_, head_dim_};
 #if defined(__x86_64__)
   if (avx2_available()) return append_avx2(sh, state, k, v, n, scores_.data());

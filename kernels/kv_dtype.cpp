@@ -100,6 +100,20 @@ __attribute__((target("avx,f16c"))) void encode_half_f16c(const float* src, int6
                      _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
   for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
 }
+// Both at once: the encoded bits to dst, what they decode to to `stored`.
+__attribute__((target("avx,f16c"))) void encode_decode_half_f16c(const float* src, int64_t n,
+                                                                 uint16_t* dst, float* stored) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    _mm256_storeu_ps(stored + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) {
+    dst[i] = float_to_half_bits(src[i]);
+    stored[i] = half_bits_to_float(dst[i]);
+  }
+}
 __attribute__((target("avx,f16c"))) void decode_half_f16c(const uint16_t* src, int64_t n,
                                                           float* dst) {
   int64_t i = 0;
@@ -112,6 +126,7 @@ __attribute__((target("avx,f16c"))) void decode_half_f16c(const uint16_t* src, i
 bool f16c_available() {
   return false;
 }
+void encode_decode_half_f16c(const float*, int64_t, uint16_t*, float*) {}
 void encode_half_f16c(const float*, int64_t, uint16_t*) {}
 void decode_half_f16c(const uint16_t*, int64_t, float*) {}
 #endif
@@ -204,6 +219,17 @@ void decode_row(KvDtype t, const void* src, int64_t n, const Int8Params& p, floa
       break;
     }
   }
+}
+
+Int8Params encode_row_stored(KvDtype t, const float* src, int64_t n, void* dst, float* stored,
+                             float fp8_tensor_scale) {
+  if (t == KvDtype::fp16 && f16c_available()) {
+    encode_decode_half_f16c(src, n, static_cast<uint16_t*>(dst), stored);
+    return Int8Params{};
+  }
+  const Int8Params p = encode_row(t, src, n, dst, fp8_tensor_scale);
+  decode_row(t, dst, n, p, stored);
+  return p;
 }
 
 void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst, float fp8_tensor_scale) {

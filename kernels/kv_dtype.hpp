@@ -50,6 +50,10 @@ inline float dequantize_int8(uint8_t q, const Int8Params& p) {
 Int8Params encode_row(KvDtype t, const float* src, int64_t n, void* dst,
                       float fp8_tensor_scale = 0.0f);
 void decode_row(KvDtype t, const void* src, int64_t n, const Int8Params& p, float* dst);
+// encode_row, and what the encoded row decodes to into `stored` (one pass
+// for fp16 with F16C).
+Int8Params encode_row_stored(KvDtype t, const float* src, int64_t n, void* dst, float* stored,
+                             float fp8_tensor_scale = 0.0f);
 // What a value becomes after storage and load: encode then decode.
 void round_trip_row(KvDtype t, const float* src, int64_t n, float* dst,
                     float fp8_tensor_scale = 0.0f);

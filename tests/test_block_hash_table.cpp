@@ -111,5 +111,67 @@ TEST(BlockHashTable, HashesAlikeInEveryKeptBitAreToldApartByTheWholeHash) {
   check_against_map(universe, 11);
 }
 
+// Hashes in groups of 100 whose tags share their top 16 bits: at every
+// size up to 2^16 buckets a group has one home bucket, so each group runs
+// over a dozen buckets and erases keep reaching entries stored past buckets
+// that have room again (the overflow counts must follow exactly).
+TEST(BlockHashTable, MatchesUnorderedMapWithLongOverflowRuns) {
+  std::vector<BlockHash> universe;
+  for (uint64_t group = 0; group < 30; ++group) {
+    for (uint64_t i = 0; i < 100; ++i) {
+      const uint64_t high = group * 1000 + i + 1;
+      const uint64_t hashed = (group * 0x9E37u << 16) % (1u << 31) | i;  // tag: group bits, then i
+      universe.push_back({hashed ^ (high * 0x9E3779B97F4A7C15ull), high});
+    }
+  }
+  check_against_map(universe, 13);
+  // The same runs, then every entry erased: no count is left behind.
+  Blocks blocks{universe};
+  BlockHashTable table;
+  for (size_t i = 0; i < universe.size(); ++i)
+    ASSERT_TRUE(table.insert(universe[i], static_cast<int32_t>(i), blocks));
+  EXPECT_GT(table.overflowing_buckets(), 0u);
+  for (size_t i = universe.size(); i-- > 0;)
+    ASSERT_TRUE(table.erase(universe[i], static_cast<int32_t>(i), blocks));
+  EXPECT_EQ(table.overflowing_buckets(), 0u);
+}
+
+// A table that keeps churning at one size (every insert followed by an
+// erase, as a full pool evicts one block per block it fills) neither grows
+// nor loses an entry.
+TEST(BlockHashTable, ChurnAtOneSizeKeepsEveryEntryFindable) {
+  constexpr int32_t kLive = 500;
+  std::mt19937_64 rng(5);
+  Blocks blocks{std::vector<BlockHash>(2 * kLive)};
+  BlockHashTable table;
+  std::vector<int32_t> live;
+  std::vector<int32_t> spare;
+  for (int32_t b = 0; b < 2 * kLive; ++b) (b < kLive ? live : spare).push_back(b);
+  for (int32_t b : live) {
+    blocks.hash[static_cast<size_t>(b)] = {rng(), rng()};
+    ASSERT_TRUE(table.insert(blocks.hash[static_cast<size_t>(b)], b, blocks));
+  }
+  for (int step = 0; step < 50000; ++step) {
+    const size_t i = rng() % live.size();
+    const int32_t gone = live[i];
+    ASSERT_TRUE(table.erase(blocks.hash[static_cast<size_t>(gone)], gone, blocks));
+    const int32_t b = spare.back();
+    spare.pop_back();
+    blocks.hash[static_cast<size_t>(b)] = {rng(), rng()};
+    ASSERT_TRUE(table.insert(blocks.hash[static_cast<size_t>(b)], b, blocks));
+    live[i] = b;
+    spare.push_back(gone);
+  }
+  ASSERT_EQ(table.size(), static_cast<size_t>(kLive));
+  for (int32_t b : live) ASSERT_EQ(table.find(blocks.hash[static_cast<size_t>(b)], blocks), b);
+  for (int32_t b : spare) {
+    ASSERT_EQ(table.find(blocks.hash[static_cast<size_t>(b)], blocks), BlockHashTable::kAbsent);
+  }
+  // Emptied, the table keeps no trace of the runs it had.
+  for (int32_t b : live) ASSERT_TRUE(table.erase(blocks.hash[static_cast<size_t>(b)], b, blocks));
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.overflowing_buckets(), 0u);
+}
+
 }  // namespace
 }  // namespace kvsim

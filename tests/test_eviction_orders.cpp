@@ -213,10 +213,30 @@ TEST(LruOrder, MatchesAListUnderRandomCallsAndBatchesOfVictims) {
       }
     }
     ASSERT_EQ(lru->next_victim(), list.empty() ? kNoEvictable : list.front()) << "step " << step;
+    // The look-ahead hint names the next victim, and one that is really
+    // evictable further on (or none): never an id out of range.
+    ASSERT_EQ(lru->victim_ahead(0) == kNoEvictable, list.empty()) << "step " << step;
+    const EvictableId ahead = lru->victim_ahead(static_cast<int64_t>(rng() % 8));
+    ASSERT_TRUE(ahead == kNoEvictable || (ahead >= 0 && ahead < 200)) << "step " << step;
     if (step % 97 == 0) {
       ASSERT_EQ(lru->victims_in_order(), list) << "step " << step;
     }
   }
+}
+
+// With no entry gone (no hit, no pin), the hint is exact: victim_ahead(k)
+// is the victim k pops from now, and none past the last.
+TEST(LruOrder, VictimAheadNamesTheComingVictimsInOrder) {
+  auto lru = make_eviction_order("lru");
+  for (EvictableId id : {4, 9, 2, 6, 0}) lru->on_evictable(id);
+  const std::vector<EvictableId> order = lru->victims_in_order();
+  for (size_t k = 0; k < order.size(); ++k)
+    EXPECT_EQ(lru->victim_ahead(static_cast<int64_t>(k)), order[k]);
+  EXPECT_EQ(lru->victim_ahead(static_cast<int64_t>(order.size())), kNoEvictable);
+  EXPECT_EQ(lru->victim_ahead(-1), kNoEvictable);
+  EXPECT_EQ(lru->pop_victim(), 4);
+  EXPECT_EQ(lru->victim_ahead(0), 9);
+  EXPECT_EQ(lru->victim_ahead(3), 0);
 }
 
 TEST(BlockPoolOrder, CallsTheOrderOncePerAllocationFreeAndHit) {

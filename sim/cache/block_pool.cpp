@@ -18,16 +18,15 @@ BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrde
   if (params.num_blocks < 0 || params.num_blocks > std::numeric_limits<BlockId>::max()) {
     throw std::invalid_argument(fmt::format("block pool of {} blocks", params.num_blocks));
   }
-  blocks_.resize(static_cast<size_t>(params.num_blocks));
+  state_.resize(static_cast<size_t>(params.num_blocks));
+  hash_.resize(static_cast<size_t>(params.num_blocks));
   // Freed in id order: under `lru` a fresh pool hands out blocks 0, 1, 2...
   for (BlockId b = 0; b < static_cast<BlockId>(params.num_blocks); ++b) mark_free(b);
 }
 
 void BlockPool::mark_free(BlockId b) {
-  Block& blk = blocks_[static_cast<size_t>(b)];
-  blk.free = true;
   ++num_free_;
-  if (blk.hashed) ++num_cached_free_;
+  if (state_[static_cast<size_t>(b)].hashed) ++num_cached_free_;
   order_->on_evictable(b);
 }
 
@@ -35,10 +34,7 @@ BlockId BlockPool::allocate() {
   if (num_free_ == 0) throw std::logic_error("allocate() on an empty block pool");
   const BlockId b = order_->pop_victim();
   take(b);
-  // The next allocation's block is a cache miss of its own (free blocks are
-  // scattered): start loading it now.
-  const BlockId next = order_->next_victim();
-  if (next != kNoBlock) __builtin_prefetch(&blocks_[static_cast<size_t>(next)]);
+  prefetch_upcoming(1);
   return b;
 }
 
@@ -51,56 +47,77 @@ void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
   order_->pop_victims(count, out);
   const BlockId* victims = out.data() + first;
   const auto n = static_cast<size_t>(count);
-  // In windows: every victim's metadata is requested, then the map slot of
-  // every hashed victim's content (its metadata has come in meanwhile), then
-  // the victims are taken, so the cache misses of a window overlap instead
-  // of coming one after another (a prefill chunk takes dozens of blocks).
+  // In windows: every victim's state and hash are requested, then the map
+  // slot of every hashed victim's content (its hash has come in meanwhile),
+  // then the victims are taken, so the cache misses of a window overlap
+  // instead of coming one after another (a prefill chunk takes dozens of
+  // blocks). The first victims were prefetched by the allocations before.
   constexpr size_t kWindow = 32;
   for (size_t begin = 0; begin < n; begin += kWindow) {
     const size_t end = std::min(n, begin + kWindow);
-    for (size_t i = begin; i < end; ++i)
-      __builtin_prefetch(&blocks_[static_cast<size_t>(victims[i])]);
     for (size_t i = begin; i < end; ++i) {
-      const Block& blk = blocks_[static_cast<size_t>(victims[i])];
-      if (blk.hashed) by_hash_.prefetch(blk.hash);
+      __builtin_prefetch(&state_[static_cast<size_t>(victims[i])]);
+      __builtin_prefetch(&hash_[static_cast<size_t>(victims[i])]);
+    }
+    for (size_t i = begin; i < end; ++i) {
+      const auto v = static_cast<size_t>(victims[i]);
+      if (state_[v].hashed) by_hash_.prefetch(hash_[v]);
     }
     for (size_t i = begin; i < end; ++i) take(victims[i]);
+  }
+  prefetch_upcoming(count);
+}
+
+void BlockPool::prefetch_upcoming(int64_t taken) const {
+  // The distances: far enough that a load finishes before the allocation
+  // that needs it (a decode step allocates a block every few hundred
+  // nanoseconds), near enough that the lines stay in the cache.
+  constexpr int64_t kStateAhead = 16;
+  constexpr int64_t kSlotAhead = 8;
+  const int64_t k = std::min(taken, kStateAhead);
+  for (int64_t i = kStateAhead - k; i < kStateAhead; ++i) {
+    const BlockId v = order_->victim_ahead(i);
+    if (v == kNoBlock) break;
+    __builtin_prefetch(&state_[static_cast<size_t>(v)]);
+    __builtin_prefetch(&hash_[static_cast<size_t>(v)]);
+  }
+  for (int64_t i = kSlotAhead - std::min(taken, kSlotAhead); i < kSlotAhead; ++i) {
+    const BlockId v = order_->victim_ahead(i);
+    if (v == kNoBlock) break;
+    if (state_[static_cast<size_t>(v)].hashed) by_hash_.prefetch(hash_[static_cast<size_t>(v)]);
   }
 }
 
 void BlockPool::take(BlockId b) {
-  Block& blk = blocks_[static_cast<size_t>(b)];
-  blk.free = false;
+  BlockState& st = state_[static_cast<size_t>(b)];
   --num_free_;
-  if (blk.hashed) {
+  if (st.hashed) {
     --num_cached_free_;
-    by_hash_.erase(blk.hash, b, hash_of());  // only if `b` is the canonical copy
-    blk.hashed = false;
+    const BlockHash& hash = hash_[static_cast<size_t>(b)];
+    by_hash_.erase(hash, b, hash_of());  // only if `b` is the canonical copy
+    st.hashed = 0;
     ++evictions_;
-    if (listener_) listener_->on_block_evicted(blk.hash);
+    if (listener_) listener_->on_block_evicted(hash);
   }
-  blk.ref_count = 1;
+  st.ref_count = 1;
 }
 
 void BlockPool::touch(BlockId b) {
-  Block& blk = blocks_[static_cast<size_t>(b)];
-  if (blk.free) {
-    blk.free = false;
+  BlockState& st = state_[static_cast<size_t>(b)];
+  if (st.ref_count == 0) {
     --num_free_;
-    if (blk.hashed) --num_cached_free_;
+    if (st.hashed) --num_cached_free_;
     order_->on_pinned(b);
   }
   order_->on_access(b);
-  ++blk.ref_count;
+  ++st.ref_count;
 }
 
 void BlockPool::release(BlockId b) {
-  Block& blk = blocks_[static_cast<size_t>(b)];
-  if (blk.ref_count <= 0) {
-    throw std::logic_error(
-        fmt::format("release of block {} with reference count {}", b, blk.ref_count));
-  }
-  if (--blk.ref_count == 0) mark_free(b);
+  BlockState& st = state_[static_cast<size_t>(b)];
+  if (st.ref_count == 0)
+    throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
+  if (--st.ref_count == 0) mark_free(b);
 }
 
 BlockId BlockPool::lookup(const BlockHash& hash) const {
@@ -108,12 +125,14 @@ BlockId BlockPool::lookup(const BlockHash& hash) const {
 }
 
 void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
-  Block& blk = blocks_[static_cast<size_t>(b)];
-  if (blk.hashed) return;  // content of a full block never changes
+  BlockState& st = state_[static_cast<size_t>(b)];
+  if (st.hashed) return;  // content of a full block never changes
+  // The table confirms a match on the whole hash, read from hash_: block b's
+  // own entry holds its previous content until the insert has succeeded.
   // Another block already holds this content: that one stays canonical.
   if (!by_hash_.insert(hash, b, hash_of())) return;
-  blk.hashed = true;
-  blk.hash = hash;
+  st.hashed = 1;
+  hash_[static_cast<size_t>(b)] = hash;
   order_->on_content(b, hash.low);
 }
 
@@ -122,22 +141,17 @@ std::vector<BlockId> BlockPool::free_queue() const {
 }
 
 void BlockPool::check_invariants() const {
+  // A block is free exactly when its reference count is 0; the order must
+  // hold exactly those.
   int64_t free_count = 0;
   int64_t cached = 0;
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    const Block& blk = blocks_[i];
-    if (blk.ref_count < 0)
-      throw std::logic_error(fmt::format("block {} has reference count {}", i, blk.ref_count));
-    if (blk.free != (blk.ref_count == 0)) {
-      throw std::logic_error(fmt::format("block {}: reference count {} but {}", i, blk.ref_count,
-                                         blk.free ? "free" : "not free"));
-    }
-    free_count += blk.free ? 1 : 0;
-    cached += (blk.free && blk.hashed) ? 1 : 0;
+  for (const BlockState& st : state_) {
+    free_count += st.ref_count == 0 ? 1 : 0;
+    cached += (st.ref_count == 0 && st.hashed) ? 1 : 0;
   }
   const std::vector<BlockId> in_order = order_->victims_in_order();
   for (BlockId b : in_order) {
-    if (b < 0 || b >= num_blocks() || !blocks_[static_cast<size_t>(b)].free)
+    if (b < 0 || b >= num_blocks() || state_[static_cast<size_t>(b)].ref_count != 0)
       throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));
   }
   if (free_count != num_free_ || cached != num_cached_free_ ||

@@ -55,6 +55,16 @@ class EvictionOrder {
   // The entry pop_victim() would return now, when the order can tell at no
   // cost (a prefetch hint for the pool); kNoEvictable otherwise.
   virtual EvictableId next_victim() const { return kNoEvictable; }
+  // The entry likely to be the victim `ahead` pops from now (0: the next),
+  // when the order can tell at no cost; kNoEvictable otherwise. A hint for
+  // the pool's prefetches only: it may name an entry that will not be a
+  // victim by then, and nothing may depend on it.
+  virtual EvictableId victim_ahead(int64_t ahead) const {
+    return ahead == 0 ? next_victim() : kNoEvictable;
+  }
+  // Starts loading what the order keeps for `id` (a hint: nothing changes),
+  // ahead of a call about it.
+  virtual void prefetch(EvictableId id) const { (void)id; }
   virtual void on_content(EvictableId id, uint64_t key) {
     (void)id;
     (void)key;

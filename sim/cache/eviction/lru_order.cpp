@@ -3,19 +3,28 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace kvsim {
 
+namespace {
+// Past the largest position a 32-bit entry holds, the queue is compacted.
+constexpr size_t kMaxQueue = std::numeric_limits<int32_t>::max();
+// Victims a pop looks ahead to load their positions (the queue itself is
+// read in order).
+constexpr size_t kPositionAhead = 8;
+}  // namespace
+
 void LruOrder::skip_gone() const {
   while (head_ < queue_.size() &&
-         position_[static_cast<size_t>(queue_[head_])] != static_cast<int64_t>(head_))
+         position_[static_cast<size_t>(queue_[head_])] != static_cast<int32_t>(head_))
     ++head_;
 }
 
 void LruOrder::push_back(EvictableId id) {
-  if (queue_.size() >= 2 * live_ + 64) compact();
-  position_[static_cast<size_t>(id)] = static_cast<int64_t>(queue_.size());
+  if (queue_.size() >= 2 * live_ + 64 || queue_.size() >= kMaxQueue) compact();
+  position_[static_cast<size_t>(id)] = static_cast<int32_t>(queue_.size());
   queue_.push_back(id);
   ++live_;
 }
@@ -24,8 +33,8 @@ void LruOrder::compact() {
   size_t kept = 0;
   for (size_t i = head_; i < queue_.size(); ++i) {
     const EvictableId id = queue_[i];
-    if (position_[static_cast<size_t>(id)] != static_cast<int64_t>(i)) continue;
-    position_[static_cast<size_t>(id)] = static_cast<int64_t>(kept);
+    if (position_[static_cast<size_t>(id)] != static_cast<int32_t>(i)) continue;
+    position_[static_cast<size_t>(id)] = static_cast<int32_t>(kept);
     queue_[kept++] = id;
   }
   queue_.resize(kept);
@@ -52,7 +61,7 @@ void LruOrder::on_access(EvictableId id) {
   if (id < 0) throw std::logic_error(fmt::format("lru order: entry id {}", id));
   if (!queued(id)) return;
   // Already the newest entry: moving it would change nothing.
-  if (position_[static_cast<size_t>(id)] + 1 == static_cast<int64_t>(queue_.size())) return;
+  if (static_cast<size_t>(position_[static_cast<size_t>(id)]) + 1 == queue_.size()) return;
   position_[static_cast<size_t>(id)] = kNotQueued;
   --live_;
   push_back(id);
@@ -61,6 +70,7 @@ void LruOrder::on_access(EvictableId id) {
 EvictableId LruOrder::pop_victim() {
   if (live_ == 0) throw std::logic_error("lru order: no evictable entry");
   skip_gone();
+  if (head_ + kPositionAhead < queue_.size()) prefetch(queue_[head_ + kPositionAhead]);
   const EvictableId id = queue_[head_++];
   position_[static_cast<size_t>(id)] = kNotQueued;
   --live_;
@@ -74,6 +84,7 @@ void LruOrder::pop_victims(int64_t count, std::vector<EvictableId>& out) {
   out.reserve(out.size() + static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     skip_gone();
+    if (head_ + kPositionAhead < queue_.size()) prefetch(queue_[head_ + kPositionAhead]);
     const EvictableId id = queue_[head_++];
     position_[static_cast<size_t>(id)] = kNotQueued;
     out.push_back(id);
@@ -87,12 +98,18 @@ EvictableId LruOrder::next_victim() const {
   return queue_[head_];
 }
 
+EvictableId LruOrder::victim_ahead(int64_t ahead) const {
+  if (ahead < 0 || live_ == 0) return kNoEvictable;
+  const size_t i = head_ + static_cast<size_t>(ahead);
+  return i < queue_.size() ? queue_[i] : kNoEvictable;
+}
+
 std::vector<EvictableId> LruOrder::victims_in_order() const {
   std::vector<EvictableId> out;
   out.reserve(live_);
   for (size_t i = head_; i < queue_.size(); ++i) {
     const EvictableId id = queue_[i];
-    if (position_[static_cast<size_t>(id)] == static_cast<int64_t>(i)) out.push_back(id);
+    if (position_[static_cast<size_t>(id)] == static_cast<int32_t>(i)) out.push_back(id);
   }
   return out;
 }

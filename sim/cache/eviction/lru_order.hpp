@@ -33,10 +33,18 @@ class LruOrder final : public EvictionOrder {
   EvictableId pop_victim() override;
   void pop_victims(int64_t count, std::vector<EvictableId>& out) override;
   EvictableId next_victim() const override;
+  // The entry `ahead` places past the oldest end, gone or not: a hint.
+  EvictableId victim_ahead(int64_t ahead) const override;
+  void prefetch(EvictableId id) const override {
+    if (static_cast<size_t>(id) < position_.size())
+      __builtin_prefetch(&position_[static_cast<size_t>(id)]);
+  }
   std::vector<EvictableId> victims_in_order() const override;
 
  private:
-  static constexpr int64_t kNotQueued = -1;
+  // Positions are 32-bit: compaction keeps the queue under twice the live
+  // entries plus a margin, and ids are below 2^31.
+  static constexpr int32_t kNotQueued = -1;
   bool queued(EvictableId id) const {
     const auto i = static_cast<size_t>(id);
     return i < position_.size() && position_[i] != kNotQueued;
@@ -49,7 +57,7 @@ class LruOrder final : public EvictionOrder {
 
   std::vector<EvictableId> queue_;  // [head_, size): oldest first, gone ones included
   mutable size_t head_ = 0;
-  std::vector<int64_t> position_;  // by id: index of its live entry in queue_, or kNotQueued
+  std::vector<int32_t> position_;  // by id: index of its live entry in queue_, or kNotQueued
   size_t live_ = 0;
 };
 

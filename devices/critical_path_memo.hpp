@@ -18,6 +18,7 @@
 //     least 0, also 0 before, so f(d) = f(d1) for every d <= d2.
 // Durations are integer nanoseconds, so both are exact, not approximations.
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,21 +36,34 @@ class CriticalPathMemo {
   CriticalPathMemo(OpKind varying, int64_t vertices)
       : varying_(static_cast<size_t>(varying)), vertices_(vertices) {}
 
+  // Names the entry a lookup used and its filling: while the entry is not
+  // filled anew, it holds the same other durations, so a caller that knows
+  // its own other durations have not changed since (a step of a remembered
+  // shape) may ask remembered() without hashing and comparing them.
+  struct Ticket {
+    size_t slot = 0;
+    uint64_t fill = 0;  // 0: no ticket
+  };
+
   // f(duration), from memory when a known regime covers it, else
   // compute(duration) (the full longest path), which is then remembered.
+  // With `ticket`, it is set to the entry used.
   template <class Compute>
-  TimeNs critical_path(const Durations& duration, Compute&& compute) {
-    Entry& e = entries_[slot_of(duration)];
+  TimeNs critical_path(const Durations& duration, Compute&& compute, Ticket* ticket = nullptr) {
+    const size_t slot = slot_of(duration);
+    Entry& e = entries_[slot];
     const TimeNs d = duration[varying_];
-    const bool same = e.used && same_others(e.others, duration);
-    if (same) {
-      if (e.has_linear && d >= e.linear_from) return e.linear_at + vertices_ * (d - e.linear_from);
-      if (e.has_flat && d <= e.flat_to) return e.flat_at;
-    } else {
+    const bool same = e.fill != 0 && same_others(e.others, duration);
+    if (!same) {
       e = Entry{};
-      e.used = true;
+      e.fill = ++fills_;
       e.others = duration;
       e.others[varying_] = 0;
+    }
+    if (ticket != nullptr) *ticket = {slot, e.fill};
+    if (same) {
+      const TimeNs known = from_regimes(e, d);
+      if (known >= 0) return known;
     }
     const TimeNs f = compute(duration);
     if (e.has_last && e.last_d != d) learn(e, d, f);
@@ -59,9 +73,19 @@ class CriticalPathMemo {
     return f;
   }
 
+  // f at varying duration `d`, the other durations being those `ticket` was
+  // issued for, when the entry is still that filling and a known regime
+  // covers d (what critical_path would answer without computing); -1
+  // otherwise (then ask critical_path). Learns nothing.
+  TimeNs remembered(const Ticket& ticket, TimeNs d) const {
+    const Entry& e = entries_[ticket.slot];
+    if (ticket.fill == 0 || e.fill != ticket.fill) return -1;
+    return from_regimes(e, d);
+  }
+
  private:
   struct Entry {
-    bool used = false;
+    uint64_t fill = 0;   // which filling of the entry (0: never used)
     Durations others{};  // every duration but the varying one (zeroed)
     bool has_last = false;
     TimeNs last_d = 0, last_f = 0;  // the last point worked out in full
@@ -72,14 +96,22 @@ class CriticalPathMemo {
   };
   // Batches of a few sizes alternate (arrivals, completions): one entry per
   // recent shape, chosen by a hash of the fixed durations.
-  static constexpr size_t kEntries = 16;
+  static constexpr size_t kEntries = 64;
+  static_assert(std::has_single_bit(kEntries), "slot_of takes the hash's top bits");
 
   size_t slot_of(const Durations& duration) const {
     // A weighted sum (independent terms, no chain of multiplies), mixed once.
     uint64_t h = 0;
     for (size_t k = 0; k < kOpKindCount; ++k)
       if (k != varying_) h += static_cast<uint64_t>(duration[k]) * (2 * k + 1);
-    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> 60) % kEntries;
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> (64 - std::countr_zero(kEntries)));
+  }
+  // f(d) from the entry's regimes, -1 when none covers d (f is never
+  // negative: durations are not).
+  TimeNs from_regimes(const Entry& e, TimeNs d) const {
+    if (e.has_linear && d >= e.linear_from) return e.linear_at + vertices_ * (d - e.linear_from);
+    if (e.has_flat && d <= e.flat_to) return e.flat_at;
+    return -1;
   }
   bool same_others(const Durations& others, const Durations& duration) const {
     for (size_t k = 0; k < kOpKindCount; ++k)
@@ -104,6 +136,7 @@ class CriticalPathMemo {
 
   size_t varying_;
   int64_t vertices_;
+  uint64_t fills_ = 0;
   std::array<Entry, kEntries> entries_{};
 };
 

@@ -30,7 +30,12 @@ namespace {
 // from floating-point division) from rounding up a whole nanosecond.
 TimeNs ceil_ns(double ns) {
   if (ns <= 0) return 0;
-  return static_cast<TimeNs>(std::ceil(ns - 1e-6));
+  // std::ceil without a library call (x86-64's baseline has no rounding
+  // instruction): truncate, then one up if that was below. Exact while the
+  // value fits in 63 bits, as every duration here does.
+  const double up_to = ns - 1e-6;
+  const auto whole = static_cast<TimeNs>(up_to);
+  return static_cast<double>(whole) < up_to ? whole + 1 : whole;
 }
 
 // Which of the step's three op lists a kind sits in, and where.
@@ -229,6 +234,7 @@ void TimingModel::build_rate_tables() {
   }
   // Links are used at the figure the device file gives: the file states the
   // effective per-direction bandwidth (SPEC 7: all-reduce over the device link).
+  peak_memory_bytes_per_ns_ = static_cast<double>(device_.memory_bandwidth) / 1e9;
   link_bytes_per_ns_ = static_cast<double>(device_.device_link_bandwidth) / 1e9;
   host_bytes_per_ns_ = static_cast<double>(device_.host_link_bandwidth) / 1e9;
 }
@@ -431,14 +437,17 @@ StepTiming TimingModel::price(const StepWork& work) const {
   if (known.stamp != step_costs_.last_stamp() || known.matrix_factor != matrix_factor) {
     remember_shape(costs, matrix_factor, known);
     known.stamp = step_costs_.last_stamp();
+    known.path = {};
   }
-  std::array<TimeNs, kOpKindCount> duration = known.duration;
   StepTiming out = known.before_attention;
   const OpCost& att = costs[attention];
+  // Attention's cost moves every step (the contexts grow): timed afresh,
+  // without comparing it to the last one first.
+  TimeNs attention_time = 0;
   if (att.present) {
-    duration[attention] = timed(attention, att, matrix_factor);
+    attention_time = op_duration(OpKind::attention, att, matrix_factor);
     const auto copies = vertices_per_kind_[attention];
-    out.op_time[attention] = duration[attention] * copies;
+    out.op_time[attention] = attention_time * copies;
     out.mem_bytes += att.mem_bytes * static_cast<double>(copies);
     out.flops += att.flops * static_cast<double>(copies);
   }
@@ -446,7 +455,18 @@ StepTiming TimingModel::price(const StepWork& work) const {
     out.mem_bytes += known.mem_after[i];
     out.flops += known.flops_after[i];
   }
-  if (known.any_present || att.present) finish_path(out, duration);
+  if (!known.any_present && !att.present) return out;
+  // The other durations are the shape's: the memo entry they were last
+  // looked up in answers without hashing them, while it holds them.
+  TimeNs path = path_memo_.remembered(known.path, attention_time);
+  if (path < 0) {
+    std::array<TimeNs, kOpKindCount> duration = known.duration;
+    duration[attention] = attention_time;
+    path = path_memo_.critical_path(
+        duration, [this](const auto& d) { return longest_path(d, /*allow_layer_skip=*/true); },
+        &known.path);
+  }
+  finish_latency(out, path);
   return out;
 }
 
@@ -480,11 +500,16 @@ void TimingModel::finish_path(StepTiming& out,
                               const std::array<TimeNs, kOpKindCount>& duration) const {
   // Longest path by dynamic programming over the flattened graph (price()
   // runs once per engine step: it is the simulator's hot loop).
-  out.critical_path = path_memo_.critical_path(
-      duration, [this](const auto& d) { return longest_path(d, /*allow_layer_skip=*/true); });
+  finish_latency(out, path_memo_.critical_path(duration, [this](const auto& d) {
+    return longest_path(d, /*allow_layer_skip=*/true);
+  }));
+}
+
+void TimingModel::finish_latency(StepTiming& out, TimeNs critical_path) const {
+  out.critical_path = critical_path;
   // Engines that overlap in time still share one memory system: the step can
   // never beat its total traffic at peak bandwidth.
-  out.memory_floor = ceil_ns(out.mem_bytes / (static_cast<double>(device_.memory_bandwidth) / 1e9));
+  out.memory_floor = ceil_ns(out.mem_bytes / peak_memory_bytes_per_ns_);
   out.latency = std::max(out.critical_path, out.memory_floor) + device_.step_overhead;
 }
 

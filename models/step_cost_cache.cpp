@@ -1,5 +1,6 @@
 #include "models/step_cost_cache.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <utility>
 
@@ -18,7 +19,8 @@ StepCostCache::StepCostCache(ModelSpec model, StepShapeParams params)
 size_t StepCostCache::slot_of(const step_detail::StepShape& shape) const {
   const auto t = static_cast<uint64_t>(shape.tokens);
   const auto s = static_cast<uint64_t>(shape.samplers);
-  return static_cast<size_t>(((t * 3 + s) * 0x9E3779B97F4A7C15ULL) >> 61) % kEntries;
+  return static_cast<size_t>(((t * 3 + s) * 0x9E3779B97F4A7C15ULL) >>
+                             (64 - std::countr_zero(kEntries)));
 }
 
 const StepOpCosts& StepCostCache::costs(const StepWork& work) {

@@ -50,21 +50,13 @@ class CriticalPathMemo {
   // With `ticket`, it is set to the entry used.
   template <class Compute>
   TimeNs critical_path(const Durations& duration, Compute&& compute, Ticket* ticket = nullptr) {
-    const size_t slot = slot_of(duration);
+    const size_t slot = find_or_fill(duration);
     Entry& e = entries_[slot];
+    e.last_use = ++uses_;
     const TimeNs d = duration[varying_];
-    const bool same = e.fill != 0 && same_others(e.others, duration);
-    if (!same) {
-      e = Entry{};
-      e.fill = ++fills_;
-      e.others = duration;
-      e.others[varying_] = 0;
-    }
     if (ticket != nullptr) *ticket = {slot, e.fill};
-    if (same) {
-      const TimeNs known = from_regimes(e, d);
-      if (known >= 0) return known;
-    }
+    const TimeNs known = from_regimes(e, d);
+    if (known >= 0) return known;
     const TimeNs f = compute(duration);
     if (e.has_last && e.last_d != d) learn(e, d, f);
     e.has_last = true;
@@ -76,17 +68,20 @@ class CriticalPathMemo {
   // f at varying duration `d`, the other durations being those `ticket` was
   // issued for, when the entry is still that filling and a known regime
   // covers d (what critical_path would answer without computing); -1
-  // otherwise (then ask critical_path). Learns nothing.
-  TimeNs remembered(const Ticket& ticket, TimeNs d) const {
-    const Entry& e = entries_[ticket.slot];
+  // otherwise (then ask critical_path). Learns nothing but the use.
+  TimeNs remembered(const Ticket& ticket, TimeNs d) {
+    Entry& e = entries_[ticket.slot];
     if (ticket.fill == 0 || e.fill != ticket.fill) return -1;
-    return from_regimes(e, d);
+    const TimeNs f = from_regimes(e, d);
+    if (f >= 0) e.last_use = ++uses_;
+    return f;
   }
 
  private:
   struct Entry {
-    uint64_t fill = 0;   // which filling of the entry (0: never used)
-    Durations others{};  // every duration but the varying one (zeroed)
+    uint64_t fill = 0;      // which filling of the entry (0: never used)
+    uint64_t last_use = 0;  // when it last answered (the older way is replaced)
+    Durations others{};     // every duration but the varying one (zeroed)
     bool has_last = false;
     TimeNs last_d = 0, last_f = 0;  // the last point worked out in full
     bool has_linear = false;        // f(d) = linear_at + K (d - linear_from), d >= linear_from
@@ -95,16 +90,36 @@ class CriticalPathMemo {
     TimeNs flat_to = 0, flat_at = 0;
   };
   // Batches of a few sizes alternate (arrivals, completions): one entry per
-  // recent shape, chosen by a hash of the fixed durations.
-  static constexpr size_t kEntries = 64;
-  static_assert(std::has_single_bit(kEntries), "slot_of takes the hash's top bits");
+  // recent shape, in a set chosen by a hash of the fixed durations. Two
+  // ways per set, the one used longer ago replaced: a prefill step's
+  // durations, seen once, then push out a shape unused for a while rather
+  // than the decode shape in use.
+  static constexpr size_t kSets = 32;
+  static constexpr size_t kWays = 4;
+  static_assert(std::has_single_bit(kSets), "set_of takes the hash's top bits");
 
-  size_t slot_of(const Durations& duration) const {
+  size_t set_of(const Durations& duration) const {
     // A weighted sum (independent terms, no chain of multiplies), mixed once.
     uint64_t h = 0;
     for (size_t k = 0; k < kOpKindCount; ++k)
       if (k != varying_) h += static_cast<uint64_t>(duration[k]) * (2 * k + 1);
-    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> (64 - std::countr_zero(kEntries)));
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> (64 - std::countr_zero(kSets)));
+  }
+  // The entry holding these other durations, or a fresh one in their set.
+  size_t find_or_fill(const Durations& duration) {
+    const size_t first = set_of(duration) * kWays;
+    size_t victim = first;
+    for (size_t i = first; i < first + kWays; ++i) {
+      const Entry& e = entries_[i];
+      if (e.fill != 0 && same_others(e.others, duration)) return i;
+      if (e.last_use < entries_[victim].last_use) victim = i;
+    }
+    Entry& e = entries_[victim];
+    e = Entry{};
+    e.fill = ++fills_;
+    e.others = duration;
+    e.others[varying_] = 0;
+    return victim;
   }
   // f(d) from the entry's regimes, -1 when none covers d (f is never
   // negative: durations are not).
@@ -137,7 +152,8 @@ class CriticalPathMemo {
   size_t varying_;
   int64_t vertices_;
   uint64_t fills_ = 0;
-  std::array<Entry, kEntries> entries_{};
+  uint64_t uses_ = 0;
+  std::array<Entry, kSets * kWays> entries_{};
 };
 
 }  // namespace kvsim

@@ -38,6 +38,13 @@ TimeNs ceil_ns(double ns) {
   return static_cast<double>(whole) < up_to ? whole + 1 : whole;
 }
 
+constexpr double kTwoTo52 = 4503599627370496.0;
+
+// A whole number of magnitude below 2^52 (sums of two such are exact).
+bool whole_below_2_52(double x) {
+  return std::abs(x) < kTwoTo52 && static_cast<double>(static_cast<int64_t>(x)) == x;
+}
+
 // Which of the step's three op lists a kind sits in, and where.
 struct Placement {
   enum Part : uint8_t { none, pre, layer, post } part = none;
@@ -413,6 +420,22 @@ void TimingModel::remember_shape(const StepOpCosts& costs, double matrix_factor,
       ++known.terms_after;
     }
   }
+  // Whole numbers below 2^52 add exactly, in any order, while the sums
+  // stay below 2^53: the terms after attention can then be summed once.
+  const StepTiming& before = known.before_attention;
+  bool exact = whole_below_2_52(before.mem_bytes) && whole_below_2_52(before.flops);
+  double mem_size = std::abs(before.mem_bytes), flops_size = std::abs(before.flops);
+  known.mem_after_sum = 0;
+  known.flops_after_sum = 0;
+  for (size_t i = 0; i < known.terms_after && exact; ++i) {
+    exact = whole_below_2_52(known.mem_after[i]) && whole_below_2_52(known.flops_after[i]);
+    mem_size += std::abs(known.mem_after[i]);
+    flops_size += std::abs(known.flops_after[i]);
+    known.mem_after_sum += known.mem_after[i];
+    known.flops_after_sum += known.flops_after[i];
+  }
+  // The sizes are sums of whole numbers too: exact while below 2^52.
+  known.sums_exact = exact && mem_size < kTwoTo52 && flops_size < kTwoTo52;
 }
 
 int64_t TimingModel::pass_tokens_of(const StepWork& work) const {
@@ -451,9 +474,16 @@ StepTiming TimingModel::price(const StepWork& work) const {
     out.mem_bytes += att.mem_bytes * static_cast<double>(copies);
     out.flops += att.flops * static_cast<double>(copies);
   }
-  for (size_t i = 0; i < known.terms_after; ++i) {
-    out.mem_bytes += known.mem_after[i];
-    out.flops += known.flops_after[i];
+  if (known.sums_exact && whole_below_2_52(out.mem_bytes) && whole_below_2_52(out.flops)) {
+    // Every partial sum is a whole number below 2^53 (each of the two
+    // parts is below 2^52): exact, so the same as adding term by term.
+    out.mem_bytes += known.mem_after_sum;
+    out.flops += known.flops_after_sum;
+  } else {
+    for (size_t i = 0; i < known.terms_after; ++i) {
+      out.mem_bytes += known.mem_after[i];
+      out.flops += known.flops_after[i];
+    }
   }
   if (!known.any_present && !att.present) return out;
   // The other durations are the shape's: the memo entry they were last

@@ -128,6 +128,10 @@ class TimingModel {
     size_t terms_after = 0;
     std::array<double, kOpKindCount> mem_after{};
     std::array<double, kOpKindCount> flops_after{};
+    // Their sums, to add at once when that is exact (whole numbers whose
+    // sums stay below 2^53; see price()).
+    bool sums_exact = false;
+    double mem_after_sum = 0, flops_after_sum = 0;
     // Where path_memo_ keeps the longest paths of these durations.
     CriticalPathMemo::Ticket path;
   };

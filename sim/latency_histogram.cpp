@@ -104,8 +104,11 @@ bool add_repeatedly_rounded(U128& sum, U128 x, uint64_t times) {
     if (steady && step == 0) break;  // no addition moves the sum
     uint64_t n = 0;
     if (steady && step <= top - q) {
-      const U128 fit = (top - q) / step;  // additions that stay in the binade
-      n = fit >= times ? times : static_cast<uint64_t>(fit);
+      // Additions that stay in the binade: all when they fit (the usual
+      // case, no division), else as many as fit. Both sides below 2^64.
+      const auto room = static_cast<uint64_t>(top - q);
+      const auto each = static_cast<uint64_t>(step);
+      n = static_cast<U128>(each) * times <= room ? times : room / each;
     }
     if (n == 0) {  // a tie from an odd q, or the addition that leaves the binade
       s = round_to_64_bits(s + x);

@@ -207,6 +207,32 @@ TEST_P(EventQueueTest, CancellingFrontsAndDeepKeysWhileHolding) {
   EXPECT_EQ(queue_->size(), 2000u);
 }
 
+// A simulator mostly pushes the event it pops next (a step's end, a kick
+// at the current time): pushing before the front, cancelling the front and
+// popping keep the order and the counts.
+TEST_P(EventQueueTest, PushingAndCancellingTheFrontKeepsOrderAndCounts) {
+  push_tagged(100, 0, 0);
+  push_tagged(50, 0, 1);                         // the front now
+  const EventHandle c = push_tagged(50, -1, 2);  // earlier still: the front
+  EXPECT_TRUE(queue_->cancel(c));                // the front leaves
+  EXPECT_FALSE(queue_->cancel(c));
+  EXPECT_EQ(queue_->size(), 2u);
+  EXPECT_EQ(queue_->next_time(), 50);
+  const EventHandle d = push_tagged(10, 0, 3);
+  EXPECT_EQ(queue_->next_time(), 10);
+  EXPECT_TRUE(queue_->cancel(d));
+  push_tagged(50, 0, 4);  // after tag 1: FIFO at equal time and priority
+  EXPECT_EQ(queue_->next_time(), 50);
+  // Pop one, then push before everything left, as a step's end would be.
+  PoppedEvent first = queue_->pop();
+  first.callback();
+  push_tagged(60, 0, 5);
+  push_tagged(50, 1, 6);
+  EXPECT_EQ(drain(), (std::vector<TimeNs>{50, 50, 60, 100}));
+  EXPECT_EQ(fired_, (std::vector<int>{1, 4, 6, 5, 0}));
+  EXPECT_TRUE(queue_->empty());
+}
+
 TEST_P(EventQueueTest, PopAndNextTimeOnEmptyThrow) {
   EXPECT_THROW(queue_->pop(), std::logic_error);
   EXPECT_THROW((void)queue_->next_time(), std::logic_error);

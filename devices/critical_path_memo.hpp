@@ -90,8 +90,8 @@ class CriticalPathMemo {
     TimeNs flat_to = 0, flat_at = 0;
   };
   // Batches of a few sizes alternate (arrivals, completions): one entry per
-  // recent shape, in a set chosen by a hash of the fixed durations. Two
-  // ways per set, the one used longer ago replaced: a prefill step's
+  // recent shape, in a set chosen by a hash of the fixed durations. Four
+  // ways per set, the one used longest ago replaced: a prefill step's
   // durations, seen once, then push out a shape unused for a while rather
   // than the decode shape in use.
   static constexpr size_t kSets = 32;

@@ -18,6 +18,7 @@
 //     least 0, also 0 before, so f(d) = f(d1) for every d <= d2.
 // Durations are integer nanoseconds, so both are exact, not approximations.
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,22 +36,27 @@ class CriticalPathMemo {
   CriticalPathMemo(OpKind varying, int64_t vertices)
       : varying_(static_cast<size_t>(varying)), vertices_(vertices) {}
 
+  // Names the entry a lookup used and its filling: while the entry is not
+  // filled anew, it holds the same other durations, so a caller that knows
+  // its own other durations have not changed since (a step of a remembered
+  // shape) may ask remembered() without hashing and comparing them.
+  struct Ticket {
+    size_t slot = 0;
+    uint64_t fill = 0;  // 0: no ticket
+  };
+
   // f(duration), from memory when a known regime covers it, else
   // compute(duration) (the full longest path), which is then remembered.
+  // With `ticket`, it is set to the entry used.
   template <class Compute>
-  TimeNs critical_path(const Durations& duration, Compute&& compute) {
-    Entry& e = entries_[slot_of(duration)];
+  TimeNs critical_path(const Durations& duration, Compute&& compute, Ticket* ticket = nullptr) {
+    const size_t slot = find_or_fill(duration);
+    Entry& e = entries_[slot];
+    e.last_use = ++uses_;
     const TimeNs d = duration[varying_];
-    const bool same = e.used && same_others(e.others, duration);
-    if (same) {
-      if (e.has_linear && d >= e.linear_from) return e.linear_at + vertices_ * (d - e.linear_from);
-      if (e.has_flat && d <= e.flat_to) return e.flat_at;
-    } else {
-      e = Entry{};
-      e.used = true;
-      e.others = duration;
-      e.others[varying_] = 0;
-    }
+    if (ticket != nullptr) *ticket = {slot, e.fill};
+    const TimeNs known = from_regimes(e, d);
+    if (known >= 0) return known;
     const TimeNs f = compute(duration);
     if (e.has_last && e.last_d != d) learn(e, d, f);
     e.has_last = true;
@@ -59,10 +65,23 @@ class CriticalPathMemo {
     return f;
   }
 
+  // f at varying duration `d`, the other durations being those `ticket` was
+  // issued for, when the entry is still that filling and a known regime
+  // covers d (what critical_path would answer without computing); -1
+  // otherwise (then ask critical_path). Learns nothing but the use.
+  TimeNs remembered(const Ticket& ticket, TimeNs d) {
+    Entry& e = entries_[ticket.slot];
+    if (ticket.fill == 0 || e.fill != ticket.fill) return -1;
+    const TimeNs f = from_regimes(e, d);
+    if (f >= 0) e.last_use = ++uses_;
+    return f;
+  }
+
  private:
   struct Entry {
-    bool used = false;
-    Durations others{};  // every duration but the varying one (zeroed)
+    uint64_t fill = 0;      // which filling of the entry (0: never used)
+    uint64_t last_use = 0;  // when it last answered (the older way is replaced)
+    Durations others{};     // every duration but the varying one (zeroed)
     bool has_last = false;
     TimeNs last_d = 0, last_f = 0;  // the last point worked out in full
     bool has_linear = false;        // f(d) = linear_at + K (d - linear_from), d >= linear_from
@@ -71,15 +90,43 @@ class CriticalPathMemo {
     TimeNs flat_to = 0, flat_at = 0;
   };
   // Batches of a few sizes alternate (arrivals, completions): one entry per
-  // recent shape, chosen by a hash of the fixed durations.
-  static constexpr size_t kEntries = 16;
+  // recent shape, in a set chosen by a hash of the fixed durations. Four
+  // ways per set, the one used longest ago replaced: a prefill step's
+  // durations, seen once, then push out a shape unused for a while rather
+  // than the decode shape in use.
+  static constexpr size_t kSets = 32;
+  static constexpr size_t kWays = 4;
+  static_assert(std::has_single_bit(kSets), "set_of takes the hash's top bits");
 
-  size_t slot_of(const Durations& duration) const {
+  size_t set_of(const Durations& duration) const {
     // A weighted sum (independent terms, no chain of multiplies), mixed once.
     uint64_t h = 0;
     for (size_t k = 0; k < kOpKindCount; ++k)
       if (k != varying_) h += static_cast<uint64_t>(duration[k]) * (2 * k + 1);
-    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> 60) % kEntries;
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ULL) >> (64 - std::countr_zero(kSets)));
+  }
+  // The entry holding these other durations, or a fresh one in their set.
+  size_t find_or_fill(const Durations& duration) {
+    const size_t first = set_of(duration) * kWays;
+    size_t victim = first;
+    for (size_t i = first; i < first + kWays; ++i) {
+      const Entry& e = entries_[i];
+      if (e.fill != 0 && same_others(e.others, duration)) return i;
+      if (e.last_use < entries_[victim].last_use) victim = i;
+    }
+    Entry& e = entries_[victim];
+    e = Entry{};
+    e.fill = ++fills_;
+    e.others = duration;
+    e.others[varying_] = 0;
+    return victim;
+  }
+  // f(d) from the entry's regimes, -1 when none covers d (f is never
+  // negative: durations are not).
+  TimeNs from_regimes(const Entry& e, TimeNs d) const {
+    if (e.has_linear && d >= e.linear_from) return e.linear_at + vertices_ * (d - e.linear_from);
+    if (e.has_flat && d <= e.flat_to) return e.flat_at;
+    return -1;
   }
   bool same_others(const Durations& others, const Durations& duration) const {
     for (size_t k = 0; k < kOpKindCount; ++k)
@@ -104,7 +151,9 @@ class CriticalPathMemo {
 
   size_t varying_;
   int64_t vertices_;
-  std::array<Entry, kEntries> entries_{};
+  uint64_t fills_ = 0;
+  uint64_t uses_ = 0;
+  std::array<Entry, kSets * kWays> entries_{};
 };
 
 }  // namespace kvsim

@@ -30,7 +30,19 @@ namespace {
 // from floating-point division) from rounding up a whole nanosecond.
 TimeNs ceil_ns(double ns) {
   if (ns <= 0) return 0;
-  return static_cast<TimeNs>(std::ceil(ns - 1e-6));
+  // std::ceil without a library call (x86-64's baseline has no rounding
+  // instruction): truncate, then one up if that was below. Exact while the
+  // value fits in 63 bits, as every duration here does.
+  const double up_to = ns - 1e-6;
+  const auto whole = static_cast<TimeNs>(up_to);
+  return static_cast<double>(whole) < up_to ? whole + 1 : whole;
+}
+
+constexpr double kTwoTo52 = 4503599627370496.0;
+
+// A whole number of magnitude below 2^52 (sums of two such are exact).
+bool whole_below_2_52(double x) {
+  return std::abs(x) < kTwoTo52 && static_cast<double>(static_cast<int64_t>(x)) == x;
 }
 
 // Which of the step's three op lists a kind sits in, and where.
@@ -229,6 +241,7 @@ void TimingModel::build_rate_tables() {
   }
   // Links are used at the figure the device file gives: the file states the
   // effective per-direction bandwidth (SPEC 7: all-reduce over the device link).
+  peak_memory_bytes_per_ns_ = static_cast<double>(device_.memory_bandwidth) / 1e9;
   link_bytes_per_ns_ = static_cast<double>(device_.device_link_bandwidth) / 1e9;
   host_bytes_per_ns_ = static_cast<double>(device_.host_link_bandwidth) / 1e9;
 }
@@ -407,6 +420,22 @@ void TimingModel::remember_shape(const StepOpCosts& costs, double matrix_factor,
       ++known.terms_after;
     }
   }
+  // Whole numbers below 2^52 add exactly, in any order, while the sums
+  // stay below 2^53: the terms after attention can then be summed once.
+  const StepTiming& before = known.before_attention;
+  bool exact = whole_below_2_52(before.mem_bytes) && whole_below_2_52(before.flops);
+  double mem_size = std::abs(before.mem_bytes), flops_size = std::abs(before.flops);
+  known.mem_after_sum = 0;
+  known.flops_after_sum = 0;
+  for (size_t i = 0; i < known.terms_after && exact; ++i) {
+    exact = whole_below_2_52(known.mem_after[i]) && whole_below_2_52(known.flops_after[i]);
+    mem_size += std::abs(known.mem_after[i]);
+    flops_size += std::abs(known.flops_after[i]);
+    known.mem_after_sum += known.mem_after[i];
+    known.flops_after_sum += known.flops_after[i];
+  }
+  // The sizes are sums of whole numbers too: exact while below 2^52.
+  known.sums_exact = exact && mem_size < kTwoTo52 && flops_size < kTwoTo52;
 }
 
 int64_t TimingModel::pass_tokens_of(const StepWork& work) const {
@@ -431,22 +460,43 @@ StepTiming TimingModel::price(const StepWork& work) const {
   if (known.stamp != step_costs_.last_stamp() || known.matrix_factor != matrix_factor) {
     remember_shape(costs, matrix_factor, known);
     known.stamp = step_costs_.last_stamp();
+    known.path = {};
   }
-  std::array<TimeNs, kOpKindCount> duration = known.duration;
   StepTiming out = known.before_attention;
   const OpCost& att = costs[attention];
+  // Attention's cost moves every step (the contexts grow): timed afresh,
+  // without comparing it to the last one first.
+  TimeNs attention_time = 0;
   if (att.present) {
-    duration[attention] = timed(attention, att, matrix_factor);
+    attention_time = op_duration(OpKind::attention, att, matrix_factor);
     const auto copies = vertices_per_kind_[attention];
-    out.op_time[attention] = duration[attention] * copies;
+    out.op_time[attention] = attention_time * copies;
     out.mem_bytes += att.mem_bytes * static_cast<double>(copies);
     out.flops += att.flops * static_cast<double>(copies);
   }
-  for (size_t i = 0; i < known.terms_after; ++i) {
-    out.mem_bytes += known.mem_after[i];
-    out.flops += known.flops_after[i];
+  if (known.sums_exact && whole_below_2_52(out.mem_bytes) && whole_below_2_52(out.flops)) {
+    // Every partial sum is a whole number below 2^53 (each of the two
+    // parts is below 2^52): exact, so the same as adding term by term.
+    out.mem_bytes += known.mem_after_sum;
+    out.flops += known.flops_after_sum;
+  } else {
+    for (size_t i = 0; i < known.terms_after; ++i) {
+      out.mem_bytes += known.mem_after[i];
+      out.flops += known.flops_after[i];
+    }
   }
-  if (known.any_present || att.present) finish_path(out, duration);
+  if (!known.any_present && !att.present) return out;
+  // The other durations are the shape's: the memo entry they were last
+  // looked up in answers without hashing them, while it holds them.
+  TimeNs path = path_memo_.remembered(known.path, attention_time);
+  if (path < 0) {
+    std::array<TimeNs, kOpKindCount> duration = known.duration;
+    duration[attention] = attention_time;
+    path = path_memo_.critical_path(
+        duration, [this](const auto& d) { return longest_path(d, /*allow_layer_skip=*/true); },
+        &known.path);
+  }
+  finish_latency(out, path);
   return out;
 }
 
@@ -480,11 +530,16 @@ void TimingModel::finish_path(StepTiming& out,
                               const std::array<TimeNs, kOpKindCount>& duration) const {
   // Longest path by dynamic programming over the flattened graph (price()
   // runs once per engine step: it is the simulator's hot loop).
-  out.critical_path = path_memo_.critical_path(
-      duration, [this](const auto& d) { return longest_path(d, /*allow_layer_skip=*/true); });
+  finish_latency(out, path_memo_.critical_path(duration, [this](const auto& d) {
+    return longest_path(d, /*allow_layer_skip=*/true);
+  }));
+}
+
+void TimingModel::finish_latency(StepTiming& out, TimeNs critical_path) const {
+  out.critical_path = critical_path;
   // Engines that overlap in time still share one memory system: the step can
   // never beat its total traffic at peak bandwidth.
-  out.memory_floor = ceil_ns(out.mem_bytes / (static_cast<double>(device_.memory_bandwidth) / 1e9));
+  out.memory_floor = ceil_ns(out.mem_bytes / peak_memory_bytes_per_ns_);
   out.latency = std::max(out.critical_path, out.memory_floor) + device_.step_overhead;
 }
 

@@ -128,6 +128,12 @@ class TimingModel {
     size_t terms_after = 0;
     std::array<double, kOpKindCount> mem_after{};
     std::array<double, kOpKindCount> flops_after{};
+    // Their sums, to add at once when that is exact (whole numbers whose
+    // sums stay below 2^53; see price()).
+    bool sums_exact = false;
+    double mem_after_sum = 0, flops_after_sum = 0;
+    // Where path_memo_ keeps the longest paths of these durations.
+    CriticalPathMemo::Ticket path;
   };
   mutable std::array<ShapeDurations, StepCostCache::kEntries> shape_durations_{};
   void remember_shape(const StepOpCosts& costs, double matrix_factor, ShapeDurations& known) const;
@@ -136,6 +142,8 @@ class TimingModel {
                             const std::array<TimeNs, kOpKindCount>& duration) const;
   // The longest path and the latency of `out`, whose sums are done.
   void finish_path(StepTiming& out, const std::array<TimeNs, kOpKindCount>& duration) const;
+  // The memory floor and the latency of `out`, whose sums are done.
+  void finish_latency(StepTiming& out, TimeNs critical_path) const;
   // Program order is a topological order with layers as contiguous ranges
   // (true for the model's step graph): enables the identical-layer skip.
   bool layered_ = false;
@@ -149,6 +157,7 @@ class TimingModel {
   std::array<double, kOpKindCount> peak_per_ns_{};  // efficiency 1: the shape factor's cap
   std::array<bool, kOpKindCount> on_matrix_{};
   std::array<double, kOpKindCount> memory_bytes_per_ns_{};
+  double peak_memory_bytes_per_ns_ = 0;  // the whole step's memory floor
   double link_bytes_per_ns_ = 0;
   double host_bytes_per_ns_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "models/step_cost_cache.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <utility>
 
@@ -18,12 +19,16 @@ StepCostCache::StepCostCache(ModelSpec model, StepShapeParams params)
 size_t StepCostCache::slot_of(const step_detail::StepShape& shape) const {
   const auto t = static_cast<uint64_t>(shape.tokens);
   const auto s = static_cast<uint64_t>(shape.samplers);
-  return static_cast<size_t>(((t * 3 + s) * 0x9E3779B97F4A7C15ULL) >> 61) % kEntries;
+  return static_cast<size_t>(((t * 3 + s) * 0x9E3779B97F4A7C15ULL) >>
+                             (64 - std::countr_zero(kEntries)));
 }
 
 const StepOpCosts& StepCostCache::costs(const StepWork& work) {
   step_detail::check_step_inputs(work, params_);
-  const step_detail::BatchTotals all = step_detail::totals_of(work, 0);
+  // The engine's sums are read where they are, not copied.
+  step_detail::BatchTotals walked;
+  if (!work.totals_given) walked = step_detail::totals_of(work, 0);
+  const step_detail::BatchTotals& all = work.totals_given ? work.totals : walked;
   const step_detail::StepShape shape = step_detail::shape_of(work, all);
   last_entry_ = slot_of(shape);
   Entry& e = entries_[last_entry_];
@@ -37,8 +42,14 @@ const StepOpCosts& StepCostCache::costs(const StepWork& work) {
   } else {
     ++reuses_;
   }
-  e.ops[static_cast<size_t>(OpKind::attention)] =
-      step_detail::attention_cost(model_, work, params_, all, dims_, dense_full_);
+  OpCost& attention = e.ops[static_cast<size_t>(OpKind::attention)];
+  // step_detail::attention_cost, case by case, the dense one written in place.
+  if (all.tokens <= 0)
+    attention = OpCost{};
+  else if (dense_full_)
+    step_detail::write_dense_attention(all, dims_, attention);
+  else
+    attention = step_detail::variant_attention(model_, work, params_, all);
   return e.ops;
 }
 

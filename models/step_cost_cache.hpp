@@ -38,7 +38,8 @@ class StepCostCache {
   uint64_t last_stamp() const { return entries_[last_entry_].stamp; }
   // Batches of a few sizes alternate: one entry per recent shape, chosen by
   // a hash of the token counts.
-  static constexpr size_t kEntries = 8;
+  static constexpr size_t kEntries = 64;
+  static_assert((kEntries & (kEntries - 1)) == 0, "slot_of takes the hash's top bits");
 
  private:
   struct Entry {

@@ -223,39 +223,6 @@ void check_step_inputs(const StepWork& work, const StepShapeParams& params) {
   if (params.ep < 1) throw std::invalid_argument("step_op_costs: ep must be >= 1");
 }
 
-// The binding names every field of StepWork and StepTotals: a field added
-// to either stops the build here until someone decides whether ops other
-// than attention read it (then it belongs in StepShape, the key of
-// StepCostCache) or only attention does (recomputed on every step).
-StepShape shape_of(const StepWork& work, const BatchTotals& all) {
-  const auto& [seqs, totals_given, totals, swap_in_bytes, swap_out_bytes, kv_copy_bytes,
-               rerope_tokens, fixed_shape, sampled_logits_only] = work;
-  // Attention only: the sequences or their sums, through `all`.
-  (void)seqs, (void)totals_given, (void)totals;
-  const auto& [tokens, samplers, attended_pairs, kv_tokens_read, context_read, prefill_pairs,
-               prefill_kv_tokens] = all;
-  (void)attended_pairs, (void)kv_tokens_read, (void)context_read, (void)prefill_pairs,
-      (void)prefill_kv_tokens;
-  StepShape s;
-  s.tokens = tokens;
-  s.samplers = samplers;
-  s.fixed_shape = fixed_shape;
-  s.sampled_logits_only = sampled_logits_only;
-  s.swap_in_bytes = swap_in_bytes;
-  s.swap_out_bytes = swap_out_bytes;
-  s.kv_copy_bytes = kv_copy_bytes;
-  s.rerope_tokens = rerope_tokens;
-  return s;
-}
-
-bool operator==(const StepShape& x, const StepShape& y) {
-  // Binding every field: one added to StepShape must be compared here.
-  const auto& [t, s, fixed, logits_only, in, out, copy, rerope] = x;
-  return t == y.tokens && s == y.samplers && fixed == y.fixed_shape &&
-         logits_only == y.sampled_logits_only && in == y.swap_in_bytes && out == y.swap_out_bytes &&
-         copy == y.kv_copy_bytes && rerope == y.rerope_tokens;
-}
-
 AttentionDims attention_dims(const ModelSpec& model, const StepShapeParams& params) {
   AttentionDims dims;
   dims.d = static_cast<double>(model.head_dim);
@@ -264,32 +231,6 @@ AttentionDims attention_dims(const ModelSpec& model, const StepShapeParams& para
   dims.a = static_cast<double>(model.activation_bytes());
   dims.kvb = static_cast<double>(params.kv_dtype_bytes);
   return dims;
-}
-
-OpCost dense_attention_cost(const BatchTotals& b, const AttentionDims& s) {
-  // Attention: QK^T and PV, one MAC each per (query, key, dim) = 4 flops
-  // per pair per head dim; softmax (~5 operations per pair: scale, max,
-  // subtract, exp, sum and the normalising multiply, rounded) is small next
-  // to d and kept apart in vector_flops. K and V of every attended token are read once per
-  // sequence; a flash kernel re-reads them once per query tile in long
-  // prefill chunks, which is ignored here (calibrated by efficiency).
-  // Q is read and O written in the activation dtype.
-  OpCost attn;
-  attn.flops = 4.0 * s.Hq * s.d * b.attended_pairs;
-  attn.mem_bytes = b.kv_tokens_read * 2.0 * s.Hkv * s.d * s.kvb + 2.0 * b.tokens * s.Hq * s.d * s.a;
-  attn.kv_read_bytes = b.context_read * 2.0 * s.Hkv * s.d * s.kvb;
-  attn.vector_flops = 5.0 * s.Hq * b.attended_pairs;
-  attn.present = true;
-  return attn;
-}
-
-OpCost attention_cost(const ModelSpec& model, const StepWork& work, const StepShapeParams& params,
-                      const BatchTotals& all, const AttentionDims& dims, bool dense_full) {
-  if (all.tokens <= 0) return OpCost{};
-  // Latent attention and sliding layers replace the dense figures
-  // (models/step_ops_variants.cpp).
-  if (dense_full) return dense_attention_cost(all, dims);
-  return variant_attention(model, work, params, all);
 }
 
 void token_op_costs(const ModelSpec& model, const StepShape& shape, const StepShapeParams& params,

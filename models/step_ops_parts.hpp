@@ -35,8 +35,40 @@ struct StepShape {
   Bytes kv_copy_bytes = 0;
   int64_t rerope_tokens = 0;
 };
-StepShape shape_of(const StepWork& work, const BatchTotals& all);
-bool operator==(const StepShape& x, const StepShape& y);
+// Inline, as operator== below: the cost cache builds and compares a step's
+// shape every step, in registers rather than through a copy on the stack.
+// The binding names every field of StepWork and StepTotals: a field added
+// to either stops the build here until someone decides whether ops other
+// than attention read it (then it belongs in StepShape, the key of
+// StepCostCache) or only attention does (recomputed on every step).
+inline StepShape shape_of(const StepWork& work, const BatchTotals& all) {
+  const auto& [seqs, totals_given, totals, swap_in_bytes, swap_out_bytes, kv_copy_bytes,
+               rerope_tokens, fixed_shape, sampled_logits_only] = work;
+  // Attention only: the sequences or their sums, through `all`.
+  (void)seqs, (void)totals_given, (void)totals;
+  const auto& [tokens, samplers, attended_pairs, kv_tokens_read, context_read, prefill_pairs,
+               prefill_kv_tokens] = all;
+  (void)attended_pairs, (void)kv_tokens_read, (void)context_read, (void)prefill_pairs,
+      (void)prefill_kv_tokens;
+  StepShape s;
+  s.tokens = tokens;
+  s.samplers = samplers;
+  s.fixed_shape = fixed_shape;
+  s.sampled_logits_only = sampled_logits_only;
+  s.swap_in_bytes = swap_in_bytes;
+  s.swap_out_bytes = swap_out_bytes;
+  s.kv_copy_bytes = kv_copy_bytes;
+  s.rerope_tokens = rerope_tokens;
+  return s;
+}
+
+inline bool operator==(const StepShape& x, const StepShape& y) {
+  // Binding every field: one added to StepShape must be compared here.
+  const auto& [t, s, fixed, logits_only, in, out, copy, rerope] = x;
+  return t == y.tokens && s == y.samplers && fixed == y.fixed_shape &&
+         logits_only == y.sampled_logits_only && in == y.swap_in_bytes && out == y.swap_out_bytes &&
+         copy == y.kv_copy_bytes && rerope == y.rerope_tokens;
+}
 
 // Throws std::invalid_argument on a bad tp, ep, KV dtype or negative bytes.
 void check_step_inputs(const StepWork& work, const StepShapeParams& params);
@@ -52,12 +84,55 @@ struct AttentionDims {
 AttentionDims attention_dims(const ModelSpec& model, const StepShapeParams& params);
 // No latent attention and no sliding layer: attention is the dense formula.
 bool attention_is_dense_full(const ModelSpec& model);
-// Dense attention over totals `all` (also used per window by the variants).
-OpCost dense_attention_cost(const BatchTotals& all, const AttentionDims& dims);
+// Attention of a model with latent attention or sliding layers (the mean
+// over the layers' window groups); `all` = totals_of(work, 0).
+OpCost variant_attention(const ModelSpec& model, const StepWork& work,
+                         const StepShapeParams& params, const BatchTotals& all);
+// Dense attention over totals `all`, written into `attn` field by field
+// (the cost cache writes a step's attention in its entry: an OpCost built
+// aside and copied whole would stall on store forwarding every step).
+inline void write_dense_attention(const BatchTotals& b, const AttentionDims& s, OpCost& attn) {
+  // Attention: QK^T and PV, one MAC each per (query, key, dim) = 4 flops
+  // per pair per head dim; softmax (~5 operations per pair: scale, max,
+  // subtract, exp, sum and the normalising multiply, rounded) is small next
+  // to d and kept apart in vector_flops. K and V of every attended token are read once per
+  // sequence; a flash kernel re-reads them once per query tile in long
+  // prefill chunks, which is ignored here (calibrated by efficiency).
+  // Q is read and O written in the activation dtype.
+  // Every field is set, one store each (a field added to OpCost must be
+  // set here too).
+  static_assert(sizeof(OpCost) == 11 * sizeof(double), "OpCost changed: set the new field");
+  attn.flops = 4.0 * s.Hq * s.d * b.attended_pairs;
+  attn.mem_bytes = b.kv_tokens_read * 2.0 * s.Hkv * s.d * s.kvb + 2.0 * b.tokens * s.Hq * s.d * s.a;
+  attn.link_bytes = 0;
+  attn.host_bytes = 0;
+  attn.present = true;
+  attn.weight_bytes = 0;
+  attn.kv_read_bytes = b.context_read * 2.0 * s.Hkv * s.d * s.kvb;
+  attn.kv_write_bytes = 0;
+  attn.residual_bytes = 0;
+  attn.vector_flops = 5.0 * s.Hq * b.attended_pairs;
+  attn.layer_share = 1;
+}
+
+// The same as a value (also used per window by the variants).
+inline OpCost dense_attention_cost(const BatchTotals& b, const AttentionDims& s) {
+  OpCost attn;
+  write_dense_attention(b, s, attn);
+  return attn;
+}
+
 // Attention of a step with `all` = totals_of(work, 0); `dense_full` and
 // `dims` as the two functions above give them for model and params.
-OpCost attention_cost(const ModelSpec& model, const StepWork& work, const StepShapeParams& params,
-                      const BatchTotals& all, const AttentionDims& dims, bool dense_full);
+inline OpCost attention_cost(const ModelSpec& model, const StepWork& work,
+                             const StepShapeParams& params, const BatchTotals& all,
+                             const AttentionDims& dims, bool dense_full) {
+  if (all.tokens <= 0) return OpCost{};
+  // Latent attention and sliding layers replace the dense figures
+  // (models/step_ops_variants.cpp).
+  if (dense_full) return dense_attention_cost(all, dims);
+  return variant_attention(model, work, params, all);
+}
 
 // Replaces the dense figures of the ops a model variant changes, attention
 // aside: latent attention (qkv_proj, rope, kv_store, o_proj) and
@@ -66,9 +141,5 @@ OpCost attention_cost(const ModelSpec& model, const StepWork& work, const StepSh
 // dense model is left untouched. Called once the step has `tokens` > 0.
 void apply_token_variants(const ModelSpec& model, const StepShapeParams& params, double tokens,
                           StepOpCosts& ops);
-// Attention of a model with latent attention or sliding layers (the mean
-// over the layers' window groups); `all` = totals_of(work, 0).
-OpCost variant_attention(const ModelSpec& model, const StepWork& work,
-                         const StepShapeParams& params, const BatchTotals& all);
 
 }  // namespace kvsim::step_detail

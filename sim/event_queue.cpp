@@ -35,7 +35,7 @@ class SlotPoolEventQueue final : public EventQueue {
  public:
   explicit SlotPoolEventQueue(uint64_t first_sequence = 0) : next_sequence_(first_sequence) {}
 
-  EventHandle push(TimeNs time, int32_t priority, EventCallback callback) override {
+  EventHandle push(TimeNs time, int32_t priority, EventCallback&& callback) override {
     if (next_sequence_ > kSequenceMask) [[unlikely]] {
       renumber_sequences();
     }
@@ -86,6 +86,22 @@ class SlotPoolEventQueue final : public EventQueue {
     --live_;
     drop_cancelled_front();
     return event;
+  }
+
+  // empty(), next_time() and pop() in one call, the front read once.
+  bool pop_due(TimeNs until, PoppedEvent& out) override {
+    if (live_ == 0) return false;
+    const HeapKey& front = keys_.front();
+    const TimeNs time = time_of(front);
+    if (time > until) return false;
+    const uint32_t slot_index = front.slot;
+    out.time = time;
+    out.callback = std::move(callbacks_[slot_index]);
+    release_slot(slot_index);
+    keys_.remove_front();
+    --live_;
+    drop_cancelled_front();
+    return true;
   }
 
  private:

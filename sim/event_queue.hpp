@@ -193,12 +193,22 @@ class EventQueue {
  public:
   virtual ~EventQueue() = default;
 
-  virtual EventHandle push(TimeNs time, int32_t priority, EventCallback callback) = 0;
+  // Takes the callback by reference to move it once, into the queue's own
+  // storage (callers pass a temporary or std::move).
+  virtual EventHandle push(TimeNs time, int32_t priority, EventCallback&& callback) = 0;
   virtual bool cancel(EventHandle handle) = 0;
   virtual bool empty() const = 0;        // no live (non-cancelled) events
   virtual size_t size() const = 0;       // live events
   virtual TimeNs next_time() const = 0;  // time of the earliest live event; throws if empty
   virtual PoppedEvent pop() = 0;         // removes the earliest live event; throws if empty
+  // The event loop's step in one call: when a live event is due at or
+  // before `until`, removes the earliest into `out` (its callback moved
+  // into out.callback) and returns true; else false, nothing changed.
+  virtual bool pop_due(TimeNs until, PoppedEvent& out) {
+    if (empty() || next_time() > until) return false;
+    out = pop();
+    return true;
+  }
 };
 
 // Registry by name: "binary_heap", "quaternary_heap",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 
 namespace kvsim {
 namespace {
@@ -46,6 +47,82 @@ long double add_repeatedly(long double sum, long double x, uint64_t times) {
   return sum;
 }
 
+namespace {
+
+using U128 = RoundedUint128;
+
+// The x87 format: 64 significant bits, exponent wide enough for any value
+// below 2^128; other long doubles are not emulated (the histogram then
+// adds in long double).
+constexpr bool kX87LongDouble =
+    std::numeric_limits<long double>::digits == 64 && std::numeric_limits<long double>::is_iec559;
+constexpr U128 kLimit = U128{1} << 126;
+
+int bit_width_128(U128 v) {
+  const auto high = static_cast<uint64_t>(v >> 64);
+  return high != 0 ? 64 + std::bit_width(high) : std::bit_width(static_cast<uint64_t>(v));
+}
+
+// v rounded to 64 significant bits, ties to even.
+U128 round_to_64_bits(U128 v) {
+  const int width = bit_width_128(v);
+  if (width <= 64) return v;
+  const int k = width - 64;
+  const U128 q = v >> k;
+  const U128 r = v & ((U128{1} << k) - 1);
+  const U128 half = U128{1} << (k - 1);
+  const bool up = r > half || (r == half && (q & 1) != 0);
+  return (q + (up ? 1 : 0)) << k;
+}
+
+}  // namespace
+
+U128 square_rounded(uint64_t v) {
+  return round_to_64_bits(static_cast<U128>(v) * v);
+}
+
+bool add_repeatedly_rounded(U128& sum, U128 x, uint64_t times) {
+  if (!kX87LongDouble || sum >= kLimit || x >= kLimit) return false;
+  U128 s = sum;
+  while (times > 0) {
+    // s = q 2^k with q below 2^64: its last place is 2^k (k = 0 below
+    // 2^64, where every integer is exact). While the sums stay below
+    // 2^(64+k), adding x = a 2^k + r moves q by a, plus one when r is
+    // above half a place: the same amount every time. On a tie (r exactly
+    // half) the result is the even neighbour: from an even q that is q + a
+    // for an even a and q + a + 1 for an odd one, even again, so the same
+    // amount every time too; from an odd q, one addition alone first.
+    const int k = std::max(0, bit_width_128(s) - 64);
+    const U128 q = s >> k;
+    const U128 a = x >> k;
+    const U128 r = x & ((U128{1} << k) - 1);
+    const U128 half = k > 0 ? U128{1} << (k - 1) : 0;
+    const U128 top = (U128{1} << 64) - 1;  // q stays at most this inside the binade
+    const bool tie = k > 0 && r == half;
+    const bool steady = !tie || (q & 1) == 0;
+    const U128 step = tie ? a + (a & 1) : a + (r > half ? 1 : 0);
+    if (steady && step == 0) break;  // no addition moves the sum
+    uint64_t n = 0;
+    if (steady && step <= top - q) {
+      // Additions that stay in the binade: all when they fit (the usual
+      // case, no division), else as many as fit. Both sides below 2^64.
+      const auto room = static_cast<uint64_t>(top - q);
+      const auto each = static_cast<uint64_t>(step);
+      n = static_cast<U128>(each) * times <= room ? times : room / each;
+    }
+    if (n == 0) {  // a tie from an odd q, or the addition that leaves the binade
+      s = round_to_64_bits(s + x);
+      --times;
+    } else {
+      s = (q + step * n) << k;
+      times -= n;
+    }
+    if (s >= kLimit) return false;
+  }
+  sum = s;
+  return true;
+}
+
 LatencyHistogram::LatencyHistogram() : buckets_(kExact + kSub * (kMaxShift + 1), 0) {}
 
 size_t LatencyHistogram::bucket_of(uint64_t v) {
@@ -80,15 +157,26 @@ void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
   }
   count_ += times;
   sum_ += static_cast<Uint128>(v) * times;
+  if (sum_sq_in_integers_) {
+    if (add_repeatedly_rounded(sum_sq_int_, square_rounded(v), times)) return;
+    // Out of the integers' range: on in long double from the same value.
+    sum_sq_in_integers_ = false;
+    sum_sq_ = static_cast<long double>(sum_sq_int_);
+  }
   const long double square = static_cast<long double>(v) * static_cast<long double>(v);
   sum_sq_ = add_repeatedly(sum_sq_, square, times);
+}
+
+long double LatencyHistogram::sum_of_squares() const {
+  // Exact: the integer holds at most 64 significant bits.
+  return sum_sq_in_integers_ ? static_cast<long double>(sum_sq_int_) : sum_sq_;
 }
 
 double LatencyHistogram::stddev() const {
   if (count_ == 0) return 0.0;
   const long double n = static_cast<long double>(count_);
   const long double mean = static_cast<long double>(sum_) / n;
-  const long double var = sum_sq_ / n - mean * mean;
+  const long double var = sum_of_squares() / n - mean * mean;
   return var > 0 ? static_cast<double>(std::sqrt(var)) : 0.0;
 }
 

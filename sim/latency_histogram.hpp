@@ -18,6 +18,16 @@ namespace kvsim {
 // so those runs are one exact multiply-add.
 long double add_repeatedly(long double sum, long double x, uint64_t times);
 
+// The same in integers, for the x87 80-bit long double (64-bit mantissa):
+// `sum` and `x` are integers that long double holds exactly (at most 64
+// significant bits, below 2^126), and each addition is the exact sum
+// rounded to 64 significant bits, ties to even, as the hardware rounds it.
+// Returns false, changing nothing, when a value is out of that range.
+__extension__ using RoundedUint128 = unsigned __int128;
+bool add_repeatedly_rounded(RoundedUint128& sum, RoundedUint128 x, uint64_t times);
+// v * v rounded to 64 significant bits (what long double makes of it).
+RoundedUint128 square_rounded(uint64_t v);
+
 class LatencyHistogram {
  public:
   LatencyHistogram();
@@ -46,7 +56,13 @@ class LatencyHistogram {
   // replaced also held exactly below 2^64 ns (584 years of latency).
   __extension__ using Uint128 = unsigned __int128;
   Uint128 sum_ = 0;
+  // The sum of squares as long double accumulates it, one value at a time:
+  // kept in integers (add_repeatedly_rounded, bit for bit the same value
+  // and much cheaper per call) while it fits there, else in long double.
+  bool sum_sq_in_integers_ = true;
+  Uint128 sum_sq_int_ = 0;
   long double sum_sq_ = 0;
+  long double sum_of_squares() const;
   TimeNs min_ = 0;
   TimeNs max_ = 0;
 };

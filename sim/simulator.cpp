@@ -48,11 +48,12 @@ void Simulator::run(TimeNs until) {
   } running_flag(running_);
 
   stop_requested_ = false;
-  while (!stop_requested_ && !queue_->empty() && queue_->next_time() <= until) {
-    PoppedEvent event = queue_->pop();
+  PoppedEvent event;
+  while (!stop_requested_ && queue_->pop_due(until, event)) {
     now_ = event.time;
     ++events_processed_;
     event.callback();
+    event.callback.reset();  // what it captured is released now, as before
   }
   if (!stop_requested_ && until != std::numeric_limits<TimeNs>::max()) now_ = until;
   stop_requested_ = false;

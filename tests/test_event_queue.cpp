@@ -207,6 +207,88 @@ TEST_P(EventQueueTest, CancellingFrontsAndDeepKeysWhileHolding) {
   EXPECT_EQ(queue_->size(), 2000u);
 }
 
+// A simulator mostly pushes the event it pops next (a step's end, a kick
+// at the current time): pushing before the front, cancelling the front and
+// popping keep the order and the counts.
+TEST_P(EventQueueTest, PushingAndCancellingTheFrontKeepsOrderAndCounts) {
+  push_tagged(100, 0, 0);
+  push_tagged(50, 0, 1);                         // the front now
+  const EventHandle c = push_tagged(50, -1, 2);  // earlier still: the front
+  EXPECT_TRUE(queue_->cancel(c));                // the front leaves
+  EXPECT_FALSE(queue_->cancel(c));
+  EXPECT_EQ(queue_->size(), 2u);
+  EXPECT_EQ(queue_->next_time(), 50);
+  const EventHandle d = push_tagged(10, 0, 3);
+  EXPECT_EQ(queue_->next_time(), 10);
+  EXPECT_TRUE(queue_->cancel(d));
+  push_tagged(50, 0, 4);  // after tag 1: FIFO at equal time and priority
+  EXPECT_EQ(queue_->next_time(), 50);
+  // Pop one, then push before everything left, as a step's end would be.
+  PoppedEvent first = queue_->pop();
+  first.callback();
+  push_tagged(60, 0, 5);
+  push_tagged(50, 1, 6);
+  EXPECT_EQ(drain(), (std::vector<TimeNs>{50, 50, 60, 100}));
+  EXPECT_EQ(fired_, (std::vector<int>{1, 4, 6, 5, 0}));
+  EXPECT_TRUE(queue_->empty());
+}
+
+// pop_due() is empty(), next_time() and pop() in one call: nothing when
+// the queue is empty or its front is later than `until`, else the front.
+TEST_P(EventQueueTest, PopDueTakesTheFrontOnlyWhenDue) {
+  PoppedEvent event;
+  EXPECT_FALSE(queue_->pop_due(100, event));
+  push_tagged(20, 0, 0);
+  push_tagged(10, 1, 1);
+  const EventHandle c = push_tagged(10, 0, 2);
+  push_tagged(10, 1, 3);
+  EXPECT_FALSE(queue_->pop_due(9, event));
+  EXPECT_EQ(queue_->size(), 4u);
+  EXPECT_TRUE(queue_->cancel(c));
+  std::vector<TimeNs> times;
+  while (queue_->pop_due(15, event)) {
+    times.push_back(event.time);
+    event.callback();
+  }
+  EXPECT_EQ(times, (std::vector<TimeNs>{10, 10}));
+  EXPECT_EQ(fired_, (std::vector<int>{1, 3}));
+  EXPECT_EQ(queue_->next_time(), 20);
+  ASSERT_TRUE(queue_->pop_due(20, event));
+  event.callback();
+  EXPECT_EQ(fired_.back(), 0);
+  EXPECT_TRUE(queue_->empty());
+}
+
+// The interface's own pop_due (for a queue that does not provide one) is
+// the same.
+TEST_P(EventQueueTest, DefaultPopDueMatches) {
+  struct Forwarding final : EventQueue {
+    std::unique_ptr<EventQueue> inner;
+    EventHandle push(TimeNs t, int32_t p, EventCallback&& c) override {
+      return inner->push(t, p, std::move(c));
+    }
+    bool cancel(EventHandle h) override { return inner->cancel(h); }
+    bool empty() const override { return inner->empty(); }
+    size_t size() const override { return inner->size(); }
+    TimeNs next_time() const override { return inner->next_time(); }
+    PoppedEvent pop() override { return inner->pop(); }
+  } forwarding;
+  forwarding.inner = std::move(queue_);
+  PoppedEvent event;
+  EXPECT_FALSE(forwarding.pop_due(5, event));
+  forwarding.push(7, 0, [this] { fired_.push_back(7); });
+  forwarding.push(3, 0, [this] { fired_.push_back(3); });
+  EXPECT_FALSE(forwarding.pop_due(2, event));
+  ASSERT_TRUE(forwarding.pop_due(5, event));
+  EXPECT_EQ(event.time, 3);
+  event.callback();
+  EXPECT_FALSE(forwarding.pop_due(5, event));
+  ASSERT_TRUE(forwarding.pop_due(7, event));
+  event.callback();
+  EXPECT_EQ(fired_, (std::vector<int>{3, 7}));
+  EXPECT_TRUE(forwarding.empty());
+}
+
 TEST_P(EventQueueTest, PopAndNextTimeOnEmptyThrow) {
   EXPECT_THROW(queue_->pop(), std::logic_error);
   EXPECT_THROW((void)queue_->next_time(), std::logic_error);

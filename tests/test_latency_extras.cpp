@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "report_test_helpers.hpp"
@@ -75,6 +76,99 @@ TEST(LatencyHistogramStd, RepeatedAdditionMatchesTheLoopBitForBit) {
     const long double a = loop(start, x, times), b = add_repeatedly(start, x, times);
     ASSERT_EQ(std::memcmp(&a, &b, 10), 0) << "trial " << trial;
   }
+}
+
+// The integer sum of squares is the long double one bit for bit: from
+// sums below 2^64 (exact) to far past it, with addends of up to 64
+// significant bits at any offset from the sum's last place (ties to even
+// included), squares that long double rounds, and runs long and short.
+TEST(LatencyHistogramStd, IntegerSumOfSquaresIsTheLongDoubleSum) {
+  if (std::numeric_limits<long double>::digits != 64)
+    GTEST_SKIP() << "long double is not the x87 format here";
+  using U128 = RoundedUint128;
+  std::mt19937_64 rng(4242);
+  auto as_long_double = [](U128 v) { return static_cast<long double>(v); };
+  for (int trial = 0; trial < 3000; ++trial) {
+    U128 start = 0;
+    switch (trial % 5) {
+      case 0:
+        start = rng() % 1'000'000;
+        break;
+      case 1:
+        start = (U128{1} << 64) - (rng() % 64);
+        break;
+      case 2:
+        start = static_cast<U128>(rng() | (uint64_t{1} << 63)) << (rng() % 40);
+        break;
+      case 3:
+        start = static_cast<U128>(rng()) << 60;
+        break;
+      default:
+        start = static_cast<U128>(rng() % 4096) << (rng() % 100);
+        break;
+    }
+    start = static_cast<U128>(as_long_double(start));  // a value long double holds
+    U128 x = 0;
+    switch (trial % 4) {
+      case 0:
+        x = square_rounded(rng() % 60'000'000);
+        break;
+      case 1:
+        x = square_rounded(rng() >> (rng() % 64));  // squares long double must round
+        break;
+      case 2: {
+        // An odd mantissa at a random offset: ties against many sums.
+        const uint64_t m = (rng() >> (rng() % 64)) | 1;
+        x = static_cast<U128>(m) << (rng() % 56);
+        break;
+      }
+      default:
+        x = (U128{1} << (rng() % 70)) + (U128{1} << (rng() % 8));
+        break;
+    }
+    x = static_cast<U128>(as_long_double(x));
+    const uint64_t times = rng() % (trial % 6 == 0 ? 100'000 : 70);
+    long double want = as_long_double(start);
+    const long double addend = as_long_double(x);
+    for (uint64_t i = 0; i < times; ++i) want += addend;
+    U128 got = start;
+    if (!add_repeatedly_rounded(got, x, times)) {
+      // Out of range: refused without a change.
+      EXPECT_EQ(got, start) << "trial " << trial;
+      continue;
+    }
+    const long double got_ld = as_long_double(got);
+    ASSERT_EQ(std::memcmp(&got_ld, &want, 10), 0)
+        << "trial " << trial << " start " << static_cast<double>(start) << " x "
+        << static_cast<double>(x) << " times " << times;
+  }
+  // The square as long double makes it, for values whose square needs more
+  // than 64 bits.
+  for (int trial = 0; trial < 2000; ++trial) {
+    const uint64_t v = rng() >> (rng() % 40);
+    const long double want = static_cast<long double>(v) * static_cast<long double>(v);
+    const long double got = static_cast<long double>(square_rounded(v));
+    ASSERT_EQ(std::memcmp(&got, &want, 10), 0) << v;
+  }
+}
+
+// Past the integers' range the histogram goes on in long double from the
+// same sum: its standard deviation is that of one long double sum.
+TEST(LatencyHistogramStd, HugeValuesContinueInLongDouble) {
+  LatencyHistogram h;
+  long double squares = 0;
+  uint64_t count = 0;
+  long double sum = 0;
+  for (TimeNs v : {TimeNs{5}, TimeNs{1} << 40, TimeNs{1} << 62, TimeNs{3} << 61, TimeNs{7}}) {
+    h.add_repeated(v, 3);
+    for (int i = 0; i < 3; ++i)
+      squares += static_cast<long double>(v) * static_cast<long double>(v);
+    count += 3;
+    sum += 3 * static_cast<long double>(v);
+  }
+  const long double n = static_cast<long double>(count);
+  const long double mean = sum / n;
+  EXPECT_EQ(h.stddev(), static_cast<double>(std::sqrt(squares / n - mean * mean)));
 }
 
 TEST(SloTargetsMet, EachSetTargetIsCheckedAndAMissingTpotIsNot) {

@@ -422,3 +422,45 @@ TEST(CriticalPath, MemoEqualsTheFullLongestPath) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// A ticket answers without hashing the other durations only while its
+// entry holds them: over many shapes (more than the memo has entries, so
+// entries are filled anew under old tickets) every remembered answer is
+// the full longest path's, and some steps are answered that way.
+TEST(CriticalPath, TicketAnswersAsTheFullLongestPath) {
+  std::mt19937_64 rng(4711);
+  for (int64_t layers : {1, 32}) {
+    const TimingModel tm(round_device(), tiny_model(layers), {.tp = 2});
+    const auto attention = static_cast<size_t>(OpKind::attention);
+    CriticalPathMemo memo(OpKind::attention, layers);
+    std::vector<std::array<TimeNs, kOpKindCount>> shapes(200);
+    for (auto& d : shapes)
+      for (auto& x : d) x = (rng() % 4 == 0) ? 0 : static_cast<TimeNs>(rng() % 3000);
+    std::vector<CriticalPathMemo::Ticket> tickets(shapes.size());
+    std::vector<TimeNs> attention_of(shapes.size(), 0);
+    int64_t remembered = 0;
+    for (int step = 0; step < 20000; ++step) {
+      const size_t s = rng() % 4 == 0 ? rng() % shapes.size() : static_cast<size_t>(step / 300);
+      TimeNs& a = attention_of[s % shapes.size()];
+      a = rng() % 50 == 0 ? static_cast<TimeNs>(rng() % 6000) : a + static_cast<TimeNs>(rng() % 7);
+      auto d = shapes[s % shapes.size()];
+      d[attention] = a;
+      CriticalPathMemo::Ticket& ticket = tickets[s % shapes.size()];
+      TimeNs got = memo.remembered(ticket, a);
+      if (got >= 0) {
+        ++remembered;
+      } else {
+        got = memo.critical_path(
+            d, [&](const auto& x) { return tm.longest_path(x, false); }, &ticket);
+      }
+      ASSERT_EQ(got, tm.longest_path(d, false)) << "layers=" << layers << " step=" << step;
+    }
+    EXPECT_GT(remembered, 1000) << layers;
+  }
+}
+
+}  // namespace
+}  // namespace kvsim

@@ -20,7 +20,53 @@ void Scheduler::add_waiting(Sequence* seq) {
 
 void Scheduler::insert_running(Sequence* seq) {
   seq->state = SeqState::running;
-  running_.insert(std::upper_bound(running_.begin(), running_.end(), seq, by_arrival), seq);
+  const uint64_t id = seq->request.id;
+  const auto at = std::upper_bound(running_.begin(), running_.end(), id,
+                                   [](uint64_t v, const RunningSeq& r) { return v < r.id; });
+  running_.insert(at, RunningSeq{seq, id, 0, 0, 0});
+}
+
+void Scheduler::settle(RunningSeq& r) {
+  r.bulk_steps = 0;
+  if (r.pending == 0) return;
+  Sequence* seq = r.seq;
+  // Each bulk step computed one token and sampled one, the last of them at
+  // the end of the step before this one (a sequence left out of a step is
+  // settled then, so its bulk steps are the latest steps).
+  seq->computed += r.pending;
+  seq->generated += r.pending;
+  seq->last_token_at = last_step_end_;
+  policy_.settle_in_place(seq->slot, r.pending);
+  r.pending = 0;
+}
+
+void Scheduler::settle_all() {
+  for (RunningSeq& r : running_)
+    if (r.seq) settle(r);
+}
+
+void Scheduler::set_bulk_decodes(bool on) {
+  if (!on) settle_all();
+  params_.bulk_decodes = on;
+}
+
+int32_t Scheduler::bulk_steps_after(const Sequence& seq, int64_t tokens) const {
+  // A decode computing token c (computed == c) samples it; in the following
+  // steps it takes tokens c+1, c+2, ... A following step j needs nothing but
+  // in-place room (j <= room), leaves commit() nothing to do (c + 1 + j <
+  // horizon; the step at hand commits nothing either: c + 1 < horizon) and
+  // does not finish the request (generated + 1 + j < output_tokens).
+  if (tokens != 1 || seq.computed + 1 != seq.known_tokens()) return 0;
+  const int64_t steps =
+      std::min({policy_.in_place_room(seq.slot), seq.commit_horizon - seq.computed - 2,
+                seq.output_tokens - seq.generated - 2});
+  return static_cast<int32_t>(std::clamp<int64_t>(steps, 0, INT32_MAX));
+}
+
+void Scheduler::drop_finished() {
+  if (finished_in_place_ == 0) return;
+  std::erase_if(running_, [](const RunningSeq& r) { return r.seq == nullptr; });
+  finished_in_place_ = 0;
 }
 
 bool Scheduler::try_grow(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget) {
@@ -39,6 +85,7 @@ void Scheduler::add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, i
   batch.total_tokens += tokens;
   budget -= tokens;
   BatchSummary& sum = batch.summary;
+  sum.bulk_before.push_back(static_cast<uint32_t>(sum.bulk_decodes));
   if (tokens == 1 && seq->computed + 1 == seq->known_tokens()) {
     ++sum.decodes;
     sum.decode_context += seq->computed;
@@ -50,7 +97,10 @@ void Scheduler::add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, i
 }
 
 Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
-  Sequence* victim = running_.back();
+  // Not yet scheduled in this step (the loop goes front to back), so its
+  // bulk steps are all of earlier steps.
+  settle(running_.back());
+  Sequence* victim = running_.back().seq;
   running_.pop_back();
   batch.preempted.push_back(victim);
   ++preemptions_;
@@ -81,13 +131,29 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
 }
 
 void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {
+  BatchSummary& sum = batch.summary;
+  int64_t bulk_context = 0;
   size_t i = 0;
   // Sequences live apart on the heap: ask for the ones a few places ahead
-  // while this one is scheduled.
+  // that this step will read.
   constexpr size_t kAhead = 8;
   while (i < running_.size() && budget > 0) {
-    if (i + kAhead < running_.size()) __builtin_prefetch(running_[i + kAhead]);
-    Sequence* seq = running_[i];
+    if (i + kAhead < running_.size() && running_[i + kAhead].bulk_steps == 0)
+      __builtin_prefetch(running_[i + kAhead].seq);
+    RunningSeq& r = running_[i];
+    if (r.bulk_steps > 0) {
+      // A decode inside its block and below its horizon: one token in place.
+      --r.bulk_steps;
+      ++r.pending;
+      bulk_context += r.context;
+      ++r.context;
+      ++sum.bulk_decodes;
+      --budget;
+      ++i;
+      continue;
+    }
+    settle(r);
+    Sequence* seq = r.seq;
     const int64_t tokens = std::min(seq->tokens_to_compute(), budget);
     bool scheduled = false;
     while (!scheduled) {
@@ -101,12 +167,28 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
       preempted = true;
       if (victim == seq) break;
     }
-    if (scheduled) ++i;
+    if (!scheduled) continue;
+    if (params_.bulk_decodes) {
+      RunningSeq& now = running_[i];  // preemptions popped only entries behind it
+      now.bulk_steps = bulk_steps_after(*seq, tokens);
+      now.context = seq->computed + 1;
+    }
+    ++i;
+  }
+  // Left out of this step (the budget ran out): their next token comes
+  // later, so they are settled now and scheduled one by one next time.
+  for (; i < running_.size(); ++i) settle(running_[i]);
+  if (sum.bulk_decodes > 0) {
+    batch.total_tokens += sum.bulk_decodes;
+    sum.decodes += sum.bulk_decodes;
+    sum.decode_context += bulk_context;
+    sum.bulk_last_token_at = last_step_end_;
+    policy_.grow_in_place_bulk(sum.bulk_decodes);
   }
 }
 
 void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
-  while (!swapped_.empty() && static_cast<int64_t>(running_.size()) < params_.max_num_seqs &&
+  while (!swapped_.empty() && static_cast<int64_t>(num_running()) < params_.max_num_seqs &&
          budget > 0) {
     Sequence* seq = swapped_.front();
     const SwapPlan plan = policy_.plan_swap_in(seq->host);
@@ -123,7 +205,7 @@ void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
 }
 
 void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
-  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < params_.max_num_seqs &&
+  while (!waiting_.empty() && static_cast<int64_t>(num_running()) < params_.max_num_seqs &&
          budget > 0) {
     Sequence* seq = waiting_.front();
     PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
@@ -164,6 +246,10 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   batch.summary.others.clear();
   batch.summary.at_horizon.clear();
   batch.summary.admitted.clear();
+  batch.summary.bulk_decodes = 0;
+  batch.summary.bulk_last_token_at = -1;
+  batch.summary.bulk_before.clear();
+  drop_finished();
   int64_t budget = params_.max_batched_tokens;
   bool preempted = false;
   if (!params_.chunked_prefill) {
@@ -171,7 +257,12 @@ void Scheduler::schedule(ScheduledBatch& batch) {
     // all decodes; no new prefills while requests wait on the host.
     if (swapped_.empty()) {
       schedule_waiting(batch, budget);
-      if (!batch.items.empty()) return;
+      if (!batch.items.empty()) {
+        // The running decodes skip this step: settled, they go one by one
+        // next time (a bulk decode's last token is the step before's).
+        if (params_.bulk_decodes) settle_all();
+        return;
+      }
     }
     schedule_running(batch, budget, preempted);
     if (!preempted) schedule_swapped(batch, budget);
@@ -186,10 +277,16 @@ void Scheduler::schedule(ScheduledBatch& batch) {
 }
 
 void Scheduler::finish(Sequence* seq) {
-  auto it = std::lower_bound(running_.begin(), running_.end(), seq, by_arrival);
-  if (it == running_.end() || *it != seq)
+  // The entry stays, marked, until the next schedule drops it with the
+  // step's other finished ones: one pass instead of an erase each.
+  const uint64_t id = seq->request.id;
+  const auto it = std::lower_bound(running_.begin(), running_.end(), id,
+                                   [](const RunningSeq& r, uint64_t v) { return r.id < v; });
+  if (it == running_.end() || it->seq != seq)
     throw std::logic_error("finish() of a sequence that is not running");
-  running_.erase(it);
+  if (it->pending != 0) throw std::logic_error("finish() of a sequence with unsettled tokens");
+  it->seq = nullptr;
+  ++finished_in_place_;
   policy_.release(seq->slot);
   seq->slot = kNoSeq;
   seq->state = SeqState::finished;

@@ -19,6 +19,11 @@ struct SchedulerParams {
   int64_t max_batched_tokens = 8192;
   bool chunked_prefill = true;
   bool swap = false;  // preemption by swap (else recompute)
+  // Decodes that need nothing from the policy but room in their last block
+  // are advanced in bulk, out of `items` (BatchSummary::bulk_decodes). Only
+  // for callers that need no per-sequence record of such a step: no
+  // numerics observer, no per-sequence pricing.
+  bool bulk_decodes = false;
 };
 
 struct ScheduledSeq {
@@ -39,6 +44,17 @@ struct BatchSummary {
   std::vector<uint32_t> at_horizon;
   // Sequences taken from the waiting queue this step.
   std::vector<Sequence*> admitted;
+  // Running decodes advanced in bulk (SchedulerParams::bulk_decodes): each
+  // computes one token and samples it, is below its commit horizon, does not
+  // finish, and sampled its last token at `bulk_last_token_at` (the end of
+  // the step before). They are counted in `decodes` and `decode_context`,
+  // not in `items`; their Sequence fields (computed, generated,
+  // last_token_at) are settled by the scheduler when it next looks at them.
+  int64_t bulk_decodes = 0;
+  TimeNs bulk_last_token_at = -1;
+  // Per item: the bulk decodes before it in batch order (running sequences
+  // in arrival order, then swapped-in, then admitted ones).
+  std::vector<uint32_t> bulk_before;
 };
 
 struct ScheduledBatch {
@@ -51,7 +67,11 @@ struct ScheduledBatch {
   Bytes swap_out_bytes = 0;
   int64_t total_tokens = 0;
   BatchSummary summary;
-  bool empty() const { return items.empty() && swap_in_bytes == 0 && swap_out_bytes == 0; }
+  bool empty() const {
+    return items.empty() && summary.bulk_decodes == 0 && swap_in_bytes == 0 && swap_out_bytes == 0;
+  }
+  // Sequences scheduled in this step: the items and the bulk decodes.
+  int64_t num_seqs() const { return static_cast<int64_t>(items.size()) + summary.bulk_decodes; }
 };
 
 class Scheduler {
@@ -63,11 +83,18 @@ class Scheduler {
   void schedule(ScheduledBatch& batch);
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);
+  // The step built last ended at `now`: its samples, bulk decodes' too, came then.
+  void step_done(TimeNs now) { last_step_end_ = now; }
+  // Every running sequence's Sequence fields brought up to date (bulk steps
+  // settled); a caller that reads them all between steps calls this first.
+  void settle_all();
+  // Turns bulk decodes on or off between steps (off settles every sequence).
+  void set_bulk_decodes(bool on);
   // Drops the head of the waiting queue (it can never be admitted).
   Sequence* reject_head();
 
   size_t num_waiting() const { return waiting_.size(); }
-  size_t num_running() const { return running_.size(); }
+  size_t num_running() const { return running_.size() - finished_in_place_; }
   size_t num_swapped() const { return swapped_.size(); }
   const Sequence* waiting_head() const { return waiting_.empty() ? nullptr : waiting_.front(); }
   uint64_t preemptions() const { return preemptions_; }
@@ -85,11 +112,31 @@ class Scheduler {
   // Appends `seq` for `tokens` to the batch and its summary.
   static void add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
 
+  // A running sequence as the step loop sees it: what a decode advanced in
+  // bulk needs sits here, in one contiguous array in arrival order, so such
+  // a step reads no Sequence (they live apart on the heap).
+  struct RunningSeq {
+    Sequence* seq = nullptr;  // null once finished (dropped at the next schedule)
+    uint64_t id = 0;          // request id: the arrival order
+    int64_t context = 0;      // while in bulk: tokens computed before its next token
+    int32_t bulk_steps = 0;   // steps it may still take in bulk
+    int32_t pending = 0;      // bulk steps taken and not yet settled into *seq
+  };
+  // Brings *r.seq and the policy's count of its tokens up to date.
+  void settle(RunningSeq& r);
+  // Bulk steps `seq` may take after this step's `tokens` (0 if not a decode
+  // that stays below its commit horizon, in its block, and unfinished).
+  int32_t bulk_steps_after(const Sequence& seq, int64_t tokens) const;
+  // Drops the running entries of sequences finished since the last step.
+  void drop_finished();
+
   SchedulerParams params_;
   KvCachePolicy& policy_;
   std::deque<Sequence*> waiting_;
-  std::vector<Sequence*> running_;  // sorted by request id (arrival order)
-  std::deque<Sequence*> swapped_;   // sorted by request id
+  std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
+  size_t finished_in_place_ = 0;     // entries of running_ with seq == nullptr
+  TimeNs last_step_end_ = -1;
+  std::deque<Sequence*> swapped_;  // sorted by request id
   uint64_t preemptions_ = 0;
   uint64_t swap_fallbacks_ = 0;
 };

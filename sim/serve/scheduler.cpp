@@ -130,34 +130,44 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   return victim;
 }
 
-void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {
-  BatchSummary& sum = batch.summary;
-  int64_t bulk_context = 0;
-  size_t i = 0;
+bool Scheduler::grow_one(RunningSeq& r, RunningCursor& c, ScheduledBatch& batch) {
+  settle(r);
+  Sequence* seq = r.seq;
+  const int64_t tokens = std::min(seq->tokens_to_compute(), c.left);
+  batch.summary.bulk_decodes = c.bulk;  // the item's place among the bulk decodes
+  if (!try_grow(seq, tokens, batch, c.left)) return false;
+  if (params_.bulk_decodes) {
+    r.bulk_steps = bulk_steps_after(*seq, tokens);
+    r.context = seq->computed + 1;
+  }
+  return true;
+}
+
+void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch& batch,
+                                      bool& preempted) {
   // Sequences live apart on the heap: ask for the ones a few places ahead
   // that this step will read.
   constexpr size_t kAhead = 8;
-  while (i < running_.size() && budget > 0) {
-    if (i + kAhead < running_.size() && running_[i + kAhead].bulk_steps == 0)
-      __builtin_prefetch(running_[i + kAhead].seq);
+  while (i < running_.size() && c.left > 0) {
     RunningSeq& r = running_[i];
     if (r.bulk_steps > 0) {
       // A decode inside its block and below its horizon: one token in place.
       --r.bulk_steps;
       ++r.pending;
-      bulk_context += r.context;
+      c.bulk_context += r.context;
       ++r.context;
-      ++sum.bulk_decodes;
-      --budget;
+      ++c.bulk;
+      --c.left;
       ++i;
       continue;
     }
-    settle(r);
-    Sequence* seq = r.seq;
-    const int64_t tokens = std::min(seq->tokens_to_compute(), budget);
+    if (i + kAhead < running_.size() && running_[i + kAhead].bulk_steps == 0)
+      __builtin_prefetch(running_[i + kAhead].seq);
+    const Sequence* seq = r.seq;
     bool scheduled = false;
     while (!scheduled) {
-      if (try_grow(seq, tokens, batch, budget)) {
+      // preempt_latest pops only entries behind r (or r itself, last).
+      if (grow_one(running_[i], c, batch)) {
         scheduled = true;
         break;
       }
@@ -167,23 +177,102 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
       preempted = true;
       if (victim == seq) break;
     }
-    if (!scheduled) continue;
-    if (params_.bulk_decodes) {
-      RunningSeq& now = running_[i];  // preemptions popped only entries behind it
-      now.bulk_steps = bulk_steps_after(*seq, tokens);
-      now.context = seq->computed + 1;
-    }
-    ++i;
+    if (scheduled) ++i;
   }
   // Left out of this step (the budget ran out): their next token comes
   // later, so they are settled now and scheduled one by one next time.
   for (; i < running_.size(); ++i) settle(running_[i]);
-  if (sum.bulk_decodes > 0) {
-    batch.total_tokens += sum.bulk_decodes;
-    sum.decodes += sum.bulk_decodes;
-    sum.decode_context += bulk_context;
+}
+
+size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
+  const size_t n = running_.size();
+  RunningSeq* const run = running_.data();
+  // Every entry with bulk steps takes one; the others' positions are kept.
+  explicit_.resize(n);
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    RunningSeq& r = run[i];
+    const int32_t b = r.bulk_steps > 0 ? 1 : 0;
+    r.bulk_steps -= b;
+    r.pending += b;
+    c.bulk_context += r.context & -static_cast<int64_t>(b);
+    r.context += b;
+    explicit_[m] = static_cast<uint32_t>(i);  // kept only if m moves on
+    m += static_cast<size_t>(1 - b);
+  }
+  explicit_.resize(m);
+  c.bulk = static_cast<int64_t>(n - m);
+  // Then the others in order, with the budget the one-by-one loop would
+  // have when it reached each (every bulk decode before it took one token).
+  const int64_t total_bulk = c.bulk;
+  int64_t left = c.left;  // after the previous explicit entry
+  size_t prev = 0;        // entries before the next explicit one start here
+  constexpr size_t kAhead = 4;
+  for (size_t k = 0; k < m; ++k) {
+    const size_t pos = explicit_[k];
+    if (k + kAhead < m) __builtin_prefetch(run[explicit_[k + kAhead]].seq);
+    const auto gap = static_cast<int64_t>(pos - prev);  // bulk decodes in between
+    if (left <= gap) {
+      // The budget runs out among them: the loop stops there.
+      const size_t stop = prev + static_cast<size_t>(std::max<int64_t>(left, 0));
+      c.bulk = static_cast<int64_t>(stop - k);
+      undo_bulk_steps(stop, k, c);
+      c.left = 0;
+      return stop;
+    }
+    c.left = left - gap;
+    c.bulk = static_cast<int64_t>(pos - k);
+    if (!grow_one(run[pos], c, batch)) {
+      // A preemption: the one-by-one loop takes over at this entry, with
+      // the bulk steps after it not taken yet.
+      undo_bulk_steps(pos + 1, k + 1, c);
+      return pos;
+    }
+    left = c.left;
+    prev = pos + 1;
+  }
+  const auto gap = static_cast<int64_t>(n - prev);
+  if (left < gap) {
+    const size_t stop = prev + static_cast<size_t>(std::max<int64_t>(left, 0));
+    c.bulk = static_cast<int64_t>(stop - m);
+    undo_bulk_steps(stop, m, c);
+    c.left = 0;
+    return stop;
+  }
+  c.left = left - gap;
+  c.bulk = total_bulk;
+  return n;
+}
+
+void Scheduler::undo_bulk_steps(size_t from, size_t k, RunningCursor& c) {
+  for (size_t i = from; i < running_.size(); ++i) {
+    if (k < explicit_.size() && explicit_[k] == i) {
+      ++k;
+      continue;
+    }
+    RunningSeq& r = running_[i];
+    ++r.bulk_steps;
+    --r.pending;
+    --r.context;
+    c.bulk_context -= r.context;
+  }
+}
+
+void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {
+  BatchSummary& sum = batch.summary;
+  RunningCursor c{budget, 0, 0};
+  size_t i = 0;
+  if (params_.bulk_decodes && static_cast<int64_t>(running_.size()) <= budget)
+    i = schedule_running_in_bulk(c, batch);
+  schedule_running_from(i, c, batch, preempted);
+  budget = c.left;
+  sum.bulk_decodes = c.bulk;
+  if (c.bulk > 0) {
+    batch.total_tokens += c.bulk;
+    sum.decodes += c.bulk;
+    sum.decode_context += c.bulk_context;
     sum.bulk_last_token_at = last_step_end_;
-    policy_.grow_in_place_bulk(sum.bulk_decodes);
+    policy_.grow_in_place_bulk(c.bulk);
   }
 }
 

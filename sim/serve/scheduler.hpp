@@ -129,6 +129,27 @@ class Scheduler {
   int32_t bulk_steps_after(const Sequence& seq, int64_t tokens) const;
   // Drops the running entries of sequences finished since the last step.
   void drop_finished();
+  // Where the running loop stands: budget left, bulk decodes so far and the
+  // sum of their contexts.
+  struct RunningCursor {
+    int64_t left = 0;
+    int64_t bulk = 0;
+    int64_t bulk_context = 0;
+  };
+  // The running loop in arrival order from entry `i`, one entry at a time.
+  void schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch& batch, bool& preempted);
+  // The same when every running sequence can be scheduled: the bulk
+  // decodes in one pass without branches, then the others. Returns where
+  // the loop above must go on (running_.size() when done): at a sequence
+  // that needs a preemption, or where the budget ran out, with the bulk
+  // steps behind that point taken back.
+  size_t schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch);
+  // Takes back the bulk step of every entry from `from` on that took one
+  // (all but the positions explicit_[k...]).
+  void undo_bulk_steps(size_t from, size_t k, RunningCursor& c);
+  // Schedules the running entry `r` one by one (settled first); false when
+  // its cache cannot grow (nothing changed).
+  bool grow_one(RunningSeq& r, RunningCursor& c, ScheduledBatch& batch);
 
   SchedulerParams params_;
   KvCachePolicy& policy_;
@@ -136,7 +157,8 @@ class Scheduler {
   std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
   size_t finished_in_place_ = 0;     // entries of running_ with seq == nullptr
   TimeNs last_step_end_ = -1;
-  std::deque<Sequence*> swapped_;  // sorted by request id
+  std::vector<uint32_t> explicit_;  // schedule_running_in_bulk: entries not in bulk
+  std::deque<Sequence*> swapped_;   // sorted by request id
   uint64_t preemptions_ = 0;
   uint64_t swap_fallbacks_ = 0;
 };

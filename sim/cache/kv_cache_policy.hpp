@@ -176,6 +176,10 @@ class KvCachePolicy {
   // once), and each sequence's own share with settle_in_place() before it
   // next asks anything about that sequence (plan_grow, commit, release,
   // swap): the pair leaves the policy as grow_in_place() calls would.
+  // Starts loading what the next call about `seq` reads, so a caller
+  // going through many sequences does not wait on each in turn. Nothing
+  // observable changes; the default does nothing.
+  virtual void prefetch(SeqSlot seq) const { (void)seq; }
   virtual int64_t in_place_room(SeqSlot seq) const {
     (void)seq;
     return 0;

@@ -23,13 +23,15 @@ void Scheduler::insert_running(Sequence* seq) {
   const uint64_t id = seq->request.id;
   const auto at = std::upper_bound(running_.begin(), running_.end(), id,
                                    [](uint64_t v, const RunningSeq& r) { return v < r.id; });
-  running_.insert(at, RunningSeq{seq, id, 0, 0, 0});
+  bulk_.insert(bulk_.begin() + (at - running_.begin()), BulkState{});
+  running_.insert(at, RunningSeq{seq, id, seq->slot});
 }
 
-void Scheduler::settle(RunningSeq& r) {
-  r.bulk_steps = 0;
+void Scheduler::settle(size_t i) {
+  BulkState& r = bulk_[i];
+  r.steps = 0;
   if (r.pending == 0) return;
-  Sequence* seq = r.seq;
+  Sequence* seq = running_[i].seq;
   // Each bulk step computed one token and sampled one, the last of them at
   // the end of the step before this one (a sequence left out of a step is
   // settled then, so its bulk steps are the latest steps).
@@ -41,8 +43,8 @@ void Scheduler::settle(RunningSeq& r) {
 }
 
 void Scheduler::settle_all() {
-  for (RunningSeq& r : running_)
-    if (r.seq) settle(r);
+  for (size_t i = 0; i < running_.size(); ++i)
+    if (running_[i].seq) settle(i);
 }
 
 void Scheduler::set_bulk_decodes(bool on) {
@@ -65,7 +67,15 @@ int32_t Scheduler::bulk_steps_after(const Sequence& seq, int64_t tokens) const {
 
 void Scheduler::drop_finished() {
   if (finished_in_place_ == 0) return;
-  std::erase_if(running_, [](const RunningSeq& r) { return r.seq == nullptr; });
+  size_t kept = 0;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    if (!running_[i].seq) continue;
+    running_[kept] = running_[i];
+    bulk_[kept] = bulk_[i];
+    ++kept;
+  }
+  running_.resize(kept);
+  bulk_.resize(kept);
   finished_in_place_ = 0;
 }
 
@@ -99,9 +109,10 @@ void Scheduler::add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, i
 Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   // Not yet scheduled in this step (the loop goes front to back), so its
   // bulk steps are all of earlier steps.
-  settle(running_.back());
+  settle(running_.size() - 1);
   Sequence* victim = running_.back().seq;
   running_.pop_back();
+  bulk_.pop_back();
   batch.preempted.push_back(victim);
   ++preemptions_;
   ++victim->preemptions;
@@ -130,15 +141,15 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   return victim;
 }
 
-bool Scheduler::grow_one(RunningSeq& r, RunningCursor& c, ScheduledBatch& batch) {
-  settle(r);
-  Sequence* seq = r.seq;
+bool Scheduler::grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch) {
+  settle(i);
+  Sequence* seq = running_[i].seq;
   const int64_t tokens = std::min(seq->tokens_to_compute(), c.left);
   batch.summary.bulk_decodes = c.bulk;  // the item's place among the bulk decodes
   if (!try_grow(seq, tokens, batch, c.left)) return false;
   if (params_.bulk_decodes) {
-    r.bulk_steps = bulk_steps_after(*seq, tokens);
-    r.context = seq->computed + 1;
+    bulk_[i].steps = bulk_steps_after(*seq, tokens);
+    bulk_[i].context = seq->computed + 1;
   }
   return true;
 }
@@ -149,10 +160,10 @@ void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch
   // that this step will read.
   constexpr size_t kAhead = 8;
   while (i < running_.size() && c.left > 0) {
-    RunningSeq& r = running_[i];
-    if (r.bulk_steps > 0) {
+    BulkState& r = bulk_[i];
+    if (r.steps > 0) {
       // A decode inside its block and below its horizon: one token in place.
-      --r.bulk_steps;
+      --r.steps;
       ++r.pending;
       c.bulk_context += r.context;
       ++r.context;
@@ -161,13 +172,13 @@ void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch
       ++i;
       continue;
     }
-    if (i + kAhead < running_.size() && running_[i + kAhead].bulk_steps == 0)
+    if (i + kAhead < running_.size() && bulk_[i + kAhead].steps == 0)
       __builtin_prefetch(running_[i + kAhead].seq);
-    const Sequence* seq = r.seq;
+    const Sequence* seq = running_[i].seq;
     bool scheduled = false;
     while (!scheduled) {
       // preempt_latest pops only entries behind r (or r itself, last).
-      if (grow_one(running_[i], c, batch)) {
+      if (grow_one(i, c, batch)) {
         scheduled = true;
         break;
       }
@@ -181,19 +192,20 @@ void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch
   }
   // Left out of this step (the budget ran out): their next token comes
   // later, so they are settled now and scheduled one by one next time.
-  for (; i < running_.size(); ++i) settle(running_[i]);
+  for (; i < running_.size(); ++i) settle(i);
 }
 
 size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
   const size_t n = running_.size();
-  RunningSeq* const run = running_.data();
+  const RunningSeq* const run = running_.data();
+  BulkState* const hot = bulk_.data();
   // Every entry with bulk steps takes one; the others' positions are kept.
   explicit_.resize(n);
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
-    RunningSeq& r = run[i];
-    const int32_t b = r.bulk_steps > 0 ? 1 : 0;
-    r.bulk_steps -= b;
+    BulkState& r = hot[i];
+    const int32_t b = r.steps > 0 ? 1 : 0;
+    r.steps -= b;
     r.pending += b;
     c.bulk_context += r.context & -static_cast<int64_t>(b);
     r.context += b;
@@ -207,10 +219,13 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
   const int64_t total_bulk = c.bulk;
   int64_t left = c.left;  // after the previous explicit entry
   size_t prev = 0;        // entries before the next explicit one start here
-  constexpr size_t kAhead = 4;
+  constexpr size_t kAhead = 8;
   for (size_t k = 0; k < m; ++k) {
     const size_t pos = explicit_[k];
+    // Each of them reads its Sequence and the policy's record of it, both
+    // far apart: loaded a few entries ahead.
     if (k + kAhead < m) __builtin_prefetch(run[explicit_[k + kAhead]].seq);
+    if (k + kAhead / 2 < m) policy_.prefetch(run[explicit_[k + kAhead / 2]].slot);
     const auto gap = static_cast<int64_t>(pos - prev);  // bulk decodes in between
     if (left <= gap) {
       // The budget runs out among them: the loop stops there.
@@ -222,7 +237,7 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
     }
     c.left = left - gap;
     c.bulk = static_cast<int64_t>(pos - k);
-    if (!grow_one(run[pos], c, batch)) {
+    if (!grow_one(pos, c, batch)) {
       // A preemption: the one-by-one loop takes over at this entry, with
       // the bulk steps after it not taken yet.
       undo_bulk_steps(pos + 1, k + 1, c);
@@ -250,8 +265,8 @@ void Scheduler::undo_bulk_steps(size_t from, size_t k, RunningCursor& c) {
       ++k;
       continue;
     }
-    RunningSeq& r = running_[i];
-    ++r.bulk_steps;
+    BulkState& r = bulk_[i];
+    ++r.steps;
     --r.pending;
     --r.context;
     c.bulk_context -= r.context;
@@ -373,7 +388,8 @@ void Scheduler::finish(Sequence* seq) {
                                    [](const RunningSeq& r, uint64_t v) { return r.id < v; });
   if (it == running_.end() || it->seq != seq)
     throw std::logic_error("finish() of a sequence that is not running");
-  if (it->pending != 0) throw std::logic_error("finish() of a sequence with unsettled tokens");
+  if (bulk_[static_cast<size_t>(it - running_.begin())].pending != 0)
+    throw std::logic_error("finish() of a sequence with unsettled tokens");
   it->seq = nullptr;
   ++finished_in_place_;
   policy_.release(seq->slot);

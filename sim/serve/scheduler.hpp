@@ -112,18 +112,23 @@ class Scheduler {
   // Appends `seq` for `tokens` to the batch and its summary.
   static void add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
 
-  // A running sequence as the step loop sees it: what a decode advanced in
-  // bulk needs sits here, in one contiguous array in arrival order, so such
-  // a step reads no Sequence (they live apart on the heap).
+  // The running sequences as the step loop sees them, two arrays in arrival
+  // order side by side: what a decode advanced in bulk needs (BulkState, 16
+  // bytes) apart from the rest, so such a step reads neither its Sequence
+  // (they live apart on the heap) nor more than it needs.
   struct RunningSeq {
     Sequence* seq = nullptr;  // null once finished (dropped at the next schedule)
     uint64_t id = 0;          // request id: the arrival order
-    int64_t context = 0;      // while in bulk: tokens computed before its next token
-    int32_t bulk_steps = 0;   // steps it may still take in bulk
-    int32_t pending = 0;      // bulk steps taken and not yet settled into *seq
+    SeqSlot slot = kNoSeq;    // seq->slot, which stays while it runs
   };
-  // Brings *r.seq and the policy's count of its tokens up to date.
-  void settle(RunningSeq& r);
+  struct BulkState {
+    int64_t context = 0;  // while in bulk: tokens computed before its next token
+    int32_t steps = 0;    // steps it may still take in bulk
+    int32_t pending = 0;  // bulk steps taken and not yet settled into *seq
+  };
+  // Brings running_[i]'s Sequence and the policy's count of its tokens up
+  // to date.
+  void settle(size_t i);
   // Bulk steps `seq` may take after this step's `tokens` (0 if not a decode
   // that stays below its commit horizon, in its block, and unfinished).
   int32_t bulk_steps_after(const Sequence& seq, int64_t tokens) const;
@@ -147,14 +152,15 @@ class Scheduler {
   // Takes back the bulk step of every entry from `from` on that took one
   // (all but the positions explicit_[k...]).
   void undo_bulk_steps(size_t from, size_t k, RunningCursor& c);
-  // Schedules the running entry `r` one by one (settled first); false when
+  // Schedules the running entry `i` one by one (settled first); false when
   // its cache cannot grow (nothing changed).
-  bool grow_one(RunningSeq& r, RunningCursor& c, ScheduledBatch& batch);
+  bool grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch);
 
   SchedulerParams params_;
   KvCachePolicy& policy_;
   std::deque<Sequence*> waiting_;
   std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
+  std::vector<BulkState> bulk_;      // running_[i]'s in bulk_[i]
   size_t finished_in_place_ = 0;     // entries of running_ with seq == nullptr
   TimeNs last_step_end_ = -1;
   std::vector<uint32_t> explicit_;  // schedule_running_in_bulk: entries not in bulk

@@ -200,7 +200,7 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
   const RunningSeq* const run = running_.data();
   BulkState* const hot = bulk_.data();
   // Every entry with bulk steps takes one; the others' positions are kept.
-  explicit_.resize(n);
+  one_by_one_.resize(n);
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     BulkState& r = hot[i];
@@ -209,10 +209,10 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
     r.pending += b;
     c.bulk_context += r.context & -static_cast<int64_t>(b);
     r.context += b;
-    explicit_[m] = static_cast<uint32_t>(i);  // kept only if m moves on
+    one_by_one_[m] = static_cast<uint32_t>(i);  // kept only if m moves on
     m += static_cast<size_t>(1 - b);
   }
-  explicit_.resize(m);
+  one_by_one_.resize(m);
   c.bulk = static_cast<int64_t>(n - m);
   // Then the others in order, with the budget the one-by-one loop would
   // have when it reached each (every bulk decode before it took one token).
@@ -221,11 +221,11 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
   size_t prev = 0;        // entries before the next explicit one start here
   constexpr size_t kAhead = 8;
   for (size_t k = 0; k < m; ++k) {
-    const size_t pos = explicit_[k];
+    const size_t pos = one_by_one_[k];
     // Each of them reads its Sequence and the policy's record of it, both
     // far apart: loaded a few entries ahead.
-    if (k + kAhead < m) __builtin_prefetch(run[explicit_[k + kAhead]].seq);
-    if (k + kAhead / 2 < m) policy_.prefetch(run[explicit_[k + kAhead / 2]].slot);
+    if (k + kAhead < m) __builtin_prefetch(run[one_by_one_[k + kAhead]].seq);
+    if (k + kAhead / 2 < m) policy_.prefetch(run[one_by_one_[k + kAhead / 2]].slot);
     const auto gap = static_cast<int64_t>(pos - prev);  // bulk decodes in between
     if (left <= gap) {
       // The budget runs out among them: the loop stops there.
@@ -261,7 +261,7 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
 
 void Scheduler::undo_bulk_steps(size_t from, size_t k, RunningCursor& c) {
   for (size_t i = from; i < running_.size(); ++i) {
-    if (k < explicit_.size() && explicit_[k] == i) {
+    if (k < one_by_one_.size() && one_by_one_[k] == i) {
       ++k;
       continue;
     }

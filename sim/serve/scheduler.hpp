@@ -127,7 +127,7 @@ class Scheduler {
     int32_t pending = 0;  // bulk steps taken and not yet settled into *seq
   };
   // Brings running_[i]'s Sequence and the policy's count of its tokens up
-  // to date.
+  // to date, and ends its bulk steps (the next step schedules it one by one).
   void settle(size_t i);
   // Bulk steps `seq` may take after this step's `tokens` (0 if not a decode
   // that stays below its commit horizon, in its block, and unfinished).
@@ -150,7 +150,7 @@ class Scheduler {
   // steps behind that point taken back.
   size_t schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch);
   // Takes back the bulk step of every entry from `from` on that took one
-  // (all but the positions explicit_[k...]).
+  // (all but the positions one_by_one_[k...]).
   void undo_bulk_steps(size_t from, size_t k, RunningCursor& c);
   // Schedules the running entry `i` one by one (settled first); false when
   // its cache cannot grow (nothing changed).
@@ -163,8 +163,8 @@ class Scheduler {
   std::vector<BulkState> bulk_;      // running_[i]'s in bulk_[i]
   size_t finished_in_place_ = 0;     // entries of running_ with seq == nullptr
   TimeNs last_step_end_ = -1;
-  std::vector<uint32_t> explicit_;  // schedule_running_in_bulk: entries not in bulk
-  std::deque<Sequence*> swapped_;   // sorted by request id
+  std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries not in bulk
+  std::deque<Sequence*> swapped_;     // sorted by request id
   uint64_t preemptions_ = 0;
   uint64_t swap_fallbacks_ = 0;
 };

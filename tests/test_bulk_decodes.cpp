@@ -133,6 +133,21 @@ TEST(BulkDecodes, PoliciesWithoutInPlaceRoomFallBackToOneByOne) {
   }
 }
 
+TEST(BulkDecodes, ShippedScenariosWithTiersPipelinesAndChunkLruAreIdenticalToOneByOne) {
+  // Lower tiers fed by commits, a two-stage pipeline priced from the batch's
+  // sums, and chunk_lru (no in-place room: one by one either way).
+  for (const char* name :
+       {"tiered-kv-910b2", "qwen3-235b-a22b-910b2-tp8-pp2", "rag-910b2-chunk-lru"}) {
+    const ScenarioSpec s =
+        load_scenario(testing::configs_dir() + "/scenarios/" + std::string(name) + ".yaml");
+    const Outcome one_by_one = run(s, false);
+    const Outcome in_bulk = run(s, true);
+    EXPECT_EQ(one_by_one.metrics, in_bulk.metrics) << name;
+    EXPECT_EQ(one_by_one.rows, in_bulk.rows) << name;
+    EXPECT_EQ(in_bulk.bulk_decodes > 0, std::string(name) != "rag-910b2-chunk-lru") << name;
+  }
+}
+
 TEST(BulkDecodes, SaturatedDecodeBatchGoesMostlyInBulk) {
   // 64 long decodes in a roomy pool: between block boundaries and commits
   // every decode is in bulk (two steps in a 16-token block are one by one).

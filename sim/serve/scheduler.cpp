@@ -23,28 +23,35 @@ void Scheduler::insert_running(Sequence* seq) {
   const uint64_t id = seq->request.id;
   const auto at = std::upper_bound(running_.begin(), running_.end(), id,
                                    [](uint64_t v, const RunningSeq& r) { return v < r.id; });
-  bulk_.insert(bulk_.begin() + (at - running_.begin()), BulkState{});
+  const auto index = at - running_.begin();
+  bulk_until_.insert(bulk_until_.begin() + index, 0);
+  bulk_run_.insert(bulk_run_.begin() + index, BulkRun{});
   running_.insert(at, RunningSeq{seq, id, seq->slot});
 }
 
-void Scheduler::settle(size_t i) {
-  BulkState& r = bulk_[i];
-  r.steps = 0;
-  if (r.pending == 0) return;
-  Sequence* seq = running_[i].seq;
+void Scheduler::settle(size_t i, int64_t now) {
+  int64_t& until = bulk_until_[i];
+  if (until == 0) return;
+  const BulkRun run = bulk_run_[i];
+  run_sum_ -= run.base - run.since;
+  until = std::min(until, now);
+  const int64_t taken = until - run.since;
+  until = 0;
+  bulk_run_[i] = {};
+  if (taken <= 0) return;
   // Each bulk step computed one token and sampled one, the last of them at
-  // the end of the step before this one (a sequence left out of a step is
+  // the end of the step before `now` (a sequence left out of a step is
   // settled then, so its bulk steps are the latest steps).
-  seq->computed += r.pending;
-  seq->generated += r.pending;
+  Sequence* seq = running_[i].seq;
+  seq->computed += taken;
+  seq->generated += taken;
   seq->last_token_at = last_step_end_;
-  policy_.settle_in_place(seq->slot, r.pending);
-  r.pending = 0;
+  policy_.settle_in_place(running_[i].slot, taken);
 }
 
-void Scheduler::settle_all() {
+void Scheduler::settle_all(int64_t now) {
   for (size_t i = 0; i < running_.size(); ++i)
-    if (running_[i].seq) settle(i);
+    if (running_[i].seq) settle(i, now);
 }
 
 void Scheduler::set_bulk_decodes(bool on) {
@@ -52,7 +59,7 @@ void Scheduler::set_bulk_decodes(bool on) {
   params_.bulk_decodes = on;
 }
 
-int32_t Scheduler::bulk_steps_after(const Sequence& seq, int64_t tokens) const {
+int64_t Scheduler::bulk_steps_after(const Sequence& seq, int64_t tokens) const {
   // A decode computing token c (computed == c) samples it; in the following
   // steps it takes tokens c+1, c+2, ... A following step j needs nothing but
   // in-place room (j <= room), leaves commit() nothing to do (c + 1 + j <
@@ -62,7 +69,7 @@ int32_t Scheduler::bulk_steps_after(const Sequence& seq, int64_t tokens) const {
   const int64_t steps =
       std::min({policy_.in_place_room(seq.slot), seq.commit_horizon - seq.computed - 2,
                 seq.output_tokens - seq.generated - 2});
-  return static_cast<int32_t>(std::clamp<int64_t>(steps, 0, INT32_MAX));
+  return std::max<int64_t>(steps, 0);
 }
 
 void Scheduler::drop_finished() {
@@ -71,11 +78,13 @@ void Scheduler::drop_finished() {
   for (size_t i = 0; i < running_.size(); ++i) {
     if (!running_[i].seq) continue;
     running_[kept] = running_[i];
-    bulk_[kept] = bulk_[i];
+    bulk_until_[kept] = bulk_until_[i];
+    bulk_run_[kept] = bulk_run_[i];
     ++kept;
   }
   running_.resize(kept);
-  bulk_.resize(kept);
+  bulk_until_.resize(kept);
+  bulk_run_.resize(kept);
   finished_in_place_ = 0;
 }
 
@@ -109,10 +118,11 @@ void Scheduler::add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, i
 Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   // Not yet scheduled in this step (the loop goes front to back), so its
   // bulk steps are all of earlier steps.
-  settle(running_.size() - 1);
+  settle(running_.size() - 1, clock_);
   Sequence* victim = running_.back().seq;
   running_.pop_back();
-  bulk_.pop_back();
+  bulk_until_.pop_back();
+  bulk_run_.pop_back();
   batch.preempted.push_back(victim);
   ++preemptions_;
   ++victim->preemptions;
@@ -142,14 +152,20 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
 }
 
 bool Scheduler::grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch) {
-  settle(i);
+  settle(i, clock_);
   Sequence* seq = running_[i].seq;
   const int64_t tokens = std::min(seq->tokens_to_compute(), c.left);
   batch.summary.bulk_decodes = c.bulk;  // the item's place among the bulk decodes
   if (!try_grow(seq, tokens, batch, c.left)) return false;
   if (params_.bulk_decodes) {
-    bulk_[i].steps = bulk_steps_after(*seq, tokens);
-    bulk_[i].context = seq->computed + 1;
+    const int64_t steps = bulk_steps_after(*seq, tokens);
+    if (steps > 0) {
+      const BulkRun run{clock_ + 1, seq->computed + 1};
+      bulk_run_[i] = run;
+      bulk_until_[i] = run.since + steps;
+      run_sum_ += run.base - run.since;
+      run_sum_new_ += run.base - run.since;
+    }
   }
   return true;
 }
@@ -157,27 +173,14 @@ bool Scheduler::grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch) {
 void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch& batch,
                                       bool& preempted) {
   // Sequences live apart on the heap: ask for the ones a few places ahead
-  // that this step will read.
+  // while this one is scheduled.
   constexpr size_t kAhead = 8;
   while (i < running_.size() && c.left > 0) {
-    BulkState& r = bulk_[i];
-    if (r.steps > 0) {
-      // A decode inside its block and below its horizon: one token in place.
-      --r.steps;
-      ++r.pending;
-      c.bulk_context += r.context;
-      ++r.context;
-      ++c.bulk;
-      --c.left;
-      ++i;
-      continue;
-    }
-    if (i + kAhead < running_.size() && bulk_[i + kAhead].steps == 0)
-      __builtin_prefetch(running_[i + kAhead].seq);
+    if (i + kAhead < running_.size()) __builtin_prefetch(running_[i + kAhead].seq);
     const Sequence* seq = running_[i].seq;
     bool scheduled = false;
     while (!scheduled) {
-      // preempt_latest pops only entries behind r (or r itself, last).
+      // preempt_latest pops only entries behind i (or i itself, last).
       if (grow_one(i, c, batch)) {
         scheduled = true;
         break;
@@ -192,33 +195,28 @@ void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch
   }
   // Left out of this step (the budget ran out): their next token comes
   // later, so they are settled now and scheduled one by one next time.
-  for (; i < running_.size(); ++i) settle(i);
+  for (; i < running_.size(); ++i) settle(i, clock_);
 }
 
 size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
   const size_t n = running_.size();
   const RunningSeq* const run = running_.data();
-  BulkState* const hot = bulk_.data();
-  // Every entry with bulk steps takes one; the others' positions are kept.
+  const int64_t* const until = bulk_until_.data();
+  const int64_t now = clock_;
+  // A run that goes on takes this step in bulk: nothing to write. The
+  // others' positions are listed (a store each, kept only if m moves on).
   one_by_one_.resize(n);
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
-    BulkState& r = hot[i];
-    const int32_t b = r.steps > 0 ? 1 : 0;
-    r.steps -= b;
-    r.pending += b;
-    c.bulk_context += r.context & -static_cast<int64_t>(b);
-    r.context += b;
-    one_by_one_[m] = static_cast<uint32_t>(i);  // kept only if m moves on
-    m += static_cast<size_t>(1 - b);
+    one_by_one_[m] = static_cast<uint32_t>(i);
+    m += until[i] <= now ? 1 : 0;
   }
   one_by_one_.resize(m);
-  c.bulk = static_cast<int64_t>(n - m);
+  bulk_now_ = static_cast<int64_t>(n - m);
   // Then the others in order, with the budget the one-by-one loop would
   // have when it reached each (every bulk decode before it took one token).
-  const int64_t total_bulk = c.bulk;
-  int64_t left = c.left;  // after the previous explicit entry
-  size_t prev = 0;        // entries before the next explicit one start here
+  int64_t left = c.left;  // after the previous one-by-one entry
+  size_t prev = 0;        // entries before the next one-by-one entry start here
   constexpr size_t kAhead = 8;
   for (size_t k = 0; k < m; ++k) {
     const size_t pos = one_by_one_[k];
@@ -230,17 +228,17 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
     if (left <= gap) {
       // The budget runs out among them: the loop stops there.
       const size_t stop = prev + static_cast<size_t>(std::max<int64_t>(left, 0));
-      c.bulk = static_cast<int64_t>(stop - k);
-      undo_bulk_steps(stop, k, c);
+      end_runs_from(stop);
+      c.bulk = bulk_now_;
       c.left = 0;
       return stop;
     }
     c.left = left - gap;
     c.bulk = static_cast<int64_t>(pos - k);
     if (!grow_one(pos, c, batch)) {
-      // A preemption: the one-by-one loop takes over at this entry, with
-      // the bulk steps after it not taken yet.
-      undo_bulk_steps(pos + 1, k + 1, c);
+      // A preemption: the one-by-one loop takes over at this entry, and
+      // the entries after it go one by one too.
+      end_runs_from(pos + 1);
       return pos;
     }
     left = c.left;
@@ -249,45 +247,46 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
   const auto gap = static_cast<int64_t>(n - prev);
   if (left < gap) {
     const size_t stop = prev + static_cast<size_t>(std::max<int64_t>(left, 0));
-    c.bulk = static_cast<int64_t>(stop - m);
-    undo_bulk_steps(stop, m, c);
+    end_runs_from(stop);
+    c.bulk = bulk_now_;
     c.left = 0;
     return stop;
   }
   c.left = left - gap;
-  c.bulk = total_bulk;
+  c.bulk = bulk_now_;
   return n;
 }
 
-void Scheduler::undo_bulk_steps(size_t from, size_t k, RunningCursor& c) {
+void Scheduler::end_runs_from(size_t from) {
   for (size_t i = from; i < running_.size(); ++i) {
-    if (k < one_by_one_.size() && one_by_one_[k] == i) {
-      ++k;
-      continue;
-    }
-    BulkState& r = bulk_[i];
-    ++r.steps;
-    --r.pending;
-    --r.context;
-    c.bulk_context -= r.context;
+    if (bulk_until_[i] <= clock_) continue;  // no run, or one that ended
+    settle(i, clock_);
+    --bulk_now_;
   }
 }
 
 void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {
   BatchSummary& sum = batch.summary;
-  RunningCursor c{budget, 0, 0};
+  RunningCursor c{budget, 0};
+  bulk_now_ = 0;
+  run_sum_new_ = 0;
   size_t i = 0;
-  if (params_.bulk_decodes && static_cast<int64_t>(running_.size()) <= budget)
-    i = schedule_running_in_bulk(c, batch);
+  if (params_.bulk_decodes) {
+    if (static_cast<int64_t>(running_.size()) <= budget)
+      i = schedule_running_in_bulk(c, batch);
+    else
+      settle_all(clock_);  // the budget cannot reach them all: one by one
+  }
   schedule_running_from(i, c, batch, preempted);
   budget = c.left;
-  sum.bulk_decodes = c.bulk;
-  if (c.bulk > 0) {
-    batch.total_tokens += c.bulk;
-    sum.decodes += c.bulk;
-    sum.decode_context += c.bulk_context;
+  sum.bulk_decodes = bulk_now_;
+  if (bulk_now_ > 0) {
+    // Each took the token after base + (clock_ - since) computed ones.
+    batch.total_tokens += bulk_now_;
+    sum.decodes += bulk_now_;
+    sum.decode_context += run_sum_ - run_sum_new_ + bulk_now_ * clock_;
     sum.bulk_last_token_at = last_step_end_;
-    policy_.grow_in_place_bulk(c.bulk);
+    policy_.grow_in_place_bulk(bulk_now_);
   }
 }
 
@@ -354,6 +353,7 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   batch.summary.bulk_last_token_at = -1;
   batch.summary.bulk_before.clear();
   drop_finished();
+  ++clock_;
   int64_t budget = params_.max_batched_tokens;
   bool preempted = false;
   if (!params_.chunked_prefill) {
@@ -364,7 +364,7 @@ void Scheduler::schedule(ScheduledBatch& batch) {
       if (!batch.items.empty()) {
         // The running decodes skip this step: settled, they go one by one
         // next time (a bulk decode's last token is the step before's).
-        if (params_.bulk_decodes) settle_all();
+        settle_all(clock_);
         return;
       }
     }
@@ -388,7 +388,7 @@ void Scheduler::finish(Sequence* seq) {
                                    [](const RunningSeq& r, uint64_t v) { return r.id < v; });
   if (it == running_.end() || it->seq != seq)
     throw std::logic_error("finish() of a sequence that is not running");
-  if (bulk_[static_cast<size_t>(it - running_.begin())].pending != 0)
+  if (bulk_until_[static_cast<size_t>(it - running_.begin())] != 0)
     throw std::logic_error("finish() of a sequence with unsettled tokens");
   it->seq = nullptr;
   ++finished_in_place_;

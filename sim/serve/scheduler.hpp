@@ -87,7 +87,7 @@ class Scheduler {
   void step_done(TimeNs now) { last_step_end_ = now; }
   // Every running sequence's Sequence fields brought up to date (bulk steps
   // settled); a caller that reads them all between steps calls this first.
-  void settle_all();
+  void settle_all() { settle_all(clock_ + 1); }
   // Turns bulk decodes on or off between steps (off settles every sequence).
   void set_bulk_decodes(bool on);
   // Drops the head of the waiting queue (it can never be admitted).
@@ -112,46 +112,51 @@ class Scheduler {
   // Appends `seq` for `tokens` to the batch and its summary.
   static void add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
 
-  // The running sequences as the step loop sees them, two arrays in arrival
-  // order side by side: what a decode advanced in bulk needs (BulkState, 16
-  // bytes) apart from the rest, so such a step reads neither its Sequence
-  // (they live apart on the heap) nor more than it needs.
+  // The running sequences as the step loop sees them, in arrival order,
+  // with each one's run of bulk steps beside it in arrays of their own: a
+  // step reads only bulk_until_ (8 bytes a sequence) for the sequences it
+  // advances in bulk, neither their Sequence (they live apart on the heap)
+  // nor anything it would have to write back.
   struct RunningSeq {
     Sequence* seq = nullptr;  // null once finished (dropped at the next schedule)
     uint64_t id = 0;          // request id: the arrival order
     SeqSlot slot = kNoSeq;    // seq->slot, which stays while it runs
   };
-  struct BulkState {
-    int64_t context = 0;  // while in bulk: tokens computed before its next token
-    int32_t steps = 0;    // steps it may still take in bulk
-    int32_t pending = 0;  // bulk steps taken and not yet settled into *seq
+  // A run of bulk steps: the sequence takes one token in bulk in every step
+  // whose number (clock_) is in [since, until); `base` is its computed
+  // tokens before the step `since`.
+  struct BulkRun {
+    int64_t since = 0;
+    int64_t base = 0;
   };
   // Brings running_[i]'s Sequence and the policy's count of its tokens up
-  // to date, and ends its bulk steps (the next step schedules it one by one).
-  void settle(size_t i);
+  // to date with the bulk steps it took before step `now`, and ends its run
+  // (the next step schedules it one by one).
+  void settle(size_t i, int64_t now);
+  void settle_all(int64_t now);
   // Bulk steps `seq` may take after this step's `tokens` (0 if not a decode
   // that stays below its commit horizon, in its block, and unfinished).
-  int32_t bulk_steps_after(const Sequence& seq, int64_t tokens) const;
+  int64_t bulk_steps_after(const Sequence& seq, int64_t tokens) const;
   // Drops the running entries of sequences finished since the last step.
   void drop_finished();
-  // Where the running loop stands: budget left, bulk decodes so far and the
-  // sum of their contexts.
+  // Where the running loop stands: budget left, and bulk decodes before
+  // the next item in batch order.
   struct RunningCursor {
     int64_t left = 0;
     int64_t bulk = 0;
-    int64_t bulk_context = 0;
   };
-  // The running loop in arrival order from entry `i`, one entry at a time.
+  // The running loop in arrival order from entry `i`, one entry at a time
+  // (no runs of bulk steps are left from there on).
   void schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch& batch, bool& preempted);
-  // The same when every running sequence can be scheduled: the bulk
-  // decodes in one pass without branches, then the others. Returns where
-  // the loop above must go on (running_.size() when done): at a sequence
-  // that needs a preemption, or where the budget ran out, with the bulk
-  // steps behind that point taken back.
+  // Every running sequence whose run goes on takes its bulk step, then the
+  // others are scheduled one by one in order, with the budget the loop
+  // above would give each. Returns where that loop must go on
+  // (running_.size() when done): at a sequence that needs a preemption, or
+  // where the budget ran out, with the runs behind that point ended first.
   size_t schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch);
-  // Takes back the bulk step of every entry from `from` on that took one
-  // (all but the positions one_by_one_[k...]).
-  void undo_bulk_steps(size_t from, size_t k, RunningCursor& c);
+  // Ends the runs of the entries from `from` on that were to take a bulk
+  // step in this step: they did not.
+  void end_runs_from(size_t from);
   // Schedules the running entry `i` one by one (settled first); false when
   // its cache cannot grow (nothing changed).
   bool grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch);
@@ -160,9 +165,16 @@ class Scheduler {
   KvCachePolicy& policy_;
   std::deque<Sequence*> waiting_;
   std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
-  std::vector<BulkState> bulk_;      // running_[i]'s in bulk_[i]
+  std::vector<int64_t> bulk_until_;  // running_[i]'s run ends before step bulk_until_[i] (0: none)
+  std::vector<BulkRun> bulk_run_;    // and began at bulk_run_[i]
   size_t finished_in_place_ = 0;     // entries of running_ with seq == nullptr
   TimeNs last_step_end_ = -1;
+  int64_t clock_ = 0;  // steps scheduled so far: the number of the step being built
+  // Sum of base - since over the runs begun (their context in step t is
+  // base + t - since), and of the runs begun in this step (from the next).
+  int64_t run_sum_ = 0;
+  int64_t run_sum_new_ = 0;
+  int64_t bulk_now_ = 0;              // sequences taking a bulk step in this step
   std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries not in bulk
   std::deque<Sequence*> swapped_;     // sorted by request id
   uint64_t preemptions_ = 0;

@@ -6,7 +6,8 @@
 // Contract: plan_*() and lookup_prefix() are const and never change the cache;
 // apply_*() are the only mutators and take a plan made against the current
 // state (llama.cpp's find_slot / apply_ubatch split, DESIGN practice 9). The
-// scheduler calls the policy once per sequence per step, never per token.
+// scheduler calls the policy at most once per sequence per step, never per token
+// (decodes inside their in-place room not at all: see in_place_room).
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -165,6 +166,30 @@ class KvCachePolicy {
     (void)seq;
     (void)new_tokens;
     return false;
+  }
+  // Growth by deltas, for callers that advance many decodes a step at once:
+  // in_place_room() is how many more tokens grow_in_place(seq, ...) would
+  // take, counted from now, 0 when the policy does not say (the default: its
+  // sequences then grow one call at a time). A caller that grows sequences
+  // within that room tells the policy the step's total with
+  // grow_in_place_bulk() (its totals, e.g. accounting().tokens_held, move at
+  // once), and each sequence's own share with settle_in_place() before it
+  // next asks anything about that sequence (plan_grow, commit, release,
+  // swap): the pair leaves the policy as grow_in_place() calls would.
+  // Starts loading what the next call about `seq` reads, so a caller
+  // going through many sequences does not wait on each in turn. Nothing
+  // observable changes; the default does nothing.
+  virtual void prefetch(SeqSlot seq) const { (void)seq; }
+  virtual int64_t in_place_room(SeqSlot seq) const {
+    (void)seq;
+    return 0;
+  }
+  virtual void grow_in_place_bulk(int64_t tokens) {
+    if (tokens != 0) throw std::logic_error("grow_in_place_bulk on a policy with no in-place room");
+  }
+  virtual void settle_in_place(SeqSlot seq, int64_t tokens) {
+    (void)seq;
+    if (tokens != 0) throw std::logic_error("settle_in_place on a policy with no in-place room");
   }
 
   // A step finished: the first `computed_tokens` tokens of `tokens` now have

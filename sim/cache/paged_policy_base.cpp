@@ -91,6 +91,19 @@ bool PagedPolicyBase::grow_in_place(SeqSlot s, int64_t new_tokens) {
   return true;
 }
 
+int64_t PagedPolicyBase::in_place_room(SeqSlot s) const {
+  const SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
+  return static_cast<int64_t>(sq.block_table.size()) * block_size_ - sq.tokens;
+}
+
+void PagedPolicyBase::settle_in_place(SeqSlot s, int64_t tokens) {
+  // tokens_held_ counted them already (grow_in_place_bulk).
+  SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
+  if (sq.tokens + tokens > static_cast<int64_t>(sq.block_table.size()) * block_size_)
+    throw std::logic_error("settle_in_place beyond the sequence's in-place room");
+  sq.tokens += tokens;
+}
+
 int64_t PagedPolicyBase::free_leading_blocks(SeqSlot s, int64_t end) {
   SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
   const int64_t last = std::min<int64_t>(end, static_cast<int64_t>(sq.block_table.size()));

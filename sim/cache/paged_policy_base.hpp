@@ -22,6 +22,13 @@ class PagedPolicyBase : public KvCachePolicy {
   GrowPlan plan_grow(SeqSlot seq, int64_t new_tokens) const override;
   void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
   bool grow_in_place(SeqSlot seq, int64_t new_tokens) override;
+  void prefetch(SeqSlot seq) const override {
+    __builtin_prefetch(&seqs_[static_cast<size_t>(seq)]);
+  }
+  // The free slots of the sequence's last block.
+  int64_t in_place_room(SeqSlot seq) const override;
+  void grow_in_place_bulk(int64_t tokens) override { tokens_held_ += tokens; }
+  void settle_in_place(SeqSlot seq, int64_t tokens) override;
   void release(SeqSlot seq) override;
   // Copies out every block the sequence still holds.
   SwapPlan plan_swap_out(SeqSlot seq) const override;

@@ -61,12 +61,6 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
     policy_->attach_tiers(make_tier_chain(scenario.kv_tiers, sizing_.instance_block_bytes,
                                           scenario.cache.block_size));
   }
-  SchedulerParams sp;
-  sp.max_num_seqs = scenario.scheduler.max_num_seqs;
-  sp.max_batched_tokens = scenario.scheduler.max_batched_tokens;
-  sp.chunked_prefill = scenario.scheduler.chunked_prefill;
-  sp.swap = scenario.cache.preemption == "swap";
-  scheduler_ = std::make_unique<Scheduler>(sp, *policy_);
   timing_ = std::make_unique<PipelineTiming>(
       scenario.device, scenario.model,
       TimingModel::Params{scenario.tp, kv_dtype_bytes(scenario.cache.dtype), scenario.ep,
@@ -75,9 +69,24 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
                      sizing_.stage_layers, scenario.pipeline_layers});
   numerics_ = make_numerics_observer(scenario, sizing_);
   per_sequence_pricing_ = has_sliding_layers(scenario.model);
+  SchedulerParams sp;
+  sp.max_num_seqs = scenario.scheduler.max_num_seqs;
+  sp.max_batched_tokens = scenario.scheduler.max_batched_tokens;
+  sp.chunked_prefill = scenario.scheduler.chunked_prefill;
+  sp.swap = scenario.cache.preemption == "swap";
+  // Decodes in bulk need a step that reads no sequence one by one: no
+  // observer of every item, and a price from the batch's sums alone.
+  bulk_decodes_allowed_ =
+      !numerics_ && !per_sequence_pricing_ && !policy_->caps_attention_context();
+  sp.bulk_decodes = bulk_decodes_allowed_;
+  scheduler_ = std::make_unique<Scheduler>(sp, *policy_);
 }
 
 ServingEngine::~ServingEngine() = default;
+
+void ServingEngine::set_bulk_decodes(bool on) {
+  scheduler_->set_bulk_decodes(on && bulk_decodes_allowed_);
+}
 
 RunMetrics ServingEngine::run() {
   if (!solo_)
@@ -190,7 +199,7 @@ void ServingEngine::start_step() {
   work_.swap_out_bytes = batch_.swap_out_bytes;
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
-  const StepTiming timing = timing_->price(work_, static_cast<int64_t>(batch_.items.size()));
+  const StepTiming timing = timing_->price(work_, batch_.num_seqs());
   step_latency_ = std::max<TimeNs>(timing.latency, 1);
   if (timing_->stages() > 1)
     stage_link_bytes_ += timing_->boundary_bytes(static_cast<double>(batch_.total_tokens)) *
@@ -204,10 +213,10 @@ void ServingEngine::start_step() {
   step_latency_ = policy_->take_tier_load().step_latency(step_latency_);
   step_in_flight_ = true;
   ++steps_;
+  bulk_decodes_ += batch_.summary.bulk_decodes;
   shell_.step_started(steps_, static_cast<int64_t>(scheduler_->num_running()),
                       static_cast<int64_t>(scheduler_->num_waiting()));
-  observe(now, batch_.total_tokens, step_latency_, false,
-          static_cast<int64_t>(batch_.items.size()));
+  observe(now, batch_.total_tokens, step_latency_, false, batch_.num_seqs());
   if (shell_.spans_wanted()) span_step(now);
   sim_.schedule_in(step_latency_, kPrioStepDone, [this] { on_step_done(); });
 }
@@ -215,6 +224,7 @@ void ServingEngine::start_step() {
 void ServingEngine::on_step_done() {
   const TimeNs now = sim_.now();
   step_in_flight_ = false;
+  scheduler_->step_done(now);
   // Below its horizon a commit would change nothing (most decodes stay
   // inside a block): no call, no token view. The others are prepared first
   // (blocks hashed, their places in the pool's map loaded) and committed in
@@ -243,14 +253,29 @@ void ServingEngine::on_step_done() {
   if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
   // Inter-token latencies go to the histogram by runs of requests whose
   // previous token came at the same time (in a decode step, nearly all):
-  // the same values in the same order as one call per request.
+  // the same values in the same order as one call per request. Bulk decodes
+  // (all of whose previous token came at bulk_last_token_at) join the runs
+  // where they stand in batch order; their sequences are settled later.
+  const BatchSummary& summary = batch_.summary;
   TimeNs run_last = -1;
   int64_t run_length = 0;
-  const std::vector<uint32_t>& settled = batch_.summary.at_horizon;
+  int64_t bulk_counted = 0;
+  auto count_bulk_until = [&](int64_t bulk_before) {
+    if (bulk_before == bulk_counted) return;
+    if (summary.bulk_last_token_at != run_last) {
+      shell_.tokens_emitted_after(run_last, run_length);
+      run_last = summary.bulk_last_token_at;
+      run_length = 0;
+    }
+    run_length += bulk_before - bulk_counted;
+    bulk_counted = bulk_before;
+  };
+  const std::vector<uint32_t>& settled = summary.at_horizon;
   size_t next_settled = 0;
   constexpr size_t kAhead = 8;  // sequences live apart on the heap: load ahead
   for (size_t i = 0; i < batch_.items.size(); ++i) {
     if (i + kAhead < batch_.items.size()) __builtin_prefetch(batch_.items[i + kAhead].seq);
+    count_bulk_until(summary.bulk_before[i]);
     const ScheduledSeq& item = batch_.items[i];
     Sequence* seq = item.seq;
     if (next_settled < settled.size() && settled[next_settled] == i)
@@ -271,6 +296,7 @@ void ServingEngine::on_step_done() {
     seq->last_token_at = now;
     if (seq->generated >= seq->output_tokens) complete(seq);
   }
+  count_bulk_until(summary.bulk_decodes);
   shell_.tokens_emitted_after(run_last, run_length);
   observe(now, 0, 0);
   kick();
@@ -295,14 +321,8 @@ void ServingEngine::reject(Sequence* seq) {
 // The step as a span (batch size, tokens) and the KV it moves over the host
 // link as a transfer beside it, for a trace.
 void ServingEngine::span_step(TimeNs now) {
-  SpanRow row{"step",
-              "step",
-              static_cast<uint64_t>(steps_),
-              -1,
-              now,
-              step_latency_,
-              batch_.total_tokens,
-              static_cast<int64_t>(batch_.items.size())};
+  SpanRow row{"step", "step",        static_cast<uint64_t>(steps_), -1,
+              now,    step_latency_, batch_.total_tokens,           batch_.num_seqs()};
   row.bytes = batch_.swap_in_bytes + batch_.swap_out_bytes;
   shell_.span(row);
   if (batch_.swap_out_bytes > 0) {

@@ -63,6 +63,12 @@ class ServingEngine final : public InferenceEngine {
   }
 
   const PoolSizing& sizing() const { return sizing_; }
+  // Decodes advanced in bulk (the default wherever the step allows it) or
+  // one by one: the run is the same either way, to the bit; tests compare
+  // the two. Call between steps.
+  void set_bulk_decodes(bool on);
+  // Decodes advanced in bulk so far, all steps together.
+  int64_t bulk_decodes() const { return bulk_decodes_; }
   // Sequence objects ever allocated: bounded by the requests in flight at
   // once, not by the requests served (a memory check for long runs).
   size_t pooled_sequences() const { return sequence_pool_.size(); }
@@ -100,6 +106,8 @@ class ServingEngine final : public InferenceEngine {
   // A model with sliding-window layers is priced from each sequence's
   // position; the others from the batch's sums (StepWork::totals).
   bool per_sequence_pricing_ = false;
+  bool bulk_decodes_allowed_ = false;  // SchedulerParams::bulk_decodes
+  int64_t bulk_decodes_ = 0;
   bool step_in_flight_ = false;
   bool kick_pending_ = false;
   ScheduledBatch batch_;

@@ -19,6 +19,11 @@ struct SchedulerParams {
   int64_t max_batched_tokens = 8192;
   bool chunked_prefill = true;
   bool swap = false;  // preemption by swap (else recompute)
+  // Decodes that need nothing from the policy but room in their last block
+  // are advanced in bulk, out of `items` (BatchSummary::bulk_decodes). Only
+  // for callers that need no per-sequence record of such a step: no
+  // numerics observer, no per-sequence pricing.
+  bool bulk_decodes = false;
 };
 
 struct ScheduledSeq {
@@ -39,6 +44,17 @@ struct BatchSummary {
   std::vector<uint32_t> at_horizon;
   // Sequences taken from the waiting queue this step.
   std::vector<Sequence*> admitted;
+  // Running decodes advanced in bulk (SchedulerParams::bulk_decodes): each
+  // computes one token and samples it, is below its commit horizon, does not
+  // finish, and sampled its last token at `bulk_last_token_at` (the end of
+  // the step before). They are counted in `decodes` and `decode_context`,
+  // not in `items`; their Sequence fields (computed, generated,
+  // last_token_at) are settled by the scheduler when it next looks at them.
+  int64_t bulk_decodes = 0;
+  TimeNs bulk_last_token_at = -1;
+  // Per item: the bulk decodes before it in batch order (running sequences
+  // in arrival order, then swapped-in, then admitted ones).
+  std::vector<uint32_t> bulk_before;
 };
 
 struct ScheduledBatch {
@@ -51,7 +67,11 @@ struct ScheduledBatch {
   Bytes swap_out_bytes = 0;
   int64_t total_tokens = 0;
   BatchSummary summary;
-  bool empty() const { return items.empty() && swap_in_bytes == 0 && swap_out_bytes == 0; }
+  bool empty() const {
+    return items.empty() && summary.bulk_decodes == 0 && swap_in_bytes == 0 && swap_out_bytes == 0;
+  }
+  // Sequences scheduled in this step: the items and the bulk decodes.
+  int64_t num_seqs() const { return static_cast<int64_t>(items.size()) + summary.bulk_decodes; }
 };
 
 class Scheduler {
@@ -63,11 +83,18 @@ class Scheduler {
   void schedule(ScheduledBatch& batch);
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);
+  // The step built last ended at `now`: its samples, bulk decodes' too, came then.
+  void step_done(TimeNs now) { last_step_end_ = now; }
+  // Every running sequence's Sequence fields brought up to date (bulk steps
+  // settled); a caller that reads them all between steps calls this first.
+  void settle_all() { settle_all(clock_ + 1); }
+  // Turns bulk decodes on or off between steps (off settles every sequence).
+  void set_bulk_decodes(bool on);
   // Drops the head of the waiting queue (it can never be admitted).
   Sequence* reject_head();
 
   size_t num_waiting() const { return waiting_.size(); }
-  size_t num_running() const { return running_.size(); }
+  size_t num_running() const { return running_.size() - finished_in_place_; }
   size_t num_swapped() const { return swapped_.size(); }
   const Sequence* waiting_head() const { return waiting_.empty() ? nullptr : waiting_.front(); }
   uint64_t preemptions() const { return preemptions_; }
@@ -85,11 +112,71 @@ class Scheduler {
   // Appends `seq` for `tokens` to the batch and its summary.
   static void add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
 
+  // The running sequences as the step loop sees them, in arrival order,
+  // with each one's run of bulk steps beside it in arrays of their own: a
+  // step reads only bulk_until_ (8 bytes a sequence) for the sequences it
+  // advances in bulk, neither their Sequence (they live apart on the heap)
+  // nor anything it would have to write back.
+  struct RunningSeq {
+    Sequence* seq = nullptr;  // null once finished (dropped at the next schedule)
+    uint64_t id = 0;          // request id: the arrival order
+    SeqSlot slot = kNoSeq;    // seq->slot, which stays while it runs
+  };
+  // A run of bulk steps: the sequence takes one token in bulk in every step
+  // whose number (clock_) is in [since, until); `base` is its computed
+  // tokens before the step `since`.
+  struct BulkRun {
+    int64_t since = 0;
+    int64_t base = 0;
+  };
+  // Brings running_[i]'s Sequence and the policy's count of its tokens up
+  // to date with the bulk steps it took before step `now`, and ends its run
+  // (the next step schedules it one by one).
+  void settle(size_t i, int64_t now);
+  void settle_all(int64_t now);
+  // Bulk steps `seq` may take after this step's `tokens` (0 if not a decode
+  // that stays below its commit horizon, in its block, and unfinished).
+  int64_t bulk_steps_after(const Sequence& seq, int64_t tokens) const;
+  // Drops the running entries of sequences finished since the last step.
+  void drop_finished();
+  // Where the running loop stands: budget left, and bulk decodes before
+  // the next item in batch order.
+  struct RunningCursor {
+    int64_t left = 0;
+    int64_t bulk = 0;
+  };
+  // The running loop in arrival order from entry `i`, one entry at a time
+  // (no runs of bulk steps are left from there on).
+  void schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch& batch, bool& preempted);
+  // Every running sequence whose run goes on takes its bulk step, then the
+  // others are scheduled one by one in order, with the budget the loop
+  // above would give each. Returns where that loop must go on
+  // (running_.size() when done): at a sequence that needs a preemption, or
+  // where the budget ran out, with the runs behind that point ended first.
+  size_t schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch);
+  // Ends the runs of the entries from `from` on that were to take a bulk
+  // step in this step: they did not.
+  void end_runs_from(size_t from);
+  // Schedules the running entry `i` one by one (settled first); false when
+  // its cache cannot grow (nothing changed).
+  bool grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch);
+
   SchedulerParams params_;
   KvCachePolicy& policy_;
   std::deque<Sequence*> waiting_;
-  std::vector<Sequence*> running_;  // sorted by request id (arrival order)
-  std::deque<Sequence*> swapped_;   // sorted by request id
+  std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
+  std::vector<int64_t> bulk_until_;  // running_[i]'s run ends before step bulk_until_[i] (0: none)
+  std::vector<BulkRun> bulk_run_;    // and began at bulk_run_[i]
+  size_t finished_in_place_ = 0;     // entries of running_ with seq == nullptr
+  TimeNs last_step_end_ = -1;
+  int64_t clock_ = 0;  // steps scheduled so far: the number of the step being built
+  // Sum of base - since over the runs begun (their context in step t is
+  // base + t - since), and of the runs begun in this step (from the next).
+  int64_t run_sum_ = 0;
+  int64_t run_sum_new_ = 0;
+  int64_t bulk_now_ = 0;              // sequences taking a bulk step in this step
+  std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries not in bulk
+  std::deque<Sequence*> swapped_;     // sorted by request id
   uint64_t preemptions_ = 0;
   uint64_t swap_fallbacks_ = 0;
 };

@@ -12,6 +12,10 @@ namespace kvsim {
 enum class SeqState : uint8_t { waiting, running, swapped, finished };
 
 struct alignas(64) Sequence {
+  // While the scheduler advances a running decode in bulk, computed,
+  // generated and last_token_at lag behind by the bulk steps it took; the
+  // scheduler settles them before anything reads them (Scheduler::settle,
+  // BatchSummary::bulk_decodes).
   // What every step reads, first, so a decode touches one cache line.
   int64_t computed = 0;   // tokens whose KV is in the cache
   int64_t generated = 0;  // output tokens produced so far

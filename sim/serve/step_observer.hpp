@@ -27,6 +27,8 @@ class StepObserver {
  public:
   virtual ~StepObserver() = default;
   // A step finished at `now`: every item's tokens are computed and committed.
+  // An engine with an observer schedules every sequence as an item (no
+  // BatchSummary::bulk_decodes), so the batch names all of them.
   // May throw (a failed numerics check stops the run).
   virtual void on_step_done(const ScheduledBatch& batch, const KvCachePolicy& policy,
                             TimeNs now) = 0;

@@ -148,6 +148,25 @@ TEST(BulkDecodes, ShippedScenariosWithTiersPipelinesAndChunkLruAreIdenticalToOne
   }
 }
 
+TEST(BulkDecodes, SampledNumericsSeesTheSameRunAndChecksWithUnfollowedSequencesInBulk) {
+  // The sampled checker follows one session in three step by step; the
+  // others go in bulk except where they start or fill a block, which is all
+  // it records of them. Its checks and errors, and the run, are those of
+  // the run that schedules everyone one by one.
+  int64_t bulk = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const std::string text =
+        random_scenario(seed, "paged") + "numerics: {mode: sampled, sample_every: 3}\n";
+    const ScenarioSpec s = scenario_from_text(text);
+    const Outcome one_by_one = run(s, false);
+    const Outcome in_bulk = run(s, true);
+    bulk += in_bulk.bulk_decodes;
+    ASSERT_EQ(one_by_one.metrics, in_bulk.metrics) << text;
+    ASSERT_EQ(one_by_one.rows, in_bulk.rows) << text;
+  }
+  EXPECT_GT(bulk, 1000);
+}
+
 TEST(BulkDecodes, SaturatedDecodeBatchGoesMostlyInBulk) {
   // 64 long decodes in a roomy pool: between block boundaries and commits
   // every decode is in bulk (two steps in a 16-token block are one by one).

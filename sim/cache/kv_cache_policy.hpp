@@ -170,11 +170,12 @@ class KvCachePolicy {
   // Growth by deltas, for callers that advance many decodes a step at once:
   // in_place_room() is how many more tokens grow_in_place(seq, ...) would
   // take, counted from now, 0 when the policy does not say (the default: its
-  // sequences then grow one call at a time). A caller that grows sequences
-  // within that room tells the policy the step's total with
-  // grow_in_place_bulk() (its totals, e.g. accounting().tokens_held, move at
-  // once), and each sequence's own share with settle_in_place() before it
-  // next asks anything about that sequence (plan_grow, commit, release,
+  // sequences then grow one call at a time). It never reaches past the
+  // sequence's last block (a table holds no whole block ahead of its tokens),
+  // which an observer of block writes relies on (SchedulerParams::watched). A caller that grows
+  // sequences within that room tells the policy the step's total with grow_in_place_bulk() (its
+  // totals, e.g. accounting().tokens_held, move at once), and each sequence's own share with
+  // settle_in_place() before it next asks anything about that sequence (plan_grow, commit, release,
   // swap): the pair leaves the policy as grow_in_place() calls would.
   // Starts loading what the next call about `seq` reads, so a caller
   // going through many sequences does not wait on each in turn. Nothing

@@ -76,9 +76,16 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
   sp.swap = scenario.cache.preemption == "swap";
   // Decodes in bulk need a step that reads no sequence one by one: no
   // observer of every item, and a price from the batch's sums alone.
+  // An observer that watches only some sequences (sampled numerics) sees
+  // those one by one and the others wherever they start or fill a block.
+  const bool observed_in_full = numerics_ && !numerics_->watches_selectively();
   bulk_decodes_allowed_ =
-      !numerics_ && !per_sequence_pricing_ && !policy_->caps_attention_context();
+      !observed_in_full && !per_sequence_pricing_ && !policy_->caps_attention_context();
   sp.bulk_decodes = bulk_decodes_allowed_;
+  if (numerics_ && !observed_in_full)
+    sp.watched = [observer = numerics_.get()](const Sequence& seq) {
+      return observer->watches(seq);
+    };
   scheduler_ = std::make_unique<Scheduler>(sp, *policy_);
 }
 

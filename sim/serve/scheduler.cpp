@@ -66,9 +66,13 @@ int64_t Scheduler::bulk_steps_after(const Sequence& seq, int64_t tokens) const {
   // horizon; the step at hand commits nothing either: c + 1 < horizon) and
   // does not finish the request (generated + 1 + j < output_tokens).
   if (tokens != 1 || seq.computed + 1 != seq.known_tokens()) return 0;
-  const int64_t steps =
-      std::min({policy_.in_place_room(seq.slot), seq.commit_horizon - seq.computed - 2,
-                seq.output_tokens - seq.generated - 2});
+  int64_t room = policy_.in_place_room(seq.slot);
+  if (params_.watched) {
+    if (params_.watched(seq)) return 0;
+    --room;  // the step that fills its block is observed one by one
+  }
+  const int64_t steps = std::min(
+      {room, seq.commit_horizon - seq.computed - 2, seq.output_tokens - seq.generated - 2});
   return std::max<int64_t>(steps, 0);
 }
 

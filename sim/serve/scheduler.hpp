@@ -7,6 +7,7 @@
 // the cache has no room (by recompute, or by swapping its blocks to the host).
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "sim/cache/kv_cache_policy.hpp"
@@ -24,6 +25,12 @@ struct SchedulerParams {
   // for callers that need no per-sequence record of such a step: no
   // numerics observer, no per-sequence pricing.
   bool bulk_decodes = false;
+  // Set when an observer watches some sequences step by step (a sampled
+  // numerics checker): those it names are never in bulk, and no bulk step
+  // fills a block, so every block a sequence starts or fills shows in some
+  // step's `items` (in-place room never reaches past a sequence's last
+  // block: see KvCachePolicy::in_place_room).
+  std::function<bool(const Sequence&)> watched;
 };
 
 struct ScheduledSeq {

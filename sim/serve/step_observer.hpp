@@ -27,11 +27,21 @@ class StepObserver {
  public:
   virtual ~StepObserver() = default;
   // A step finished at `now`: every item's tokens are computed and committed.
-  // An engine with an observer schedules every sequence as an item (no
-  // BatchSummary::bulk_decodes), so the batch names all of them.
+  // The batch names every sequence as an item (no
+  // BatchSummary::bulk_decodes) unless watches_selectively(): then it names
+  // those watches() names, and the others in every step where they start or
+  // fill a block (SchedulerParams::watched); their bulk steps write inside a
+  // block they already hold.
   // May throw (a failed numerics check stops the run).
   virtual void on_step_done(const ScheduledBatch& batch, const KvCachePolicy& policy,
                             TimeNs now) = 0;
+  // Whether the observer needs only the sequences watches() names in every
+  // step (the default: all of them, every step).
+  virtual bool watches_selectively() const { return false; }
+  virtual bool watches(const Sequence& seq) const {
+    (void)seq;
+    return true;
+  }
   // A sequence's KV leaves the device: it finished, or was preempted.
   virtual void on_release(const Sequence& seq) { (void)seq; }
   // Adds what the observer measured to the run's metrics.

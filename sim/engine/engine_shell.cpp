@@ -83,15 +83,18 @@ void EngineShell::reject(const LeavingRequest& r) {
   uplink_.request_done(q, now);
 }
 
-void EngineShell::timeline(TimelineRow row, bool force) {
-  pending_step_tokens_ += row.step_tokens;
-  pending_step_time_ += row.step_latency;
-  if (row.step_tokens > 0 || row.step_latency > 0) ++pending_steps_;
-  pending_step_seqs_ += row.step_seqs;
+// Taken by reference and copied only when a row is written: most steps
+// fall inside the interval, and a row passed by value is copied twice a step.
+void EngineShell::timeline(const TimelineRow& step, bool force) {
+  pending_step_tokens_ += step.step_tokens;
+  pending_step_time_ += step.step_latency;
+  if (step.step_tokens > 0 || step.step_latency > 0) ++pending_steps_;
+  pending_step_seqs_ += step.step_seqs;
   if (!force && last_timeline_ >= 0 &&
-      row.time - last_timeline_ < scenario_.output.timeline_interval)
+      step.time - last_timeline_ < scenario_.output.timeline_interval)
     return;
-  last_timeline_ = row.time;
+  last_timeline_ = step.time;
+  TimelineRow row = step;
   row.step_tokens = pending_step_tokens_;
   row.step_latency = pending_step_time_;
   row.steps = pending_steps_;

@@ -90,7 +90,7 @@ class EngineShell {
   // output.timeline_interval (or when forced); its step columns sum every
   // step launched since the previous row, so sparse rows still account for
   // all the work done between them.
-  void timeline(TimelineRow row, bool force);
+  void timeline(const TimelineRow& row, bool force);
   // Inter-token latencies are also added to `itl` (may be null).
   void mirror_itl(LatencyHistogram* itl) { itl_mirror_ = itl; }
   // This shell's own inter-token histogram, for instances to mirror into.

@@ -10,16 +10,10 @@
 
 #include "sim/cache/block_hash.hpp"
 #include "sim/numerics/sampled_numerics_checker.hpp"
+#include "workloads/rng.hpp"
 
 namespace kvsim::numerics {
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // Keeps content addresses apart from the policy's prefix hashes.
 constexpr uint64_t kAddressSalt = 0x6b76736e756d6572ULL;
@@ -154,9 +148,10 @@ void SampledNumericsChecker::store_other(int32_t block, int64_t index) {
   // known only to be someone else's, from the block and its write count).
   const auto b = static_cast<size_t>(block);
   const int64_t bs = p_.block_size;
-  const uint64_t key = content_[b] != 0 ? content_[b] : mix(b) ^ device_writes_[b];
+  const uint64_t key = content_[b] != 0 ? content_[b] : mix64(b) ^ device_writes_[b];
   for (int64_t j = 0; j < bs; ++j)
-    ids_[static_cast<size_t>(j)] = static_cast<int32_t>(mix(key + static_cast<uint64_t>(j)) >> 33);
+    ids_[static_cast<size_t>(j)] =
+        static_cast<int32_t>(mix64(key + static_cast<uint64_t>(j)) >> 33);
   token_rows(index * bs, bs, false);
   store_rows(block, 0, 0, bs, /*reference=*/false);
 }

@@ -1,18 +1,13 @@
 #include "sim/numerics/synthetic_kv.hpp"
 
+#include "workloads/rng.hpp"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
 namespace kvsim::numerics {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // A 32-bit finaliser (Wellons' lowbias32, from the hash-prospector
 // search): every input bit reaches every output bit.
@@ -81,9 +76,9 @@ bool avx2_available() {
 #endif
 
 uint64_t row_seed(Tensor t, int32_t token, int64_t layer, int64_t head) {
-  return splitmix64((static_cast<uint64_t>(static_cast<uint32_t>(token)) << 20) ^
-                    (static_cast<uint64_t>(layer) << 12) ^ (static_cast<uint64_t>(head) << 4) ^
-                    static_cast<uint64_t>(t));
+  return mix64((static_cast<uint64_t>(static_cast<uint32_t>(token)) << 20) ^
+               (static_cast<uint64_t>(layer) << 12) ^ (static_cast<uint64_t>(head) << 4) ^
+               static_cast<uint64_t>(t));
 }
 
 #if defined(__x86_64__)
@@ -146,14 +141,14 @@ void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_
     }
     if (shape.values_per_hash == 4) {
       for (int64_t c = 0; c < shape.head_dim; c += 4) {
-        const uint64_t r = splitmix64(seed + static_cast<uint64_t>(c));
+        const uint64_t r = mix64(seed + static_cast<uint64_t>(c));
         for (int64_t j = 0; j < 4 && c + j < shape.head_dim; ++j)
           row[c + j] = static_cast<float>((r >> (16 * j)) & 0xFFFF) * (1.0f / 32768.0f) - 1.0f;
       }
       continue;
     }
     for (int64_t c = 0; c < shape.head_dim; ++c) {
-      const uint64_t r = splitmix64(seed + static_cast<uint64_t>(c));
+      const uint64_t r = mix64(seed + static_cast<uint64_t>(c));
       row[c] =
           static_cast<float>(static_cast<double>(r >> 40) / static_cast<double>(1ULL << 23) - 1.0);
     }

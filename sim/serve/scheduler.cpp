@@ -229,14 +229,8 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
     if (k + kAhead < m) __builtin_prefetch(run[one_by_one_[k + kAhead]].seq);
     if (k + kAhead / 2 < m) policy_.prefetch(run[one_by_one_[k + kAhead / 2]].slot);
     const auto gap = static_cast<int64_t>(pos - prev);  // bulk decodes in between
-    if (left <= gap) {
-      // The budget runs out among them: the loop stops there.
-      const size_t stop = prev + static_cast<size_t>(std::max<int64_t>(left, 0));
-      end_runs_from(stop);
-      c.bulk = bulk_now_;
-      c.left = 0;
-      return stop;
-    }
+    // The budget runs out among them (or leaves this entry nothing).
+    if (left <= gap) return stop_in_bulk(prev, left, c);
     c.left = left - gap;
     c.bulk = static_cast<int64_t>(pos - k);
     if (!grow_one(pos, c, batch)) {
@@ -249,16 +243,20 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
     prev = pos + 1;
   }
   const auto gap = static_cast<int64_t>(n - prev);
-  if (left < gap) {
-    const size_t stop = prev + static_cast<size_t>(std::max<int64_t>(left, 0));
-    end_runs_from(stop);
-    c.bulk = bulk_now_;
-    c.left = 0;
-    return stop;
-  }
+  if (left < gap) return stop_in_bulk(prev, left, c);
   c.left = left - gap;
   c.bulk = bulk_now_;
   return n;
+}
+
+size_t Scheduler::stop_in_bulk(size_t prev, int64_t left, RunningCursor& c) {
+  // The one-by-one loop would stop `left` bulk decodes after `prev`: the
+  // runs from there on end, and the budget is spent.
+  const size_t stop = prev + static_cast<size_t>(std::max<int64_t>(left, 0));
+  end_runs_from(stop);
+  c.bulk = bulk_now_;
+  c.left = 0;
+  return stop;
 }
 
 void Scheduler::end_runs_from(size_t from) {

@@ -161,6 +161,9 @@ class Scheduler {
   // (running_.size() when done): at a sequence that needs a preemption, or
   // where the budget ran out, with the runs behind that point ended first.
   size_t schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch);
+  // Where schedule_running_in_bulk stops when the budget, `left` after entry
+  // `prev - 1`, runs out among the bulk decodes from `prev` on.
+  size_t stop_in_bulk(size_t prev, int64_t left, RunningCursor& c);
   // Ends the runs of the entries from `from` on that were to take a bulk
   // step in this step: they did not.
   void end_runs_from(size_t from);

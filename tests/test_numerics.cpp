@@ -535,6 +535,35 @@ TEST(NumericsFaults, SampledSkipsConfirmedBlocksButCatchesThemServedForOtherCont
   }
 }
 
+// A followed request that fills block after block holds shadow slots for
+// its partly filled block and the block being checked, not for every block
+// it filled: a confirmed block's rows are rebuilt from its record when read.
+TEST(NumericsRun, SampledShadowHoldsOnlyTheBlocksBeingWrittenAndChecked) {
+  Driver d;
+  SampledNumericsChecker checker(sampled_params(2));
+  Sequence* a = d.add(2, iota_tokens(100, 6));
+  a->request.output = iota_tokens(500, 30);
+  d.admit(a);
+  while (a->generated + 1 < a->output_len()) d.step(checker, {a});
+  EXPECT_EQ(a->computed, 35);  // eight full blocks and three tokens
+  EXPECT_EQ(checker.checks(), 9u);
+  EXPECT_LE(checker.shadow_slots(), 2);
+  EXPECT_LE(checker.max_abs_err(), 1e-5);
+  // The same content served again through its confirmed (dropped) blocks
+  // passes; served for other content, a rebuilt block still fails.
+  std::vector<int32_t> same = iota_tokens(100, 6);
+  for (int64_t i = 0; i < a->generated; ++i) same.push_back(500 + static_cast<int32_t>(i));
+  Sequence* b = d.add(4, same);
+  d.admit(b);
+  ASSERT_EQ(b->computed, 32);
+  d.step(checker, {b});
+  EXPECT_LE(checker.max_abs_err(), 1e-5);
+  Sequence* c = d.add(6, iota_tokens(300, 10));
+  const std::vector<BlockId> wrong{d.policy.block_table(a->slot)[1]};
+  d.admit(c, &wrong);
+  EXPECT_THROW(d.step(checker, {c}), std::runtime_error);
+}
+
 // The batched rows are the per-token rows, bit for bit, for every way of
 // drawing values, with and without the cached RoPE angles.
 TEST(NumericsSynthetic, BatchedRowsAreThePerTokenRows) {

@@ -20,6 +20,10 @@ constexpr int32_t kProbeToken = 0x2f6b7673;
 // Never the write count of a block: a block not confirmed since it was made.
 constexpr uint32_t kNeverConfirmed = UINT32_MAX;
 
+// Never the write count of a block either: the shadow dropped the block's
+// rows, which its record (a full block's content address) determines.
+constexpr uint32_t kDropped = UINT32_MAX;
+
 // Reference states kept by content address, at most this many bytes.
 constexpr size_t kStateCacheBytes = size_t{32} << 20;
 
@@ -251,6 +255,12 @@ void SampledNumericsChecker::check(const Sequence& seq, Followed& f,
     const auto b = static_cast<size_t>(check_blocks_[j]);
     content_[b] = address_of(seq, f, i);
     confirmed_[b] = device_writes_[b];
+    // Its rows follow from the record now (catch_up_block rebuilds them if
+    // the block is ever read again): its slot goes back, so the shadow
+    // holds the blocks being written and checked, not every block a
+    // followed sequence ever filled, and its memory is touched once.
+    release_slot(check_blocks_[j]);
+    shadow_writes_[b] = kDropped;
   }
 }
 

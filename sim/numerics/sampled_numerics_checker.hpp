@@ -18,6 +18,10 @@
 // table entry, a lost swap copy all land here). A block the kernel has
 // confirmed since its last write, holding the reader's content, is not
 // read again: a check extends what is known instead of recomputing it.
+// A full block the kernel has confirmed gives its shadow slot back: its rows
+// follow from its record and are rebuilt if it is ever read again, so the
+// shadow holds the blocks being written and checked, not every block a
+// followed sequence ever filled.
 // The kernel's output over those blocks is compared with the incremental
 // reference (kernels/attention_incremental.hpp): per block, the online-
 // softmax state of the probe over the block's expected K/V, kept by content
@@ -88,6 +92,8 @@ class SampledNumericsChecker : public StepObserver {
   }
   // Tokens the kernel read in checks so far (the checker's main cost).
   uint64_t checked_tokens() const { return checked_tokens_; }
+  // Shadow slots handed out so far: the shadow's memory, in blocks.
+  int32_t shadow_slots() const { return fresh_slots_; }
 
  protected:
   // The block table the checker reads for a sequence (`scratch` may hold

@@ -6,6 +6,9 @@
 // the shadow lags behind. The per-step driver (which sequences are
 // followed, when they are checked, the check itself) is in
 // sampled_numerics_checker.cpp.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <algorithm>
 
 #include "sim/cache/block_hash.hpp"
@@ -18,13 +21,38 @@ namespace {
 // Keeps content addresses apart from the policy's prefix hashes.
 constexpr uint64_t kAddressSalt = 0x6b76736e756d6572ULL;
 
+// Whether TokenView::block_hash hashes the block [begin, begin + count)
+// from a described run's key and offset, without making its ids.
+bool inside_one_run(const TokenView& tokens, int64_t begin, int64_t count) {
+  const TokenContent* content = nullptr;
+  int64_t local = begin;
+  if (begin + count <= tokens.prompt_len) {
+    content = tokens.prompt_content;
+  } else if (begin >= tokens.prompt_len) {
+    content = tokens.output_content;
+    local = begin - tokens.prompt_len;
+  }
+  if (content == nullptr) return false;
+  const TokenRun& run = content->run_at(local);
+  return local + count <= run.start + run.length;
+}
+
 }  // namespace
 
 uint64_t SampledNumericsChecker::content_address(const TokenView& tokens, int64_t index) {
-  const int64_t bs = p_.block_size;
-  const BlockHash h = tokens.block_hash(BlockHash{static_cast<uint64_t>(index * bs), kAddressSalt},
-                                        index * bs, bs, ids_.data());
-  return (h.low ^ h.high) | 1;  // never 0, which means "unknown"
+  const int64_t bs = p_.block_size, begin = index * bs;
+  if (inside_one_run(tokens, begin, bs)) {
+    const BlockHash h = tokens.block_hash(BlockHash{static_cast<uint64_t>(begin), kAddressSalt},
+                                          begin, bs, ids_.data());
+    return (h.low ^ h.high) | 1;  // never 0, which means "unknown"
+  }
+  // Ids: one-shot XXH3-64 seeded by the position (a content address names
+  // tokens at a place, never a prefix: no chaining, and no 128-bit
+  // streaming state, which costs more than the hash of one block).
+  tokens.copy(begin, bs, ids_.data());
+  return XXH3_64bits_withSeed(ids_.data(), static_cast<size_t>(bs) * sizeof(int32_t),
+                              kAddressSalt ^ mix64(static_cast<uint64_t>(begin))) |
+         1;
 }
 
 uint64_t SampledNumericsChecker::address_of(const Sequence& seq, Followed& f, int64_t index) {

@@ -140,20 +140,20 @@ void SampledNumericsChecker::flush(const Sequence& seq, Followed& f) {
     }
   }
   tokens.copy(from, end - from, ids_.data());
-  const bool stored = block >= 0 && block < p_.num_blocks;
-  token_rows(from, end - from, !stored);
-  if (stored) {
+  if (block >= 0 && block < p_.num_blocks) {
     // The block it continues was caught up before; a block it starts
     // holds its rows from here on (the rest is never read). A block written
     // by someone else after these rows still lags behind that write.
-    store_rows(block, from - start, 0, end - from, /*reference=*/true);
+    store_and_fold(block, from - start, from, end - from, f.tail.data());
     const auto b = static_cast<size_t>(block);
     const bool overwritten = device_writes_[b] != f.pending_writes;
     ++device_writes_[b];
     if (!overwritten) shadow_writes_[b] = device_writes_[b];
     content_[b] = 0;
+  } else {
+    token_rows(from, end - from, true);
+    fold(f.tail.data(), 0, end - from);
   }
-  fold(f.tail.data(), 0, end - from);
   f.tail_rows = end - start;
   if (end == start + bs) {
     // Full: its content is addressable, its state kept for later readers.

@@ -162,6 +162,11 @@ class SampledNumericsChecker : public StepObserver {
   // Stores scratch rows [from, from + n) into `block`'s slot from row `row`,
   // and with `reference` their dtype round trip into the reference rows.
   void store_rows(int32_t block, int64_t row, int64_t from, int64_t n, bool reference);
+  // Tokens ids_[0, n) at positions [first, first + n): their rows stored
+  // into `block`'s slot from row `row` and what storage made of them
+  // folded into `state` (store_rows and fold of token_rows' rows, the same
+  // bits, made a layer and a few tokens at a time).
+  void store_and_fold(int32_t block, int64_t row, int64_t first, int64_t n, double* state);
   // Folds reference rows [from, from + n) into a state of every layer.
   void fold(double* state, int64_t from, int64_t n);
   // The cached reference state of a full block's content, or nullptr.

@@ -18,6 +18,11 @@
 namespace kvsim::numerics {
 namespace {
 
+// Tokens whose rows store_and_fold makes and stores at a time: their K and V
+// (8 KiB for the default shadow of 2 heads of 16) stay in L1 from the
+// hash to the store.
+constexpr int64_t kStoreChunk = 32;
+
 // Keeps content addresses apart from the policy's prefix hashes.
 constexpr uint64_t kAddressSalt = 0x6b76736e756d6572ULL;
 
@@ -133,6 +138,39 @@ void SampledNumericsChecker::store_rows(int32_t block, int64_t row, int64_t from
     pool_.write_rows_stored(block, KvPart::value, l, row, n, v_rows_.data() + at,
                             v_ref_.data() + at);
   }
+}
+
+void SampledNumericsChecker::store_and_fold(int32_t block, int64_t row, int64_t first, int64_t n,
+                                            double* state) {
+  const SyntheticShape& sh = p_.shape;
+  const int64_t width = sh.kv_heads * sh.head_dim, per_layer = softmax_[0].state_size();
+  const auto chunk = static_cast<size_t>(std::min(n, kStoreChunk) * width);
+  const auto whole = static_cast<size_t>(n * width);
+  if (k_rows_.size() < chunk) {
+    k_rows_.resize(chunk);
+    v_rows_.resize(chunk);
+  }
+  if (k_ref_.size() < whole) {
+    k_ref_.resize(whole);
+    v_ref_.resize(whole);
+  }
+  block = slot(block, /*read=*/false);
+  for (int64_t l = 0; l < sh.layers; ++l) {
+    // A chunk's rows are made, rotated and stored while they sit in L1;
+    // what storage made of them is kept for the layer's fold.
+    for (int64_t c = 0; c < n; c += kStoreChunk) {
+      const int64_t m = std::min(kStoreChunk, n - c);
+      synthetic_kv_rows(sh, ids_.data() + c, m, first + c, l, k_rows_.data(), v_rows_.data(),
+                        &rope_);
+      pool_.write_rows_stored(block, KvPart::key, l, row + c, m, k_rows_.data(),
+                              k_ref_.data() + c * width);
+      pool_.write_rows_stored(block, KvPart::value, l, row + c, m, v_rows_.data(),
+                              v_ref_.data() + c * width);
+    }
+    // One fold of all n rows, as fold() takes them (the same bits).
+    softmax_[static_cast<size_t>(l)].append(state + l * per_layer, k_ref_.data(), v_ref_.data(), n);
+  }
+  rows_ = 0;  // the scratch rows hold no run of every layer
 }
 
 void SampledNumericsChecker::fold(double* state, int64_t from, int64_t n) {

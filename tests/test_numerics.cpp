@@ -14,6 +14,7 @@
 #include "sim/numerics/numerics_checker.hpp"
 #include "sim/numerics/sampled_numerics_checker.hpp"
 #include "sim/serve/engine.hpp"
+#include "workloads/rng.hpp"
 
 namespace kvsim {
 namespace {
@@ -593,6 +594,46 @@ TEST(NumericsSynthetic, BatchedRowsAreThePerTokenRows) {
         for (int64_t i = 0; i < row; ++i) {
           EXPECT_EQ(v[static_cast<size_t>(t * row + i)], want[static_cast<size_t>(i)]);
           EXPECT_EQ(v1[static_cast<size_t>(t * row + i)], want[static_cast<size_t>(i)]);
+        }
+      }
+    }
+  }
+}
+
+// Two values per hash: value 2i and 2i + 1 of a row are the low and high 16
+// bits of lowbias32 of lane i's input, scaled to [-1, 1), written out here
+// from the formula (values carry no RoPE), so the vectorised path is held
+// to it and not to itself.
+TEST(NumericsSynthetic, PairedValuesFollowTheirFormula) {
+  auto lowbias32 = [](uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+  };
+  for (int64_t d : {16, 32, 10}) {
+    numerics::SyntheticShape sh;
+    sh.kv_heads = 2;
+    sh.head_dim = d;
+    sh.values_per_hash = 2;
+    std::vector<float> row(static_cast<size_t>(sh.kv_heads * d));
+    for (int32_t token : {0, 7, -3, 123456}) {
+      for (int64_t layer : {0, 1}) {
+        numerics::synthetic_rows(sh, numerics::Tensor::value, token, 5, layer, row.data());
+        for (int64_t h = 0; h < sh.kv_heads; ++h) {
+          const uint64_t seed =
+              mix64((static_cast<uint64_t>(static_cast<uint32_t>(token)) << 20) ^
+                    (static_cast<uint64_t>(layer) << 12) ^ (static_cast<uint64_t>(h) << 4) ^ 3);
+          const auto lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
+          for (int64_t c = 0; c < d; ++c) {
+            const uint32_t r = lowbias32((lo + static_cast<uint32_t>(c / 2) * 0x9E3779B9U) ^ hi);
+            const uint32_t bits = c % 2 == 0 ? r & 0xFFFF : r >> 16;
+            const float want = static_cast<float>(bits) / 32768.0f - 1.0f;
+            EXPECT_EQ(row[static_cast<size_t>(h * d + c)], want)
+                << token << " " << layer << " " << c;
+          }
         }
       }
     }

@@ -35,13 +35,13 @@ void pair_rows_scalar(uint64_t seed, float* row, int64_t from, int64_t d) {
 #if defined(__x86_64__)
 // The same, eight lanes (sixteen values) at a time; integer hashing and an
 // exact scaling by 2^-15, so the values are bit for bit the scalar ones.
-__attribute__((target("avx2"), always_inline)) inline void pair_rows_inline(uint64_t seed,
-                                                                            float* row, int64_t d) {
+__attribute__((target("avx2,fma"), always_inline)) inline void pair_rows_inline(uint64_t seed,
+                                                                                float* row,
+                                                                                int64_t d) {
   const auto lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
   const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                           _mm256_set1_epi32(static_cast<int>(kLaneStep)));
   const __m256i m1 = _mm256_set1_epi32(0x7feb352d), m2 = _mm256_set1_epi32(0x846ca68b);
-  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
   const __m256 scale = _mm256_set1_ps(1.0f / 32768.0f), one = _mm256_set1_ps(1.0f);
   int64_t c = 0;
   for (; c + 16 <= d; c += 16) {
@@ -53,24 +53,23 @@ __attribute__((target("avx2"), always_inline)) inline void pair_rows_inline(uint
     x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
     x = _mm256_mullo_epi32(x, m2);
     x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-    const __m256 a =
-        _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(x, low16)), scale), one);
-    const __m256 b =
-        _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 16)), scale), one);
-    // Interleave: value 2i from a's lane i, 2i + 1 from b's.
-    const __m256 l = _mm256_unpacklo_ps(a, b), h = _mm256_unpackhi_ps(a, b);
-    _mm256_storeu_ps(row + c, _mm256_permute2f128_ps(l, h, 0x20));
-    _mm256_storeu_ps(row + c + 8, _mm256_permute2f128_ps(l, h, 0x31));
+    // Lane i's low and high halves are 16-bit words 2i and 2i + 1 of the
+    // vector, already in value order: widened in two runs of eight. r *
+    // 2^-15 - 1 is exact in float (16 significant bits), fused or not.
+    const __m256 lo8 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(x)));
+    const __m256 hi8 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(x, 1)));
+    _mm256_storeu_ps(row + c, _mm256_fmsub_ps(lo8, scale, one));
+    _mm256_storeu_ps(row + c + 8, _mm256_fmsub_ps(hi8, scale, one));
   }
   pair_rows_scalar(seed, row, c, d);
 }
 
-__attribute__((target("avx2"))) void pair_rows_avx2(uint64_t seed, float* row, int64_t d) {
+__attribute__((target("avx2,fma"))) void pair_rows_avx2(uint64_t seed, float* row, int64_t d) {
   pair_rows_inline(seed, row, d);
 }
 
 bool avx2_available() {
-  static const bool ok = __builtin_cpu_supports("avx2");
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return ok;
 }
 #endif
@@ -84,9 +83,9 @@ uint64_t row_seed(Tensor t, int32_t token, int64_t layer, int64_t head) {
 #if defined(__x86_64__)
 // synthetic_kv_rows for two values per hash: every row's hash inlined into
 // one loop, so the rows of a run of tokens overlap in the pipeline.
-__attribute__((target("avx2"))) void kv_pair_rows_avx2(const SyntheticShape& shape,
-                                                       const int32_t* tokens, int64_t n,
-                                                       int64_t layer, float* k, float* v) {
+__attribute__((target("avx2,fma"))) void kv_pair_rows_avx2(const SyntheticShape& shape,
+                                                           const int32_t* tokens, int64_t n,
+                                                           int64_t layer, float* k, float* v) {
   const int64_t d = shape.head_dim;
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t h = 0; h < shape.kv_heads; ++h) {

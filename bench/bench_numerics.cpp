@@ -11,6 +11,14 @@
 // 65.3-65.9 ms (2.86-2.91x) before the fold read rows in place, the decode
 // check took a vectorised exp, RoPE and the rows were made per run of
 // tokens, the shadow pool took huge pages and rows were encoded once.
+// Later (2 cores, medians of 3 rounds of 5, load 1.3-1.8): off 19.4 ms,
+// sampled 36.8 ms (1.86-1.90x), from 39.5 ms (1.99x) before a confirmed
+// block gave its shadow slot back (peak RSS of the sampled default run 26.5
+// -> 20.5 MB), content addresses took a one-shot hash, and a followed
+// sequence's rows were made, stored and folded a layer and 32 tokens at a
+// time. What is left is per followed token (84K in this run, each made,
+// stored, folded into the reference and read by the checked kernel once),
+// each pass near its arithmetic bound.
 // `full` follows every sequence every step and takes far longer: leave it
 // out with --benchmark_filter='off|sampled'.
 #include <benchmark/benchmark.h>

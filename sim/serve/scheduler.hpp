@@ -62,6 +62,18 @@ struct BatchSummary {
   // Per item: the bulk decodes before it in batch order (running sequences
   // in arrival order, then swapped-in, then admitted ones).
   std::vector<uint32_t> bulk_before;
+  // Bulk decodes whose token reaches their commit horizon in this step (it
+  // fills their last block): the engine commits them after the step, in
+  // batch order among the items of `at_horizon`, as it would commit them as
+  // items. Their Sequence lags (see bulk_decodes): `generated` and
+  // `computed` are what commit() reads, as the one-by-one step has them.
+  struct BulkCommit {
+    Sequence* seq = nullptr;
+    int64_t generated = 0;      // output tokens known before this step's sample
+    int64_t computed = 0;       // tokens in the cache after this step
+    uint32_t items_before = 0;  // items before it in batch order
+  };
+  std::vector<BulkCommit> bulk_commits;
 };
 
 struct ScheduledBatch {
@@ -121,9 +133,9 @@ class Scheduler {
 
   // The running sequences as the step loop sees them, in arrival order,
   // with each one's run of bulk steps beside it in arrays of their own: a
-  // step reads only bulk_until_ (8 bytes a sequence) for the sequences it
-  // advances in bulk, neither their Sequence (they live apart on the heap)
-  // nor anything it would have to write back.
+  // step reads only next_event_ (8 bytes a sequence) for the sequences it
+  // advances in bulk without a look, neither their Sequence (they live
+  // apart on the heap) nor anything it would have to write back.
   struct RunningSeq {
     Sequence* seq = nullptr;  // null once finished (dropped at the next schedule)
     uint64_t id = 0;          // request id: the arrival order
@@ -131,19 +143,33 @@ class Scheduler {
   };
   // A run of bulk steps: the sequence takes one token in bulk in every step
   // whose number (clock_) is in [since, until); `base` is its computed
-  // tokens before the step `since`.
+  // tokens before the step `since`. Its Sequence is as of `since`, the
+  // policy's count of its tokens as of `policy_since` (a step that grows
+  // its table or commits settles the policy's count on the way). `horizon`
+  // is its commit horizon, -1 when a commit of the step before moved it.
   struct BulkRun {
     int64_t since = 0;
     int64_t base = 0;
+    int64_t until = 0;  // 0: no run
+    int64_t policy_since = 0;
+    int64_t horizon = -1;
   };
   // Brings running_[i]'s Sequence and the policy's count of its tokens up
   // to date with the bulk steps it took before step `now`, and ends its run
   // (the next step schedules it one by one).
   void settle(size_t i, int64_t now);
   void settle_all(int64_t now);
-  // Bulk steps `seq` may take after this step's `tokens` (0 if not a decode
-  // that stays below its commit horizon, in its block, and unfinished).
-  int64_t bulk_steps_after(const Sequence& seq, int64_t tokens) const;
+  // After this step's `tokens` for running_[i] (scheduled one by one),
+  // starts its run of bulk steps if it is a decode that does not finish in
+  // the next step.
+  void start_run(size_t i, int64_t tokens);
+  // A run's step where it needs a look: its end, the step whose token
+  // needs a new block, or the one that reaches its commit horizon.
+  int64_t next_event(SeqSlot slot, const BulkRun& run) const;
+  // Takes running_[i]'s bulk step at one of its events: grows its table
+  // (false when the pool has no block: nothing changed but the policy's
+  // count of the steps before) and lists a commit in the batch.
+  bool advance_at_event(size_t i, ScheduledBatch& batch);
   // Drops the running entries of sequences finished since the last step.
   void drop_finished();
   // Where the running loop stands: budget left, and bulk decodes before
@@ -175,16 +201,23 @@ class Scheduler {
   KvCachePolicy& policy_;
   std::deque<Sequence*> waiting_;
   std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
-  std::vector<int64_t> bulk_until_;  // running_[i]'s run ends before step bulk_until_[i] (0: none)
-  std::vector<BulkRun> bulk_run_;    // and began at bulk_run_[i]
-  size_t finished_in_place_ = 0;     // entries of running_ with seq == nullptr
+  // running_[i] needs a look in step next_event_[i] (0: in every step, no
+  // run); until then it takes its bulk steps unseen.
+  std::vector<int64_t> next_event_;
+  std::vector<BulkRun> bulk_run_;  // running_[i]'s run
+  size_t finished_in_place_ = 0;   // entries of running_ with seq == nullptr
+  size_t first_finished_ = 0;      // the first of them
   TimeNs last_step_end_ = -1;
   int64_t clock_ = 0;  // steps scheduled so far: the number of the step being built
   // Sum of base - since over the runs begun (their context in step t is
   // base + t - since), and of the runs begun in this step (from the next).
   int64_t run_sum_ = 0;
   int64_t run_sum_new_ = 0;
-  int64_t bulk_now_ = 0;              // sequences taking a bulk step in this step
+  int64_t bulk_now_ = 0;   // sequences taking a bulk step in this step
+  int64_t grown_now_ = 0;  // of which grew their table (policy counted the token)
+  // Runs go on through block fills and commits (false: a step that fills a
+  // block is scheduled one by one, for SchedulerParams::watched).
+  bool events_in_bulk_ = true;
   std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries not in bulk
   std::deque<Sequence*> swapped_;     // sorted by request id
   uint64_t preemptions_ = 0;

@@ -255,6 +255,8 @@ void ServingEngine::on_step_done() {
     prepare(seq, seq->tokens(), seq->computed);
   };
   const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
+  // Their requests' content lives apart on the heap: asked for at once.
+  for (const BatchSummary::BulkCommit& b : bulk_commits) __builtin_prefetch(&b.seq->request);
   size_t next_bulk = 0;
   auto prepare_bulk_before = [&](size_t item) {
     for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;
@@ -276,6 +278,7 @@ void ServingEngine::on_step_done() {
   for (const PendingCommit& c : committing_) {
     policy_->commit(c.seq->slot, c.tokens, c.computed);
     c.seq->commit_horizon = policy_->commit_horizon(c.seq->slot);
+    scheduler_->committed(c.seq->slot, c.seq->commit_horizon);
   }
   if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
   // Inter-token latencies go to the histogram by runs of requests whose

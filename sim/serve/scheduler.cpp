@@ -25,16 +25,19 @@ void Scheduler::insert_running(Sequence* seq) {
                                    [](uint64_t v, const RunningSeq& r) { return v < r.id; });
   const auto index = at - running_.begin();
   next_event_.insert(next_event_.begin() + index, 0);
-  bulk_run_.insert(bulk_run_.begin() + index, BulkRun{});
+  const auto slot = static_cast<size_t>(seq->slot);
+  if (slot >= bulk_run_.size()) bulk_run_.resize(slot + 1);
+  bulk_run_[slot] = {};
   running_.insert(at, RunningSeq{seq, id, seq->slot});
 }
 
 void Scheduler::settle(size_t i, int64_t now) {
-  const BulkRun run = bulk_run_[i];
+  BulkRun& entry = run_of(i);
+  const BulkRun run = entry;
   if (run.until == 0) return;
   run_sum_ -= run.base - run.since;
   const int64_t end = std::min(run.until, now);
-  bulk_run_[i] = {};
+  entry = {};
   next_event_[i] = 0;
   // Each bulk step computed one token and sampled one, the last of them at
   // the end of the step before `now` (a sequence left out of a step is
@@ -82,11 +85,12 @@ void Scheduler::start_run(size_t i, int64_t tokens) {
   BulkRun run;
   run.since = clock_ + 1;
   run.base = seq.computed + 1;
+  run.generated = seq.generated + 1;  // this step samples one
   run.until = run.since + steps;
   run.policy_since = run.since;  // try_grow counted this step's token
   // This step's commit moves the horizon: looked up at the run's first step.
   run.horizon = at_horizon ? -1 : seq.commit_horizon;
-  bulk_run_[i] = run;
+  run_of(i) = run;
   next_event_[i] = events_in_bulk_ ? next_event(slot, run) : run.until;
   run_sum_ += run.base - run.since;
   run_sum_new_ += run.base - run.since;
@@ -105,7 +109,7 @@ int64_t Scheduler::next_event(SeqSlot slot, const BulkRun& run) const {
 }
 
 bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
-  BulkRun& run = bulk_run_[i];
+  BulkRun& run = run_of(i);
   const SeqSlot slot = running_[i].slot;
   const int64_t now = clock_;
   // The policy hears of the bulk steps before this one, then of this one
@@ -113,7 +117,7 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
   if (now > run.policy_since) policy_.settle_in_place(slot, now - run.policy_since);
   run.policy_since = now;
   Sequence* seq = running_[i].seq;
-  if (run.horizon < 0) run.horizon = seq->commit_horizon;
+  if (run.horizon < 0) run.horizon = seq->commit_horizon;  // no committed() since a commit
   bool grown = false;
   if (policy_.in_place_room(slot) == 0) {
     const GrowPlan plan = policy_.plan_grow(slot, 1);
@@ -127,9 +131,9 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
   if (computed >= run.horizon) {
     if (!grown) policy_.settle_in_place(slot, 1);
     run.policy_since = now + 1;
-    batch.summary.bulk_commits.push_back({seq, seq->generated + (now - run.since), computed,
+    batch.summary.bulk_commits.push_back({seq, run.generated + (now - run.since), computed,
                                           static_cast<uint32_t>(batch.items.size())});
-    run.horizon = -1;  // the commit moves it
+    run.horizon = -1;  // the commit moves it: committed() tells
   }
   next_event_[i] = next_event(slot, run);
   return true;
@@ -137,18 +141,24 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
 
 void Scheduler::drop_finished() {
   if (finished_in_place_ == 0) return;
-  // The entries before the first finished one stay where they are.
+  // The entries before the first finished one stay where they are; those
+  // after it move down by stretches (a finished one ends each stretch).
+  const size_t n = running_.size();
   size_t kept = first_finished_;
-  for (size_t i = first_finished_; i < running_.size(); ++i) {
-    if (!running_[i].seq) continue;
-    running_[kept] = running_[i];
-    next_event_[kept] = next_event_[i];
-    bulk_run_[kept] = bulk_run_[i];
-    ++kept;
+  for (size_t i = first_finished_; i < n;) {
+    if (!running_[i].seq) {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < n && running_[end].seq) ++end;
+    std::copy(running_.begin() + i, running_.begin() + end, running_.begin() + kept);
+    std::copy(next_event_.begin() + i, next_event_.begin() + end, next_event_.begin() + kept);
+    kept += end - i;
+    i = end;
   }
   running_.resize(kept);
   next_event_.resize(kept);
-  bulk_run_.resize(kept);
   finished_in_place_ = 0;
 }
 
@@ -186,7 +196,6 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   Sequence* victim = running_.back().seq;
   running_.pop_back();
   next_event_.pop_back();
-  bulk_run_.pop_back();
   batch.preempted.push_back(victim);
   ++preemptions_;
   ++victim->preemptions;
@@ -277,16 +286,20 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
   constexpr size_t kAhead = 8;
   for (size_t k = 0; k < m; ++k) {
     const size_t pos = one_by_one_[k];
-    // Each of them reads its Sequence and the policy's record of it, both
-    // far apart: loaded a few entries ahead.
-    if (k + kAhead < m) __builtin_prefetch(run[one_by_one_[k + kAhead]].seq);
-    if (k + kAhead / 2 < m) policy_.prefetch(run[one_by_one_[k + kAhead / 2]].slot);
+    // Each of them reads its run and the policy's record of it, both far
+    // apart: loaded a few entries ahead. (An event reads no Sequence; the
+    // few entries scheduled one by one in a steady step do.)
+    if (k + kAhead / 2 < m) {
+      const SeqSlot ahead = run[one_by_one_[k + kAhead / 2]].slot;
+      policy_.prefetch(ahead);
+      __builtin_prefetch(&bulk_run_[static_cast<size_t>(ahead)]);
+    }
     const auto gap = static_cast<int64_t>(pos - prev);  // bulk decodes in between
     // The budget runs out among them (or leaves this entry nothing).
     if (left <= gap) return stop_in_bulk(prev, left, c);
     c.left = left - gap;
     c.bulk = static_cast<int64_t>(pos - batch.items.size());
-    const bool in_run = bulk_run_[pos].until > now;
+    const bool in_run = run_of(pos).until > now;
     if (in_run ? !advance_at_event(pos, batch) : !grow_one(pos, c, batch)) {
       // A preemption: the one-by-one loop takes over at this entry, and
       // the entries after it go one by one too.
@@ -319,7 +332,7 @@ size_t Scheduler::stop_in_bulk(size_t prev, int64_t left, RunningCursor& c) {
 
 void Scheduler::end_runs_from(size_t from) {
   for (size_t i = from; i < running_.size(); ++i) {
-    if (bulk_run_[i].until <= clock_) continue;  // no run, or one that ended
+    if (run_of(i).until <= clock_) continue;  // no run, or one that ended
     // Counted in bulk_now_ unless an event of this step listed it.
     if (next_event_[i] > clock_) --bulk_now_;
     settle(i, clock_);
@@ -444,6 +457,11 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   if (swapped_.empty()) schedule_waiting(batch, budget);
 }
 
+void Scheduler::committed(SeqSlot slot, int64_t horizon) {
+  const auto s = static_cast<size_t>(slot);
+  if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
+}
+
 void Scheduler::finish(Sequence* seq) {
   // The entry stays, marked, until the next schedule drops it with the
   // step's other finished ones: one pass instead of an erase each.
@@ -453,7 +471,7 @@ void Scheduler::finish(Sequence* seq) {
   if (it == running_.end() || it->seq != seq)
     throw std::logic_error("finish() of a sequence that is not running");
   const auto index = static_cast<size_t>(it - running_.begin());
-  if (bulk_run_[index].until != 0)
+  if (run_of(index).until != 0)
     throw std::logic_error("finish() of a sequence with unsettled tokens");
   it->seq = nullptr;
   first_finished_ = finished_in_place_ == 0 ? index : std::min(first_finished_, index);

@@ -100,6 +100,10 @@ class Scheduler {
   void add_waiting(Sequence* seq);
   // Builds the next step. Mutates the cache through plan/apply.
   void schedule(ScheduledBatch& batch);
+  // The commit after a step moved the sequence in `slot` to `horizon`
+  // (KvCachePolicy::commit_horizon): its run, if it goes on, need not read
+  // its Sequence to learn it.
+  void committed(SeqSlot slot, int64_t horizon);
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);
   // The step built last ended at `now`: its samples, bulk decodes' too, came then.
@@ -146,13 +150,15 @@ class Scheduler {
   // tokens before the step `since`. Its Sequence is as of `since`, the
   // policy's count of its tokens as of `policy_since` (a step that grows
   // its table or commits settles the policy's count on the way). `horizon`
-  // is its commit horizon, -1 when a commit of the step before moved it.
+  // is its commit horizon, -1 when a commit moved it and committed() did
+  // not say where to.
   struct BulkRun {
     int64_t since = 0;
     int64_t base = 0;
     int64_t until = 0;  // 0: no run
     int64_t policy_since = 0;
     int64_t horizon = -1;
+    int64_t generated = 0;  // the Sequence's generated as of `since`
   };
   // Brings running_[i]'s Sequence and the policy's count of its tokens up
   // to date with the bulk steps it took before step `now`, and ends its run
@@ -204,9 +210,12 @@ class Scheduler {
   // running_[i] needs a look in step next_event_[i] (0: in every step, no
   // run); until then it takes its bulk steps unseen.
   std::vector<int64_t> next_event_;
-  std::vector<BulkRun> bulk_run_;  // running_[i]'s run
-  size_t finished_in_place_ = 0;   // entries of running_ with seq == nullptr
-  size_t first_finished_ = 0;      // the first of them
+  // Runs by the policy's slot of their sequence (stable while it runs), so
+  // that entries that move in running_ leave them in place.
+  std::vector<BulkRun> bulk_run_;
+  BulkRun& run_of(size_t i) { return bulk_run_[static_cast<size_t>(running_[i].slot)]; }
+  size_t finished_in_place_ = 0;  // entries of running_ with seq == nullptr
+  size_t first_finished_ = 0;     // the first of them
   TimeNs last_step_end_ = -1;
   int64_t clock_ = 0;  // steps scheduled so far: the number of the step being built
   // Sum of base - since over the runs begun (their context in step t is

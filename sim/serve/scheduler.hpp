@@ -52,11 +52,11 @@ struct BatchSummary {
   // Sequences taken from the waiting queue this step.
   std::vector<Sequence*> admitted;
   // Running decodes advanced in bulk (SchedulerParams::bulk_decodes): each
-  // computes one token and samples it, is below its commit horizon, does not
-  // finish, and sampled its last token at `bulk_last_token_at` (the end of
-  // the step before). They are counted in `decodes` and `decode_context`,
-  // not in `items`; their Sequence fields (computed, generated,
-  // last_token_at) are settled by the scheduler when it next looks at them.
+  // computes one token and samples it, does not finish, and sampled its
+  // last token at `bulk_last_token_at` (the end of the step before); those
+  // that reach their commit horizon are listed in `bulk_commits`. They are counted in `decodes` and
+  // `decode_context`, not in `items`; their Sequence fields (computed, generated, last_token_at)
+  // are settled by the scheduler when it next looks at them.
   int64_t bulk_decodes = 0;
   TimeNs bulk_last_token_at = -1;
   // Per item: the bulk decodes before it in batch order (running sequences
@@ -187,9 +187,10 @@ class Scheduler {
   // The running loop in arrival order from entry `i`, one entry at a time
   // (no runs of bulk steps are left from there on).
   void schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch& batch, bool& preempted);
-  // Every running sequence whose run goes on takes its bulk step, then the
-  // others are scheduled one by one in order, with the budget the loop
-  // above would give each. Returns where that loop must go on
+  // Every running sequence whose run goes on with no event takes its bulk
+  // step; then, in arrival order and with the budget the loop above would
+  // give each, those at an event take theirs after a look and the others
+  // are scheduled one by one. Returns where that loop must go on
   // (running_.size() when done): at a sequence that needs a preemption, or
   // where the budget ran out, with the runs behind that point ended first.
   size_t schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch);
@@ -227,7 +228,7 @@ class Scheduler {
   // Runs go on through block fills and commits (false: a step that fills a
   // block is scheduled one by one, for SchedulerParams::watched).
   bool events_in_bulk_ = true;
-  std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries not in bulk
+  std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries it looks at
   std::deque<Sequence*> swapped_;     // sorted by request id
   uint64_t preemptions_ = 0;
   uint64_t swap_fallbacks_ = 0;

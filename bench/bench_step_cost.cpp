@@ -8,10 +8,11 @@
 //                        cost does not grow with the batch
 //   mean_batch           scheduled sequences per step (should be ~max_num_seqs)
 //   sim_x_real           simulated seconds per CPU second (x real time)
-// Between block boundaries and commits a decode is advanced in bulk (no
-// Sequence read, SchedulerParams::bulk_decodes): what grows with the batch
-// is a pass over 16 bytes a sequence plus the block fills and commits (about
-// 2 sequences in 16 a step at block_size 16).
+// A decode is advanced in bulk from its first decode to its last two steps
+// (SchedulerParams::bulk_decodes): what grows with the batch is a pass over
+// 8 bytes a sequence plus its block fills (a commit) and new blocks, each
+// a look at the policy and no Sequence read (about 2 sequences in 16 a
+// step at block_size 16).
 // The run also builds the engine (a pool of ~10^5 blocks) and generates and
 // retires max(4 x max_num_seqs, 1,024) requests; that cost is included,
 // spread over the run's steps (>= 1,024 x 512 / max_num_seqs of them).

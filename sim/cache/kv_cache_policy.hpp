@@ -185,6 +185,11 @@ class KvCachePolicy {
     (void)seq;
     return 0;
   }
+  // True when in_place_room() counts a sequence's room (then a caller may
+  // also grow it by a block with plan_grow/apply_grow in between, after a
+  // settle_in_place of its bulk tokens so far); false (the default) when
+  // the policy does not say and its sequences grow one call at a time.
+  virtual bool counts_in_place_room() const { return false; }
   virtual void grow_in_place_bulk(int64_t tokens) {
     if (tokens != 0) throw std::logic_error("grow_in_place_bulk on a policy with no in-place room");
   }

@@ -27,6 +27,7 @@ class PagedPolicyBase : public KvCachePolicy {
   }
   // The free slots of the sequence's last block.
   int64_t in_place_room(SeqSlot seq) const override;
+  bool counts_in_place_room() const override { return true; }
   void grow_in_place_bulk(int64_t tokens) override { tokens_held_ += tokens; }
   void settle_in_place(SeqSlot seq, int64_t tokens) override;
   void release(SeqSlot seq) override;

@@ -75,12 +75,13 @@ ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, Engin
   sp.chunked_prefill = scenario.scheduler.chunked_prefill;
   sp.swap = scenario.cache.preemption == "swap";
   // Decodes in bulk need a step that reads no sequence one by one: no
-  // observer of every item, and a price from the batch's sums alone.
+  // observer of every item, a price from the batch's sums alone, and a
+  // policy that counts in-place room.
   // An observer that watches only some sequences (sampled numerics) sees
   // those one by one and the others wherever they start or fill a block.
   const bool observed_in_full = numerics_ && !numerics_->watches_selectively();
-  bulk_decodes_allowed_ =
-      !observed_in_full && !per_sequence_pricing_ && !policy_->caps_attention_context();
+  bulk_decodes_allowed_ = !observed_in_full && !per_sequence_pricing_ &&
+                          !policy_->caps_attention_context() && policy_->counts_in_place_room();
   sp.bulk_decodes = bulk_decodes_allowed_;
   if (numerics_ && !observed_in_full)
     sp.watched = [observer = numerics_.get()](const Sequence& seq) {
@@ -239,23 +240,45 @@ void ServingEngine::on_step_done() {
   // A decode below its horizon is settled (computed moved on) in the token
   // loop below instead, unless a numerics observer reads every sequence
   // first.
+  // Bulk decodes that fill a block commit too, in batch order among the
+  // items (the order matters when two sequences register the same hash).
   committing_.clear();
   const bool settle_all = numerics_ != nullptr;
+  auto prepare = [&](Sequence* seq, const TokenView& tokens, int64_t computed) {
+    policy_->prepare_commit(seq->slot, tokens, computed);
+    committing_.push_back({seq, tokens, computed});
+  };
   auto settle = [&](const ScheduledSeq& item) {
     Sequence* seq = item.seq;
     seq->computed += item.tokens;
     if (seq->computed < seq->commit_horizon) return;
-    policy_->prepare_commit(seq->slot, seq->tokens(), seq->computed);
-    committing_.push_back(seq);
+    prepare(seq, seq->tokens(), seq->computed);
+  };
+  const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
+  // Their requests' content lives apart on the heap: asked for at once.
+  for (const BatchSummary::BulkCommit& b : bulk_commits) __builtin_prefetch(&b.seq->request);
+  size_t next_bulk = 0;
+  auto prepare_bulk_before = [&](size_t item) {
+    for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;
+         ++next_bulk) {
+      const BatchSummary::BulkCommit& b = bulk_commits[next_bulk];
+      const Request& r = b.seq->request;
+      prepare(b.seq, TokenView::of(r.prompt, r.output, b.generated), b.computed);
+    }
   };
   if (settle_all) {
     for (const ScheduledSeq& item : batch_.items) settle(item);
   } else {
-    for (const uint32_t i : batch_.summary.at_horizon) settle(batch_.items[i]);
+    for (const uint32_t i : batch_.summary.at_horizon) {
+      prepare_bulk_before(i);
+      settle(batch_.items[i]);
+    }
   }
-  for (Sequence* seq : committing_) {
-    policy_->commit(seq->slot, seq->tokens(), seq->computed);
-    seq->commit_horizon = policy_->commit_horizon(seq->slot);
+  prepare_bulk_before(batch_.items.size());
+  for (const PendingCommit& c : committing_) {
+    policy_->commit(c.seq->slot, c.tokens, c.computed);
+    c.seq->commit_horizon = policy_->commit_horizon(c.seq->slot);
+    scheduler_->committed(c.seq->slot, c.seq->commit_horizon);
   }
   if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
   // Inter-token latencies go to the histogram by runs of requests whose

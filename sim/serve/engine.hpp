@@ -111,7 +111,14 @@ class ServingEngine final : public InferenceEngine {
   bool step_in_flight_ = false;
   bool kick_pending_ = false;
   ScheduledBatch batch_;
-  std::vector<Sequence*> committing_;  // this step's sequences at their commit horizon
+  // This step's sequences at their commit horizon, in batch order: their
+  // content and computed tokens as commit() takes them.
+  struct PendingCommit {
+    Sequence* seq = nullptr;
+    TokenView tokens;
+    int64_t computed = 0;
+  };
+  std::vector<PendingCommit> committing_;
   StepWork work_;
   TimeNs step_latency_ = 0;
 

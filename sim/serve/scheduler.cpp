@@ -11,7 +11,7 @@ bool by_arrival(const Sequence* a, const Sequence* b) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerParams& params, KvCachePolicy& policy)
-    : params_(params), policy_(policy) {}
+    : params_(params), policy_(policy), events_in_bulk_(!params.watched) {}
 
 void Scheduler::add_waiting(Sequence* seq) {
   seq->state = SeqState::waiting;
@@ -24,29 +24,32 @@ void Scheduler::insert_running(Sequence* seq) {
   const auto at = std::upper_bound(running_.begin(), running_.end(), id,
                                    [](uint64_t v, const RunningSeq& r) { return v < r.id; });
   const auto index = at - running_.begin();
-  bulk_until_.insert(bulk_until_.begin() + index, 0);
-  bulk_run_.insert(bulk_run_.begin() + index, BulkRun{});
+  next_event_.insert(next_event_.begin() + index, 0);
+  const auto slot = static_cast<size_t>(seq->slot);
+  if (slot >= bulk_run_.size()) bulk_run_.resize(slot + 1);
+  bulk_run_[slot] = {};
   running_.insert(at, RunningSeq{seq, id, seq->slot});
 }
 
 void Scheduler::settle(size_t i, int64_t now) {
-  int64_t& until = bulk_until_[i];
-  if (until == 0) return;
-  const BulkRun run = bulk_run_[i];
+  BulkRun& entry = run_of(i);
+  const BulkRun run = entry;
+  if (run.until == 0) return;
   run_sum_ -= run.base - run.since;
-  until = std::min(until, now);
-  const int64_t taken = until - run.since;
-  until = 0;
-  bulk_run_[i] = {};
-  if (taken <= 0) return;
+  const int64_t end = std::min(run.until, now);
+  entry = {};
+  next_event_[i] = 0;
   // Each bulk step computed one token and sampled one, the last of them at
   // the end of the step before `now` (a sequence left out of a step is
   // settled then, so its bulk steps are the latest steps).
-  Sequence* seq = running_[i].seq;
-  seq->computed += taken;
-  seq->generated += taken;
-  seq->last_token_at = last_step_end_;
-  policy_.settle_in_place(running_[i].slot, taken);
+  if (const int64_t taken = end - run.since; taken > 0) {
+    Sequence* seq = running_[i].seq;
+    seq->computed += taken;
+    seq->generated += taken;
+    seq->last_token_at = last_step_end_;
+  }
+  if (const int64_t taken = end - run.policy_since; taken > 0)
+    policy_.settle_in_place(running_[i].slot, taken);
 }
 
 void Scheduler::settle_all(int64_t now) {
@@ -59,36 +62,103 @@ void Scheduler::set_bulk_decodes(bool on) {
   params_.bulk_decodes = on;
 }
 
-int64_t Scheduler::bulk_steps_after(const Sequence& seq, int64_t tokens) const {
+void Scheduler::start_run(size_t i, int64_t tokens) {
   // A decode computing token c (computed == c) samples it; in the following
-  // steps it takes tokens c+1, c+2, ... A following step j needs nothing but
-  // in-place room (j <= room), leaves commit() nothing to do (c + 1 + j <
-  // horizon; the step at hand commits nothing either: c + 1 < horizon) and
-  // does not finish the request (generated + 1 + j < output_tokens).
-  if (tokens != 1 || seq.computed + 1 != seq.known_tokens()) return 0;
-  int64_t room = policy_.in_place_room(seq.slot);
-  if (params_.watched) {
-    if (params_.watched(seq)) return 0;
-    --room;  // the step that fills its block is observed one by one
+  // steps it takes tokens c+1, c+2, ... A following step j does not finish
+  // the request (generated + 1 + j < output_tokens). Where a step j needs
+  // more than in-place room, or reaches the commit horizon, the run goes on
+  // through it (an event: advance_at_event) unless an observer watches
+  // block fills: then j <= room, the step's commit and the following ones
+  // must change nothing (c + 1 + j < horizon; c + 1 < horizon).
+  const Sequence& seq = *running_[i].seq;
+  if (tokens != 1 || seq.computed + 1 != seq.known_tokens()) return;
+  const SeqSlot slot = running_[i].slot;
+  int64_t steps = seq.output_tokens - seq.generated - 2;
+  const bool at_horizon = seq.computed + 1 >= seq.commit_horizon;
+  if (!events_in_bulk_) {
+    if (params_.watched(seq)) return;
+    // The step that fills its block is observed one by one.
+    steps =
+        std::min({steps, policy_.in_place_room(slot) - 1, seq.commit_horizon - seq.computed - 2});
   }
-  const int64_t steps = std::min(
-      {room, seq.commit_horizon - seq.computed - 2, seq.output_tokens - seq.generated - 2});
-  return std::max<int64_t>(steps, 0);
+  if (steps <= 0) return;
+  BulkRun run;
+  run.since = clock_ + 1;
+  run.base = seq.computed + 1;
+  run.generated = seq.generated + 1;  // this step samples one
+  run.until = run.since + steps;
+  run.policy_since = run.since;  // try_grow counted this step's token
+  // This step's commit moves the horizon: looked up at the run's first step.
+  run.horizon = at_horizon ? -1 : seq.commit_horizon;
+  run_of(i) = run;
+  next_event_[i] = events_in_bulk_ ? next_event(slot, run) : run.until;
+  run_sum_ += run.base - run.since;
+  run_sum_new_ += run.base - run.since;
+}
+
+int64_t Scheduler::next_event(SeqSlot slot, const BulkRun& run) const {
+  // The policy's count is as of policy_since: the steps from there fit in
+  // place until the room is used up.
+  int64_t next = std::min(run.until, run.policy_since + policy_.in_place_room(slot));
+  if (run.horizon < 0) return std::min(next, run.policy_since);
+  // The step whose token is the horizon's last: base + t - since + 1 == horizon
+  // (no overflow for a horizon of "never").
+  const int64_t to_horizon = run.horizon - 1 - run.base;
+  if (to_horizon < next - run.since) next = run.since + to_horizon;
+  return next;
+}
+
+bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
+  BulkRun& run = run_of(i);
+  const SeqSlot slot = running_[i].slot;
+  const int64_t now = clock_;
+  // The policy hears of the bulk steps before this one, then of this one
+  // if it needs a block (apply_grow counts its token) or commits.
+  if (now > run.policy_since) policy_.settle_in_place(slot, now - run.policy_since);
+  run.policy_since = now;
+  Sequence* seq = running_[i].seq;
+  if (run.horizon < 0) run.horizon = seq->commit_horizon;  // no committed() since a commit
+  bool grown = false;
+  if (policy_.in_place_room(slot) == 0) {
+    const GrowPlan plan = policy_.plan_grow(slot, 1);
+    if (!plan.fits) return false;  // a preemption: one by one from here
+    policy_.apply_grow(slot, plan, 1);
+    run.policy_since = now + 1;
+    grown = true;
+    ++grown_now_;
+  }
+  const int64_t computed = run.base + (now - run.since) + 1;  // after this step
+  if (computed >= run.horizon) {
+    if (!grown) policy_.settle_in_place(slot, 1);
+    run.policy_since = now + 1;
+    batch.summary.bulk_commits.push_back({seq, run.generated + (now - run.since), computed,
+                                          static_cast<uint32_t>(batch.items.size())});
+    run.horizon = -1;  // the commit moves it: committed() tells
+  }
+  next_event_[i] = next_event(slot, run);
+  return true;
 }
 
 void Scheduler::drop_finished() {
   if (finished_in_place_ == 0) return;
-  size_t kept = 0;
-  for (size_t i = 0; i < running_.size(); ++i) {
-    if (!running_[i].seq) continue;
-    running_[kept] = running_[i];
-    bulk_until_[kept] = bulk_until_[i];
-    bulk_run_[kept] = bulk_run_[i];
-    ++kept;
+  // The entries before the first finished one stay where they are; those
+  // after it move down by stretches (a finished one ends each stretch).
+  const size_t n = running_.size();
+  size_t kept = first_finished_;
+  for (size_t i = first_finished_; i < n;) {
+    if (!running_[i].seq) {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < n && running_[end].seq) ++end;
+    std::copy(running_.begin() + i, running_.begin() + end, running_.begin() + kept);
+    std::copy(next_event_.begin() + i, next_event_.begin() + end, next_event_.begin() + kept);
+    kept += end - i;
+    i = end;
   }
   running_.resize(kept);
-  bulk_until_.resize(kept);
-  bulk_run_.resize(kept);
+  next_event_.resize(kept);
   finished_in_place_ = 0;
 }
 
@@ -125,8 +195,7 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   settle(running_.size() - 1, clock_);
   Sequence* victim = running_.back().seq;
   running_.pop_back();
-  bulk_until_.pop_back();
-  bulk_run_.pop_back();
+  next_event_.pop_back();
   batch.preempted.push_back(victim);
   ++preemptions_;
   ++victim->preemptions;
@@ -161,16 +230,7 @@ bool Scheduler::grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch) {
   const int64_t tokens = std::min(seq->tokens_to_compute(), c.left);
   batch.summary.bulk_decodes = c.bulk;  // the item's place among the bulk decodes
   if (!try_grow(seq, tokens, batch, c.left)) return false;
-  if (params_.bulk_decodes) {
-    const int64_t steps = bulk_steps_after(*seq, tokens);
-    if (steps > 0) {
-      const BulkRun run{clock_ + 1, seq->computed + 1};
-      bulk_run_[i] = run;
-      bulk_until_[i] = run.since + steps;
-      run_sum_ += run.base - run.since;
-      run_sum_new_ += run.base - run.since;
-    }
-  }
+  if (params_.bulk_decodes) start_run(i, tokens);
   return true;
 }
 
@@ -205,39 +265,50 @@ void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch
 size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
   const size_t n = running_.size();
   const RunningSeq* const run = running_.data();
-  const int64_t* const until = bulk_until_.data();
+  const int64_t* const event = next_event_.data();
   const int64_t now = clock_;
-  // A run that goes on takes this step in bulk: nothing to write. The
-  // others' positions are listed (a store each, kept only if m moves on).
+  // A run with no event in this step takes it in bulk: nothing to write.
+  // The others' positions are listed (a store each, kept only if m moves on).
   one_by_one_.resize(n);
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     one_by_one_[m] = static_cast<uint32_t>(i);
-    m += until[i] <= now ? 1 : 0;
+    m += event[i] <= now ? 1 : 0;
   }
   one_by_one_.resize(m);
   bulk_now_ = static_cast<int64_t>(n - m);
   // Then the others in order, with the budget the one-by-one loop would
-  // have when it reached each (every bulk decode before it took one token).
-  int64_t left = c.left;  // after the previous one-by-one entry
-  size_t prev = 0;        // entries before the next one-by-one entry start here
+  // have when it reached each (every bulk decode before it took one
+  // token): runs at an event take their step in bulk after a look, the
+  // rest are scheduled one by one. Blocks are allocated in this order.
+  int64_t left = c.left;  // after the previous listed entry
+  size_t prev = 0;        // entries before the next listed entry start here
   constexpr size_t kAhead = 8;
   for (size_t k = 0; k < m; ++k) {
     const size_t pos = one_by_one_[k];
-    // Each of them reads its Sequence and the policy's record of it, both
-    // far apart: loaded a few entries ahead.
-    if (k + kAhead < m) __builtin_prefetch(run[one_by_one_[k + kAhead]].seq);
-    if (k + kAhead / 2 < m) policy_.prefetch(run[one_by_one_[k + kAhead / 2]].slot);
+    // Each of them reads its run and the policy's record of it, both far
+    // apart: loaded a few entries ahead. (An event reads no Sequence; the
+    // few entries scheduled one by one in a steady step do.)
+    if (k + kAhead / 2 < m) {
+      const SeqSlot ahead = run[one_by_one_[k + kAhead / 2]].slot;
+      policy_.prefetch(ahead);
+      __builtin_prefetch(&bulk_run_[static_cast<size_t>(ahead)]);
+    }
     const auto gap = static_cast<int64_t>(pos - prev);  // bulk decodes in between
     // The budget runs out among them (or leaves this entry nothing).
     if (left <= gap) return stop_in_bulk(prev, left, c);
     c.left = left - gap;
-    c.bulk = static_cast<int64_t>(pos - k);
-    if (!grow_one(pos, c, batch)) {
+    c.bulk = static_cast<int64_t>(pos - batch.items.size());
+    const bool in_run = run_of(pos).until > now;
+    if (in_run ? !advance_at_event(pos, batch) : !grow_one(pos, c, batch)) {
       // A preemption: the one-by-one loop takes over at this entry, and
       // the entries after it go one by one too.
       end_runs_from(pos + 1);
       return pos;
+    }
+    if (in_run) {
+      --c.left;
+      ++bulk_now_;
     }
     left = c.left;
     prev = pos + 1;
@@ -261,9 +332,10 @@ size_t Scheduler::stop_in_bulk(size_t prev, int64_t left, RunningCursor& c) {
 
 void Scheduler::end_runs_from(size_t from) {
   for (size_t i = from; i < running_.size(); ++i) {
-    if (bulk_until_[i] <= clock_) continue;  // no run, or one that ended
+    if (run_of(i).until <= clock_) continue;  // no run, or one that ended
+    // Counted in bulk_now_ unless an event of this step listed it.
+    if (next_event_[i] > clock_) --bulk_now_;
     settle(i, clock_);
-    --bulk_now_;
   }
 }
 
@@ -271,6 +343,7 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
   BatchSummary& sum = batch.summary;
   RunningCursor c{budget, 0};
   bulk_now_ = 0;
+  grown_now_ = 0;
   run_sum_new_ = 0;
   size_t i = 0;
   if (params_.bulk_decodes) {
@@ -288,7 +361,8 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
     sum.decodes += bulk_now_;
     sum.decode_context += run_sum_ - run_sum_new_ + bulk_now_ * clock_;
     sum.bulk_last_token_at = last_step_end_;
-    policy_.grow_in_place_bulk(bulk_now_);
+    // Those that grew their table had apply_grow count their token.
+    policy_.grow_in_place_bulk(bulk_now_ - grown_now_);
   }
 }
 
@@ -354,6 +428,7 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   batch.summary.bulk_decodes = 0;
   batch.summary.bulk_last_token_at = -1;
   batch.summary.bulk_before.clear();
+  batch.summary.bulk_commits.clear();
   drop_finished();
   ++clock_;
   int64_t budget = params_.max_batched_tokens;
@@ -382,6 +457,11 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   if (swapped_.empty()) schedule_waiting(batch, budget);
 }
 
+void Scheduler::committed(SeqSlot slot, int64_t horizon) {
+  const auto s = static_cast<size_t>(slot);
+  if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
+}
+
 void Scheduler::finish(Sequence* seq) {
   // The entry stays, marked, until the next schedule drops it with the
   // step's other finished ones: one pass instead of an erase each.
@@ -390,9 +470,11 @@ void Scheduler::finish(Sequence* seq) {
                                    [](const RunningSeq& r, uint64_t v) { return r.id < v; });
   if (it == running_.end() || it->seq != seq)
     throw std::logic_error("finish() of a sequence that is not running");
-  if (bulk_until_[static_cast<size_t>(it - running_.begin())] != 0)
+  const auto index = static_cast<size_t>(it - running_.begin());
+  if (run_of(index).until != 0)
     throw std::logic_error("finish() of a sequence with unsettled tokens");
   it->seq = nullptr;
+  first_finished_ = finished_in_place_ == 0 ? index : std::min(first_finished_, index);
   ++finished_in_place_;
   policy_.release(seq->slot);
   seq->slot = kNoSeq;

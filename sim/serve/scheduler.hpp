@@ -52,16 +52,28 @@ struct BatchSummary {
   // Sequences taken from the waiting queue this step.
   std::vector<Sequence*> admitted;
   // Running decodes advanced in bulk (SchedulerParams::bulk_decodes): each
-  // computes one token and samples it, is below its commit horizon, does not
-  // finish, and sampled its last token at `bulk_last_token_at` (the end of
-  // the step before). They are counted in `decodes` and `decode_context`,
-  // not in `items`; their Sequence fields (computed, generated,
-  // last_token_at) are settled by the scheduler when it next looks at them.
+  // computes one token and samples it, does not finish, and sampled its
+  // last token at `bulk_last_token_at` (the end of the step before); those
+  // that reach their commit horizon are listed in `bulk_commits`. They are counted in `decodes` and
+  // `decode_context`, not in `items`; their Sequence fields (computed, generated, last_token_at)
+  // are settled by the scheduler when it next looks at them.
   int64_t bulk_decodes = 0;
   TimeNs bulk_last_token_at = -1;
   // Per item: the bulk decodes before it in batch order (running sequences
   // in arrival order, then swapped-in, then admitted ones).
   std::vector<uint32_t> bulk_before;
+  // Bulk decodes whose token reaches their commit horizon in this step (it
+  // fills their last block): the engine commits them after the step, in
+  // batch order among the items of `at_horizon`, as it would commit them as
+  // items. Their Sequence lags (see bulk_decodes): `generated` and
+  // `computed` are what commit() reads, as the one-by-one step has them.
+  struct BulkCommit {
+    Sequence* seq = nullptr;
+    int64_t generated = 0;      // output tokens known before this step's sample
+    int64_t computed = 0;       // tokens in the cache after this step
+    uint32_t items_before = 0;  // items before it in batch order
+  };
+  std::vector<BulkCommit> bulk_commits;
 };
 
 struct ScheduledBatch {
@@ -88,6 +100,10 @@ class Scheduler {
   void add_waiting(Sequence* seq);
   // Builds the next step. Mutates the cache through plan/apply.
   void schedule(ScheduledBatch& batch);
+  // The commit after a step moved the sequence in `slot` to `horizon`
+  // (KvCachePolicy::commit_horizon): its run, if it goes on, need not read
+  // its Sequence to learn it.
+  void committed(SeqSlot slot, int64_t horizon);
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);
   // The step built last ended at `now`: its samples, bulk decodes' too, came then.
@@ -121,9 +137,9 @@ class Scheduler {
 
   // The running sequences as the step loop sees them, in arrival order,
   // with each one's run of bulk steps beside it in arrays of their own: a
-  // step reads only bulk_until_ (8 bytes a sequence) for the sequences it
-  // advances in bulk, neither their Sequence (they live apart on the heap)
-  // nor anything it would have to write back.
+  // step reads only next_event_ (8 bytes a sequence) for the sequences it
+  // advances in bulk without a look, neither their Sequence (they live
+  // apart on the heap) nor anything it would have to write back.
   struct RunningSeq {
     Sequence* seq = nullptr;  // null once finished (dropped at the next schedule)
     uint64_t id = 0;          // request id: the arrival order
@@ -131,19 +147,35 @@ class Scheduler {
   };
   // A run of bulk steps: the sequence takes one token in bulk in every step
   // whose number (clock_) is in [since, until); `base` is its computed
-  // tokens before the step `since`.
+  // tokens before the step `since`. Its Sequence is as of `since`, the
+  // policy's count of its tokens as of `policy_since` (a step that grows
+  // its table or commits settles the policy's count on the way). `horizon`
+  // is its commit horizon, -1 when a commit moved it and committed() did
+  // not say where to.
   struct BulkRun {
     int64_t since = 0;
     int64_t base = 0;
+    int64_t until = 0;  // 0: no run
+    int64_t policy_since = 0;
+    int64_t horizon = -1;
+    int64_t generated = 0;  // the Sequence's generated as of `since`
   };
   // Brings running_[i]'s Sequence and the policy's count of its tokens up
   // to date with the bulk steps it took before step `now`, and ends its run
   // (the next step schedules it one by one).
   void settle(size_t i, int64_t now);
   void settle_all(int64_t now);
-  // Bulk steps `seq` may take after this step's `tokens` (0 if not a decode
-  // that stays below its commit horizon, in its block, and unfinished).
-  int64_t bulk_steps_after(const Sequence& seq, int64_t tokens) const;
+  // After this step's `tokens` for running_[i] (scheduled one by one),
+  // starts its run of bulk steps if it is a decode that does not finish in
+  // the next step.
+  void start_run(size_t i, int64_t tokens);
+  // A run's step where it needs a look: its end, the step whose token
+  // needs a new block, or the one that reaches its commit horizon.
+  int64_t next_event(SeqSlot slot, const BulkRun& run) const;
+  // Takes running_[i]'s bulk step at one of its events: grows its table
+  // (false when the pool has no block: nothing changed but the policy's
+  // count of the steps before) and lists a commit in the batch.
+  bool advance_at_event(size_t i, ScheduledBatch& batch);
   // Drops the running entries of sequences finished since the last step.
   void drop_finished();
   // Where the running loop stands: budget left, and bulk decodes before
@@ -155,9 +187,10 @@ class Scheduler {
   // The running loop in arrival order from entry `i`, one entry at a time
   // (no runs of bulk steps are left from there on).
   void schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch& batch, bool& preempted);
-  // Every running sequence whose run goes on takes its bulk step, then the
-  // others are scheduled one by one in order, with the budget the loop
-  // above would give each. Returns where that loop must go on
+  // Every running sequence whose run goes on with no event takes its bulk
+  // step; then, in arrival order and with the budget the loop above would
+  // give each, those at an event take theirs after a look and the others
+  // are scheduled one by one. Returns where that loop must go on
   // (running_.size() when done): at a sequence that needs a preemption, or
   // where the budget ran out, with the runs behind that point ended first.
   size_t schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch);
@@ -175,17 +208,27 @@ class Scheduler {
   KvCachePolicy& policy_;
   std::deque<Sequence*> waiting_;
   std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
-  std::vector<int64_t> bulk_until_;  // running_[i]'s run ends before step bulk_until_[i] (0: none)
-  std::vector<BulkRun> bulk_run_;    // and began at bulk_run_[i]
-  size_t finished_in_place_ = 0;     // entries of running_ with seq == nullptr
+  // running_[i] needs a look in step next_event_[i] (0: in every step, no
+  // run); until then it takes its bulk steps unseen.
+  std::vector<int64_t> next_event_;
+  // Runs by the policy's slot of their sequence (stable while it runs), so
+  // that entries that move in running_ leave them in place.
+  std::vector<BulkRun> bulk_run_;
+  BulkRun& run_of(size_t i) { return bulk_run_[static_cast<size_t>(running_[i].slot)]; }
+  size_t finished_in_place_ = 0;  // entries of running_ with seq == nullptr
+  size_t first_finished_ = 0;     // the first of them
   TimeNs last_step_end_ = -1;
   int64_t clock_ = 0;  // steps scheduled so far: the number of the step being built
   // Sum of base - since over the runs begun (their context in step t is
   // base + t - since), and of the runs begun in this step (from the next).
   int64_t run_sum_ = 0;
   int64_t run_sum_new_ = 0;
-  int64_t bulk_now_ = 0;              // sequences taking a bulk step in this step
-  std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries not in bulk
+  int64_t bulk_now_ = 0;   // sequences taking a bulk step in this step
+  int64_t grown_now_ = 0;  // of which grew their table (policy counted the token)
+  // Runs go on through block fills and commits (false: a step that fills a
+  // block is scheduled one by one, for SchedulerParams::watched).
+  bool events_in_bulk_ = true;
+  std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries it looks at
   std::deque<Sequence*> swapped_;     // sorted by request id
   uint64_t preemptions_ = 0;
   uint64_t swap_fallbacks_ = 0;

@@ -1,0 +1,202 @@
+// The scheduler's runs of bulk decodes (SchedulerParams::bulk_decodes): a
+// running decode that needs nothing from the policy but room in its block,
+// a fill committed after the step or a new block in arrival order takes its
+// tokens without being an item of the batch; its Sequence is settled when
+// it next needs the policy, finishes, is preempted or is left out.
+#include <algorithm>
+
+#include "sim/serve/scheduler.hpp"
+
+namespace kvsim {
+
+void Scheduler::settle(size_t i, int64_t now) {
+  BulkRun& entry = run_of(i);
+  const BulkRun run = entry;
+  if (run.until == 0) return;
+  run_sum_ -= run.base - run.since;
+  const int64_t end = std::min(run.until, now);
+  entry = {};
+  next_event_[i] = 0;
+  // Each bulk step computed one token and sampled one, the last of them at
+  // the end of the step before `now` (a sequence left out of a step is
+  // settled then, so its bulk steps are the latest steps).
+  if (const int64_t taken = end - run.since; taken > 0) {
+    Sequence* seq = running_[i].seq;
+    seq->computed += taken;
+    seq->generated += taken;
+    seq->last_token_at = last_step_end_;
+  }
+  if (const int64_t taken = end - run.policy_since; taken > 0)
+    policy_.settle_in_place(running_[i].slot, taken);
+}
+
+void Scheduler::settle_all(int64_t now) {
+  for (size_t i = 0; i < running_.size(); ++i)
+    if (running_[i].seq) settle(i, now);
+}
+
+void Scheduler::set_bulk_decodes(bool on) {
+  if (!on) settle_all();
+  params_.bulk_decodes = on;
+}
+
+void Scheduler::start_run(size_t i, int64_t tokens) {
+  // A decode computing token c (computed == c) samples it; in the following
+  // steps it takes tokens c+1, c+2, ... A following step j does not finish
+  // the request (generated + 1 + j < output_tokens). Where a step j needs
+  // more than in-place room, or reaches the commit horizon, the run goes on
+  // through it (an event: advance_at_event) unless an observer watches
+  // block fills: then j <= room, the step's commit and the following ones
+  // must change nothing (c + 1 + j < horizon; c + 1 < horizon).
+  const Sequence& seq = *running_[i].seq;
+  if (tokens != 1 || seq.computed + 1 != seq.known_tokens()) return;
+  const SeqSlot slot = running_[i].slot;
+  int64_t steps = seq.output_tokens - seq.generated - 2;
+  const bool at_horizon = seq.computed + 1 >= seq.commit_horizon;
+  if (!events_in_bulk_) {
+    if (params_.watched(seq)) return;
+    // The step that fills its block is observed one by one.
+    steps =
+        std::min({steps, policy_.in_place_room(slot) - 1, seq.commit_horizon - seq.computed - 2});
+  }
+  if (steps <= 0) return;
+  BulkRun run;
+  run.since = clock_ + 1;
+  run.base = seq.computed + 1;
+  run.generated = seq.generated + 1;  // this step samples one
+  run.until = run.since + steps;
+  run.policy_since = run.since;  // try_grow counted this step's token
+  // This step's commit moves the horizon: looked up at the run's first step.
+  run.horizon = at_horizon ? -1 : seq.commit_horizon;
+  run_of(i) = run;
+  next_event_[i] = events_in_bulk_ ? next_event(slot, run) : run.until;
+  run_sum_ += run.base - run.since;
+  run_sum_new_ += run.base - run.since;
+}
+
+int64_t Scheduler::next_event(SeqSlot slot, const BulkRun& run) const {
+  // The policy's count is as of policy_since: the steps from there fit in
+  // place until the room is used up.
+  int64_t next = std::min(run.until, run.policy_since + policy_.in_place_room(slot));
+  if (run.horizon < 0) return std::min(next, run.policy_since);
+  // The step whose token is the horizon's last: base + t - since + 1 == horizon
+  // (no overflow for a horizon of "never").
+  const int64_t to_horizon = run.horizon - 1 - run.base;
+  if (to_horizon < next - run.since) next = run.since + to_horizon;
+  return next;
+}
+
+bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
+  BulkRun& run = run_of(i);
+  const SeqSlot slot = running_[i].slot;
+  const int64_t now = clock_;
+  // The policy hears of the bulk steps before this one, then of this one
+  // if it needs a block (apply_grow counts its token) or commits.
+  if (now > run.policy_since) policy_.settle_in_place(slot, now - run.policy_since);
+  run.policy_since = now;
+  Sequence* seq = running_[i].seq;
+  if (run.horizon < 0) run.horizon = seq->commit_horizon;  // no committed() since a commit
+  bool grown = false;
+  if (policy_.in_place_room(slot) == 0) {
+    const GrowPlan plan = policy_.plan_grow(slot, 1);
+    if (!plan.fits) return false;  // a preemption: one by one from here
+    policy_.apply_grow(slot, plan, 1);
+    run.policy_since = now + 1;
+    grown = true;
+    ++grown_now_;
+  }
+  const int64_t computed = run.base + (now - run.since) + 1;  // after this step
+  if (computed >= run.horizon) {
+    if (!grown) policy_.settle_in_place(slot, 1);
+    run.policy_since = now + 1;
+    batch.summary.bulk_commits.push_back({seq, run.generated + (now - run.since), computed,
+                                          static_cast<uint32_t>(batch.items.size())});
+    run.horizon = -1;  // the commit moves it: committed() tells
+  }
+  next_event_[i] = next_event(slot, run);
+  return true;
+}
+
+size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
+  const size_t n = running_.size();
+  const RunningSeq* const run = running_.data();
+  const int64_t* const event = next_event_.data();
+  const int64_t now = clock_;
+  // A run with no event in this step takes it in bulk: nothing to write.
+  // The others' positions are listed (a store each, kept only if m moves on).
+  one_by_one_.resize(n);
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    one_by_one_[m] = static_cast<uint32_t>(i);
+    m += event[i] <= now ? 1 : 0;
+  }
+  one_by_one_.resize(m);
+  bulk_now_ = static_cast<int64_t>(n - m);
+  // Then the others in order, with the budget the one-by-one loop would
+  // have when it reached each (every bulk decode before it took one
+  // token): runs at an event take their step in bulk after a look, the
+  // rest are scheduled one by one. Blocks are allocated in this order.
+  int64_t left = c.left;  // after the previous listed entry
+  size_t prev = 0;        // entries before the next listed entry start here
+  constexpr size_t kAhead = 8;
+  for (size_t k = 0; k < m; ++k) {
+    const size_t pos = one_by_one_[k];
+    // Each of them reads its run and the policy's record of it, both far
+    // apart: loaded a few entries ahead. (An event reads no Sequence; the
+    // few entries scheduled one by one in a steady step do.)
+    if (k + kAhead / 2 < m) {
+      const SeqSlot ahead = run[one_by_one_[k + kAhead / 2]].slot;
+      policy_.prefetch(ahead);
+      __builtin_prefetch(&bulk_run_[static_cast<size_t>(ahead)]);
+    }
+    const auto gap = static_cast<int64_t>(pos - prev);  // bulk decodes in between
+    // The budget runs out among them (or leaves this entry nothing).
+    if (left <= gap) return stop_in_bulk(prev, left, c);
+    c.left = left - gap;
+    c.bulk = static_cast<int64_t>(pos - batch.items.size());
+    const bool in_run = run_of(pos).until > now;
+    if (in_run ? !advance_at_event(pos, batch) : !grow_one(pos, c, batch)) {
+      // A preemption: the one-by-one loop takes over at this entry, and
+      // the entries after it go one by one too.
+      end_runs_from(pos + 1);
+      return pos;
+    }
+    if (in_run) {
+      --c.left;
+      ++bulk_now_;
+    }
+    left = c.left;
+    prev = pos + 1;
+  }
+  const auto gap = static_cast<int64_t>(n - prev);
+  if (left < gap) return stop_in_bulk(prev, left, c);
+  c.left = left - gap;
+  c.bulk = bulk_now_;
+  return n;
+}
+
+size_t Scheduler::stop_in_bulk(size_t prev, int64_t left, RunningCursor& c) {
+  // The one-by-one loop would stop `left` bulk decodes after `prev`: the
+  // runs from there on end, and the budget is spent.
+  const size_t stop = prev + static_cast<size_t>(std::max<int64_t>(left, 0));
+  end_runs_from(stop);
+  c.bulk = bulk_now_;
+  c.left = 0;
+  return stop;
+}
+
+void Scheduler::end_runs_from(size_t from) {
+  for (size_t i = from; i < running_.size(); ++i) {
+    if (run_of(i).until <= clock_) continue;  // no run, or one that ended
+    // Counted in bulk_now_ unless an event of this step listed it.
+    if (next_event_[i] > clock_) --bulk_now_;
+    settle(i, clock_);
+  }
+}
+
+void Scheduler::committed(SeqSlot slot, int64_t horizon) {
+  const auto s = static_cast<size_t>(slot);
+  if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
+}
+
+}  // namespace kvsim

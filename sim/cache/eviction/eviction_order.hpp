@@ -65,6 +65,9 @@ class EvictionOrder {
   // Starts loading what the order keeps for `id` (a hint: nothing changes),
   // ahead of a call about it.
   virtual void prefetch(EvictableId id) const { (void)id; }
+  // Entry ids will lie in [0, ids): an order may allocate for them at once
+  // (a hint: nothing observable changes; the default does nothing).
+  virtual void reserve(int64_t ids) { (void)ids; }
   virtual void on_content(EvictableId id, uint64_t key) {
     (void)id;
     (void)key;

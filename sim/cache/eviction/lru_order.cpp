@@ -92,6 +92,14 @@ void LruOrder::pop_victims(int64_t count, std::vector<EvictableId>& out) {
   live_ -= static_cast<size_t>(count);
 }
 
+void LruOrder::reserve(int64_t ids) {
+  // A pool frees every block once at construction: one allocation each
+  // instead of a doubling chain.
+  const auto n = static_cast<size_t>(std::max<int64_t>(ids, 0));
+  if (n > position_.size()) position_.resize(n, kNotQueued);
+  queue_.reserve(n);
+}
+
 EvictableId LruOrder::next_victim() const {
   if (live_ == 0) return kNoEvictable;
   skip_gone();

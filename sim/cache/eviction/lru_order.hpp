@@ -40,6 +40,7 @@ class LruOrder final : public EvictionOrder {
       __builtin_prefetch(&position_[static_cast<size_t>(id)]);
   }
   std::vector<EvictableId> victims_in_order() const override;
+  void reserve(int64_t ids) override;
 
  private:
   // Positions are 32-bit: compaction keeps the queue under twice the live

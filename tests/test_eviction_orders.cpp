@@ -239,6 +239,30 @@ TEST(LruOrder, VictimAheadNamesTheComingVictimsInOrder) {
   EXPECT_EQ(lru->victim_ahead(3), 0);
 }
 
+// A block table takes one victim at a time: the vector it grows into is
+// reallocated a logarithmic number of times, not once per victim; and a
+// reserved order hands out the same victims as one grown on demand.
+TEST(LruOrder, VictimsOneAtATimeGrowTheirVectorGeometrically) {
+  auto reserved = make_eviction_order("lru");
+  auto grown = make_eviction_order("lru");
+  reserved->reserve(1000);
+  for (EvictableId id = 0; id < 1000; ++id) {
+    reserved->on_evictable(id);
+    grown->on_evictable(id);
+  }
+  std::vector<EvictableId> table;
+  std::vector<EvictableId> other;
+  int reallocations = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const size_t capacity = table.capacity();
+    reserved->pop_victims(1, table);
+    grown->pop_victims(1, other);
+    reallocations += table.capacity() != capacity ? 1 : 0;
+  }
+  EXPECT_LE(reallocations, 12);
+  EXPECT_EQ(table, other);
+}
+
 TEST(BlockPoolOrder, CallsTheOrderOncePerAllocationFreeAndHit) {
   std::vector<std::string> log;
   BlockPool pool({2}, std::make_unique<RecordingOrder>(&log));

@@ -137,7 +137,8 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
   if (full == 0) return;
   SeqContent& content = content_[static_cast<size_t>(s)];
   const std::vector<BlockId>& table = seq(s).block_table;
-  hash_filled_blocks(content, tokens, full);
+  // prepare_commit() has usually hashed them already.
+  if (static_cast<int64_t>(content.hashes.size()) < full) hash_filled_blocks(content, tokens, full);
   while (content.registered_blocks < full) {
     const int64_t b = content.registered_blocks;
     pool_.register_hash(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);

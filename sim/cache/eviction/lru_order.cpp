@@ -81,7 +81,11 @@ void LruOrder::pop_victims(int64_t count, std::vector<EvictableId>& out) {
   if (count <= 0) return;
   if (static_cast<size_t>(count) > live_)
     throw std::logic_error(fmt::format("lru order: {} victims asked, {} evictable", count, live_));
-  out.reserve(out.size() + static_cast<size_t>(count));
+  // Room for the victims at once, but growing geometrically: `out` is
+  // often a block table taking one block at a time, and an exact reserve
+  // would reallocate it on every call.
+  const size_t needed = out.size() + static_cast<size_t>(count);
+  if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));
   for (int64_t i = 0; i < count; ++i) {
     skip_gone();
     if (head_ + kPositionAhead < queue_.size()) prefetch(queue_[head_ + kPositionAhead]);

@@ -263,6 +263,28 @@ TEST(LruOrder, VictimsOneAtATimeGrowTheirVectorGeometrically) {
   EXPECT_EQ(table, other);
 }
 
+// A range of entries made evictable in one call is the same as the calls
+// one by one, into an empty order or behind queued entries.
+TEST(LruOrder, EvictableRangeIsTheCallsOneByOne) {
+  for (const bool queued_first : {false, true}) {
+    auto range = make_eviction_order("lru");
+    auto one_by_one = make_eviction_order("lru");
+    if (queued_first) {
+      range->on_evictable(40);
+      one_by_one->on_evictable(40);
+    }
+    range->on_evictable_range(3, 20);
+    for (EvictableId id = 3; id < 23; ++id) one_by_one->on_evictable(id);
+    range->on_pinned(7);
+    one_by_one->on_pinned(7);
+    range->on_evictable(1);
+    one_by_one->on_evictable(1);
+    EXPECT_EQ(range->victims_in_order(), one_by_one->victims_in_order());
+    EXPECT_EQ(range->pop_victim(), one_by_one->pop_victim());
+    EXPECT_THROW(range->on_evictable(5), std::logic_error);  // queued by the range
+  }
+}
+
 TEST(BlockPoolOrder, CallsTheOrderOncePerAllocationFreeAndHit) {
   std::vector<std::string> log;
   BlockPool pool({2}, std::make_unique<RecordingOrder>(&log));

@@ -50,6 +50,27 @@ void LruOrder::on_evictable(EvictableId id) {
   push_back(id);
 }
 
+void LruOrder::on_evictable_range(EvictableId first, int64_t count) {
+  if (count <= 0) return;
+  if (!queue_.empty()) {  // entries queued already: the checks of one by one
+    EvictionOrder::on_evictable_range(first, count);
+    return;
+  }
+  if (first < 0 ||
+      static_cast<int64_t>(first) + count - 1 > std::numeric_limits<EvictableId>::max())
+    throw std::logic_error(fmt::format("lru order: entry ids {} + {}", first, count));
+  // An empty queue: the entries in order, written in one pass.
+  const auto end = static_cast<size_t>(first) + static_cast<size_t>(count);
+  if (end > position_.size()) position_.resize(end, kNotQueued);
+  head_ = 0;
+  queue_.resize(static_cast<size_t>(count));
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    queue_[i] = static_cast<EvictableId>(static_cast<size_t>(first) + i);
+    position_[static_cast<size_t>(first) + i] = static_cast<int32_t>(i);
+  }
+  live_ = static_cast<size_t>(count);
+}
+
 void LruOrder::on_pinned(EvictableId id) {
   if (id < 0 || !queued(id))
     throw std::logic_error(fmt::format("lru order: entry {} is not evictable", id));

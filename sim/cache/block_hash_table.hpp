@@ -126,11 +126,7 @@ class BlockHashTable {
   // nothing changes), so a caller with several hashes in hand waits on
   // their cache misses together rather than in turn.
   void prefetch(const BlockHash& hash) const {
-    if (buckets_.empty()) return;
-    const size_t home = home_of(tag_of(hash));
-    __builtin_prefetch(&buckets_[home]);
-    // A search for an absent hash (every insert) reads the count too.
-    __builtin_prefetch(&overflow_[home]);
+    if (!buckets_.empty()) __builtin_prefetch(&buckets_[home_of(tag_of(hash))]);
   }
 
  private:

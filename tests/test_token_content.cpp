@@ -96,6 +96,26 @@ TEST(TokenContent, DescribedRunsReadAsTheGeneratedIdsAndStayDescribed) {
   EXPECT_EQ(c.size(), 66u);
 }
 
+TEST(TokenContent, RunHoldingIsTheRunAtEveryPosition) {
+  TokenContent c;
+  c.append_stream(21, 1000, 7);
+  c.append_stream(22, 1000, 5);
+  c.append_stream(23, 1000, 9);
+  for (int64_t i = 0; i < 21; ++i) {
+    const TokenRun& a = c.run_holding(i);
+    const TokenRun& b = c.run_at(i);
+    EXPECT_EQ(a.key, b.key) << i;
+    EXPECT_EQ(a.start, b.start) << i;
+    EXPECT_EQ(a.length, b.length) << i;
+  }
+  TokenContent copy = c;  // the copy answers from its own runs
+  EXPECT_EQ(copy.run_holding(3).key, 21u);
+  c.clear();
+  c.append_stream(31, 1000, 4);
+  EXPECT_EQ(c.run_holding(2).key, 31u);
+  EXPECT_EQ(c.run_holding(2).length, 4);
+}
+
 TEST(TokenContent, AppendingToHeldIdsGeneratesThem) {
   TokenContent c{1, 2, 3};
   c.append_stream(11, 1000, 4);

@@ -11,6 +11,7 @@ namespace kvsim {
 TokenContent& TokenContent::operator=(std::vector<int32_t> tokens) {
   held_ = std::move(tokens);
   runs_.clear();
+  first_run_ = {};
   described_len_ = 0;
   return *this;
 }
@@ -22,6 +23,7 @@ void TokenContent::append_stream(uint64_t key, int64_t vocab_size, int64_t count
     if (held_.capacity() > 0) std::vector<int32_t>().swap(held_);  // regenerated when read
     if (runs_.empty()) modulo_ = FastModulo(static_cast<uint64_t>(vocab_size));
     runs_.push_back({key, described_len_, count});
+    first_run_ = runs_.front();
     described_len_ += count;
     return;
   }
@@ -71,6 +73,7 @@ const std::vector<int32_t>& TokenContent::hold() const {
 void TokenContent::clear() {
   held_.clear();
   runs_.clear();
+  first_run_ = {};
   described_len_ = 0;
 }
 

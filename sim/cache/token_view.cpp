@@ -34,7 +34,7 @@ BlockHash TokenView::block_hash(const BlockHash& parent, int64_t begin, int64_t 
     local = begin - prompt_len;
   }
   if (content != nullptr) {
-    const TokenRun& run = content->run_at(local);
+    const TokenRun& run = content->run_holding(local);
     if (local + count <= run.start + run.length) {
       return chained_stream_block_hash(parent, run.key, content->vocab_size(), local - run.start,
                                        count);

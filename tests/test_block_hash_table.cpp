@@ -173,5 +173,30 @@ TEST(BlockHashTable, ChurnAtOneSizeKeepsEveryEntryFindable) {
   EXPECT_EQ(table.overflowing_buckets(), 0u);
 }
 
+// Reserved for as many entries as a pool has blocks, a table holds them all
+// without growing, keeps what it held when reserved for more, and never
+// shrinks on a smaller reserve.
+TEST(BlockHashTable, ReservedForEveryBlockNeverGrows) {
+  constexpr int32_t kBlocks = 5000;
+  std::mt19937_64 rng(9);
+  Blocks blocks{std::vector<BlockHash>(kBlocks)};
+  BlockHashTable table;
+  blocks.hash[0] = {rng(), rng()};
+  ASSERT_TRUE(table.insert(blocks.hash[0], 0, blocks));
+  table.reserve(kBlocks);
+  const size_t buckets = table.bucket_count();
+  EXPECT_GE(8 * buckets, 2u * kBlocks);  // at most half full
+  EXPECT_EQ(table.find(blocks.hash[0], blocks), 0);
+  for (int32_t b = 1; b < kBlocks; ++b) {
+    blocks.hash[static_cast<size_t>(b)] = {rng(), rng()};
+    ASSERT_TRUE(table.insert(blocks.hash[static_cast<size_t>(b)], b, blocks));
+  }
+  EXPECT_EQ(table.bucket_count(), buckets);
+  table.reserve(10);
+  EXPECT_EQ(table.bucket_count(), buckets);
+  for (int32_t b = 0; b < kBlocks; ++b)
+    ASSERT_EQ(table.find(blocks.hash[static_cast<size_t>(b)], blocks), b);
+}
+
 }  // namespace
 }  // namespace kvsim

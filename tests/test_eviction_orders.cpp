@@ -239,6 +239,52 @@ TEST(LruOrder, VictimAheadNamesTheComingVictimsInOrder) {
   EXPECT_EQ(lru->victim_ahead(3), 0);
 }
 
+// A block table takes one victim at a time: the vector it grows into is
+// reallocated a logarithmic number of times, not once per victim; and a
+// reserved order hands out the same victims as one grown on demand.
+TEST(LruOrder, VictimsOneAtATimeGrowTheirVectorGeometrically) {
+  auto reserved = make_eviction_order("lru");
+  auto grown = make_eviction_order("lru");
+  reserved->reserve(1000);
+  for (EvictableId id = 0; id < 1000; ++id) {
+    reserved->on_evictable(id);
+    grown->on_evictable(id);
+  }
+  std::vector<EvictableId> table;
+  std::vector<EvictableId> other;
+  int reallocations = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const size_t capacity = table.capacity();
+    reserved->pop_victims(1, table);
+    grown->pop_victims(1, other);
+    reallocations += table.capacity() != capacity ? 1 : 0;
+  }
+  EXPECT_LE(reallocations, 12);
+  EXPECT_EQ(table, other);
+}
+
+// A range of entries made evictable in one call is the same as the calls
+// one by one, into an empty order or behind queued entries.
+TEST(LruOrder, EvictableRangeIsTheCallsOneByOne) {
+  for (const bool queued_first : {false, true}) {
+    auto range = make_eviction_order("lru");
+    auto one_by_one = make_eviction_order("lru");
+    if (queued_first) {
+      range->on_evictable(40);
+      one_by_one->on_evictable(40);
+    }
+    range->on_evictable_range(3, 20);
+    for (EvictableId id = 3; id < 23; ++id) one_by_one->on_evictable(id);
+    range->on_pinned(7);
+    one_by_one->on_pinned(7);
+    range->on_evictable(1);
+    one_by_one->on_evictable(1);
+    EXPECT_EQ(range->victims_in_order(), one_by_one->victims_in_order());
+    EXPECT_EQ(range->pop_victim(), one_by_one->pop_victim());
+    EXPECT_THROW(range->on_evictable(5), std::logic_error);  // queued by the range
+  }
+}
+
 TEST(BlockPoolOrder, CallsTheOrderOncePerAllocationFreeAndHit) {
   std::vector<std::string> log;
   BlockPool pool({2}, std::make_unique<RecordingOrder>(&log));

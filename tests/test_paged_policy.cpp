@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/cache/paged_policy.hpp"
+#include "workloads/token_content.hpp"
 
 namespace kvsim {
 namespace {
@@ -186,6 +187,46 @@ TEST(PagedPolicy, GeneratedTokensFillAndHashNewBlocks) {
   EXPECT_EQ(p.lookup_prefix(view(whole)).blocks.size(), 2u);
   p.release(s);
   p.check_drained();
+}
+
+// Blocks filled one decode at a time get the hashes the whole content's
+// chain gives, whether their ids are held or described by runs, whether a
+// block lies in one run or straddles the prompt and the output, and whether
+// prepare_commit() ran first.
+TEST(PagedPolicy, DecodedBlocksHashAsTheWholeChainDoes) {
+  for (const bool described : {false, true}) {
+    for (const bool prepared : {false, true}) {
+      PagedPolicy p(params(64));
+      TokenContent prompt;
+      TokenContent output;
+      prompt.append_stream(7, 50000, 10);  // two runs: blocks straddle them
+      prompt.append_stream(8, 50000, 9);
+      output.append_stream(9, 50000, 60);
+      if (!described) {
+        prompt.mutable_ids();
+        output.mutable_ids();
+      }
+      TokenView v = TokenView::of(prompt, output, 0);
+      PrefixHit hit = p.lookup_prefix(v);
+      const SeqSlot s = p.apply_admit(p.plan_admit(std::move(hit), 19));
+      p.commit(s, v, 19);
+      for (int g = 1; g <= 59; ++g) {
+        v = TokenView::of(prompt, output, g);
+        const GrowPlan plan = p.plan_grow(s, 1);
+        ASSERT_TRUE(plan.fits);
+        p.apply_grow(s, plan, 1);
+        if (prepared) p.prepare_commit(s, v, 19 + g);
+        p.commit(s, v, 19 + g);
+        std::vector<BlockHash> whole;
+        std::vector<int32_t> scratch(kBlock);
+        v.extend_block_hashes(whole, (19 + g) / kBlock, kBlock, scratch.data());
+        ASSERT_EQ(p.content_hashes(s), whole) << "after " << g << " generated tokens";
+        ASSERT_EQ(p.registered_blocks(s), (19 + g) / kBlock);
+      }
+      p.release(s);
+      p.check_drained();
+    }
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "sim/cache/kv_cache_policy.hpp"
 #include "workloads/rng.hpp"
+#include "workloads/stream_ids.hpp"
 #include "workloads/token_content.hpp"
 
 namespace kvsim {
@@ -26,6 +27,44 @@ TEST(FastModulo, AgreesWithTheDivideForManyDivisorsAndNumerators) {
     for (int i = 0; i < 20000; ++i) {
       const uint64_t n = rng();
       ASSERT_EQ(mod(n), n % d) << n << " mod " << d;
+    }
+  }
+}
+
+TEST(StreamIds, ManyAtOnceAreTheIdsOfTokenStreamAt) {
+  // Around the smallest and largest divisors of the floating-point
+  // remainder, real vocabularies, and positions that wrap past 2^64.
+  std::mt19937_64 rng(11);
+  const uint64_t divisors[] = {1,
+                               2,
+                               7,
+                               8191,
+                               8192,
+                               8193,
+                               32000,
+                               50257,
+                               128256,
+                               151936,
+                               262144,
+                               2147483647ull,
+                               (1ull << 32) + 15,
+                               (1ull << 61) - 1,
+                               1ull << 61,
+                               (1ull << 61) + 1,
+                               ~0ull};
+  for (const uint64_t d : divisors) {
+    const FastModulo vocab(d);
+    for (int t = 0; t < 300; ++t) {
+      const uint64_t key = rng();
+      const uint64_t first = t % 3 == 0 ? ~0ull - 20 : rng() >> (rng() % 64);
+      const auto count = static_cast<int64_t>(rng() % 70);
+      std::vector<int32_t> ids(static_cast<size_t>(count));
+      generate_stream_ids(key, vocab, first, count, ids.data());
+      const TokenStream stream(key, vocab);
+      for (int64_t i = 0; i < count; ++i) {
+        ASSERT_EQ(ids[static_cast<size_t>(i)], stream.at(first + static_cast<uint64_t>(i)))
+            << "vocabulary " << d << " key " << key << " position " << first + i;
+      }
     }
   }
 }
@@ -55,6 +94,26 @@ TEST(TokenContent, DescribedRunsReadAsTheGeneratedIdsAndStayDescribed) {
   c.push_back(5);              // a mutation drops it
   EXPECT_FALSE(c.described());
   EXPECT_EQ(c.size(), 66u);
+}
+
+TEST(TokenContent, RunHoldingIsTheRunAtEveryPosition) {
+  TokenContent c;
+  c.append_stream(21, 1000, 7);
+  c.append_stream(22, 1000, 5);
+  c.append_stream(23, 1000, 9);
+  for (int64_t i = 0; i < 21; ++i) {
+    const TokenRun& a = c.run_holding(i);
+    const TokenRun& b = c.run_at(i);
+    EXPECT_EQ(a.key, b.key) << i;
+    EXPECT_EQ(a.start, b.start) << i;
+    EXPECT_EQ(a.length, b.length) << i;
+  }
+  TokenContent copy = c;  // the copy answers from its own runs
+  EXPECT_EQ(copy.run_holding(3).key, 21u);
+  c.clear();
+  c.append_stream(31, 1000, 4);
+  EXPECT_EQ(c.run_holding(2).key, 31u);
+  EXPECT_EQ(c.run_holding(2).length, 4);
 }
 
 TEST(TokenContent, AppendingToHeldIdsGeneratesThem) {

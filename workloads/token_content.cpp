@@ -4,12 +4,14 @@
 #include <stdexcept>
 
 #include "workloads/rng.hpp"
+#include "workloads/stream_ids.hpp"
 
 namespace kvsim {
 
 TokenContent& TokenContent::operator=(std::vector<int32_t> tokens) {
   held_ = std::move(tokens);
   runs_.clear();
+  first_run_ = {};
   described_len_ = 0;
   return *this;
 }
@@ -21,13 +23,15 @@ void TokenContent::append_stream(uint64_t key, int64_t vocab_size, int64_t count
     if (held_.capacity() > 0) std::vector<int32_t>().swap(held_);  // regenerated when read
     if (runs_.empty()) modulo_ = FastModulo(static_cast<uint64_t>(vocab_size));
     runs_.push_back({key, described_len_, count});
+    first_run_ = runs_.front();
     described_len_ += count;
     return;
   }
   std::vector<int32_t>& out = held();
-  const TokenStream stream(key, vocab_size);
-  out.reserve(out.size() + static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) out.push_back(stream.at(static_cast<uint64_t>(i)));
+  const size_t old_size = out.size();
+  out.resize(old_size + static_cast<size_t>(count));
+  generate_stream_ids(key, FastModulo(static_cast<uint64_t>(vocab_size)), 0, count,
+                      out.data() + old_size);
 }
 
 const TokenRun& TokenContent::run_at(int64_t i) const {
@@ -51,9 +55,10 @@ void TokenContent::copy(int64_t begin, int64_t count, int32_t* dst) const {
   const TokenRun* r = &run_at(begin);
   for (int64_t i = begin; i < begin + count;) {
     while (i >= r->start + r->length) ++r;
-    const TokenStream stream(r->key, modulo_);
     const int64_t stop = std::min(begin + count, r->start + r->length);
-    for (; i < stop; ++i) *dst++ = stream.at(static_cast<uint64_t>(i - r->start));
+    generate_stream_ids(r->key, modulo_, static_cast<uint64_t>(i - r->start), stop - i, dst);
+    dst += stop - i;
+    i = stop;
   }
 }
 
@@ -68,6 +73,7 @@ const std::vector<int32_t>& TokenContent::hold() const {
 void TokenContent::clear() {
   held_.clear();
   runs_.clear();
+  first_run_ = {};
   described_len_ = 0;
 }
 

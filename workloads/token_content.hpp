@@ -51,8 +51,15 @@ class TokenContent {
   bool described() const { return !runs_.empty(); }
   const std::vector<TokenRun>& runs() const { return runs_; }
   int64_t vocab_size() const { return static_cast<int64_t>(modulo_.divisor()); }
-  // The run holding position i (precondition: described(), i < size()).
+  // The run holding position i (precondition: described(), i < size()); an
+  // element of runs(), so a caller may walk on to the next runs.
   const TokenRun& run_at(int64_t i) const;
+  // The same run, for a caller that reads that run only: the first run (a
+  // whole output, a prompt's first part) is read from this object, without
+  // a cache miss on the list of runs.
+  const TokenRun& run_holding(int64_t i) const {
+    return i < first_run_.length ? first_run_ : run_at(i);
+  }
   // The token at position i without holding the content.
   int32_t at(int64_t i) const;
   // Copies [begin, begin + count) into dst without holding the content.
@@ -95,6 +102,7 @@ class TokenContent {
   std::vector<int32_t>& held() {
     hold();
     runs_.clear();
+    first_run_ = {};
     described_len_ = 0;
     return held_;
   }
@@ -102,6 +110,7 @@ class TokenContent {
   // Described: held_ is empty or all described_len_ ids, generated.
   mutable std::vector<int32_t> held_;
   std::vector<TokenRun> runs_;
+  TokenRun first_run_;  // runs_.front() while described, else empty
   int64_t described_len_ = 0;
   FastModulo modulo_{1};  // the runs' vocabulary
 };

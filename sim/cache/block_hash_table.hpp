@@ -103,7 +103,18 @@ class BlockHashTable {
     }
   }
 
+  // Makes room for `entries` without growing again (a pool never holds
+  // more hashes than blocks): one allocation and no rehash on the hot path,
+  // where growing from small rehashed every entry at each doubling and
+  // faulted in the new pages mid-run (bench/bench_step_cost.cpp).
+  void reserve(size_t entries) {
+    int bits = 3;
+    while (kSlots * (size_t{1} << bits) < 2 * entries) ++bits;
+    if ((size_t{1} << bits) > buckets_.size()) rebuild(bits);
+  }
+
   size_t size() const { return size_; }
+  size_t bucket_count() const { return buckets_.size(); }
   // Buckets a search must look past (tests: 0 once the table is empty
   // again, whatever it held). O(buckets).
   size_t overflowing_buckets() const {
@@ -161,6 +172,7 @@ class BlockHashTable {
   };
   static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
   using Overflow = uint16_t;
+  using Buckets = std::vector<Bucket>;
 
   static int first(unsigned mask) {
     return __builtin_ctz(mask);
@@ -193,8 +205,13 @@ class BlockHashTable {
 
   // Doubles the buckets and places every entry again from its tag.
   void grow() {
-    std::vector<Bucket> old = std::move(buckets_);
-    int bits = old.empty() ? 3 : std::countr_zero(old.size()) + 1;
+    rebuild(buckets_.empty() ? 3 : std::countr_zero(buckets_.size()) + 1);
+  }
+
+  // Places every entry again in 2^bits buckets, or more when a count would
+  // saturate.
+  void rebuild(int bits) {
+    Buckets old = std::move(buckets_);
     for (;; ++bits) {
       if (bits > 32) throw std::length_error("block hash table beyond 2^32 buckets");
       const size_t count = size_t{1} << bits;
@@ -218,7 +235,7 @@ class BlockHashTable {
     return b;
   }
 
-  std::vector<Bucket> buckets_;
+  Buckets buckets_;
   std::vector<Overflow> overflow_;  // by bucket: entries stored past it from at or before it
   size_t mask_ = 0;
   int shift_ = 32;  // home_of(tag) = tag >> shift_: the top log2(buckets) bits

@@ -20,8 +20,14 @@ BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrde
   }
   state_.resize(static_cast<size_t>(params.num_blocks));
   hash_.resize(static_cast<size_t>(params.num_blocks));
+  // The map holds at most one hash per block: sized once, it never grows
+  // (nor rehashes, nor faults in new pages) during a run.
+  by_hash_.reserve(static_cast<size_t>(params.num_blocks));
+  order_->reserve(params.num_blocks);
   // Freed in id order: under `lru` a fresh pool hands out blocks 0, 1, 2...
-  for (BlockId b = 0; b < static_cast<BlockId>(params.num_blocks); ++b) mark_free(b);
+  // (no block holds a hash yet).
+  num_free_ = params.num_blocks;
+  order_->on_evictable_range(0, params.num_blocks);
 }
 
 void BlockPool::mark_free(BlockId b) {

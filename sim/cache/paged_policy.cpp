@@ -91,6 +91,7 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   const SeqSlot s = open_seq(plan.hit.blocks, plan.new_blocks, plan.tokens);
   SeqContent& content = open_content(s);
   content.hashes = plan.hit.hashes;
+  note_last(content);
   content.registered_blocks = on_device + loaded;
   // The blocks read back hold their content now: reusable at once.
   const std::vector<BlockId>& table = seq(s).block_table;
@@ -119,7 +120,17 @@ int64_t PagedPolicy::blocks_to_register(SeqSlot s, int64_t computed_tokens) cons
 void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
   // Blocks filled by generated tokens: hashed now, each chained on its parent
   // (the prompt's full blocks were hashed at admission).
-  tokens.extend_block_hashes(content.hashes, full, block_size(), scratch_tokens_.data());
+  const auto have = static_cast<int64_t>(content.hashes.size());
+  if (full <= have) return;
+  if (full == have + 1 && have > 0 && content.hashes.size() < content.hashes.capacity()) {
+    // A decode filled one block (most calls): the same hash as below, its
+    // parent read from beside the count.
+    content.hashes.push_back(
+        tokens.block_hash(content.last, have * block_size(), block_size(), scratch_tokens_.data()));
+  } else {
+    tokens.extend_block_hashes(content.hashes, full, block_size(), scratch_tokens_.data());
+  }
+  note_last(content);
 }
 
 void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {
@@ -137,7 +148,7 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
   if (full == 0) return;
   SeqContent& content = content_[static_cast<size_t>(s)];
   const std::vector<BlockId>& table = seq(s).block_table;
-  hash_filled_blocks(content, tokens, full);
+  hash_filled_blocks(content, tokens, full);  // prepare_commit() usually has
   while (content.registered_blocks < full) {
     const int64_t b = content.registered_blocks;
     pool_.register_hash(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
@@ -201,6 +212,7 @@ SeqSlot PagedPolicy::apply_swap_in(HostSlot hs, const SwapPlan& plan) {
   const SeqSlot s = restore_from_host(hs, plan, on_device);
   SeqContent& content = open_content(s);
   content.hashes = std::move(hashes);
+  note_last(content);
   content.registered_blocks = kept;
   hashes.clear();
   return s;

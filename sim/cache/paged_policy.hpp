@@ -69,9 +69,12 @@ class PagedPolicy final : public PagedPolicyBase {
 
  private:
   // A held sequence's content, by SeqSlot; set whenever the slot is opened.
-  struct SeqContent {
+  // One cache line per slot: a block filled by a decode is hashed from
+  // `last` (its parent) without waiting on a miss in the list first.
+  struct alignas(64) SeqContent {
     std::vector<BlockHash> hashes;  // of the first hashes.size() full blocks
     int64_t registered_blocks = 0;  // full blocks whose hash is in the pool's map
+    BlockHash last;                 // hashes.back(), or zero when hashes is empty
   };
 
   // The content of slot s, grown to cover it: called wherever the base opens a slot.
@@ -79,6 +82,10 @@ class PagedPolicy final : public PagedPolicyBase {
   // The full blocks commit(s, ..., computed_tokens) registers up to, or 0
   // when it has nothing to do.
   int64_t blocks_to_register(SeqSlot s, int64_t computed_tokens) const;
+  // Sets content.last after content.hashes changed.
+  static void note_last(SeqContent& content) {
+    content.last = content.hashes.empty() ? BlockHash{} : content.hashes.back();
+  }
   // Extends content.hashes over the first `full` blocks.
   void hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full);
   // Blocks a swap-in must copy: those whose content is no longer on device.

@@ -34,7 +34,7 @@ BlockHash TokenView::block_hash(const BlockHash& parent, int64_t begin, int64_t 
     local = begin - prompt_len;
   }
   if (content != nullptr) {
-    const TokenRun& run = content->run_at(local);
+    const TokenRun& run = content->run_holding(local);
     if (local + count <= run.start + run.length) {
       return chained_stream_block_hash(parent, run.key, content->vocab_size(), local - run.start,
                                        count);
@@ -49,10 +49,21 @@ void TokenView::extend_block_hashes(std::vector<BlockHash>& hashes, int64_t bloc
   // The run of each part that the last block lay in: blocks come in order,
   // so each part's runs are walked once.
   const TokenRun* run[2] = {nullptr, nullptr};
-  // One allocation for a prompt's blocks; growth stays geometric when a
-  // decode adds one block at a time.
-  if (static_cast<size_t>(std::max<int64_t>(blocks, 0)) > hashes.capacity())
-    hashes.reserve(std::max(static_cast<size_t>(blocks), 2 * hashes.capacity()));
+  // One allocation for a prompt's blocks (exact: a waiting request's memo
+  // holds only those); once generated blocks are added, room for every
+  // block of the known content (a described output is known to its end:
+  // one allocation for the rest of the sequence's life), and geometric
+  // growth past it.
+  if (static_cast<size_t>(std::max<int64_t>(blocks, 0)) > hashes.capacity()) {
+    size_t room = std::max(static_cast<size_t>(blocks), 2 * hashes.capacity());
+    if (!hashes.empty()) {
+      const int64_t known =
+          prompt_len +
+          (output_content != nullptr ? static_cast<int64_t>(output_content->size()) : output_len);
+      room = std::max(room, static_cast<size_t>(known / block_size));
+    }
+    hashes.reserve(room);
+  }
   for (auto b = static_cast<int64_t>(hashes.size()); b < blocks; ++b) {
     const BlockHash parent = b == 0 ? BlockHash{} : hashes[static_cast<size_t>(b - 1)];
     const int64_t begin = b * block_size;

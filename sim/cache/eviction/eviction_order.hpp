@@ -65,6 +65,14 @@ class EvictionOrder {
   // Starts loading what the order keeps for `id` (a hint: nothing changes),
   // ahead of a call about it.
   virtual void prefetch(EvictableId id) const { (void)id; }
+  // on_evictable(first), on_evictable(first + 1), ... `count` calls in one
+  // (a fresh pool frees all its blocks in id order).
+  virtual void on_evictable_range(EvictableId first, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) on_evictable(static_cast<EvictableId>(first + i));
+  }
+  // Entry ids will lie in [0, ids): an order may allocate for them at once
+  // (a hint: nothing observable changes; the default does nothing).
+  virtual void reserve(int64_t ids) { (void)ids; }
   virtual void on_content(EvictableId id, uint64_t key) {
     (void)id;
     (void)key;

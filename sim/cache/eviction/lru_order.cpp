@@ -50,6 +50,27 @@ void LruOrder::on_evictable(EvictableId id) {
   push_back(id);
 }
 
+void LruOrder::on_evictable_range(EvictableId first, int64_t count) {
+  if (count <= 0) return;
+  if (!queue_.empty()) {  // entries queued already: the checks of one by one
+    EvictionOrder::on_evictable_range(first, count);
+    return;
+  }
+  if (first < 0 ||
+      static_cast<int64_t>(first) + count - 1 > std::numeric_limits<EvictableId>::max())
+    throw std::logic_error(fmt::format("lru order: entry ids {} + {}", first, count));
+  // An empty queue: the entries in order, written in one pass.
+  const auto end = static_cast<size_t>(first) + static_cast<size_t>(count);
+  if (end > position_.size()) position_.resize(end, kNotQueued);
+  head_ = 0;
+  queue_.resize(static_cast<size_t>(count));
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    queue_[i] = static_cast<EvictableId>(static_cast<size_t>(first) + i);
+    position_[static_cast<size_t>(first) + i] = static_cast<int32_t>(i);
+  }
+  live_ = static_cast<size_t>(count);
+}
+
 void LruOrder::on_pinned(EvictableId id) {
   if (id < 0 || !queued(id))
     throw std::logic_error(fmt::format("lru order: entry {} is not evictable", id));
@@ -81,7 +102,11 @@ void LruOrder::pop_victims(int64_t count, std::vector<EvictableId>& out) {
   if (count <= 0) return;
   if (static_cast<size_t>(count) > live_)
     throw std::logic_error(fmt::format("lru order: {} victims asked, {} evictable", count, live_));
-  out.reserve(out.size() + static_cast<size_t>(count));
+  // Room for the victims at once, but growing geometrically: `out` is
+  // often a block table taking one block at a time, and an exact reserve
+  // would reallocate it on every call.
+  const size_t needed = out.size() + static_cast<size_t>(count);
+  if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));
   for (int64_t i = 0; i < count; ++i) {
     skip_gone();
     if (head_ + kPositionAhead < queue_.size()) prefetch(queue_[head_ + kPositionAhead]);
@@ -90,6 +115,14 @@ void LruOrder::pop_victims(int64_t count, std::vector<EvictableId>& out) {
     out.push_back(id);
   }
   live_ -= static_cast<size_t>(count);
+}
+
+void LruOrder::reserve(int64_t ids) {
+  // A pool frees every block once at construction: one allocation each
+  // instead of a doubling chain.
+  const auto n = static_cast<size_t>(std::max<int64_t>(ids, 0));
+  if (n > position_.size()) position_.resize(n, kNotQueued);
+  queue_.reserve(n);
 }
 
 EvictableId LruOrder::next_victim() const {

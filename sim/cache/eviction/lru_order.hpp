@@ -26,6 +26,7 @@ class LruOrder final : public EvictionOrder {
   std::string_view name() const override { return "lru"; }
   // Appends at the most recent end.
   void on_evictable(EvictableId id) override;
+  void on_evictable_range(EvictableId first, int64_t count) override;
   void on_pinned(EvictableId id) override;
   // An evictable entry moves to the most recent end; others are untouched.
   void on_access(EvictableId id) override;
@@ -40,6 +41,7 @@ class LruOrder final : public EvictionOrder {
       __builtin_prefetch(&position_[static_cast<size_t>(id)]);
   }
   std::vector<EvictableId> victims_in_order() const override;
+  void reserve(int64_t ids) override;
 
  private:
   // Positions are 32-bit: compaction keeps the queue under twice the live

@@ -73,6 +73,10 @@ class SlotPoolEventQueue final : public EventQueue {
     return time_of(keys_.front());
   }
 
+  TimeNs next_time_or(TimeNs if_empty) const override {
+    return live_ == 0 ? if_empty : time_of(keys_.front());
+  }
+
   PoppedEvent pop() override {
     if (live_ == 0) throw std::logic_error("EventQueue::pop() on an empty queue");
     // Read in place, field by field: the front key may have just been written

@@ -1,5 +1,6 @@
 #include "sim/simulator.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -16,7 +17,44 @@ EventHandle Simulator::schedule_at(TimeNs time, int32_t priority, EventCallback 
                            " ns is before now " + std::to_string(now_) + " ns");
   }
   if (!callback) throw std::logic_error("Simulator::schedule_at: empty callback");
+  if (time == now_ && lane_takes_now()) return push_now(priority, std::move(callback));
   return queue_->push(time, priority, std::move(callback));
+}
+
+EventHandle Simulator::push_now(int32_t priority, EventCallback&& callback) {
+  if (lane_empty()) {
+    lane_.clear();
+    lane_head_ = 0;
+  }
+  // The count wraps after 2^32 lane events; a lane never holds that many.
+  const uint64_t id =
+      (static_cast<uint64_t>(static_cast<uint32_t>(++lane_pushes_)) << 32) | kLaneIdLow;
+  // Built in place (a callback moved as few times as in the queue), then
+  // moved back behind every event of the same or a lower priority value
+  // (FIFO among equals) when it is not already there (rare).
+  NowEvent& e = lane_.emplace_back();
+  e.priority = priority;
+  e.id = id;
+  e.callback = std::move(callback);
+  size_t at = lane_.size() - 1;
+  while (at > lane_head_ && lane_[at - 1].priority > priority) --at;
+  if (at + 1 != lane_.size()) {
+    std::rotate(lane_.begin() + static_cast<std::ptrdiff_t>(at), lane_.end() - 1, lane_.end());
+  }
+  ++lane_live_;
+  return EventHandle{id};
+}
+
+bool Simulator::cancel_now(uint64_t id) {
+  for (size_t i = lane_head_; i < lane_.size(); ++i) {
+    NowEvent& e = lane_[i];
+    if (e.id != id) continue;
+    if (!e.callback) return false;  // already cancelled
+    e.callback.reset();             // what it captured is released now
+    --lane_live_;
+    return true;
+  }
+  return false;  // already ran, or never was
 }
 
 EventHandle Simulator::schedule_in(TimeNs delay, int32_t priority, EventCallback callback) {
@@ -31,6 +69,7 @@ EventHandle Simulator::schedule_in(TimeNs delay, int32_t priority, EventCallback
 }
 
 bool Simulator::cancel(EventHandle handle) {
+  if ((handle.id & kLaneIdLow) == kLaneIdLow) return cancel_now(handle.id);
   return queue_->cancel(handle);
 }
 
@@ -49,7 +88,18 @@ void Simulator::run(TimeNs until) {
 
   stop_requested_ = false;
   PoppedEvent event;
-  while (!stop_requested_ && queue_->pop_due(until, event)) {
+  while (!stop_requested_) {
+    if (!lane_empty()) {
+      // The lane's events are at now_ (<= until) and before every queued one.
+      EventCallback callback = std::move(lane_[lane_head_].callback);
+      ++lane_head_;
+      if (!callback) continue;  // cancelled
+      --lane_live_;
+      ++events_processed_;
+      callback();
+      continue;
+    }
+    if (!queue_->pop_due(until, event)) break;
     now_ = event.time;
     ++events_processed_;
     event.callback();

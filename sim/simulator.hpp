@@ -6,9 +6,18 @@
 // the queue's (time, priority, insertion) order, so a run is reproducible bit
 // for bit. Models never own the clock (practice 8): they return durations and
 // the scheduler turns those into events here.
+//
+// Events for the current instant (a component scheduling "now", after the
+// other events of the instant by priority: a serving engine starts its next
+// step this way once a step ends) skip the queue when nothing else is queued
+// for the instant: they wait in a short lane of their own, sorted by
+// (priority, insertion), and run before the queue is looked at again. Every
+// event the queue then holds is later, so the order is exactly the queue's
+// (time, priority, insertion) order; each still counts as one event run.
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "base/units.hpp"
 #include "sim/event_queue.hpp"
@@ -56,11 +65,35 @@ class Simulator {
   // Events whose callback has been invoked (cancelled ones are not counted).
   uint64_t events_processed() const { return events_processed_; }
   // Live events still queued.
-  size_t pending_events() const { return queue_->size(); }
+  size_t pending_events() const { return queue_->size() + lane_live_; }
   bool running() const { return running_; }
 
  private:
+  // An event for now_ held out of the queue (see the top of this file).
+  struct NowEvent {
+    int32_t priority = 0;
+    uint64_t id = 0;
+    EventCallback callback;  // empty once cancelled
+  };
+  // Lane handles keep the low 32 bits at all ones, a slot index no queue
+  // hands out (sim/event_queue.cpp: fewer than 2^32 - 1 slots), so cancel()
+  // tells them apart; the high 32 bits count lane events (starting at 1).
+  static constexpr uint64_t kLaneIdLow = 0xffffffffu;
+  bool lane_empty() const { return lane_head_ == lane_.size(); }
+  // True when an event at now_ may wait in the lane: the lane already holds
+  // some (then the queue holds none at now_), or the queue holds none at now_.
+  bool lane_takes_now() const {
+    return !lane_empty() || queue_->next_time_or(std::numeric_limits<TimeNs>::max()) > now_;
+  }
+  EventHandle push_now(int32_t priority, EventCallback&& callback);
+  bool cancel_now(uint64_t id);
+
   std::unique_ptr<EventQueue> queue_;
+  // Sorted by (priority, insertion); lane_[lane_head_ ..] are still to run.
+  std::vector<NowEvent> lane_;
+  size_t lane_head_ = 0;
+  size_t lane_live_ = 0;  // not cancelled
+  uint64_t lane_pushes_ = 0;
   TimeNs now_ = 0;
   uint64_t events_processed_ = 0;
   bool stop_requested_ = false;

@@ -22,31 +22,33 @@ EventHandle Simulator::schedule_at(TimeNs time, int32_t priority, EventCallback 
 }
 
 EventHandle Simulator::push_now(int32_t priority, EventCallback&& callback) {
-  if (lane_empty()) {
-    lane_.clear();
-    lane_head_ = 0;
-  }
+  // Entries are reused in place (their callbacks were moved out when they
+  // ran), so a push is a few stores and one callback move.
+  if (lane_empty()) lane_head_ = lane_end_ = 0;
+  if (lane_end_ == lane_.size()) lane_.emplace_back();
+  NowEvent& e = lane_[lane_end_++];
   // The count wraps after 2^32 lane events; a lane never holds that many.
   const uint64_t id =
       (static_cast<uint64_t>(static_cast<uint32_t>(++lane_pushes_)) << 32) | kLaneIdLow;
-  // Built in place (a callback moved as few times as in the queue), then
-  // moved back behind every event of the same or a lower priority value
-  // (FIFO among equals) when it is not already there (rare).
-  NowEvent& e = lane_.emplace_back();
   e.priority = priority;
   e.id = id;
   e.callback = std::move(callback);
-  size_t at = lane_.size() - 1;
-  while (at > lane_head_ && lane_[at - 1].priority > priority) --at;
-  if (at + 1 != lane_.size()) {
-    std::rotate(lane_.begin() + static_cast<std::ptrdiff_t>(at), lane_.end() - 1, lane_.end());
-  }
   ++lane_live_;
+  // Behind every event of the same or a lower priority value (FIFO among
+  // equals): usually where it is.
+  size_t at = lane_end_ - 1;
+  while (at > lane_head_ && lane_[at - 1].priority > priority) --at;
+  if (at + 1 != lane_end_) {
+    const auto begin = lane_.begin();
+    std::rotate(begin + static_cast<std::ptrdiff_t>(at),
+                begin + static_cast<std::ptrdiff_t>(lane_end_ - 1),
+                begin + static_cast<std::ptrdiff_t>(lane_end_));
+  }
   return EventHandle{id};
 }
 
 bool Simulator::cancel_now(uint64_t id) {
-  for (size_t i = lane_head_; i < lane_.size(); ++i) {
+  for (size_t i = lane_head_; i < lane_end_; ++i) {
     NowEvent& e = lane_[i];
     if (e.id != id) continue;
     if (!e.callback) return false;  // already cancelled

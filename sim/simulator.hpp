@@ -79,7 +79,7 @@ class Simulator {
   // hands out (sim/event_queue.cpp: fewer than 2^32 - 1 slots), so cancel()
   // tells them apart; the high 32 bits count lane events (starting at 1).
   static constexpr uint64_t kLaneIdLow = 0xffffffffu;
-  bool lane_empty() const { return lane_head_ == lane_.size(); }
+  bool lane_empty() const { return lane_head_ == lane_end_; }
   // True when an event at now_ may wait in the lane: the lane already holds
   // some (then the queue holds none at now_), or the queue holds none at now_.
   bool lane_takes_now() const {
@@ -89,9 +89,10 @@ class Simulator {
   bool cancel_now(uint64_t id);
 
   std::unique_ptr<EventQueue> queue_;
-  // Sorted by (priority, insertion); lane_[lane_head_ ..] are still to run.
+  // Sorted by (priority, insertion); lane_[lane_head_, lane_end_) are still
+  // to run (the entries past lane_end_ are spare).
   std::vector<NowEvent> lane_;
-  size_t lane_head_ = 0;
+  size_t lane_head_ = 0, lane_end_ = 0;
   size_t lane_live_ = 0;  // not cancelled
   uint64_t lane_pushes_ = 0;
   TimeNs now_ = 0;

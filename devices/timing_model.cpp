@@ -446,7 +446,7 @@ int64_t TimingModel::pass_tokens_of(const StepWork& work) const {
   return tokens;
 }
 
-StepTiming TimingModel::price(const StepWork& work) const {
+TimingModel::StepSums TimingModel::price_sums(const StepWork& work) const {
   const StepOpCosts& costs = step_costs_.costs(work);
   // Tokens per pass, for the matrix engine's pass-shape efficiency.
   const int64_t tokens = pass_tokens_of(work);
@@ -462,42 +462,65 @@ StepTiming TimingModel::price(const StepWork& work) const {
     known.stamp = step_costs_.last_stamp();
     known.path = {};
   }
-  StepTiming out = known.before_attention;
+  StepSums sums;
+  sums.known = &known;
+  sums.mem_bytes = known.before_attention.mem_bytes;
+  sums.flops = known.before_attention.flops;
   const OpCost& att = costs[attention];
   // Attention's cost moves every step (the contexts grow): timed afresh,
   // without comparing it to the last one first.
-  TimeNs attention_time = 0;
   if (att.present) {
-    attention_time = op_duration(OpKind::attention, att, matrix_factor);
-    const auto copies = vertices_per_kind_[attention];
-    out.op_time[attention] = attention_time * copies;
-    out.mem_bytes += att.mem_bytes * static_cast<double>(copies);
-    out.flops += att.flops * static_cast<double>(copies);
+    sums.attention_time = op_duration(OpKind::attention, att, matrix_factor);
+    const auto copies = static_cast<double>(vertices_per_kind_[attention]);
+    sums.mem_bytes += att.mem_bytes * copies;
+    sums.flops += att.flops * copies;
   }
-  if (known.sums_exact && whole_below_2_52(out.mem_bytes) && whole_below_2_52(out.flops)) {
+  if (known.sums_exact && whole_below_2_52(sums.mem_bytes) && whole_below_2_52(sums.flops)) {
     // Every partial sum is a whole number below 2^53 (each of the two
     // parts is below 2^52): exact, so the same as adding term by term.
-    out.mem_bytes += known.mem_after_sum;
-    out.flops += known.flops_after_sum;
+    sums.mem_bytes += known.mem_after_sum;
+    sums.flops += known.flops_after_sum;
   } else {
     for (size_t i = 0; i < known.terms_after; ++i) {
-      out.mem_bytes += known.mem_after[i];
-      out.flops += known.flops_after[i];
+      sums.mem_bytes += known.mem_after[i];
+      sums.flops += known.flops_after[i];
     }
   }
-  if (!known.any_present && !att.present) return out;
+  sums.any_present = known.any_present || att.present;
+  if (!sums.any_present) return sums;
   // The other durations are the shape's: the memo entry they were last
   // looked up in answers without hashing them, while it holds them.
-  TimeNs path = path_memo_.remembered(known.path, attention_time);
+  TimeNs path = path_memo_.remembered(known.path, sums.attention_time);
   if (path < 0) {
     std::array<TimeNs, kOpKindCount> duration = known.duration;
-    duration[attention] = attention_time;
+    duration[attention] = sums.attention_time;
     path = path_memo_.critical_path(
         duration, [this](const auto& d) { return longest_path(d, /*allow_layer_skip=*/true); },
         &known.path);
   }
-  finish_latency(out, path);
+  sums.critical_path = path;
+  return sums;
+}
+
+StepTiming TimingModel::price(const StepWork& work) const {
+  const StepSums sums = price_sums(work);
+  constexpr auto attention = static_cast<size_t>(OpKind::attention);
+  StepTiming out;
+  out.op_time = sums.known->before_attention.op_time;
+  // 0 when attention does not run, as remember_shape leaves it.
+  out.op_time[attention] = sums.attention_time * vertices_per_kind_[attention];
+  out.mem_bytes = sums.mem_bytes;
+  out.flops = sums.flops;
+  if (sums.any_present) finish_latency(out, sums.critical_path);
   return out;
+}
+
+TimeNs TimingModel::step_latency(const StepWork& work) const {
+  const StepSums sums = price_sums(work);
+  if (!sums.any_present) return 0;  // price(): a step of no op takes no time
+  // finish_latency(), for the latency alone.
+  return std::max(sums.critical_path, ceil_ns(sums.mem_bytes / peak_memory_bytes_per_ns_)) +
+         device_.step_overhead;
 }
 
 StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_tokens) const {

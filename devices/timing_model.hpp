@@ -52,6 +52,10 @@ class TimingModel {
               const StepDependencies& deps);
 
   StepTiming price(const StepWork& work) const;
+  // price(work).latency alone, without the per-kind times (a serving
+  // engine's step needs only its latency): the same arithmetic, so the
+  // same number.
+  TimeNs step_latency(const StepWork& work) const;
   // price() once the per-op costs are known (price = price_costs(step_op_costs(...),
   // tokens computed)). pass_tokens sets the matrix unit's shape factor
   // (DeviceSpec::matrix_shape_factor); 0: none.
@@ -137,6 +141,16 @@ class TimingModel {
   };
   mutable std::array<ShapeDurations, StepCostCache::kEntries> shape_durations_{};
   void remember_shape(const StepOpCosts& costs, double matrix_factor, ShapeDurations& known) const;
+  // What price() and step_latency() share: the step's sums, attention's
+  // duration and the longest path (when an op runs).
+  struct StepSums {
+    const ShapeDurations* known = nullptr;  // the shape's entry (other ops' times)
+    double mem_bytes = 0, flops = 0;
+    TimeNs attention_time = 0;  // one layer's, 0 when attention does not run
+    bool any_present = false;   // some op runs (else nothing below is set)
+    TimeNs critical_path = 0;
+  };
+  StepSums price_sums(const StepWork& work) const;
   // The step's timing from its costs and every op's duration.
   StepTiming finish_pricing(const StepOpCosts& costs,
                             const std::array<TimeNs, kOpKindCount>& duration) const;

@@ -206,8 +206,7 @@ void ServingEngine::start_step() {
   work_.swap_out_bytes = batch_.swap_out_bytes;
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
-  const StepTiming timing = timing_->price(work_, batch_.num_seqs());
-  step_latency_ = std::max<TimeNs>(timing.latency, 1);
+  step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
   if (timing_->stages() > 1)
     stage_link_bytes_ += timing_->boundary_bytes(static_cast<double>(batch_.total_tokens)) *
                          static_cast<double>(timing_->stages() - 1);

@@ -11,14 +11,12 @@ Simulator::Simulator(std::unique_ptr<EventQueue> queue) : queue_(std::move(queue
   if (queue_ == nullptr) throw std::invalid_argument("Simulator: null event queue");
 }
 
-EventHandle Simulator::schedule_at(TimeNs time, int32_t priority, EventCallback callback) {
+void Simulator::refuse_schedule_at(TimeNs time) const {
   if (time < now_) {
     throw std::logic_error("Simulator::schedule_at: time " + std::to_string(time) +
                            " ns is before now " + std::to_string(now_) + " ns");
   }
-  if (!callback) throw std::logic_error("Simulator::schedule_at: empty callback");
-  if (time == now_ && lane_takes_now()) return push_now(priority, std::move(callback));
-  return queue_->push(time, priority, std::move(callback));
+  throw std::logic_error("Simulator::schedule_at: empty callback");
 }
 
 EventHandle Simulator::push_now(int32_t priority, EventCallback&& callback) {
@@ -59,15 +57,12 @@ bool Simulator::cancel_now(uint64_t id) {
   return false;  // already ran, or never was
 }
 
-EventHandle Simulator::schedule_in(TimeNs delay, int32_t priority, EventCallback callback) {
+void Simulator::refuse_schedule_in(TimeNs delay) const {
   if (delay < 0) {
     throw std::logic_error("Simulator::schedule_in: negative delay " + std::to_string(delay) +
                            " ns");
   }
-  if (delay > std::numeric_limits<TimeNs>::max() - now_) {
-    throw std::logic_error("Simulator::schedule_in: now + delay overflows the clock");
-  }
-  return schedule_at(now_ + delay, priority, std::move(callback));
+  throw std::logic_error("Simulator::schedule_in: now + delay overflows the clock");
 }
 
 bool Simulator::cancel(EventHandle handle) {

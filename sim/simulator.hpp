@@ -38,10 +38,21 @@ class Simulator {
   // Schedules `callback` at absolute `time`. Throws std::logic_error when
   // time < now() (an event in the past would break causality) or when the
   // callback is empty.
-  EventHandle schedule_at(TimeNs time, int32_t priority, EventCallback callback);
+  // Inline, the callback taken by reference (a lambda converts to a
+  // temporary): it is moved once, into the queue or the lane.
+  EventHandle schedule_at(TimeNs time, int32_t priority, EventCallback&& callback) {
+    if (time < now_ || !callback) [[unlikely]]
+      refuse_schedule_at(time);
+    if (time == now_ && lane_takes_now()) return push_now(priority, std::move(callback));
+    return queue_->push(time, priority, std::move(callback));
+  }
   // Schedules `callback` at now() + delay. Throws std::logic_error when delay < 0
   // or now() + delay overflows.
-  EventHandle schedule_in(TimeNs delay, int32_t priority, EventCallback callback);
+  EventHandle schedule_in(TimeNs delay, int32_t priority, EventCallback&& callback) {
+    if (delay < 0 || delay > std::numeric_limits<TimeNs>::max() - now_) [[unlikely]]
+      refuse_schedule_in(delay);
+    return schedule_at(now_ + delay, priority, std::move(callback));
+  }
 
   // Cancels a pending event. False (and no effect) when it already ran, was
   // already cancelled, or the handle is invalid.
@@ -86,6 +97,10 @@ class Simulator {
     return !lane_empty() || queue_->next_time_or(std::numeric_limits<TimeNs>::max()) > now_;
   }
   EventHandle push_now(int32_t priority, EventCallback&& callback);
+  // Throw what schedule_at (a time in the past, else an empty callback) and
+  // schedule_in refuse, out of line.
+  [[noreturn]] void refuse_schedule_at(TimeNs time) const;
+  [[noreturn]] void refuse_schedule_in(TimeNs delay) const;
   bool cancel_now(uint64_t id);
 
   std::unique_ptr<EventQueue> queue_;

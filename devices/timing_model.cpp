@@ -462,11 +462,16 @@ TimingModel::StepSums TimingModel::price_sums(const StepWork& work) const {
     known.stamp = step_costs_.last_stamp();
     known.path = {};
   }
+  return sums_with_attention(known, costs[attention], matrix_factor);
+}
+
+TimingModel::StepSums TimingModel::sums_with_attention(ShapeDurations& known, const OpCost& att,
+                                                       double matrix_factor) const {
+  constexpr auto attention = static_cast<size_t>(OpKind::attention);
   StepSums sums;
   sums.known = &known;
   sums.mem_bytes = known.before_attention.mem_bytes;
   sums.flops = known.before_attention.flops;
-  const OpCost& att = costs[attention];
   // Attention's cost moves every step (the contexts grow): timed afresh,
   // without comparing it to the last one first.
   if (att.present) {
@@ -504,6 +509,7 @@ TimingModel::StepSums TimingModel::price_sums(const StepWork& work) const {
 
 StepTiming TimingModel::price(const StepWork& work) const {
   const StepSums sums = price_sums(work);
+  remember_repeat(work);
   constexpr auto attention = static_cast<size_t>(OpKind::attention);
   StepTiming out;
   out.op_time = sums.known->before_attention.op_time;
@@ -516,11 +522,52 @@ StepTiming TimingModel::price(const StepWork& work) const {
 }
 
 TimeNs TimingModel::step_latency(const StepWork& work) const {
-  const StepSums sums = price_sums(work);
+  StepSums sums;
+  if (repeats_last_shape(work)) {
+    sums = repeat_sums(work);
+    ++repeats_;
+  } else {
+    sums = price_sums(work);
+    remember_repeat(work);
+  }
   if (!sums.any_present) return 0;  // price(): a step of no op takes no time
   // finish_latency(), for the latency alone.
   return std::max(sums.critical_path, ceil_ns(sums.mem_bytes / peak_memory_bytes_per_ns_)) +
          device_.step_overhead;
+}
+
+// The engine's summed decode steps mostly repeat the last step's shape (the
+// same token counts, only the contexts grown): then the shape's entry of
+// step_costs_ and of shape_durations_ are those the last call used, still
+// filled as then while their stamps say so, and only attention is new.
+// Its cost is the one StepCostCache::costs() would write (the dense
+// formula from the engine's sums), the inputs were checked when the shape
+// was first priced, and the matrix factor is the entry's (it depends only
+// on the shape's tokens): the same numbers as price_sums(), without the
+// shape's lookup.
+bool TimingModel::repeats_last_shape(const StepWork& work) const {
+  if (!repeat_.valid || !work.totals_given) return false;
+  if (!(step_detail::shape_of(work, work.totals) == repeat_.shape)) return false;
+  return step_costs_.stamp_at(repeat_.entry) == repeat_.stamp &&
+         shape_durations_[repeat_.entry].stamp == repeat_.stamp;
+}
+
+TimingModel::StepSums TimingModel::repeat_sums(const StepWork& work) const {
+  ShapeDurations& known = shape_durations_[repeat_.entry];
+  OpCost attention;
+  if (work.totals.tokens > 0)
+    step_detail::write_dense_attention(work.totals, step_costs_.dims(), attention);
+  return sums_with_attention(known, attention, known.matrix_factor);
+}
+
+void TimingModel::remember_repeat(const StepWork& work) const {
+  // Right after price_sums(work): the entry its costs() call used. Only
+  // summed steps of a model whose attention is the dense formula.
+  repeat_.valid = work.totals_given && step_costs_.dense_full();
+  if (!repeat_.valid) return;
+  repeat_.shape = step_detail::shape_of(work, work.totals);
+  repeat_.entry = step_costs_.last_entry();
+  repeat_.stamp = step_costs_.last_stamp();
 }
 
 StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_tokens) const {

@@ -74,6 +74,10 @@ class TimingModel {
   // the matrix unit's pass-shape factor `matrix_factor` (1: none).
   TimeNs op_duration(OpKind kind, const OpCost& cost, double matrix_factor = 1.0) const;
 
+  // step_latency() calls answered from the last shape it priced (tests
+  // check the path is taken).
+  int64_t repeated_shapes() const { return repeats_; }
+
   const DeviceSpec& device() const { return device_; }
   const ModelSpec& model() const { return model_; }
 
@@ -151,6 +155,22 @@ class TimingModel {
     TimeNs critical_path = 0;
   };
   StepSums price_sums(const StepWork& work) const;
+  // price_sums() from here on, once the shape's entry and attention's cost
+  // are known.
+  StepSums sums_with_attention(ShapeDurations& known, const OpCost& att,
+                               double matrix_factor) const;
+  // step_latency() of a step of the last shape it priced (see the .cpp).
+  struct RepeatedShape {
+    bool valid = false;
+    step_detail::StepShape shape;
+    size_t entry = 0;    // its entry in step_costs_ and shape_durations_
+    uint64_t stamp = 0;  // that entry's filling
+  };
+  mutable RepeatedShape repeat_;
+  mutable int64_t repeats_ = 0;
+  bool repeats_last_shape(const StepWork& work) const;
+  StepSums repeat_sums(const StepWork& work) const;
+  void remember_repeat(const StepWork& work) const;
   // The step's timing from its costs and every op's duration.
   StepTiming finish_pricing(const StepOpCosts& costs,
                             const std::array<TimeNs, kOpKindCount>& duration) const;

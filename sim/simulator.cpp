@@ -25,9 +25,9 @@ EventHandle Simulator::push_now(int32_t priority, EventCallback&& callback) {
   if (lane_empty()) lane_head_ = lane_end_ = 0;
   if (lane_end_ == lane_.size()) lane_.emplace_back();
   NowEvent& e = lane_[lane_end_++];
-  // The count wraps after 2^32 lane events; a lane never holds that many.
-  const uint64_t id =
-      (static_cast<uint64_t>(static_cast<uint32_t>(++lane_pushes_)) << 32) | kLaneIdLow;
+  // The count wraps after 2^32 lane and held events; a lane never holds
+  // that many.
+  const uint64_t id = next_id().id;
   e.priority = priority;
   e.id = id;
   e.callback = std::move(callback);
@@ -66,8 +66,43 @@ void Simulator::refuse_schedule_in(TimeNs delay) const {
 }
 
 bool Simulator::cancel(EventHandle handle) {
-  if ((handle.id & kLaneIdLow) == kLaneIdLow) return cancel_now(handle.id);
-  return queue_->cancel(handle);
+  if ((handle.id & kLaneIdLow) != kLaneIdLow) return queue_->cancel(handle);
+  if (has_held_ && held_.id == handle.id) {
+    has_held_ = false;
+    held_.callback.reset();  // what it captured is released now
+    return true;
+  }
+  if (const auto it = queued_held_.find(handle.id); it != queued_held_.end()) {
+    const EventHandle queued = it->second;
+    queued_held_.erase(it);
+    return queue_->cancel(queued);
+  }
+  return cancel_now(handle.id);
+}
+
+EventHandle Simulator::push_later(TimeNs time, int32_t priority, EventCallback&& callback) {
+  if (has_held_) queue_held();  // time <= held_.time: it goes first, into the queue
+  if (time >= queue_->next_time_or(std::numeric_limits<TimeNs>::max()))
+    return queue_->push(time, priority, std::move(callback));
+  const EventHandle handle = next_id();
+  held_.time = time;
+  held_.priority = priority;
+  held_.id = handle.id;
+  held_.callback = std::move(callback);
+  has_held_ = true;
+  return handle;
+}
+
+void Simulator::queue_held() {
+  has_held_ = false;
+  // Rare (an event pushed at or before the held one): the callback is
+  // wrapped so that running it forgets the handle's translation.
+  const uint64_t id = held_.id;
+  queued_held_[id] = queue_->push(held_.time, held_.priority,
+                                  [this, id, run = std::move(held_.callback)]() mutable {
+                                    queued_held_.erase(id);
+                                    run();
+                                  });
 }
 
 void Simulator::run(TimeNs until) {
@@ -92,6 +127,16 @@ void Simulator::run(TimeNs until) {
       ++lane_head_;
       if (!callback) continue;  // cancelled
       --lane_live_;
+      ++events_processed_;
+      callback();
+      continue;
+    }
+    if (has_held_) {
+      // Strictly before every queued event.
+      if (held_.time > until) break;
+      has_held_ = false;
+      now_ = held_.time;
+      EventCallback callback = std::move(held_.callback);
       ++events_processed_;
       callback();
       continue;

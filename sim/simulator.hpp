@@ -14,9 +14,17 @@
 // (priority, insertion), and run before the queue is looked at again. Every
 // event the queue then holds is later, so the order is exactly the queue's
 // (time, priority, insertion) order; each still counts as one event run.
+//
+// Likewise the earliest future event, when it is strictly earlier than
+// everything queued (a lone engine's end of step, before its next arrival),
+// is held in a slot of its own and run from there. While it is held the
+// queue holds nothing at or before its time: a push at or before it first
+// moves it into the queue (where it takes its place before the pushed
+// event, as it was scheduled first), so the order is again the queue's.
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "base/units.hpp"
@@ -44,7 +52,8 @@ class Simulator {
     if (time < now_ || !callback) [[unlikely]]
       refuse_schedule_at(time);
     if (time == now_ && lane_takes_now()) return push_now(priority, std::move(callback));
-    return queue_->push(time, priority, std::move(callback));
+    if (has_held_ && time > held_.time) return queue_->push(time, priority, std::move(callback));
+    return push_later(time, priority, std::move(callback));
   }
   // Schedules `callback` at now() + delay. Throws std::logic_error when delay < 0
   // or now() + delay overflows.
@@ -76,7 +85,7 @@ class Simulator {
   // Events whose callback has been invoked (cancelled ones are not counted).
   uint64_t events_processed() const { return events_processed_; }
   // Live events still queued.
-  size_t pending_events() const { return queue_->size() + lane_live_; }
+  size_t pending_events() const { return queue_->size() + lane_live_ + (has_held_ ? 1 : 0); }
   bool running() const { return running_; }
 
  private:
@@ -102,14 +111,34 @@ class Simulator {
   [[noreturn]] void refuse_schedule_at(TimeNs time) const;
   [[noreturn]] void refuse_schedule_in(TimeNs delay) const;
   bool cancel_now(uint64_t id);
+  // A future event that is not after the held one (or with none held):
+  // held when it is strictly earlier than every queued event, else queued.
+  EventHandle push_later(TimeNs time, int32_t priority, EventCallback&& callback);
+  // The held event goes into the queue; its handle keeps cancelling it.
+  void queue_held();
+  EventHandle next_id() {
+    return EventHandle{(static_cast<uint64_t>(static_cast<uint32_t>(++lane_pushes_)) << 32) |
+                       kLaneIdLow};
+  }
 
   std::unique_ptr<EventQueue> queue_;
   // Sorted by (priority, insertion); lane_[lane_head_, lane_end_) are still
   // to run (the entries past lane_end_ are spare).
   std::vector<NowEvent> lane_;
   size_t lane_head_ = 0, lane_end_ = 0;
-  size_t lane_live_ = 0;  // not cancelled
-  uint64_t lane_pushes_ = 0;
+  size_t lane_live_ = 0;      // not cancelled
+  uint64_t lane_pushes_ = 0;  // ids of lane and held events
+  // The held future event (see the top of this file).
+  struct HeldEvent {
+    TimeNs time = 0;
+    int32_t priority = 0;
+    uint64_t id = 0;
+    EventCallback callback;
+  };
+  bool has_held_ = false;
+  HeldEvent held_;
+  // Held events moved into the queue and not run yet: their handles there.
+  std::unordered_map<uint64_t, EventHandle> queued_held_;
   TimeNs now_ = 0;
   uint64_t events_processed_ = 0;
   bool stop_requested_ = false;

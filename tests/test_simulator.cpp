@@ -246,6 +246,40 @@ TEST_P(SimulatorTest, EventsForNowCanBeCancelledAndAreCounted) {
   EXPECT_EQ(sim_.pending_events(), 0u);
 }
 
+// The earliest future event is held apart while it is strictly the
+// earliest; a push at or before it puts it back in the queue, ahead of the
+// pushed event, and its handle still cancels it.
+TEST_P(SimulatorTest, HeldEarliestEventKeepsTheQueuesOrder) {
+  sim_.schedule_at(50, 1, record(1));  // held (the queue is empty)
+  sim_.schedule_at(60, 0, record(4));  // later: queued
+  EXPECT_EQ(sim_.pending_events(), 2u);
+  sim_.schedule_at(50, 1, record(2));  // a tie: FIFO after 1
+  sim_.schedule_at(50, 0, record(0));  // a lower priority value: before 1
+  const EventHandle early = sim_.schedule_at(40, 5, record(9));
+  // 40 was held: it goes into the queue and 35 is held.
+  const EventHandle gone = sim_.schedule_at(35, 0, record(8));
+  EXPECT_TRUE(sim_.cancel(early));
+  EXPECT_FALSE(sim_.cancel(early));
+  EXPECT_TRUE(sim_.cancel(gone));
+  EXPECT_EQ(sim_.pending_events(), 4u);
+  sim_.run(49);  // nothing due: the clock moves to 49, the events stay
+  EXPECT_EQ(sim_.now(), 49);
+  EXPECT_EQ(sim_.pending_events(), 4u);
+  sim_.run();
+  EXPECT_EQ(log_, (Log{{50, 0}, {50, 1}, {50, 2}, {60, 4}}));
+  EXPECT_EQ(sim_.events_processed(), 4u);
+  // A held event cancelled, one that ran, and one queued behind a held one.
+  const EventHandle held = sim_.schedule_in(5, 0, record(5));
+  EXPECT_TRUE(sim_.cancel(held));
+  const EventHandle ran = sim_.schedule_in(7, 0, record(6));
+  sim_.schedule_in(9, 0, record(7));
+  sim_.run();
+  EXPECT_FALSE(sim_.cancel(ran));
+  EXPECT_EQ(log_.back(), (std::pair<TimeNs, int>{69, 7}));
+  EXPECT_EQ(sim_.events_processed(), 6u);
+  EXPECT_EQ(sim_.pending_events(), 0u);
+}
+
 // A random system that schedules much of its work for the current instant
 // with mixed priorities, and cancels some of it, against a reference that
 // sorts every event by (time, priority, insertion) itself.

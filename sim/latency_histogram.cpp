@@ -196,7 +196,12 @@ void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
   count_ += times;
   sum_ += static_cast<Uint128>(v) * times;
   if (sum_sq_in_integers_) {
-    if (add_repeatedly_rounded(sum_sq_int_, square_rounded(v), times)) return;
+    const U128 square = square_rounded(v);
+    // The usual case first, without the general routine's call.
+    if (kX87LongDouble && sum_sq_int_ < kLimit && (square >> 64) == 0 &&
+        add_within_binade(sum_sq_int_, static_cast<uint64_t>(square), times))
+      return;
+    if (add_repeatedly_rounded(sum_sq_int_, square, times)) return;
     // Out of the integers' range: on in long double from the same value.
     sum_sq_in_integers_ = false;
     sum_sq_ = static_cast<long double>(sum_sq_int_);

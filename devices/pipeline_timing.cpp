@@ -102,6 +102,11 @@ StepTiming PipelineTiming::price(const StepWork& work, int64_t sequences) const 
   return price_stages(work, sequences).step;
 }
 
+TimeNs PipelineTiming::step_latency(const StepWork& work, int64_t sequences) const {
+  if (stages_.size() == 1) return timing_.front()->step_latency(work);
+  return price_stages(work, sequences).step.latency;
+}
+
 PipelineStepTiming PipelineTiming::price_stages(const StepWork& work, int64_t sequences) const {
   PipelineStepTiming out;
   const size_t p = stages_.size();

@@ -83,6 +83,8 @@ class PipelineTiming {
   // The step's price with `sequences` scheduled sequences (at most that many
   // micro-batches). One stage: exactly TimingModel::price(work).
   StepTiming price(const StepWork& work, int64_t sequences = 1) const;
+  // price(work, sequences).latency (one stage: TimingModel::step_latency).
+  TimeNs step_latency(const StepWork& work, int64_t sequences = 1) const;
   PipelineStepTiming price_stages(const StepWork& work, int64_t sequences = 1) const;
 
   int64_t stages() const { return static_cast<int64_t>(stages_.size()); }

@@ -446,7 +446,7 @@ int64_t TimingModel::pass_tokens_of(const StepWork& work) const {
   return tokens;
 }
 
-StepTiming TimingModel::price(const StepWork& work) const {
+TimingModel::StepSums TimingModel::price_sums(const StepWork& work) const {
   const StepOpCosts& costs = step_costs_.costs(work);
   // Tokens per pass, for the matrix engine's pass-shape efficiency.
   const int64_t tokens = pass_tokens_of(work);
@@ -462,42 +462,112 @@ StepTiming TimingModel::price(const StepWork& work) const {
     known.stamp = step_costs_.last_stamp();
     known.path = {};
   }
-  StepTiming out = known.before_attention;
-  const OpCost& att = costs[attention];
+  return sums_with_attention(known, costs[attention], matrix_factor);
+}
+
+TimingModel::StepSums TimingModel::sums_with_attention(ShapeDurations& known, const OpCost& att,
+                                                       double matrix_factor) const {
+  constexpr auto attention = static_cast<size_t>(OpKind::attention);
+  StepSums sums;
+  sums.known = &known;
+  sums.mem_bytes = known.before_attention.mem_bytes;
+  sums.flops = known.before_attention.flops;
   // Attention's cost moves every step (the contexts grow): timed afresh,
   // without comparing it to the last one first.
-  TimeNs attention_time = 0;
   if (att.present) {
-    attention_time = op_duration(OpKind::attention, att, matrix_factor);
-    const auto copies = vertices_per_kind_[attention];
-    out.op_time[attention] = attention_time * copies;
-    out.mem_bytes += att.mem_bytes * static_cast<double>(copies);
-    out.flops += att.flops * static_cast<double>(copies);
+    sums.attention_time = op_duration(OpKind::attention, att, matrix_factor);
+    const auto copies = static_cast<double>(vertices_per_kind_[attention]);
+    sums.mem_bytes += att.mem_bytes * copies;
+    sums.flops += att.flops * copies;
   }
-  if (known.sums_exact && whole_below_2_52(out.mem_bytes) && whole_below_2_52(out.flops)) {
+  if (known.sums_exact && whole_below_2_52(sums.mem_bytes) && whole_below_2_52(sums.flops)) {
     // Every partial sum is a whole number below 2^53 (each of the two
     // parts is below 2^52): exact, so the same as adding term by term.
-    out.mem_bytes += known.mem_after_sum;
-    out.flops += known.flops_after_sum;
+    sums.mem_bytes += known.mem_after_sum;
+    sums.flops += known.flops_after_sum;
   } else {
     for (size_t i = 0; i < known.terms_after; ++i) {
-      out.mem_bytes += known.mem_after[i];
-      out.flops += known.flops_after[i];
+      sums.mem_bytes += known.mem_after[i];
+      sums.flops += known.flops_after[i];
     }
   }
-  if (!known.any_present && !att.present) return out;
+  sums.any_present = known.any_present || att.present;
+  if (!sums.any_present) return sums;
   // The other durations are the shape's: the memo entry they were last
   // looked up in answers without hashing them, while it holds them.
-  TimeNs path = path_memo_.remembered(known.path, attention_time);
+  TimeNs path = path_memo_.remembered(known.path, sums.attention_time);
   if (path < 0) {
     std::array<TimeNs, kOpKindCount> duration = known.duration;
-    duration[attention] = attention_time;
+    duration[attention] = sums.attention_time;
     path = path_memo_.critical_path(
         duration, [this](const auto& d) { return longest_path(d, /*allow_layer_skip=*/true); },
         &known.path);
   }
-  finish_latency(out, path);
+  sums.critical_path = path;
+  return sums;
+}
+
+StepTiming TimingModel::price(const StepWork& work) const {
+  const StepSums sums = price_sums(work);
+  remember_repeat(work);
+  constexpr auto attention = static_cast<size_t>(OpKind::attention);
+  StepTiming out;
+  out.op_time = sums.known->before_attention.op_time;
+  // 0 when attention does not run, as remember_shape leaves it.
+  out.op_time[attention] = sums.attention_time * vertices_per_kind_[attention];
+  out.mem_bytes = sums.mem_bytes;
+  out.flops = sums.flops;
+  if (sums.any_present) finish_latency(out, sums.critical_path);
   return out;
+}
+
+TimeNs TimingModel::step_latency(const StepWork& work) const {
+  StepSums sums;
+  if (repeats_last_shape(work)) {
+    sums = repeat_sums(work);
+    ++repeats_;
+  } else {
+    sums = price_sums(work);
+    remember_repeat(work);
+  }
+  if (!sums.any_present) return 0;  // price(): a step of no op takes no time
+  // finish_latency(), for the latency alone.
+  return std::max(sums.critical_path, ceil_ns(sums.mem_bytes / peak_memory_bytes_per_ns_)) +
+         device_.step_overhead;
+}
+
+// The engine's summed decode steps mostly repeat the last step's shape (the
+// same token counts, only the contexts grown): then the shape's entry of
+// step_costs_ and of shape_durations_ are those the last call used, still
+// filled as then while their stamps say so, and only attention is new.
+// Its cost is the one StepCostCache::costs() would write (the dense
+// formula from the engine's sums), the inputs were checked when the shape
+// was first priced, and the matrix factor is the entry's (it depends only
+// on the shape's tokens): the same numbers as price_sums(), without the
+// shape's lookup.
+bool TimingModel::repeats_last_shape(const StepWork& work) const {
+  if (!repeat_.valid || !work.totals_given) return false;
+  if (!(step_detail::shape_of(work, work.totals) == repeat_.shape)) return false;
+  return step_costs_.stamp_at(repeat_.entry) == repeat_.stamp &&
+         shape_durations_[repeat_.entry].stamp == repeat_.stamp;
+}
+
+TimingModel::StepSums TimingModel::repeat_sums(const StepWork& work) const {
+  ShapeDurations& known = shape_durations_[repeat_.entry];
+  OpCost attention;
+  if (work.totals.tokens > 0)
+    step_detail::write_dense_attention(work.totals, step_costs_.dims(), attention);
+  return sums_with_attention(known, attention, known.matrix_factor);
+}
+
+void TimingModel::remember_repeat(const StepWork& work) const {
+  // Right after price_sums(work): the entry its costs() call used. Only
+  // summed steps of a model whose attention is the dense formula.
+  repeat_.valid = work.totals_given && step_costs_.dense_full();
+  if (!repeat_.valid) return;
+  repeat_.shape = step_detail::shape_of(work, work.totals);
+  repeat_.entry = step_costs_.last_entry();
+  repeat_.stamp = step_costs_.last_stamp();
 }
 
 StepTiming TimingModel::price_costs(const StepOpCosts& costs, int64_t pass_tokens) const {

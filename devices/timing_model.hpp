@@ -52,6 +52,10 @@ class TimingModel {
               const StepDependencies& deps);
 
   StepTiming price(const StepWork& work) const;
+  // price(work).latency alone, without the per-kind times (a serving
+  // engine's step needs only its latency): the same arithmetic, so the
+  // same number.
+  TimeNs step_latency(const StepWork& work) const;
   // price() once the per-op costs are known (price = price_costs(step_op_costs(...),
   // tokens computed)). pass_tokens sets the matrix unit's shape factor
   // (DeviceSpec::matrix_shape_factor); 0: none.
@@ -69,6 +73,10 @@ class TimingModel {
   // Time of one op from its cost (used by price(); public for tests), with
   // the matrix unit's pass-shape factor `matrix_factor` (1: none).
   TimeNs op_duration(OpKind kind, const OpCost& cost, double matrix_factor = 1.0) const;
+
+  // step_latency() calls answered from the last shape it priced (tests
+  // check the path is taken).
+  int64_t repeated_shapes() const { return repeats_; }
 
   const DeviceSpec& device() const { return device_; }
   const ModelSpec& model() const { return model_; }
@@ -137,6 +145,32 @@ class TimingModel {
   };
   mutable std::array<ShapeDurations, StepCostCache::kEntries> shape_durations_{};
   void remember_shape(const StepOpCosts& costs, double matrix_factor, ShapeDurations& known) const;
+  // What price() and step_latency() share: the step's sums, attention's
+  // duration and the longest path (when an op runs).
+  struct StepSums {
+    const ShapeDurations* known = nullptr;  // the shape's entry (other ops' times)
+    double mem_bytes = 0, flops = 0;
+    TimeNs attention_time = 0;  // one layer's, 0 when attention does not run
+    bool any_present = false;   // some op runs (else nothing below is set)
+    TimeNs critical_path = 0;
+  };
+  StepSums price_sums(const StepWork& work) const;
+  // price_sums() from here on, once the shape's entry and attention's cost
+  // are known.
+  StepSums sums_with_attention(ShapeDurations& known, const OpCost& att,
+                               double matrix_factor) const;
+  // step_latency() of a step of the last shape it priced (see the .cpp).
+  struct RepeatedShape {
+    bool valid = false;
+    step_detail::StepShape shape;
+    size_t entry = 0;    // its entry in step_costs_ and shape_durations_
+    uint64_t stamp = 0;  // that entry's filling
+  };
+  mutable RepeatedShape repeat_;
+  mutable int64_t repeats_ = 0;
+  bool repeats_last_shape(const StepWork& work) const;
+  StepSums repeat_sums(const StepWork& work) const;
+  void remember_repeat(const StepWork& work) const;
   // The step's timing from its costs and every op's duration.
   StepTiming finish_pricing(const StepOpCosts& costs,
                             const std::array<TimeNs, kOpKindCount>& duration) const;

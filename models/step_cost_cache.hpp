@@ -36,6 +36,13 @@ class StepCostCache {
   // (a caller may keep what it derived from those ops under the stamp).
   size_t last_entry() const { return last_entry_; }
   uint64_t last_stamp() const { return entries_[last_entry_].stamp; }
+  // Entry `entry`'s stamp now (as last_stamp() gave it for the call that
+  // used it: equal while the entry holds that filling).
+  uint64_t stamp_at(size_t entry) const { return entries_[entry].stamp; }
+  // Attention is the dense formula (no latent attention, no sliding
+  // layers), of these dimensions (step_detail::write_dense_attention).
+  bool dense_full() const { return dense_full_; }
+  const step_detail::AttentionDims& dims() const { return dims_; }
   // Batches of a few sizes alternate: one entry per recent shape, chosen by
   // a hash of the token counts.
   static constexpr size_t kEntries = 64;

@@ -201,6 +201,8 @@ class EventQueue {
   virtual size_t size() const = 0;       // live events
   virtual TimeNs next_time() const = 0;  // time of the earliest live event; throws if empty
   virtual PoppedEvent pop() = 0;         // removes the earliest live event; throws if empty
+  // next_time(), or `if_empty` when the queue is empty (one call instead of two).
+  virtual TimeNs next_time_or(TimeNs if_empty) const { return empty() ? if_empty : next_time(); }
   // The event loop's step in one call: when a live event is due at or
   // before `until`, removes the earliest into `out` (its callback moved
   // into out.callback) and returns true; else false, nothing changed.

@@ -78,11 +78,49 @@ U128 round_to_64_bits(U128 v) {
 }  // namespace
 
 U128 square_rounded(uint64_t v) {
+  if (v >> 32 == 0) return v * v;  // below 2^64: exact
   return round_to_64_bits(static_cast<U128>(v) * v);
 }
 
+namespace {
+
+// The loop below's first pass in 64-bit words, for the usual call (an
+// addend below 2^64 whose every addition stays in the sum's binade): the
+// same q, a, r and step, so the same sum. False, changing nothing, when
+// the call is not of that kind.
+bool add_within_binade(U128& sum, uint64_t x, uint64_t times) {
+  const auto high = static_cast<uint64_t>(sum >> 64);
+  const auto low = static_cast<uint64_t>(sum);
+  uint64_t add = 0;
+  if (high == 0) {
+    // Below 2^64 every integer is exact (k = 0): a plain sum while it fits.
+    if (__builtin_mul_overflow(x, times, &add)) return false;
+    uint64_t total = 0;
+    if (__builtin_add_overflow(low, add, &total)) return false;
+    sum = total;
+    return true;
+  }
+  // s = q 2^k with q of 64 bits (the sum holds 64 significant bits), and
+  // k <= 62 below kLimit.
+  const int k = std::bit_width(high);
+  const uint64_t q = (high << (64 - k)) | (low >> k);
+  const uint64_t a = x >> k;
+  const uint64_t r = x & ((uint64_t{1} << k) - 1);
+  const uint64_t half = uint64_t{1} << (k - 1);
+  if (r == half) return false;  // a tie: the loop decides by the parity of q
+  const uint64_t step = a + (r > half ? 1 : 0);
+  if (step == 0) return false;
+  if (__builtin_mul_overflow(step, times, &add) || add > ~q) return false;  // leaves the binade
+  const uint64_t moved = q + add;
+  sum = (static_cast<U128>(moved) << k);
+  return true;
+}
+
+}  // namespace
+
 bool add_repeatedly_rounded(U128& sum, U128 x, uint64_t times) {
   if (!kX87LongDouble || sum >= kLimit || x >= kLimit) return false;
+  if ((x >> 64) == 0 && add_within_binade(sum, static_cast<uint64_t>(x), times)) return true;
   U128 s = sum;
   while (times > 0) {
     // s = q 2^k with q below 2^64: its last place is 2^k (k = 0 below
@@ -158,7 +196,12 @@ void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
   count_ += times;
   sum_ += static_cast<Uint128>(v) * times;
   if (sum_sq_in_integers_) {
-    if (add_repeatedly_rounded(sum_sq_int_, square_rounded(v), times)) return;
+    const U128 square = square_rounded(v);
+    // The usual case first, without the general routine's call.
+    if (kX87LongDouble && sum_sq_int_ < kLimit && (square >> 64) == 0 &&
+        add_within_binade(sum_sq_int_, static_cast<uint64_t>(square), times))
+      return;
+    if (add_repeatedly_rounded(sum_sq_int_, square, times)) return;
     // Out of the integers' range: on in long double from the same value.
     sum_sq_in_integers_ = false;
     sum_sq_ = static_cast<long double>(sum_sq_int_);

@@ -153,6 +153,7 @@ TEST(PipelineTiming, OneStageIsTheTimingModelExactly) {
     EXPECT_EQ(a.latency, b.latency);
     EXPECT_EQ(a.critical_path, b.critical_path);
     EXPECT_EQ(a.op_time, b.op_time);
+    EXPECT_EQ(piped.step_latency(w, 32), a.latency);
   }
 }
 
@@ -209,6 +210,7 @@ TEST(PipelineTiming, OneMicroBatchCrossesTheStagesInTurn) {
   const PipelineStepTiming r = t.price_stages(w, 1);
   EXPECT_EQ(r.micro_batches, 1);
   EXPECT_EQ(r.step.latency, r.fill);
+  EXPECT_EQ(t.step_latency(w, 1), r.step.latency);
   EXPECT_EQ(r.fill, r.stage_time[0] + r.stage_time[1] + r.stage_time[2] + 2 * r.transfer);
   const StepTiming one = whole.price(w);
   for (size_t k = 0; k < kOpKindCount; ++k)

@@ -6,9 +6,11 @@
 
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -183,6 +185,162 @@ TEST_P(SimulatorTest, RunsAreReproducibleAcrossRunsAndQueues) {
   EXPECT_EQ(first, run_random_system(GetParam()));
   EXPECT_EQ(first, run_random_system("binary_heap"));
   for (size_t i = 1; i < first.size(); ++i) ASSERT_LE(first[i - 1].first, first[i].first);
+}
+
+// Events scheduled for the current instant (held apart from the queue
+// while the queue has nothing due then) still run in (time, priority,
+// insertion) order with the queue's events of that instant.
+TEST_P(SimulatorTest, EventsForNowKeepPriorityAndInsertionOrder) {
+  // `first` + 0..3: scheduled for now, by a callback at `at`, in this order:
+  // priorities 2, 0, 2, 1.
+  auto burst = [this](TimeNs at, int first) {
+    sim_.schedule_at(at, 1, [this, at, first] {
+      log_.emplace_back(sim_.now(), first);
+      sim_.schedule_at(at, 2, record(first + 4));
+      sim_.schedule_in(0, 0, record(first + 2));
+      sim_.schedule_at(at, 2, record(first + 5));
+      sim_.schedule_at(at, 1, record(first + 3));
+    });
+  };
+  burst(10, 1);  // nothing else at 10
+  sim_.schedule_at(11, 0, record(7));
+  burst(20, 11);
+  // Queued at 20 before the burst's events: runs after those of priority 0,
+  // before those of priority 1 and 2.
+  sim_.schedule_at(20, 1, record(12));
+  EXPECT_EQ(sim_.pending_events(), 4u);
+  sim_.run();
+  EXPECT_EQ(log_, (Log{{10, 1},
+                       {10, 3},
+                       {10, 4},
+                       {10, 5},
+                       {10, 6},
+                       {11, 7},
+                       {20, 11},
+                       {20, 13},
+                       {20, 12},
+                       {20, 14},
+                       {20, 15},
+                       {20, 16}}));
+  EXPECT_EQ(sim_.events_processed(), 12u);
+}
+
+TEST_P(SimulatorTest, EventsForNowCanBeCancelledAndAreCounted) {
+  EventHandle late;
+  sim_.schedule_at(5, 0, [this, &late] {
+    const EventHandle gone = sim_.schedule_in(0, 1, record(9));
+    late = sim_.schedule_in(0, 2, record(8));
+    EXPECT_EQ(sim_.pending_events(), 2u);
+    EXPECT_TRUE(sim_.cancel(gone));
+    EXPECT_FALSE(sim_.cancel(gone));  // already cancelled
+    EXPECT_EQ(sim_.pending_events(), 1u);
+    sim_.stop();
+  });
+  sim_.run();
+  EXPECT_EQ(sim_.now(), 5);
+  EXPECT_EQ(sim_.pending_events(), 1u);  // the stop left 8 waiting, still at now
+  sim_.run();
+  EXPECT_EQ(log_, (Log{{5, 8}}));
+  EXPECT_FALSE(sim_.cancel(late));         // already ran
+  EXPECT_EQ(sim_.events_processed(), 2u);  // the cancelled event is not counted
+  EXPECT_EQ(sim_.pending_events(), 0u);
+}
+
+// The earliest future event is held apart while it is strictly the
+// earliest; a push at or before it puts it back in the queue, ahead of the
+// pushed event, and its handle still cancels it.
+TEST_P(SimulatorTest, HeldEarliestEventKeepsTheQueuesOrder) {
+  sim_.schedule_at(50, 1, record(1));  // held (the queue is empty)
+  sim_.schedule_at(60, 0, record(4));  // later: queued
+  EXPECT_EQ(sim_.pending_events(), 2u);
+  sim_.schedule_at(50, 1, record(2));  // a tie: FIFO after 1
+  sim_.schedule_at(50, 0, record(0));  // a lower priority value: before 1
+  const EventHandle early = sim_.schedule_at(40, 5, record(9));
+  // 40 was held: it goes into the queue and 35 is held.
+  const EventHandle gone = sim_.schedule_at(35, 0, record(8));
+  EXPECT_TRUE(sim_.cancel(early));
+  EXPECT_FALSE(sim_.cancel(early));
+  EXPECT_TRUE(sim_.cancel(gone));
+  EXPECT_EQ(sim_.pending_events(), 4u);
+  sim_.run(49);  // nothing due: the clock moves to 49, the events stay
+  EXPECT_EQ(sim_.now(), 49);
+  EXPECT_EQ(sim_.pending_events(), 4u);
+  sim_.run();
+  EXPECT_EQ(log_, (Log{{50, 0}, {50, 1}, {50, 2}, {60, 4}}));
+  EXPECT_EQ(sim_.events_processed(), 4u);
+  // A held event cancelled, one that ran, and one queued behind a held one.
+  const EventHandle held = sim_.schedule_in(5, 0, record(5));
+  EXPECT_TRUE(sim_.cancel(held));
+  const EventHandle ran = sim_.schedule_in(7, 0, record(6));
+  sim_.schedule_in(9, 0, record(7));
+  sim_.run();
+  EXPECT_FALSE(sim_.cancel(ran));
+  EXPECT_EQ(log_.back(), (std::pair<TimeNs, int>{69, 7}));
+  EXPECT_EQ(sim_.events_processed(), 6u);
+  EXPECT_EQ(sim_.pending_events(), 0u);
+}
+
+// A random system that schedules much of its work for the current instant
+// with mixed priorities, and cancels some of it, against a reference that
+// sorts every event by (time, priority, insertion) itself.
+Log run_now_heavy_system(Simulator& sim, bool reference) {
+  std::mt19937_64 rng(7);
+  Log log;
+  std::map<std::tuple<TimeNs, int32_t, uint64_t>, int> ref;  // the reference's queue
+  TimeNs ref_now = 0;
+  uint64_t ref_seq = 0;
+  std::vector<EventHandle> handles;
+  std::vector<decltype(ref)::iterator> ref_entries;
+  std::function<void(int)> fire;
+  auto schedule = [&](TimeNs delay, int32_t priority, int tag) {
+    if (reference) {
+      ref_entries.push_back(
+          ref.emplace(std::make_tuple(ref_now + delay, priority, ref_seq++), tag).first);
+    } else {
+      handles.push_back(sim.schedule_in(delay, priority, [&fire, tag] { fire(tag); }));
+    }
+  };
+  auto cancel = [&](size_t i) {
+    if (reference) {
+      if (ref_entries[i] == ref.end()) return;
+      ref.erase(ref_entries[i]);
+      ref_entries[i] = ref.end();
+    } else {
+      sim.cancel(handles[i]);
+    }
+  };
+  int next_tag = 0;
+  fire = [&](int tag) {
+    log.emplace_back(reference ? ref_now : sim.now(), tag);
+    if (next_tag > 30'000) return;
+    const int children = 1 + static_cast<int>(rng() % 2);
+    for (int c = 0; c < children; ++c) {
+      const TimeNs delay = rng() % 2 == 0 ? 0 : static_cast<TimeNs>(rng() % 20);
+      schedule(delay, static_cast<int32_t>(rng() % 4), next_tag++);
+    }
+    if (rng() % 5 == 0) cancel(static_cast<size_t>(rng() % static_cast<uint64_t>(next_tag)));
+  };
+  for (int i = 0; i < 4; ++i) schedule(0, static_cast<int32_t>(i % 2), next_tag++);
+  if (reference) {
+    while (!ref.empty()) {
+      auto first = ref.begin();
+      ref_now = std::get<0>(first->first);
+      const int tag = first->second;
+      ref_entries[static_cast<size_t>(tag)] = ref.end();  // tags number the schedules
+      ref.erase(first);
+      fire(tag);
+    }
+  } else {
+    sim.run();
+  }
+  return log;
+}
+
+TEST_P(SimulatorTest, EventsForNowMatchAReferenceOrder) {
+  Simulator reference_sim;
+  const Log expected = run_now_heavy_system(reference_sim, /*reference=*/true);
+  EXPECT_GT(expected.size(), 10'000u);
+  EXPECT_EQ(run_now_heavy_system(sim_, /*reference=*/false), expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllQueues, SimulatorTest, ::testing::ValuesIn(event_queue_names()),

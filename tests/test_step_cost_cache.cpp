@@ -167,7 +167,8 @@ TEST(StepCostCache, BadInputsThrowAsUncached) {
 // TimingModel::price keeps the durations of every op but attention with
 // each remembered shape: its timings must be those of pricing every step's
 // costs afresh, field by field, on a device whose matrix unit's efficiency
-// follows the tokens per pass.
+// follows the tokens per pass. step_latency() must give price()'s latency,
+// alone on a model of its own and interleaved with price() on one.
 void expect_price_matches(const std::string& model_name, TimingModel::Params params, int steps) {
   config::LoadContext ctx;
   const DeviceSpec device =
@@ -177,6 +178,7 @@ void expect_price_matches(const std::string& model_name, TimingModel::Params par
   const ModelSpec model = load_model_by_name(model_name, "", KVSIM_CONFIG_DIR);
   const TimingModel cached(device, model, params);
   const TimingModel afresh(device, model, params);
+  const TimingModel latency_only(device, model, params);
   const StepShapeParams shape{params.tp, params.kv_dtype_bytes, params.ep, params.expert_skew};
   std::mt19937_64 rng(777);
   std::vector<StepWork> recent;
@@ -195,6 +197,13 @@ void expect_price_matches(const std::string& model_name, TimingModel::Params par
     ASSERT_EQ(std::memcmp(&got.mem_bytes, &want.mem_bytes, sizeof(double)), 0) << i;
     ASSERT_EQ(std::memcmp(&got.flops, &want.flops, sizeof(double)), 0) << i;
     ASSERT_EQ(got.op_time, want.op_time) << model_name << " step " << i;
+    ASSERT_EQ(latency_only.step_latency(w), want.latency) << model_name << " step " << i;
+    ASSERT_EQ(cached.step_latency(w), want.latency) << model_name << " step " << i;
+  }
+  // The second call of each step repeats the first's shape: the shortcut
+  // for a repeated shape was compared (dense attention only).
+  if (model_name == "llama-3-8b") {
+    EXPECT_GT(cached.repeated_shapes(), steps / 4);
   }
 }
 

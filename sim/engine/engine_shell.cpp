@@ -7,18 +7,6 @@
 
 namespace kvsim {
 
-double KvUsageIntegral::advance(TimeNs now) {
-  const double dt = static_cast<double>(now - last_);
-  integral_ += static_cast<double>(current_) * dt;
-  last_ = now;
-  return dt;
-}
-
-void KvUsageIntegral::set(Bytes used) {
-  current_ = used;
-  peak_ = std::max(peak_, used);
-}
-
 EngineShell::EngineShell(std::string_view engine_kind, const ScenarioSpec& scenario, Simulator& sim,
                          EngineUplink& uplink, RunSink* sink)
     : engine_kind_(engine_kind),
@@ -86,13 +74,20 @@ void EngineShell::reject(const LeavingRequest& r) {
 // Taken by reference and copied only when a row is written: most steps
 // fall inside the interval, and a row passed by value is copied twice a step.
 void EngineShell::timeline(const TimelineRow& step, bool force) {
-  pending_step_tokens_ += step.step_tokens;
-  pending_step_time_ += step.step_latency;
-  if (step.step_tokens > 0 || step.step_latency > 0) ++pending_steps_;
-  pending_step_seqs_ += step.step_seqs;
-  if (!force && last_timeline_ >= 0 &&
-      step.time - last_timeline_ < scenario_.output.timeline_interval)
-    return;
+  if (timeline_due(step.time, step.step_tokens, step.step_latency, step.step_seqs, force))
+    write_timeline(step);
+}
+
+bool EngineShell::timeline_due(TimeNs now, int64_t step_tokens, TimeNs step_latency,
+                               int64_t step_seqs, bool force) {
+  pending_step_tokens_ += step_tokens;
+  pending_step_time_ += step_latency;
+  if (step_tokens > 0 || step_latency > 0) ++pending_steps_;
+  pending_step_seqs_ += step_seqs;
+  return force || last_timeline_ < 0 || now - last_timeline_ >= scenario_.output.timeline_interval;
+}
+
+void EngineShell::write_timeline(const TimelineRow& step) {
   last_timeline_ = step.time;
   TimelineRow row = step;
   row.step_tokens = pending_step_tokens_;

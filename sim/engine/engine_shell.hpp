@@ -36,8 +36,17 @@ class KvUsageIntegral {
  public:
   // Accounts the bytes held since the last observation up to `now`; returns
   // that span in nanoseconds.
-  double advance(TimeNs now);
-  void set(Bytes used);
+  // Inline: an engine observes twice a step.
+  double advance(TimeNs now) {
+    const double dt = static_cast<double>(now - last_);
+    integral_ += static_cast<double>(current_) * dt;
+    last_ = now;
+    return dt;
+  }
+  void set(Bytes used) {
+    current_ = used;
+    peak_ = used > peak_ ? used : peak_;
+  }
   Bytes current() const { return current_; }
   Bytes peak() const { return peak_; }
   double mean(double over_ns) const { return over_ns > 0 ? integral_ / over_ns : 0.0; }
@@ -91,6 +100,14 @@ class EngineShell {
   // step launched since the previous row, so sparse rows still account for
   // all the work done between them.
   void timeline(const TimelineRow& row, bool force);
+  // timeline() in two halves, for an engine that builds its row only when
+  // one is written: timeline_due() counts the step launched at `now` (if
+  // any) and says whether a row is due; then write_timeline(row) writes it
+  // with the step columns summed since the last row (row's own are not
+  // read). The same rows as timeline() with the same arguments.
+  bool timeline_due(TimeNs now, int64_t step_tokens, TimeNs step_latency, int64_t step_seqs,
+                    bool force);
+  void write_timeline(const TimelineRow& row);
   // Inter-token latencies are also added to `itl` (may be null).
   void mirror_itl(LatencyHistogram* itl) { itl_mirror_ = itl; }
   // This shell's own inter-token histogram, for instances to mirror into.

@@ -207,8 +207,7 @@ void ServingEngine::start_step() {
   work_.swap_out_bytes = batch_.swap_out_bytes;
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
-  const StepTiming timing = timing_->price(work_, batch_.num_seqs());
-  step_latency_ = std::max<TimeNs>(timing.latency, 1);
+  step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
   if (timing_->stages() > 1)
     stage_link_bytes_ += timing_->boundary_bytes(static_cast<double>(batch_.total_tokens)) *
                          static_cast<double>(timing_->stages() - 1);
@@ -369,8 +368,10 @@ void ServingEngine::span_step(TimeNs now) {
 
 void ServingEngine::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row,
                             int64_t step_seqs) {
+  // A step ends and the next starts at one instant: the second observation
+  // spans no time, and adding zero to the integrals would change nothing.
   const double dt = kv_used_.advance(now);
-  if (current_has_blocks_) {
+  if (current_has_blocks_ && dt != 0) {
     frag_integral_ += current_frag_ * dt;
     frag_time_ += dt;
   }
@@ -380,12 +381,14 @@ void ServingEngine::observe(TimeNs now, int64_t step_tokens, TimeNs step_latency
   current_frag_ = current_has_blocks_ ? static_cast<double>(acc.slots_reserved - acc.tokens_held) /
                                             static_cast<double>(acc.slots_reserved)
                                       : 0.0;
-  shell_.timeline({now, static_cast<int64_t>(scheduler_->num_running()),
-                   static_cast<int64_t>(scheduler_->num_waiting()),
-                   static_cast<int64_t>(scheduler_->num_swapped()), acc.blocks_used,
-                   kv_used_.current(), acc.tokens_held, step_tokens, step_latency, 0, step_seqs,
-                   acc.prefix_query_tokens, acc.prefix_hit_tokens},
-                  force_row);
+  // The row is built only when one is written (most observations fall
+  // inside the timeline interval).
+  if (!shell_.timeline_due(now, step_tokens, step_latency, step_seqs, force_row)) return;
+  shell_.write_timeline({now, static_cast<int64_t>(scheduler_->num_running()),
+                         static_cast<int64_t>(scheduler_->num_waiting()),
+                         static_cast<int64_t>(scheduler_->num_swapped()), acc.blocks_used,
+                         kv_used_.current(), acc.tokens_held, 0, 0, 0, 0, acc.prefix_query_tokens,
+                         acc.prefix_hit_tokens});
 }
 
 RunMetrics ServingEngine::finish() {

@@ -6,14 +6,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "devices/duration_rounding.hpp"
+
 namespace kvsim {
 namespace {
-
-// Integer nanoseconds, rounded up as TimingModel rounds an op.
-TimeNs ceil_ns(double ns) {
-  if (ns <= 0) return 0;
-  return static_cast<TimeNs>(std::ceil(ns - 1e-6));
-}
 
 // A share of a byte count for one of m micro-batches.
 Bytes share(Bytes bytes, int64_t m) {

@@ -1,0 +1,75 @@
+// The end of a serving run: every request out and every block back, then
+// the run's metrics from the shell's common ones, the pool's geometry and
+// accounting, the pipeline's layout and the policy's own counters.
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "sim/serve/engine.hpp"
+
+namespace kvsim {
+
+RunMetrics ServingEngine::finish() {
+  if (scheduler_->num_running() + scheduler_->num_waiting() + scheduler_->num_swapped() != 0 ||
+      step_in_flight_) {
+    throw std::logic_error(fmt::format(
+        "the run ended with requests in flight: {} running, {} waiting, {} swapped",
+        scheduler_->num_running(), scheduler_->num_waiting(), scheduler_->num_swapped()));
+  }
+  // Every block must be back in the pool with no reference: fail loudly.
+  policy_->check_drained();
+  observe(sim_.now(), 0, 0, /*force_row=*/true);
+
+  const TimeNs total = sim_.now();
+  RunMetrics m = shell_.common_metrics(std::string(policy_->name()), steps_, total);
+  m.requests.preempted = preempted_requests_;
+  m.requests.preemptions = static_cast<int64_t>(scheduler_->preemptions());
+  const CacheAccounting acc = policy_->accounting();
+  m.kv_cache.block_bytes = sizing_.block_bytes;
+  m.kv_cache.block_size = scenario_.cache.block_size;
+  m.kv_cache.num_blocks = sizing_.num_blocks;
+  m.kv_cache.capacity_tokens = sizing_.capacity_tokens;
+  m.kv_cache.kv_bytes_per_token = sizing_.kv_bytes_per_token;
+  m.kv_cache.peak_used_bytes = kv_used_.peak();
+  m.kv_cache.mean_used_bytes = kv_used_.mean(static_cast<double>(total));
+  m.kv_cache.fragmentation = frag_time_ > 0 ? frag_integral_ / frag_time_ : 0.0;
+  m.kv_cache.prefix_hit_rate = acc.prefix_query_tokens > 0
+                                   ? static_cast<double>(acc.prefix_hit_tokens) /
+                                         static_cast<double>(acc.prefix_query_tokens)
+                                   : 0.0;
+  m.kv_cache.recompute_hit_rate = acc.recompute_query_tokens > 0
+                                      ? static_cast<double>(acc.recompute_hit_tokens) /
+                                            static_cast<double>(acc.recompute_query_tokens)
+                                      : 0.0;
+  m.kv_cache.bytes_moved = acc.bytes_moved;
+  m.kv_cache.pointer_updates = acc.pointer_updates;
+  m.kv_cache.evictions = acc.evictions;
+  m.kv_cache.swapped_bytes = acc.swapped_bytes;
+  m.kv_cache.window_evicted_tokens = acc.window_evicted_tokens;
+  m.memory.device_bytes = scenario_.device.memory_bytes;
+  m.memory.weights_bytes = sizing_.weights_bytes;
+  m.memory.kv_bytes = sizing_.num_blocks * sizing_.block_bytes;
+  m.memory.activation_reserve_bytes = sizing_.activation_reserve;
+  if (timing_->stages() > 1) {
+    PipelineMetrics p;
+    p.stages = timing_->stages();
+    p.micro_batches = scenario_.micro_batches;
+    p.devices = scenario_.tp * scenario_.pp;
+    for (const PipelineStage& stage : timing_->stage_layout()) {
+      if (!p.layers.empty()) p.layers += ',';
+      p.layers += std::to_string(stage.layers);
+    }
+    p.link = scenario_.pipeline_network_link ? "network" : "device";
+    p.binding_stage = sizing_.binding_stage;
+    p.binding_stage_layers = sizing_.stage_layers;
+    p.binding_stage_weights_bytes = sizing_.weights_bytes;
+    p.stage_link_bytes = stage_link_bytes_;
+    m.pipeline = p;
+  }
+  policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
+  if (numerics_) numerics_->report(m);
+  return m;
+}
+
+}  // namespace kvsim

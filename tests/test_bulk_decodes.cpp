@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 #include <string>
@@ -101,6 +102,26 @@ workload:
                      chunked ? "true" : "false", pick("20", "200", "2000"), shared);
 }
 
+// Runs the random scenario `text` one by one and in bulk, asserts that the
+// two runs are identical, and returns the bulk run's bulk decodes.
+int64_t expect_bulk_identical(const std::string& text) {
+  const ScenarioSpec s = scenario_from_text(text);
+  const Outcome one_by_one = run(s, false);
+  const Outcome in_bulk = run(s, true);
+  EXPECT_EQ(one_by_one.bulk_decodes, 0);
+  EXPECT_EQ(one_by_one.metrics, in_bulk.metrics) << text;
+  EXPECT_EQ(one_by_one.rows.size(), in_bulk.rows.size()) << text;
+  for (size_t i = 0; i < std::min(one_by_one.rows.size(), in_bulk.rows.size()); ++i)
+    if (one_by_one.rows[i] != in_bulk.rows[i]) {
+      ADD_FAILURE() << "row " << i << " differs:\n"
+                    << one_by_one.rows[i] << "\n"
+                    << in_bulk.rows[i] << "\nof\n"
+                    << text;
+      break;
+    }
+  return in_bulk.bulk_decodes;
+}
+
 TEST(BulkDecodes, PagedRunsAreIdenticalToOneByOneOverRandomWorkloads) {
   // Seeds 1-40, and some where the budget runs out behind a re-admitted
   // prefill among the bulk decodes (26, 49, 81, 103, 208, 374, 383).
@@ -108,16 +129,8 @@ TEST(BulkDecodes, PagedRunsAreIdenticalToOneByOneOverRandomWorkloads) {
   for (uint32_t seed = 1; seed <= 40; ++seed) seeds.push_back(seed);
   int64_t bulk = 0;
   for (const uint32_t seed : seeds) {
-    const std::string text = random_scenario(seed, "paged");
-    const ScenarioSpec s = scenario_from_text(text);
-    const Outcome one_by_one = run(s, false);
-    const Outcome in_bulk = run(s, true);
-    EXPECT_EQ(one_by_one.bulk_decodes, 0);
-    bulk += in_bulk.bulk_decodes;
-    ASSERT_EQ(one_by_one.metrics, in_bulk.metrics) << text;
-    ASSERT_EQ(one_by_one.rows.size(), in_bulk.rows.size()) << text;
-    for (size_t i = 0; i < one_by_one.rows.size(); ++i)
-      ASSERT_EQ(one_by_one.rows[i], in_bulk.rows[i]) << "row " << i << " of\n" << text;
+    bulk += expect_bulk_identical(random_scenario(seed, "paged"));
+    if (::testing::Test::HasFailure()) return;
   }
   // The comparison means something only if most decodes went in bulk.
   EXPECT_GT(bulk, 10000);
@@ -131,15 +144,8 @@ TEST(BulkDecodes, TinyBlocksWithAFillAndANewBlockInMostStepsAreIdenticalToOneByO
   // middle of such steps and preempts.
   int64_t bulk = 0;
   for (uint32_t seed = 201; seed <= 224; ++seed) {
-    const std::string text = random_scenario(seed, "paged", std::to_string(1 << (seed % 3)));
-    const ScenarioSpec s = scenario_from_text(text);
-    const Outcome one_by_one = run(s, false);
-    const Outcome in_bulk = run(s, true);
-    bulk += in_bulk.bulk_decodes;
-    ASSERT_EQ(one_by_one.metrics, in_bulk.metrics) << text;
-    ASSERT_EQ(one_by_one.rows.size(), in_bulk.rows.size()) << text;
-    for (size_t i = 0; i < one_by_one.rows.size(); ++i)
-      ASSERT_EQ(one_by_one.rows[i], in_bulk.rows[i]) << "row " << i << " of\n" << text;
+    bulk += expect_bulk_identical(random_scenario(seed, "paged", std::to_string(1 << (seed % 3))));
+    if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(bulk, 10000);
 }
@@ -252,13 +258,7 @@ TEST(BulkDecodes, PoliciesWithoutInPlaceRoomFallBackToOneByOne) {
   // sliding_window caps the attention context: the step is priced sequence
   // by sequence, so nothing goes in bulk, and the run is the general one.
   for (uint32_t seed = 101; seed <= 104; ++seed) {
-    const std::string text = random_scenario(seed, "sliding_window");
-    const ScenarioSpec s = scenario_from_text(text);
-    const Outcome one_by_one = run(s, false);
-    const Outcome in_bulk = run(s, true);
-    EXPECT_EQ(in_bulk.bulk_decodes, 0);
-    EXPECT_EQ(one_by_one.metrics, in_bulk.metrics) << text;
-    EXPECT_EQ(one_by_one.rows, in_bulk.rows) << text;
+    EXPECT_EQ(expect_bulk_identical(random_scenario(seed, "sliding_window")), 0);
   }
 }
 

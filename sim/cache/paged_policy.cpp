@@ -21,7 +21,10 @@ std::shared_ptr<BlockPool> pool_of(const PagedParams& params) {
 
 PagedPolicy::PagedPolicy(const PagedParams& params)
     : PagedPolicyBase(pool_of(params), params.block_size, params.block_bytes, params.host_blocks),
-      prefix_caching_(params.prefix_caching) {
+      prefix_caching_(params.prefix_caching),
+      defer_(params.defer_output_hashes && params.prefix_caching && !params.shared_pool &&
+             !pool_.eviction_order().uses_content()),
+      pending_(defer_ ? pool_.num_blocks() : 0) {
   scratch_tokens_.resize(static_cast<size_t>(params.block_size));
 }
 
@@ -32,6 +35,9 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   // Hash every full block of the known content once (the memo keeps them
   // across calls); the sequence registers them as its blocks get computed.
   const int64_t full_blocks = tokens.size() / block_size();
+  // Every time, not only when the memo grows: the memo may come from a
+  // lookup in another instance's cache (prefix-aware routing).
+  if (defer_) touch_runs(tokens, 0, full_blocks);
   tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
   hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
@@ -93,6 +99,7 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   content.hashes = plan.hit.hashes;
   note_last(content);
   content.registered_blocks = on_device + loaded;
+  content.chain = PendingHashes::kNoChain;
   // The blocks read back hold their content now: reusable at once.
   const std::vector<BlockId>& table = seq(s).block_table;
   for (int64_t b = on_device; b < on_device + loaded; ++b)
@@ -137,9 +144,16 @@ void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t com
   const int64_t full = blocks_to_register(s, computed_tokens);
   if (full == 0) return;
   SeqContent& content = content_[static_cast<size_t>(s)];
-  hash_filled_blocks(content, tokens, full);
+  const int64_t end = defer_ ? eager_end(content, tokens, full) : full;
   const std::vector<BlockId>& table = seq(s).block_table;
-  for (int64_t b = content.registered_blocks; b < full; ++b)
+  for (int64_t b = std::max(end, content.registered_blocks); b < full; ++b) {
+    pool_.prefetch_state(table[static_cast<size_t>(b)]);  // deferred: see defer()
+    pending_.prefetch(table[static_cast<size_t>(b)]);
+  }
+  if (end <= content.registered_blocks) return;
+  if (defer_) touch_runs(tokens, static_cast<int64_t>(content.hashes.size()), end);
+  hash_filled_blocks(content, tokens, end);
+  for (int64_t b = content.registered_blocks; b < end; ++b)
     pool_.prefetch_register(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
 }
 
@@ -147,7 +161,121 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
   const int64_t full = blocks_to_register(s, computed_tokens);
   if (full == 0) return;
   SeqContent& content = content_[static_cast<size_t>(s)];
+  if (!defer_) {
+    register_eagerly(s, content, tokens, full);
+    return;
+  }
+  const int64_t end = eager_end(content, tokens, full);
+  if (end > content.registered_blocks) register_eagerly(s, content, tokens, end);
+  if (end < full) defer(s, content, tokens, full);
+}
+
+int64_t PagedPolicy::eager_end(const SeqContent& content, const TokenView& tokens,
+                               int64_t full) const {
+  if (content.chain != PendingHashes::kNoChain) return content.registered_blocks;
+  // Deferred: blocks wholly inside an output described as one run, from the
+  // first whose hash nobody computed, while nobody hashed that run's content.
+  const TokenContent* output = tokens.output_content;
+  if (output == nullptr || output->runs().size() != 1) return full;
+  const int64_t first_in_output = (tokens.prompt_len + block_size() - 1) / block_size();
+  const int64_t start = std::max(
+      {content.registered_blocks, first_in_output, static_cast<int64_t>(content.hashes.size())});
+  if (start >= full) return full;
+  const uint64_t key = output->runs().front().key;
+  if (pending_.seen(key) || pending_.find(key) != PendingHashes::kNoChain) return full;
+  return start;
+}
+
+void PagedPolicy::defer(SeqSlot s, SeqContent& content, const TokenView& tokens, int64_t full) {
+  if (content.chain == PendingHashes::kNoChain) {
+    // Anchored on the last block whose hash is known (the eager ones).
+    const TokenContent& output = *tokens.output_content;
+    const TokenRun& run = output.runs().front();
+    const int64_t offset = content.registered_blocks * block_size() - tokens.prompt_len - run.start;
+    content.chain =
+        pending_.start(run.key, output.vocab_size(), block_size(), offset, content.last, s, pool_);
+    content.chain_tag = pending_.tag(content.chain);
+  }
   const std::vector<BlockId>& table = seq(s).block_table;
+  for (int64_t b = content.registered_blocks; b < full; ++b)
+    pending_.append(content.chain_tag, table[static_cast<size_t>(b)], pool_);
+  content.registered_blocks = full;
+}
+
+void PagedPolicy::touch_runs(const TokenView& tokens, int64_t first, int64_t end) const {
+  const int64_t bs = block_size();
+  const int64_t lo = first * bs;
+  const int64_t hi = end * bs;
+  // A part (prompt or output) at absolute position `base`, known up to `part_end`.
+  const auto visit = [&](const TokenContent* content, int64_t base, int64_t part_end) {
+    if (content == nullptr || lo >= part_end || hi <= base) return;
+    for (const TokenRun& run : content->runs()) {
+      const int64_t run_lo = std::max(base + run.start, lo);
+      const int64_t run_hi = std::min({base + run.start + run.length, part_end, hi});
+      if (base + run.start >= hi) break;
+      const int64_t block_lo = (run_lo + bs - 1) / bs * bs;
+      if (block_lo + bs <= run_hi) touch_key(run.key);
+    }
+  };
+  visit(tokens.prompt_content, 0, tokens.prompt_len);
+  visit(tokens.output_content, tokens.prompt_len, tokens.size());
+}
+
+void PagedPolicy::touch_key(uint64_t key) const {
+  pending_.note_seen(key);
+  const PendingHashes::ChainId chain = pending_.find(key);
+  if (chain != PendingHashes::kNoChain) materialise(chain);
+}
+
+void PagedPolicy::materialise(PendingHashes::ChainId chain) const {
+  // A held sequence's chain is the end of its table.
+  const int32_t owner = pending_.owner(chain);
+  const BlockId* blocks = nullptr;
+  int64_t count = 0;
+  if (owner != PendingHashes::kNoOwner) {
+    const SeqContent& held = content_[static_cast<size_t>(owner)];
+    const auto first = static_cast<int64_t>(held.hashes.size());
+    blocks = seq(owner).block_table.data() + first;
+    count = held.registered_blocks - first;
+  }
+  // Its hashes are in the map from now on: its key may never go pending again.
+  pending_.note_seen(pending_.key(chain));
+  PendingHashes::Materialised done = pending_.materialise(chain, pool_, blocks, count);
+  if (done.owner == PendingHashes::kNoOwner) return;
+  // The owner's hashes continue where its eager ones stopped.
+  SeqContent& content = content_[static_cast<size_t>(done.owner)];
+  content.hashes.insert(content.hashes.end(), done.hashes.begin(), done.hashes.end());
+  note_last(content);
+  content.chain = PendingHashes::kNoChain;
+}
+
+void PagedPolicy::materialise_all() {
+  for (const PendingHashes::ChainId chain : pending_.chains()) materialise(chain);
+}
+
+const std::vector<BlockHash>& PagedPolicy::content_hashes(SeqSlot s) const {
+  const SeqContent& content = content_.at(static_cast<size_t>(s));
+  if (content.chain != PendingHashes::kNoChain) materialise(content.chain);
+  return content.hashes;
+}
+
+void PagedPolicy::release(SeqSlot s) {
+  if (defer_ && static_cast<size_t>(s) < content_.size()) {
+    SeqContent& content = content_[static_cast<size_t>(s)];
+    if (content.chain != PendingHashes::kNoChain) {
+      const auto first = static_cast<int64_t>(content.hashes.size());
+      pending_.detach(content.chain, seq(s).block_table.data() + first,
+                      content.registered_blocks - first);
+    }
+    content.chain = PendingHashes::kNoChain;
+  }
+  PagedPolicyBase::release(s);
+}
+
+void PagedPolicy::register_eagerly(SeqSlot s, SeqContent& content, const TokenView& tokens,
+                                   int64_t full) {
+  const std::vector<BlockId>& table = seq(s).block_table;
+  if (defer_) touch_runs(tokens, static_cast<int64_t>(content.hashes.size()), full);
   hash_filled_blocks(content, tokens, full);  // prepare_commit() usually has
   while (content.registered_blocks < full) {
     const int64_t b = content.registered_blocks;
@@ -167,6 +295,10 @@ HostSlot PagedPolicy::apply_swap_out(SeqSlot s, const SwapPlan& plan) {
   // Only hashes of blocks whose content is complete AND registered are kept:
   // those are the ones a swap-in may find still on device.
   const SeqContent& content = content_.at(static_cast<size_t>(s));
+  if (content.chain != PendingHashes::kNoChain) {
+    // Its hashes are needed now, and the sequence it comes back as keeps them.
+    touch_key(pending_.key(content.chain));
+  }
   std::vector<BlockHash> kept(
       content.hashes.begin(),
       content.hashes.begin() + std::min<int64_t>(content.registered_blocks,
@@ -246,6 +378,9 @@ void PagedPolicy::attach_tiers(std::unique_ptr<TierChain> chain) {
   if (!prefix_caching_)
     throw std::logic_error("tiers below the device need the paged pool's prefix caching");
   tiers_ = std::move(chain);
+  // Evictions are heard from now on: every content needs its hash.
+  materialise_all();
+  defer_ = false;
   pool_.set_eviction_listener(tiers_.get());
 }
 

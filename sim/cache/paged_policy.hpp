@@ -51,6 +51,13 @@ class PagedPolicy final : public PagedPolicyBase {
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   int64_t commit_horizon(SeqSlot seq) const override;
   void prepare_commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
+  // The base's, and the sequence's content line, which prepare_commit and
+  // commit read when a block fills (the event the scheduler prefetches for).
+  void prefetch(SeqSlot seq) const override {
+    PagedPolicyBase::prefetch(seq);
+    if (static_cast<size_t>(seq) < content_.size())
+      __builtin_prefetch(&content_[static_cast<size_t>(seq)]);
+  }
   // Keeps the hashes of the registered blocks, to revive them on swap-in.
   HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) override;
   // Copies in only the blocks whose content is no longer on device.

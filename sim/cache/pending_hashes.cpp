@@ -34,10 +34,14 @@ bool PendingHashes::seen(uint64_t key) const {
   return (seen_bits_[h % kSeenWords] & mask) == mask;
 }
 
-void PendingHashes::note_seen(uint64_t key) {
+bool PendingHashes::note_seen(uint64_t key) {
   if (seen_bits_.empty()) seen_bits_.assign(kSeenWords, 0);
   const uint64_t h = mix(key);
-  seen_bits_[h % kSeenWords] |= seen_mask(h);
+  const uint64_t mask = seen_mask(h);
+  uint64_t& word = seen_bits_[h % kSeenWords];
+  const bool was = (word & mask) == mask;
+  word |= mask;
+  return was;
 }
 
 PendingHashes::ChainId PendingHashes::find(uint64_t key) const {
@@ -49,8 +53,8 @@ PendingHashes::ChainId PendingHashes::find(uint64_t key) const {
 PendingHashes::ChainId PendingHashes::start(uint64_t key, int64_t vocab, int64_t count,
                                             int64_t first_offset, const BlockHash& anchor,
                                             int32_t owner, const BlockPool& pool) {
-  if (find(key) != kNoChain) throw std::logic_error("a second pending chain for one key");
-  if (detached_ >= sweep_at_) sweep(pool);
+  if (note_seen(key)) throw std::logic_error("a pending chain for a key already seen");
+  sweep(pool);
   ChainId id;
   if (free_chains_.empty()) {
     id = static_cast<ChainId>(chains_.size());
@@ -80,7 +84,7 @@ void PendingHashes::detach(ChainId id, const BlockId* blocks, int64_t count) {
   if (c.owner == kNoOwner) return;
   c.owner = kNoOwner;
   c.blocks.assign(blocks, blocks + count);
-  ++detached_;
+  detached_.emplace_back(id, c.tag);
 }
 
 PendingHashes::Materialised PendingHashes::materialise(ChainId id, BlockPool& pool,
@@ -116,28 +120,27 @@ std::vector<PendingHashes::ChainId> PendingHashes::chains() const {
 
 void PendingHashes::drop(ChainId id) {
   Chain& c = chains_[static_cast<size_t>(id)];
-  if (c.owner == kNoOwner) --detached_;
   index_.erase(c.key);
-  c.blocks.clear();
-  c.blocks.shrink_to_fit();
+  c.blocks.clear();  // its room is reused by the next chain in this entry
   c.owner = kNoOwner;
   c.live = false;
   free_chains_.push_back(id);
 }
 
 void PendingHashes::sweep(const BlockPool& pool) {
-  for (size_t i = 0; i < chains_.size(); ++i) {
-    const Chain& c = chains_[i];
-    if (!c.live || c.owner != kNoOwner) continue;
-    // From the front: a sequence frees its tail first, so under lru its
-    // first blocks are the last to be reused.
-    if (std::none_of(c.blocks.begin(), c.blocks.end(),
-                     [&](BlockId b) { return holds(c, b, pool); }))
-      drop(static_cast<ChainId>(i));
+  while (!detached_.empty()) {
+    const auto [id, tag] = detached_.front();
+    const Chain& c = chains_[static_cast<size_t>(id)];
+    if (c.live && c.tag == tag) {
+      // From the front: a sequence frees its tail first, so under lru its
+      // first blocks are the last to be reused.
+      if (std::any_of(c.blocks.begin(), c.blocks.end(),
+                      [&](BlockId b) { return holds(c, b, pool); }))
+        return;
+      drop(id);
+    }
+    detached_.pop_front();
   }
-  // Amortised: the next sweep waits for as many new detached chains as
-  // survived this one, and at least 64.
-  sweep_at_ = std::max<int64_t>(64, 2 * detached_);
 }
 
 }  // namespace kvsim

@@ -32,9 +32,14 @@
 //   no listener or tier hears of evictions, so nothing else saw the hash.
 // "Seen" is kept in a fixed-size Bloom filter: a false positive only keeps
 // a key eager (exact, slower), and the memory stays flat however many
-// prompts a run looks up.
+// prompts a run looks up. A chain's key is marked seen when the chain
+// starts (so one key has one chain at most, and a second request given the
+// same output key stays eager): touching a key not seen before needs no
+// search for its chain.
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/cache/block_hash.hpp"
@@ -56,16 +61,18 @@ class PendingHashes {
 
   explicit PendingHashes(int64_t num_blocks);
 
-  // Whether some block of a run of this key may have been hashed (never a
-  // false negative).
+  // Whether some block of a run of this key may have been hashed or
+  // deferred (never a false negative): a key with a chain is seen, so only
+  // a key seen before can have one.
   bool seen(uint64_t key) const;
-  void note_seen(uint64_t key);
+  // Marks the key seen; returns whether it was already.
+  bool note_seen(uint64_t key);
   ChainId find(uint64_t key) const;
   bool empty() const { return index_.empty(); }
 
   // A new chain for key `key`: its first block will be the block at
   // `first_offset` of the stream (key, vocab), `count` tokens long, chained
-  // on `anchor`. Precondition: find(key) == kNoChain. While its owner holds
+  // on `anchor`. Precondition: !seen(key), which start() then marks. While its owner holds
   // them, the chain's blocks are the owner's to name (its block table); the
   // chain keeps a copy once the owner lets go (detach).
   ChainId start(uint64_t key, int64_t vocab, int64_t count, int64_t first_offset,
@@ -103,9 +110,9 @@ class PendingHashes {
     int32_t owner = kNoOwner;
   };
 
-  // Drops detached chains none of whose blocks is still pending, once there
-  // are many: a chain of a finished sequence lasts until its blocks are
-  // reused.
+  // Drops the oldest detached chains none of whose blocks is still pending:
+  // a chain of a finished sequence lasts until its blocks are reused, which
+  // under lru happens about in the order the sequences let go of them.
   void sweep(const BlockPool& pool);
   bool holds(const Chain& c, BlockId b, const BlockPool& pool) const {
     return pool.is_pending(b) && tags_[static_cast<size_t>(b)] == c.tag;
@@ -117,8 +124,9 @@ class PendingHashes {
   std::unordered_map<uint64_t, ChainId> index_;  // key -> chain
   std::vector<uint32_t> tags_;                   // by block: the chain that marked it pending
   uint32_t next_tag_ = 1;
-  int64_t detached_ = 0;
-  int64_t sweep_at_ = 64;
+  // Detached chains, oldest first, by (chain, tag): an entry whose chain
+  // was materialised since (its tag changed) is skipped.
+  std::deque<std::pair<ChainId, uint32_t>> detached_;
   std::vector<uint64_t> seen_bits_;  // allocated by the first note_seen()
 };
 

@@ -27,6 +27,10 @@ uint64_t seen_mask(uint64_t h) {
   return (uint64_t{1} << ((h >> 32) % 64)) | (uint64_t{1} << ((h >> 40) % 64));
 }
 
+BlockHash PendingHashes::key_hash(uint64_t key) {
+  return {mix(key), key};
+}
+
 bool PendingHashes::seen(uint64_t key) const {
   if (seen_bits_.empty()) return false;
   const uint64_t h = mix(key);
@@ -45,9 +49,8 @@ bool PendingHashes::note_seen(uint64_t key) {
 }
 
 PendingHashes::ChainId PendingHashes::find(uint64_t key) const {
-  if (index_.empty()) return kNoChain;
-  const auto it = index_.find(key);
-  return it == index_.end() ? kNoChain : it->second;
+  if (live_chains_ == 0) return kNoChain;
+  return index_.find(key_hash(key), key_of());
 }
 
 PendingHashes::ChainId PendingHashes::start(uint64_t key, int64_t vocab, int64_t count,
@@ -75,7 +78,9 @@ PendingHashes::ChainId PendingHashes::start(uint64_t key, int64_t vocab, int64_t
   // before a tag repeats.
   c.tag = next_tag_++;
   c.owner = owner;
-  index_.emplace(key, id);
+  c.key_hash = key_hash(key);
+  index_.insert(c.key_hash, id, key_of());
+  ++live_chains_;
   return id;
 }
 
@@ -120,7 +125,8 @@ std::vector<PendingHashes::ChainId> PendingHashes::chains() const {
 
 void PendingHashes::drop(ChainId id) {
   Chain& c = chains_[static_cast<size_t>(id)];
-  index_.erase(c.key);
+  index_.erase(c.key_hash, id, key_of());
+  --live_chains_;
   c.blocks.clear();  // its room is reused by the next chain in this entry
   c.owner = kNoOwner;
   c.live = false;

@@ -38,11 +38,11 @@
 // search for its chain.
 #include <cstdint>
 #include <deque>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "sim/cache/block_hash.hpp"
+#include "sim/cache/block_hash_table.hpp"
 #include "sim/cache/block_pool.hpp"
 
 namespace kvsim {
@@ -68,7 +68,7 @@ class PendingHashes {
   // Marks the key seen; returns whether it was already.
   bool note_seen(uint64_t key);
   ChainId find(uint64_t key) const;
-  bool empty() const { return index_.empty(); }
+  bool empty() const { return live_chains_ == 0; }
 
   // A new chain for key `key`: its first block will be the block at
   // `first_offset` of the stream (key, vocab), `count` tokens long, chained
@@ -100,6 +100,7 @@ class PendingHashes {
  private:
   struct Chain {
     uint64_t key = 0;
+    BlockHash key_hash;  // what index_ stores it under: the key, mixed
     int64_t vocab = 0;
     int64_t count = 0;  // tokens per block
     int64_t first_offset = 0;
@@ -121,8 +122,19 @@ class PendingHashes {
 
   std::vector<Chain> chains_;
   std::vector<ChainId> free_chains_;
-  std::unordered_map<uint64_t, ChainId> index_;  // key -> chain
-  std::vector<uint32_t> tags_;                   // by block: the chain that marked it pending
+  // key -> chain, in the pool's own open-addressing table (no node per
+  // chain: one starts with nearly every sequence).
+  struct KeyOfChain {
+    const std::vector<Chain>* chains;
+    const BlockHash& operator()(ChainId id) const {
+      return (*chains)[static_cast<size_t>(id)].key_hash;
+    }
+  };
+  KeyOfChain key_of() const { return {&chains_}; }
+  static BlockHash key_hash(uint64_t key);
+  BlockHashTable index_;
+  int64_t live_chains_ = 0;
+  std::vector<uint32_t> tags_;  // by block: the chain that marked it pending
   uint32_t next_tag_ = 1;
   // Detached chains, oldest first, by (chain, tag): an entry whose chain
   // was materialised since (its tag changed) is skipped.

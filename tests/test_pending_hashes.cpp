@@ -294,6 +294,58 @@ INSTANTIATE_TEST_SUITE_P(Workloads, DeferredHashes,
                                   (c.read_hashes ? "ReadHashes" : "");
                          });
 
+// A prefix-aware router extends one memo in one instance and looks it up in
+// others: a lookup whose memo already holds the hashes must still bring the
+// deferred blocks in. Looked up while the quoted output is half done, then
+// when it is done.
+TEST(DeferredHashes, AMemoFilledElsewhereStillFindsDeferredBlocks) {
+  PagedParams p;
+  p.num_blocks = 64;
+  p.block_size = 4;
+  p.block_bytes = 1;
+  p.defer_output_hashes = false;
+  PagedPolicy eager(p);
+  PagedPolicy router_side(p);
+  p.defer_output_hashes = true;
+  PagedPolicy deferred(p);
+  TokenContent prompt;
+  TokenContent output;
+  prompt.append_stream(1, kVocab, 8);
+  output.append_stream(2, kVocab, 16);
+  TokenContent next_turn;  // quotes the prompt and the whole output
+  next_turn.append_stream(1, kVocab, 8);
+  next_turn.append_stream(2, kVocab, 16);
+  next_turn.append_stream(3, kVocab, 4);
+  const TokenContent none;
+  SeqSlot slot[2];
+  PagedPolicy* policies[2] = {&eager, &deferred};
+  for (int i = 0; i < 2; ++i) {
+    PrefixHit hit = policies[i]->lookup_prefix(TokenView::of(prompt, output, 0));
+    slot[i] = policies[i]->apply_admit(policies[i]->plan_admit(std::move(hit), 8));
+    policies[i]->commit(slot[i], TokenView::of(prompt, output, 0), 8);
+  }
+  for (int g = 1; g <= 16; ++g) {
+    for (int i = 0; i < 2; ++i) {
+      PagedPolicy& policy = *policies[i];
+      policy.apply_grow(slot[i], policy.plan_grow(slot[i], 1), 1);
+      policy.commit(slot[i], TokenView::of(prompt, output, g), 8 + g);
+    }
+    if (g != 9 && g != 16) continue;
+    std::vector<BlockHash> memo;
+    const TokenView v = TokenView::of(next_turn, none, 0);
+    router_side.lookup_prefix(v, memo);
+    std::vector<BlockHash> memo_copy = memo;
+    const PrefixHit a = eager.lookup_prefix(v, memo);
+    const PrefixHit b = deferred.lookup_prefix(v, memo_copy);
+    EXPECT_EQ(a.blocks, b.blocks) << "after " << g << " tokens";
+    EXPECT_EQ(a.cached_tokens, (8 + g) / 4 * 4);
+  }
+  EXPECT_EQ(eager.content_hashes(slot[0]), deferred.content_hashes(slot[1]));
+  eager.release(slot[0]);
+  deferred.release(slot[1]);
+  deferred.check_drained();
+}
+
 TEST(DeferredHashes, OnlyWhereTheEvictionOrderIgnoresContent) {
   EXPECT_FALSE(make_eviction_order("lru")->uses_content());
   for (const char* name : {"arc", "lfu", "s3fifo"})

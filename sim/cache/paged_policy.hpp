@@ -5,7 +5,9 @@
 // to a bounded host pool. The block tables, swap and accounting are
 // PagedPolicyBase's; this class adds the content hashes: looking them up,
 // registering computed blocks, and reviving blocks still on device at
-// swap-in.
+// swap-in. Blocks a decode fills inside a described output are registered
+// without their hash until someone could look them up
+// (paged_policy_deferred.cpp, pending_hashes.hpp): every answer is the same.
 #include <memory>
 #include <string>
 #include <vector>

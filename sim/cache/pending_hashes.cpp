@@ -7,10 +7,10 @@ namespace kvsim {
 
 namespace {
 
-// 2^22 bits (512 KiB), two probes in one 64-bit word (one cache miss):
-// about 1 false positive in 300 after 10^5 keys, 1 in 6 after 10^6 (each
-// only keeps one output eager).
-constexpr uint64_t kSeenWords = uint64_t{1} << 16;
+// 2^21 bits (256 KiB, per policy), two probes in one 64-bit word (one
+// cache miss): about 1 false positive in 100 after 10^5 keys, 3 in 8 after
+// 10^6 (each only keeps one output eager).
+constexpr uint64_t kSeenWords = uint64_t{1} << 15;
 
 uint64_t mix(uint64_t x) {  // splitmix64: test keys are small integers
   x += 0x9E3779B97F4A7C15ull;

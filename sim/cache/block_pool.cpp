@@ -67,7 +67,7 @@ void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
     }
     for (size_t i = begin; i < end; ++i) {
       const auto v = static_cast<size_t>(victims[i]);
-      if (state_[v].hashed) by_hash_.prefetch(hash_[v]);
+      if (state_[v].hashed && !state_[v].pending) by_hash_.prefetch(hash_[v]);
     }
     for (size_t i = begin; i < end; ++i) take(victims[i]);
   }
@@ -90,7 +90,8 @@ void BlockPool::prefetch_upcoming(int64_t taken) const {
   for (int64_t i = kSlotAhead - std::min(taken, kSlotAhead); i < kSlotAhead; ++i) {
     const BlockId v = order_->victim_ahead(i);
     if (v == kNoBlock) break;
-    if (state_[static_cast<size_t>(v)].hashed) by_hash_.prefetch(hash_[static_cast<size_t>(v)]);
+    const BlockState st = state_[static_cast<size_t>(v)];
+    if (st.hashed && !st.pending) by_hash_.prefetch(hash_[static_cast<size_t>(v)]);
   }
 }
 
@@ -99,11 +100,17 @@ void BlockPool::take(BlockId b) {
   --num_free_;
   if (st.hashed) {
     --num_cached_free_;
-    const BlockHash& hash = hash_[static_cast<size_t>(b)];
-    by_hash_.erase(hash, b, hash_of());  // only if `b` is the canonical copy
     st.hashed = 0;
     ++evictions_;
-    if (listener_) listener_->on_block_evicted(hash);
+    if (st.pending) {
+      // Evicted before anyone needed its hash: no map entry to erase (the
+      // deferral's owner forgets it by its pending bit being gone).
+      st.pending = 0;
+    } else {
+      const BlockHash& hash = hash_[static_cast<size_t>(b)];
+      by_hash_.erase(hash, b, hash_of());  // only if `b` is the canonical copy
+      if (listener_) listener_->on_block_evicted(hash);
+    }
   }
   st.ref_count = 1;
 }
@@ -138,6 +145,27 @@ void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
   // Another block already holds this content: that one stays canonical.
   if (!by_hash_.insert(hash, b, hash_of())) return;
   st.hashed = 1;
+  hash_[static_cast<size_t>(b)] = hash;
+  order_->on_content(b, hash.low);
+}
+
+bool BlockPool::mark_pending(BlockId b) {
+  BlockState& st = state_[static_cast<size_t>(b)];
+  if (st.hashed) return false;  // content of a full block never changes
+  if (listener_ != nullptr || order_->uses_content())
+    throw std::logic_error("a pending block in a pool that must see every content hash");
+  st.hashed = 1;
+  st.pending = 1;
+  return true;
+}
+
+void BlockPool::register_pending(BlockId b, const BlockHash& hash) {
+  BlockState& st = state_[static_cast<size_t>(b)];
+  if (!st.pending) throw std::logic_error(fmt::format("block {} is not pending", b));
+  if (!by_hash_.insert(hash, b, hash_of()))
+    throw std::logic_error(
+        fmt::format("block {}'s deferred hash is already held by block {}", b, lookup(hash)));
+  st.pending = 0;
   hash_[static_cast<size_t>(b)] = hash;
   order_->on_content(b, hash.low);
 }

@@ -73,6 +73,9 @@ class BlockPool {
   // Starts loading what lookup(hash) and touch(block) or release(block)
   // will read (hints: nothing changes).
   void prefetch_lookup(const BlockHash& hash) const { by_hash_.prefetch(hash); }
+  void prefetch_state(BlockId block) const {
+    __builtin_prefetch(&state_[static_cast<size_t>(block)]);
+  }
   void prefetch_block(BlockId block) const {
     __builtin_prefetch(&state_[static_cast<size_t>(block)]);
     order_->prefetch(block);
@@ -94,6 +97,21 @@ class BlockPool {
   }
   bool has_hash(BlockId block) const { return state_[static_cast<size_t>(block)].hashed != 0; }
 
+  // Deferred registration (sim/cache/pending_hashes.hpp). mark_pending
+  // records that `block` (in use) holds content whose hash is not computed
+  // yet: it counts as cached content everywhere a registered block does
+  // (has_hash, num_cached_free, evictions) but has no map entry, so lookup()
+  // cannot find it. Returns false, changing nothing, when the block already
+  // holds content (as register_hash would). Only for a pool whose order
+  // ignores content and that has no eviction listener: neither can be told
+  // of a content that has no hash yet.
+  bool mark_pending(BlockId block);
+  bool is_pending(BlockId block) const { return state_[static_cast<size_t>(block)].pending != 0; }
+  // Gives a pending block its hash and map entry: the state register_hash
+  // would have left. Throws std::logic_error if another block holds `hash`
+  // (the deferral was not exact).
+  void register_pending(BlockId block, const BlockHash& hash);
+
   uint64_t evictions() const { return evictions_; }
   const EvictionOrder& eviction_order() const { return *order_; }
   // Null (the default) or a listener that outlives the pool.
@@ -112,8 +130,9 @@ class BlockPool {
   // 2.4 MiB and missed on every release (bench/bench_step_cost.cpp).
   // A block is free exactly when its reference count is 0.
   struct BlockState {
-    uint32_t ref_count : 31 = 0;
-    uint32_t hashed : 1 = 0;  // hash_ holds its content and by_hash_ may name it
+    uint32_t ref_count : 30 = 0;
+    uint32_t hashed : 1 = 0;   // holds content: hash_ and by_hash_ name it unless pending
+    uint32_t pending : 1 = 0;  // hashed, but its hash is not computed yet (no map entry)
   };
   static_assert(sizeof(BlockState) == 4);
   // The whole hash a block is stored under in by_hash_ (its own).

@@ -21,7 +21,10 @@ std::shared_ptr<BlockPool> pool_of(const PagedParams& params) {
 
 PagedPolicy::PagedPolicy(const PagedParams& params)
     : PagedPolicyBase(pool_of(params), params.block_size, params.block_bytes, params.host_blocks),
-      prefix_caching_(params.prefix_caching) {
+      prefix_caching_(params.prefix_caching),
+      defer_(params.defer_output_hashes && params.prefix_caching && !params.shared_pool &&
+             !pool_.eviction_order().uses_content()),
+      pending_(defer_ ? pool_.num_blocks() : 0) {
   scratch_tokens_.resize(static_cast<size_t>(params.block_size));
 }
 
@@ -32,6 +35,9 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   // Hash every full block of the known content once (the memo keeps them
   // across calls); the sequence registers them as its blocks get computed.
   const int64_t full_blocks = tokens.size() / block_size();
+  // Every time, not only when the memo grows: the memo may come from a
+  // lookup in another instance's cache (prefix-aware routing).
+  if (defer_) touch_runs(tokens, 0, full_blocks);
   tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
   hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
@@ -93,6 +99,7 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   content.hashes = plan.hit.hashes;
   note_last(content);
   content.registered_blocks = on_device + loaded;
+  content.chain = PendingHashes::kNoChain;
   // The blocks read back hold their content now: reusable at once.
   const std::vector<BlockId>& table = seq(s).block_table;
   for (int64_t b = on_device; b < on_device + loaded; ++b)
@@ -137,9 +144,16 @@ void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t com
   const int64_t full = blocks_to_register(s, computed_tokens);
   if (full == 0) return;
   SeqContent& content = content_[static_cast<size_t>(s)];
-  hash_filled_blocks(content, tokens, full);
+  const int64_t end = defer_ ? eager_end(content, tokens, full) : full;
   const std::vector<BlockId>& table = seq(s).block_table;
-  for (int64_t b = content.registered_blocks; b < full; ++b)
+  for (int64_t b = std::max(end, content.registered_blocks); b < full; ++b) {
+    pool_.prefetch_state(table[static_cast<size_t>(b)]);  // deferred: see defer()
+    pending_.prefetch(table[static_cast<size_t>(b)]);
+  }
+  if (end <= content.registered_blocks) return;
+  if (defer_) touch_runs(tokens, static_cast<int64_t>(content.hashes.size()), end);
+  hash_filled_blocks(content, tokens, end);
+  for (int64_t b = content.registered_blocks; b < end; ++b)
     pool_.prefetch_register(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
 }
 
@@ -147,7 +161,19 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
   const int64_t full = blocks_to_register(s, computed_tokens);
   if (full == 0) return;
   SeqContent& content = content_[static_cast<size_t>(s)];
+  if (!defer_) {
+    register_eagerly(s, content, tokens, full);
+    return;
+  }
+  const int64_t end = eager_end(content, tokens, full);
+  if (end > content.registered_blocks) register_eagerly(s, content, tokens, end);
+  if (end < full) defer(s, content, tokens, full);
+}
+
+void PagedPolicy::register_eagerly(SeqSlot s, SeqContent& content, const TokenView& tokens,
+                                   int64_t full) {
   const std::vector<BlockId>& table = seq(s).block_table;
+  if (defer_) touch_runs(tokens, static_cast<int64_t>(content.hashes.size()), full);
   hash_filled_blocks(content, tokens, full);  // prepare_commit() usually has
   while (content.registered_blocks < full) {
     const int64_t b = content.registered_blocks;
@@ -167,6 +193,10 @@ HostSlot PagedPolicy::apply_swap_out(SeqSlot s, const SwapPlan& plan) {
   // Only hashes of blocks whose content is complete AND registered are kept:
   // those are the ones a swap-in may find still on device.
   const SeqContent& content = content_.at(static_cast<size_t>(s));
+  if (content.chain != PendingHashes::kNoChain) {
+    // Its hashes are needed now, and the sequence it comes back as keeps them.
+    touch_key(pending_.key(content.chain));
+  }
   std::vector<BlockHash> kept(
       content.hashes.begin(),
       content.hashes.begin() + std::min<int64_t>(content.registered_blocks,
@@ -246,6 +276,9 @@ void PagedPolicy::attach_tiers(std::unique_ptr<TierChain> chain) {
   if (!prefix_caching_)
     throw std::logic_error("tiers below the device need the paged pool's prefix caching");
   tiers_ = std::move(chain);
+  // Evictions are heard from now on: every content needs its hash.
+  materialise_all();
+  defer_ = false;
   pool_.set_eviction_listener(tiers_.get());
 }
 

@@ -5,7 +5,9 @@
 // to a bounded host pool. The block tables, swap and accounting are
 // PagedPolicyBase's; this class adds the content hashes: looking them up,
 // registering computed blocks, and reviving blocks still on device at
-// swap-in.
+// swap-in. Blocks a decode fills inside a described output are registered
+// without their hash until someone could look them up
+// (paged_policy_deferred.cpp, pending_hashes.hpp): every answer is the same.
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "sim/cache/block_pool.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/paged_policy_base.hpp"
+#include "sim/cache/pending_hashes.hpp"
 
 namespace kvsim {
 
@@ -29,6 +32,12 @@ struct PagedParams {
   // When set, the blocks come from this pool (shared with the other KV
   // cache groups of a hybrid model) and num_blocks / eviction are its.
   std::shared_ptr<BlockPool> shared_pool = nullptr;
+  // Blocks filled inside a described output are registered without their
+  // hash, which is computed when someone could need it (pending_hashes.hpp);
+  // taken only where that cannot be observed (an own pool whose eviction
+  // order ignores content, no tiers). Not a YAML knob: results are the same
+  // either way, and tests turn it off to compare.
+  bool defer_output_hashes = true;
 };
 
 class PagedPolicy final : public PagedPolicyBase {
@@ -44,6 +53,13 @@ class PagedPolicy final : public PagedPolicyBase {
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   int64_t commit_horizon(SeqSlot seq) const override;
   void prepare_commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
+  // The base's, and the sequence's content line, which prepare_commit and
+  // commit read when a block fills (the event the scheduler prefetches for).
+  void prefetch(SeqSlot seq) const override {
+    PagedPolicyBase::prefetch(seq);
+    if (static_cast<size_t>(seq) < content_.size())
+      __builtin_prefetch(&content_[static_cast<size_t>(seq)]);
+  }
   // Keeps the hashes of the registered blocks, to revive them on swap-in.
   HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) override;
   // Copies in only the blocks whose content is no longer on device.
@@ -52,6 +68,8 @@ class PagedPolicy final : public PagedPolicyBase {
   CacheAccounting accounting() const override;
   // The pool's base checks, then the tiers' conservation.
   void check_drained() const override;
+  // Lets the sequence's pending blocks outlive it (they stay cached).
+  void release(SeqSlot seq) override;
   void report(RunMetrics& metrics) const override;
   // Evicted blocks go down the chain, prefix lookups continue into it.
   void attach_tiers(std::unique_ptr<TierChain> chain) override;
@@ -60,9 +78,7 @@ class PagedPolicy final : public PagedPolicyBase {
   const TierChain* tiers() const override { return tiers_.get(); }
   // Content hashes of a held sequence's full blocks known so far (prefix
   // caching on), and how many of its leading blocks are registered.
-  const std::vector<BlockHash>& content_hashes(SeqSlot seq) const {
-    return content_.at(static_cast<size_t>(seq)).hashes;
-  }
+  const std::vector<BlockHash>& content_hashes(SeqSlot seq) const;
   int64_t registered_blocks(SeqSlot seq) const {
     return content_.at(static_cast<size_t>(seq)).registered_blocks;
   }
@@ -75,6 +91,10 @@ class PagedPolicy final : public PagedPolicyBase {
     std::vector<BlockHash> hashes;  // of the first hashes.size() full blocks
     int64_t registered_blocks = 0;  // full blocks whose hash is in the pool's map
     BlockHash last;                 // hashes.back(), or zero when hashes is empty
+    // Its blocks registered but not yet hashed, [hashes.size(),
+    // registered_blocks), or kNoChain.
+    PendingHashes::ChainId chain = PendingHashes::kNoChain;
+    uint32_t chain_tag = 0;  // its tag, read here rather than from the chain
   };
 
   // The content of slot s, grown to cover it: called wherever the base opens a slot.
@@ -88,11 +108,31 @@ class PagedPolicy final : public PagedPolicyBase {
   }
   // Extends content.hashes over the first `full` blocks.
   void hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full);
+  // The block up to which commit(..., full) registers with hashes; the
+  // blocks after it, up to `full`, are deferred.
+  int64_t eager_end(const SeqContent& content, const TokenView& tokens, int64_t full) const;
+  // Hashes (hash_filled_blocks) and registers blocks up to `end`.
+  void register_eagerly(SeqSlot s, SeqContent& content, const TokenView& tokens, int64_t end);
+  // Registers blocks [registered_blocks, full) pending, on the sequence's chain.
+  void defer(SeqSlot s, SeqContent& content, const TokenView& tokens, int64_t full);
+  // Before hashing blocks [first, end) of `tokens`: touch_key() for every
+  // run that holds one of them whole (the blocks hashed from a run's key).
+  void touch_runs(const TokenView& tokens, int64_t first, int64_t end) const;
+  // Someone may hash content of run `key`: its pending blocks are
+  // registered now, and it never goes pending again. Logically const: the
+  // cache answers as before, with the hashes it defers computed.
+  void touch_key(uint64_t key) const;
+  void materialise(PendingHashes::ChainId chain) const;
+  // Every chain (the deferral stops: tiers were attached).
+  void materialise_all();
   // Blocks a swap-in must copy: those whose content is no longer on device.
   int64_t blocks_to_copy(HostSlot h) const;
 
   bool prefix_caching_;
-  std::vector<SeqContent> content_;
+  bool defer_;  // defer_output_hashes, where it is exact
+  // Mutable for touch_key(): a const lookup may compute deferred hashes.
+  mutable std::vector<SeqContent> content_;
+  mutable PendingHashes pending_;
   // A swapped-out sequence's registered blocks' hashes, by HostSlot.
   std::vector<std::vector<BlockHash>> host_hashes_;
   int64_t prefix_query_tokens_ = 0;

@@ -77,6 +77,10 @@ class EvictionOrder {
     (void)id;
     (void)key;
   }
+  // Whether on_content() can change what the order does: false for an
+  // order that ignores it, whose pool may then defer computing a content's
+  // key (sim/cache/pending_hashes.hpp).
+  virtual bool uses_content() const { return true; }
   // Every evictable entry, next victim first (tests, invariant checks, and
   // a pool that drops everything in victim order). O(n).
   virtual std::vector<EvictableId> victims_in_order() const = 0;

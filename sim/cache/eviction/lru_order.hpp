@@ -41,6 +41,8 @@ class LruOrder final : public EvictionOrder {
       __builtin_prefetch(&position_[static_cast<size_t>(id)]);
   }
   std::vector<EvictableId> victims_in_order() const override;
+  // Recency only: on_content is the base's no-op.
+  bool uses_content() const override { return false; }
   void reserve(int64_t ids) override;
 
  private:

@@ -151,7 +151,10 @@ class Scheduler {
   // policy's count of its tokens as of `policy_since` (a step that grows
   // its table or commits settles the policy's count on the way). `horizon`
   // is its commit horizon, -1 when a commit moved it and committed() did
-  // not say where to.
+  // not say where to. `room_until` is the step whose token needs a new
+  // block: the policy's in-place room counted from policy_since, asked
+  // once per block (only a new block changes it; a settle uses it up in
+  // step with policy_since), not at every look.
   struct BulkRun {
     int64_t since = 0;
     int64_t base = 0;
@@ -159,6 +162,7 @@ class Scheduler {
     int64_t policy_since = 0;
     int64_t horizon = -1;
     int64_t generated = 0;  // the Sequence's generated as of `since`
+    int64_t room_until = 0;
   };
   // Brings running_[i]'s Sequence and the policy's count of its tokens up
   // to date with the bulk steps it took before step `now`, and ends its run
@@ -171,7 +175,7 @@ class Scheduler {
   void start_run(size_t i, int64_t tokens);
   // A run's step where it needs a look: its end, the step whose token
   // needs a new block, or the one that reaches its commit horizon.
-  int64_t next_event(SeqSlot slot, const BulkRun& run) const;
+  static int64_t next_event(const BulkRun& run);
   // Takes running_[i]'s bulk step at one of its events: grows its table
   // (false when the pool has no block: nothing changed but the policy's
   // count of the steps before) and lists a commit in the batch.

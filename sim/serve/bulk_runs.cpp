@@ -109,6 +109,8 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
   }
   const int64_t computed = run.base + (now - run.since) + 1;  // after this step
   if (computed >= run.horizon) {
+    // The engine commits it after the step: its content is loaded from now.
+    prefetch_for_commit(seq);
     if (!grown) policy_.settle_in_place(slot, now + 1 - run.policy_since);
     run.policy_since = now + 1;
     batch.summary.bulk_commits.push_back({seq, run.generated + (now - run.since), computed,
@@ -194,11 +196,6 @@ void Scheduler::end_runs_from(size_t from) {
     if (next_event_[i] > clock_) --bulk_now_;
     settle(i, clock_);
   }
-}
-
-void Scheduler::committed(SeqSlot slot, int64_t horizon) {
-  const auto s = static_cast<size_t>(slot);
-  if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
 }
 
 }  // namespace kvsim

@@ -254,8 +254,7 @@ void ServingEngine::on_step_done() {
     prepare(seq, seq->tokens(), seq->computed);
   };
   const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
-  // Their requests' content lives apart on the heap: asked for at once.
-  for (const BatchSummary::BulkCommit& b : bulk_commits) __builtin_prefetch(&b.seq->request);
+  // (The scheduler started loading their content when it listed them.)
   size_t next_bulk = 0;
   auto prepare_bulk_before = [&](size_t item) {
     for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;

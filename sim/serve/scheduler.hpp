@@ -103,7 +103,10 @@ class Scheduler {
   // The commit after a step moved the sequence in `slot` to `horizon`
   // (KvCachePolicy::commit_horizon): its run, if it goes on, need not read
   // its Sequence to learn it.
-  void committed(SeqSlot slot, int64_t horizon);
+  void committed(SeqSlot slot, int64_t horizon) {
+    const auto s = static_cast<size_t>(slot);
+    if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
+  }
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);
   // The step built last ended at `now`: its samples, bulk decodes' too, came then.

@@ -16,7 +16,7 @@ void Scheduler::settle(size_t i, int64_t now) {
   run_sum_ -= run.base - run.since;
   const int64_t end = std::min(run.until, now);
   entry = {};
-  next_event_[i] = 0;
+  next_event_.set(i, 0);
   // Each bulk step computed one token and sampled one, the last of them at
   // the end of the step before `now` (a sequence left out of a step is
   // settled then, so its bulk steps are the latest steps).
@@ -70,7 +70,7 @@ void Scheduler::start_run(size_t i, int64_t tokens) {
   run.horizon = at_horizon ? -1 : seq.commit_horizon;
   if (events_in_bulk_) run.room_until = run.policy_since + policy_.in_place_room(slot);
   run_of(i) = run;
-  next_event_[i] = events_in_bulk_ ? next_event(run) : run.until;
+  next_event_.set(i, events_in_bulk_ ? next_event(run) : run.until);
   run_sum_ += run.base - run.since;
   run_sum_new_ += run.base - run.since;
 }
@@ -117,23 +117,18 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
                                           static_cast<uint32_t>(batch.items.size())});
     run.horizon = -1;  // the commit moves it: committed() tells
   }
-  next_event_[i] = next_event(run);
+  next_event_.set(i, next_event(run));
   return true;
 }
 
 size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
   const size_t n = running_.size();
   const RunningSeq* const run = running_.data();
-  const int64_t* const event = next_event_.data();
   const int64_t now = clock_;
   // A run with no event in this step takes it in bulk: nothing to write.
-  // The others' positions are listed (a store each, kept only if m moves on).
+  // The others' positions are listed.
   one_by_one_.resize(n);
-  size_t m = 0;
-  for (size_t i = 0; i < n; ++i) {
-    one_by_one_[m] = static_cast<uint32_t>(i);
-    m += event[i] <= now ? 1 : 0;
-  }
+  const size_t m = next_event_.list_due(now, one_by_one_.data());
   one_by_one_.resize(m);
   bulk_now_ = static_cast<int64_t>(n - m);
   // Then the others in order, with the budget the one-by-one loop would

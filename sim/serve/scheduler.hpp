@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/cache/kv_cache_policy.hpp"
+#include "sim/serve/event_steps.hpp"
 #include "sim/serve/sequence.hpp"
 
 namespace kvsim {
@@ -140,7 +141,7 @@ class Scheduler {
 
   // The running sequences as the step loop sees them, in arrival order,
   // with each one's run of bulk steps beside it in arrays of their own: a
-  // step reads only next_event_ (8 bytes a sequence) for the sequences it
+  // step reads only next_event_ (4 bytes a sequence) for the sequences it
   // advances in bulk without a look, neither their Sequence (they live
   // apart on the heap) nor anything it would have to write back.
   struct RunningSeq {
@@ -217,7 +218,7 @@ class Scheduler {
   std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
   // running_[i] needs a look in step next_event_[i] (0: in every step, no
   // run); until then it takes its bulk steps unseen.
-  std::vector<int64_t> next_event_;
+  EventSteps next_event_;
   // Runs by the policy's slot of their sequence (stable while it runs), so
   // that entries that move in running_ leave them in place.
   std::vector<BulkRun> bulk_run_;

@@ -107,10 +107,16 @@ Sequence* ServingEngine::new_sequence(Request&& request) {
   if (!free_sequences_.empty()) {
     seq = free_sequences_.back();
     free_sequences_.pop_back();
+    // The hash memo keeps its room for the next request (it starts empty).
+    std::vector<BlockHash> memo = std::move(seq->block_hashes);
+    memo.clear();
     *seq = Sequence{};
+    seq->block_hashes = std::move(memo);
   } else {
-    sequence_pool_.push_back(std::make_unique<Sequence>());
-    seq = sequence_pool_.back().get();
+    if (sequences_made_ % kSequenceChunk == 0)
+      sequence_chunks_.push_back(std::make_unique<Sequence[]>(kSequenceChunk));
+    seq = &sequence_chunks_.back()[sequences_made_ % kSequenceChunk];
+    ++sequences_made_;
   }
   seq->request = std::move(request);
   seq->prompt_tokens = seq->prompt_len();

@@ -22,6 +22,8 @@ class EventSteps {
   // Steps from the base after which the copies are taken again from a new
   // base (a run reaches it after 2^30 steps, if ever).
   static constexpr int64_t kRebase = int64_t{1} << 30;
+  // Below this many entries the list is built one entry at a time.
+  static constexpr size_t kFewEntries = 64;
 
   size_t size() const { return step_.size(); }
   int64_t operator[](size_t i) const { return step_[i]; }
@@ -56,6 +58,15 @@ class EventSteps {
   size_t list_due(int64_t now, uint32_t* out) {
     if (now - base_ >= kRebase) rebase(now);
     const size_t n = step_.size();
+    if (n < kFewEntries) {
+      // A small batch: one compare per entry beats setting up the flags.
+      size_t m = 0;
+      for (size_t i = 0; i < n; ++i) {
+        out[m] = static_cast<uint32_t>(i);
+        m += step_[i] <= now ? 1 : 0;
+      }
+      return m;
+    }
     const size_t words = (n + 7) / 8;
     flags_.resize(words * 8);
     const auto limit = static_cast<int32_t>(now - base_);

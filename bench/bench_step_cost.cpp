@@ -10,9 +10,9 @@
 //   sim_x_real           simulated seconds per CPU second (x real time)
 // A decode is advanced in bulk from its first decode to its last two steps
 // (SchedulerParams::bulk_decodes): what grows with the batch is a pass over
-// 8 bytes a sequence plus its block fills (a commit) and new blocks, each
-// a look at the policy and no Sequence read (about 2 sequences in 16 a
-// step at block_size 16).
+// 4 bytes a sequence (EventSteps, compared several at a time) plus its
+// block fills (a commit) and new blocks, each a look at the policy and no
+// Sequence read (about 2 sequences in 16 a step at block_size 16).
 // The run also builds the engine (a pool of ~10^5 blocks) and generates and
 // retires max(4 x max_num_seqs, 1,024) requests; that cost is included,
 // spread over the run's steps (>= 1,024 x 512 / max_num_seqs of them).

@@ -16,7 +16,7 @@ void Scheduler::settle(size_t i, int64_t now) {
   run_sum_ -= run.base - run.since;
   const int64_t end = std::min(run.until, now);
   entry = {};
-  next_event_[i] = 0;
+  next_event_.set(i, 0);
   // Each bulk step computed one token and sampled one, the last of them at
   // the end of the step before `now` (a sequence left out of a step is
   // settled then, so its bulk steps are the latest steps).
@@ -68,16 +68,16 @@ void Scheduler::start_run(size_t i, int64_t tokens) {
   run.policy_since = run.since;  // try_grow counted this step's token
   // This step's commit moves the horizon: looked up at the run's first step.
   run.horizon = at_horizon ? -1 : seq.commit_horizon;
+  if (events_in_bulk_) run.room_until = run.policy_since + policy_.in_place_room(slot);
   run_of(i) = run;
-  next_event_[i] = events_in_bulk_ ? next_event(slot, run) : run.until;
+  next_event_.set(i, events_in_bulk_ ? next_event(run) : run.until);
   run_sum_ += run.base - run.since;
   run_sum_new_ += run.base - run.since;
 }
 
-int64_t Scheduler::next_event(SeqSlot slot, const BulkRun& run) const {
-  // The policy's count is as of policy_since: the steps from there fit in
-  // place until the room is used up.
-  int64_t next = std::min(run.until, run.policy_since + policy_.in_place_room(slot));
+int64_t Scheduler::next_event(const BulkRun& run) {
+  // The steps before room_until fit in place.
+  int64_t next = std::min(run.until, run.room_until);
   if (run.horizon < 0) return std::min(next, run.policy_since);
   // The step whose token is the horizon's last: base + t - since + 1 == horizon
   // (no overflow for a horizon of "never").
@@ -90,46 +90,45 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
   BulkRun& run = run_of(i);
   const SeqSlot slot = running_[i].slot;
   const int64_t now = clock_;
-  // The policy hears of the bulk steps before this one, then of this one
-  // if it needs a block (apply_grow counts its token) or commits.
-  if (now > run.policy_since) policy_.settle_in_place(slot, now - run.policy_since);
-  run.policy_since = now;
   Sequence* seq = running_[i].seq;
   if (run.horizon < 0) run.horizon = seq->commit_horizon;  // no committed() since a commit
+  // The policy hears of the bulk steps before this one only when it is
+  // asked something: before a new block (apply_grow counts this step's
+  // token), or with this step's token before a commit.
   bool grown = false;
-  if (policy_.in_place_room(slot) == 0) {
+  if (now >= run.room_until) {
+    if (now > run.policy_since) policy_.settle_in_place(slot, now - run.policy_since);
+    run.policy_since = now;
     const GrowPlan plan = policy_.plan_grow(slot, 1);
     if (!plan.fits) return false;  // a preemption: one by one from here
     policy_.apply_grow(slot, plan, 1);
     run.policy_since = now + 1;
+    run.room_until = run.policy_since + policy_.in_place_room(slot);
     grown = true;
     ++grown_now_;
   }
   const int64_t computed = run.base + (now - run.since) + 1;  // after this step
   if (computed >= run.horizon) {
-    if (!grown) policy_.settle_in_place(slot, 1);
+    // The engine commits it after the step: its content is loaded from now.
+    prefetch_for_commit(seq);
+    if (!grown) policy_.settle_in_place(slot, now + 1 - run.policy_since);
     run.policy_since = now + 1;
     batch.summary.bulk_commits.push_back({seq, run.generated + (now - run.since), computed,
                                           static_cast<uint32_t>(batch.items.size())});
     run.horizon = -1;  // the commit moves it: committed() tells
   }
-  next_event_[i] = next_event(slot, run);
+  next_event_.set(i, next_event(run));
   return true;
 }
 
 size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
   const size_t n = running_.size();
   const RunningSeq* const run = running_.data();
-  const int64_t* const event = next_event_.data();
   const int64_t now = clock_;
   // A run with no event in this step takes it in bulk: nothing to write.
-  // The others' positions are listed (a store each, kept only if m moves on).
+  // The others' positions are listed.
   one_by_one_.resize(n);
-  size_t m = 0;
-  for (size_t i = 0; i < n; ++i) {
-    one_by_one_[m] = static_cast<uint32_t>(i);
-    m += event[i] <= now ? 1 : 0;
-  }
+  const size_t m = next_event_.list_due(now, one_by_one_.data());
   one_by_one_.resize(m);
   bulk_now_ = static_cast<int64_t>(n - m);
   // Then the others in order, with the budget the one-by-one loop would
@@ -192,11 +191,6 @@ void Scheduler::end_runs_from(size_t from) {
     if (next_event_[i] > clock_) --bulk_now_;
     settle(i, clock_);
   }
-}
-
-void Scheduler::committed(SeqSlot slot, int64_t horizon) {
-  const auto s = static_cast<size_t>(slot);
-  if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
 }
 
 }  // namespace kvsim

@@ -107,10 +107,16 @@ Sequence* ServingEngine::new_sequence(Request&& request) {
   if (!free_sequences_.empty()) {
     seq = free_sequences_.back();
     free_sequences_.pop_back();
+    // The hash memo keeps its room for the next request (it starts empty).
+    std::vector<BlockHash> memo = std::move(seq->block_hashes);
+    memo.clear();
     *seq = Sequence{};
+    seq->block_hashes = std::move(memo);
   } else {
-    sequence_pool_.push_back(std::make_unique<Sequence>());
-    seq = sequence_pool_.back().get();
+    if (sequences_made_ % kSequenceChunk == 0)
+      sequence_chunks_.push_back(std::make_unique<Sequence[]>(kSequenceChunk));
+    seq = &sequence_chunks_.back()[sequences_made_ % kSequenceChunk];
+    ++sequences_made_;
   }
   seq->request = std::move(request);
   seq->prompt_tokens = seq->prompt_len();
@@ -254,8 +260,7 @@ void ServingEngine::on_step_done() {
     prepare(seq, seq->tokens(), seq->computed);
   };
   const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
-  // Their requests' content lives apart on the heap: asked for at once.
-  for (const BatchSummary::BulkCommit& b : bulk_commits) __builtin_prefetch(&b.seq->request);
+  // (The scheduler started loading their content when it listed them.)
   size_t next_bulk = 0;
   auto prepare_bulk_before = [&](size_t item) {
     for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;

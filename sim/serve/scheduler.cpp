@@ -24,7 +24,7 @@ void Scheduler::insert_running(Sequence* seq) {
   const auto at = std::upper_bound(running_.begin(), running_.end(), id,
                                    [](uint64_t v, const RunningSeq& r) { return v < r.id; });
   const auto index = at - running_.begin();
-  next_event_.insert(next_event_.begin() + index, 0);
+  next_event_.insert(static_cast<size_t>(index), 0);
   const auto slot = static_cast<size_t>(seq->slot);
   if (slot >= bulk_run_.size()) bulk_run_.resize(slot + 1);
   bulk_run_[slot] = {};
@@ -45,7 +45,7 @@ void Scheduler::drop_finished() {
     size_t end = i + 1;
     while (end < n && running_[end].seq) ++end;
     std::copy(running_.begin() + i, running_.begin() + end, running_.begin() + kept);
-    std::copy(next_event_.begin() + i, next_event_.begin() + end, next_event_.begin() + kept);
+    next_event_.move_down(i, end, kept);
     kept += end - i;
     i = end;
   }

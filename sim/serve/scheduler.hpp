@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/cache/kv_cache_policy.hpp"
+#include "sim/serve/event_steps.hpp"
 #include "sim/serve/sequence.hpp"
 
 namespace kvsim {
@@ -103,7 +104,10 @@ class Scheduler {
   // The commit after a step moved the sequence in `slot` to `horizon`
   // (KvCachePolicy::commit_horizon): its run, if it goes on, need not read
   // its Sequence to learn it.
-  void committed(SeqSlot slot, int64_t horizon);
+  void committed(SeqSlot slot, int64_t horizon) {
+    const auto s = static_cast<size_t>(slot);
+    if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
+  }
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);
   // The step built last ended at `now`: its samples, bulk decodes' too, came then.
@@ -137,7 +141,7 @@ class Scheduler {
 
   // The running sequences as the step loop sees them, in arrival order,
   // with each one's run of bulk steps beside it in arrays of their own: a
-  // step reads only next_event_ (8 bytes a sequence) for the sequences it
+  // step reads only next_event_ (4 bytes a sequence) for the sequences it
   // advances in bulk without a look, neither their Sequence (they live
   // apart on the heap) nor anything it would have to write back.
   struct RunningSeq {
@@ -151,7 +155,10 @@ class Scheduler {
   // policy's count of its tokens as of `policy_since` (a step that grows
   // its table or commits settles the policy's count on the way). `horizon`
   // is its commit horizon, -1 when a commit moved it and committed() did
-  // not say where to.
+  // not say where to. `room_until` is the step whose token needs a new
+  // block: the policy's in-place room counted from policy_since, asked
+  // once per block (only a new block changes it; a settle uses it up in
+  // step with policy_since), not at every look.
   struct BulkRun {
     int64_t since = 0;
     int64_t base = 0;
@@ -159,6 +166,7 @@ class Scheduler {
     int64_t policy_since = 0;
     int64_t horizon = -1;
     int64_t generated = 0;  // the Sequence's generated as of `since`
+    int64_t room_until = 0;
   };
   // Brings running_[i]'s Sequence and the policy's count of its tokens up
   // to date with the bulk steps it took before step `now`, and ends its run
@@ -171,7 +179,7 @@ class Scheduler {
   void start_run(size_t i, int64_t tokens);
   // A run's step where it needs a look: its end, the step whose token
   // needs a new block, or the one that reaches its commit horizon.
-  int64_t next_event(SeqSlot slot, const BulkRun& run) const;
+  static int64_t next_event(const BulkRun& run);
   // Takes running_[i]'s bulk step at one of its events: grows its table
   // (false when the pool has no block: nothing changed but the policy's
   // count of the steps before) and lists a commit in the batch.
@@ -210,7 +218,7 @@ class Scheduler {
   std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
   // running_[i] needs a look in step next_event_[i] (0: in every step, no
   // run); until then it takes its bulk steps unseen.
-  std::vector<int64_t> next_event_;
+  EventSteps next_event_;
   // Runs by the policy's slot of their sequence (stable while it runs), so
   // that entries that move in running_ leave them in place.
   std::vector<BulkRun> bulk_run_;

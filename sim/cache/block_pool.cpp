@@ -47,6 +47,12 @@ BlockId BlockPool::allocate() {
 void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
   if (count <= 0) return;
   if (count > num_free_) throw std::logic_error("allocate_into() beyond the free blocks");
+  if (count == 1) {  // a decode's new block: no windows to set up
+    out.push_back(order_->pop_victim());
+    take(out.back());
+    prefetch_upcoming(1);
+    return;
+  }
   // No order call happens inside take(), so popping every victim first
   // yields the sequence of interleaved allocate() calls.
   const size_t first = out.size();
@@ -80,17 +86,18 @@ void BlockPool::prefetch_upcoming(int64_t taken) const {
   // nanoseconds), near enough that the lines stay in the cache.
   constexpr int64_t kStateAhead = 16;
   constexpr int64_t kSlotAhead = 8;
-  const int64_t k = std::min(taken, kStateAhead);
-  for (int64_t i = kStateAhead - k; i < kStateAhead; ++i) {
-    const BlockId v = order_->victim_ahead(i);
-    if (v == kNoBlock) break;
-    __builtin_prefetch(&state_[static_cast<size_t>(v)]);
-    __builtin_prefetch(&hash_[static_cast<size_t>(v)]);
+  // One call for every upcoming victim the order names.
+  const std::span<const BlockId> ahead = order_->victims_ahead();
+  const auto state_end = std::min<size_t>(ahead.size(), kStateAhead);
+  for (auto i = static_cast<size_t>(kStateAhead - std::min(taken, kStateAhead)); i < state_end;
+       ++i) {
+    __builtin_prefetch(&state_[static_cast<size_t>(ahead[i])]);
+    __builtin_prefetch(&hash_[static_cast<size_t>(ahead[i])]);
   }
-  for (int64_t i = kSlotAhead - std::min(taken, kSlotAhead); i < kSlotAhead; ++i) {
-    const BlockId v = order_->victim_ahead(i);
-    if (v == kNoBlock) break;
-    if (state_[static_cast<size_t>(v)].hashed) by_hash_.prefetch(hash_[static_cast<size_t>(v)]);
+  const auto slot_end = std::min<size_t>(ahead.size(), kSlotAhead);
+  for (auto i = static_cast<size_t>(kSlotAhead - std::min(taken, kSlotAhead)); i < slot_end; ++i) {
+    const auto v = static_cast<size_t>(ahead[i]);
+    if (state_[v].hashed) by_hash_.prefetch(hash_[v]);
   }
 }
 

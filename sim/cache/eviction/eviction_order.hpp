@@ -28,6 +28,7 @@
 // Between calls the evictable set an order holds is exactly the pool's.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -62,6 +63,12 @@ class EvictionOrder {
   virtual EvictableId victim_ahead(int64_t ahead) const {
     return ahead == 0 ? next_victim() : kNoEvictable;
   }
+  // The entries likely to be the next victims, next first, when the order
+  // keeps them in one array it can lend at no cost (victim_ahead(k) for
+  // every k in one call); empty otherwise. A hint for the pool's
+  // prefetches only, valid until the order's next change: it may name
+  // entries that are no longer evictable.
+  virtual std::span<const EvictableId> victims_ahead() const { return {}; }
   // Starts loading what the order keeps for `id` (a hint: nothing changes),
   // ahead of a call about it.
   virtual void prefetch(EvictableId id) const { (void)id; }

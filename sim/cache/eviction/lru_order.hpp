@@ -36,6 +36,11 @@ class LruOrder final : public EvictionOrder {
   EvictableId next_victim() const override;
   // The entry `ahead` places past the oldest end, gone or not: a hint.
   EvictableId victim_ahead(int64_t ahead) const override;
+  // The queue from its oldest end, gone entries included: a hint.
+  std::span<const EvictableId> victims_ahead() const override {
+    if (live_ == 0) return {};
+    return {queue_.data() + head_, queue_.size() - head_};
+  }
   void prefetch(EvictableId id) const override {
     if (static_cast<size_t>(id) < position_.size())
       __builtin_prefetch(&position_[static_cast<size_t>(id)]);

@@ -91,11 +91,13 @@ void BlockPool::prefetch_upcoming(int64_t taken) const {
   const auto state_end = std::min<size_t>(ahead.size(), kStateAhead);
   for (auto i = static_cast<size_t>(kStateAhead - std::min(taken, kStateAhead)); i < state_end;
        ++i) {
+    if (ahead[i] == kNoBlock) continue;  // gone
     __builtin_prefetch(&state_[static_cast<size_t>(ahead[i])]);
     __builtin_prefetch(&hash_[static_cast<size_t>(ahead[i])]);
   }
   const auto slot_end = std::min<size_t>(ahead.size(), kSlotAhead);
   for (auto i = static_cast<size_t>(kSlotAhead - std::min(taken, kSlotAhead)); i < slot_end; ++i) {
+    if (ahead[i] == kNoBlock) continue;
     const auto v = static_cast<size_t>(ahead[i]);
     if (state_[v].hashed) by_hash_.prefetch(hash_[v]);
   }
@@ -155,23 +157,23 @@ std::vector<BlockId> BlockPool::free_queue() const {
 
 void BlockPool::check_invariants() const {
   // A block is free exactly when its reference count is 0; the order must
-  // hold exactly those.
+  // hold exactly those (asked of it by id, in one pass beside the states).
+  const std::vector<uint8_t> evictable = order_->evictable_flags(num_blocks());
   int64_t free_count = 0;
   int64_t cached = 0;
-  for (const BlockState& st : state_) {
+  int64_t in_order = 0;
+  for (size_t b = 0; b < state_.size(); ++b) {
+    const BlockState st = state_[b];
+    if (evictable[b] && st.ref_count != 0)
+      throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));
     free_count += st.ref_count == 0 ? 1 : 0;
     cached += (st.ref_count == 0 && st.hashed) ? 1 : 0;
+    in_order += evictable[b] ? 1 : 0;
   }
-  const std::vector<BlockId> in_order = order_->victims_in_order();
-  for (BlockId b : in_order) {
-    if (b < 0 || b >= num_blocks() || state_[static_cast<size_t>(b)].ref_count != 0)
-      throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));
-  }
-  if (free_count != num_free_ || cached != num_cached_free_ ||
-      static_cast<int64_t>(in_order.size()) != num_free_) {
-    throw std::logic_error(fmt::format(
-        "free count {} (cached {}) but bookkeeping says {} ({}), the {} order {}", free_count,
-        cached, num_free_, num_cached_free_, order_->name(), in_order.size()));
+  if (free_count != num_free_ || cached != num_cached_free_ || in_order != num_free_) {
+    throw std::logic_error(
+        fmt::format("free count {} (cached {}) but bookkeeping says {} ({}), the {} order {}",
+                    free_count, cached, num_free_, num_cached_free_, order_->name(), in_order));
   }
 }
 

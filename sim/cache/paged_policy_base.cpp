@@ -65,9 +65,10 @@ GrowPlan PagedPolicyBase::plan_grow(SeqSlot s, int64_t new_tokens) const {
   const SeqRoom& r = rooms_.at(static_cast<size_t>(s));
   GrowPlan plan;
   // Most calls are a decode that stays inside its last block: tell that by a
-  // compare, and divide only when the table must grow (once per block).
-  if (r.tokens + new_tokens > r.capacity) {
-    plan.new_blocks = blocks_for(r.tokens + new_tokens - r.capacity);
+  // compare.
+  if (const int64_t beyond = r.tokens + new_tokens - r.capacity; beyond > 0) {
+    // A decode crossing into a new block needs one: no divide either.
+    plan.new_blocks = beyond <= block_size_ ? 1 : blocks_for(beyond);
   }
   plan.fits = plan.new_blocks <= pool_.num_free();
   return plan;

@@ -67,7 +67,7 @@ class EvictionOrder {
   // keeps them in one array it can lend at no cost (victim_ahead(k) for
   // every k in one call); empty otherwise. A hint for the pool's
   // prefetches only, valid until the order's next change: it may name
-  // entries that are no longer evictable.
+  // entries that are no longer evictable, or hold kNoEvictable for them.
   virtual std::span<const EvictableId> victims_ahead() const { return {}; }
   // Starts loading what the order keeps for `id` (a hint: nothing changes),
   // ahead of a call about it.
@@ -87,6 +87,11 @@ class EvictionOrder {
   // Every evictable entry, next victim first (tests, invariant checks, and
   // a pool that drops everything in victim order). O(n).
   virtual std::vector<EvictableId> victims_in_order() const = 0;
+  // By id in [0, ids): 1 when the entry is evictable, else 0 (a pool's invariant
+  // check, in one pass by id where an order can). Throws std::logic_error
+  // when the order holds an id outside [0, ids) or holds one twice. The
+  // default reads victims_in_order(). O(n).
+  virtual std::vector<uint8_t> evictable_flags(int64_t ids) const;
 };
 
 }  // namespace kvsim

@@ -135,6 +135,18 @@ void BlockPool::release(BlockId b) {
   if (--st.ref_count == 0) mark_free(b);
 }
 
+void BlockPool::release_backwards(std::span<const BlockId> blocks) {
+  constexpr size_t kWindow = 16;
+  for (size_t end = blocks.size(); end > 0;) {
+    const size_t begin = end > kWindow ? end - kWindow : 0;
+    for (size_t i = begin; i < end; ++i)
+      if (blocks[i] != kNoBlock) prefetch_block(blocks[i]);
+    for (size_t i = end; i-- > begin;)
+      if (blocks[i] != kNoBlock) release(blocks[i]);
+    end = begin;
+  }
+}
+
 BlockId BlockPool::lookup(const BlockHash& hash) const {
   return by_hash_.find(hash, hash_of());
 }

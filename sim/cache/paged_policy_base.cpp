@@ -127,12 +127,7 @@ void PagedPolicyBase::release(SeqSlot s) {
   // Tail first: the blocks least likely to be shared go to the free queue
   // first and so are reused before the common prefix (vLLM v1 frees in
   // reverse order for the same reason).
-  constexpr size_t kAhead = 8;
-  const std::vector<BlockId>& table = sq.block_table;
-  for (size_t i = table.size(); i-- > 0;) {
-    if (i >= kAhead && table[i - kAhead] != kNoBlock) pool_.prefetch_block(table[i - kAhead]);
-    if (table[i] != kNoBlock) pool_.release(table[i]);
-  }
+  pool_.release_backwards(sq.block_table);
   slots_reserved_ -= live_blocks(s) * block_size_;
   tokens_held_ -= room(s).tokens - sq.freed_blocks * block_size_;
   sq.block_table.clear();

@@ -53,7 +53,7 @@ SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t ne
   }
   pool_.allocate_into(new_blocks, sq.block_table);
   room(s) = {tokens, static_cast<int64_t>(sq.block_table.size()) * block_size_};
-  sq.freed_blocks = freed_blocks;
+  sq.freed_blocks = static_cast<int32_t>(freed_blocks);  // the table holds as many entries
   sq.live = true;
   ++live_seqs_;
   slots_reserved_ += (static_cast<int64_t>(reused.size()) + new_blocks) * block_size_;

@@ -116,11 +116,15 @@ class PagedPolicyBase : public KvCachePolicy {
     int64_t capacity = 0;  // token slots of the table: its entries (released ones too) x block_size
   };
   static_assert(sizeof(SeqRoom) == 16);
-  struct SeqTable {
+  // Aligned so that a record never straddles two cache lines.
+  struct alignas(32) SeqTable {
     std::vector<BlockId> block_table;
-    int64_t freed_blocks = 0;  // leading entries released (kNoBlock)
+    // Leading entries released (kNoBlock); 32 bits, as a table never
+    // holds 2^31 entries (a context of 2^31 tokens even at block size 1).
+    int32_t freed_blocks = 0;
     bool live = false;
   };
+  static_assert(sizeof(SeqTable) == 32);
   SeqRoom& room(SeqSlot s) { return rooms_[static_cast<size_t>(s)]; }
   const SeqRoom& room(SeqSlot s) const { return rooms_[static_cast<size_t>(s)]; }
 

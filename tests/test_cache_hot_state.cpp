@@ -221,6 +221,39 @@ TEST(BlockPoolOneBlock, AllocatesAsAllocateDoes) {
   one.check_invariants();
 }
 
+// A finished sequence's table released in windows is the table released
+// one block at a time from its tail: the same free queue (shared blocks
+// freed only at their last reference, released entries skipped), and a
+// block already free is an error with the releases before it standing.
+TEST(BlockPoolReleaseBackwards, IsReleaseOfEachFromTheTail) {
+  BlockPool windows({64});
+  BlockPool each({64});
+  std::vector<BlockId> table;
+  for (int i = 0; i < 40; ++i) {  // more than two windows
+    table.push_back(windows.allocate());
+    each.allocate();
+    windows.register_hash(table.back(), h(static_cast<uint64_t>(i % 3 == 0 ? i : 1000 + i)));
+    each.register_hash(table.back(), h(static_cast<uint64_t>(i % 3 == 0 ? i : 1000 + i)));
+  }
+  for (const size_t shared : {3u, 17u, 33u}) {  // held by another sequence too
+    windows.touch(table[shared]);
+    each.touch(table[shared]);
+  }
+  for (size_t i = 0; i < 5; ++i) table[i] = kNoBlock;  // left a sliding window
+  windows.release_backwards(table);
+  for (size_t i = table.size(); i-- > 0;)
+    if (table[i] != kNoBlock) each.release(table[i]);
+  EXPECT_EQ(windows.free_queue(), each.free_queue());
+  EXPECT_EQ(windows.num_free(), each.num_free());
+  EXPECT_EQ(windows.num_cached_free(), each.num_cached_free());
+  windows.check_invariants();
+  // Block 20 is free now: releasing [17, 20, 33] frees 33, then fails.
+  EXPECT_THROW(windows.release_backwards(std::vector<BlockId>{17, 20, 33}), std::logic_error);
+  EXPECT_EQ(windows.ref_count(33), 0);
+  EXPECT_EQ(windows.ref_count(17), 1);
+  windows.check_invariants();
+}
+
 // A sequence's room record follows its table: the room of its last block,
 // how many blocks a growth needs, through growth in place and by a block,
 // a swap out and in, and a slot reused after a release.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "sim/cache/eviction/eviction_registry.hpp"
@@ -137,12 +138,32 @@ void BlockPool::release(BlockId b) {
 
 void BlockPool::release_backwards(std::span<const BlockId> blocks) {
   constexpr size_t kWindow = 16;
+  std::array<BlockId, kWindow> freed{};  // of this window, in release order
+  size_t num_freed = 0;
+  // The order hears of a window's freed blocks in one call, in the order
+  // one release() at a time would have told it.
+  auto tell_order = [&] {
+    order_->on_evictable_each({freed.data(), num_freed});
+    num_freed = 0;
+  };
   for (size_t end = blocks.size(); end > 0;) {
     const size_t begin = end > kWindow ? end - kWindow : 0;
     for (size_t i = begin; i < end; ++i)
       if (blocks[i] != kNoBlock) prefetch_block(blocks[i]);
-    for (size_t i = end; i-- > begin;)
-      if (blocks[i] != kNoBlock) release(blocks[i]);
+    for (size_t i = end; i-- > begin;) {
+      const BlockId b = blocks[i];
+      if (b == kNoBlock) continue;
+      BlockState& st = state_[static_cast<size_t>(b)];
+      if (st.ref_count == 0) {
+        tell_order();  // the releases before it stand
+        throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
+      }
+      if (--st.ref_count != 0) continue;
+      ++num_free_;
+      if (st.hashed) ++num_cached_free_;
+      freed[num_freed++] = b;
+    }
+    tell_order();
     end = begin;
   }
 }

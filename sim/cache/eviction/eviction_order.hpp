@@ -77,6 +77,11 @@ class EvictionOrder {
   virtual void on_evictable_range(EvictableId first, int64_t count) {
     for (int64_t i = 0; i < count; ++i) on_evictable(static_cast<EvictableId>(first + i));
   }
+  // on_evictable(ids[0]), on_evictable(ids[1]), ... in one call (a
+  // finished sequence's blocks freed a window at a time).
+  virtual void on_evictable_each(std::span<const EvictableId> ids) {
+    for (const EvictableId id : ids) on_evictable(id);
+  }
   // Entry ids will lie in [0, ids): an order may allocate for them at once
   // (a hint: nothing observable changes; the default does nothing).
   virtual void reserve(int64_t ids) { (void)ids; }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "sim/cache/eviction/eviction_registry.hpp"
@@ -47,6 +48,12 @@ BlockId BlockPool::allocate() {
 void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
   if (count <= 0) return;
   if (count > num_free_) throw std::logic_error("allocate_into() beyond the free blocks");
+  if (count == 1) {  // a decode's new block: no windows to set up
+    out.push_back(order_->pop_victim());
+    take(out.back());
+    prefetch_upcoming(1);
+    return;
+  }
   // No order call happens inside take(), so popping every victim first
   // yields the sequence of interleaved allocate() calls.
   const size_t first = out.size();
@@ -80,18 +87,21 @@ void BlockPool::prefetch_upcoming(int64_t taken) const {
   // nanoseconds), near enough that the lines stay in the cache.
   constexpr int64_t kStateAhead = 16;
   constexpr int64_t kSlotAhead = 8;
-  const int64_t k = std::min(taken, kStateAhead);
-  for (int64_t i = kStateAhead - k; i < kStateAhead; ++i) {
-    const BlockId v = order_->victim_ahead(i);
-    if (v == kNoBlock) break;
-    __builtin_prefetch(&state_[static_cast<size_t>(v)]);
-    __builtin_prefetch(&hash_[static_cast<size_t>(v)]);
+  // One call for every upcoming victim the order names.
+  const std::span<const BlockId> ahead = order_->victims_ahead();
+  const auto state_end = std::min<size_t>(ahead.size(), kStateAhead);
+  for (auto i = static_cast<size_t>(kStateAhead - std::min(taken, kStateAhead)); i < state_end;
+       ++i) {
+    if (ahead[i] == kNoBlock) continue;  // gone
+    __builtin_prefetch(&state_[static_cast<size_t>(ahead[i])]);
+    __builtin_prefetch(&hash_[static_cast<size_t>(ahead[i])]);
   }
-  for (int64_t i = kSlotAhead - std::min(taken, kSlotAhead); i < kSlotAhead; ++i) {
-    const BlockId v = order_->victim_ahead(i);
-    if (v == kNoBlock) break;
-    const BlockState st = state_[static_cast<size_t>(v)];
-    if (st.hashed && !st.pending) by_hash_.prefetch(hash_[static_cast<size_t>(v)]);
+  const auto slot_end = std::min<size_t>(ahead.size(), kSlotAhead);
+  for (auto i = static_cast<size_t>(kSlotAhead - std::min(taken, kSlotAhead)); i < slot_end; ++i) {
+    if (ahead[i] == kNoBlock) continue;
+    const auto v = static_cast<size_t>(ahead[i]);
+    const BlockState st = state_[v];
+    if (st.hashed && !st.pending) by_hash_.prefetch(hash_[v]);
   }
 }
 
@@ -131,6 +141,38 @@ void BlockPool::release(BlockId b) {
   if (st.ref_count == 0)
     throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
   if (--st.ref_count == 0) mark_free(b);
+}
+
+void BlockPool::release_backwards(std::span<const BlockId> blocks) {
+  constexpr size_t kWindow = 16;
+  std::array<BlockId, kWindow> freed{};  // of this window, in release order
+  size_t num_freed = 0;
+  // The order hears of a window's freed blocks in one call, in the order
+  // one release() at a time would have told it.
+  auto tell_order = [&] {
+    order_->on_evictable_each({freed.data(), num_freed});
+    num_freed = 0;
+  };
+  for (size_t end = blocks.size(); end > 0;) {
+    const size_t begin = end > kWindow ? end - kWindow : 0;
+    for (size_t i = begin; i < end; ++i)
+      if (blocks[i] != kNoBlock) prefetch_block(blocks[i]);
+    for (size_t i = end; i-- > begin;) {
+      const BlockId b = blocks[i];
+      if (b == kNoBlock) continue;
+      BlockState& st = state_[static_cast<size_t>(b)];
+      if (st.ref_count == 0) {
+        tell_order();  // the releases before it stand
+        throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
+      }
+      if (--st.ref_count != 0) continue;
+      ++num_free_;
+      if (st.hashed) ++num_cached_free_;
+      freed[num_freed++] = b;
+    }
+    tell_order();
+    end = begin;
+  }
 }
 
 BlockId BlockPool::lookup(const BlockHash& hash) const {
@@ -176,23 +218,23 @@ std::vector<BlockId> BlockPool::free_queue() const {
 
 void BlockPool::check_invariants() const {
   // A block is free exactly when its reference count is 0; the order must
-  // hold exactly those.
+  // hold exactly those (asked of it by id, in one pass beside the states).
+  const std::vector<uint8_t> evictable = order_->evictable_flags(num_blocks());
   int64_t free_count = 0;
   int64_t cached = 0;
-  for (const BlockState& st : state_) {
+  int64_t in_order = 0;
+  for (size_t b = 0; b < state_.size(); ++b) {
+    const BlockState st = state_[b];
+    if (evictable[b] && st.ref_count != 0)
+      throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));
     free_count += st.ref_count == 0 ? 1 : 0;
     cached += (st.ref_count == 0 && st.hashed) ? 1 : 0;
+    in_order += evictable[b] ? 1 : 0;
   }
-  const std::vector<BlockId> in_order = order_->victims_in_order();
-  for (BlockId b : in_order) {
-    if (b < 0 || b >= num_blocks() || state_[static_cast<size_t>(b)].ref_count != 0)
-      throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));
-  }
-  if (free_count != num_free_ || cached != num_cached_free_ ||
-      static_cast<int64_t>(in_order.size()) != num_free_) {
-    throw std::logic_error(fmt::format(
-        "free count {} (cached {}) but bookkeeping says {} ({}), the {} order {}", free_count,
-        cached, num_free_, num_cached_free_, order_->name(), in_order.size()));
+  if (free_count != num_free_ || cached != num_cached_free_ || in_order != num_free_) {
+    throw std::logic_error(
+        fmt::format("free count {} (cached {}) but bookkeeping says {} ({}), the {} order {}",
+                    free_count, cached, num_free_, num_cached_free_, order_->name(), in_order));
   }
 }
 

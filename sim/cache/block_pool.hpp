@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ class BlockPool {
   void touch(BlockId block);
   // Drops one reference; at zero the block is free with its hash kept.
   void release(BlockId block);
+  // release() of every entry of `blocks` but kNoBlock, the last first (a
+  // finished sequence's table: its tail is reused first). The blocks lie
+  // anywhere in the pool: their states and order entries are requested a
+  // window at a time, so the cache misses overlap.
+  void release_backwards(std::span<const BlockId> blocks);
 
   // Block holding this content, or kNoBlock.
   BlockId lookup(const BlockHash& hash) const;

@@ -40,7 +40,8 @@ PagedPolicyBase::PagedPolicyBase(std::shared_ptr<BlockPool> shared_pool, int64_t
 SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t new_blocks,
                                   int64_t tokens, int64_t freed_blocks) {
   const SeqSlot s = take_slot(seqs_, free_seq_slots_);
-  SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
+  if (rooms_.size() < seqs_.size()) rooms_.resize(seqs_.size());
+  SeqTable& sq = seqs_[static_cast<size_t>(s)];
   sq.block_table.assign(static_cast<size_t>(freed_blocks), kNoBlock);
   // Reused and released blocks lie anywhere in the pool: their metadata is
   // loaded a few blocks ahead of its use.
@@ -51,8 +52,8 @@ SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t ne
     sq.block_table.push_back(reused[i]);
   }
   pool_.allocate_into(new_blocks, sq.block_table);
-  sq.tokens = tokens;
-  sq.freed_blocks = freed_blocks;
+  room(s) = {tokens, static_cast<int64_t>(sq.block_table.size()) * block_size_};
+  sq.freed_blocks = static_cast<int32_t>(freed_blocks);  // the table holds as many entries
   sq.live = true;
   ++live_seqs_;
   slots_reserved_ += (static_cast<int64_t>(reused.size()) + new_blocks) * block_size_;
@@ -61,13 +62,13 @@ SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t ne
 }
 
 GrowPlan PagedPolicyBase::plan_grow(SeqSlot s, int64_t new_tokens) const {
-  const SeqBlocks& sq = seq(s);
+  const SeqRoom& r = rooms_.at(static_cast<size_t>(s));
   GrowPlan plan;
   // Most calls are a decode that stays inside its last block: tell that by a
-  // multiply, and divide only when the table must grow (once per block).
-  const int64_t table_blocks = static_cast<int64_t>(sq.block_table.size());
-  if (sq.tokens + new_tokens > table_blocks * block_size_) {
-    plan.new_blocks = std::max<int64_t>(0, blocks_for(sq.tokens + new_tokens) - table_blocks);
+  // compare.
+  if (const int64_t beyond = r.tokens + new_tokens - r.capacity; beyond > 0) {
+    // A decode crossing into a new block needs one: no divide either.
+    plan.new_blocks = beyond <= block_size_ ? 1 : blocks_for(beyond);
   }
   plan.fits = plan.new_blocks <= pool_.num_free();
   return plan;
@@ -75,37 +76,38 @@ GrowPlan PagedPolicyBase::plan_grow(SeqSlot s, int64_t new_tokens) const {
 
 void PagedPolicyBase::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_tokens) {
   if (!plan.fits) throw std::logic_error("apply_grow with a plan that does not fit");
-  SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
+  SeqTable& sq = seqs_.at(static_cast<size_t>(s));
   pool_.allocate_into(plan.new_blocks, sq.block_table);
   slots_reserved_ += plan.new_blocks * block_size_;
-  sq.tokens += new_tokens;
+  SeqRoom& r = room(s);
+  r.capacity += plan.new_blocks * block_size_;
+  r.tokens += new_tokens;
   tokens_held_ += new_tokens;
 }
 
 bool PagedPolicyBase::grow_in_place(SeqSlot s, int64_t new_tokens) {
-  SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
-  if (sq.tokens + new_tokens > static_cast<int64_t>(sq.block_table.size()) * block_size_)
-    return false;
-  sq.tokens += new_tokens;
+  SeqRoom& r = room(s);
+  if (r.tokens + new_tokens > r.capacity) return false;
+  r.tokens += new_tokens;
   tokens_held_ += new_tokens;
   return true;
 }
 
 int64_t PagedPolicyBase::in_place_room(SeqSlot s) const {
-  const SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
-  return static_cast<int64_t>(sq.block_table.size()) * block_size_ - sq.tokens;
+  const SeqRoom& r = room(s);
+  return r.capacity - r.tokens;
 }
 
 void PagedPolicyBase::settle_in_place(SeqSlot s, int64_t tokens) {
   // tokens_held_ counted them already (grow_in_place_bulk).
-  SeqBlocks& sq = seqs_[static_cast<size_t>(s)];
-  if (sq.tokens + tokens > static_cast<int64_t>(sq.block_table.size()) * block_size_)
+  SeqRoom& r = room(s);
+  if (r.tokens + tokens > r.capacity)
     throw std::logic_error("settle_in_place beyond the sequence's in-place room");
-  sq.tokens += tokens;
+  r.tokens += tokens;
 }
 
 int64_t PagedPolicyBase::free_leading_blocks(SeqSlot s, int64_t end) {
-  SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
+  SeqTable& sq = seqs_.at(static_cast<size_t>(s));
   const int64_t last = std::min<int64_t>(end, static_cast<int64_t>(sq.block_table.size()));
   int64_t released = 0;
   for (; sq.freed_blocks < last; ++sq.freed_blocks, ++released) {
@@ -119,22 +121,17 @@ int64_t PagedPolicyBase::free_leading_blocks(SeqSlot s, int64_t end) {
 }
 
 void PagedPolicyBase::release(SeqSlot s) {
-  SeqBlocks& sq = seqs_.at(static_cast<size_t>(s));
+  SeqTable& sq = seqs_.at(static_cast<size_t>(s));
   if (!sq.live)
     throw std::logic_error(fmt::format("release of sequence slot {} that is not held", s));
   // Tail first: the blocks least likely to be shared go to the free queue
   // first and so are reused before the common prefix (vLLM v1 frees in
   // reverse order for the same reason).
-  constexpr size_t kAhead = 8;
-  const std::vector<BlockId>& table = sq.block_table;
-  for (size_t i = table.size(); i-- > 0;) {
-    if (i >= kAhead && table[i - kAhead] != kNoBlock) pool_.prefetch_block(table[i - kAhead]);
-    if (table[i] != kNoBlock) pool_.release(table[i]);
-  }
+  pool_.release_backwards(sq.block_table);
   slots_reserved_ -= live_blocks(s) * block_size_;
-  tokens_held_ -= sq.tokens - sq.freed_blocks * block_size_;
+  tokens_held_ -= room(s).tokens - sq.freed_blocks * block_size_;
   sq.block_table.clear();
-  sq.tokens = 0;
+  room(s) = {};
   sq.freed_blocks = 0;
   sq.live = false;
   --live_seqs_;
@@ -142,7 +139,7 @@ void PagedPolicyBase::release(SeqSlot s) {
 }
 
 int64_t PagedPolicyBase::live_blocks(SeqSlot s) const {
-  const SeqBlocks& sq = seq(s);
+  const SeqTable& sq = seqs_.at(static_cast<size_t>(s));
   return static_cast<int64_t>(sq.block_table.size()) - sq.freed_blocks;
 }
 
@@ -160,7 +157,7 @@ SwapPlan PagedPolicyBase::plan_swap_out(SeqSlot s) const {
 
 HostSlot PagedPolicyBase::apply_swap_out(SeqSlot s, const SwapPlan& plan) {
   if (!plan.fits) throw std::logic_error("apply_swap_out with a plan that does not fit");
-  const SeqBlocks& sq = seq(s);
+  const SeqBlocks sq = seq(s);
   const HostSlot h = take_slot(host_, free_host_slots_);
   host_[static_cast<size_t>(h)] = {plan.blocks, sq.freed_blocks, sq.tokens, true};
   host_blocks_used_ += plan.blocks;

@@ -22,7 +22,11 @@ class PagedPolicyBase : public KvCachePolicy {
   GrowPlan plan_grow(SeqSlot seq, int64_t new_tokens) const override;
   void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
   bool grow_in_place(SeqSlot seq, int64_t new_tokens) override;
+  // Loads the sequence's room record (all that settle_in_place,
+  // in_place_room, grow_in_place and plan_grow read) and its table record
+  // (what apply_grow and release read next).
   void prefetch(SeqSlot seq) const override {
+    __builtin_prefetch(&rooms_[static_cast<size_t>(seq)]);
     __builtin_prefetch(&seqs_[static_cast<size_t>(seq)]);
   }
   // The free slots of the sequence's last block.
@@ -59,11 +63,12 @@ class PagedPolicyBase : public KvCachePolicy {
   PagedPolicyBase(std::shared_ptr<BlockPool> shared_pool, int64_t block_size, Bytes block_bytes,
                   int64_t host_blocks);
 
+  // What a derived policy reads of a held sequence: its table and its
+  // token count, kept apart (SeqTable, SeqRoom) and viewed together here.
   struct SeqBlocks {
-    std::vector<BlockId> block_table;
-    int64_t tokens = 0;        // token slots in use (computed or scheduled), released ones included
-    int64_t freed_blocks = 0;  // leading entries released (kNoBlock)
-    bool live = false;
+    const std::vector<BlockId>& block_table;
+    int64_t tokens;        // token slots in use (computed or scheduled), released ones included
+    int64_t freed_blocks;  // leading entries released (kNoBlock)
   };
   struct HostSeq {
     int64_t blocks = 0;  // live blocks copied out
@@ -75,7 +80,10 @@ class PagedPolicyBase : public KvCachePolicy {
   int64_t block_size() const { return block_size_; }
   Bytes block_bytes() const { return block_bytes_; }
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
-  const SeqBlocks& seq(SeqSlot s) const { return seqs_.at(static_cast<size_t>(s)); }
+  SeqBlocks seq(SeqSlot s) const {
+    const SeqTable& t = seqs_.at(static_cast<size_t>(s));
+    return {t.block_table, rooms_[static_cast<size_t>(s)].tokens, t.freed_blocks};
+  }
   const HostSeq& host(HostSlot h) const { return host_.at(static_cast<size_t>(h)); }
 
   // Holds a new sequence of `tokens` tokens whose table is `freed_blocks`
@@ -98,10 +106,33 @@ class PagedPolicyBase : public KvCachePolicy {
   BlockPool& pool_;
 
  private:
+  // A held sequence is two records by slot. The room record is all that
+  // the questions asked of every sequence at its bulk-decode events read
+  // (settle_in_place, in_place_room, plan_grow: four to a cache line, the
+  // records of a batch of 1,024 in 16 KiB); the table record only when a
+  // block is added or the sequence ends.
+  struct SeqRoom {
+    int64_t tokens = 0;    // token slots in use (computed or scheduled), released ones included
+    int64_t capacity = 0;  // token slots of the table: its entries (released ones too) x block_size
+  };
+  static_assert(sizeof(SeqRoom) == 16);
+  // Aligned so that a record never straddles two cache lines.
+  struct alignas(32) SeqTable {
+    std::vector<BlockId> block_table;
+    // Leading entries released (kNoBlock); 32 bits, as a table never
+    // holds 2^31 entries (a context of 2^31 tokens even at block size 1).
+    int32_t freed_blocks = 0;
+    bool live = false;
+  };
+  static_assert(sizeof(SeqTable) == 32);
+  SeqRoom& room(SeqSlot s) { return rooms_[static_cast<size_t>(s)]; }
+  const SeqRoom& room(SeqSlot s) const { return rooms_[static_cast<size_t>(s)]; }
+
   int64_t block_size_;
   Bytes block_bytes_;
-  int64_t host_blocks_;  // swap space in blocks
-  std::vector<SeqBlocks> seqs_;
+  int64_t host_blocks_;         // swap space in blocks
+  std::vector<SeqRoom> rooms_;  // by slot, beside seqs_
+  std::vector<SeqTable> seqs_;
   std::vector<SeqSlot> free_seq_slots_;
   std::vector<HostSeq> host_;
   std::vector<HostSlot> free_host_slots_;

@@ -28,6 +28,7 @@
 // Between calls the evictable set an order holds is exactly the pool's.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -62,6 +63,12 @@ class EvictionOrder {
   virtual EvictableId victim_ahead(int64_t ahead) const {
     return ahead == 0 ? next_victim() : kNoEvictable;
   }
+  // The entries likely to be the next victims, next first, when the order
+  // keeps them in one array it can lend at no cost (victim_ahead(k) for
+  // every k in one call); empty otherwise. A hint for the pool's
+  // prefetches only, valid until the order's next change: it may name
+  // entries that are no longer evictable, or hold kNoEvictable for them.
+  virtual std::span<const EvictableId> victims_ahead() const { return {}; }
   // Starts loading what the order keeps for `id` (a hint: nothing changes),
   // ahead of a call about it.
   virtual void prefetch(EvictableId id) const { (void)id; }
@@ -69,6 +76,11 @@ class EvictionOrder {
   // (a fresh pool frees all its blocks in id order).
   virtual void on_evictable_range(EvictableId first, int64_t count) {
     for (int64_t i = 0; i < count; ++i) on_evictable(static_cast<EvictableId>(first + i));
+  }
+  // on_evictable(ids[0]), on_evictable(ids[1]), ... in one call (a
+  // finished sequence's blocks freed a window at a time).
+  virtual void on_evictable_each(std::span<const EvictableId> ids) {
+    for (const EvictableId id : ids) on_evictable(id);
   }
   // Entry ids will lie in [0, ids): an order may allocate for them at once
   // (a hint: nothing observable changes; the default does nothing).
@@ -84,6 +96,11 @@ class EvictionOrder {
   // Every evictable entry, next victim first (tests, invariant checks, and
   // a pool that drops everything in victim order). O(n).
   virtual std::vector<EvictableId> victims_in_order() const = 0;
+  // By id in [0, ids): 1 when the entry is evictable, else 0 (a pool's invariant
+  // check, in one pass by id where an order can). Throws std::logic_error
+  // when the order holds an id outside [0, ids) or holds one twice. The
+  // default reads victims_in_order(). O(n).
+  virtual std::vector<uint8_t> evictable_flags(int64_t ids) const;
 };
 
 }  // namespace kvsim

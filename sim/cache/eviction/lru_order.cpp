@@ -9,36 +9,66 @@
 namespace kvsim {
 
 namespace {
-// Past the largest position a 32-bit entry holds, the queue is compacted.
-constexpr size_t kMaxQueue = std::numeric_limits<int32_t>::max();
-// Victims a pop looks ahead to load their positions (the queue itself is
+// The largest ring: places must fit a 32-bit position.
+constexpr size_t kMaxRing = size_t{1} << 30;
+// Victims a pop looks ahead to load their positions (the ring itself is
 // read in order).
-constexpr size_t kPositionAhead = 8;
+constexpr uint64_t kPositionAhead = 8;
+
+// A power of two of at least `places`.
+size_t ring_of(size_t places) {
+  size_t capacity = 64;
+  while (capacity < places) capacity *= 2;
+  if (capacity > kMaxRing) throw std::logic_error("lru order: more entries than a ring holds");
+  return capacity;
+}
 }  // namespace
 
 void LruOrder::skip_gone() const {
-  while (head_ < queue_.size() &&
-         position_[static_cast<size_t>(queue_[head_])] != static_cast<int32_t>(head_))
-    ++head_;
+  while (head_ < tail_ && !is_live(head_)) ++head_;
 }
 
 void LruOrder::push_back(EvictableId id) {
-  if (queue_.size() >= 2 * live_ + 64 || queue_.size() >= kMaxQueue) compact();
-  position_[static_cast<size_t>(id)] = static_cast<int32_t>(queue_.size());
-  queue_.push_back(id);
+  if (tail_ - head_ == ring_.size()) compact();
+  position_[static_cast<size_t>(id)] = static_cast<int32_t>(place(tail_));
+  ring_[place(tail_)] = id;
+  ++tail_;
   ++live_;
 }
 
 void LruOrder::compact() {
-  size_t kept = 0;
-  for (size_t i = head_; i < queue_.size(); ++i) {
-    const EvictableId id = queue_[i];
-    if (position_[static_cast<size_t>(id)] != static_cast<int32_t>(i)) continue;
-    position_[static_cast<size_t>(id)] = static_cast<int32_t>(kept);
-    queue_[kept++] = id;
+  // Gone entries are at least half of a full ring: dropped in place, the
+  // live ones keeping their order from the oldest end (an entry moves only
+  // towards it, to a place read already).
+  if (!ring_.empty() && 2 * live_ + 64 <= ring_.size()) {
+    uint64_t kept = head_;
+    for (uint64_t n = head_; n < tail_; ++n) {
+      if (!is_live(n)) continue;
+      const EvictableId id = ring_[place(n)];
+      if (kept != n) position_[static_cast<size_t>(id)] = static_cast<int32_t>(place(kept));
+      ring_[place(kept++)] = id;
+    }
+    tail_ = kept;
+    return;
   }
-  queue_.resize(kept);
+  // Places for the live entries and as many again gone or new before the
+  // ring is full.
+  regrow(ring_of(2 * live_ + 66));
+}
+
+void LruOrder::regrow(size_t capacity) {
+  std::vector<EvictableId> ring(capacity);
+  size_t kept = 0;
+  for (uint64_t n = head_; n < tail_; ++n) {
+    if (!is_live(n)) continue;
+    const EvictableId id = ring_[place(n)];
+    position_[static_cast<size_t>(id)] = static_cast<int32_t>(kept);
+    ring[kept++] = id;
+  }
+  ring_ = std::move(ring);
+  mask_ = capacity - 1;
   head_ = 0;
+  tail_ = kept;
 }
 
 void LruOrder::on_evictable(EvictableId id) {
@@ -52,47 +82,58 @@ void LruOrder::on_evictable(EvictableId id) {
 
 void LruOrder::on_evictable_range(EvictableId first, int64_t count) {
   if (count <= 0) return;
-  if (!queue_.empty()) {  // entries queued already: the checks of one by one
+  if (live_ != 0) {  // entries queued already: the checks of one by one
     EvictionOrder::on_evictable_range(first, count);
     return;
   }
   if (first < 0 ||
       static_cast<int64_t>(first) + count - 1 > std::numeric_limits<EvictableId>::max())
     throw std::logic_error(fmt::format("lru order: entry ids {} + {}", first, count));
-  // An empty queue: the entries in order, written in one pass.
+  // No live entry (so no position is set): the entries in order from the
+  // ring's first place, written in one pass.
   const auto end = static_cast<size_t>(first) + static_cast<size_t>(count);
   if (end > position_.size()) position_.resize(end, kNotQueued);
-  head_ = 0;
-  queue_.resize(static_cast<size_t>(count));
-  for (size_t i = 0; i < queue_.size(); ++i) {
-    queue_[i] = static_cast<EvictableId>(static_cast<size_t>(first) + i);
+  const auto n = static_cast<size_t>(count);
+  if (ring_.size() < n) {
+    ring_.assign(ring_of(n + 64), 0);
+    mask_ = ring_.size() - 1;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    ring_[i] = static_cast<EvictableId>(static_cast<size_t>(first) + i);
     position_[static_cast<size_t>(first) + i] = static_cast<int32_t>(i);
   }
-  live_ = static_cast<size_t>(count);
+  head_ = 0;
+  tail_ = n;
+  live_ = n;
+}
+
+void LruOrder::unqueue(EvictableId id) {
+  int32_t& at = position_[static_cast<size_t>(id)];
+  ring_[static_cast<size_t>(at)] = kNoEvictable;
+  at = kNotQueued;
+  --live_;
 }
 
 void LruOrder::on_pinned(EvictableId id) {
   if (id < 0 || !queued(id))
     throw std::logic_error(fmt::format("lru order: entry {} is not evictable", id));
-  position_[static_cast<size_t>(id)] = kNotQueued;
-  --live_;
+  unqueue(id);
 }
 
 void LruOrder::on_access(EvictableId id) {
   if (id < 0) throw std::logic_error(fmt::format("lru order: entry id {}", id));
   if (!queued(id)) return;
   // Already the newest entry: moving it would change nothing.
-  if (static_cast<size_t>(position_[static_cast<size_t>(id)]) + 1 == queue_.size()) return;
-  position_[static_cast<size_t>(id)] = kNotQueued;
-  --live_;
+  if (position_[static_cast<size_t>(id)] == static_cast<int32_t>(place(tail_ - 1))) return;
+  unqueue(id);
   push_back(id);
 }
 
 EvictableId LruOrder::pop_victim() {
   if (live_ == 0) throw std::logic_error("lru order: no evictable entry");
   skip_gone();
-  if (head_ + kPositionAhead < queue_.size()) prefetch(queue_[head_ + kPositionAhead]);
-  const EvictableId id = queue_[head_++];
+  if (head_ + kPositionAhead < tail_) prefetch(ring_[place(head_ + kPositionAhead)]);
+  const EvictableId id = ring_[place(head_++)];
   position_[static_cast<size_t>(id)] = kNotQueued;
   --live_;
   return id;
@@ -109,8 +150,8 @@ void LruOrder::pop_victims(int64_t count, std::vector<EvictableId>& out) {
   if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));
   for (int64_t i = 0; i < count; ++i) {
     skip_gone();
-    if (head_ + kPositionAhead < queue_.size()) prefetch(queue_[head_ + kPositionAhead]);
-    const EvictableId id = queue_[head_++];
+    if (head_ + kPositionAhead < tail_) prefetch(ring_[place(head_ + kPositionAhead)]);
+    const EvictableId id = ring_[place(head_++)];
     position_[static_cast<size_t>(id)] = kNotQueued;
     out.push_back(id);
   }
@@ -122,29 +163,49 @@ void LruOrder::reserve(int64_t ids) {
   // instead of a doubling chain.
   const auto n = static_cast<size_t>(std::max<int64_t>(ids, 0));
   if (n > position_.size()) position_.resize(n, kNotQueued);
-  queue_.reserve(n);
+  // Room for every id: a pool with no revived block never fills it.
+  if (ring_of(n + 64) > ring_.size()) regrow(ring_of(n + 64));
 }
 
 EvictableId LruOrder::next_victim() const {
   if (live_ == 0) return kNoEvictable;
   skip_gone();
-  return queue_[head_];
+  return ring_[place(head_)];
 }
 
 EvictableId LruOrder::victim_ahead(int64_t ahead) const {
   if (ahead < 0 || live_ == 0) return kNoEvictable;
-  const size_t i = head_ + static_cast<size_t>(ahead);
-  return i < queue_.size() ? queue_[i] : kNoEvictable;
+  const uint64_t n = head_ + static_cast<uint64_t>(ahead);
+  return n < tail_ ? ring_[place(n)] : kNoEvictable;
 }
 
 std::vector<EvictableId> LruOrder::victims_in_order() const {
   std::vector<EvictableId> out;
   out.reserve(live_);
-  for (size_t i = head_; i < queue_.size(); ++i) {
-    const EvictableId id = queue_[i];
-    if (position_[static_cast<size_t>(id)] == static_cast<int32_t>(i)) out.push_back(id);
-  }
+  for (uint64_t n = head_; n < tail_; ++n)
+    if (is_live(n)) out.push_back(ring_[place(n)]);
   return out;
+}
+
+std::vector<uint8_t> LruOrder::evictable_flags(int64_t ids) const {
+  std::vector<uint8_t> flags(static_cast<size_t>(std::max<int64_t>(ids, 0)), 0);
+  size_t count = 0;
+  for (size_t id = 0; id < position_.size(); ++id) {
+    const int32_t at = position_[id];
+    if (at == kNotQueued) continue;
+    if (static_cast<int64_t>(id) >= ids)
+      throw std::logic_error(fmt::format("the lru order holds entry {}, outside [0, {})", id, ids));
+    // A live entry's place lies between the oldest and the newest entry.
+    if (static_cast<size_t>(at) >= ring_.size() ||
+        ((static_cast<size_t>(at) - place(head_)) & mask_) >= tail_ - head_)
+      throw std::logic_error(
+          fmt::format("lru order: entry {} at place {}, out of its ring", id, at));
+    flags[id] = 1;
+    ++count;
+  }
+  if (count != live_)
+    throw std::logic_error(fmt::format("lru order: {} entries placed, {} counted", count, live_));
+  return flags;
 }
 
 config::ComponentInfo lru_order_info() {

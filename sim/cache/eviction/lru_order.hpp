@@ -6,13 +6,16 @@
 // pool hands out blocks in id order. For the chunk pool it is seed 003's
 // ChunkHashIndex LRU: an inserted or hit chunk goes to the most recent end.
 //
-// A queue in one array, oldest first, in which an entry that leaves the
-// evictable set or moves to the recent end is only marked gone (its id's
-// position no longer points at it) and skipped when the oldest end reaches
-// it; the array is compacted once the gone entries outnumber the live ones,
-// so every call is O(1) amortised. Unlike a linked list, taking many victims
-// in a row reads the array in order instead of chasing a pointer per victim
-// (an allocation takes dozens of blocks at once).
+// A queue in a ring, oldest first, in which an entry that leaves the
+// evictable set or moves to the recent end is only marked gone (its place
+// reads kNoEvictable) and skipped when the oldest end reaches it: taking a
+// victim reads the ring in order, and no id's position. Victims leave at the oldest end and free
+// their places for the recent end, so a pool that never revives a block (no prefix hit) never moves
+// an entry; when the ring is full of live and gone entries, the gone ones are dropped in place if
+// they are at least half, else the ring doubles, so every call is O(1) amortised. Unlike a linked
+// list, taking many victims in a row reads the array in order instead of chasing a pointer per
+// victim (an allocation takes dozens of blocks at once).
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +30,10 @@ class LruOrder final : public EvictionOrder {
   // Appends at the most recent end.
   void on_evictable(EvictableId id) override;
   void on_evictable_range(EvictableId first, int64_t count) override;
+  // The calls one by one, without a virtual call each.
+  void on_evictable_each(std::span<const EvictableId> ids) override {
+    for (const EvictableId id : ids) LruOrder::on_evictable(id);
+  }
   void on_pinned(EvictableId id) override;
   // An evictable entry moves to the most recent end; others are untouched.
   void on_access(EvictableId id) override;
@@ -34,8 +41,16 @@ class LruOrder final : public EvictionOrder {
   EvictableId pop_victim() override;
   void pop_victims(int64_t count, std::vector<EvictableId>& out) override;
   EvictableId next_victim() const override;
-  // The entry `ahead` places past the oldest end, gone or not: a hint.
+  // The entry `ahead` places past the oldest end, kNoEvictable if it is
+  // gone: a hint.
   EvictableId victim_ahead(int64_t ahead) const override;
+  // The ring from its oldest end to the end of the array (where it wraps),
+  // gone entries reading kNoEvictable: a hint.
+  std::span<const EvictableId> victims_ahead() const override {
+    if (live_ == 0) return {};
+    const size_t first = place(head_);
+    return {ring_.data() + first, std::min<size_t>(ring_.size() - first, tail_ - head_)};
+  }
   void prefetch(EvictableId id) const override {
     if (static_cast<size_t>(id) < position_.size())
       __builtin_prefetch(&position_[static_cast<size_t>(id)]);
@@ -43,25 +58,36 @@ class LruOrder final : public EvictionOrder {
   std::vector<EvictableId> victims_in_order() const override;
   // Recency only: on_content is the base's no-op.
   bool uses_content() const override { return false; }
+  // One pass over the positions by id (no walk of the ring).
+  std::vector<uint8_t> evictable_flags(int64_t ids) const override;
   void reserve(int64_t ids) override;
 
  private:
-  // Positions are 32-bit: compaction keeps the queue under twice the live
-  // entries plus a margin, and ids are below 2^31.
+  // Places in the ring are 32-bit: the ring stays under 2^31 entries (ids
+  // are below 2^31, and it holds at most twice the live ones plus a margin).
   static constexpr int32_t kNotQueued = -1;
   bool queued(EvictableId id) const {
     const auto i = static_cast<size_t>(id);
     return i < position_.size() && position_[i] != kNotQueued;
   }
+  size_t place(uint64_t n) const { return static_cast<size_t>(n) & mask_; }
+  // Whether the n-th entry pushed (head_ <= n < tail_) is live.
+  bool is_live(uint64_t n) const { return ring_[place(n)] != kNoEvictable; }
+  // Marks the entry of a queued id gone.
+  void unqueue(EvictableId id);
   // Past entries at the oldest end that are gone.
   void skip_gone() const;
   void push_back(EvictableId id);
-  // Drops the gone entries, keeping the live ones in order.
+  // A full ring: drops the gone entries in place, or moves the live ones, in
+  // order, to a ring of `capacity` places (a power of two).
   void compact();
+  void regrow(size_t capacity);
 
-  std::vector<EvictableId> queue_;  // [head_, size): oldest first, gone ones included
-  mutable size_t head_ = 0;
-  std::vector<int32_t> position_;  // by id: index of its live entry in queue_, or kNotQueued
+  std::vector<EvictableId> ring_;  // a power of two places; entry n at place(n), gone: kNoEvictable
+  size_t mask_ = 0;                // ring_.size() - 1 (0 while it is empty)
+  mutable uint64_t head_ = 0;      // entries pushed and left at the oldest end
+  uint64_t tail_ = 0;              // entries pushed: [head_, tail_) in the ring, gone ones included
+  std::vector<int32_t> position_;  // by id: place of its live entry, or kNotQueued
   size_t live_ = 0;
 };
 

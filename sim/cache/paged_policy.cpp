@@ -23,8 +23,7 @@ PagedPolicy::PagedPolicy(const PagedParams& params)
     : PagedPolicyBase(pool_of(params), params.block_size, params.block_bytes, params.host_blocks),
       prefix_caching_(params.prefix_caching),
       defer_(params.defer_output_hashes && params.prefix_caching && !params.shared_pool &&
-             !pool_.eviction_order().uses_content()),
-      pending_(defer_ ? pool_.num_blocks() : 0) {
+             !pool_.eviction_order().uses_content()) {
   scratch_tokens_.resize(static_cast<size_t>(params.block_size));
 }
 
@@ -36,8 +35,11 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   // across calls); the sequence registers them as its blocks get computed.
   const int64_t full_blocks = tokens.size() / block_size();
   // Every time, not only when the memo grows: the memo may come from a
-  // lookup in another instance's cache (prefix-aware routing).
-  if (defer_) touch_runs(tokens, 0, full_blocks);
+  // lookup in another instance's cache (prefix-aware routing). Without a
+  // chain there is no pending block to find; the keys are marked when the
+  // blocks are registered (register_eagerly), so a router asking every
+  // instance writes nothing in any of them.
+  if (defer_ && !pending_.empty()) touch_runs(tokens, 0, full_blocks, Touch::lookup);
   tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
   hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
@@ -147,11 +149,11 @@ void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t com
   const int64_t end = defer_ ? eager_end(content, tokens, full) : full;
   const std::vector<BlockId>& table = seq(s).block_table;
   for (int64_t b = std::max(end, content.registered_blocks); b < full; ++b) {
-    pool_.prefetch_state(table[static_cast<size_t>(b)]);  // deferred: see defer()
-    pending_.prefetch(table[static_cast<size_t>(b)]);
+    pool_.prefetch_mark(table[static_cast<size_t>(b)]);  // deferred: see defer()
   }
   if (end <= content.registered_blocks) return;
-  if (defer_) touch_runs(tokens, static_cast<int64_t>(content.hashes.size()), end);
+  if (defer_)
+    touch_runs(tokens, static_cast<int64_t>(content.hashes.size()), end, Touch::registration);
   hash_filled_blocks(content, tokens, end);
   for (int64_t b = content.registered_blocks; b < end; ++b)
     pool_.prefetch_register(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
@@ -173,7 +175,8 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
 void PagedPolicy::register_eagerly(SeqSlot s, SeqContent& content, const TokenView& tokens,
                                    int64_t full) {
   const std::vector<BlockId>& table = seq(s).block_table;
-  if (defer_) touch_runs(tokens, static_cast<int64_t>(content.hashes.size()), full);
+  // Every block registered now, the prompt's hashed at lookup included.
+  if (defer_) touch_runs(tokens, content.registered_blocks, full, Touch::registration);
   hash_filled_blocks(content, tokens, full);  // prepare_commit() usually has
   while (content.registered_blocks < full) {
     const int64_t b = content.registered_blocks;

@@ -115,13 +115,19 @@ class PagedPolicy final : public PagedPolicyBase {
   void register_eagerly(SeqSlot s, SeqContent& content, const TokenView& tokens, int64_t end);
   // Registers blocks [registered_blocks, full) pending, on the sequence's chain.
   void defer(SeqSlot s, SeqContent& content, const TokenView& tokens, int64_t full);
-  // Before hashing blocks [first, end) of `tokens`: touch_key() for every
-  // run that holds one of them whole (the blocks hashed from a run's key).
-  void touch_runs(const TokenView& tokens, int64_t first, int64_t end) const;
+  // What a touch does to a run's key: a lookup only reads the map, so it
+  // only needs the key's pending blocks registered (if it has a chain); a
+  // registration must also keep the key from ever going pending after it.
+  enum class Touch { lookup, registration };
+  // Before blocks [first, end) of `tokens` are looked up or registered:
+  // touch_key() for every run that holds one of them whole (the blocks
+  // hashed from a run's key).
+  void touch_runs(const TokenView& tokens, int64_t first, int64_t end, Touch touch) const;
   // Someone may hash content of run `key`: its pending blocks are
-  // registered now, and it never goes pending again. Logically const: the
-  // cache answers as before, with the hashes it defers computed.
-  void touch_key(uint64_t key) const;
+  // registered now, and after a registration it never goes pending again.
+  // Logically const: the cache answers as before, with the hashes it
+  // defers computed.
+  void touch_key(uint64_t key, Touch touch = Touch::registration) const;
   void materialise(PendingHashes::ChainId chain) const;
   // Every chain (the deferral stops: tiers were attached).
   void materialise_all();

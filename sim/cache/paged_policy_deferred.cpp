@@ -39,7 +39,8 @@ void PagedPolicy::defer(SeqSlot s, SeqContent& content, const TokenView& tokens,
   content.registered_blocks = full;
 }
 
-void PagedPolicy::touch_runs(const TokenView& tokens, int64_t first, int64_t end) const {
+void PagedPolicy::touch_runs(const TokenView& tokens, int64_t first, int64_t end,
+                             Touch touch) const {
   const int64_t bs = block_size();
   const int64_t lo = first * bs;
   const int64_t hi = end * bs;
@@ -51,15 +52,16 @@ void PagedPolicy::touch_runs(const TokenView& tokens, int64_t first, int64_t end
       const int64_t run_hi = std::min({base + run.start + run.length, part_end, hi});
       if (base + run.start >= hi) break;
       const int64_t block_lo = (run_lo + bs - 1) / bs * bs;
-      if (block_lo + bs <= run_hi) touch_key(run.key);
+      if (block_lo + bs <= run_hi) touch_key(run.key, touch);
     }
   };
   visit(tokens.prompt_content, 0, tokens.prompt_len);
   visit(tokens.output_content, tokens.prompt_len, tokens.size());
 }
 
-void PagedPolicy::touch_key(uint64_t key) const {
-  if (!pending_.note_seen(key)) return;  // no chain: a key with one is seen
+void PagedPolicy::touch_key(uint64_t key, Touch touch) const {
+  // No chain for a key not seen: a key with one is seen.
+  if (touch == Touch::lookup ? !pending_.seen(key) : !pending_.note_seen(key)) return;
   const PendingHashes::ChainId chain = pending_.find(key);
   if (chain != PendingHashes::kNoChain) materialise(chain);
 }

@@ -191,13 +191,14 @@ void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
   order_->on_content(b, hash.low);
 }
 
-bool BlockPool::mark_pending(BlockId b) {
+bool BlockPool::mark_pending(BlockId b, uint32_t tag) {
   BlockState& st = state_[static_cast<size_t>(b)];
   if (st.hashed) return false;  // content of a full block never changes
   if (listener_ != nullptr || order_->uses_content())
     throw std::logic_error("a pending block in a pool that must see every content hash");
   st.hashed = 1;
   st.pending = 1;
+  hash_[static_cast<size_t>(b)] = BlockHash{tag, 0};  // no map entry reads it
   return true;
 }
 

@@ -79,8 +79,10 @@ class BlockPool {
   // Starts loading what lookup(hash) and touch(block) or release(block)
   // will read (hints: nothing changes).
   void prefetch_lookup(const BlockHash& hash) const { by_hash_.prefetch(hash); }
-  void prefetch_state(BlockId block) const {
-    __builtin_prefetch(&state_[static_cast<size_t>(block)]);
+  // What mark_pending(block, tag) writes.
+  void prefetch_mark(BlockId block) const {
+    __builtin_prefetch(&state_[static_cast<size_t>(block)], 1);
+    __builtin_prefetch(&hash_[static_cast<size_t>(block)], 1);
   }
   void prefetch_block(BlockId block) const {
     __builtin_prefetch(&state_[static_cast<size_t>(block)]);
@@ -111,8 +113,15 @@ class BlockPool {
   // holds content (as register_hash would). Only for a pool whose order
   // ignores content and that has no eviction listener: neither can be told
   // of a content that has no hash yet.
-  bool mark_pending(BlockId block);
+  // `tag` is kept in the block's hash slot, unused until the hash is
+  // computed, for the deferral to tell its own blocks from reused ones
+  // (pending_tag) without an array of its own.
+  bool mark_pending(BlockId block, uint32_t tag = 0);
   bool is_pending(BlockId block) const { return state_[static_cast<size_t>(block)].pending != 0; }
+  // The tag mark_pending() was given. Precondition: is_pending(block).
+  uint32_t pending_tag(BlockId block) const {
+    return static_cast<uint32_t>(hash_[static_cast<size_t>(block)].low);
+  }
   // Gives a pending block its hash and map entry: the state register_hash
   // would have left. Throws std::logic_error if another block holds `hash`
   // (the deferral was not exact).

@@ -21,8 +21,6 @@ uint64_t mix(uint64_t x) {  // splitmix64: test keys are small integers
 
 }  // namespace
 
-PendingHashes::PendingHashes(int64_t num_blocks) : tags_(static_cast<size_t>(num_blocks), 0) {}
-
 uint64_t seen_mask(uint64_t h) {
   return (uint64_t{1} << ((h >> 32) % 64)) | (uint64_t{1} << ((h >> 40) % 64));
 }

@@ -59,8 +59,6 @@ class PendingHashes {
     std::vector<BlockHash> hashes;
   };
 
-  explicit PendingHashes(int64_t num_blocks);
-
   // Whether some block of a run of this key may have been hashed or
   // deferred (never a false negative): a key with a chain is seen, so only
   // a key seen before can have one.
@@ -82,11 +80,7 @@ class PendingHashes {
   int32_t owner(ChainId chain) const { return chains_[static_cast<size_t>(chain)].owner; }
   // The chain with tag `tag` appends `block` (in use, just filled): marks it
   // pending in the pool unless it already holds content.
-  void append(uint32_t tag, BlockId block, BlockPool& pool) {
-    if (pool.mark_pending(block)) tags_[static_cast<size_t>(block)] = tag;
-  }
-  // Starts loading what append(..., block, ...) writes (a hint).
-  void prefetch(BlockId block) const { __builtin_prefetch(&tags_[static_cast<size_t>(block)], 1); }
+  void append(uint32_t tag, BlockId block, BlockPool& pool) { pool.mark_pending(block, tag); }
   // The owner let go of its blocks, `blocks[0, count)` in chain order: the
   // chain lives on for those still pending.
   void detach(ChainId chain, const BlockId* blocks, int64_t count);
@@ -107,7 +101,7 @@ class PendingHashes {
     BlockHash anchor;
     std::vector<BlockId> blocks;  // once detached
     bool live = false;            // a chain, not a free entry of chains_
-    uint32_t tag = 0;             // written into tags_ for each block it holds pending
+    uint32_t tag = 0;             // the pool keeps it beside each block it holds pending
     int32_t owner = kNoOwner;
   };
 
@@ -116,7 +110,7 @@ class PendingHashes {
   // under lru happens about in the order the sequences let go of them.
   void sweep(const BlockPool& pool);
   bool holds(const Chain& c, BlockId b, const BlockPool& pool) const {
-    return pool.is_pending(b) && tags_[static_cast<size_t>(b)] == c.tag;
+    return pool.is_pending(b) && pool.pending_tag(b) == c.tag;
   }
   void drop(ChainId id);
 
@@ -134,7 +128,6 @@ class PendingHashes {
   static BlockHash key_hash(uint64_t key);
   BlockHashTable index_;
   int64_t live_chains_ = 0;
-  std::vector<uint32_t> tags_;  // by block: the chain that marked it pending
   uint32_t next_tag_ = 1;
   // Detached chains, oldest first, by (chain, tag): an entry whose chain
   // was materialised since (its tag changed) is skipped.

@@ -31,10 +31,16 @@ BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrde
   order_->on_evictable_range(0, params.num_blocks);
 }
 
-void BlockPool::mark_free(BlockId b) {
+bool BlockPool::unreference(BlockId b) {
+  BlockState& st = state_[static_cast<size_t>(b)];
+  if (--st.ref_count != 0) return false;
   ++num_free_;
-  if (state_[static_cast<size_t>(b)].hashed) ++num_cached_free_;
-  order_->on_evictable(b);
+  if (st.hashed) ++num_cached_free_;
+  return true;
+}
+
+void BlockPool::throw_release_of_free(BlockId b) {
+  throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
 }
 
 BlockId BlockPool::allocate() {
@@ -137,10 +143,8 @@ void BlockPool::touch(BlockId b) {
 }
 
 void BlockPool::release(BlockId b) {
-  BlockState& st = state_[static_cast<size_t>(b)];
-  if (st.ref_count == 0)
-    throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
-  if (--st.ref_count == 0) mark_free(b);
+  if (ref_count(b) == 0) throw_release_of_free(b);
+  if (unreference(b)) order_->on_evictable(b);
 }
 
 void BlockPool::release_backwards(std::span<const BlockId> blocks) {
@@ -160,15 +164,11 @@ void BlockPool::release_backwards(std::span<const BlockId> blocks) {
     for (size_t i = end; i-- > begin;) {
       const BlockId b = blocks[i];
       if (b == kNoBlock) continue;
-      BlockState& st = state_[static_cast<size_t>(b)];
-      if (st.ref_count == 0) {
+      if (ref_count(b) == 0) {
         tell_order();  // the releases before it stand
-        throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
+        throw_release_of_free(b);
       }
-      if (--st.ref_count != 0) continue;
-      ++num_free_;
-      if (st.hashed) ++num_cached_free_;
-      freed[num_freed++] = b;
+      if (unreference(b)) freed[num_freed++] = b;
     }
     tell_order();
     end = begin;

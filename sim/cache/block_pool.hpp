@@ -156,7 +156,11 @@ class BlockPool {
     const BlockHash& operator()(BlockId b) const { return hashes[static_cast<size_t>(b)]; }
   };
   HashOfBlock hash_of() const { return {hash_.data()}; }
-  void mark_free(BlockId b);
+  // One reference fewer (precondition: ref_count > 0); at zero the block
+  // counts as free and true is returned: the caller tells the order, one
+  // block (release) or a window of them (release_backwards) at a time.
+  bool unreference(BlockId b);
+  [[noreturn]] static void throw_release_of_free(BlockId b);
   // allocate() once its victim `b` is named.
   void take(BlockId b);
   // Starts loading what the next allocations will read, after `taken`

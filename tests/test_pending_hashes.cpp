@@ -4,6 +4,7 @@
 // same calls and compare everything observable after every call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -156,15 +157,21 @@ class Differential {
       q.state = Req::done;
       return;
     }
+    // Now and then several tokens in one step (a multi-token decode): the
+    // table then holds blocks past the one the next commit fills.
+    const int64_t tokens =
+        pick(8) == 0 ? std::min<int64_t>(1 + pick(2 * static_cast<int>(o_.block_size) + 1),
+                                         q.out_len - q.generated)
+                     : 1;
     GrowPlan plan[2];
-    for (int i = 0; i < 2; ++i) plan[i] = policy_[i]->plan_grow(q.slot[i], 1);
+    for (int i = 0; i < 2; ++i) plan[i] = policy_[i]->plan_grow(q.slot[i], tokens);
     ASSERT_EQ(plan[0].fits, plan[1].fits);
     ASSERT_EQ(plan[0].new_blocks, plan[1].new_blocks);
     if (!plan[0].fits) return;
-    ++q.generated;
+    q.generated += tokens;
     const bool prepared = pick(2) == 0;
     for (int i = 0; i < 2; ++i) {
-      policy_[i]->apply_grow(q.slot[i], plan[i], 1);
+      policy_[i]->apply_grow(q.slot[i], plan[i], tokens);
       if (prepared) policy_[i]->prepare_commit(q.slot[i], q.view(), q.known());
       policy_[i]->commit(q.slot[i], q.view(), q.known());
     }

@@ -16,6 +16,7 @@ BlockPool::BlockPool(const BlockPoolParams& params)
 BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrder> order)
     : order_(std::move(order)) {
   if (!order_) throw std::invalid_argument("block pool without an eviction order");
+  order_uses_content_ = order_->uses_content();
   if (params.num_blocks < 0 || params.num_blocks > std::numeric_limits<BlockId>::max()) {
     throw std::invalid_argument(fmt::format("block pool of {} blocks", params.num_blocks));
   }
@@ -188,13 +189,13 @@ void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
   if (!by_hash_.insert(hash, b, hash_of())) return;
   st.hashed = 1;
   hash_[static_cast<size_t>(b)] = hash;
-  order_->on_content(b, hash.low);
+  if (order_uses_content_) order_->on_content(b, hash.low);  // else a no-op by contract
 }
 
 bool BlockPool::mark_pending(BlockId b, uint32_t tag) {
   BlockState& st = state_[static_cast<size_t>(b)];
   if (st.hashed) return false;  // content of a full block never changes
-  if (listener_ != nullptr || order_->uses_content())
+  if (listener_ != nullptr || order_uses_content_)
     throw std::logic_error("a pending block in a pool that must see every content hash");
   st.hashed = 1;
   st.pending = 1;

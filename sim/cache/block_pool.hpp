@@ -178,6 +178,9 @@ class BlockPool {
   uint64_t evictions_ = 0;
   BlockHashTable by_hash_;
   BlockEvictionListener* listener_ = nullptr;
+  // order_->uses_content(), asked once: an order's answer never changes,
+  // and a block fill would otherwise make a virtual call to learn it.
+  bool order_uses_content_ = true;
 };
 
 }  // namespace kvsim

@@ -39,8 +39,12 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   // chain there is no pending block to find; the keys are marked when the
   // blocks are registered (register_eagerly), so a router asking every
   // instance writes nothing in any of them.
-  if (defer_ && !pending_.empty()) touch_runs(tokens, 0, full_blocks, Touch::lookup);
+  // (The touch reads a filter word per run: requested first, read once the
+  // hashing, which needs nothing the touch changes, is done.)
+  const bool touch = defer_ && !pending_.empty();
+  if (touch) prefetch_seen_runs(tokens);
   tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
+  if (touch) touch_runs(tokens, 0, full_blocks, Touch::lookup);
   hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
   // blocks can be hits (vLLM v1 get_computed_blocks).
@@ -102,6 +106,7 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   note_last(content);
   content.registered_blocks = on_device + loaded;
   content.chain = PendingHashes::kNoChain;
+  note_tail(s, content);
   // The blocks read back hold their content now: reusable at once.
   const std::vector<BlockId>& table = seq(s).block_table;
   for (int64_t b = on_device; b < on_device + loaded; ++b)
@@ -114,6 +119,17 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
     prefix_hit_tokens_ += plan.hit.cached_tokens;
   }
   return s;
+}
+
+void PagedPolicy::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_tokens) {
+  PagedPolicyBase::apply_grow(s, plan, new_tokens);
+  if (plan.new_blocks > 0) note_tail(s, content_[static_cast<size_t>(s)]);
+}
+
+void PagedPolicy::note_tail(SeqSlot s, SeqContent& content) const {
+  const std::vector<BlockId>& table = seq(s).block_table;
+  content.tail_index = static_cast<int32_t>(table.size()) - 1;
+  content.tail_block = table.empty() ? kNoBlock : table.back();
 }
 
 int64_t PagedPolicy::blocks_to_register(SeqSlot s, int64_t computed_tokens) const {
@@ -143,10 +159,16 @@ void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& token
 }
 
 void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {
+  if (!prefix_caching_) return;
+  SeqContent& content = content_.at(static_cast<size_t>(s));
+  if (computed_tokens < (content.registered_blocks + 1) * block_size()) return;
+  if (const BlockId b = fill_on_chain(content, computed_tokens); b != kNoBlock) {
+    pool_.prefetch_mark(b);  // what commit() will write
+    return;
+  }
   const int64_t full = blocks_to_register(s, computed_tokens);
   if (full == 0) return;
-  SeqContent& content = content_[static_cast<size_t>(s)];
-  const int64_t end = defer_ ? eager_end(content, tokens, full) : full;
+  const int64_t end = defer_ ? eager_end(content, tokens, full, Guess::unseen) : full;
   const std::vector<BlockId>& table = seq(s).block_table;
   for (int64_t b = std::max(end, content.registered_blocks); b < full; ++b) {
     pool_.prefetch_mark(table[static_cast<size_t>(b)]);  // deferred: see defer()
@@ -160,9 +182,18 @@ void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t com
 }
 
 void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {
+  if (!prefix_caching_) return;
+  SeqContent& content = content_.at(static_cast<size_t>(s));
+  if (computed_tokens < (content.registered_blocks + 1) * block_size()) return;
+  // The short path of a decode filling a block on its chain: what defer()
+  // does for that one block (see fill_on_chain).
+  if (const BlockId b = fill_on_chain(content, computed_tokens); b != kNoBlock) {
+    pending_.append(content.chain_tag, b, pool_);
+    ++content.registered_blocks;
+    return;
+  }
   const int64_t full = blocks_to_register(s, computed_tokens);
   if (full == 0) return;
-  SeqContent& content = content_[static_cast<size_t>(s)];
   if (!defer_) {
     register_eagerly(s, content, tokens, full);
     return;
@@ -247,6 +278,7 @@ SeqSlot PagedPolicy::apply_swap_in(HostSlot hs, const SwapPlan& plan) {
   content.hashes = std::move(hashes);
   note_last(content);
   content.registered_blocks = kept;
+  note_tail(s, content);
   hashes.clear();
   return s;
 }

@@ -49,6 +49,8 @@ class PagedPolicy final : public PagedPolicyBase {
   PrefixHit lookup_prefix(const TokenView& tokens, std::vector<BlockHash>& memo) const override;
   AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const override;
   SeqSlot apply_admit(const AdmitPlan& plan) override;
+  // The base's, and the sequence's new last block noted beside its content.
+  void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
   // Registers the hashes of newly computed full blocks.
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   int64_t commit_horizon(SeqSlot seq) const override;
@@ -95,10 +97,32 @@ class PagedPolicy final : public PagedPolicyBase {
     // registered_blocks), or kNoChain.
     PendingHashes::ChainId chain = PendingHashes::kNoChain;
     uint32_t chain_tag = 0;  // its tag, read here rather than from the chain
+    // The last entry of the block table and its index, copied here whenever
+    // the table grows (note_tail). A decode fills the block it was last
+    // given, so with a chain the fill is decided from this line alone: the
+    // block table, far away on the heap, is not read (fill_on_chain).
+    int32_t tail_index = -1;
+    BlockId tail_block = kNoBlock;
   };
+  static_assert(sizeof(SeqContent) == 64, "one cache line per sequence");
 
   // The content of slot s, grown to cover it: called wherever the base opens a slot.
   SeqContent& open_content(SeqSlot s);
+  // Copies the table's last entry of slot s into its content (SeqContent::tail_block).
+  void note_tail(SeqSlot s, SeqContent& content) const;
+  // The block a commit up to `computed_tokens` fills when that is the one
+  // block after content.registered_blocks, the table's last, and the
+  // sequence's chain takes it (the common decode fill): every other case
+  // reads kNoBlock and goes the long way. The same answer as the long way:
+  // eager_end() returns registered_blocks for a sequence with a chain, so
+  // defer() appends exactly table[registered_blocks].
+  BlockId fill_on_chain(const SeqContent& content, int64_t computed_tokens) const {
+    const int64_t r = content.registered_blocks;
+    if (content.chain == PendingHashes::kNoChain || content.tail_index != r ||
+        computed_tokens >= (r + 2) * block_size())
+      return kNoBlock;
+    return content.tail_block;
+  }
   // The full blocks commit(s, ..., computed_tokens) registers up to, or 0
   // when it has nothing to do.
   int64_t blocks_to_register(SeqSlot s, int64_t computed_tokens) const;
@@ -109,8 +133,14 @@ class PagedPolicy final : public PagedPolicyBase {
   // Extends content.hashes over the first `full` blocks.
   void hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full);
   // The block up to which commit(..., full) registers with hashes; the
-  // blocks after it, up to `full`, are deferred.
-  int64_t eager_end(const SeqContent& content, const TokenView& tokens, int64_t full) const;
+  // blocks after it, up to `full`, are deferred. With Guess::unseen (from
+  // prepare_commit, whose work is only hints and hashes commit() would
+  // compute anyway) a run's key is taken as not seen and its filter word
+  // only requested: commit() reads it, with the other commits' misses
+  // overlapped, and decides.
+  enum class Guess { none, unseen };
+  int64_t eager_end(const SeqContent& content, const TokenView& tokens, int64_t full,
+                    Guess guess = Guess::none) const;
   // Hashes (hash_filled_blocks) and registers blocks up to `end`.
   void register_eagerly(SeqSlot s, SeqContent& content, const TokenView& tokens, int64_t end);
   // Registers blocks [registered_blocks, full) pending, on the sequence's chain.
@@ -123,6 +153,9 @@ class PagedPolicy final : public PagedPolicyBase {
   // touch_key() for every run that holds one of them whole (the blocks
   // hashed from a run's key).
   void touch_runs(const TokenView& tokens, int64_t first, int64_t end, Touch touch) const;
+  // Starts loading the filter words touch_runs() reads for the runs of
+  // `tokens` (the first few: a hint).
+  void prefetch_seen_runs(const TokenView& tokens) const;
   // Someone may hash content of run `key`: its pending blocks are
   // registered now, and after a registration it never goes pending again.
   // Logically const: the cache answers as before, with the hashes it

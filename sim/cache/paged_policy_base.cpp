@@ -121,6 +121,11 @@ int64_t PagedPolicyBase::free_leading_blocks(SeqSlot s, int64_t end) {
 }
 
 void PagedPolicyBase::release(SeqSlot s) {
+  release_blocks(s);
+  close_slot(s);
+}
+
+void PagedPolicyBase::release_blocks(SeqSlot s) {
   SeqTable& sq = seqs_.at(static_cast<size_t>(s));
   if (!sq.live)
     throw std::logic_error(fmt::format("release of sequence slot {} that is not held", s));
@@ -130,6 +135,10 @@ void PagedPolicyBase::release(SeqSlot s) {
   pool_.release_backwards(sq.block_table);
   slots_reserved_ -= live_blocks(s) * block_size_;
   tokens_held_ -= room(s).tokens - sq.freed_blocks * block_size_;
+}
+
+void PagedPolicyBase::close_slot(SeqSlot s) {
+  SeqTable& sq = seqs_[static_cast<size_t>(s)];
   sq.block_table.clear();
   room(s) = {};
   sq.freed_blocks = 0;

@@ -96,6 +96,11 @@ class PagedPolicyBase : public KvCachePolicy {
   // in. The host slot is freed.
   SeqSlot restore_from_host(HostSlot h, const SwapPlan& plan,
                             const std::vector<BlockId>& on_device);
+  // release() in two halves, for a derived policy that reads the table in
+  // between: the blocks go back to the pool (the table still lists them),
+  // then the slot is closed.
+  void release_blocks(SeqSlot s);
+  void close_slot(SeqSlot s);
   // Releases the table's blocks before index `end` (clamped to the table)
   // that are still held; returns how many it released now.
   int64_t free_leading_blocks(SeqSlot s, int64_t end);

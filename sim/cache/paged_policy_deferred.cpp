@@ -7,8 +7,8 @@
 
 namespace kvsim {
 
-int64_t PagedPolicy::eager_end(const SeqContent& content, const TokenView& tokens,
-                               int64_t full) const {
+int64_t PagedPolicy::eager_end(const SeqContent& content, const TokenView& tokens, int64_t full,
+                               Guess guess) const {
   if (content.chain != PendingHashes::kNoChain) return content.registered_blocks;
   // Deferred: blocks wholly inside an output described as one run, from the
   // first whose hash nobody computed, while nobody hashed that run's content.
@@ -19,6 +19,10 @@ int64_t PagedPolicy::eager_end(const SeqContent& content, const TokenView& token
       {content.registered_blocks, first_in_output, static_cast<int64_t>(content.hashes.size())});
   if (start >= full) return full;
   const uint64_t key = output->runs().front().key;
+  if (guess == Guess::unseen) {
+    pending_.prefetch_seen(key);
+    return start;
+  }
   if (pending_.seen(key)) return full;  // a chain of its own would be seen too
   return start;
 }
@@ -57,6 +61,18 @@ void PagedPolicy::touch_runs(const TokenView& tokens, int64_t first, int64_t end
   };
   visit(tokens.prompt_content, 0, tokens.prompt_len);
   visit(tokens.output_content, tokens.prompt_len, tokens.size());
+}
+
+void PagedPolicy::prefetch_seen_runs(const TokenView& tokens) const {
+  constexpr size_t kRuns = 8;  // a prompt quoting a few turns; more wait in turn
+  size_t left = kRuns;
+  for (const TokenContent* part : {tokens.prompt_content, tokens.output_content}) {
+    if (part == nullptr) continue;
+    for (const TokenRun& run : part->runs()) {
+      if (left-- == 0) return;
+      pending_.prefetch_seen(run.key);
+    }
+  }
 }
 
 void PagedPolicy::touch_key(uint64_t key, Touch touch) const {
@@ -99,16 +115,21 @@ const std::vector<BlockHash>& PagedPolicy::content_hashes(SeqSlot s) const {
 }
 
 void PagedPolicy::release(SeqSlot s) {
-  if (defer_ && static_cast<size_t>(s) < content_.size()) {
-    SeqContent& content = content_[static_cast<size_t>(s)];
-    if (content.chain != PendingHashes::kNoChain) {
-      const auto first = static_cast<int64_t>(content.hashes.size());
-      pending_.detach(content.chain, seq(s).block_table.data() + first,
-                      content.registered_blocks - first);
-    }
-    content.chain = PendingHashes::kNoChain;
+  if (!defer_ || static_cast<size_t>(s) >= content_.size() ||
+      content_[static_cast<size_t>(s)].chain == PendingHashes::kNoChain) {
+    PagedPolicyBase::release(s);
+    return;
   }
-  PagedPolicyBase::release(s);
+  SeqContent& content = content_[static_cast<size_t>(s)];
+  // The chain's record is loaded while the blocks go back to the pool; the
+  // table still lists them after (close_slot clears it).
+  pending_.prefetch(content.chain);
+  release_blocks(s);
+  const auto first = static_cast<int64_t>(content.hashes.size());
+  pending_.detach(content.chain, seq(s).block_table.data() + first,
+                  content.registered_blocks - first);
+  content.chain = PendingHashes::kNoChain;
+  close_slot(s);
 }
 
 }  // namespace kvsim

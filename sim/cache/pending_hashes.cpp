@@ -36,6 +36,10 @@ bool PendingHashes::seen(uint64_t key) const {
   return (seen_bits_[h % kSeenWords] & mask) == mask;
 }
 
+void PendingHashes::prefetch_seen(uint64_t key) const {
+  if (!seen_bits_.empty()) __builtin_prefetch(&seen_bits_[mix(key) % kSeenWords]);
+}
+
 bool PendingHashes::note_seen(uint64_t key) {
   if (seen_bits_.empty()) seen_bits_.assign(kSeenWords, 0);
   const uint64_t h = mix(key);

@@ -36,6 +36,15 @@
 // starts (so one key has one chain at most, and a second request given the
 // same output key stays eager): touching a key not seen before needs no
 // search for its chain.
+//
+// The short path of a fill (PagedPolicy::fill_on_chain) keeps nothing that
+// could go stale: it asks, on every fill, whether the sequence still has a
+// chain (what ends one clears it: a touch of K that materialises it, a
+// swap-out, which touches K, a release, which detaches it) and whether the
+// block is the one after the registered ones, its table's last (copied
+// beside the content whenever the table grows). With a chain eager_end()
+// defers every new block, so the short path appends exactly the block the
+// long one would.
 #include <cstdint>
 #include <deque>
 #include <utility>

@@ -158,10 +158,19 @@ void BlockPool::release_backwards(std::span<const BlockId> blocks) {
     order_->on_evictable_each({freed.data(), num_freed});
     num_freed = 0;
   };
-  for (size_t end = blocks.size(); end > 0;) {
+  // A window's states and order entries are requested while the window
+  // before it (later in the table) is released, so its misses overlap that
+  // work instead of stalling the first releases of the window.
+  auto request = [&](size_t end) {
     const size_t begin = end > kWindow ? end - kWindow : 0;
     for (size_t i = begin; i < end; ++i)
-      if (blocks[i] != kNoBlock) prefetch_block(blocks[i]);
+      if (blocks[i] != kNoBlock) __builtin_prefetch(&state_[static_cast<size_t>(blocks[i])]);
+    order_->prefetch_each(blocks.subspan(begin, end - begin));
+  };
+  if (!blocks.empty()) request(blocks.size());
+  for (size_t end = blocks.size(); end > 0;) {
+    const size_t begin = end > kWindow ? end - kWindow : 0;
+    if (begin > 0) request(begin);
     for (size_t i = end; i-- > begin;) {
       const BlockId b = blocks[i];
       if (b == kNoBlock) continue;

@@ -72,13 +72,21 @@ class EvictionOrder {
   // Starts loading what the order keeps for `id` (a hint: nothing changes),
   // ahead of a call about it.
   virtual void prefetch(EvictableId id) const { (void)id; }
+  // prefetch() of every entry of `ids` (kNoEvictable ones skipped), in one
+  // call (a window of a finished sequence's blocks).
+  virtual void prefetch_each(std::span<const EvictableId> ids) const {
+    for (const EvictableId id : ids)
+      if (id != kNoEvictable) prefetch(id);
+  }
   // on_evictable(first), on_evictable(first + 1), ... `count` calls in one
   // (a fresh pool frees all its blocks in id order).
   virtual void on_evictable_range(EvictableId first, int64_t count) {
     for (int64_t i = 0; i < count; ++i) on_evictable(static_cast<EvictableId>(first + i));
   }
   // on_evictable(ids[0]), on_evictable(ids[1]), ... in one call (a
-  // finished sequence's blocks freed a window at a time).
+  // finished sequence's blocks freed a window at a time). Precondition: no
+  // id is evictable already (the pool calls it only for blocks whose count
+  // it just took to zero), which an order may rely on instead of checking.
   virtual void on_evictable_each(std::span<const EvictableId> ids) {
     for (const EvictableId id : ids) on_evictable(id);
   }

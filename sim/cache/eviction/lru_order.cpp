@@ -28,14 +28,6 @@ void LruOrder::skip_gone() const {
   while (head_ < tail_ && !is_live(head_)) ++head_;
 }
 
-void LruOrder::push_back(EvictableId id) {
-  if (tail_ - head_ == ring_.size()) compact();
-  position_[static_cast<size_t>(id)] = static_cast<int32_t>(place(tail_));
-  ring_[place(tail_)] = id;
-  ++tail_;
-  ++live_;
-}
-
 void LruOrder::compact() {
   // Gone entries are at least half of a full ring: dropped in place, the
   // live ones keeping their order from the oldest end (an entry moves only

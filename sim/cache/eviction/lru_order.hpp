@@ -30,9 +30,20 @@ class LruOrder final : public EvictionOrder {
   // Appends at the most recent end.
   void on_evictable(EvictableId id) override;
   void on_evictable_range(EvictableId first, int64_t count) override;
-  // The calls one by one, without a virtual call each.
+  // The calls one by one, without a call each. The pool calls it only for
+  // blocks whose last reference it just dropped, which cannot be queued (a
+  // block leaves the order when it is taken or revived, before it can be
+  // referenced): their places are written without first being read, so a
+  // freed block's position costs no load miss. check_invariants() still
+  // compares the order with the counts. An id without a place yet takes
+  // on_evictable()'s checks.
   void on_evictable_each(std::span<const EvictableId> ids) override {
-    for (const EvictableId id : ids) LruOrder::on_evictable(id);
+    for (const EvictableId id : ids) {
+      if (static_cast<size_t>(id) < position_.size())
+        push_back(id);
+      else
+        LruOrder::on_evictable(id);
+    }
   }
   void on_pinned(EvictableId id) override;
   // An evictable entry moves to the most recent end; others are untouched.
@@ -54,6 +65,9 @@ class LruOrder final : public EvictionOrder {
   void prefetch(EvictableId id) const override {
     if (static_cast<size_t>(id) < position_.size())
       __builtin_prefetch(&position_[static_cast<size_t>(id)]);
+  }
+  void prefetch_each(std::span<const EvictableId> ids) const override {
+    for (const EvictableId id : ids) LruOrder::prefetch(id);  // a negative id is skipped
   }
   std::vector<EvictableId> victims_in_order() const override;
   // Recency only: on_content is the base's no-op.
@@ -77,7 +91,13 @@ class LruOrder final : public EvictionOrder {
   void unqueue(EvictableId id);
   // Past entries at the oldest end that are gone.
   void skip_gone() const;
-  void push_back(EvictableId id);
+  void push_back(EvictableId id) {
+    if (tail_ - head_ == ring_.size()) compact();
+    position_[static_cast<size_t>(id)] = static_cast<int32_t>(place(tail_));
+    ring_[place(tail_)] = id;
+    ++tail_;
+    ++live_;
+  }
   // A full ring: drops the gone entries in place, or moves the live ones, in
   // order, to a ring of `capacity` places (a power of two).
   void compact();

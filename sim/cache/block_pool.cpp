@@ -56,8 +56,9 @@ void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
   if (count <= 0) return;
   if (count > num_free_) throw std::logic_error("allocate_into() beyond the free blocks");
   if (count == 1) {  // a decode's new block: no windows to set up
-    out.push_back(order_->pop_victim());
-    take(out.back());
+    const BlockId b = order_->pop_victim();
+    out.push_back(b);
+    take(b);
     prefetch_upcoming(1);
     return;
   }

@@ -164,6 +164,9 @@ void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t com
   if (computed_tokens < (content.registered_blocks + 1) * block_size()) return;
   if (const BlockId b = fill_on_chain(content, computed_tokens); b != kNoBlock) {
     pool_.prefetch_mark(b);  // what commit() will write
+    // A decode that fills its last block takes a new one next step: its
+    // table line is loaded now (nothing else reads it since the last grow).
+    prefetch_table_end(s);
     return;
   }
   const int64_t full = blocks_to_register(s, computed_tokens);

@@ -96,6 +96,12 @@ class PagedPolicyBase : public KvCachePolicy {
   // in. The host slot is freed.
   SeqSlot restore_from_host(HostSlot h, const SwapPlan& plan,
                             const std::vector<BlockId>& on_device);
+  // Starts loading, for writing, where the sequence's next block goes in
+  // its table (a hint: nothing changes).
+  void prefetch_table_end(SeqSlot s) const {
+    const std::vector<BlockId>& table = seqs_[static_cast<size_t>(s)].block_table;
+    __builtin_prefetch(table.data() + table.size(), 1);
+  }
   // release() in two halves, for a derived policy that reads the table in
   // between: the blocks go back to the pool (the table still lists them),
   // then the slot is closed.

@@ -20,7 +20,8 @@ int64_t PagedPolicy::eager_end(const SeqContent& content, const TokenView& token
   if (start >= full) return full;
   const uint64_t key = output->runs().front().key;
   if (guess == Guess::unseen) {
-    pending_.prefetch_seen(key);
+    // Without a chain, commit() will start one here unless the key is seen.
+    pending_.prefetch_start(key);
     return start;
   }
   if (pending_.seen(key)) return full;  // a chain of its own would be seen too

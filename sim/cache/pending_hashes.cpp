@@ -40,6 +40,17 @@ void PendingHashes::prefetch_seen(uint64_t key) const {
   if (!seen_bits_.empty()) __builtin_prefetch(&seen_bits_[mix(key) % kSeenWords]);
 }
 
+void PendingHashes::prefetch_start(uint64_t key) const {
+  prefetch_seen(key);
+  index_.prefetch(key_hash(key));
+  if (!free_chains_.empty()) {
+    const char* c =
+        reinterpret_cast<const char*>(&chains_[static_cast<size_t>(free_chains_.back())]);
+    __builtin_prefetch(c, 1);
+    __builtin_prefetch(c + sizeof(Chain) - 1, 1);
+  }
+}
+
 bool PendingHashes::note_seen(uint64_t key) {
   if (seen_bits_.empty()) seen_bits_.assign(kSeenWords, 0);
   const uint64_t h = mix(key);

@@ -74,6 +74,10 @@ class PendingHashes {
   bool seen(uint64_t key) const;
   // Starts loading what seen(key) reads (a hint: nothing changes).
   void prefetch_seen(uint64_t key) const;
+  // Starts loading what seen(key) and then start(key, ...) read and write:
+  // the filter word, the index's bucket and the chain record it would take
+  // (a hint: nothing changes).
+  void prefetch_start(uint64_t key) const;
   // Marks the key seen; returns whether it was already.
   bool note_seen(uint64_t key);
   ChainId find(uint64_t key) const;

@@ -8,6 +8,7 @@
 
 #include "sim/cache/block_pool.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
+#include "sim/cache/recycled_index.hpp"
 
 namespace kvsim {
 namespace {
@@ -146,6 +147,24 @@ TEST(BlockPool, AllocateIntoMatchesOneAllocateAfterAnother) {
     }
     many.check_invariants();
   }
+}
+
+// The handles of slots, chains and chunks: the last freed index first,
+// else a new entry at the end.
+TEST(RecycledIndex, ReusesTheLastFreedIndexThenAppends) {
+  std::vector<std::string> entries;
+  std::vector<int32_t> free_indices;
+  EXPECT_EQ(take_recycled_index(entries, free_indices), 0);
+  EXPECT_EQ(take_recycled_index(entries, free_indices), 1);
+  EXPECT_EQ(take_recycled_index(entries, free_indices), 2);
+  entries[1] = "kept";
+  free_indices = {2, 1};
+  EXPECT_EQ(take_recycled_index(entries, free_indices), 1);
+  EXPECT_EQ(entries[1], "kept");  // the caller resets a reused entry
+  EXPECT_EQ(take_recycled_index(entries, free_indices), 2);
+  EXPECT_EQ(take_recycled_index(entries, free_indices), 3);
+  EXPECT_EQ(entries.size(), 4u);
+  EXPECT_TRUE(free_indices.empty());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "sim/cache/eviction/eviction_registry.hpp"
+#include "sim/cache/recycled_index.hpp"
 
 namespace kvsim {
 
@@ -56,14 +57,7 @@ void ChunkPool::insert(const BlockHash& hash, int64_t tokens, std::vector<BlockH
     if (evicted) evicted->push_back(entries_[static_cast<size_t>(victim)].hash);
     evict(victim);
   }
-  EvictableId id;
-  if (free_entries_.empty()) {
-    id = static_cast<EvictableId>(entries_.size());
-    entries_.emplace_back();
-  } else {
-    id = free_entries_.back();
-    free_entries_.pop_back();
-  }
+  const EvictableId id = take_recycled_index(entries_, free_entries_);
   Entry& e = entries_[static_cast<size_t>(id)];
   e.hash = hash;
   e.tokens = tokens;

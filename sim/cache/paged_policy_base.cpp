@@ -5,23 +5,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/cache/recycled_index.hpp"
+
 namespace kvsim {
-namespace {
-
-// A freed index of `entries` if there is one, else a new entry at the end:
-// sequence and host handles are indices that stay small and stable.
-template <class Entry>
-int32_t take_slot(std::vector<Entry>& entries, std::vector<int32_t>& free_slots) {
-  if (free_slots.empty()) {
-    entries.emplace_back();
-    return static_cast<int32_t>(entries.size() - 1);
-  }
-  const int32_t slot = free_slots.back();
-  free_slots.pop_back();
-  return slot;
-}
-
-}  // namespace
 
 PagedPolicyBase::PagedPolicyBase(const BlockPoolParams& pool, int64_t block_size, Bytes block_bytes,
                                  int64_t host_blocks)
@@ -39,7 +25,7 @@ PagedPolicyBase::PagedPolicyBase(std::shared_ptr<BlockPool> shared_pool, int64_t
 
 SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t new_blocks,
                                   int64_t tokens, int64_t freed_blocks) {
-  const SeqSlot s = take_slot(seqs_, free_seq_slots_);
+  const SeqSlot s = take_recycled_index(seqs_, free_seq_slots_);
   if (rooms_.size() < seqs_.size()) rooms_.resize(seqs_.size());
   SeqTable& sq = seqs_[static_cast<size_t>(s)];
   sq.block_table.assign(static_cast<size_t>(freed_blocks), kNoBlock);
@@ -167,7 +153,7 @@ SwapPlan PagedPolicyBase::plan_swap_out(SeqSlot s) const {
 HostSlot PagedPolicyBase::apply_swap_out(SeqSlot s, const SwapPlan& plan) {
   if (!plan.fits) throw std::logic_error("apply_swap_out with a plan that does not fit");
   const SeqBlocks sq = seq(s);
-  const HostSlot h = take_slot(host_, free_host_slots_);
+  const HostSlot h = take_recycled_index(host_, free_host_slots_);
   host_[static_cast<size_t>(h)] = {plan.blocks, sq.freed_blocks, sq.tokens, true};
   host_blocks_used_ += plan.blocks;
   bytes_moved_ += plan.bytes;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/cache/recycled_index.hpp"
+
 namespace kvsim {
 
 namespace {
@@ -73,14 +75,7 @@ PendingHashes::ChainId PendingHashes::start(uint64_t key, int64_t vocab, int64_t
   // Every 16th start: when the oldest chain still holds a block (the
   // common case) a sweep costs the misses of one look at it.
   if ((next_tag_ & 15) == 0) sweep(pool);
-  ChainId id;
-  if (free_chains_.empty()) {
-    id = static_cast<ChainId>(chains_.size());
-    chains_.emplace_back();
-  } else {
-    id = free_chains_.back();
-    free_chains_.pop_back();
-  }
+  const ChainId id = take_recycled_index(chains_, free_chains_);
   Chain& c = chains_[static_cast<size_t>(id)];
   c.key = key;
   c.vocab = vocab;

@@ -32,8 +32,13 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -171,8 +176,24 @@ class BlockHashTable {
     }
   };
   static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
+  static_assert(kAbsent == -1, "an empty bucket is every byte 0xFF (rebuild)");
+  static_assert(std::is_trivially_copyable_v<Bucket>);
   using Overflow = uint16_t;
-  using Buckets = std::vector<Bucket>;
+  // Buckets are created unwritten (resize() default-initialises: nothing
+  // for a trivial type) and filled by rebuild() with one memset.
+  struct UnwrittenBuckets : std::allocator<Bucket> {
+    template <class U>
+    struct rebind {
+      using other = UnwrittenBuckets;
+    };
+    UnwrittenBuckets() = default;
+    void construct(Bucket* p) { ::new (static_cast<void*>(p)) Bucket; }
+    template <class... Args>
+    void construct(Bucket* p, Args&&... args) {
+      ::new (static_cast<void*>(p)) Bucket(std::forward<Args>(args)...);
+    }
+  };
+  using Buckets = std::vector<Bucket, UnwrittenBuckets>;
 
   static int first(unsigned mask) {
     return __builtin_ctz(mask);
@@ -215,7 +236,12 @@ class BlockHashTable {
     for (;; ++bits) {
       if (bits > 32) throw std::length_error("block hash table beyond 2^32 buckets");
       const size_t count = size_t{1} << bits;
-      buckets_.assign(count, empty_bucket());
+      // Every byte 0xFF: every value kAbsent (tags are read only beside a
+      // value). One memset, where assigning a bucket at a time was a loop
+      // of 64-byte copies over a pool's 10^5 / 4 buckets.
+      buckets_.clear();
+      buckets_.resize(count);
+      std::memset(static_cast<void*>(buckets_.data()), 0xFF, count * sizeof(Bucket));
       overflow_.assign(count, 0);
       mask_ = count - 1;
       shift_ = 32 - bits;
@@ -227,12 +253,6 @@ class BlockHashTable {
       }
       if (placed_all) return;  // else a count saturated: spread the entries further
     }
-  }
-
-  static Bucket empty_bucket() {
-    Bucket b{};
-    for (Value& v : b.values) v = kAbsent;
-    return b;
   }
 
   Buckets buckets_;

@@ -20,8 +20,8 @@ BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrde
   if (params.num_blocks < 0 || params.num_blocks > std::numeric_limits<BlockId>::max()) {
     throw std::invalid_argument(fmt::format("block pool of {} blocks", params.num_blocks));
   }
-  state_.resize(static_cast<size_t>(params.num_blocks));
-  hash_.resize(static_cast<size_t>(params.num_blocks));
+  state_ = TrivialArray<BlockState>::zeroed(static_cast<size_t>(params.num_blocks));
+  hash_ = TrivialArray<BlockHash>::unwritten(static_cast<size_t>(params.num_blocks));
   // The map holds at most one hash per block: sized once, it never grows
   // (nor rehashes, nor faults in new pages) during a run.
   by_hash_.reserve(static_cast<size_t>(params.num_blocks));

@@ -20,6 +20,7 @@
 #include "sim/cache/block_hash.hpp"
 #include "sim/cache/block_hash_table.hpp"
 #include "sim/cache/eviction/eviction_order.hpp"
+#include "sim/cache/trivial_array.hpp"
 
 namespace kvsim {
 
@@ -170,8 +171,11 @@ class BlockPool {
   // decode crossing a block boundary) finds them loaded.
   void prefetch_upcoming(int64_t taken) const;
 
-  std::vector<BlockState> state_;
-  std::vector<BlockHash> hash_;
+  // All-zero bytes are a free block with no content (TrivialArray::zeroed);
+  // a block's hash is read only while it holds content, after
+  // register_hash or mark_pending wrote it (TrivialArray::unwritten).
+  TrivialArray<BlockState> state_;
+  TrivialArray<BlockHash> hash_;
   std::unique_ptr<EvictionOrder> order_;
   int64_t num_free_ = 0;
   int64_t num_cached_free_ = 0;

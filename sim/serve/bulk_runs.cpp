@@ -28,6 +28,9 @@ void Scheduler::settle(size_t i, int64_t now) {
   }
   if (const int64_t taken = end - run.policy_since; taken > 0)
     policy_.settle_in_place(slots_[i], taken);
+  // A commit of a bulk step told the run its horizon (committed()), not
+  // the Sequence.
+  if (run.horizon >= 0) run.seq->commit_horizon = run.horizon;
 }
 
 void Scheduler::settle_all(int64_t now) {
@@ -111,10 +114,10 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
   const int64_t computed = run.base + (now - run.since) + 1;  // after this step
   if (computed >= run.horizon) {
     // The engine commits it after the step: its content is loaded from now.
-    prefetch_for_commit(seq);
+    __builtin_prefetch(&content_[static_cast<size_t>(slot)]);
     if (!grown) policy_.settle_in_place(slot, now + 1 - run.policy_since);
     run.policy_since = now + 1;
-    batch.summary.bulk_commits.push_back({seq, run.generated + (now - run.since), computed,
+    batch.summary.bulk_commits.push_back({slot, run.generated + (now - run.since), computed,
                                           static_cast<uint32_t>(batch.items.size())});
     run.horizon = -1;  // the commit moves it: committed() tells
   }

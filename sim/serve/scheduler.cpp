@@ -26,8 +26,12 @@ void Scheduler::insert_running(Sequence* seq) {
   const auto index = at - running_.begin();
   next_event_.insert(static_cast<size_t>(index), 0);
   const auto slot = static_cast<size_t>(seq->slot);
-  if (slot >= bulk_run_.size()) bulk_run_.resize(slot + 1);
+  if (slot >= bulk_run_.size()) {
+    bulk_run_.resize(slot + 1);
+    content_.resize(slot + 1);
+  }
   bulk_run_[slot] = {};
+  content_[slot].view = TokenView::of(seq->request.prompt, seq->request.output, 0);
   slots_.insert(slots_.begin() + index, seq->slot);
   running_.insert(at, RunningSeq{seq, id});
 }

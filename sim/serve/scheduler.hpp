@@ -67,9 +67,12 @@ struct BatchSummary {
   // fills their last block): the engine commits them after the step, in
   // batch order among the items of `at_horizon`, as it would commit them as
   // items. Their Sequence lags (see bulk_decodes): `generated` and
-  // `computed` are what commit() reads, as the one-by-one step has them.
+  // `computed` are what commit() reads, as the one-by-one step has them,
+  // Scheduler::content their content, and the commit horizon after the
+  // commit goes to Scheduler::committed (which settles it in the Sequence
+  // with the rest), so that the commit does not touch the Sequence.
   struct BulkCommit {
-    Sequence* seq = nullptr;
+    SeqSlot slot = kNoSeq;      // the sequence's slot
     int64_t generated = 0;      // output tokens known before this step's sample
     int64_t computed = 0;       // tokens in the cache after this step
     uint32_t items_before = 0;  // items before it in batch order
@@ -103,10 +106,18 @@ class Scheduler {
   void schedule(ScheduledBatch& batch);
   // The commit after a step moved the sequence in `slot` to `horizon`
   // (KvCachePolicy::commit_horizon): its run, if it goes on, need not read
-  // its Sequence to learn it.
+  // its Sequence to learn it. Required after the commit of a bulk decode
+  // (BatchSummary::bulk_commits), whose Sequence learns it when settled.
   void committed(SeqSlot slot, int64_t horizon) {
     const auto s = static_cast<size_t>(slot);
     if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
+  }
+  // The content of the running sequence in `slot` with `generated` output
+  // tokens known, as a commit takes it, without a read of its Sequence.
+  TokenView content(SeqSlot slot, int64_t generated) const {
+    TokenView view = content_[static_cast<size_t>(slot)].view;
+    view.output_len = generated;
+    return view;
   }
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);
@@ -228,6 +239,14 @@ class Scheduler {
   // that entries that move in running_ leave them in place.
   std::vector<BulkRun> bulk_run_;
   BulkRun& run_of(size_t i) { return bulk_run_[static_cast<size_t>(slots_[i])]; }
+  // Each running sequence's content by slot, TokenView::of its request with
+  // no output known, taken when it joins the running set (a request's
+  // content does not change while it runs): a commit of a bulk decode
+  // loads this line, not the several lines of its Sequence's request.
+  struct alignas(64) RunContent {
+    TokenView view;
+  };
+  std::vector<RunContent> content_;
   size_t finished_in_place_ = 0;  // entries of running_ with seq == nullptr
   size_t first_finished_ = 0;     // the first of them
   TimeNs last_step_end_ = -1;

@@ -131,9 +131,10 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
   const int64_t now = clock_;
   // A run with no event in this step takes it in bulk: nothing to write.
   // The others' positions are listed.
-  one_by_one_.resize(n);
+  // (Room for every entry, kept from step to step: never shrunk, so that
+  // no step writes zeros into it.)
+  if (one_by_one_.size() < n) one_by_one_.resize(n);
   const size_t m = next_event_.list_due(now, one_by_one_.data());
-  one_by_one_.resize(m);
   bulk_now_ = static_cast<int64_t>(n - m);
   // Then the others in order, with the budget the one-by-one loop would
   // have when it reached each (every bulk decode before it took one

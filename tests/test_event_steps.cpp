@@ -37,7 +37,8 @@ std::vector<uint32_t> due_plainly(const EventSteps& steps, int64_t now) {
 
 TEST(EventSteps, ListsTheDueEntriesInOrderForEverySizeAroundAWord) {
   std::mt19937_64 rng(7);
-  for (const size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 1024}) {
+  for (const size_t n :
+       {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 79, 80, 81, 127, 128, 129, 1000, 1024}) {
     EventSteps steps;
     for (size_t i = 0; i < n; ++i)
       steps.insert(i, static_cast<int64_t>(rng() % 40));  // 0: due in every step

@@ -21,13 +21,16 @@ void Scheduler::settle(size_t i, int64_t now) {
   // the end of the step before `now` (a sequence left out of a step is
   // settled then, so its bulk steps are the latest steps).
   if (const int64_t taken = end - run.since; taken > 0) {
-    Sequence* seq = running_[i].seq;
+    Sequence* seq = run.seq;
     seq->computed += taken;
     seq->generated += taken;
     seq->last_token_at = last_step_end_;
   }
   if (const int64_t taken = end - run.policy_since; taken > 0)
-    policy_.settle_in_place(running_[i].slot, taken);
+    policy_.settle_in_place(slots_[i], taken);
+  // A commit of a bulk step told the run its horizon (committed()), not
+  // the Sequence.
+  if (run.horizon >= 0) run.seq->commit_horizon = run.horizon;
 }
 
 void Scheduler::settle_all(int64_t now) {
@@ -50,7 +53,7 @@ void Scheduler::start_run(size_t i, int64_t tokens) {
   // must change nothing (c + 1 + j < horizon; c + 1 < horizon).
   const Sequence& seq = *running_[i].seq;
   if (tokens != 1 || seq.computed + 1 != seq.known_tokens()) return;
-  const SeqSlot slot = running_[i].slot;
+  const SeqSlot slot = slots_[i];
   int64_t steps = seq.output_tokens - seq.generated - 2;
   const bool at_horizon = seq.computed + 1 >= seq.commit_horizon;
   if (!events_in_bulk_) {
@@ -69,6 +72,7 @@ void Scheduler::start_run(size_t i, int64_t tokens) {
   // This step's commit moves the horizon: looked up at the run's first step.
   run.horizon = at_horizon ? -1 : seq.commit_horizon;
   if (events_in_bulk_) run.room_until = run.policy_since + policy_.in_place_room(slot);
+  run.seq = running_[i].seq;
   run_of(i) = run;
   next_event_.set(i, events_in_bulk_ ? next_event(run) : run.until);
   run_sum_ += run.base - run.since;
@@ -87,10 +91,10 @@ int64_t Scheduler::next_event(const BulkRun& run) {
 }
 
 bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
-  BulkRun& run = run_of(i);
-  const SeqSlot slot = running_[i].slot;
+  const SeqSlot slot = slots_[i];
+  BulkRun& run = bulk_run_[static_cast<size_t>(slot)];
   const int64_t now = clock_;
-  Sequence* seq = running_[i].seq;
+  Sequence* seq = run.seq;
   if (run.horizon < 0) run.horizon = seq->commit_horizon;  // no committed() since a commit
   // The policy hears of the bulk steps before this one only when it is
   // asked something: before a new block (apply_grow counts this step's
@@ -110,10 +114,10 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
   const int64_t computed = run.base + (now - run.since) + 1;  // after this step
   if (computed >= run.horizon) {
     // The engine commits it after the step: its content is loaded from now.
-    prefetch_for_commit(seq);
+    __builtin_prefetch(&content_[static_cast<size_t>(slot)]);
     if (!grown) policy_.settle_in_place(slot, now + 1 - run.policy_since);
     run.policy_since = now + 1;
-    batch.summary.bulk_commits.push_back({seq, run.generated + (now - run.since), computed,
+    batch.summary.bulk_commits.push_back({slot, run.generated + (now - run.since), computed,
                                           static_cast<uint32_t>(batch.items.size())});
     run.horizon = -1;  // the commit moves it: committed() tells
   }
@@ -123,13 +127,14 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
 
 size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
   const size_t n = running_.size();
-  const RunningSeq* const run = running_.data();
+  const SeqSlot* const slot = slots_.data();
   const int64_t now = clock_;
   // A run with no event in this step takes it in bulk: nothing to write.
   // The others' positions are listed.
-  one_by_one_.resize(n);
+  // (Room for every entry, kept from step to step: never shrunk, so that
+  // no step writes zeros into it.)
+  if (one_by_one_.size() < n) one_by_one_.resize(n);
   const size_t m = next_event_.list_due(now, one_by_one_.data());
-  one_by_one_.resize(m);
   bulk_now_ = static_cast<int64_t>(n - m);
   // Then the others in order, with the budget the one-by-one loop would
   // have when it reached each (every bulk decode before it took one
@@ -144,7 +149,7 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
     // apart: loaded a few entries ahead. (An event reads no Sequence; the
     // few entries scheduled one by one in a steady step do.)
     if (k + kAhead / 2 < m) {
-      const SeqSlot ahead = run[one_by_one_[k + kAhead / 2]].slot;
+      const SeqSlot ahead = slot[one_by_one_[k + kAhead / 2]];
       policy_.prefetch(ahead);
       __builtin_prefetch(&bulk_run_[static_cast<size_t>(ahead)]);
     }

@@ -249,25 +249,26 @@ void ServingEngine::on_step_done() {
   // items (the order matters when two sequences register the same hash).
   committing_.clear();
   const bool settle_all = numerics_ != nullptr;
-  auto prepare = [&](Sequence* seq, const TokenView& tokens, int64_t computed) {
-    policy_->prepare_commit(seq->slot, tokens, computed);
-    committing_.push_back({seq, tokens, computed});
+  auto prepare = [&](Sequence* seq, SeqSlot slot, const TokenView& tokens, int64_t computed) {
+    policy_->prepare_commit(slot, tokens, computed);
+    committing_.push_back({seq, slot, tokens, computed});
   };
   auto settle = [&](const ScheduledSeq& item) {
     Sequence* seq = item.seq;
     seq->computed += item.tokens;
     if (seq->computed < seq->commit_horizon) return;
-    prepare(seq, seq->tokens(), seq->computed);
+    prepare(seq, seq->slot, seq->tokens(), seq->computed);
   };
   const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
-  // (The scheduler started loading their content when it listed them.)
+  // Their content comes from the scheduler (which started loading it when
+  // it listed them), and their horizon goes to it: their Sequence is not
+  // read.
   size_t next_bulk = 0;
   auto prepare_bulk_before = [&](size_t item) {
     for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;
          ++next_bulk) {
       const BatchSummary::BulkCommit& b = bulk_commits[next_bulk];
-      const Request& r = b.seq->request;
-      prepare(b.seq, TokenView::of(r.prompt, r.output, b.generated), b.computed);
+      prepare(nullptr, b.slot, scheduler_->content(b.slot, b.generated), b.computed);
     }
   };
   if (settle_all) {
@@ -280,9 +281,10 @@ void ServingEngine::on_step_done() {
   }
   prepare_bulk_before(batch_.items.size());
   for (const PendingCommit& c : committing_) {
-    policy_->commit(c.seq->slot, c.tokens, c.computed);
-    c.seq->commit_horizon = policy_->commit_horizon(c.seq->slot);
-    scheduler_->committed(c.seq->slot, c.seq->commit_horizon);
+    policy_->commit(c.slot, c.tokens, c.computed);
+    const int64_t horizon = policy_->commit_horizon(c.slot);
+    if (c.seq) c.seq->commit_horizon = horizon;
+    scheduler_->committed(c.slot, horizon);
   }
   if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
   // Inter-token latencies go to the histogram by runs of requests whose

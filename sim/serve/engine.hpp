@@ -119,7 +119,8 @@ class ServingEngine final : public InferenceEngine {
   // This step's sequences at their commit horizon, in batch order: their
   // content and computed tokens as commit() takes them.
   struct PendingCommit {
-    Sequence* seq = nullptr;
+    Sequence* seq = nullptr;  // null for a bulk decode (BatchSummary::bulk_commits)
+    SeqSlot slot = kNoSeq;    // seq->slot
     TokenView tokens;
     int64_t computed = 0;
   };

@@ -26,9 +26,14 @@ void Scheduler::insert_running(Sequence* seq) {
   const auto index = at - running_.begin();
   next_event_.insert(static_cast<size_t>(index), 0);
   const auto slot = static_cast<size_t>(seq->slot);
-  if (slot >= bulk_run_.size()) bulk_run_.resize(slot + 1);
+  if (slot >= bulk_run_.size()) {
+    bulk_run_.resize(slot + 1);
+    content_.resize(slot + 1);
+  }
   bulk_run_[slot] = {};
-  running_.insert(at, RunningSeq{seq, id, seq->slot});
+  content_[slot].view = TokenView::of(seq->request.prompt, seq->request.output, 0);
+  slots_.insert(slots_.begin() + index, seq->slot);
+  running_.insert(at, RunningSeq{seq, id});
 }
 
 void Scheduler::drop_finished() {
@@ -45,11 +50,13 @@ void Scheduler::drop_finished() {
     size_t end = i + 1;
     while (end < n && running_[end].seq) ++end;
     std::copy(running_.begin() + i, running_.begin() + end, running_.begin() + kept);
+    std::copy(slots_.begin() + i, slots_.begin() + end, slots_.begin() + kept);
     next_event_.move_down(i, end, kept);
     kept += end - i;
     i = end;
   }
   running_.resize(kept);
+  slots_.resize(kept);
   next_event_.resize(kept);
   finished_in_place_ = 0;
 }
@@ -87,6 +94,7 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
   settle(running_.size() - 1, clock_);
   Sequence* victim = running_.back().seq;
   running_.pop_back();
+  slots_.pop_back();
   next_event_.pop_back();
   batch.preempted.push_back(victim);
   ++preemptions_;

@@ -67,9 +67,12 @@ struct BatchSummary {
   // fills their last block): the engine commits them after the step, in
   // batch order among the items of `at_horizon`, as it would commit them as
   // items. Their Sequence lags (see bulk_decodes): `generated` and
-  // `computed` are what commit() reads, as the one-by-one step has them.
+  // `computed` are what commit() reads, as the one-by-one step has them,
+  // Scheduler::content their content, and the commit horizon after the
+  // commit goes to Scheduler::committed (which settles it in the Sequence
+  // with the rest), so that the commit does not touch the Sequence.
   struct BulkCommit {
-    Sequence* seq = nullptr;
+    SeqSlot slot = kNoSeq;      // the sequence's slot
     int64_t generated = 0;      // output tokens known before this step's sample
     int64_t computed = 0;       // tokens in the cache after this step
     uint32_t items_before = 0;  // items before it in batch order
@@ -103,10 +106,18 @@ class Scheduler {
   void schedule(ScheduledBatch& batch);
   // The commit after a step moved the sequence in `slot` to `horizon`
   // (KvCachePolicy::commit_horizon): its run, if it goes on, need not read
-  // its Sequence to learn it.
+  // its Sequence to learn it. Required after the commit of a bulk decode
+  // (BatchSummary::bulk_commits), whose Sequence learns it when settled.
   void committed(SeqSlot slot, int64_t horizon) {
     const auto s = static_cast<size_t>(slot);
     if (s < bulk_run_.size() && bulk_run_[s].until != 0) bulk_run_[s].horizon = horizon;
+  }
+  // The content of the running sequence in `slot` with `generated` output
+  // tokens known, as a commit takes it, without a read of its Sequence.
+  TokenView content(SeqSlot slot, int64_t generated) const {
+    TokenView view = content_[static_cast<size_t>(slot)].view;
+    view.output_len = generated;
+    return view;
   }
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);
@@ -140,14 +151,14 @@ class Scheduler {
   static void add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
 
   // The running sequences as the step loop sees them, in arrival order,
-  // with each one's run of bulk steps beside it in arrays of their own: a
-  // step reads only next_event_ (4 bytes a sequence) for the sequences it
-  // advances in bulk without a look, neither their Sequence (they live
-  // apart on the heap) nor anything it would have to write back.
+  // with each one's slot and run of bulk steps beside it in arrays of their
+  // own: a step reads only next_event_ (4 bytes a sequence) for the
+  // sequences it advances in bulk without a look, neither their Sequence
+  // (they live apart on the heap) nor anything it would have to write
+  // back; a look reads the slot (4 bytes) and the run (one line).
   struct RunningSeq {
     Sequence* seq = nullptr;  // null once finished (dropped at the next schedule)
     uint64_t id = 0;          // request id: the arrival order
-    SeqSlot slot = kNoSeq;    // seq->slot, which stays while it runs
   };
   // A run of bulk steps: the sequence takes one token in bulk in every step
   // whose number (clock_) is in [since, until); `base` is its computed
@@ -158,8 +169,9 @@ class Scheduler {
   // not say where to. `room_until` is the step whose token needs a new
   // block: the policy's in-place room counted from policy_since, asked
   // once per block (only a new block changes it; a settle uses it up in
-  // step with policy_since), not at every look.
-  struct BulkRun {
+  // step with policy_since), not at every look. `seq` is the running
+  // sequence the run belongs to. One line each, so that a look loads one.
+  struct alignas(64) BulkRun {
     int64_t since = 0;
     int64_t base = 0;
     int64_t until = 0;  // 0: no run
@@ -167,7 +179,9 @@ class Scheduler {
     int64_t horizon = -1;
     int64_t generated = 0;  // the Sequence's generated as of `since`
     int64_t room_until = 0;
+    Sequence* seq = nullptr;
   };
+  static_assert(sizeof(BulkRun) == 64);
   // Brings running_[i]'s Sequence and the policy's count of its tokens up
   // to date with the bulk steps it took before step `now`, and ends its run
   // (the next step schedules it one by one).
@@ -216,13 +230,23 @@ class Scheduler {
   KvCachePolicy& policy_;
   std::deque<Sequence*> waiting_;
   std::vector<RunningSeq> running_;  // sorted by request id (arrival order)
+  // slots_[i] is running_[i]'s seq->slot, which stays while it runs.
+  std::vector<SeqSlot> slots_;
   // running_[i] needs a look in step next_event_[i] (0: in every step, no
   // run); until then it takes its bulk steps unseen.
   EventSteps next_event_;
   // Runs by the policy's slot of their sequence (stable while it runs), so
   // that entries that move in running_ leave them in place.
   std::vector<BulkRun> bulk_run_;
-  BulkRun& run_of(size_t i) { return bulk_run_[static_cast<size_t>(running_[i].slot)]; }
+  BulkRun& run_of(size_t i) { return bulk_run_[static_cast<size_t>(slots_[i])]; }
+  // Each running sequence's content by slot, TokenView::of its request with
+  // no output known, taken when it joins the running set (a request's
+  // content does not change while it runs): a commit of a bulk decode
+  // loads this line, not the several lines of its Sequence's request.
+  struct alignas(64) RunContent {
+    TokenView view;
+  };
+  std::vector<RunContent> content_;
   size_t finished_in_place_ = 0;  // entries of running_ with seq == nullptr
   size_t first_finished_ = 0;     // the first of them
   TimeNs last_step_end_ = -1;

@@ -51,15 +51,4 @@ struct alignas(64) Sequence {
   TokenView tokens() const { return TokenView::of(request.prompt, request.output, generated); }
 };
 
-// Starts loading what a commit of `seq` reads from it: its first line
-// (slot, commit_horizon) and its content's records (sizes and runs), which
-// sit lines apart. Sequences live apart on the heap; nothing changes.
-inline void prefetch_for_commit(const Sequence* seq) {
-  constexpr size_t kLine = 64;
-  __builtin_prefetch(seq);
-  const char* const first = reinterpret_cast<const char*>(&seq->request.prompt);
-  const char* const last = reinterpret_cast<const char*>(&seq->request.output + 1);
-  for (const char* p = first; p < last; p += kLine) __builtin_prefetch(p);
-}
-
 }  // namespace kvsim

@@ -120,6 +120,7 @@ class TokenStream {
   }
   uint64_t key() const { return key_; }
   int64_t vocab_size() const { return static_cast<int64_t>(modulo_.divisor()); }
+  const FastModulo& modulo() const { return modulo_; }
 
  private:
   uint64_t key_;

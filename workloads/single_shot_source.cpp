@@ -22,7 +22,8 @@ SingleShotSource::SingleShotSource(const char* kind, int64_t requests,
       requests_(requests),
       arrival_(std::move(arrival)),
       seed_(seed),
-      vocab_size_(vocab_size) {}
+      vocab_size_(vocab_size),
+      vocabulary_(static_cast<uint64_t>(vocab_size)) {}
 
 std::optional<TimeNs> SingleShotSource::next_arrival() const {
   if (exhausted()) return std::nullopt;

@@ -55,7 +55,7 @@ class SingleShotSource : public WorkloadSource {
   }
   // The token ids keyed by (stream, key), in [0, vocab_size).
   TokenStream tokens(RandomStream stream, uint64_t key) const {
-    return TokenStream(stream_key(seed_, stream, key), vocab_size_);
+    return TokenStream(stream_key(seed_, stream, key), vocabulary_);
   }
   // Appends what is the request's own: `prompt` unique tokens after whatever
   // shared prefix the kind put first, and the `output` tokens it generates.
@@ -70,6 +70,7 @@ class SingleShotSource : public WorkloadSource {
   std::shared_ptr<const ArrivalProcess> arrival_;
   uint64_t seed_;
   int64_t vocab_size_;
+  FastModulo vocabulary_;  // vocab_size_'s, built once: each one costs a 128-bit divide
   uint64_t next_index_ = 0;
   TimeNs next_time_ = 0;  // request 0 arrives at time 0
 };

@@ -32,37 +32,9 @@ TokenContent& TokenContent::operator=(const TokenContent& other) {
   return *this;
 }
 
-TokenContent::TokenContent(TokenContent&& other) noexcept
-    : held_(std::move(other.held_)),
-      described_len_(other.described_len_),
-      inline_{other.inline_[0], other.inline_[1]},
-      more_(std::move(other.more_)),
-      run_count_(other.run_count_),
-      more_capacity_(other.more_capacity_),
-      modulo_(other.modulo_) {
-  other.drop_runs();
-}
-
-TokenContent& TokenContent::operator=(TokenContent&& other) noexcept {
-  if (this == &other) return *this;
-  held_ = std::move(other.held_);
-  described_len_ = other.described_len_;
-  inline_[0] = other.inline_[0];
-  inline_[1] = other.inline_[1];
-  more_ = std::move(other.more_);
-  run_count_ = other.run_count_;
-  more_capacity_ = other.more_capacity_;
-  modulo_ = other.modulo_;
-  other.drop_runs();
-  return *this;
-}
-
 void TokenContent::drop_runs() {
-  run_count_ = 0;
   more_.reset();
-  more_capacity_ = 0;
-  inline_[0] = {};
-  described_len_ = 0;
+  forget_runs();
 }
 
 void TokenContent::push_run(const TokenRun& run) {

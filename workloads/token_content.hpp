@@ -49,8 +49,31 @@ class TokenContent {
   TokenContent& operator=(std::vector<int32_t> tokens);
   TokenContent(const TokenContent& other);
   TokenContent& operator=(const TokenContent& other);
-  TokenContent(TokenContent&& other) noexcept;
-  TokenContent& operator=(TokenContent&& other) noexcept;
+  // A move leaves `other` empty (a request is moved from its source to
+  // the engine's Sequence: these stay inline, a few stores each).
+  TokenContent(TokenContent&& other) noexcept
+      : held_(std::move(other.held_)),
+        described_len_(other.described_len_),
+        inline_{other.inline_[0], other.inline_[1]},
+        more_(std::move(other.more_)),
+        run_count_(other.run_count_),
+        more_capacity_(other.more_capacity_),
+        modulo_(other.modulo_) {
+    other.forget_runs();
+  }
+  TokenContent& operator=(TokenContent&& other) noexcept {
+    if (this == &other) return *this;
+    held_ = std::move(other.held_);
+    described_len_ = other.described_len_;
+    inline_[0] = other.inline_[0];
+    inline_[1] = other.inline_[1];
+    more_ = std::move(other.more_);
+    run_count_ = other.run_count_;
+    more_capacity_ = other.more_capacity_;
+    modulo_ = other.modulo_;
+    other.forget_runs();
+    return *this;
+  }
   ~TokenContent() = default;
 
   // Appends positions [0, count) of TokenStream(key, vocab_size): described
@@ -125,6 +148,13 @@ class TokenContent {
   const TokenRun* run_data() const { return more_ ? more_.get() : inline_; }
   void push_run(const TokenRun& run);
   void drop_runs();
+  // drop_runs() of a content whose more_ was moved away.
+  void forget_runs() {
+    run_count_ = 0;
+    more_capacity_ = 0;
+    inline_[0] = {};
+    described_len_ = 0;
+  }
 
   // Described: held_ is empty or all described_len_ ids, generated.
   mutable std::vector<int32_t> held_;

@@ -172,6 +172,30 @@ TEST(TokenContent, RunsReadTheSameInlineAndOnTheHeapThroughCopiesAndMoves) {
     move_assigned = std::move(assigned);
     check(move_assigned, "move-assigned");
     check(c, "original after copies");
+    // Room reserved ahead (a trace prompt's runs) changes nothing read.
+    TokenContent reserved;
+    reserved.reserve_runs(static_cast<size_t>(runs));
+    for (int r = 0; r < runs; ++r)
+      reserved.append_stream(100 + static_cast<uint64_t>(r), 1000, 3 + r);
+    check(reserved, "reserved");
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const TokenRun& a = reserved.run_holding(static_cast<int64_t>(i));
+      const TokenRun& b = c.run_holding(static_cast<int64_t>(i));
+      ASSERT_EQ(a.key, b.key) << i;
+      ASSERT_EQ(a.start, b.start) << i;
+    }
+  }
+}
+
+TEST(StreamKeys, AreTheKeysOfStreamKey) {
+  for (const uint64_t seed : {0ull, 1ull, 42ull, ~0ull}) {
+    for (const RandomStream stream : {RandomStream::prefix_tokens, RandomStream::output_tokens}) {
+      const StreamKeys keys(seed, stream);
+      for (uint64_t a = 0; a < 50; ++a) {
+        EXPECT_EQ(keys(a), stream_key(seed, stream, a));
+        EXPECT_EQ(keys(a * 977, a + 1), stream_key(seed, stream, a * 977, a + 1));
+      }
+    }
   }
 }
 TEST(TokenView, BlockHashFromRunKeysMatchesExactlyWhereContentMatches) {

@@ -49,6 +49,19 @@ constexpr uint64_t mix64(uint64_t x) {
 // A 64-bit key for (seed, stream, a, b): the seed of one counter-based draw.
 uint64_t stream_key(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b = 0);
 
+// stream_key(seed, stream, a, b) for many (a, b) of one (seed, stream), the
+// same keys with the mixing of the fixed fields done once (a trace prompt
+// keys one run per hash id).
+class StreamKeys {
+ public:
+  StreamKeys(uint64_t seed, RandomStream stream)
+      : fixed_(mix64(mix64(seed) ^ static_cast<uint64_t>(stream))) {}
+  uint64_t operator()(uint64_t a, uint64_t b = 0) const { return mix64(mix64(fixed_ ^ a) ^ b); }
+
+ private:
+  uint64_t fixed_;
+};
+
 // xoshiro256** 1.0 (Blackman and Vigna 2018) seeded through splitmix64, with
 // the few sampling algorithms the workloads need.
 class Rng {

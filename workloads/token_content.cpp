@@ -37,6 +37,14 @@ void TokenContent::drop_runs() {
   forget_runs();
 }
 
+void TokenContent::reserve_runs(size_t runs) {
+  if (!held_.empty() || runs <= kInlineRuns || runs <= more_capacity_) return;
+  std::unique_ptr<TokenRun[]> room = std::make_unique<TokenRun[]>(runs);
+  std::copy_n(run_data(), run_count_, room.get());
+  more_ = std::move(room);
+  more_capacity_ = static_cast<uint32_t>(runs);
+}
+
 void TokenContent::push_run(const TokenRun& run) {
   if (run_count_ < kInlineRuns && !more_) {
     inline_[run_count_++] = run;
@@ -50,6 +58,7 @@ void TokenContent::push_run(const TokenRun& run) {
     more_ = std::move(grown);
     more_capacity_ = room;
   }
+  if (run_count_ == 0) inline_[0] = run;  // room reserved ahead: the first is kept here too
   more_[run_count_++] = run;
 }
 

@@ -85,6 +85,10 @@ class TokenContent {
   // The same with the vocabulary's modulo already built (building one costs
   // a 128-bit divide; a workload builds it once for all its requests).
   void append_stream(uint64_t key, const FastModulo& vocabulary, int64_t count);
+  // Room for `runs` runs in all, where they go past the object's own: one
+  // allocation for a prompt described by many (a trace's, one per hash id).
+  // Nothing for held ids.
+  void reserve_runs(size_t runs);
 
   bool described() const { return run_count_ > 0; }
   std::span<const TokenRun> runs() const { return {run_data(), run_count_}; }

@@ -22,6 +22,11 @@ namespace kvsim {
 void append_mooncake_prompt(TokenContent& out, const std::vector<int64_t>& hash_ids,
                             int64_t input_tokens, uint64_t seed, int64_t pass,
                             const FastModulo& vocabulary) {
+  const StreamKeys keys(seed, RandomStream::prefix_tokens);
+  const auto blocks =
+      std::min<int64_t>(static_cast<int64_t>(hash_ids.size()),
+                        (input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens);
+  out.reserve_runs(out.runs().size() + static_cast<size_t>(std::max<int64_t>(blocks, 0)));
   for (size_t i = 0; i < hash_ids.size(); ++i) {
     const int64_t begin = static_cast<int64_t>(i) * kMooncakeBlockTokens;
     const int64_t count = std::min(kMooncakeBlockTokens, input_tokens - begin);
@@ -29,9 +34,7 @@ void append_mooncake_prompt(TokenContent& out, const std::vector<int64_t>& hash_
     // b = pass + 1 keeps these keys apart from the synthetic shared-prefix
     // groups, which use the same stream with b = 0.
     const TokenStream block(
-        stream_key(seed, RandomStream::prefix_tokens, static_cast<uint64_t>(hash_ids[i]),
-                   static_cast<uint64_t>(pass) + 1),
-        vocabulary);
+        keys(static_cast<uint64_t>(hash_ids[i]), static_cast<uint64_t>(pass) + 1), vocabulary);
     // Described: every request naming this id describes it the same way.
     detail::append_described(out, block, count);
   }

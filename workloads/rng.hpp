@@ -54,12 +54,13 @@ uint64_t stream_key(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b =
 // keys one run per hash id).
 class StreamKeys {
  public:
+  StreamKeys() = default;
   StreamKeys(uint64_t seed, RandomStream stream)
       : fixed_(mix64(mix64(seed) ^ static_cast<uint64_t>(stream))) {}
   uint64_t operator()(uint64_t a, uint64_t b = 0) const { return mix64(mix64(fixed_ ^ a) ^ b); }
 
  private:
-  uint64_t fixed_;
+  uint64_t fixed_ = 0;
 };
 
 // xoshiro256** 1.0 (Blackman and Vigna 2018) seeded through splitmix64, with

@@ -126,6 +126,78 @@ TEST(TokenContent, AppendingToHeldIdsGeneratesThem) {
   EXPECT_EQ(c, expected);
 }
 
+// The runs live in the object while they fit and move to the heap after:
+// every count on either side of that edge reads the same through copies,
+// moves and assignments, and a moved-from content is empty.
+TEST(TokenContent, RunsReadTheSameInlineAndOnTheHeapThroughCopiesAndMoves) {
+  for (int runs = 1; runs <= 9; ++runs) {
+    TokenContent c;
+    std::vector<int32_t> expected;
+    for (int r = 0; r < runs; ++r) {
+      c.append_stream(100 + static_cast<uint64_t>(r), 1000, 3 + r);
+      const std::vector<int32_t> part = generated(100 + static_cast<uint64_t>(r), 1000, 3 + r);
+      expected.insert(expected.end(), part.begin(), part.end());
+    }
+    ASSERT_EQ(c.runs().size(), static_cast<size_t>(runs));
+    const auto check = [&](const TokenContent& t, const char* what) {
+      ASSERT_TRUE(t.described()) << what << " " << runs;
+      ASSERT_EQ(t.runs().size(), static_cast<size_t>(runs)) << what;
+      ASSERT_EQ(t.size(), expected.size()) << what;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_EQ(t.at(static_cast<int64_t>(i)), expected[i]) << what << " " << i;
+        // run_at is an element of runs() (callers walk on from it).
+        const TokenRun& r = t.run_at(static_cast<int64_t>(i));
+        const auto index = &r - t.runs().data();
+        ASSERT_TRUE(index >= 0 && index < runs) << what << " " << i;
+        ASSERT_TRUE(r.start <= static_cast<int64_t>(i) &&
+                    static_cast<int64_t>(i) < r.start + r.length)
+            << what << " " << i;
+      }
+      std::vector<int32_t> ids(expected.size());
+      t.copy(0, static_cast<int64_t>(ids.size()), ids.data());
+      ASSERT_EQ(ids, expected) << what;
+    };
+    check(c, "original");
+    TokenContent copied(c);
+    check(copied, "copy");
+    TokenContent assigned;
+    assigned.append_stream(7, 1000, 2);
+    assigned = c;
+    check(assigned, "copy-assigned");
+    TokenContent moved(std::move(copied));
+    check(moved, "moved");
+    EXPECT_FALSE(copied.described());  // NOLINT(bugprone-use-after-move): it says empty
+    EXPECT_EQ(copied.size(), 0u);
+    TokenContent move_assigned;
+    move_assigned = std::move(assigned);
+    check(move_assigned, "move-assigned");
+    check(c, "original after copies");
+    // Room reserved ahead (a trace prompt's runs) changes nothing read.
+    TokenContent reserved;
+    reserved.reserve_runs(static_cast<size_t>(runs));
+    for (int r = 0; r < runs; ++r)
+      reserved.append_stream(100 + static_cast<uint64_t>(r), 1000, 3 + r);
+    check(reserved, "reserved");
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const TokenRun& a = reserved.run_holding(static_cast<int64_t>(i));
+      const TokenRun& b = c.run_holding(static_cast<int64_t>(i));
+      ASSERT_EQ(a.key, b.key) << i;
+      ASSERT_EQ(a.start, b.start) << i;
+    }
+  }
+}
+
+TEST(StreamKeys, AreTheKeysOfStreamKey) {
+  for (const uint64_t seed : {0ull, 1ull, 42ull, ~0ull}) {
+    for (const RandomStream stream : {RandomStream::prefix_tokens, RandomStream::output_tokens}) {
+      const StreamKeys keys(seed, stream);
+      for (uint64_t a = 0; a < 50; ++a) {
+        EXPECT_EQ(keys(a), stream_key(seed, stream, a));
+        EXPECT_EQ(keys(a * 977, a + 1), stream_key(seed, stream, a * 977, a + 1));
+      }
+    }
+  }
+}
 TEST(TokenView, BlockHashFromRunKeysMatchesExactlyWhereContentMatches) {
   // Two prompts sharing their first run (a trace's common hash id) and a
   // third with the same ids held: block hashes agree inside the shared run

@@ -162,8 +162,8 @@ TEST(SharedTraces, LeadingHashIdsShareExactlyTheirBlocksForAnyBlockSize) {
   for (const int64_t block_size : {16, 64, 128, 512, 96, 200, 1000}) {
     for (const Pair& p : pairs) {
       TokenContent a, b;
-      append_mooncake_prompt(a, p.a.hash_ids, p.a.input_tokens, 42, 0, kVocab);
-      append_mooncake_prompt(b, p.b.hash_ids, p.b.input_tokens, 42, 0, kVocab);
+      append_mooncake_prompt(a, p.a.hash_ids, p.a.input_tokens, 42, 0, FastModulo(kVocab));
+      append_mooncake_prompt(b, p.b.hash_ids, p.b.input_tokens, 42, 0, FastModulo(kVocab));
       PagedParams params;
       params.block_size = block_size;
       params.num_blocks = (p.a.input_tokens + p.b.input_tokens) / block_size + 4;

@@ -45,7 +45,7 @@ bool arrives_later(const ChatSession& a, const ChatSession& b) {
 class ChatSource final : public WorkloadSource {
  public:
   ChatSource(ChatWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
-      : spec_(std::move(spec)), seed_(seed), vocab_size_(vocab_size) {
+      : spec_(std::move(spec)), seed_(seed), vocabulary_(static_cast<uint64_t>(vocab_size)) {
     // The system prompt is the same for every turn of every session:
     // generated once, copied into each prompt.
     append_tokens(system_prompt_, tokens(RandomStream::system_tokens, 0, 0),
@@ -131,7 +131,7 @@ class ChatSource final : public WorkloadSource {
                         static_cast<uint64_t>(t));
   }
   TokenStream tokens(RandomStream stream, uint64_t s, int32_t t) const {
-    return TokenStream(stream_key(seed_, stream, s, static_cast<uint64_t>(t)), vocab_size_);
+    return TokenStream(stream_key(seed_, stream, s, static_cast<uint64_t>(t)), vocabulary_);
   }
   // Whether the session's next turn (prompt + output) fits max_context_tokens.
   bool fits(const ChatSession& session) const {
@@ -175,7 +175,7 @@ class ChatSource final : public WorkloadSource {
 
   ChatWorkloadSpec spec_;
   uint64_t seed_;
-  int64_t vocab_size_;
+  FastModulo vocabulary_;  // built once: each one costs a 128-bit divide
   std::vector<int32_t> system_prompt_;
   uint64_t taken_ = 0;
   uint64_t next_index_ = 0;                   // next session to draw

@@ -26,7 +26,7 @@ const DialogWorkloadSpec& dialog_of(const WorkloadSpec& spec) {
 class DialogSource final : public WorkloadSource {
  public:
   DialogSource(DialogWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
-      : spec_(std::move(spec)), seed_(seed), vocab_size_(vocab_size) {
+      : spec_(std::move(spec)), seed_(seed), vocabulary_(static_cast<uint64_t>(vocab_size)) {
     next_arrival_ = 0;
   }
 
@@ -71,12 +71,12 @@ class DialogSource final : public WorkloadSource {
 
  private:
   TokenStream tokens(RandomStream stream, int32_t t) const {
-    return TokenStream(stream_key(seed_, stream, 0, static_cast<uint64_t>(t)), vocab_size_);
+    return TokenStream(stream_key(seed_, stream, 0, static_cast<uint64_t>(t)), vocabulary_);
   }
 
   DialogWorkloadSpec spec_;
   uint64_t seed_;
-  int64_t vocab_size_;
+  FastModulo vocabulary_;  // built once: each one costs a 128-bit divide
   uint64_t taken_ = 0;
   bool in_flight_ = false;
   std::optional<TimeNs> next_arrival_;

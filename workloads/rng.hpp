@@ -49,6 +49,20 @@ constexpr uint64_t mix64(uint64_t x) {
 // A 64-bit key for (seed, stream, a, b): the seed of one counter-based draw.
 uint64_t stream_key(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b = 0);
 
+// stream_key(seed, stream, a, b) for many (a, b) of one (seed, stream), the
+// same keys with the mixing of the fixed fields done once (a trace prompt
+// keys one run per hash id).
+class StreamKeys {
+ public:
+  StreamKeys() = default;
+  StreamKeys(uint64_t seed, RandomStream stream)
+      : fixed_(mix64(mix64(seed) ^ static_cast<uint64_t>(stream))) {}
+  uint64_t operator()(uint64_t a, uint64_t b = 0) const { return mix64(mix64(fixed_ ^ a) ^ b); }
+
+ private:
+  uint64_t fixed_ = 0;
+};
+
 // xoshiro256** 1.0 (Blackman and Vigna 2018) seeded through splitmix64, with
 // the few sampling algorithms the workloads need.
 class Rng {
@@ -120,6 +134,7 @@ class TokenStream {
   }
   uint64_t key() const { return key_; }
   int64_t vocab_size() const { return static_cast<int64_t>(modulo_.divisor()); }
+  const FastModulo& modulo() const { return modulo_; }
 
  private:
   uint64_t key_;

@@ -22,7 +22,10 @@ SingleShotSource::SingleShotSource(const char* kind, int64_t requests,
       requests_(requests),
       arrival_(std::move(arrival)),
       seed_(seed),
-      vocab_size_(vocab_size) {}
+      vocab_size_(vocab_size),
+      vocabulary_(static_cast<uint64_t>(vocab_size)) {
+  for (uint64_t s = 0; s < kKeyedStreams; ++s) keyed_[s] = StreamKeys(seed, RandomStream{s});
+}
 
 std::optional<TimeNs> SingleShotSource::next_arrival() const {
   if (exhausted()) return std::nullopt;
@@ -40,7 +43,7 @@ Request SingleShotSource::take() {
   // depend on what the kind drew for this request.
   ++next_index_;
   if (!exhausted()) {
-    Rng arrival_rng = Rng::keyed(seed_, RandomStream::arrival, next_index_);
+    Rng arrival_rng(keys(RandomStream::arrival)(next_index_));
     next_time_ = arrival_->next_arrival(next_time_, next_index_, arrival_rng);
   }
   return request;

@@ -4,6 +4,7 @@
 // of (seed, i) and arrives by the kind's arrival process after request i - 1,
 // so the stream keeps only the next index and its arrival time and its memory
 // is O(1) whatever the length. A kind says only what request i contains.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -50,12 +51,14 @@ class SingleShotSource : public WorkloadSource {
 
   // One draw of `quantity` keyed by (stream, key), the key a request index
   // or whatever else the value belongs to (a rag document).
+  // (keyed_sample's draw, the stream's fixed fields mixed once.)
   int64_t draw(const ClampedDistribution& quantity, RandomStream stream, uint64_t key) const {
-    return keyed_sample(quantity, seed_, stream, key);
+    Rng rng(keys(stream)(key));
+    return quantity.sample(rng);
   }
   // The token ids keyed by (stream, key), in [0, vocab_size).
   TokenStream tokens(RandomStream stream, uint64_t key) const {
-    return TokenStream(stream_key(seed_, stream, key), vocab_size_);
+    return TokenStream(keys(stream)(key), vocabulary_);
   }
   // Appends what is the request's own: `prompt` unique tokens after whatever
   // shared prefix the kind put first, and the `output` tokens it generates.
@@ -70,8 +73,18 @@ class SingleShotSource : public WorkloadSource {
   std::shared_ptr<const ArrivalProcess> arrival_;
   uint64_t seed_;
   int64_t vocab_size_;
+  FastModulo vocabulary_;  // vocab_size_'s, built once: each one costs a 128-bit divide
   uint64_t next_index_ = 0;
   TimeNs next_time_ = 0;  // request 0 arrives at time 0
+
+  // stream_key(seed_, stream, ...) for every request: the streams numbered
+  // below kKeyedStreams (the common ones, rng.hpp) keyed once, others anew.
+  StreamKeys keys(RandomStream stream) const {
+    const auto s = static_cast<uint64_t>(stream);
+    return s < kKeyedStreams ? keyed_[s] : StreamKeys(seed_, stream);
+  }
+  static constexpr uint64_t kKeyedStreams = 16;
+  std::array<StreamKeys, kKeyedStreams> keyed_;
 };
 
 }  // namespace kvsim::detail

@@ -20,7 +20,13 @@
 namespace kvsim {
 
 void append_mooncake_prompt(TokenContent& out, const std::vector<int64_t>& hash_ids,
-                            int64_t input_tokens, uint64_t seed, int64_t pass, int64_t vocab_size) {
+                            int64_t input_tokens, uint64_t seed, int64_t pass,
+                            const FastModulo& vocabulary) {
+  const StreamKeys keys(seed, RandomStream::prefix_tokens);
+  const auto blocks =
+      std::min<int64_t>(static_cast<int64_t>(hash_ids.size()),
+                        (input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens);
+  out.reserve_runs(out.runs().size() + static_cast<size_t>(std::max<int64_t>(blocks, 0)));
   for (size_t i = 0; i < hash_ids.size(); ++i) {
     const int64_t begin = static_cast<int64_t>(i) * kMooncakeBlockTokens;
     const int64_t count = std::min(kMooncakeBlockTokens, input_tokens - begin);
@@ -28,9 +34,7 @@ void append_mooncake_prompt(TokenContent& out, const std::vector<int64_t>& hash_
     // b = pass + 1 keeps these keys apart from the synthetic shared-prefix
     // groups, which use the same stream with b = 0.
     const TokenStream block(
-        stream_key(seed, RandomStream::prefix_tokens, static_cast<uint64_t>(hash_ids[i]),
-                   static_cast<uint64_t>(pass) + 1),
-        vocab_size);
+        keys(static_cast<uint64_t>(hash_ids[i]), static_cast<uint64_t>(pass) + 1), vocabulary);
     // Described: every request naming this id describes it the same way.
     detail::append_described(out, block, count);
   }
@@ -53,7 +57,7 @@ TimeNs seconds_to_ns(double s) {
 class TraceSource final : public WorkloadSource {
  public:
   TraceSource(const TraceWorkloadSpec& spec, uint64_t seed, int64_t vocab_size)
-      : reader_(spec), seed_(seed), vocab_size_(vocab_size) {
+      : reader_(spec), seed_(seed), vocabulary_(static_cast<uint64_t>(vocab_size)) {
     has_next_ = reader_.next(next_);
     // A replay of nothing is a mistake (start_s past the end, an empty file),
     // not an empty run that passes its checks.
@@ -73,16 +77,16 @@ class TraceSource final : public WorkloadSource {
     request.arrival = next_.arrival;
     if (!r.hash_ids.empty()) {
       append_mooncake_prompt(request.prompt, r.hash_ids, r.input_tokens, seed_, next_.pass,
-                             vocab_size_);
+                             vocabulary_);
     } else {
       append_described(
           request.prompt,
-          TokenStream(stream_key(seed_, RandomStream::prompt_tokens, taken_), vocab_size_),
+          TokenStream(stream_key(seed_, RandomStream::prompt_tokens, taken_), vocabulary_),
           r.input_tokens);
     }
     append_described(
         request.output,
-        TokenStream(stream_key(seed_, RandomStream::output_tokens, taken_), vocab_size_),
+        TokenStream(stream_key(seed_, RandomStream::output_tokens, taken_), vocabulary_),
         r.output_tokens);
     ++taken_;
     // Read one record ahead so next_arrival() can answer; a malformed line
@@ -99,7 +103,7 @@ class TraceSource final : public WorkloadSource {
  private:
   TraceFileReader reader_;
   uint64_t seed_;
-  int64_t vocab_size_;
+  FastModulo vocabulary_;  // built once: each one costs a 128-bit divide
   ReplayedRecord next_;
   bool has_next_ = false;
   uint64_t taken_ = 0;

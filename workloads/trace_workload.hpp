@@ -20,6 +20,7 @@ namespace kvsim {
 // practice, and a miss is what a real engine would see as well).
 // `pass` separates the passes of `loop`: pass 1 is new content, not a repeat.
 void append_mooncake_prompt(TokenContent& out, const std::vector<int64_t>& hash_ids,
-                            int64_t input_tokens, uint64_t seed, int64_t pass, int64_t vocab_size);
+                            int64_t input_tokens, uint64_t seed, int64_t pass,
+                            const FastModulo& vocabulary);
 
 }  // namespace kvsim

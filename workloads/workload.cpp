@@ -106,7 +106,7 @@ void append_tokens(TokenContent& out, const TokenStream& stream, int64_t count) 
 }
 
 void append_described(TokenContent& out, const TokenStream& stream, int64_t count) {
-  out.append_stream(stream.key(), stream.vocab_size(), count);
+  out.append_stream(stream.key(), stream.modulo(), count);
 }
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include "sim/cache/policy_registry.hpp"
@@ -107,10 +108,12 @@ Sequence* ServingEngine::new_sequence(Request&& request) {
   if (!free_sequences_.empty()) {
     seq = free_sequences_.back();
     free_sequences_.pop_back();
-    // The hash memo keeps its room for the next request (it starts empty).
+    // The hash memo keeps its room for the next request (it starts empty);
+    // the rest is made anew in place.
     std::vector<BlockHash> memo = std::move(seq->block_hashes);
     memo.clear();
-    *seq = Sequence{};
+    std::destroy_at(seq);
+    std::construct_at(seq);
     seq->block_hashes = std::move(memo);
   } else {
     if (sequences_made_ % kSequenceChunk == 0)

@@ -207,35 +207,48 @@ void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
 }
 
 void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
+  // Most steps of a light load find nobody waiting: the check costs no
+  // frame of admit_head's size.
   while (!waiting_.empty() && static_cast<int64_t>(num_running()) < params_.max_num_seqs &&
          budget > 0) {
-    Sequence* seq = waiting_.front();
-    PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
-    hit.readmission = seq->admitted_once;
-    // KV that came with the request needs room, not compute; the last token
-    // is still computed so the step yields logits (as for a prefix hit).
-    const int64_t arrived = std::clamp<int64_t>(seq->request.kv_ready_tokens - hit.cached_tokens, 0,
-                                                seq->known_tokens() - hit.cached_tokens - 1);
-    int64_t tokens = seq->known_tokens() - hit.cached_tokens - arrived;
-    if (params_.chunked_prefill) {
-      tokens = std::min(tokens, budget);
-    } else if (tokens > budget) {
-      break;  // FCFS: the head waits for a step with room for its whole prompt
-    }
-    const AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
-    if (!plan.fits) break;  // FCFS: nobody overtakes the head
-    seq->slot = policy_.apply_admit(plan);
-    seq->commit_horizon = 0;
-    seq->computed = plan.hit.cached_tokens + arrived;
-    if (!seq->admitted_once) {
-      seq->cached_tokens = plan.hit.cached_tokens;
-      seq->admitted_once = true;
-    }
-    waiting_.pop_front();
-    insert_running(seq);
-    batch.summary.admitted.push_back(seq);
-    add_item(seq, tokens, batch, budget);
+    if (!admit_head(batch, budget)) break;
   }
+}
+
+bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
+  Sequence* seq = waiting_.front();
+  // A sequence that never had a hash memo takes one a finished sequence
+  // left (cleared): its room was allocated once, for an earlier request.
+  if (seq->block_hashes.capacity() == 0 && !spare_memos_.empty()) {
+    seq->block_hashes = std::move(spare_memos_.back());
+    spare_memos_.pop_back();
+  }
+  PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
+  hit.readmission = seq->admitted_once;
+  // KV that came with the request needs room, not compute; the last token
+  // is still computed so the step yields logits (as for a prefix hit).
+  const int64_t arrived = std::clamp<int64_t>(seq->request.kv_ready_tokens - hit.cached_tokens, 0,
+                                              seq->known_tokens() - hit.cached_tokens - 1);
+  int64_t tokens = seq->known_tokens() - hit.cached_tokens - arrived;
+  if (params_.chunked_prefill) {
+    tokens = std::min(tokens, budget);
+  } else if (tokens > budget) {
+    return false;  // FCFS: the head waits for a step with room for its whole prompt
+  }
+  const AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
+  if (!plan.fits) return false;  // FCFS: nobody overtakes the head
+  seq->slot = policy_.apply_admit(plan);
+  seq->commit_horizon = 0;
+  seq->computed = plan.hit.cached_tokens + arrived;
+  if (!seq->admitted_once) {
+    seq->cached_tokens = plan.hit.cached_tokens;
+    seq->admitted_once = true;
+  }
+  waiting_.pop_front();
+  insert_running(seq);
+  batch.summary.admitted.push_back(seq);
+  add_item(seq, tokens, batch, budget);
+  return true;
 }
 
 void Scheduler::schedule(ScheduledBatch& batch) {
@@ -297,6 +310,13 @@ void Scheduler::finish(Sequence* seq) {
   policy_.release(seq->slot);
   seq->slot = kNoSeq;
   seq->state = SeqState::finished;
+  // Its hash memo goes to the next sequence admitted without one (a
+  // saturated run admits requests that have waited since before any
+  // finished: each would allocate its own, and free it at the end).
+  if (seq->block_hashes.capacity() > 0) {
+    seq->block_hashes.clear();
+    spare_memos_.push_back(std::move(seq->block_hashes));
+  }
 }
 
 Sequence* Scheduler::reject_head() {

@@ -142,6 +142,9 @@ class Scheduler {
   void schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted);
   void schedule_swapped(ScheduledBatch& batch, int64_t& budget);
   void schedule_waiting(ScheduledBatch& batch, int64_t& budget);
+  // Admits the head of the waiting queue into the batch; false (nothing
+  // changed) when it does not fit.
+  [[gnu::noinline]] bool admit_head(ScheduledBatch& batch, int64_t& budget);
   // Preempts the most recently arrived running sequence; returns it.
   Sequence* preempt_latest(ScheduledBatch& batch);
   void insert_running(Sequence* seq);  // keeps arrival order
@@ -262,6 +265,9 @@ class Scheduler {
   bool events_in_bulk_ = true;
   std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries it looks at
   std::deque<Sequence*> swapped_;     // sorted by request id
+  // Hash memos (Sequence::block_hashes) of finished sequences, cleared, for
+  // the next admissions: as many as finished minus admitted since, at most.
+  std::vector<std::vector<BlockHash>> spare_memos_;
   uint64_t preemptions_ = 0;
   uint64_t swap_fallbacks_ = 0;
 };

@@ -6,12 +6,7 @@
 namespace kvsim {
 
 uint64_t stream_key(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b) {
-  // Chained mixing: each field passes through the bijective mixer before the
-  // next is folded in, so (a, b) and (b, a) give unrelated keys.
-  uint64_t h = mix64(seed);
-  h = mix64(h ^ static_cast<uint64_t>(stream));
-  h = mix64(h ^ a);
-  return mix64(h ^ b);
+  return StreamKeys(seed, stream)(a, b);
 }
 
 Rng::Rng(uint64_t seed) {

@@ -55,6 +55,8 @@ uint64_t stream_key(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b =
 class StreamKeys {
  public:
   StreamKeys() = default;
+  // Chained mixing: each field passes through the bijective mixer before
+  // the next is folded in, so (a, b) and (b, a) give unrelated keys.
   StreamKeys(uint64_t seed, RandomStream stream)
       : fixed_(mix64(mix64(seed) ^ static_cast<uint64_t>(stream))) {}
   uint64_t operator()(uint64_t a, uint64_t b = 0) const { return mix64(mix64(fixed_ ^ a) ^ b); }

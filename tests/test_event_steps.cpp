@@ -1,10 +1,12 @@
 // EventSteps (the scheduler's step of each running sequence's next look):
 // the list of entries due in a step against a plain pass over the 64-bit
 // steps, for sizes around the 8-entry words, steps far ahead and far behind,
-// runs past the point where the 32-bit copies move their base, and entries
-// that move down or leave as sequences finish or are preempted.
+// runs past the point where the 32-bit copies move their base, entries
+// that move down or leave as sequences finish or are preempted, and a start
+// that moves on as the front leaves (drop_front) and back (rewind).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -111,6 +113,87 @@ TEST(EventSteps, EntriesThatLeaveOrMoveDownKeepTheirSteps) {
   // An arrival in the middle (a readmitted sequence) shifts the rest.
   steps.insert(1, 0);
   EXPECT_EQ(due(steps, 100), (std::vector<uint32_t>{0, 1}));
+}
+
+TEST(EventSteps, AStartThatMovesOnListsThePlacesFromIt) {
+  // Random drops at the front (the start moves by any count, so the words
+  // begin before it), drops elsewhere (stretches move up or down), arrivals
+  // at the back and in the middle, preemptions and rewinds, against a
+  // plain list of the steps; sizes cross the small-batch bound and the
+  // 64-entry words.
+  std::mt19937_64 rng(17);
+  EventSteps steps;
+  std::vector<int64_t> plain;
+  std::vector<size_t> sizes_seen;
+  auto random_step = [&](int64_t now) {
+    return rng() % 5 == 0 ? int64_t{0} : now + 1 + static_cast<int64_t>(rng() % 24);
+  };
+  for (int64_t now = 1; now < 3000; ++now) {
+    switch (rng() % 8) {
+      case 0: {  // the front leaves
+        // Now and then most of them, so that the set falls below the
+        // small-batch bound and grows past it again.
+        const size_t count = std::min<size_t>(
+            plain.size(), rng() % 10 == 0 ? rng() % (plain.size() + 1) : rng() % 6);
+        steps.drop_front(count);
+        plain.erase(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(count));
+        break;
+      }
+      case 1:  // back to the start of the storage
+        steps.rewind();
+        EXPECT_EQ(steps.head(), 0U);
+        break;
+      case 2:
+        if (plain.size() >= 3) {  // place 1 leaves: what is before it moves up
+          steps.move_up(0, 1, 2);
+          steps.drop_front(1);
+          plain.erase(plain.begin() + 1);
+        }
+        break;
+      case 3:
+        if (plain.size() >= 3) {  // place 1 leaves: what is after it moves down
+          steps.move_down(2, plain.size(), 1);
+          steps.resize(plain.size() - 1);
+          plain.erase(plain.begin() + 1);
+        }
+        break;
+      case 4:
+        if (!plain.empty()) {  // the latest is preempted
+          steps.pop_back();
+          plain.pop_back();
+        }
+        break;
+      default:  // arrivals, mostly at the back
+        for (size_t k = rng() % 4 + (plain.size() < 150 ? 4 : 0); k > 0; --k) {
+          const size_t at = rng() % 6 == 0 ? rng() % (plain.size() + 1) : plain.size();
+          const int64_t step = random_step(now);
+          steps.insert(at, step);
+          plain.insert(plain.begin() + static_cast<std::ptrdiff_t>(at), step);
+        }
+    }
+    ASSERT_EQ(steps.size(), plain.size());
+    sizes_seen.push_back(plain.size());
+    std::vector<uint32_t> expected;
+    for (size_t i = 0; i < plain.size(); ++i)
+      if (plain[i] <= now) expected.push_back(static_cast<uint32_t>(i));
+    ASSERT_EQ(due(steps, now), expected) << "step " << now << " head " << steps.head();
+    // The due ones look again later, as the scheduler sets them.
+    for (const uint32_t i : expected) {
+      const int64_t step = random_step(now);
+      if (step <= now || rng() % 2 == 0)
+        steps.set(i, step);
+      else
+        steps.set_ahead(i, step);
+      plain[i] = step;
+    }
+    for (size_t i = 0; i < plain.size(); ++i) ASSERT_EQ(steps[i], plain[i]);
+  }
+  // Both the one-at-a-time and the word paths were taken.
+  EXPECT_LT(*std::min_element(sizes_seen.begin(), sizes_seen.end()), EventSteps::kFewEntries);
+  EXPECT_GT(*std::max_element(sizes_seen.begin(), sizes_seen.end()), 2 * EventSteps::kFewEntries);
+  size_t small = 0;
+  for (const size_t n : sizes_seen) small += n < EventSteps::kFewEntries ? 1 : 0;
+  EXPECT_LT(small, sizes_seen.size() / 2);
 }
 
 }  // namespace

@@ -90,9 +90,8 @@ int64_t Scheduler::next_event(const BulkRun& run) {
   return next;
 }
 
-bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
-  const SeqSlot slot = slots_[i];
-  BulkRun& run = bulk_run_[static_cast<size_t>(slot)];
+inline bool Scheduler::advance_at_event(size_t i, SeqSlot slot, BulkRun& run,
+                                        ScheduledBatch& batch) {
   const int64_t now = clock_;
   Sequence* seq = run.seq;
   if (run.horizon < 0) run.horizon = seq->commit_horizon;  // no committed() since a commit
@@ -120,62 +119,82 @@ bool Scheduler::advance_at_event(size_t i, ScheduledBatch& batch) {
     batch.summary.bulk_commits.push_back({slot, run.generated + (now - run.since), computed,
                                           static_cast<uint32_t>(batch.items.size())});
     run.horizon = -1;  // the commit moves it: committed() tells
+    // So the next step looks again (next_event: policy_since is the next
+    // step, until and room_until are not before it).
+    next_event_.set_ahead(i, now + 1);
+    return true;
   }
-  next_event_.set(i, next_event(run));
+  next_event_.set_ahead(i, next_event(run));
   return true;
 }
 
 size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
   const size_t n = running_.size();
   const SeqSlot* const slot = slots_.data();
+  BulkRun* const runs = bulk_run_.data();
   const int64_t now = clock_;
   // A run with no event in this step takes it in bulk: nothing to write.
   // The others' positions are listed.
   // (Room for every entry, kept from step to step: never shrunk, so that
   // no step writes zeros into it.)
   if (one_by_one_.size() < n) one_by_one_.resize(n);
+  const uint32_t* const listed = one_by_one_.data();
   const size_t m = next_event_.list_due(now, one_by_one_.data());
-  bulk_now_ = static_cast<int64_t>(n - m);
+  // Every entry not listed takes its bulk step, and so does every listed
+  // one at an event of its run (counted as it takes it).
+  int64_t bulk = static_cast<int64_t>(n - m);
   // Then the others in order, with the budget the one-by-one loop would
   // have when it reached each (every bulk decode before it took one
   // token): runs at an event take their step in bulk after a look, the
   // rest are scheduled one by one. Blocks are allocated in this order.
-  int64_t left = c.left;  // after the previous listed entry
-  size_t prev = 0;        // entries before the next listed entry start here
-  constexpr size_t kAhead = 8;
+  // The budget left after the previous listed entry is reach - prev: each
+  // bulk decode from prev on takes one token and moves prev on by one, so
+  // only an entry scheduled one by one changes `reach`, and the budget runs
+  // out at the first entry at or past it.
+  int64_t reach = c.left;
+  size_t prev = 0;  // entries before the next listed entry start here
+  constexpr size_t kAhead = 4;
   for (size_t k = 0; k < m; ++k) {
-    const size_t pos = one_by_one_[k];
+    const size_t pos = listed[k];
     // Each of them reads its run and the policy's record of it, both far
     // apart: loaded a few entries ahead. (An event reads no Sequence; the
     // few entries scheduled one by one in a steady step do.)
-    if (k + kAhead / 2 < m) {
-      const SeqSlot ahead = slot[one_by_one_[k + kAhead / 2]];
+    if (k + kAhead < m) {
+      const SeqSlot ahead = slot[listed[k + kAhead]];
       policy_.prefetch(ahead);
-      __builtin_prefetch(&bulk_run_[static_cast<size_t>(ahead)]);
+      __builtin_prefetch(&runs[static_cast<size_t>(ahead)]);
     }
-    const auto gap = static_cast<int64_t>(pos - prev);  // bulk decodes in between
-    // The budget runs out among them (or leaves this entry nothing).
-    if (left <= gap) return stop_in_bulk(prev, left, c);
-    c.left = left - gap;
-    c.bulk = static_cast<int64_t>(pos - batch.items.size());
-    const bool in_run = run_of(pos).until > now;
-    if (in_run ? !advance_at_event(pos, batch) : !grow_one(pos, c, batch)) {
-      // A preemption: the one-by-one loop takes over at this entry, and
-      // the entries after it go one by one too.
-      end_runs_from(pos + 1);
-      return pos;
+    // The budget runs out among the bulk decodes before it (or leaves this
+    // entry nothing).
+    if (static_cast<int64_t>(pos) >= reach) {
+      bulk_now_ = bulk;
+      return stop_in_bulk(prev, reach - static_cast<int64_t>(prev), c);
     }
-    if (in_run) {
-      --c.left;
-      ++bulk_now_;
+    const SeqSlot s = slot[pos];
+    BulkRun& run = runs[static_cast<size_t>(s)];
+    const bool in_run = run.until > now;
+    if (in_run && advance_at_event(pos, s, run, batch)) {
+      ++bulk;
+    } else {
+      c.left = reach - static_cast<int64_t>(pos);
+      c.bulk = static_cast<int64_t>(pos - batch.items.size());
+      // A preemption (no block for an event, or none for grow_one): the
+      // one-by-one loop takes over at this entry, and the entries after it
+      // go one by one too.
+      if (in_run || !grow_one(pos, c, batch)) {
+        bulk_now_ = bulk;
+        end_runs_from(pos + 1);
+        return pos;
+      }
+      reach = c.left + static_cast<int64_t>(pos + 1);
     }
-    left = c.left;
     prev = pos + 1;
   }
-  const auto gap = static_cast<int64_t>(n - prev);
-  if (left < gap) return stop_in_bulk(prev, left, c);
-  c.left = left - gap;
-  c.bulk = bulk_now_;
+  bulk_now_ = bulk;
+  if (reach < static_cast<int64_t>(n))
+    return stop_in_bulk(prev, reach - static_cast<int64_t>(prev), c);
+  c.left = reach - static_cast<int64_t>(n);
+  c.bulk = bulk;
   return n;
 }
 

@@ -21,10 +21,16 @@ void Scheduler::add_waiting(Sequence* seq) {
 void Scheduler::insert_running(Sequence* seq) {
   seq->state = SeqState::running;
   const uint64_t id = seq->request.id;
-  const auto at = std::upper_bound(running_.begin(), running_.end(), id,
-                                   [](uint64_t v, const RunningSeq& r) { return v < r.id; });
-  const auto index = at - running_.begin();
-  next_event_.insert(static_cast<size_t>(index), 0);
+  // A new request arrived after every running one: it goes last, with no
+  // search (a readmitted one goes back to its place).
+  const size_t index =
+      running_.empty() || running_.back().id < id
+          ? running_.size()
+          : static_cast<size_t>(
+                std::upper_bound(running_.begin(), running_.end(), id,
+                                 [](uint64_t v, const RunningSeq& r) { return v < r.id; }) -
+                running_.begin());
+  next_event_.insert(index, 0);
   const auto slot = static_cast<size_t>(seq->slot);
   if (slot >= bulk_run_.size()) {
     bulk_run_.resize(slot + 1);
@@ -32,32 +38,68 @@ void Scheduler::insert_running(Sequence* seq) {
   }
   bulk_run_[slot] = {};
   content_[slot].view = TokenView::of(seq->request.prompt, seq->request.output, 0);
-  slots_.insert(slots_.begin() + index, seq->slot);
-  running_.insert(at, RunningSeq{seq, id});
+  slots_.insert(index, seq->slot);
+  running_.insert(index, RunningSeq{seq, id});
 }
 
 void Scheduler::drop_finished() {
   if (finished_in_place_ == 0) return;
-  // The entries before the first finished one stay where they are; those
-  // after it move down by stretches (a finished one ends each stretch).
+  // The gaps close from the side with fewer entries to move: the entries
+  // before the last finished one move up and the front leaves (the oldest
+  // finish first, so this is usually a few entries), or those after the
+  // first finished one move down. Either way the order stays arrival order.
   const size_t n = running_.size();
-  size_t kept = first_finished_;
-  for (size_t i = first_finished_; i < n;) {
-    if (!running_[i].seq) {
-      ++i;
-      continue;
+  const size_t gone = finished_in_place_;
+  const size_t live_before_last = last_finished_ + 1 - gone;
+  const size_t live_after_first = n - first_finished_ - gone;
+  if (live_before_last <= live_after_first) {
+    // Stretches of kept entries, from the last one down, each ending where
+    // the one after it (or the last finished entry) now starts.
+    size_t kept_end = last_finished_ + 1;
+    for (size_t i = last_finished_; i > 0;) {
+      if (!running_[i - 1].seq) {
+        --i;
+        continue;
+      }
+      size_t begin = i - 1;
+      while (begin > 0 && running_[begin - 1].seq) --begin;
+      running_.move_up(begin, i, kept_end);
+      slots_.move_up(begin, i, kept_end);
+      next_event_.move_up(begin, i, kept_end);
+      kept_end -= i - begin;
+      i = begin;
     }
-    size_t end = i + 1;
-    while (end < n && running_[end].seq) ++end;
-    std::copy(running_.begin() + i, running_.begin() + end, running_.begin() + kept);
-    std::copy(slots_.begin() + i, slots_.begin() + end, slots_.begin() + kept);
-    next_event_.move_down(i, end, kept);
-    kept += end - i;
-    i = end;
+    running_.drop_front(gone);
+    slots_.drop_front(gone);
+    next_event_.drop_front(gone);
+    // Back to the start of the storage once the places left behind
+    // outnumber the entries: each drop's share of the move is O(1).
+    if (running_.head() >= running_.size()) {
+      running_.rewind();
+      slots_.rewind();
+      next_event_.rewind();
+    }
+  } else {
+    // The entries before the first finished one stay where they are; those
+    // after it move down by stretches (a finished one ends each stretch).
+    size_t kept = first_finished_;
+    for (size_t i = first_finished_; i < n;) {
+      if (!running_[i].seq) {
+        ++i;
+        continue;
+      }
+      size_t end = i + 1;
+      while (end < n && running_[end].seq) ++end;
+      running_.move_down(i, end, kept);
+      slots_.move_down(i, end, kept);
+      next_event_.move_down(i, end, kept);
+      kept += end - i;
+      i = end;
+    }
+    running_.resize(kept);
+    slots_.resize(kept);
+    next_event_.resize(kept);
   }
-  running_.resize(kept);
-  slots_.resize(kept);
-  next_event_.resize(kept);
   finished_in_place_ = 0;
 }
 
@@ -306,6 +348,7 @@ void Scheduler::finish(Sequence* seq) {
     throw std::logic_error("finish() of a sequence with unsettled tokens");
   it->seq = nullptr;
   first_finished_ = finished_in_place_ == 0 ? index : std::min(first_finished_, index);
+  last_finished_ = finished_in_place_ == 0 ? index : std::max(last_finished_, index);
   ++finished_in_place_;
   policy_.release(seq->slot);
   seq->slot = kNoSeq;

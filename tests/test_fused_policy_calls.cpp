@@ -273,19 +273,22 @@ class Lockstep {
   // reference, in one commit_step on the others; each is settled first.
   void commit(const std::vector<Req*>& committing) {
     std::vector<StepCommit> steps[kPolicies];
+    std::vector<TokenView> views;  // kept for the commits' lifetime
+    views.reserve(committing.size());
     for (Req* q : committing) {
       if (q->unsettled > 0) {
         for (int i = 0; i < kPolicies; ++i) policy_[i]->settle_in_place(q->slot[i], q->unsettled);
         q->unsettled = 0;
       }
+      views.push_back(q->view());
       for (int i = 0; i < kPolicies; ++i)
-        steps[i].push_back({q->view(), q->known(), 0, q->slot[i]});
+        steps[i].push_back(StepCommit::of(q->slot[i], views.back(), q->known()));
     }
     const int64_t pending_before = pending_blocks(*pools_[kSeparate]);
     for (const StepCommit& c : steps[kSeparate])
-      policy_[kSeparate]->prepare_commit(c.seq, c.tokens, c.computed_tokens);
+      policy_[kSeparate]->prepare_commit(c.seq, c.tokens(), c.computed_tokens);
     for (StepCommit& c : steps[kSeparate]) {
-      policy_[kSeparate]->commit(c.seq, c.tokens, c.computed_tokens);
+      policy_[kSeparate]->commit(c.seq, c.tokens(), c.computed_tokens);
       c.horizon = policy_[kSeparate]->commit_horizon(c.seq);
     }
     if (pending_blocks(*pools_[kSeparate]) > pending_before) ++pending_fills_;

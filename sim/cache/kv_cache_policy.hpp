@@ -117,12 +117,28 @@ struct SettledGrowth {
 };
 
 // One sequence's commit among a step's (commit_step): what commit() takes,
-// and the commit_horizon() it leaves, which commit_step() writes.
+// and the commit_horizon() it leaves, which commit_step() writes. The
+// content is built only when the commit reads it (tokens()): a decode
+// filling its block on a deferred chain reads none, and most of a step's
+// commits are such fills.
 struct StepCommit {
-  TokenView tokens;
-  int64_t computed_tokens = 0;
-  int64_t horizon = 0;  // out
+  // The sequence's content with `generated` output tokens known, from
+  // `source` (whatever keeps it: a Sequence, the scheduler's list).
+  using ContentOf = TokenView (*)(const void* source, SeqSlot seq, int64_t generated);
   SeqSlot seq = kNoSeq;
+  int64_t computed_tokens = 0;
+  int64_t generated = 0;
+  const void* source = nullptr;
+  ContentOf content_of = nullptr;
+  int64_t horizon = 0;  // out
+
+  TokenView tokens() const { return content_of(source, seq, generated); }
+  // A commit of `tokens` as they are (it must outlive the commit_step call).
+  static StepCommit of(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) {
+    return {
+        seq, computed_tokens, tokens.output_len, &tokens,
+        [](const void* view, SeqSlot, int64_t) { return *static_cast<const TokenView*>(view); }};
+  }
 };
 
 struct SwapPlan {
@@ -258,9 +274,9 @@ class KvCachePolicy {
   // at batch 1,024 has ~60 of them, mostly a decode filling its block, which
   // a policy may take without a call per entry.
   virtual void commit_step(std::span<StepCommit> commits) {
-    for (const StepCommit& c : commits) prepare_commit(c.seq, c.tokens, c.computed_tokens);
+    for (const StepCommit& c : commits) prepare_commit(c.seq, c.tokens(), c.computed_tokens);
     for (StepCommit& c : commits) {
-      commit(c.seq, c.tokens, c.computed_tokens);
+      commit(c.seq, c.tokens(), c.computed_tokens);
       c.horizon = commit_horizon(c.seq);
     }
   }

@@ -233,7 +233,7 @@ void PagedPolicy::commit_step(std::span<StepCommit> commits) {
       prefetch_table_end(c.seq);
       continue;
     }
-    prepare_filled(c.seq, content, c.tokens, c.computed_tokens);
+    prepare_filled(c.seq, content, c.tokens(), c.computed_tokens);
   }
   for (StepCommit& c : commits) {
     SeqContent& content = content_[static_cast<size_t>(c.seq)];
@@ -242,7 +242,7 @@ void PagedPolicy::commit_step(std::span<StepCommit> commits) {
         pending_.append(content.chain_tag, b, pool_);
         ++content.registered_blocks;
       } else {
-        commit_filled(c.seq, content, c.tokens, c.computed_tokens);
+        commit_filled(c.seq, content, c.tokens(), c.computed_tokens);
       }
     }
     c.horizon = (content.registered_blocks + 1) * bs;

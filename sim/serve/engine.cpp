@@ -27,6 +27,17 @@ bool has_sliding_layers(const ModelSpec& model) {
                      [](const LayerAttention& a) { return a.sliding; });
 }
 
+// A commit's content (StepCommit::content_of): an item's from its
+// Sequence, a bulk decode's from the scheduler's list, which has it without
+// a read of the Sequence.
+TokenView content_of_sequence(const void* seq, SeqSlot, int64_t generated) {
+  const Request& request = static_cast<const Sequence*>(seq)->request;
+  return TokenView::of(request.prompt, request.output, generated);
+}
+TokenView content_of_running(const void* scheduler, SeqSlot slot, int64_t generated) {
+  return static_cast<const Scheduler*>(scheduler)->content(slot, generated);
+}
+
 // `decodes` sequences computing one token each and sampling it, after
 // `context` cached tokens in all: StepTotals::add of each, summed at once
 // (q = 1: q*c + q*(q+1)/2 == q*(c+q) == c + 1 pairs).
@@ -259,7 +270,7 @@ void ServingEngine::on_step_done() {
     seq->computed += item.tokens;
     if (seq->computed < seq->commit_horizon) return;
     committing_items_.push_back({committing_.size(), seq});
-    committing_.push_back({seq->tokens(), seq->computed, 0, seq->slot});
+    committing_.push_back({seq->slot, seq->computed, seq->generated, seq, &content_of_sequence});
   };
   const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
   // Their content comes from the scheduler (which started loading it when
@@ -270,7 +281,8 @@ void ServingEngine::on_step_done() {
     for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;
          ++next_bulk) {
       const BatchSummary::BulkCommit& b = bulk_commits[next_bulk];
-      committing_.push_back({scheduler_->content(b.slot, b.generated), b.computed, 0, b.slot});
+      committing_.push_back(
+          {b.slot, b.computed, b.generated, scheduler_.get(), &content_of_running});
     }
   };
   if (settle_all) {

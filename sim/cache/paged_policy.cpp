@@ -132,16 +132,6 @@ SettledGrowth PagedPolicy::settle_and_grow(SeqSlot s, int64_t settled, int64_t n
   });
 }
 
-int64_t PagedPolicy::blocks_to_register(SeqSlot s, int64_t computed_tokens) const {
-  if (!prefix_caching_) return 0;
-  const SeqContent& content = content_.at(static_cast<size_t>(s));
-  // Most steps add a token inside a block already counted: tell that by a
-  // multiply, and divide only when a block fills.
-  if (computed_tokens < (content.registered_blocks + 1) * block_size()) return 0;
-  const std::vector<BlockId>& table = seq(s).block_table;
-  return std::min<int64_t>(computed_tokens / block_size(), static_cast<int64_t>(table.size()));
-}
-
 void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
   // Blocks filled by generated tokens: hashed now, each chained on its parent
   // (the prompt's full blocks were hashed at admission).
@@ -174,7 +164,7 @@ void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t com
 
 void PagedPolicy::prepare_filled(SeqSlot s, SeqContent& content, const TokenView& tokens,
                                  int64_t computed_tokens) {
-  const int64_t full = blocks_to_register(s, computed_tokens);
+  const int64_t full = blocks_filled(s, computed_tokens);
   if (full == 0) return;
   const int64_t end = defer_ ? eager_end(content, tokens, full, Guess::unseen) : full;
   const std::vector<BlockId>& table = seq(s).block_table;
@@ -205,7 +195,7 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
 
 void PagedPolicy::commit_filled(SeqSlot s, SeqContent& content, const TokenView& tokens,
                                 int64_t computed_tokens) {
-  const int64_t full = blocks_to_register(s, computed_tokens);
+  const int64_t full = blocks_filled(s, computed_tokens);
   if (full == 0) return;
   if (!defer_) {
     register_eagerly(s, content, tokens, full);

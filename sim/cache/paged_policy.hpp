@@ -8,6 +8,7 @@
 // swap-in. Blocks a decode fills inside a described output are registered
 // without their hash until someone could look them up
 // (paged_policy_deferred.cpp, pending_hashes.hpp): every answer is the same.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -138,9 +139,13 @@ class PagedPolicy final : public PagedPolicyBase {
       return kNoBlock;
     return content.tail_block;
   }
-  // The full blocks commit(s, ..., computed_tokens) registers up to, or 0
-  // when it has nothing to do.
-  int64_t blocks_to_register(SeqSlot s, int64_t computed_tokens) const;
+  // The full blocks a commit up to `computed_tokens` registers up to, once
+  // it is past the sequence's horizon (commit_horizon: below it a commit
+  // has nothing to do, and the callers have told that by a multiply).
+  int64_t blocks_filled(SeqSlot s, int64_t computed_tokens) const {
+    const auto table_blocks = static_cast<int64_t>(seq(s).block_table.size());
+    return std::min<int64_t>(computed_tokens / block_size(), table_blocks);
+  }
   // Sets content.last after content.hashes changed.
   static void note_last(SeqContent& content) {
     content.last = content.hashes.empty() ? BlockHash{} : content.hashes.back();

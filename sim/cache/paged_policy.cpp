@@ -126,20 +126,10 @@ void PagedPolicy::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_tokens
   if (plan.new_blocks > 0) note_tail(s, content_[static_cast<size_t>(s)]);
 }
 
-void PagedPolicy::note_tail(SeqSlot s, SeqContent& content) const {
-  const std::vector<BlockId>& table = seq(s).block_table;
-  content.tail_index = static_cast<int32_t>(table.size()) - 1;
-  content.tail_block = table.empty() ? kNoBlock : table.back();
-}
-
-int64_t PagedPolicy::blocks_to_register(SeqSlot s, int64_t computed_tokens) const {
-  if (!prefix_caching_) return 0;
-  const SeqContent& content = content_.at(static_cast<size_t>(s));
-  // Most steps add a token inside a block already counted: tell that by a
-  // multiply, and divide only when a block fills.
-  if (computed_tokens < (content.registered_blocks + 1) * block_size()) return 0;
-  const std::vector<BlockId>& table = seq(s).block_table;
-  return std::min<int64_t>(computed_tokens / block_size(), static_cast<int64_t>(table.size()));
+SettledGrowth PagedPolicy::settle_and_grow(SeqSlot s, int64_t settled, int64_t new_tokens) {
+  return settle_then_grow(s, settled, new_tokens, [&](const std::vector<BlockId>& table) {
+    note_tail(table, content_[static_cast<size_t>(s)]);
+  });
 }
 
 void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
@@ -169,7 +159,12 @@ void PagedPolicy::prepare_commit(SeqSlot s, const TokenView& tokens, int64_t com
     prefetch_table_end(s);
     return;
   }
-  const int64_t full = blocks_to_register(s, computed_tokens);
+  prepare_filled(s, content, tokens, computed_tokens);
+}
+
+void PagedPolicy::prepare_filled(SeqSlot s, SeqContent& content, const TokenView& tokens,
+                                 int64_t computed_tokens) {
+  const int64_t full = blocks_filled(s, computed_tokens);
   if (full == 0) return;
   const int64_t end = defer_ ? eager_end(content, tokens, full, Guess::unseen) : full;
   const std::vector<BlockId>& table = seq(s).block_table;
@@ -195,7 +190,12 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
     ++content.registered_blocks;
     return;
   }
-  const int64_t full = blocks_to_register(s, computed_tokens);
+  commit_filled(s, content, tokens, computed_tokens);
+}
+
+void PagedPolicy::commit_filled(SeqSlot s, SeqContent& content, const TokenView& tokens,
+                                int64_t computed_tokens) {
+  const int64_t full = blocks_filled(s, computed_tokens);
   if (full == 0) return;
   if (!defer_) {
     register_eagerly(s, content, tokens, full);
@@ -204,6 +204,39 @@ void PagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_to
   const int64_t end = eager_end(content, tokens, full);
   if (end > content.registered_blocks) register_eagerly(s, content, tokens, end);
   if (end < full) defer(s, content, tokens, full);
+}
+
+void PagedPolicy::commit_step(std::span<StepCommit> commits) {
+  if (!prefix_caching_) {
+    for (StepCommit& c : commits) c.horizon = std::numeric_limits<int64_t>::max();
+    return;
+  }
+  // prepare_commit, commit and commit_horizon as written above, the checks
+  // they share made once per entry. Every entry is prepared before the
+  // first is committed, as the default does.
+  const int64_t bs = block_size();
+  for (const StepCommit& c : commits) {
+    SeqContent& content = content_[static_cast<size_t>(c.seq)];
+    if (c.computed_tokens < (content.registered_blocks + 1) * bs) continue;
+    if (const BlockId b = fill_on_chain(content, c.computed_tokens); b != kNoBlock) {
+      pool_.prefetch_mark(b);
+      prefetch_table_end(c.seq);
+      continue;
+    }
+    prepare_filled(c.seq, content, c.tokens(), c.computed_tokens);
+  }
+  for (StepCommit& c : commits) {
+    SeqContent& content = content_[static_cast<size_t>(c.seq)];
+    if (c.computed_tokens >= (content.registered_blocks + 1) * bs) {
+      if (const BlockId b = fill_on_chain(content, c.computed_tokens); b != kNoBlock) {
+        pending_.append(content.chain_tag, b, pool_);
+        ++content.registered_blocks;
+      } else {
+        commit_filled(c.seq, content, c.tokens(), c.computed_tokens);
+      }
+    }
+    c.horizon = (content.registered_blocks + 1) * bs;
+  }
 }
 
 void PagedPolicy::register_eagerly(SeqSlot s, SeqContent& content, const TokenView& tokens,

@@ -8,6 +8,7 @@
 // swap-in. Blocks a decode fills inside a described output are registered
 // without their hash until someone could look them up
 // (paged_policy_deferred.cpp, pending_hashes.hpp): every answer is the same.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,10 +52,14 @@ class PagedPolicy final : public PagedPolicyBase {
   SeqSlot apply_admit(const AdmitPlan& plan) override;
   // The base's, and the sequence's new last block noted beside its content.
   void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
+  SettledGrowth settle_and_grow(SeqSlot seq, int64_t settled, int64_t new_tokens) override;
   // Registers the hashes of newly computed full blocks.
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   int64_t commit_horizon(SeqSlot seq) const override;
   void prepare_commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
+  // Those three calls per entry, with the decode that fills its block on
+  // its chain (fill_on_chain) taken in the loop itself.
+  void commit_step(std::span<StepCommit> commits) override;
   // The base's, and the sequence's content line, which prepare_commit and
   // commit read when a block fills (the event the scheduler prefetches for).
   void prefetch(SeqSlot seq) const override {
@@ -109,7 +114,18 @@ class PagedPolicy final : public PagedPolicyBase {
   // The content of slot s, grown to cover it: called wherever the base opens a slot.
   SeqContent& open_content(SeqSlot s);
   // Copies the table's last entry of slot s into its content (SeqContent::tail_block).
-  void note_tail(SeqSlot s, SeqContent& content) const;
+  void note_tail(SeqSlot s, SeqContent& content) const { note_tail(seq(s).block_table, content); }
+  static void note_tail(const std::vector<BlockId>& table, SeqContent& content) {
+    content.tail_index = static_cast<int32_t>(table.size()) - 1;
+    content.tail_block = table.empty() ? kNoBlock : table.back();
+  }
+  // prepare_commit() and commit() of a commit that reaches past the
+  // sequence's first unregistered block (below it they do nothing) and is
+  // not a fill on its chain.
+  void prepare_filled(SeqSlot s, SeqContent& content, const TokenView& tokens,
+                      int64_t computed_tokens);
+  void commit_filled(SeqSlot s, SeqContent& content, const TokenView& tokens,
+                     int64_t computed_tokens);
   // The block a commit up to `computed_tokens` fills when that is the one
   // block after content.registered_blocks, the table's last, and the
   // sequence's chain takes it (the common decode fill): every other case
@@ -123,9 +139,13 @@ class PagedPolicy final : public PagedPolicyBase {
       return kNoBlock;
     return content.tail_block;
   }
-  // The full blocks commit(s, ..., computed_tokens) registers up to, or 0
-  // when it has nothing to do.
-  int64_t blocks_to_register(SeqSlot s, int64_t computed_tokens) const;
+  // The full blocks a commit up to `computed_tokens` registers up to, once
+  // it is past the sequence's horizon (commit_horizon: below it a commit
+  // has nothing to do, and the callers have told that by a multiply).
+  int64_t blocks_filled(SeqSlot s, int64_t computed_tokens) const {
+    const auto table_blocks = static_cast<int64_t>(seq(s).block_table.size());
+    return std::min<int64_t>(computed_tokens / block_size(), table_blocks);
+  }
   // Sets content.last after content.hashes changed.
   static void note_last(SeqContent& content) {
     content.last = content.hashes.empty() ? BlockHash{} : content.hashes.back();

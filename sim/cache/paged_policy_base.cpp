@@ -87,9 +87,16 @@ int64_t PagedPolicyBase::in_place_room(SeqSlot s) const {
 void PagedPolicyBase::settle_in_place(SeqSlot s, int64_t tokens) {
   // tokens_held_ counted them already (grow_in_place_bulk).
   SeqRoom& r = room(s);
-  if (r.tokens + tokens > r.capacity)
-    throw std::logic_error("settle_in_place beyond the sequence's in-place room");
+  if (r.tokens + tokens > r.capacity) throw_settle_beyond_room();
   r.tokens += tokens;
+}
+
+SettledGrowth PagedPolicyBase::settle_and_grow(SeqSlot s, int64_t settled, int64_t new_tokens) {
+  return settle_then_grow(s, settled, new_tokens, [](const std::vector<BlockId>&) {});
+}
+
+void PagedPolicyBase::throw_settle_beyond_room() {
+  throw std::logic_error("settle_in_place beyond the sequence's in-place room");
 }
 
 int64_t PagedPolicyBase::free_leading_blocks(SeqSlot s, int64_t end) {

@@ -34,6 +34,9 @@ class PagedPolicyBase : public KvCachePolicy {
   bool counts_in_place_room() const override { return true; }
   void grow_in_place_bulk(int64_t tokens) override { tokens_held_ += tokens; }
   void settle_in_place(SeqSlot seq, int64_t tokens) override;
+  // The four calls from one look at the room record (and the table record
+  // only when a block is added).
+  SettledGrowth settle_and_grow(SeqSlot seq, int64_t settled, int64_t new_tokens) override;
   void release(SeqSlot seq) override;
   // Copies out every block the sequence still holds.
   SwapPlan plan_swap_out(SeqSlot seq) const override;
@@ -96,6 +99,13 @@ class PagedPolicyBase : public KvCachePolicy {
   // in. The host slot is freed.
   SeqSlot restore_from_host(HostSlot h, const SwapPlan& plan,
                             const std::vector<BlockId>& on_device);
+  // settle_and_grow(), calling on_blocks(table) when blocks were added to
+  // the sequence's table: a derived policy notes its new tail there. Here,
+  // so that the derived policy's override compiles it in place (it runs for
+  // most of a step's new blocks).
+  template <typename OnBlocks>
+  SettledGrowth settle_then_grow(SeqSlot s, int64_t settled, int64_t new_tokens,
+                                 OnBlocks&& on_blocks);
   // Starts loading, for writing, where the sequence's next block goes in
   // its table (a hint: nothing changes).
   void prefetch_table_end(SeqSlot s) const {
@@ -136,6 +146,7 @@ class PagedPolicyBase : public KvCachePolicy {
     bool live = false;
   };
   static_assert(sizeof(SeqTable) == 32);
+  [[noreturn]] static void throw_settle_beyond_room();
   SeqRoom& room(SeqSlot s) { return rooms_[static_cast<size_t>(s)]; }
   const SeqRoom& room(SeqSlot s) const { return rooms_[static_cast<size_t>(s)]; }
 
@@ -154,5 +165,27 @@ class PagedPolicyBase : public KvCachePolicy {
   Bytes bytes_moved_ = 0;
   Bytes swapped_bytes_ = 0;
 };
+
+template <typename OnBlocks>
+SettledGrowth PagedPolicyBase::settle_then_grow(SeqSlot s, int64_t settled, int64_t new_tokens,
+                                                OnBlocks&& on_blocks) {
+  // settle_in_place, plan_grow, apply_grow and in_place_room (see the
+  // .cpp), on one look at the room record.
+  SeqRoom& r = room(s);
+  if (r.tokens + settled > r.capacity) throw_settle_beyond_room();
+  r.tokens += settled;
+  if (const int64_t beyond = r.tokens + new_tokens - r.capacity; beyond > 0) {
+    const int64_t new_blocks = beyond <= block_size_ ? 1 : blocks_for(beyond);
+    if (new_blocks > pool_.num_free()) return {};
+    std::vector<BlockId>& table = seqs_[static_cast<size_t>(s)].block_table;
+    pool_.allocate_into(new_blocks, table);
+    slots_reserved_ += new_blocks * block_size_;
+    r.capacity += new_blocks * block_size_;
+    on_blocks(table);
+  }
+  r.tokens += new_tokens;
+  tokens_held_ += new_tokens;
+  return {true, r.capacity - r.tokens};
+}
 
 }  // namespace kvsim

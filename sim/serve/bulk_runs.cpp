@@ -100,13 +100,11 @@ inline bool Scheduler::advance_at_event(size_t i, SeqSlot slot, BulkRun& run,
   // token), or with this step's token before a commit.
   bool grown = false;
   if (now >= run.room_until) {
-    if (now > run.policy_since) policy_.settle_in_place(slot, now - run.policy_since);
+    const SettledGrowth growth = policy_.settle_and_grow(slot, now - run.policy_since, 1);
     run.policy_since = now;
-    const GrowPlan plan = policy_.plan_grow(slot, 1);
-    if (!plan.fits) return false;  // a preemption: one by one from here
-    policy_.apply_grow(slot, plan, 1);
+    if (!growth.grown) return false;  // a preemption: one by one from here
     run.policy_since = now + 1;
-    run.room_until = run.policy_since + policy_.in_place_room(slot);
+    run.room_until = run.policy_since + growth.room;
     grown = true;
     ++grown_now_;
   }

@@ -27,6 +27,17 @@ bool has_sliding_layers(const ModelSpec& model) {
                      [](const LayerAttention& a) { return a.sliding; });
 }
 
+// A commit's content (StepCommit::content_of): an item's from its
+// Sequence, a bulk decode's from the scheduler's list, which has it without
+// a read of the Sequence.
+TokenView content_of_sequence(const void* seq, SeqSlot, int64_t generated) {
+  const Request& request = static_cast<const Sequence*>(seq)->request;
+  return TokenView::of(request.prompt, request.output, generated);
+}
+TokenView content_of_running(const void* scheduler, SeqSlot slot, int64_t generated) {
+  return static_cast<const Scheduler*>(scheduler)->content(slot, generated);
+}
+
 // `decodes` sequences computing one token each and sampling it, after
 // `context` cached tokens in all: StepTotals::add of each, summed at once
 // (q = 1: q*c + q*(q+1)/2 == q*(c+q) == c + 1 pairs).
@@ -242,53 +253,51 @@ void ServingEngine::on_step_done() {
   step_in_flight_ = false;
   scheduler_->step_done(now);
   // Below its horizon a commit would change nothing (most decodes stay
-  // inside a block): no call, no token view. The others are prepared first
-  // (blocks hashed, their places in the pool's map loaded) and committed in
-  // batch order after.
+  // inside a block): no entry, no token view. The others are listed and
+  // committed in one call (KvCachePolicy::commit_step: all prepared first,
+  // blocks hashed and their places in the pool's map loaded, then committed
+  // in batch order).
   // A decode below its horizon is settled (computed moved on) in the token
   // loop below instead, unless a numerics observer reads every sequence
   // first.
   // Bulk decodes that fill a block commit too, in batch order among the
   // items (the order matters when two sequences register the same hash).
   committing_.clear();
+  committing_items_.clear();
   const bool settle_all = numerics_ != nullptr;
-  auto prepare = [&](Sequence* seq, SeqSlot slot, const TokenView& tokens, int64_t computed) {
-    policy_->prepare_commit(slot, tokens, computed);
-    committing_.push_back({seq, slot, tokens, computed});
-  };
   auto settle = [&](const ScheduledSeq& item) {
     Sequence* seq = item.seq;
     seq->computed += item.tokens;
     if (seq->computed < seq->commit_horizon) return;
-    prepare(seq, seq->slot, seq->tokens(), seq->computed);
+    committing_items_.push_back({committing_.size(), seq});
+    committing_.push_back({seq->slot, seq->computed, seq->generated, seq, &content_of_sequence});
   };
   const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
   // Their content comes from the scheduler (which started loading it when
   // it listed them), and their horizon goes to it: their Sequence is not
   // read.
   size_t next_bulk = 0;
-  auto prepare_bulk_before = [&](size_t item) {
+  auto add_bulk_before = [&](size_t item) {
     for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;
          ++next_bulk) {
       const BatchSummary::BulkCommit& b = bulk_commits[next_bulk];
-      prepare(nullptr, b.slot, scheduler_->content(b.slot, b.generated), b.computed);
+      committing_.push_back(
+          {b.slot, b.computed, b.generated, scheduler_.get(), &content_of_running});
     }
   };
   if (settle_all) {
     for (const ScheduledSeq& item : batch_.items) settle(item);
   } else {
     for (const uint32_t i : batch_.summary.at_horizon) {
-      prepare_bulk_before(i);
+      add_bulk_before(i);
       settle(batch_.items[i]);
     }
   }
-  prepare_bulk_before(batch_.items.size());
-  for (const PendingCommit& c : committing_) {
-    policy_->commit(c.slot, c.tokens, c.computed);
-    const int64_t horizon = policy_->commit_horizon(c.slot);
-    if (c.seq) c.seq->commit_horizon = horizon;
-    scheduler_->committed(c.slot, horizon);
-  }
+  add_bulk_before(batch_.items.size());
+  policy_->commit_step(committing_);
+  for (const StepCommit& c : committing_) scheduler_->committed(c.seq, c.horizon);
+  for (const CommittingItem& c : committing_items_)
+    c.seq->commit_horizon = committing_[c.entry].horizon;
   if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
   // Inter-token latencies go to the histogram by runs of requests whose
   // previous token came at the same time (in a decode step, nearly all):

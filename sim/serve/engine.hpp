@@ -116,15 +116,16 @@ class ServingEngine final : public InferenceEngine {
   bool step_in_flight_ = false;
   bool kick_pending_ = false;
   ScheduledBatch batch_;
-  // This step's sequences at their commit horizon, in batch order: their
-  // content and computed tokens as commit() takes them.
-  struct PendingCommit {
-    Sequence* seq = nullptr;  // null for a bulk decode (BatchSummary::bulk_commits)
-    SeqSlot slot = kNoSeq;    // seq->slot
-    TokenView tokens;
-    int64_t computed = 0;
+  // This step's sequences at their commit horizon, in batch order, as
+  // KvCachePolicy::commit_step takes them; and those of them that are
+  // items, whose Sequence learns its new horizon (a bulk decode's learns it
+  // from the scheduler: BatchSummary::bulk_commits).
+  std::vector<StepCommit> committing_;
+  struct CommittingItem {
+    size_t entry;  // in committing_
+    Sequence* seq;
   };
-  std::vector<PendingCommit> committing_;
+  std::vector<CommittingItem> committing_items_;
   StepWork work_;
   TimeNs step_latency_ = 0;
 

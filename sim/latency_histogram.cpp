@@ -6,11 +6,6 @@
 #include <limits>
 
 namespace kvsim {
-namespace {
-constexpr uint64_t kExact = 2048;   // values below are their own bucket
-constexpr uint64_t kSub = 1024;     // buckets per power of two above
-constexpr int kMaxShift = 64 - 11;  // v < 2^64
-}  // namespace
 
 long double add_repeatedly(long double sum, long double x, uint64_t times) {
   // Short runs are cheaper one by one than the binade arithmetic below.
@@ -161,7 +156,18 @@ bool add_repeatedly_rounded(U128& sum, U128 x, uint64_t times) {
   return true;
 }
 
-LatencyHistogram::LatencyHistogram() : buckets_(kExact + kSub * (kMaxShift + 1), 0) {}
+LatencyHistogram::LatencyHistogram() {
+  page_at_.fill(kNoPage);
+}
+
+uint64_t& LatencyHistogram::bucket(size_t index) {
+  int32_t& at = page_at_[index / kSub];
+  if (at == kNoPage) {
+    at = static_cast<int32_t>(pages_.size());
+    pages_.resize(pages_.size() + kSub, 0);
+  }
+  return pages_[static_cast<size_t>(at) + index % kSub];
+}
 
 size_t LatencyHistogram::bucket_of(uint64_t v) {
   if (v < kExact) return static_cast<size_t>(v);
@@ -186,7 +192,7 @@ void LatencyHistogram::add(TimeNs value) {
 void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
   if (times == 0) return;
   const uint64_t v = value < 0 ? 0 : static_cast<uint64_t>(value);
-  buckets_[bucket_of(v)] += times;
+  bucket(bucket_of(v)) += times;
   if (count_ == 0) {
     min_ = max_ = static_cast<TimeNs>(v);
   } else {
@@ -235,10 +241,19 @@ double LatencyHistogram::percentile(double p) const {
   uint64_t rank = static_cast<uint64_t>(std::ceil(clamped / 100.0 * static_cast<double>(count_)));
   rank = std::clamp<uint64_t>(rank, 1, count_);
   uint64_t seen = 0;
-  for (size_t i = bucket_of(static_cast<uint64_t>(min_)); i < buckets_.size(); ++i) {
-    seen += buckets_[i];
-    if (seen >= rank) {
-      return std::clamp(bucket_mid(i), static_cast<double>(min_), static_cast<double>(max_));
+  // Buckets in order; a page never touched holds only zeroes.
+  for (size_t i = bucket_of(static_cast<uint64_t>(min_)); i < kBuckets;) {
+    const int32_t at = page_at_[i / kSub];
+    const size_t page_end = (i / kSub + 1) * kSub;
+    if (at == kNoPage) {
+      i = page_end;
+      continue;
+    }
+    for (; i < page_end; ++i) {
+      seen += pages_[static_cast<size_t>(at) + i % kSub];
+      if (seen >= rank) {
+        return std::clamp(bucket_mid(i), static_cast<double>(min_), static_cast<double>(max_));
+      }
     }
   }
   return static_cast<double>(max_);

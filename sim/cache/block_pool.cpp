@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "sim/cache/eviction/eviction_registry.hpp"
+#include "sim/cache/eviction/lru_order.hpp"
 
 namespace kvsim {
 
@@ -17,6 +21,7 @@ BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrde
     : order_(std::move(order)) {
   if (!order_) throw std::invalid_argument("block pool without an eviction order");
   order_uses_content_ = order_->uses_content();
+  lru_ = dynamic_cast<LruOrder*>(order_.get());
   if (params.num_blocks < 0 || params.num_blocks > std::numeric_limits<BlockId>::max()) {
     throw std::invalid_argument(fmt::format("block pool of {} blocks", params.num_blocks));
   }
@@ -44,19 +49,61 @@ void BlockPool::throw_release_of_free(BlockId b) {
   throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
 }
 
+inline void BlockPool::take(BlockId b) {
+  BlockState& st = state_[static_cast<size_t>(b)];
+  --num_free_;
+  if (st.hashed) {
+    --num_cached_free_;
+    ++evictions_;
+    // A pending block was evicted before anyone needed its hash: no map
+    // entry to erase (the deferral's owner forgets it by its pending bit
+    // being gone).
+    if (!st.pending) forget_content(b);
+  }
+  st = BlockState{.ref_count = 1};  // its content, if any, is gone
+}
+
+void BlockPool::forget_content(BlockId b) {
+  const BlockHash& hash = hash_[static_cast<size_t>(b)];
+  by_hash_.erase(hash, b, hash_of());  // only if `b` is the canonical copy
+  if (listener_) listener_->on_block_evicted(hash);
+}
+
+BlockId BlockPool::pop_one_victim() {
+  return lru_ != nullptr ? lru_->pop_oldest() : order_->pop_victim();
+}
+
 BlockId BlockPool::allocate() {
   if (num_free_ == 0) throw std::logic_error("allocate() on an empty block pool");
-  const BlockId b = order_->pop_victim();
+  const BlockId b = pop_one_victim();
   take(b);
   prefetch_upcoming(1);
   return b;
 }
 
-void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
+inline void BlockPool::prefetch_upcoming_one_lru() const {
+  if (const BlockId b = lru_->entry_ahead(kStateAhead - 1); b != kNoBlock) {
+    __builtin_prefetch(&state_[static_cast<size_t>(b)]);
+    __builtin_prefetch(&hash_[static_cast<size_t>(b)]);
+  }
+  if (const BlockId b = lru_->entry_ahead(kSlotAhead - 1); b != kNoBlock) {
+    const BlockState st = state_[static_cast<size_t>(b)];
+    if (st.hashed && !st.pending) by_hash_.prefetch(hash_[static_cast<size_t>(b)]);
+  }
+}
+
+void BlockPool::allocate_one_lru(std::vector<BlockId>& out) {
+  const BlockId b = lru_->pop_oldest();
+  out.push_back(b);
+  take(b);
+  prefetch_upcoming_one_lru();
+}
+
+void BlockPool::allocate_several(int64_t count, std::vector<BlockId>& out) {
   if (count <= 0) return;
   if (count > num_free_) throw std::logic_error("allocate_into() beyond the free blocks");
   if (count == 1) {  // a decode's new block: no windows to set up
-    const BlockId b = order_->pop_victim();
+    const BlockId b = pop_one_victim();
     out.push_back(b);
     take(b);
     prefetch_upcoming(1);
@@ -90,11 +137,10 @@ void BlockPool::allocate_into(int64_t count, std::vector<BlockId>& out) {
 }
 
 void BlockPool::prefetch_upcoming(int64_t taken) const {
-  // The distances: far enough that a load finishes before the allocation
-  // that needs it (a decode step allocates a block every few hundred
-  // nanoseconds), near enough that the lines stay in the cache.
-  constexpr int64_t kStateAhead = 16;
-  constexpr int64_t kSlotAhead = 8;
+  if (taken == 1 && lru_ != nullptr) {
+    prefetch_upcoming_one_lru();
+    return;
+  }
   // One call for every upcoming victim the order names.
   const std::span<const BlockId> ahead = order_->victims_ahead();
   const auto state_end = std::min<size_t>(ahead.size(), kStateAhead);
@@ -111,26 +157,6 @@ void BlockPool::prefetch_upcoming(int64_t taken) const {
     const BlockState st = state_[v];
     if (st.hashed && !st.pending) by_hash_.prefetch(hash_[v]);
   }
-}
-
-void BlockPool::take(BlockId b) {
-  BlockState& st = state_[static_cast<size_t>(b)];
-  --num_free_;
-  if (st.hashed) {
-    --num_cached_free_;
-    st.hashed = 0;
-    ++evictions_;
-    if (st.pending) {
-      // Evicted before anyone needed its hash: no map entry to erase (the
-      // deferral's owner forgets it by its pending bit being gone).
-      st.pending = 0;
-    } else {
-      const BlockHash& hash = hash_[static_cast<size_t>(b)];
-      by_hash_.erase(hash, b, hash_of());  // only if `b` is the canonical copy
-      if (listener_) listener_->on_block_evicted(hash);
-    }
-  }
-  st.ref_count = 1;
 }
 
 void BlockPool::touch(BlockId b) {
@@ -150,23 +176,35 @@ void BlockPool::release(BlockId b) {
 }
 
 void BlockPool::release_backwards(std::span<const BlockId> blocks) {
+  if (lru_ != nullptr)
+    release_backwards_to(*lru_, blocks);
+  else
+    release_backwards_to(*order_, blocks);
+}
+
+template <class Order>
+void BlockPool::release_backwards_to(Order& order, std::span<const BlockId> blocks) {
+  // `lru` inline hears of each freed block at once; another order hears of
+  // a window's in one call, in the order one release() at a time would
+  // have told it.
+  constexpr bool kEach = std::is_same_v<Order, LruOrder>;
   constexpr size_t kWindow = 16;
-  std::array<BlockId, kWindow> freed{};  // of this window, in release order
+  std::array<BlockId, kEach ? 1 : kWindow> freed;  // of this window, in release order
   size_t num_freed = 0;
-  // The order hears of a window's freed blocks in one call, in the order
-  // one release() at a time would have told it.
   auto tell_order = [&] {
-    order_->on_evictable_each({freed.data(), num_freed});
+    if constexpr (!kEach) order.on_evictable_each({freed.data(), num_freed});
     num_freed = 0;
   };
   // A window's states and order entries are requested while the window
   // before it (later in the table) is released, so its misses overlap that
   // work instead of stalling the first releases of the window.
-  auto request = [&](size_t end) {
+  const BlockState* states = state_.data();
+  // Always inline, or GCC 12 deletes it (see prefetch_upcoming_one_lru).
+  auto request = [&](size_t end) __attribute__((always_inline)) {
     const size_t begin = end > kWindow ? end - kWindow : 0;
     for (size_t i = begin; i < end; ++i)
-      if (blocks[i] != kNoBlock) __builtin_prefetch(&state_[static_cast<size_t>(blocks[i])]);
-    order_->prefetch_each(blocks.subspan(begin, end - begin));
+      if (blocks[i] != kNoBlock) __builtin_prefetch(&states[static_cast<size_t>(blocks[i])]);
+    order.prefetch_each(blocks.subspan(begin, end - begin));
   };
   if (!blocks.empty()) request(blocks.size());
   for (size_t end = blocks.size(); end > 0;) {
@@ -179,7 +217,11 @@ void BlockPool::release_backwards(std::span<const BlockId> blocks) {
         tell_order();  // the releases before it stand
         throw_release_of_free(b);
       }
-      if (unreference(b)) freed[num_freed++] = b;
+      if (!unreference(b)) continue;
+      if constexpr (kEach)
+        order.on_freed(b);
+      else
+        freed[num_freed++] = b;
     }
     tell_order();
     end = begin;
@@ -202,15 +244,8 @@ void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
   if (order_uses_content_) order_->on_content(b, hash.low);  // else a no-op by contract
 }
 
-bool BlockPool::mark_pending(BlockId b, uint32_t tag) {
-  BlockState& st = state_[static_cast<size_t>(b)];
-  if (st.hashed) return false;  // content of a full block never changes
-  if (listener_ != nullptr || order_uses_content_)
-    throw std::logic_error("a pending block in a pool that must see every content hash");
-  st.hashed = 1;
-  st.pending = 1;
-  hash_[static_cast<size_t>(b)] = BlockHash{tag, 0};  // no map entry reads it
-  return true;
+void BlockPool::throw_pending_not_allowed() {
+  throw std::logic_error("a pending block in a pool that must see every content hash");
 }
 
 void BlockPool::register_pending(BlockId b, const BlockHash& hash) {
@@ -232,16 +267,33 @@ void BlockPool::check_invariants() const {
   // A block is free exactly when its reference count is 0; the order must
   // hold exactly those (asked of it by id, in one pass beside the states).
   const std::vector<uint8_t> evictable = order_->evictable_flags(num_blocks());
-  int64_t free_count = 0;
-  int64_t cached = 0;
-  int64_t in_order = 0;
-  for (size_t b = 0; b < state_.size(); ++b) {
-    const BlockState st = state_[b];
-    if (evictable[b] && st.ref_count != 0)
-      throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));
-    free_count += st.ref_count == 0 ? 1 : 0;
-    cached += (st.ref_count == 0 && st.hashed) ? 1 : 0;
-    in_order += evictable[b] ? 1 : 0;
+  // Without a branch per block (the check ends every run, over 10^5
+  // blocks): the counts, and one bit for any order entry that is in use,
+  // so the loop vectorises; the entry is looked for again to name it.
+  uint32_t free_count = 0;
+  uint32_t cached = 0;
+  uint32_t in_order = 0;
+  uint32_t held_in_use = 0;
+  static_assert(std::bit_cast<uint32_t>(BlockState{5, 1, 0}) == (5u | uint32_t{1} << kHashedBit));
+  const BlockState* states = state_.data();
+  const uint8_t* flags = evictable.data();
+  const size_t n = state_.size();
+  for (size_t b = 0; b < n; ++b) {
+    // The state as one word (the bit-fields read one by one kept GCC from
+    // vectorising the loop).
+    uint32_t word = 0;
+    std::memcpy(&word, &states[b], sizeof word);
+    const uint32_t is_free = (word & kRefCountBits) == 0 ? 1 : 0;
+    const uint32_t listed = flags[b];
+    free_count += is_free;
+    cached += is_free & (word >> kHashedBit);  // is_free is 0 or 1: the hashed bit alone
+    in_order += listed;
+    held_in_use |= listed & (is_free ^ 1);
+  }
+  if (held_in_use != 0) {
+    for (size_t b = 0; b < state_.size(); ++b)
+      if (evictable[b] && state_[b].ref_count != 0)
+        throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));
   }
   if (free_count != num_free_ || cached != num_cached_free_ || in_order != num_free_) {
     throw std::logic_error(

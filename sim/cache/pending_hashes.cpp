@@ -72,6 +72,7 @@ PendingHashes::ChainId PendingHashes::start(uint64_t key, int64_t vocab, int64_t
                                             int64_t first_offset, const BlockHash& anchor,
                                             int32_t owner, const BlockPool& pool) {
   if (note_seen(key)) throw std::logic_error("a pending chain for a key already seen");
+  if (chains_.empty()) reserve_for(pool);
   // Every 16th start: when the oldest chain still holds a block (the
   // common case) a sweep costs the misses of one look at it.
   if ((next_tag_ & 15) == 0) sweep(pool);
@@ -92,6 +93,19 @@ PendingHashes::ChainId PendingHashes::start(uint64_t key, int64_t vocab, int64_t
   index_.insert(c.key_hash, id, key_of());
   ++live_chains_;
   return id;
+}
+
+void PendingHashes::reserve_for(const BlockPool& pool) {
+  // A chain lives while its blocks are held or cached pending in the pool,
+  // so the pool's size bounds the chains alive at once by its blocks per
+  // chain: a sequence's output of 512 tokens holds 32 blocks of 16
+  // (bench/bench_step_cost.cpp). Shorter outputs may need more: the table
+  // and the vector then grow as before.
+  constexpr int64_t kBlocksPerChain = 32;
+  const auto chains =
+      static_cast<size_t>(std::max<int64_t>(pool.num_blocks() / kBlocksPerChain, 1));
+  chains_.reserve(chains);
+  index_.reserve(chains);
 }
 
 void PendingHashes::detach(ChainId id, const BlockId* blocks, int64_t count) {

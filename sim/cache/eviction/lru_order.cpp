@@ -11,13 +11,6 @@ namespace kvsim {
 namespace {
 // The largest ring: places must fit a 32-bit position.
 constexpr size_t kMaxRing = size_t{1} << 30;
-// Victims a pop looks ahead to load their positions (the ring itself is
-// read in order).
-constexpr uint64_t kPositionAhead = 8;
-// Places a pop looks ahead in the ring itself: read in order but slowly (a
-// decode step takes a block every few hundred nanoseconds), so no hardware
-// prefetcher follows it, and a pool reads 16 places ahead (victims_ahead).
-constexpr uint64_t kRingAhead = 48;
 
 // A power of two of at least `places`.
 size_t ring_of(size_t places) {
@@ -127,13 +120,7 @@ void LruOrder::on_access(EvictableId id) {
 
 EvictableId LruOrder::pop_victim() {
   if (live_ == 0) throw std::logic_error("lru order: no evictable entry");
-  skip_gone();
-  if (head_ + kPositionAhead < tail_) prefetch(ring_[place(head_ + kPositionAhead)]);
-  __builtin_prefetch(&ring_[place(head_ + kRingAhead)]);
-  const EvictableId id = ring_[place(head_++)];
-  position_[static_cast<size_t>(id)] = kNotQueued;
-  --live_;
-  return id;
+  return pop_oldest();
 }
 
 void LruOrder::pop_victims(int64_t count, std::vector<EvictableId>& out) {
@@ -185,20 +172,44 @@ std::vector<EvictableId> LruOrder::victims_in_order() const {
 }
 
 std::vector<uint8_t> LruOrder::evictable_flags(int64_t ids) const {
-  std::vector<uint8_t> flags(static_cast<size_t>(std::max<int64_t>(ids, 0)), 0);
-  size_t count = 0;
-  for (size_t id = 0; id < position_.size(); ++id) {
-    const int32_t at = position_[id];
-    if (at == kNotQueued) continue;
-    if (static_cast<int64_t>(id) >= ids)
-      throw std::logic_error(fmt::format("the lru order holds entry {}, outside [0, {})", id, ids));
+  const auto n = static_cast<size_t>(std::max<int64_t>(ids, 0));
+  std::vector<uint8_t> flags(n);
+  // One pass without a branch per id (a pool checks its 10^5 blocks at the
+  // end of every run): flags, the count and every check folded into one
+  // bit, so the loop vectorises. A fault is then looked for again, slowly,
+  // to name the entry.
+  const auto ring_size = static_cast<uint32_t>(ring_.size());
+  const auto oldest = static_cast<uint32_t>(place(head_));
+  const auto span = static_cast<uint32_t>(tail_ - head_);
+  const auto mask = static_cast<uint32_t>(mask_);
+  const size_t checked = std::min(n, position_.size());
+  const int32_t* positions = position_.data();
+  uint8_t* out = flags.data();
+  uint32_t count = 0;
+  uint32_t out_of_ring = 0;
+  for (size_t id = 0; id < checked; ++id) {
+    const auto at = static_cast<uint32_t>(positions[id]);
+    const auto queued = static_cast<uint32_t>(at != static_cast<uint32_t>(kNotQueued));
+    out[id] = static_cast<uint8_t>(queued);
+    count += queued;
     // A live entry's place lies between the oldest and the newest entry.
-    if (static_cast<size_t>(at) >= ring_.size() ||
-        ((static_cast<size_t>(at) - place(head_)) & mask_) >= tail_ - head_)
-      throw std::logic_error(
-          fmt::format("lru order: entry {} at place {}, out of its ring", id, at));
-    flags[id] = 1;
-    ++count;
+    out_of_ring |= queued & (static_cast<uint32_t>(at >= ring_size) |
+                             static_cast<uint32_t>(((at - oldest) & mask) >= span));
+  }
+  bool beyond = false;  // an id at or past `ids` is queued
+  for (size_t id = checked; id < position_.size(); ++id) beyond |= position_[id] != kNotQueued;
+  if (out_of_ring != 0 || beyond) {
+    for (size_t id = 0; id < position_.size(); ++id) {
+      const int32_t at = position_[id];
+      if (at == kNotQueued) continue;
+      if (static_cast<int64_t>(id) >= ids)
+        throw std::logic_error(
+            fmt::format("the lru order holds entry {}, outside [0, {})", id, ids));
+      if (static_cast<size_t>(at) >= ring_.size() ||
+          ((static_cast<size_t>(at) - place(head_)) & mask_) >= tail_ - head_)
+        throw std::logic_error(
+            fmt::format("lru order: entry {} at place {}, out of its ring", id, at));
+    }
   }
   if (count != live_)
     throw std::logic_error(fmt::format("lru order: {} entries placed, {} counted", count, live_));

@@ -39,15 +39,18 @@ class EventSteps {
   size_t head() const { return head_; }
   int64_t operator[](size_t i) const { return step_[head_ + i]; }
   void set(size_t i, int64_t step) {
-    step_[head_ + i] = step;
-    near_[head_ + i] = near(step);
+    const size_t at = head_ + i;  // once: the store to step_ may alias head_
+    step_[at] = step;
+    near_[at] = near(step);
   }
   // set() of a step after the `now` of the last list_due (so not before
   // the copies' base), as the scheduler sets an entry it looked at.
   void set_ahead(size_t i, int64_t step) {
-    step_[head_ + i] = step;
-    near_[head_ + i] =
-        static_cast<int32_t>(std::min<int64_t>(step - base_, std::numeric_limits<int32_t>::max()));
+    const size_t at = head_ + i;
+    const int64_t from_base = step - base_;
+    step_[at] = step;
+    near_[at] =
+        static_cast<int32_t>(std::min<int64_t>(from_base, std::numeric_limits<int32_t>::max()));
   }
   void insert(size_t i, int64_t step) {
     const auto at = static_cast<std::ptrdiff_t>(head_ + i);

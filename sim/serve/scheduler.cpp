@@ -43,64 +43,54 @@ void Scheduler::insert_running(Sequence* seq) {
 }
 
 void Scheduler::drop_finished() {
-  if (finished_in_place_ == 0) return;
+  if (finished_at_.empty()) return;
   // The gaps close from the side with fewer entries to move: the entries
   // before the last finished one move up and the front leaves (the oldest
   // finish first, so this is usually a few entries), or those after the
-  // first finished one move down. Either way the order stays arrival order.
+  // first finished one move down. Either way the order stays arrival order,
+  // and only the places finish() noted are read, not the entries between.
+  std::sort(finished_at_.begin(), finished_at_.end());
   const size_t n = running_.size();
-  const size_t gone = finished_in_place_;
-  const size_t live_before_last = last_finished_ + 1 - gone;
-  const size_t live_after_first = n - first_finished_ - gone;
-  if (live_before_last <= live_after_first) {
-    // Stretches of kept entries, from the last one down, each ending where
-    // the one after it (or the last finished entry) now starts.
-    size_t kept_end = last_finished_ + 1;
-    for (size_t i = last_finished_; i > 0;) {
-      if (!running_[i - 1].seq) {
-        --i;
-        continue;
-      }
-      size_t begin = i - 1;
-      while (begin > 0 && running_[begin - 1].seq) --begin;
-      running_.move_up(begin, i, kept_end);
-      slots_.move_up(begin, i, kept_end);
-      next_event_.move_up(begin, i, kept_end);
-      kept_end -= i - begin;
-      i = begin;
+  const size_t gone = finished_at_.size();
+  const size_t first = finished_at_.front();
+  const size_t last = finished_at_.back();
+  if (last + 1 - gone <= n - first - gone) {
+    // The kept stretch before the j-th finished entry moves up by the
+    // finished ones from there on, the last stretch first.
+    for (size_t j = gone; j-- > 0;) {
+      const size_t begin = j == 0 ? 0 : finished_at_[j - 1] + 1;
+      const size_t end = finished_at_[j];
+      if (begin == end) continue;
+      running_.move_up(begin, end, end + (gone - j));
+      slots_.move_up(begin, end, end + (gone - j));
+      next_event_.move_up(begin, end, end + (gone - j));
     }
     running_.drop_front(gone);
     slots_.drop_front(gone);
     next_event_.drop_front(gone);
     // Back to the start of the storage once the places left behind
-    // outnumber the entries: each drop's share of the move is O(1).
+    // outnumber the entries: each drop's share of that move is O(1).
     if (running_.head() >= running_.size()) {
       running_.rewind();
       slots_.rewind();
       next_event_.rewind();
     }
   } else {
-    // The entries before the first finished one stay where they are; those
-    // after it move down by stretches (a finished one ends each stretch).
-    size_t kept = first_finished_;
-    for (size_t i = first_finished_; i < n;) {
-      if (!running_[i].seq) {
-        ++i;
-        continue;
-      }
-      size_t end = i + 1;
-      while (end < n && running_[end].seq) ++end;
-      running_.move_down(i, end, kept);
-      slots_.move_down(i, end, kept);
-      next_event_.move_down(i, end, kept);
-      kept += end - i;
-      i = end;
+    // The kept stretch after the j-th finished entry moves down by the
+    // finished ones up to there, the first stretch first.
+    for (size_t j = 0; j < gone; ++j) {
+      const size_t begin = finished_at_[j] + 1;
+      const size_t end = j + 1 < gone ? finished_at_[j + 1] : n;
+      if (begin == end) continue;
+      running_.move_down(begin, end, begin - (j + 1));
+      slots_.move_down(begin, end, begin - (j + 1));
+      next_event_.move_down(begin, end, begin - (j + 1));
     }
-    running_.resize(kept);
-    slots_.resize(kept);
-    next_event_.resize(kept);
+    running_.resize(n - gone);
+    slots_.resize(n - gone);
+    next_event_.resize(n - gone);
   }
-  finished_in_place_ = 0;
+  finished_at_.clear();
 }
 
 bool Scheduler::try_grow(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget) {
@@ -347,9 +337,7 @@ void Scheduler::finish(Sequence* seq) {
   if (run_of(index).until != 0)
     throw std::logic_error("finish() of a sequence with unsettled tokens");
   it->seq = nullptr;
-  first_finished_ = finished_in_place_ == 0 ? index : std::min(first_finished_, index);
-  last_finished_ = finished_in_place_ == 0 ? index : std::max(last_finished_, index);
-  ++finished_in_place_;
+  finished_at_.push_back(index);
   policy_.release(seq->slot);
   seq->slot = kNoSeq;
   seq->state = SeqState::finished;

@@ -133,7 +133,7 @@ class Scheduler {
   Sequence* reject_head();
 
   size_t num_waiting() const { return waiting_.size(); }
-  size_t num_running() const { return running_.size() - finished_in_place_; }
+  size_t num_running() const { return running_.size() - finished_at_.size(); }
   size_t num_swapped() const { return swapped_.size(); }
   const Sequence* waiting_head() const { return waiting_.empty() ? nullptr : waiting_.front(); }
   uint64_t preemptions() const { return preemptions_; }
@@ -258,9 +258,10 @@ class Scheduler {
     TokenView view;
   };
   std::vector<RunContent> content_;
-  size_t finished_in_place_ = 0;  // entries of running_ with seq == nullptr
-  size_t first_finished_ = 0;     // the first of them
-  size_t last_finished_ = 0;      // the last of them
+  // The places in running_ of the entries finished since the last step
+  // (seq == nullptr), as finish() found them: nothing moves the entries
+  // between a finish and the next drop_finished.
+  std::vector<size_t> finished_at_;
   TimeNs last_step_end_ = -1;
   int64_t clock_ = 0;  // steps scheduled so far: the number of the step being built
   // Sum of base - since over the runs begun (their context in step t is

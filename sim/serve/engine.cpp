@@ -273,9 +273,8 @@ void ServingEngine::on_step_done() {
     committing_.push_back({seq->slot, seq->computed, seq->generated, seq, &content_of_sequence});
   };
   const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
-  // Their content comes from the scheduler (which started loading it when
-  // it listed them), and their horizon goes to it: their Sequence is not
-  // read.
+  // Their content, if a commit reads it, comes from the scheduler's list,
+  // and their horizon goes to the scheduler: their Sequence is not read.
   size_t next_bulk = 0;
   auto add_bulk_before = [&](size_t item) {
     for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;

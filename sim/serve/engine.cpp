@@ -293,10 +293,13 @@ void ServingEngine::on_step_done() {
     }
   }
   add_bulk_before(batch_.items.size());
-  policy_->commit_step(committing_);
-  for (const StepCommit& c : committing_) scheduler_->committed(c.seq, c.horizon);
-  for (const CommittingItem& c : committing_items_)
-    c.seq->commit_horizon = committing_[c.entry].horizon;
+  // (Most steps of a small batch have none.)
+  if (!committing_.empty()) {
+    policy_->commit_step(committing_);
+    for (const StepCommit& c : committing_) scheduler_->committed(c.seq, c.horizon);
+    for (const CommittingItem& c : committing_items_)
+      c.seq->commit_horizon = committing_[c.entry].horizon;
+  }
   if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
   // Inter-token latencies go to the histogram by runs of requests whose
   // previous token came at the same time (in a decode step, nearly all):

@@ -18,6 +18,7 @@
 
 #include "sim/cache/block_pool.hpp"
 #include "sim/cache/paged_policy.hpp"
+#include "sim/cache/paged_window_policy.hpp"
 #include "workloads/token_content.hpp"
 
 namespace kvsim {
@@ -459,6 +460,65 @@ INSTANTIATE_TEST_SUITE_P(Workloads, FusedPolicyCalls,
                                    : c.defer         ? "Deferred"
                                                      : "Eager");
                          });
+
+// The same by hand on the other PagedPolicyBase (whose fused call is the
+// base's own): a growth inside the room, one past it, one of several blocks,
+// and one that does not fit, after which only the settle has happened.
+TEST(FusedPolicyCalls, GrowAWindowedSequenceAsTheSeparateCallsDo) {
+  constexpr int64_t kBlock = 4;
+  PagedWindowParams params;
+  params.num_blocks = 6;
+  params.block_size = kBlock;
+  params.block_bytes = 1;
+  params.window = 64;
+  PagedWindowPolicy separate(params);
+  PagedWindowPolicy fused(params);
+  std::vector<int32_t> prompt(6);
+  std::iota(prompt.begin(), prompt.end(), 1);
+  const TokenView view{prompt.data(), 6, nullptr, 0};
+  SeqSlot slot[2];
+  PagedWindowPolicy* policy[2] = {&separate, &fused};
+  for (int i = 0; i < 2; ++i) {
+    slot[i] = policy[i]->apply_admit(policy[i]->plan_admit(policy[i]->lookup_prefix(view), 6));
+  }
+  auto expect_same = [&] {
+    EXPECT_EQ(separate.block_table(slot[0]), fused.block_table(slot[1]));
+    EXPECT_EQ(separate.in_place_room(slot[0]), fused.in_place_room(slot[1]));
+    const CacheAccounting a = separate.accounting();
+    const CacheAccounting b = fused.accounting();
+    EXPECT_EQ(a.slots_reserved, b.slots_reserved);
+    EXPECT_EQ(a.tokens_held, b.tokens_held);
+    EXPECT_EQ(a.blocks_used, b.blocks_used);
+    EXPECT_EQ(separate.free_blocks(), fused.free_blocks());
+  };
+  // {bulk tokens taken in place before, tokens to grow by, fits}: the
+  // prompt's 6 tokens in 8 slots, then 1 in place and 1 grown in place; 1
+  // in a new block; 2 in place and 10 over three blocks (the pool's last);
+  // 1 in place and 6 that need a block when none is left.
+  struct Growth {
+    int64_t settled, tokens;
+    bool fits;
+  };
+  for (const Growth g :
+       {Growth{1, 1, true}, Growth{0, 1, true}, Growth{2, 10, true}, Growth{1, 6, false}}) {
+    for (PagedWindowPolicy* p : policy) p->grow_in_place_bulk(g.settled);
+    if (g.settled > 0) separate.settle_in_place(slot[0], g.settled);
+    const GrowPlan plan = separate.plan_grow(slot[0], g.tokens);
+    ASSERT_EQ(plan.fits, g.fits);
+    if (plan.fits) separate.apply_grow(slot[0], plan, g.tokens);
+    const SettledGrowth got = fused.settle_and_grow(slot[1], g.settled, g.tokens);
+    EXPECT_EQ(got.grown, g.fits);
+    EXPECT_EQ(got.room, g.fits ? separate.in_place_room(slot[0]) : 0);
+    expect_same();
+  }
+  // Past the room of its last block, the settle of a bulk token is refused.
+  const int64_t room = fused.in_place_room(slot[1]);
+  EXPECT_THROW(fused.settle_and_grow(slot[1], room + 1, 0), std::logic_error);
+  for (int i = 0; i < 2; ++i) {
+    policy[i]->release(slot[i]);
+    policy[i]->check_drained();
+  }
+}
 
 }  // namespace
 }  // namespace kvsim

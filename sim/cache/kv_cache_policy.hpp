@@ -5,7 +5,10 @@
 //
 // Contract: plan_*() and lookup_prefix() are const and never change the cache;
 // apply_*() are the only mutators and take a plan made against the current
-// state (llama.cpp's find_slot / apply_ubatch split, DESIGN practice 9). The
+// state (llama.cpp's find_slot / apply_ubatch split, DESIGN practice 9);
+// settle_and_grow() and commit_step() each stand for a fixed run of the
+// calls below, fused where the scheduler and the engine make that run for
+// most sequences of a step (each says which). The
 // scheduler calls the policy at most once per sequence per step, never per token
 // (decodes inside their in-place room not at all: see in_place_room).
 #include <cstdint>
@@ -233,11 +236,11 @@ class KvCachePolicy {
   // settle_in_place(seq, settled), then plan_grow(seq, new_tokens) and, if
   // it fits, apply_grow and in_place_room: the question a caller growing a
   // bulk decode past its room asks (at batch 1,024 about 60 sequences a
-  // step each take a block this way). One call instead of four, each of
-  // which re-reads the sequence's record, is why this one pair is fused;
-  // everywhere else plan and apply stay apart. When the growth does not fit
-  // nothing but the settle has happened. The default is those calls;
-  // a policy that counts in-place room may answer it from one look.
+  // step each take a block this way). That frequency, four virtual calls
+  // each re-reading the sequence's record, is why plan and apply are fused
+  // here; everywhere else they stay apart. When the growth does not fit,
+  // nothing but the settle has happened. The default is those calls; a
+  // policy that counts in-place room may answer from one look.
   virtual SettledGrowth settle_and_grow(SeqSlot seq, int64_t settled, int64_t new_tokens) {
     if (settled != 0) settle_in_place(seq, settled);
     const GrowPlan plan = plan_grow(seq, new_tokens);

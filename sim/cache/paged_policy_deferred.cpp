@@ -46,6 +46,9 @@ void PagedPolicy::defer(SeqSlot s, SeqContent& content, const TokenView& tokens,
 
 void PagedPolicy::touch_runs(const TokenView& tokens, int64_t first, int64_t end,
                              Touch touch) const {
+  // No block: no run holds one whole (a prefill's commit finds its prompt
+  // hashed at lookup already).
+  if (first >= end) return;
   const int64_t bs = block_size();
   const int64_t lo = first * bs;
   const int64_t hi = end * bs;

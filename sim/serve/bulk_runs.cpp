@@ -100,7 +100,8 @@ inline bool Scheduler::advance_at_event(size_t i, SeqSlot slot, BulkRun& run,
   // token), or with this step's token before a commit.
   bool grown = false;
   if (now >= run.room_until) {
-    const SettledGrowth growth = policy_.settle_and_grow(slot, now - run.policy_since, 1);
+    const SettledGrowth growth =
+        policy_.settle_and_grow(slot, std::max<int64_t>(now - run.policy_since, 0), 1);
     run.policy_since = now;
     if (!growth.grown) return false;  // a preemption: one by one from here
     run.policy_since = now + 1;

@@ -273,9 +273,8 @@ void ServingEngine::on_step_done() {
     committing_.push_back({seq->slot, seq->computed, seq->generated, seq, &content_of_sequence});
   };
   const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
-  // Their content comes from the scheduler (which started loading it when
-  // it listed them), and their horizon goes to it: their Sequence is not
-  // read.
+  // Their content, if a commit reads it, comes from the scheduler's list,
+  // and their horizon goes to the scheduler: their Sequence is not read.
   size_t next_bulk = 0;
   auto add_bulk_before = [&](size_t item) {
     for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;
@@ -294,10 +293,13 @@ void ServingEngine::on_step_done() {
     }
   }
   add_bulk_before(batch_.items.size());
-  policy_->commit_step(committing_);
-  for (const StepCommit& c : committing_) scheduler_->committed(c.seq, c.horizon);
-  for (const CommittingItem& c : committing_items_)
-    c.seq->commit_horizon = committing_[c.entry].horizon;
+  // (Most steps of a small batch have none.)
+  if (!committing_.empty()) {
+    policy_->commit_step(committing_);
+    for (const StepCommit& c : committing_) scheduler_->committed(c.seq, c.horizon);
+    for (const CommittingItem& c : committing_items_)
+      c.seq->commit_horizon = committing_[c.entry].horizon;
+  }
   if (numerics_) numerics_->on_step_done(batch_, *policy_, now);
   // Inter-token latencies go to the histogram by runs of requests whose
   // previous token came at the same time (in a decode step, nearly all):

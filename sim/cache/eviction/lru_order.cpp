@@ -45,6 +45,11 @@ void LruOrder::compact() {
   regrow(ring_of(2 * live_ + 66));
 }
 
+void LruOrder::make_room_slowly(size_t count) {
+  compact();  // gone entries dropped, or the ring doubled
+  if (ring_.size() - (tail_ - head_) < count) regrow(ring_of(2 * live_ + count + 66));
+}
+
 void LruOrder::regrow(size_t capacity) {
   std::vector<EvictableId> ring(capacity);
   size_t kept = 0;

@@ -71,6 +71,40 @@ class LruOrder final : public EvictionOrder {
     else
       LruOrder::on_evictable(id);
   }
+  // on_evictable_each() one id at a time for up to `count` ids, each
+  // already given a place (below a reserve()), for a pool releasing a
+  // finished sequence's blocks: room for them all is made at once, and the
+  // ring's newest end is kept in the appender (registers) until it goes,
+  // where push_back() checked for room and stored it back at every id.
+  // No other call on the order while it lives.
+  class FreedAppender {
+   public:
+    FreedAppender(LruOrder& order, size_t count) : order_(order) {
+      order.make_room(count);
+      ring_ = order.ring_.data();
+      positions_ = order.position_.data();
+      mask_ = order.mask_;
+      tail_ = order.tail_;
+    }
+    FreedAppender(const FreedAppender&) = delete;
+    FreedAppender& operator=(const FreedAppender&) = delete;
+    ~FreedAppender() {
+      order_.live_ += static_cast<size_t>(tail_ - order_.tail_);
+      order_.tail_ = tail_;
+    }
+    void push(EvictableId id) {
+      const size_t at = static_cast<size_t>(tail_++) & mask_;
+      positions_[static_cast<size_t>(id)] = static_cast<int32_t>(at);
+      ring_[at] = id;
+    }
+
+   private:
+    LruOrder& order_;
+    EvictableId* ring_;
+    int32_t* positions_;
+    size_t mask_;
+    uint64_t tail_;
+  };
   void pop_victims(int64_t count, std::vector<EvictableId>& out) override;
   EvictableId next_victim() const override;
   // The entry `ahead` places past the oldest end, kNoEvictable if it is
@@ -129,6 +163,11 @@ class LruOrder final : public EvictionOrder {
   // A full ring: drops the gone entries in place, or moves the live ones, in
   // order, to a ring of `capacity` places (a power of two).
   void compact();
+  // Room for `count` more entries: compact() ahead of time (FreedAppender).
+  void make_room(size_t count) {
+    if (ring_.size() - (tail_ - head_) < count) make_room_slowly(count);
+  }
+  void make_room_slowly(size_t count);
   void regrow(size_t capacity);
 
   std::vector<EvictableId> ring_;  // a power of two places; entry n at place(n), gone: kNoEvictable

@@ -116,6 +116,15 @@ bool add_within_binade(U128& sum, uint64_t x, uint64_t times) {
 bool add_repeatedly_rounded(U128& sum, U128 x, uint64_t times) {
   if (!kX87LongDouble || sum >= kLimit || x >= kLimit) return false;
   if ((x >> 64) == 0 && add_within_binade(sum, static_cast<uint64_t>(x), times)) return true;
+  if (times == 1) {
+    // One addition is its definition: what the loop below makes of one
+    // (a tie, or a sum leaving its binade, is why the call above declined)
+    // without working out a run of them.
+    const U128 one = round_to_64_bits(sum + x);
+    if (one >= kLimit) return false;
+    sum = one;
+    return true;
+  }
   U128 s = sum;
   while (times > 0) {
     // s = q 2^k with q below 2^64: its last place is 2^k (k = 0 below

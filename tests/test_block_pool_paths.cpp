@@ -5,6 +5,7 @@
 // each fault they named before.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -131,6 +132,48 @@ TEST(BlockPoolLruPaths, OneBlockAllocationAndReleaseAreTheGeneralPaths) {
       ASSERT_NO_THROW(fast.check_invariants()) << "step " << step;
       ASSERT_NO_THROW(general.check_invariants()) << "step " << step;
     }
+  }
+}
+
+// The appender a release uses: the ids it pushes come out as on_evictable()
+// one by one would have queued them, when the ring must first drop its
+// gone entries or grow to take them all.
+TEST(LruOrderFreedAppender, QueuesAsOnEvictableDoesThroughCompactionAndGrowth) {
+  LruOrder fast;
+  LruOrder each;
+  for (LruOrder* o : {&fast, &each}) {
+    o->reserve(40);
+    o->on_evictable_range(0, 440);  // a ring of 512 places
+  }
+  std::mt19937 rng(3);
+  std::vector<EvictableId> out;  // not evictable
+  for (int round = 0; round < 300; ++round) {
+    // Take some victims, revive some entries (gone places in the ring), then
+    // free a batch through the appender.
+    const int victims = static_cast<int>(rng() % 60);
+    for (int i = 0; i < victims && !each.victims_in_order().empty(); ++i) {
+      const EvictableId v = each.pop_victim();
+      ASSERT_EQ(fast.pop_victim(), v);
+      out.push_back(v);
+    }
+    const std::vector<EvictableId> order = each.victims_in_order();
+    for (int i = 0; i < 10 && !order.empty(); ++i) {
+      const EvictableId id = order[rng() % order.size()];
+      if (std::find(out.begin(), out.end(), id) != out.end()) continue;
+      each.on_pinned(id);
+      fast.on_pinned(id);
+      out.push_back(id);
+    }
+    std::shuffle(out.begin(), out.end(), rng);
+    const size_t freed = std::min<size_t>(out.size(), rng() % 120);
+    {
+      LruOrder::FreedAppender appender(fast, freed);
+      for (size_t i = 0; i < freed; ++i) appender.push(out[i]);
+    }
+    for (size_t i = 0; i < freed; ++i) each.on_evictable(out[i]);
+    out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(freed));
+    ASSERT_EQ(fast.victims_in_order(), each.victims_in_order()) << "round " << round;
+    ASSERT_EQ(fast.evictable_flags(440), each.evictable_flags(440)) << "round " << round;
   }
 }
 

@@ -152,6 +152,36 @@ TEST(LatencyHistogramStd, IntegerSumOfSquaresIsTheLongDoubleSum) {
   }
 }
 
+// A single addition (the histogram's add() of a value whose square needs
+// more than 64 bits) is the long double addition, ties and sums leaving
+// their binade included.
+TEST(LatencyHistogramStd, OneIntegerAdditionIsTheLongDoubleAddition) {
+  if (std::numeric_limits<long double>::digits != 64)
+    GTEST_SKIP() << "long double is not the x87 format here";
+  using U128 = RoundedUint128;
+  std::mt19937_64 rng(77);
+  auto as_long_double = [](U128 v) { return static_cast<long double>(v); };
+  for (int trial = 0; trial < 20000; ++trial) {
+    // Sums and addends of 64 significant bits at any scale below 2^126,
+    // odd mantissas (ties) among them.
+    const auto start =
+        static_cast<U128>(as_long_double(static_cast<U128>(rng() | (trial % 2)) << (rng() % 62)));
+    const auto x = static_cast<U128>(
+        as_long_double(trial % 3 == 0 ? square_rounded(rng() >> (rng() % 32))
+                                      : static_cast<U128>(rng() >> (rng() % 64)) << (rng() % 62)));
+    long double want = as_long_double(start);
+    want += as_long_double(x);
+    U128 got = start;
+    if (!add_repeatedly_rounded(got, x, 1)) {
+      EXPECT_EQ(got, start) << "trial " << trial;
+      continue;
+    }
+    // Compared as integers: converting an unrounded sum to long double
+    // would round it the same way and hide the fault.
+    ASSERT_TRUE(got == static_cast<U128>(want)) << "trial " << trial;
+  }
+}
+
 // Past the integers' range the histogram goes on in long double from the
 // same sum: its standard deviation is that of one long double sum.
 TEST(LatencyHistogramStd, HugeValuesContinueInLongDouble) {

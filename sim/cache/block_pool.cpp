@@ -7,7 +7,6 @@
 #include <bit>
 #include <cstring>
 #include <stdexcept>
-#include <type_traits>
 
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/eviction/lru_order.hpp"
@@ -176,35 +175,27 @@ void BlockPool::release(BlockId b) {
 }
 
 void BlockPool::release_backwards(std::span<const BlockId> blocks) {
-  if (lru_ != nullptr)
-    release_backwards_to(*lru_, blocks);
-  else
-    release_backwards_to(*order_, blocks);
-}
-
-template <class Order>
-void BlockPool::release_backwards_to(Order& order, std::span<const BlockId> blocks) {
-  // `lru` inline hears of each freed block at once; another order hears of
-  // a window's in one call, in the order one release() at a time would
-  // have told it.
-  constexpr bool kEach = std::is_same_v<Order, LruOrder>;
+  if (lru_ != nullptr) {
+    release_backwards_lru(blocks);
+    return;
+  }
   constexpr size_t kWindow = 16;
-  std::array<BlockId, kEach ? 1 : kWindow> freed;  // of this window, in release order
+  std::array<BlockId, kWindow> freed{};  // of this window, in release order
   size_t num_freed = 0;
+  // The order hears of a window's freed blocks in one call, in the order
+  // one release() at a time would have told it.
   auto tell_order = [&] {
-    if constexpr (!kEach) order.on_evictable_each({freed.data(), num_freed});
+    order_->on_evictable_each({freed.data(), num_freed});
     num_freed = 0;
   };
   // A window's states and order entries are requested while the window
   // before it (later in the table) is released, so its misses overlap that
   // work instead of stalling the first releases of the window.
-  const BlockState* states = state_.data();
-  // Always inline, or GCC 12 deletes it (see prefetch_upcoming_one_lru).
-  auto request = [&](size_t end) __attribute__((always_inline)) {
+  auto request = [&](size_t end) {
     const size_t begin = end > kWindow ? end - kWindow : 0;
     for (size_t i = begin; i < end; ++i)
-      if (blocks[i] != kNoBlock) __builtin_prefetch(&states[static_cast<size_t>(blocks[i])]);
-    order.prefetch_each(blocks.subspan(begin, end - begin));
+      if (blocks[i] != kNoBlock) __builtin_prefetch(&state_[static_cast<size_t>(blocks[i])]);
+    order_->prefetch_each(blocks.subspan(begin, end - begin));
   };
   if (!blocks.empty()) request(blocks.size());
   for (size_t end = blocks.size(); end > 0;) {
@@ -217,15 +208,58 @@ void BlockPool::release_backwards_to(Order& order, std::span<const BlockId> bloc
         tell_order();  // the releases before it stand
         throw_release_of_free(b);
       }
-      if (!unreference(b)) continue;
-      if constexpr (kEach)
-        order.on_freed(b);
-      else
-        freed[num_freed++] = b;
+      if (unreference(b)) freed[num_freed++] = b;
     }
     tell_order();
     end = begin;
   }
+}
+
+void BlockPool::release_backwards_lru(std::span<const BlockId> blocks) {
+  // The general path's windows, with lru told of each freed block at once
+  // through an appender that keeps the ring's end in registers, and the
+  // pool's counts summed locally: no call and no store of a count per
+  // block. The ids are the pool's, all given places by the constructor.
+  constexpr size_t kWindow = 16;
+  LruOrder::FreedAppender order(*lru_, blocks.size());
+  BlockState* const states = state_.data();
+  int64_t freed = 0;
+  int64_t cached = 0;
+  // Always inline, or GCC 12 deletes it (see prefetch_upcoming_one_lru).
+  auto request = [&](size_t end) __attribute__((always_inline)) {
+    const size_t begin = end > kWindow ? end - kWindow : 0;
+    for (size_t i = begin; i < end; ++i) {
+      const BlockId b = blocks[i];
+      if (b == kNoBlock) continue;
+      __builtin_prefetch(&states[static_cast<size_t>(b)]);
+      lru_->prefetch(b);
+    }
+  };
+  if (!blocks.empty()) request(blocks.size());
+  for (size_t end = blocks.size(); end > 0;) {
+    const size_t begin = end > kWindow ? end - kWindow : 0;
+    if (begin > 0) request(begin);
+    for (size_t i = end; i-- > begin;) {
+      const BlockId b = blocks[i];
+      if (b == kNoBlock) continue;
+      BlockState& st = states[static_cast<size_t>(b)];
+      auto word = std::bit_cast<uint32_t>(st);
+      if ((word & kRefCountBits) == 0) {
+        num_free_ += freed;  // the releases before it stand
+        num_cached_free_ += cached;
+        throw_release_of_free(b);
+      }
+      --word;  // the reference count, which is not 0
+      st = std::bit_cast<BlockState>(word);
+      if ((word & kRefCountBits) != 0) continue;
+      ++freed;
+      cached += (word >> kHashedBit) & 1;
+      order.push(b);
+    }
+    end = begin;
+  }
+  num_free_ += freed;
+  num_cached_free_ += cached;
 }
 
 BlockId BlockPool::lookup(const BlockHash& hash) const {

@@ -218,11 +218,8 @@ class BlockPool {
   // a call to it that it did not inline early, prefetches and all (seen in
   // the disassembly of allocate_one_lru).
   [[gnu::always_inline]] inline void prefetch_upcoming_one_lru() const;
-  // release_backwards() telling `order` (the pool's own: *lru_, whose calls
-  // are then inline and made block by block, or *order_, told a window of
-  // freed blocks per call).
-  template <class Order>
-  void release_backwards_to(Order& order, std::span<const BlockId> blocks);
+  // release_backwards() under `lru`.
+  void release_backwards_lru(std::span<const BlockId> blocks);
 
   // All-zero bytes are a free block with no content (TrivialArray::zeroed);
   // a block's hash is read only while it holds content, after

@@ -29,7 +29,7 @@ void LruOrder::compact() {
   // Gone entries are at least half of a full ring: dropped in place, the
   // live ones keeping their order from the oldest end (an entry moves only
   // towards it, to a place read already).
-  if (!ring_.empty() && 2 * live_ + 64 <= ring_.size()) {
+  if (ring_.size() != 0 && 2 * live_ + 64 <= ring_.size()) {
     uint64_t kept = head_;
     for (uint64_t n = head_; n < tail_; ++n) {
       if (!is_live(n)) continue;
@@ -45,8 +45,13 @@ void LruOrder::compact() {
   regrow(ring_of(2 * live_ + 66));
 }
 
+void LruOrder::make_room_slowly(size_t count) {
+  compact();  // gone entries dropped, or the ring doubled
+  if (ring_.size() - (tail_ - head_) < count) regrow(ring_of(2 * live_ + count + 66));
+}
+
 void LruOrder::regrow(size_t capacity) {
-  std::vector<EvictableId> ring(capacity);
+  auto ring = TrivialArray<EvictableId>::unwritten(capacity);
   size_t kept = 0;
   for (uint64_t n = head_; n < tail_; ++n) {
     if (!is_live(n)) continue;
@@ -81,10 +86,19 @@ void LruOrder::on_evictable_range(EvictableId first, int64_t count) {
   // No live entry (so no position is set): the entries in order from the
   // ring's first place, written in one pass.
   const auto end = static_cast<size_t>(first) + static_cast<size_t>(count);
-  if (end > position_.size()) position_.resize(end, kNotQueued);
+  if (end > position_.size()) {
+    // New ids get their places below, each written once: only the ids
+    // between the old end and `first` are cleared.
+    const size_t old_end = position_.size();
+    position_.resize(end);
+    std::fill(
+        position_.begin() + static_cast<std::ptrdiff_t>(old_end),
+        position_.begin() + std::max<std::ptrdiff_t>(first, static_cast<std::ptrdiff_t>(old_end)),
+        kNotQueued);
+  }
   const auto n = static_cast<size_t>(count);
   if (ring_.size() < n) {
-    ring_.assign(ring_of(n + 64), 0);
+    ring_ = TrivialArray<EvictableId>::unwritten(ring_of(n + 64));
     mask_ = ring_.size() - 1;
   }
   for (size_t i = 0; i < n; ++i) {
@@ -146,7 +160,9 @@ void LruOrder::reserve(int64_t ids) {
   // A pool frees every block once at construction: one allocation each
   // instead of a doubling chain.
   const auto n = static_cast<size_t>(std::max<int64_t>(ids, 0));
-  if (n > position_.size()) position_.resize(n, kNotQueued);
+  // Room only: the ids' places are written when they first become
+  // evictable (on_evictable_range writes a fresh pool's in one pass).
+  position_.reserve(n);
   // Room for every id: a pool with no revived block never fills it.
   if (ring_of(n + 64) > ring_.size()) regrow(ring_of(n + 64));
 }

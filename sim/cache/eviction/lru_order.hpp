@@ -17,10 +17,14 @@
 // victim (an allocation takes dozens of blocks at once).
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "base/params.hpp"
 #include "sim/cache/eviction/eviction_order.hpp"
+#include "sim/cache/trivial_array.hpp"
 
 namespace kvsim {
 
@@ -71,6 +75,41 @@ class LruOrder final : public EvictionOrder {
     else
       LruOrder::on_evictable(id);
   }
+  // on_evictable_each() one id at a time for up to `count` ids, each
+  // evictable before (a pool's blocks all are, from its construction), for
+  // a pool releasing a
+  // finished sequence's blocks: room for them all is made at once, and the
+  // ring's newest end is kept in the appender (registers) until it goes,
+  // where push_back() checked for room and stored it back at every id.
+  // No other call on the order while it lives.
+  class FreedAppender {
+   public:
+    FreedAppender(LruOrder& order, size_t count) : order_(order) {
+      order.make_room(count);
+      ring_ = order.ring_.data();
+      positions_ = order.position_.data();
+      mask_ = order.mask_;
+      tail_ = order.tail_;
+    }
+    FreedAppender(const FreedAppender&) = delete;
+    FreedAppender& operator=(const FreedAppender&) = delete;
+    ~FreedAppender() {
+      order_.live_ += static_cast<size_t>(tail_ - order_.tail_);
+      order_.tail_ = tail_;
+    }
+    void push(EvictableId id) {
+      const size_t at = static_cast<size_t>(tail_++) & mask_;
+      positions_[static_cast<size_t>(id)] = static_cast<int32_t>(at);
+      ring_[at] = id;
+    }
+
+   private:
+    LruOrder& order_;
+    EvictableId* ring_;
+    int32_t* positions_;
+    size_t mask_;
+    uint64_t tail_;
+  };
   void pop_victims(int64_t count, std::vector<EvictableId>& out) override;
   EvictableId next_victim() const override;
   // The entry `ahead` places past the oldest end, kNoEvictable if it is
@@ -129,13 +168,38 @@ class LruOrder final : public EvictionOrder {
   // A full ring: drops the gone entries in place, or moves the live ones, in
   // order, to a ring of `capacity` places (a power of two).
   void compact();
+  // Room for `count` more entries: compact() ahead of time (FreedAppender).
+  void make_room(size_t count) {
+    if (ring_.size() - (tail_ - head_) < count) make_room_slowly(count);
+  }
+  void make_room_slowly(size_t count);
   void regrow(size_t capacity);
 
-  std::vector<EvictableId> ring_;  // a power of two places; entry n at place(n), gone: kNoEvictable
-  size_t mask_ = 0;                // ring_.size() - 1 (0 while it is empty)
-  mutable uint64_t head_ = 0;      // entries pushed and left at the oldest end
-  uint64_t tail_ = 0;              // entries pushed: [head_, tail_) in the ring, gone ones included
-  std::vector<int32_t> position_;  // by id: place of its live entry, or kNotQueued
+  // A power of two places; entry n at place(n), gone: kNoEvictable. Only
+  // the places of [head_, tail_) are ever read: a new ring is not cleared.
+  TrivialArray<EvictableId> ring_;
+  size_t mask_ = 0;            // ring_.size() - 1 (0 while it is empty)
+  mutable uint64_t head_ = 0;  // entries pushed and left at the oldest end
+  uint64_t tail_ = 0;          // entries pushed: [head_, tail_) in the ring, gone ones included
+  // By id: place of its live entry, or kNotQueued. Grown without writing
+  // (UnwrittenInts) where on_evictable_range() writes every new place
+  // itself: a fresh pool's 10^5 positions were filled, then written again.
+  template <class T>
+  struct UnwrittenInts : std::allocator<T> {
+    template <class U>
+    struct rebind {
+      using other = UnwrittenInts<U>;
+    };
+    UnwrittenInts() = default;
+    template <class U>
+    UnwrittenInts(const UnwrittenInts<U>&) {}
+    void construct(T* p) { ::new (static_cast<void*>(p)) T; }
+    template <class... Args>
+    void construct(T* p, Args&&... args) {
+      ::new (static_cast<void*>(p)) T(std::forward<Args>(args)...);
+    }
+  };
+  std::vector<int32_t, UnwrittenInts<int32_t>> position_;
   size_t live_ = 0;
 };
 

@@ -225,7 +225,7 @@ void BlockPool::release_backwards_lru(std::span<const BlockId> blocks) {
   BlockState* const states = state_.data();
   int64_t freed = 0;
   int64_t cached = 0;
-  // Always inline, or GCC 12 deletes it (see prefetch_upcoming_one_lru).
+  // Always inline, or GCC 12 may drop it (see prefetch_upcoming_one_lru).
   auto request = [&](size_t end) __attribute__((always_inline)) {
     const size_t begin = end > kWindow ? end - kWindow : 0;
     for (size_t i = begin; i < end; ++i) {

@@ -10,7 +10,6 @@
 // free block is in the order, whether it holds a hash or never did: under
 // `lru` the order is vLLM's free queue (freed blocks to the tail, allocation
 // from the head, a fresh pool in id order).
-#include <bit>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -213,10 +212,10 @@ class BlockPool {
   // prefetch_upcoming(1) under `lru`: the two victims newly within the
   // distances, read from the ring, where the general loops asked the order
   // for its array (a virtual call) to walk one entry each.
-  // Always inline: GCC 12 takes a function whose only effects are
-  // prefetches for pure (a prefetch is no side effect to it) and deletes
-  // a call to it that it did not inline early, prefetches and all (seen in
-  // the disassembly of allocate_one_lru).
+  // Always inline: GCC 12 -O3 dropped the call to a helper whose only
+  // effects are prefetches (no side effect to it) when it did not inline
+  // it early, prefetches and all (seen in the disassembly of
+  // allocate_one_lru).
   [[gnu::always_inline]] inline void prefetch_upcoming_one_lru() const;
   // release_backwards() under `lru`.
   void release_backwards_lru(std::span<const BlockId> blocks);

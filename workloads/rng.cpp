@@ -9,36 +9,6 @@ uint64_t stream_key(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b) 
   return StreamKeys(seed, stream)(a, b);
 }
 
-Rng::Rng(uint64_t seed) {
-  // splitmix64 sequence as recommended by the xoshiro authors: never all zero.
-  uint64_t x = seed;
-  for (auto& word : s_) {
-    word = mix64(x);
-    x += 0x9e3779b97f4a7c15ULL;
-  }
-}
-
-uint64_t Rng::next_u64() {
-  auto rotl = [](uint64_t v, int k) { return (v << k) | (v >> (64 - k)); };
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
-double Rng::uniform01() {
-  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
-}
-
-double Rng::uniform_open0() {
-  return static_cast<double>((next_u64() >> 11) + 1) * 0x1.0p-53;
-}
-
 int64_t Rng::uniform_int(int64_t lo, int64_t hi) {
   if (hi <= lo) return lo;
   const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;

@@ -67,20 +67,41 @@ class StreamKeys {
 
 // xoshiro256** 1.0 (Blackman and Vigna 2018) seeded through splitmix64, with
 // the few sampling algorithms the workloads need.
+// The generator and its draws are defined here, not in rng.cpp: a request
+// draws through a few fresh generators (its lengths, its next arrival), and
+// inlined, seeding one is four multiply rounds without a call or a loop.
 class Rng {
  public:
-  explicit Rng(uint64_t seed);
+  explicit Rng(uint64_t seed) {
+    // splitmix64 sequence as recommended by the xoshiro authors: never all zero.
+    uint64_t x = seed;
+    for (auto& word : s_) {
+      word = mix64(x);
+      x += 0x9e3779b97f4a7c15ULL;
+    }
+  }
   // The generator of one counter-based draw, e.g. Rng::keyed(seed,
   // RandomStream::output_length, request_index).
   static Rng keyed(uint64_t seed, RandomStream stream, uint64_t a, uint64_t b = 0) {
     return Rng(stream_key(seed, stream, a, b));
   }
 
-  uint64_t next_u64();
+  uint64_t next_u64() {
+    auto rotl = [](uint64_t v, int k) { return (v << k) | (v >> (64 - k)); };
+    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
   // Uniform in [0, 1) with 53 random bits.
-  double uniform01();
+  double uniform01() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
   // Uniform in (0, 1]: safe to take the logarithm of.
-  double uniform_open0();
+  double uniform_open0() { return static_cast<double>((next_u64() >> 11) + 1) * 0x1.0p-53; }
   // Uniform integer in [lo, hi], unbiased (Lemire's multiply-and-reject).
   int64_t uniform_int(int64_t lo, int64_t hi);
   // Standard normal by Box-Muller (one pair per call, the second discarded so

@@ -41,7 +41,7 @@ SoloRig::SoloRig(const ScenarioSpec& scenario)
       pump(sim, *source) {}
 
 RunMetrics run_engine_alone(InferenceEngine& engine, Simulator& sim, ArrivalPump& pump) {
-  pump.connect([&engine](Request request) { engine.submit(std::move(request)); },
+  pump.connect([&engine](Request&& request) { engine.submit(std::move(request)); },
                [&engine] { engine.arrivals_done(); });
   engine.start();
   pump.arm();

@@ -27,7 +27,10 @@ class ArrivalPump final : public EngineUplink {
 
   // Where due requests go, and what runs once they all went (InferenceEngine::submit
   // and InferenceEngine::arrivals_done, or a router's). Must be set before arm().
-  void connect(std::function<void(Request)> receiver, std::function<void()> after_arrivals) {
+  // The receiver takes the request by reference to the pump's own: a
+  // Request is two TokenContents, and each hop by value moved both and
+  // destroyed what it left (every arrival of a run passes here).
+  void connect(std::function<void(Request&&)> receiver, std::function<void()> after_arrivals) {
     receiver_ = std::move(receiver);
     after_arrivals_ = std::move(after_arrivals);
   }
@@ -46,7 +49,7 @@ class ArrivalPump final : public EngineUplink {
 
   Simulator& sim_;
   RequestSource& source_;
-  std::function<void(Request)> receiver_;
+  std::function<void(Request&&)> receiver_;
   std::function<void()> after_arrivals_;
   EventHandle event_;
   TimeNs event_time_ = -1;

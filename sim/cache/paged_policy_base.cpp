@@ -26,7 +26,6 @@ PagedPolicyBase::PagedPolicyBase(std::shared_ptr<BlockPool> shared_pool, int64_t
 SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t new_blocks,
                                   int64_t tokens, int64_t freed_blocks) {
   const SeqSlot s = take_recycled_index(seqs_, free_seq_slots_);
-  if (rooms_.size() < seqs_.size()) rooms_.resize(seqs_.size());
   SeqTable& sq = seqs_[static_cast<size_t>(s)];
   sq.block_table.assign(static_cast<size_t>(freed_blocks), kNoBlock);
   // Reused and released blocks lie anywhere in the pool: their metadata is
@@ -48,7 +47,7 @@ SeqSlot PagedPolicyBase::open_seq(const std::vector<BlockId>& reused, int64_t ne
 }
 
 GrowPlan PagedPolicyBase::plan_grow(SeqSlot s, int64_t new_tokens) const {
-  const SeqRoom& r = rooms_.at(static_cast<size_t>(s));
+  const SeqRoom& r = seqs_.at(static_cast<size_t>(s)).room;
   GrowPlan plan;
   // Most calls are a decode that stays inside its last block: tell that by a
   // compare.

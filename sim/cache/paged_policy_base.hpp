@@ -22,11 +22,10 @@ class PagedPolicyBase : public KvCachePolicy {
   GrowPlan plan_grow(SeqSlot seq, int64_t new_tokens) const override;
   void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
   bool grow_in_place(SeqSlot seq, int64_t new_tokens) override;
-  // Loads the sequence's room record (all that settle_in_place,
-  // in_place_room, grow_in_place and plan_grow read) and its table record
-  // (what apply_grow and release read next).
+  // Loads the sequence's record (its room, all that settle_in_place,
+  // in_place_room, grow_in_place and plan_grow read, and its table, what
+  // apply_grow and release read next): one line.
   void prefetch(SeqSlot seq) const override {
-    __builtin_prefetch(&rooms_[static_cast<size_t>(seq)]);
     __builtin_prefetch(&seqs_[static_cast<size_t>(seq)]);
   }
   // The free slots of the sequence's last block.
@@ -67,7 +66,7 @@ class PagedPolicyBase : public KvCachePolicy {
                   int64_t host_blocks);
 
   // What a derived policy reads of a held sequence: its table and its
-  // token count, kept apart (SeqTable, SeqRoom) and viewed together here.
+  // token count (SeqTable, SeqRoom), viewed together here.
   struct SeqBlocks {
     const std::vector<BlockId>& block_table;
     int64_t tokens;        // token slots in use (computed or scheduled), released ones included
@@ -85,7 +84,7 @@ class PagedPolicyBase : public KvCachePolicy {
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
   SeqBlocks seq(SeqSlot s) const {
     const SeqTable& t = seqs_.at(static_cast<size_t>(s));
-    return {t.block_table, rooms_[static_cast<size_t>(s)].tokens, t.freed_blocks};
+    return {t.block_table, t.room.tokens, t.freed_blocks};
   }
   const HostSeq& host(HostSlot h) const { return host_.at(static_cast<size_t>(h)); }
 
@@ -127,33 +126,34 @@ class PagedPolicyBase : public KvCachePolicy {
   BlockPool& pool_;
 
  private:
-  // A held sequence is two records by slot. The room record is all that
-  // the questions asked of every sequence at its bulk-decode events read
-  // (settle_in_place, in_place_room, plan_grow: four to a cache line, the
-  // records of a batch of 1,024 in 16 KiB); the table record only when a
-  // block is added or the sequence ends.
+  // A held sequence's record by slot: its room, which the questions asked
+  // of a bulk decode at each of its events read (settle_in_place,
+  // in_place_room, plan_grow), beside its table, which a new block and the
+  // end read. One cache line each: a batch of 1,024 runs into a block
+  // event in about one sequence in eight per step, a new block (room and
+  // table) or a fill (room, and the table's end for the next block), so
+  // one line per event, where a room record apart was a second miss.
   struct SeqRoom {
     int64_t tokens = 0;    // token slots in use (computed or scheduled), released ones included
     int64_t capacity = 0;  // token slots of the table: its entries (released ones too) x block_size
   };
   static_assert(sizeof(SeqRoom) == 16);
-  // Aligned so that a record never straddles two cache lines.
-  struct alignas(32) SeqTable {
+  struct alignas(64) SeqTable {
     std::vector<BlockId> block_table;
     // Leading entries released (kNoBlock); 32 bits, as a table never
     // holds 2^31 entries (a context of 2^31 tokens even at block size 1).
     int32_t freed_blocks = 0;
     bool live = false;
+    SeqRoom room;
   };
-  static_assert(sizeof(SeqTable) == 32);
+  static_assert(sizeof(SeqTable) == 64);
   [[noreturn]] static void throw_settle_beyond_room();
-  SeqRoom& room(SeqSlot s) { return rooms_[static_cast<size_t>(s)]; }
-  const SeqRoom& room(SeqSlot s) const { return rooms_[static_cast<size_t>(s)]; }
+  SeqRoom& room(SeqSlot s) { return seqs_[static_cast<size_t>(s)].room; }
+  const SeqRoom& room(SeqSlot s) const { return seqs_[static_cast<size_t>(s)].room; }
 
   int64_t block_size_;
   Bytes block_bytes_;
-  int64_t host_blocks_;         // swap space in blocks
-  std::vector<SeqRoom> rooms_;  // by slot, beside seqs_
+  int64_t host_blocks_;  // swap space in blocks
   std::vector<SeqTable> seqs_;
   std::vector<SeqSlot> free_seq_slots_;
   std::vector<HostSeq> host_;

@@ -10,6 +10,7 @@
 
 #include "sim/cache/paged_policy.hpp"
 #include "sim/serve/scheduler.hpp"
+#include "tests/support/step_commits.hpp"
 
 namespace kvsim {
 namespace {
@@ -26,29 +27,7 @@ bool same_view(const TokenView& a, const TokenView& b) {
 int64_t finish_step(Scheduler& scheduler, PagedPolicy& policy, ScheduledBatch& batch,
                     std::vector<Sequence*>& done) {
   const BatchSummary& sum = batch.summary;
-  size_t next_bulk = 0;
-  auto commit_bulk_before = [&](size_t item) {
-    for (; next_bulk < sum.bulk_commits.size() && sum.bulk_commits[next_bulk].items_before <= item;
-         ++next_bulk) {
-      const BatchSummary::BulkCommit& b = sum.bulk_commits[next_bulk];
-      const TokenView tokens = scheduler.content(b.slot, b.generated);
-      policy.prepare_commit(b.slot, tokens, b.computed);
-      policy.commit(b.slot, tokens, b.computed);
-      scheduler.committed(b.slot, policy.commit_horizon(b.slot));
-    }
-  };
-  for (size_t i = 0; i < batch.items.size(); ++i) {
-    commit_bulk_before(i);
-    Sequence* seq = batch.items[i].seq;
-    seq->computed += batch.items[i].tokens;
-    if (seq->computed >= seq->commit_horizon) {
-      policy.prepare_commit(seq->slot, seq->tokens(), seq->computed);
-      policy.commit(seq->slot, seq->tokens(), seq->computed);
-      seq->commit_horizon = policy.commit_horizon(seq->slot);
-      scheduler.committed(seq->slot, seq->commit_horizon);
-    }
-  }
-  commit_bulk_before(batch.items.size());
+  commit_step_one_by_one(scheduler, policy, batch);
   for (const ScheduledSeq& item : batch.items) {
     Sequence* seq = item.seq;
     if (seq->computed < seq->known_tokens()) continue;

@@ -18,6 +18,7 @@
 #include "sim/cache/paged_policy.hpp"
 #include "sim/serve/front_drop_vector.hpp"
 #include "sim/serve/scheduler.hpp"
+#include "tests/support/step_commits.hpp"
 
 namespace kvsim {
 namespace {
@@ -97,33 +98,9 @@ struct Bench {
   // then tokens sampled); returns the items' sequences in batch order.
   std::vector<const Sequence*> step() {
     scheduler.schedule(batch);
-    const BatchSummary& sum = batch.summary;
-    size_t next_bulk = 0;
-    auto commit_bulk_before = [&](size_t item) {
-      for (;
-           next_bulk < sum.bulk_commits.size() && sum.bulk_commits[next_bulk].items_before <= item;
-           ++next_bulk) {
-        const BatchSummary::BulkCommit& b = sum.bulk_commits[next_bulk];
-        const TokenView tokens = scheduler.content(b.slot, b.generated);
-        policy.prepare_commit(b.slot, tokens, b.computed);
-        policy.commit(b.slot, tokens, b.computed);
-        scheduler.committed(b.slot, policy.commit_horizon(b.slot));
-      }
-    };
     std::vector<const Sequence*> order;
-    for (size_t i = 0; i < batch.items.size(); ++i) {
-      commit_bulk_before(i);
-      Sequence* seq = batch.items[i].seq;
-      order.push_back(seq);
-      seq->computed += batch.items[i].tokens;
-      if (seq->computed >= seq->commit_horizon) {
-        policy.prepare_commit(seq->slot, seq->tokens(), seq->computed);
-        policy.commit(seq->slot, seq->tokens(), seq->computed);
-        seq->commit_horizon = policy.commit_horizon(seq->slot);
-        scheduler.committed(seq->slot, seq->commit_horizon);
-      }
-    }
-    commit_bulk_before(batch.items.size());
+    for (const ScheduledSeq& item : batch.items) order.push_back(item.seq);
+    commit_step_one_by_one(scheduler, policy, batch);
     for (const ScheduledSeq& item : batch.items)
       if (item.seq->computed >= item.seq->known_tokens()) ++item.seq->generated;
     scheduler.step_done(++now);

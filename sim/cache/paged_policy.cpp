@@ -126,12 +126,6 @@ void PagedPolicy::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_tokens
   if (plan.new_blocks > 0) note_tail(s, content_[static_cast<size_t>(s)]);
 }
 
-SettledGrowth PagedPolicy::settle_and_grow(SeqSlot s, int64_t settled, int64_t new_tokens) {
-  return settle_then_grow(s, settled, new_tokens, [&](const std::vector<BlockId>& table) {
-    note_tail(table, content_[static_cast<size_t>(s)]);
-  });
-}
-
 void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
   // Blocks filled by generated tokens: hashed now, each chained on its parent
   // (the prompt's full blocks were hashed at admission).

@@ -52,7 +52,13 @@ class PagedPolicy final : public PagedPolicyBase {
   SeqSlot apply_admit(const AdmitPlan& plan) override;
   // The base's, and the sequence's new last block noted beside its content.
   void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
-  SettledGrowth settle_and_grow(SeqSlot seq, int64_t settled, int64_t new_tokens) override;
+  // Inline: the scheduler's bulk decodes call it, directly, at most of a
+  // step's new blocks (Scheduler::bulk_loop_for).
+  SettledGrowth settle_and_grow(SeqSlot s, int64_t settled, int64_t new_tokens) override {
+    return settle_then_grow(s, settled, new_tokens, [&](const std::vector<BlockId>& table) {
+      note_tail(table, content_[static_cast<size_t>(s)]);
+    });
+  }
   // Registers the hashes of newly computed full blocks.
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   int64_t commit_horizon(SeqSlot seq) const override;

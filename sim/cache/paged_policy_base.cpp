@@ -83,13 +83,6 @@ int64_t PagedPolicyBase::in_place_room(SeqSlot s) const {
   return r.capacity - r.tokens;
 }
 
-void PagedPolicyBase::settle_in_place(SeqSlot s, int64_t tokens) {
-  // tokens_held_ counted them already (grow_in_place_bulk).
-  SeqRoom& r = room(s);
-  if (r.tokens + tokens > r.capacity) throw_settle_beyond_room();
-  r.tokens += tokens;
-}
-
 SettledGrowth PagedPolicyBase::settle_and_grow(SeqSlot s, int64_t settled, int64_t new_tokens) {
   return settle_then_grow(s, settled, new_tokens, [](const std::vector<BlockId>&) {});
 }

@@ -32,7 +32,13 @@ class PagedPolicyBase : public KvCachePolicy {
   int64_t in_place_room(SeqSlot seq) const override;
   bool counts_in_place_room() const override { return true; }
   void grow_in_place_bulk(int64_t tokens) override { tokens_held_ += tokens; }
-  void settle_in_place(SeqSlot seq, int64_t tokens) override;
+  // Inline: a bulk decode's commit calls it (Scheduler::bulk_loop_for).
+  void settle_in_place(SeqSlot s, int64_t tokens) override {
+    // tokens_held_ counted them already (grow_in_place_bulk).
+    SeqRoom& r = room(s);
+    if (r.tokens + tokens > r.capacity) throw_settle_beyond_room();
+    r.tokens += tokens;
+  }
   // The four calls from one look at the room record (and the table record
   // only when a block is added).
   SettledGrowth settle_and_grow(SeqSlot seq, int64_t settled, int64_t new_tokens) override;

@@ -5,6 +5,7 @@
 // it next needs the policy, finishes, is preempted or is left out.
 #include <algorithm>
 
+#include "sim/cache/paged_policy.hpp"
 #include "sim/serve/scheduler.hpp"
 
 namespace kvsim {
@@ -90,7 +91,8 @@ int64_t Scheduler::next_event(const BulkRun& run) {
   return next;
 }
 
-inline bool Scheduler::advance_at_event(size_t i, SeqSlot slot, BulkRun& run,
+template <class Policy>
+inline bool Scheduler::advance_at_event(Policy& policy, size_t i, SeqSlot slot, BulkRun& run,
                                         ScheduledBatch& batch) {
   const int64_t now = clock_;
   Sequence* seq = run.seq;
@@ -101,7 +103,7 @@ inline bool Scheduler::advance_at_event(size_t i, SeqSlot slot, BulkRun& run,
   bool grown = false;
   if (now >= run.room_until) {
     const SettledGrowth growth =
-        policy_.settle_and_grow(slot, std::max<int64_t>(now - run.policy_since, 0), 1);
+        policy.settle_and_grow(slot, std::max<int64_t>(now - run.policy_since, 0), 1);
     run.policy_since = now;
     if (!growth.grown) return false;  // a preemption: one by one from here
     run.policy_since = now + 1;
@@ -113,7 +115,7 @@ inline bool Scheduler::advance_at_event(size_t i, SeqSlot slot, BulkRun& run,
   if (computed >= run.horizon) {
     // The engine commits it after the step: its content is loaded from now.
     __builtin_prefetch(&content_[static_cast<size_t>(slot)]);
-    if (!grown) policy_.settle_in_place(slot, now + 1 - run.policy_since);
+    if (!grown) policy.settle_in_place(slot, now + 1 - run.policy_since);
     run.policy_since = now + 1;
     batch.summary.bulk_commits.push_back({slot, run.generated + (now - run.since), computed,
                                           static_cast<uint32_t>(batch.items.size())});
@@ -127,7 +129,10 @@ inline bool Scheduler::advance_at_event(size_t i, SeqSlot slot, BulkRun& run,
   return true;
 }
 
+template <class Policy>
 size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& batch) {
+  // The class bulk_loop_for checked policy_ to be.
+  Policy& policy = static_cast<Policy&>(policy_);
   const size_t n = running_.size();
   const SeqSlot* const slot = slots_.data();
   BulkRun* const runs = bulk_run_.data();
@@ -160,7 +165,7 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
     // few entries scheduled one by one in a steady step do.)
     if (k + kAhead < m) {
       const SeqSlot ahead = slot[listed[k + kAhead]];
-      policy_.prefetch(ahead);
+      policy.prefetch(ahead);
       __builtin_prefetch(&runs[static_cast<size_t>(ahead)]);
     }
     // The budget runs out among the bulk decodes before it (or leaves this
@@ -172,7 +177,7 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
     const SeqSlot s = slot[pos];
     BulkRun& run = runs[static_cast<size_t>(s)];
     const bool in_run = run.until > now;
-    if (in_run && advance_at_event(pos, s, run, batch)) {
+    if (in_run && advance_at_event(policy, pos, s, run, batch)) {
       ++bulk;
     } else {
       c.left = reach - static_cast<int64_t>(pos);
@@ -195,6 +200,12 @@ size_t Scheduler::schedule_running_in_bulk(RunningCursor& c, ScheduledBatch& bat
   c.left = reach - static_cast<int64_t>(n);
   c.bulk = bulk;
   return n;
+}
+
+Scheduler::BulkLoop Scheduler::bulk_loop_for(KvCachePolicy& policy) {
+  if (dynamic_cast<PagedPolicy*>(&policy) != nullptr)
+    return &Scheduler::schedule_running_in_bulk<PagedPolicy>;
+  return &Scheduler::schedule_running_in_bulk<KvCachePolicy>;
 }
 
 size_t Scheduler::stop_in_bulk(size_t prev, int64_t left, RunningCursor& c) {

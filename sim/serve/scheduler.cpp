@@ -11,7 +11,10 @@ bool by_arrival(const Sequence* a, const Sequence* b) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerParams& params, KvCachePolicy& policy)
-    : params_(params), policy_(policy), events_in_bulk_(!params.watched) {}
+    : params_(params),
+      policy_(policy),
+      bulk_loop_(bulk_loop_for(policy)),
+      events_in_bulk_(!params.watched) {}
 
 void Scheduler::add_waiting(Sequence* seq) {
   seq->state = SeqState::waiting;
@@ -203,7 +206,7 @@ void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& p
   size_t i = 0;
   if (params_.bulk_decodes) {
     if (static_cast<int64_t>(running_.size()) <= budget)
-      i = schedule_running_in_bulk(c, batch);
+      i = (this->*bulk_loop_)(c, batch);
     else
       settle_all(clock_);  // the budget cannot reach them all: one by one
   }

@@ -13,9 +13,11 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "sim/cache/paged_policy.hpp"
+#include "sim/cache/paged_window_policy.hpp"
 #include "sim/serve/front_drop_vector.hpp"
 #include "sim/serve/scheduler.hpp"
 #include "tests/support/step_commits.hpp"
@@ -57,15 +59,34 @@ TEST(FrontDropVector, DropsTheFrontWithoutMovesAndRewindsToTheStart) {
 
 constexpr int64_t kBlock = 4;
 
+// The policies the benches run over: `paged`, whose bulk loop the
+// scheduler calls directly (Scheduler::bulk_loop_for), and a window wider
+// than any sequence, which it asks through KvCachePolicy.
+PagedParams paged_params() {
+  PagedParams params;
+  params.num_blocks = 40000;
+  params.block_size = kBlock;
+  params.block_bytes = 1;
+  params.prefix_caching = true;
+  return params;
+}
+PagedWindowParams window_params() {
+  PagedWindowParams params;
+  params.num_blocks = 40000;
+  params.block_size = kBlock;
+  params.block_bytes = 1;
+  params.window = 1 << 20;
+  return params;
+}
+
+template <class Policy = PagedPolicy>
 struct Bench {
   explicit Bench(bool bulk)
       : policy([] {
-          PagedParams params;
-          params.num_blocks = 40000;
-          params.block_size = kBlock;
-          params.block_bytes = 1;
-          params.prefix_caching = true;
-          return params;
+          if constexpr (std::is_same_v<Policy, PagedPolicy>)
+            return paged_params();
+          else
+            return window_params();
         }()),
         scheduler(
             [bulk] {
@@ -107,7 +128,7 @@ struct Bench {
     return order;
   }
 
-  PagedPolicy policy;
+  Policy policy;
   Scheduler scheduler;
   ScheduledBatch batch;
   std::vector<std::unique_ptr<Sequence>> seqs;
@@ -115,7 +136,7 @@ struct Bench {
 };
 
 TEST(SchedulerRunningSet, FinishesAtTheFrontMiddleBackAndAllKeepArrivalOrder) {
-  Bench bench(/*bulk=*/false);
+  Bench<> bench(/*bulk=*/false);
   std::deque<const Sequence*> running;  // the plain list, in arrival order
   uint64_t next_id = 0;
   for (; next_id < 150; ++next_id) running.push_back(bench.add(next_id));
@@ -176,13 +197,14 @@ TEST(SchedulerRunningSet, FinishesAtTheFrontMiddleBackAndAllKeepArrivalOrder) {
   bench.policy.check_drained();
 }
 
-TEST(SchedulerRunningSet, BulkStepsGoOnThroughFinishesAtTheFront) {
-  // The same sequences in bulk and one by one, finished at the same
-  // places between steps (settled first, as the engine finishes only
-  // sequences it sees as items): whenever settled, every sequence's tokens
-  // and commit horizon agree.
-  Bench one_by_one(/*bulk=*/false);
-  Bench in_bulk(/*bulk=*/true);
+// The same sequences in bulk and one by one, finished at the same places
+// between steps (settled first, as the engine finishes only sequences it
+// sees as items): whenever settled, every sequence's tokens and commit
+// horizon agree, and so do the policies' counts.
+template <class Policy>
+void expect_bulk_steps_go_on_through_finishes() {
+  Bench<Policy> one_by_one(/*bulk=*/false);
+  Bench<Policy> in_bulk(/*bulk=*/true);
   std::vector<size_t> running;  // indices into the benches' seqs, arrival order
   size_t next = 0;
   for (; next < 120; ++next) {
@@ -207,6 +229,11 @@ TEST(SchedulerRunningSet, BulkStepsGoOnThroughFinishesAtTheFront) {
       ASSERT_EQ(a.generated, b.generated) << "round " << round << " seq " << k;
       ASSERT_EQ(a.commit_horizon, b.commit_horizon) << "round " << round << " seq " << k;
     }
+    const CacheAccounting x = one_by_one.policy.accounting();
+    const CacheAccounting y = in_bulk.policy.accounting();
+    ASSERT_EQ(x.blocks_used, y.blocks_used) << "round " << round;
+    ASSERT_EQ(x.slots_reserved, y.slots_reserved) << "round " << round;
+    ASSERT_EQ(x.tokens_held, y.tokens_held) << "round " << round;
     // Mostly near the front, now and then anywhere.
     const size_t gone = 1 + rng() % 3;
     for (size_t g = 0; g < gone && !running.empty(); ++g) {
@@ -224,6 +251,14 @@ TEST(SchedulerRunningSet, BulkStepsGoOnThroughFinishesAtTheFront) {
   }
   EXPECT_GT(bulk_commits, 1000);  // the runs went through block fills
   EXPECT_GT(in_bulk.scheduler.num_running(), 0U);
+}
+
+TEST(SchedulerRunningSet, BulkStepsGoOnThroughFinishesAtTheFront) {
+  expect_bulk_steps_go_on_through_finishes<PagedPolicy>();
+}
+
+TEST(SchedulerRunningSet, BulkStepsOverAPolicyAskedThroughTheInterfaceGoOnThroughFinishes) {
+  expect_bulk_steps_go_on_through_finishes<PagedWindowPolicy>();
 }
 
 }  // namespace

@@ -75,13 +75,16 @@ TEST(BulkRuns, ABulkCommitReadsTheRequestsContentAndItsHorizonReachesTheSequence
   int64_t bulk_commits = 0;
   for (int step = 0; step < 200 && done.size() < seqs.size(); ++step) {
     scheduler.schedule(batch);
-    for (const BatchSummary::BulkCommit& b : batch.summary.bulk_commits) {
+    for (const StepCommit& b : batch.summary.bulk_commits) {
       const Sequence* owner = nullptr;
       for (const Sequence& seq : seqs)
-        if (seq.slot == b.slot && seq.state == SeqState::running) owner = &seq;
+        if (seq.slot == b.seq && seq.state == SeqState::running) owner = &seq;
       ASSERT_NE(owner, nullptr);
+      // The entry's own content (what commit_step reads) is the request's.
+      EXPECT_TRUE(same_view(
+          b.tokens(), TokenView::of(owner->request.prompt, owner->request.output, b.generated)));
       EXPECT_TRUE(
-          same_view(scheduler.content(b.slot, b.generated),
+          same_view(scheduler.content(b.seq, b.generated),
                     TokenView::of(owner->request.prompt, owner->request.output, b.generated)));
     }
     bulk_commits += finish_step(scheduler, policy, batch, done);

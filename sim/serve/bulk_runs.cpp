@@ -117,8 +117,8 @@ inline bool Scheduler::advance_at_event(Policy& policy, size_t i, SeqSlot slot, 
     __builtin_prefetch(&content_[static_cast<size_t>(slot)]);
     if (!grown) policy.settle_in_place(slot, now + 1 - run.policy_since);
     run.policy_since = now + 1;
-    batch.summary.bulk_commits.push_back({slot, run.generated + (now - run.since), computed,
-                                          static_cast<uint32_t>(batch.items.size())});
+    batch.summary.bulk_commits.push_back(
+        {slot, computed, run.generated + (now - run.since), this, &Scheduler::content_of});
     run.horizon = -1;  // the commit moves it: committed() tells
     // So the next step looks again (next_event: policy_since is the next
     // step, until and room_until are not before it).

@@ -27,15 +27,11 @@ bool has_sliding_layers(const ModelSpec& model) {
                      [](const LayerAttention& a) { return a.sliding; });
 }
 
-// A commit's content (StepCommit::content_of): an item's from its
-// Sequence, a bulk decode's from the scheduler's list, which has it without
-// a read of the Sequence.
+// An item's commit's content (StepCommit::content_of), from its Sequence
+// (a bulk decode's comes from the scheduler: Scheduler::content_of).
 TokenView content_of_sequence(const void* seq, SeqSlot, int64_t generated) {
   const Request& request = static_cast<const Sequence*>(seq)->request;
   return TokenView::of(request.prompt, request.output, generated);
-}
-TokenView content_of_running(const void* scheduler, SeqSlot slot, int64_t generated) {
-  return static_cast<const Scheduler*>(scheduler)->content(slot, generated);
 }
 
 // `decodes` sequences computing one token each and sampling it, after
@@ -272,31 +268,36 @@ void ServingEngine::on_step_done() {
     committing_items_.push_back({committing_.size(), seq});
     committing_.push_back({seq->slot, seq->computed, seq->generated, seq, &content_of_sequence});
   };
-  const std::vector<BatchSummary::BulkCommit>& bulk_commits = batch_.summary.bulk_commits;
-  // Their content, if a commit reads it, comes from the scheduler's list,
-  // and their horizon goes to the scheduler: their Sequence is not read.
+  // Their entries are the scheduler's (content from its list, horizon to
+  // it): their Sequence is not read. They join the items' in runs, where
+  // items come between them in batch order.
+  std::vector<StepCommit>& bulk_commits = batch_.summary.bulk_commits;
   size_t next_bulk = 0;
-  auto add_bulk_before = [&](size_t item) {
-    for (; next_bulk < bulk_commits.size() && bulk_commits[next_bulk].items_before <= item;
-         ++next_bulk) {
-      const BatchSummary::BulkCommit& b = bulk_commits[next_bulk];
-      committing_.push_back(
-          {b.slot, b.computed, b.generated, scheduler_.get(), &content_of_running});
-    }
+  auto add_bulk_until = [&](size_t end) {
+    committing_.insert(committing_.end(), bulk_commits.begin() + static_cast<ptrdiff_t>(next_bulk),
+                       bulk_commits.begin() + static_cast<ptrdiff_t>(end));
+    next_bulk = end;
   };
-  if (settle_all) {
-    for (const ScheduledSeq& item : batch_.items) settle(item);
-  } else {
-    for (const uint32_t i : batch_.summary.at_horizon) {
-      add_bulk_before(i);
-      settle(batch_.items[i]);
+  // Most steps of a saturated batch commit bulk decodes only: their list
+  // is committed as the scheduler made it, not copied.
+  std::span<StepCommit> commits = bulk_commits;
+  const std::vector<uint32_t>& at_horizon = batch_.summary.at_horizon;
+  if (settle_all || !at_horizon.empty()) {
+    if (settle_all) {
+      for (const ScheduledSeq& item : batch_.items) settle(item);
+    } else {
+      for (size_t k = 0; k < at_horizon.size(); ++k) {
+        add_bulk_until(batch_.summary.at_horizon_bulk_commits[k]);
+        settle(batch_.items[at_horizon[k]]);
+      }
     }
+    add_bulk_until(bulk_commits.size());
+    commits = committing_;
   }
-  add_bulk_before(batch_.items.size());
   // (Most steps of a small batch have none.)
-  if (!committing_.empty()) {
-    policy_->commit_step(committing_);
-    for (const StepCommit& c : committing_) scheduler_->committed(c.seq, c.horizon);
+  if (!commits.empty()) {
+    policy_->commit_step(commits);
+    for (const StepCommit& c : commits) scheduler_->committed(c.seq, c.horizon);
     for (const CommittingItem& c : committing_items_)
       c.seq->commit_horizon = committing_[c.entry].horizon;
   }

@@ -113,13 +113,18 @@ void Scheduler::add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, i
   budget -= tokens;
   BatchSummary& sum = batch.summary;
   sum.bulk_before.push_back(static_cast<uint32_t>(sum.bulk_decodes));
+  const auto bulk_commits = static_cast<uint32_t>(sum.bulk_commits.size());
   if (tokens == 1 && seq->computed + 1 == seq->known_tokens()) {
     ++sum.decodes;
     sum.decode_context += seq->computed;
-    if (seq->computed + 1 >= seq->commit_horizon) sum.at_horizon.push_back(index);
+    if (seq->computed + 1 >= seq->commit_horizon) {
+      sum.at_horizon.push_back(index);
+      sum.at_horizon_bulk_commits.push_back(bulk_commits);
+    }
   } else {
     sum.others.push_back(index);
     sum.at_horizon.push_back(index);
+    sum.at_horizon_bulk_commits.push_back(bulk_commits);
   }
 }
 
@@ -300,6 +305,7 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   batch.summary.bulk_last_token_at = -1;
   batch.summary.bulk_before.clear();
   batch.summary.bulk_commits.clear();
+  batch.summary.at_horizon_bulk_commits.clear();
   drop_finished();
   ++clock_;
   int64_t budget = params_.max_batched_tokens;

@@ -51,6 +51,9 @@ struct BatchSummary {
   // commit() can change anything (Sequence::commit_horizon).
   std::vector<uint32_t> others;
   std::vector<uint32_t> at_horizon;
+  // Per entry of at_horizon: how many bulk_commits come before it in batch
+  // order (those made before the item was added).
+  std::vector<uint32_t> at_horizon_bulk_commits;
   // Sequences taken from the waiting queue this step.
   std::vector<Sequence*> admitted;
   // Running decodes advanced in bulk (SchedulerParams::bulk_decodes): each
@@ -66,19 +69,15 @@ struct BatchSummary {
   std::vector<uint32_t> bulk_before;
   // Bulk decodes whose token reaches their commit horizon in this step (it
   // fills their last block): the engine commits them after the step, in
-  // batch order among the items of `at_horizon`, as it would commit them as
-  // items. Their Sequence lags (see bulk_decodes): `generated` and
-  // `computed` are what commit() reads, as the one-by-one step has them,
-  // Scheduler::content their content, and the commit horizon after the
-  // commit goes to Scheduler::committed (which settles it in the Sequence
-  // with the rest), so that the commit does not touch the Sequence.
-  struct BulkCommit {
-    SeqSlot slot = kNoSeq;      // the sequence's slot
-    int64_t generated = 0;      // output tokens known before this step's sample
-    int64_t computed = 0;       // tokens in the cache after this step
-    uint32_t items_before = 0;  // items before it in batch order
-  };
-  std::vector<BulkCommit> bulk_commits;
+  // batch order among the items of `at_horizon` (at_horizon_bulk_commits),
+  // as it would commit them as items. Their Sequence lags (see bulk_decodes): each entry is already
+  // the commit KvCachePolicy::commit_step takes (a step with no item to commit hands the list over
+  // as it is), with `generated` and `computed_tokens` as the one-by-one step has them (output
+  // tokens known before this step's sample; tokens in the cache after it), the content from
+  // Scheduler::content_of (the scheduler as `source`), and the horizon
+  // after the commit for Scheduler::committed (which settles it in the
+  // Sequence with the rest), so that the commit does not touch the Sequence.
+  std::vector<StepCommit> bulk_commits;
 };
 
 struct ScheduledBatch {
@@ -119,6 +118,10 @@ class Scheduler {
     TokenView view = content_[static_cast<size_t>(slot)].view;
     view.output_len = generated;
     return view;
+  }
+  // content() as a StepCommit::ContentOf, `scheduler` the Scheduler.
+  static TokenView content_of(const void* scheduler, SeqSlot slot, int64_t generated) {
+    return static_cast<const Scheduler*>(scheduler)->content(slot, generated);
   }
   // Removes a finished sequence from the running set and releases its cache.
   void finish(Sequence* seq);

@@ -48,20 +48,6 @@ void BlockPool::throw_release_of_free(BlockId b) {
   throw std::logic_error(fmt::format("release of block {} with reference count 0", b));
 }
 
-inline void BlockPool::take(BlockId b) {
-  BlockState& st = state_[static_cast<size_t>(b)];
-  --num_free_;
-  if (st.hashed) {
-    --num_cached_free_;
-    ++evictions_;
-    // A pending block was evicted before anyone needed its hash: no map
-    // entry to erase (the deferral's owner forgets it by its pending bit
-    // being gone).
-    if (!st.pending) forget_content(b);
-  }
-  st = BlockState{.ref_count = 1};  // its content, if any, is gone
-}
-
 void BlockPool::forget_content(BlockId b) {
   const BlockHash& hash = hash_[static_cast<size_t>(b)];
   by_hash_.erase(hash, b, hash_of());  // only if `b` is the canonical copy
@@ -78,24 +64,6 @@ BlockId BlockPool::allocate() {
   take(b);
   prefetch_upcoming(1);
   return b;
-}
-
-inline void BlockPool::prefetch_upcoming_one_lru() const {
-  if (const BlockId b = lru_->entry_ahead(kStateAhead - 1); b != kNoBlock) {
-    __builtin_prefetch(&state_[static_cast<size_t>(b)]);
-    __builtin_prefetch(&hash_[static_cast<size_t>(b)]);
-  }
-  if (const BlockId b = lru_->entry_ahead(kSlotAhead - 1); b != kNoBlock) {
-    const BlockState st = state_[static_cast<size_t>(b)];
-    if (st.hashed && !st.pending) by_hash_.prefetch(hash_[static_cast<size_t>(b)]);
-  }
-}
-
-void BlockPool::allocate_one_lru(std::vector<BlockId>& out) {
-  const BlockId b = lru_->pop_oldest();
-  out.push_back(b);
-  take(b);
-  prefetch_upcoming_one_lru();
 }
 
 void BlockPool::allocate_several(int64_t count, std::vector<BlockId>& out) {

@@ -20,11 +20,10 @@
 #include "sim/cache/block_hash.hpp"
 #include "sim/cache/block_hash_table.hpp"
 #include "sim/cache/eviction/eviction_order.hpp"
+#include "sim/cache/eviction/lru_order.hpp"
 #include "sim/cache/trivial_array.hpp"
 
 namespace kvsim {
-
-class LruOrder;
 
 using BlockId = int32_t;
 constexpr BlockId kNoBlock = -1;
@@ -187,11 +186,14 @@ class BlockPool {
   [[noreturn]] static void throw_pending_not_allowed();
   // allocate_into() of one block under `lru`: the order's pop and the
   // prefetches of the next victims inline. Precondition: num_free() > 0.
-  void allocate_one_lru(std::vector<BlockId>& out);
+  // Inline itself (below): a bulk decode's new block
+  // (PagedPolicy::settle_and_grow, inline in the scheduler's bulk loop)
+  // takes it with no call.
+  inline void allocate_one_lru(std::vector<BlockId>& out);
   // allocate_into() of any count under any order.
   void allocate_several(int64_t count, std::vector<BlockId>& out);
   // allocate() once its victim `b` is named.
-  void take(BlockId b);
+  inline void take(BlockId b);
   // take()'s part for a victim whose content has a map entry: the entry is
   // erased, the listener told.
   void forget_content(BlockId b);
@@ -240,5 +242,37 @@ class BlockPool {
   // virtual interface.
   LruOrder* lru_ = nullptr;
 };
+
+inline void BlockPool::take(BlockId b) {
+  BlockState& st = state_[static_cast<size_t>(b)];
+  --num_free_;
+  if (st.hashed) {
+    --num_cached_free_;
+    ++evictions_;
+    // A pending block was evicted before anyone needed its hash: no map
+    // entry to erase (the deferral's owner forgets it by its pending bit
+    // being gone).
+    if (!st.pending) forget_content(b);
+  }
+  st = BlockState{.ref_count = 1};  // its content, if any, is gone
+}
+
+inline void BlockPool::prefetch_upcoming_one_lru() const {
+  if (const BlockId b = lru_->entry_ahead(kStateAhead - 1); b != kNoBlock) {
+    __builtin_prefetch(&state_[static_cast<size_t>(b)]);
+    __builtin_prefetch(&hash_[static_cast<size_t>(b)]);
+  }
+  if (const BlockId b = lru_->entry_ahead(kSlotAhead - 1); b != kNoBlock) {
+    const BlockState st = state_[static_cast<size_t>(b)];
+    if (st.hashed && !st.pending) by_hash_.prefetch(hash_[static_cast<size_t>(b)]);
+  }
+}
+
+inline void BlockPool::allocate_one_lru(std::vector<BlockId>& out) {
+  const BlockId b = lru_->pop_oldest();
+  out.push_back(b);
+  take(b);
+  prefetch_upcoming_one_lru();
+}
 
 }  // namespace kvsim

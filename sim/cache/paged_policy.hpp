@@ -61,6 +61,11 @@ class PagedPolicy final : public PagedPolicyBase {
   }
   // Registers the hashes of newly computed full blocks.
   void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
+  // commit(), prepare_commit() and commit_step() read a sequence's table and
+  // content, never its count of tokens in place: a caller advancing decodes
+  // in bulk may leave that count unsettled across a commit (see
+  // KvCachePolicy::settle_in_place; Scheduler::advance_at_event).
+  static constexpr bool kCommitReadsTokensInPlace = false;
   int64_t commit_horizon(SeqSlot seq) const override;
   void prepare_commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) override;
   // Those three calls per entry, with the decode that fills its block on
@@ -68,10 +73,10 @@ class PagedPolicy final : public PagedPolicyBase {
   void commit_step(std::span<StepCommit> commits) override;
   // The base's, and the sequence's content line, which prepare_commit and
   // commit read when a block fills (the event the scheduler prefetches for).
+  // `seq` is held, as for the base: its content line exists (open_content).
   void prefetch(SeqSlot seq) const override {
     PagedPolicyBase::prefetch(seq);
-    if (static_cast<size_t>(seq) < content_.size())
-      __builtin_prefetch(&content_[static_cast<size_t>(seq)]);
+    __builtin_prefetch(content_.data() + static_cast<size_t>(seq));
   }
   // Keeps the hashes of the registered blocks, to revive them on swap-in.
   HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) override;

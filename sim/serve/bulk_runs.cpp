@@ -91,6 +91,19 @@ int64_t Scheduler::next_event(const BulkRun& run) {
   return next;
 }
 
+namespace {
+// Whether a commit of `Policy` reads the in-place count settle_in_place
+// keeps (a policy says it does not with kCommitReadsTokensInPlace = false;
+// KvCachePolicy in general may).
+template <class Policy>
+constexpr bool commit_reads_tokens_in_place() {
+  if constexpr (requires { Policy::kCommitReadsTokensInPlace; })
+    return Policy::kCommitReadsTokensInPlace;
+  else
+    return true;
+}
+}  // namespace
+
 template <class Policy>
 inline bool Scheduler::advance_at_event(Policy& policy, size_t i, SeqSlot slot, BulkRun& run,
                                         ScheduledBatch& batch) {
@@ -99,7 +112,7 @@ inline bool Scheduler::advance_at_event(Policy& policy, size_t i, SeqSlot slot, 
   if (run.horizon < 0) run.horizon = seq->commit_horizon;  // no committed() since a commit
   // The policy hears of the bulk steps before this one only when it is
   // asked something: before a new block (apply_grow counts this step's
-  // token), or with this step's token before a commit.
+  // token), or with this step's token before a commit that reads them.
   bool grown = false;
   if (now >= run.room_until) {
     const SettledGrowth growth =
@@ -115,13 +128,17 @@ inline bool Scheduler::advance_at_event(Policy& policy, size_t i, SeqSlot slot, 
   if (computed >= run.horizon) {
     // The engine commits it after the step: its content is loaded from now.
     __builtin_prefetch(&content_[static_cast<size_t>(slot)]);
-    if (!grown) policy.settle_in_place(slot, now + 1 - run.policy_since);
-    run.policy_since = now + 1;
+    // The policy's count of its tokens is settled before the commit, unless
+    // the policy's commit never reads it: then the next settle counts
+    // these steps too.
+    if constexpr (commit_reads_tokens_in_place<Policy>()) {
+      if (!grown) policy.settle_in_place(slot, now + 1 - run.policy_since);
+      run.policy_since = now + 1;
+    }
     batch.summary.bulk_commits.push_back(
         {slot, computed, run.generated + (now - run.since), this, &Scheduler::content_of});
     run.horizon = -1;  // the commit moves it: committed() tells
-    // So the next step looks again (next_event: policy_since is the next
-    // step, until and room_until are not before it).
+    // So the next step looks again, and learns the new horizon there.
     next_event_.set_ahead(i, now + 1);
     return true;
   }

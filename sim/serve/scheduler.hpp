@@ -171,7 +171,8 @@ class Scheduler {
   // whose number (clock_) is in [since, until); `base` is its computed
   // tokens before the step `since`. Its Sequence is as of `since`, the
   // policy's count of its tokens as of `policy_since` (a step that grows
-  // its table or commits settles the policy's count on the way). `horizon`
+  // its table settles the policy's count on the way, and so does a commit
+  // where the policy's commit reads that count). `horizon`
   // is its commit horizon, -1 when a commit moved it and committed() did
   // not say where to. `room_until` is the step whose token needs a new
   // block: the policy's in-place room counted from policy_since, asked

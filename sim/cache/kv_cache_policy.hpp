@@ -212,7 +212,8 @@ class KvCachePolicy {
   // sequences within that room tells the policy the step's total with grow_in_place_bulk() (its
   // totals, e.g. accounting().tokens_held, move at once), and each sequence's own share with
   // settle_in_place() before it next asks anything about that sequence (plan_grow, commit, release,
-  // swap): the pair leaves the policy as grow_in_place() calls would.
+  // swap; not commit where the policy's commit never reads that count, as PagedPolicy declares with
+  // kCommitReadsTokensInPlace): the pair leaves the policy as grow_in_place() calls would.
   // Starts loading what the next call about `seq` reads, so a caller
   // going through many sequences does not wait on each in turn. Nothing
   // observable changes; the default does nothing.

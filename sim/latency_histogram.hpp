@@ -62,6 +62,10 @@ class LatencyHistogram {
   static size_t bucket_of(uint64_t v);
   static double bucket_mid(size_t index);
   uint64_t& bucket(size_t index);
+  // add_repeated's two halves: the value's bucket, count, bounds and sum,
+  // then its squares' sum (v is the value clamped at 0).
+  [[gnu::always_inline]] inline void count_value(uint64_t v, uint64_t times);
+  void add_squares(uint64_t v, uint64_t times);
 
   std::vector<uint64_t> pages_;          // the touched pages, in the order first touched
   std::array<int32_t, kPages> page_at_;  // by page: its first bucket in pages_, or kNoPage

@@ -178,13 +178,6 @@ uint64_t& LatencyHistogram::bucket(size_t index) {
   return pages_[static_cast<size_t>(at) + index % kSub];
 }
 
-size_t LatencyHistogram::bucket_of(uint64_t v) {
-  if (v < kExact) return static_cast<size_t>(v);
-  const int shift = std::bit_width(v) - 11;  // v >> shift is in [1024, 2047]
-  return static_cast<size_t>(kExact + static_cast<uint64_t>(shift - 1) * kSub +
-                             ((v >> shift) - kSub));
-}
-
 double LatencyHistogram::bucket_mid(size_t index) {
   if (index < kExact) return static_cast<double>(index);
   const size_t rel = index - kExact;

@@ -191,6 +191,45 @@ TEST(BlockPoolLruPaths, LongTablesReleaseAsTheGeneralPath) {
   }
 }
 
+// A pool whose map starts small (expected_hashes) grows it as hashes are
+// registered past that: every lookup, eviction and count is the answer of
+// a pool whose map was sized for every block from the start.
+TEST(BlockPoolMapSize, AMapSizedForFewHashesAnswersAsAFullOne) {
+  constexpr int64_t kBlocks = 3000;
+  BlockPool full({kBlocks});
+  BlockPool small({kBlocks, "lru", 16});
+  std::mt19937 rng(8);
+  std::vector<std::vector<BlockId>> held;
+  for (int step = 0; step < 400; ++step) {
+    std::vector<BlockId> a, b;
+    const int64_t count = 1 + static_cast<int64_t>(rng() % 40);
+    if (full.num_free() < count) {
+      const size_t s = rng() % held.size();
+      full.release_backwards(held[s]);
+      small.release_backwards(held[s]);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(s));
+      continue;
+    }
+    full.allocate_into(count, a);
+    small.allocate_into(count, b);
+    ASSERT_EQ(a, b) << "step " << step;
+    for (const BlockId block : a) {
+      const BlockHash content = h(rng() % 20000);
+      full.register_hash(block, content);
+      small.register_hash(block, content);
+    }
+    for (int i = 0; i < 20; ++i) {
+      const BlockHash content = h(rng() % 20000);
+      ASSERT_EQ(full.lookup(content), small.lookup(content)) << "step " << step;
+    }
+    held.push_back(std::move(a));
+    ASSERT_EQ(full.evictions(), small.evictions()) << "step " << step;
+    ASSERT_EQ(full.num_cached_free(), small.num_cached_free()) << "step " << step;
+  }
+  EXPECT_GT(full.evictions(), 0u);
+  EXPECT_NO_THROW(small.check_invariants());
+}
+
 // A release that meets a block with no reference stops there: the blocks
 // released before it stand, counted, on both paths.
 TEST(BlockPoolLruPaths, AReleaseOfAFreeBlockThrowsWithTheEarlierReleasesCounted) {

@@ -26,9 +26,14 @@ BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrde
   }
   state_ = TrivialArray<BlockState>::zeroed(static_cast<size_t>(params.num_blocks));
   hash_ = TrivialArray<BlockHash>::unwritten(static_cast<size_t>(params.num_blocks));
-  // The map holds at most one hash per block: sized once, it never grows
-  // (nor rehashes, nor faults in new pages) during a run.
-  by_hash_.reserve(static_cast<size_t>(params.num_blocks));
+  // The map holds at most one hash per block: sized for them all, it never
+  // grows (nor rehashes, nor faults in new pages) during a run. A caller
+  // that expects fewer sizes it for those (a smaller map to clear here,
+  // and to keep in cache while it is used).
+  const int64_t expected = params.expected_hashes < 0
+                               ? params.num_blocks
+                               : std::min(params.expected_hashes, params.num_blocks);
+  by_hash_.reserve(static_cast<size_t>(expected));
   order_->reserve(params.num_blocks);
   // Freed in id order: under `lru` a fresh pool hands out blocks 0, 1, 2...
   // (no block holds a hash yet).

@@ -178,13 +178,6 @@ uint64_t& LatencyHistogram::bucket(size_t index) {
   return pages_[static_cast<size_t>(at) + index % kSub];
 }
 
-size_t LatencyHistogram::bucket_of(uint64_t v) {
-  if (v < kExact) return static_cast<size_t>(v);
-  const int shift = std::bit_width(v) - 11;  // v >> shift is in [1024, 2047]
-  return static_cast<size_t>(kExact + static_cast<uint64_t>(shift - 1) * kSub +
-                             ((v >> shift) - kSub));
-}
-
 double LatencyHistogram::bucket_mid(size_t index) {
   if (index < kExact) return static_cast<double>(index);
   const size_t rel = index - kExact;
@@ -194,13 +187,7 @@ double LatencyHistogram::bucket_mid(size_t index) {
   return low + (width - 1) / 2.0;
 }
 
-void LatencyHistogram::add(TimeNs value) {
-  add_repeated(value, 1);
-}
-
-void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
-  if (times == 0) return;
-  const uint64_t v = value < 0 ? 0 : static_cast<uint64_t>(value);
+inline void LatencyHistogram::count_value(uint64_t v, uint64_t times) {
   bucket(bucket_of(v)) += times;
   if (count_ == 0) {
     min_ = max_ = static_cast<TimeNs>(v);
@@ -210,6 +197,36 @@ void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
   }
   count_ += times;
   sum_ += static_cast<Uint128>(v) * times;
+}
+
+void LatencyHistogram::add(TimeNs value) {
+  // add_repeated(value, 1) without the arithmetic of runs: one addition to
+  // the sum of squares is the exact sum rounded once to 64 significant
+  // bits, what add_repeatedly_rounded makes of one (an engine adds three
+  // values per completed request, one at a time).
+  const uint64_t v = value < 0 ? 0 : static_cast<uint64_t>(value);
+  count_value(v, 1);
+  if (kX87LongDouble && sum_sq_in_integers_ && sum_sq_int_ < kLimit) {
+    const U128 square = square_rounded(v);
+    if (square < kLimit) {
+      const U128 one = round_to_64_bits(sum_sq_int_ + square);
+      if (one < kLimit) {
+        sum_sq_int_ = one;
+        return;
+      }
+    }
+  }
+  add_squares(v, 1);
+}
+
+void LatencyHistogram::add_repeated(TimeNs value, uint64_t times) {
+  if (times == 0) return;
+  const uint64_t v = value < 0 ? 0 : static_cast<uint64_t>(value);
+  count_value(v, times);
+  add_squares(v, times);
+}
+
+void LatencyHistogram::add_squares(uint64_t v, uint64_t times) {
   if (sum_sq_in_integers_) {
     const U128 square = square_rounded(v);
     // The usual case first, without the general routine's call.

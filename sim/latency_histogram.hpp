@@ -5,6 +5,7 @@
 // number of requests. Mean, standard deviation and max are exact; a percentile is clamped to the
 // exact [min, max] (so a lone value is reported exactly).
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -38,6 +39,16 @@ class LatencyHistogram {
   // in long double, so its rounding is that of the calls it stands for:
   // add_repeatedly).
   void add_repeated(TimeNs value, uint64_t times);
+  // Starts loading the bucket add(value) increments (a hint: nothing
+  // changes). A run's buckets lie apart in pages of 8 KiB and have mostly
+  // left the core's caches between two completions, so a caller adding
+  // several values requests all their buckets first and waits on the
+  // misses together.
+  void prefetch(TimeNs value) const {
+    const size_t index = bucket_of(value < 0 ? 0 : static_cast<uint64_t>(value));
+    const int32_t at = page_at_[index / kSub];
+    if (at != kNoPage) __builtin_prefetch(&pages_[static_cast<size_t>(at) + index % kSub], 1);
+  }
   uint64_t count() const { return count_; }
   double mean() const;
   // Population standard deviation, exact (from the running sum of squares).
@@ -59,9 +70,18 @@ class LatencyHistogram {
   static constexpr size_t kPages = kBuckets / kSub;
   static_assert(kBuckets % kSub == 0);
   static constexpr int32_t kNoPage = -1;
-  static size_t bucket_of(uint64_t v);
+  static size_t bucket_of(uint64_t v) {
+    if (v < kExact) return static_cast<size_t>(v);
+    const int shift = std::bit_width(v) - 11;  // v >> shift is in [1024, 2047]
+    return static_cast<size_t>(kExact + static_cast<uint64_t>(shift - 1) * kSub +
+                               ((v >> shift) - kSub));
+  }
   static double bucket_mid(size_t index);
   uint64_t& bucket(size_t index);
+  // add_repeated's two halves: the value's bucket, count, bounds and sum,
+  // then its squares' sum (v is the value clamped at 0).
+  [[gnu::always_inline]] inline void count_value(uint64_t v, uint64_t times);
+  void add_squares(uint64_t v, uint64_t times);
 
   std::vector<uint64_t> pages_;          // the touched pages, in the order first touched
   std::array<int32_t, kPages> page_at_;  // by page: its first bucket in pages_, or kNoPage

@@ -135,6 +135,117 @@ TEST(BlockPoolLruPaths, OneBlockAllocationAndReleaseAreTheGeneralPaths) {
   }
 }
 
+// Whole tables released from the tail under `lru` (requested two windows
+// ahead) against the general path, at lengths around the windows' edges
+// and far past them, with leading released entries, blocks another table
+// shares (not freed) and cached ones: the same free queue, counts and
+// checks.
+TEST(BlockPoolLruPaths, LongTablesReleaseAsTheGeneralPath) {
+  constexpr int64_t kBlocks = 2000;
+  BlockPool fast({kBlocks});
+  BlockPool general({kBlocks}, std::make_unique<HiddenLru>());
+  std::mt19937 rng(29);
+  std::vector<std::vector<BlockId>> tables;
+  const int64_t lengths[] = {1, 15, 16, 17, 31, 32, 33, 34, 47, 48, 49, 64, 65, 100, 301};
+  for (int round = 0; round < 40; ++round) {
+    for (const int64_t length : lengths) {
+      if (fast.num_free() < length) break;
+      std::vector<BlockId> fast_table, general_table;
+      fast.allocate_into(length, fast_table);
+      general.allocate_into(length, general_table);
+      ASSERT_EQ(fast_table, general_table) << "round " << round;
+      for (const BlockId b : fast_table) {
+        if (rng() % 3 != 0) continue;
+        const BlockHash content = h(static_cast<uint64_t>(b) + 1000 * static_cast<uint64_t>(round));
+        fast.register_hash(b, content);
+        general.register_hash(b, content);
+      }
+      // Another table holds some of these blocks too.
+      if (!tables.empty() && rng() % 2 == 0) {
+        std::vector<BlockId>& other = tables[rng() % tables.size()];
+        for (size_t i = 0; i < fast_table.size(); i += 1 + rng() % 5) {
+          fast.touch(fast_table[i]);
+          general.touch(fast_table[i]);
+          other.push_back(fast_table[i]);
+        }
+      }
+      // Leading entries a window released already.
+      for (size_t i = 0; i < fast_table.size() && rng() % 4 == 0; ++i) {
+        fast.release(fast_table[i]);
+        general.release(fast_table[i]);
+        fast_table[i] = kNoBlock;
+      }
+      tables.push_back(std::move(fast_table));
+    }
+    while (tables.size() > (round % 2 == 0 ? 3u : 0u)) {
+      const size_t s = rng() % tables.size();
+      fast.release_backwards(tables[s]);
+      general.release_backwards(tables[s]);
+      tables.erase(tables.begin() + static_cast<std::ptrdiff_t>(s));
+      ASSERT_EQ(fast.num_free(), general.num_free()) << "round " << round;
+      ASSERT_EQ(fast.num_cached_free(), general.num_cached_free()) << "round " << round;
+    }
+    ASSERT_EQ(fast.free_queue(), general.free_queue()) << "round " << round;
+    ASSERT_NO_THROW(fast.check_invariants()) << "round " << round;
+    ASSERT_NO_THROW(general.check_invariants()) << "round " << round;
+  }
+}
+
+// A pool whose map starts small (expected_hashes) grows it as hashes are
+// registered past that: every lookup, eviction and count is the answer of
+// a pool whose map was sized for every block from the start.
+TEST(BlockPoolMapSize, AMapSizedForFewHashesAnswersAsAFullOne) {
+  constexpr int64_t kBlocks = 3000;
+  BlockPool full({kBlocks});
+  BlockPool small({kBlocks, "lru", 16});
+  std::mt19937 rng(8);
+  std::vector<std::vector<BlockId>> held;
+  for (int step = 0; step < 400; ++step) {
+    std::vector<BlockId> a, b;
+    const int64_t count = 1 + static_cast<int64_t>(rng() % 40);
+    if (full.num_free() < count) {
+      const size_t s = rng() % held.size();
+      full.release_backwards(held[s]);
+      small.release_backwards(held[s]);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(s));
+      continue;
+    }
+    full.allocate_into(count, a);
+    small.allocate_into(count, b);
+    ASSERT_EQ(a, b) << "step " << step;
+    for (const BlockId block : a) {
+      const BlockHash content = h(rng() % 20000);
+      full.register_hash(block, content);
+      small.register_hash(block, content);
+    }
+    for (int i = 0; i < 20; ++i) {
+      const BlockHash content = h(rng() % 20000);
+      ASSERT_EQ(full.lookup(content), small.lookup(content)) << "step " << step;
+    }
+    held.push_back(std::move(a));
+    ASSERT_EQ(full.evictions(), small.evictions()) << "step " << step;
+    ASSERT_EQ(full.num_cached_free(), small.num_cached_free()) << "step " << step;
+  }
+  EXPECT_GT(full.evictions(), 0u);
+  EXPECT_NO_THROW(small.check_invariants());
+}
+
+// A release that meets a block with no reference stops there: the blocks
+// released before it stand, counted, on both paths.
+TEST(BlockPoolLruPaths, AReleaseOfAFreeBlockThrowsWithTheEarlierReleasesCounted) {
+  BlockPool fast({200});
+  BlockPool general({200}, std::make_unique<HiddenLru>());
+  for (BlockPool* pool : {&fast, &general}) {
+    std::vector<BlockId> table;
+    pool->allocate_into(80, table);
+    pool->release(table[10]);  // free already: the release from the tail stops there
+    EXPECT_THROW(pool->release_backwards(table), std::logic_error);
+    EXPECT_EQ(pool->num_free(), 200 - 10);
+    EXPECT_NO_THROW(pool->check_invariants());
+  }
+  EXPECT_EQ(fast.free_queue(), general.free_queue());
+}
+
 // The appender a release uses: the ids it pushes come out as on_evictable()
 // one by one would have queued them, when the ring must first drop its
 // gone entries or grow to take them all.
@@ -198,6 +309,23 @@ TEST(BlockPoolCheck, NamesTheBlockInUseThatTheOrderLists) {
           << e.what();
     }
   }
+}
+
+// The pass a pool's check makes beside its states visits exactly the flags
+// evictable_flags() gives, in id order, ids past the order's included.
+TEST(LruOrderFlags, TheVisitSeesTheFlagsInIdOrder) {
+  LruOrder lru;
+  lru.reserve(100);
+  for (EvictableId id = 0; id < 100; id += 2) lru.on_evictable(id);
+  lru.on_pinned(40);
+  (void)lru.pop_victim();
+  std::vector<uint8_t> seen;
+  lru.visit_evictable(130, [&](size_t id, uint32_t listed) {
+    EXPECT_EQ(id, seen.size());
+    seen.push_back(static_cast<uint8_t>(listed));
+  });
+  EXPECT_EQ(seen, lru.evictable_flags(130));
+  EXPECT_THROW(lru.visit_evictable(50, [](size_t, uint32_t) {}), std::logic_error);
 }
 
 // `lru`'s flags by id: an entry at or past `ids` is named, wherever it lies,

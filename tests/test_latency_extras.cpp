@@ -52,6 +52,31 @@ TEST(LatencyHistogramStd, RepeatedAddIsOneAddPerValue) {
   for (double p : {1.0, 50.0, 95.0, 99.9}) EXPECT_EQ(each.percentile(p), runs.percentile(p));
 }
 
+// add() of one value (its own short path: one rounded addition to the
+// integer sum of squares) leaves what add_repeated(value, 1) leaves, at
+// every scale: sums below and past 2^64, odd squares (ties), and sums that
+// leave the integers for long double.
+TEST(LatencyHistogramStd, OneAddIsARepeatedAddOfOne) {
+  std::mt19937_64 rng(4242);
+  for (int shift_cap : {11, 33, 40, 63}) {
+    LatencyHistogram one, repeated;
+    for (int i = 0; i < 5000; ++i) {
+      const auto v = static_cast<TimeNs>(rng() >> (64 - 1 - rng() % shift_cap)) - (i % 97 == 0);
+      one.add(v);
+      repeated.add_repeated(v, 1);
+      if (i % 500 != 0) continue;
+      ASSERT_EQ(one.stddev(), repeated.stddev()) << shift_cap << " " << i;
+    }
+    EXPECT_EQ(one.count(), repeated.count());
+    EXPECT_EQ(one.mean(), repeated.mean());
+    EXPECT_EQ(one.stddev(), repeated.stddev());
+    EXPECT_EQ(one.min(), repeated.min());
+    EXPECT_EQ(one.max(), repeated.max());
+    for (double p : {0.0, 50.0, 95.0, 99.9, 100.0})
+      EXPECT_EQ(one.percentile(p), repeated.percentile(p));
+  }
+}
+
 // The closed form gives the bits a loop of additions gives: sums below and
 // past 2^64 (where an odd square is a tie), values that cross binades at
 // once, and values too small to move the sum.

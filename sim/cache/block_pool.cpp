@@ -26,9 +26,14 @@ BlockPool::BlockPool(const BlockPoolParams& params, std::unique_ptr<EvictionOrde
   }
   state_ = TrivialArray<BlockState>::zeroed(static_cast<size_t>(params.num_blocks));
   hash_ = TrivialArray<BlockHash>::unwritten(static_cast<size_t>(params.num_blocks));
-  // The map holds at most one hash per block: sized once, it never grows
-  // (nor rehashes, nor faults in new pages) during a run.
-  by_hash_.reserve(static_cast<size_t>(params.num_blocks));
+  // The map holds at most one hash per block: sized for them all, it never
+  // grows (nor rehashes, nor faults in new pages) during a run. A caller
+  // that expects fewer sizes it for those (a smaller map to clear here,
+  // and to keep in cache while it is used).
+  const int64_t expected = params.expected_hashes < 0
+                               ? params.num_blocks
+                               : std::min(params.expected_hashes, params.num_blocks);
+  by_hash_.reserve(static_cast<size_t>(expected));
   order_->reserve(params.num_blocks);
   // Freed in id order: under `lru` a fresh pool hands out blocks 0, 1, 2...
   // (no block holds a hash yet).
@@ -188,45 +193,52 @@ void BlockPool::release_backwards_lru(std::span<const BlockId> blocks) {
   // through an appender that keeps the ring's end in registers, and the
   // pool's counts summed locally: no call and no store of a count per
   // block. The ids are the pool's, all given places by the constructor.
+  // Two windows are requested ahead of the one released, not one: a
+  // finished sequence's table (a few dozen blocks) is then requested
+  // whole before its first release, which with one window ahead stalled
+  // on the states it had just requested.
   constexpr size_t kWindow = 16;
   LruOrder::FreedAppender order(*lru_, blocks.size());
   BlockState* const states = state_.data();
-  int64_t freed = 0;
+  const BlockId* const ids = blocks.data();
   int64_t cached = 0;
   // Always inline, or GCC 12 may drop it (see prefetch_upcoming_one_lru).
-  auto request = [&](size_t end) __attribute__((always_inline)) {
-    const size_t begin = end > kWindow ? end - kWindow : 0;
+  auto request = [&](size_t begin, size_t end) __attribute__((always_inline)) {
     for (size_t i = begin; i < end; ++i) {
-      const BlockId b = blocks[i];
+      const BlockId b = ids[i];
       if (b == kNoBlock) continue;
-      __builtin_prefetch(&states[static_cast<size_t>(b)]);
-      lru_->prefetch(b);
+      __builtin_prefetch(&states[static_cast<size_t>(b)], 1);
+      order.prefetch(b);
     }
   };
-  if (!blocks.empty()) request(blocks.size());
+  size_t requested = blocks.size() > 2 * kWindow ? blocks.size() - 2 * kWindow : 0;
+  request(requested, blocks.size());
   for (size_t end = blocks.size(); end > 0;) {
     const size_t begin = end > kWindow ? end - kWindow : 0;
-    if (begin > 0) request(begin);
+    if (requested > 0) {
+      const size_t from = requested > kWindow ? requested - kWindow : 0;
+      request(from, requested);
+      requested = from;
+    }
     for (size_t i = end; i-- > begin;) {
-      const BlockId b = blocks[i];
+      const BlockId b = ids[i];
       if (b == kNoBlock) continue;
       BlockState& st = states[static_cast<size_t>(b)];
       auto word = std::bit_cast<uint32_t>(st);
       if ((word & kRefCountBits) == 0) {
-        num_free_ += freed;  // the releases before it stand
+        num_free_ += static_cast<int64_t>(order.pushed());  // the releases before it stand
         num_cached_free_ += cached;
         throw_release_of_free(b);
       }
       --word;  // the reference count, which is not 0
       st = std::bit_cast<BlockState>(word);
       if ((word & kRefCountBits) != 0) continue;
-      ++freed;
       cached += (word >> kHashedBit) & 1;
       order.push(b);
     }
     end = begin;
   }
-  num_free_ += freed;
+  num_free_ += static_cast<int64_t>(order.pushed());
   num_cached_free_ += cached;
 }
 
@@ -268,7 +280,6 @@ std::vector<BlockId> BlockPool::free_queue() const {
 void BlockPool::check_invariants() const {
   // A block is free exactly when its reference count is 0; the order must
   // hold exactly those (asked of it by id, in one pass beside the states).
-  const std::vector<uint8_t> evictable = order_->evictable_flags(num_blocks());
   // Without a branch per block (the check ends every run, over 10^5
   // blocks): the counts, and one bit for any order entry that is in use,
   // so the loop vectorises; the entry is looked for again to name it.
@@ -278,21 +289,26 @@ void BlockPool::check_invariants() const {
   uint32_t held_in_use = 0;
   static_assert(std::bit_cast<uint32_t>(BlockState{5, 1, 0}) == (5u | uint32_t{1} << kHashedBit));
   const BlockState* states = state_.data();
-  const uint8_t* flags = evictable.data();
-  const size_t n = state_.size();
-  for (size_t b = 0; b < n; ++b) {
+  auto visit = [&](size_t b, uint32_t listed) {
     // The state as one word (the bit-fields read one by one kept GCC from
     // vectorising the loop).
     uint32_t word = 0;
     std::memcpy(&word, &states[b], sizeof word);
     const uint32_t is_free = (word & kRefCountBits) == 0 ? 1 : 0;
-    const uint32_t listed = flags[b];
     free_count += is_free;
     cached += is_free & (word >> kHashedBit);  // is_free is 0 or 1: the hashed bit alone
     in_order += listed;
     held_in_use |= listed & (is_free ^ 1);
+  };
+  if (lru_ != nullptr) {
+    // `lru` lists its entries by id beside the states: no flags to build.
+    lru_->visit_evictable(num_blocks(), visit);
+  } else {
+    const std::vector<uint8_t> evictable = order_->evictable_flags(num_blocks());
+    for (size_t b = 0; b < state_.size(); ++b) visit(b, evictable[b]);
   }
   if (held_in_use != 0) {
+    const std::vector<uint8_t> evictable = order_->evictable_flags(num_blocks());
     for (size_t b = 0; b < state_.size(); ++b)
       if (evictable[b] && state_[b].ref_count != 0)
         throw std::logic_error(fmt::format("eviction order holds block {}, which is not free", b));

@@ -40,6 +40,11 @@ class BlockEvictionListener {
 struct BlockPoolParams {
   int64_t num_blocks = 0;
   std::string eviction = "lru";  // a name of eviction_order_names()
+  // Content hashes the map has room for from the start (at most one per
+  // block; negative: num_blocks). The map grows past them if more are
+  // registered, so this changes only its size and when its memory is
+  // written, never an answer.
+  int64_t expected_hashes = -1;
 };
 
 class BlockPool {

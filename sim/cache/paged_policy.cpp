@@ -15,7 +15,19 @@ namespace kvsim {
 namespace {
 std::shared_ptr<BlockPool> pool_of(const PagedParams& params) {
   if (params.shared_pool) return params.shared_pool;
-  return std::make_shared<BlockPool>(BlockPoolParams{params.num_blocks, params.eviction});
+  // The pool's map holds the hashes of registered blocks: none without
+  // prefix caching, and with output hashes deferred mostly the prompts'
+  // (a decode's blocks inside its output go pending, with no entry): a
+  // quarter of the pool to start with, grown if more are registered. At
+  // batch 1,024 of bench/bench_step_cost.cpp about 13K of 105K blocks
+  // hold an entry at the end, and the full-size map was 2 MiB written at
+  // construction, its entries spread over 13K lines of it.
+  int64_t expected = params.num_blocks;
+  if (!params.prefix_caching)
+    expected = 0;
+  else if (params.defer_output_hashes)
+    expected = params.num_blocks / 4;
+  return std::make_shared<BlockPool>(BlockPoolParams{params.num_blocks, params.eviction, expected});
 }
 }  // namespace
 

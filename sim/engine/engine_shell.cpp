@@ -32,6 +32,9 @@ void EngineShell::complete(const LeavingRequest& r) {
   const TimeNs ttft = r.first_token - q.arrival;
   const TimeNs e2e = now - q.arrival;
   const TimeNs tpot = r.output_tokens > 1 ? (now - r.first_token) / (r.output_tokens - 1) : -1;
+  ttft_.prefetch(ttft);
+  e2e_.prefetch(e2e);
+  if (tpot >= 0) tpot_.prefetch(tpot);
   ttft_.add(ttft);
   e2e_.add(e2e);
   if (tpot >= 0) tpot_.add(tpot);

@@ -354,11 +354,17 @@ void ServingEngine::on_step_done() {
 }
 
 void ServingEngine::complete(Sequence* seq) {
+  // The request's lines its record reads (id and arrival, session and
+  // turn) are requested while the scheduler lets the sequence go; its
+  // lengths are the engine's copies in the sequence's first line
+  // (new_sequence), not the token contents' sizes, two lines more.
+  __builtin_prefetch(&seq->request.arrival);
+  __builtin_prefetch(&seq->request.session);
   if (numerics_) numerics_->on_release(*seq);
   scheduler_->finish(seq);
   seq->finished_at = sim_.now();
   if (seq->preemptions > 0) ++preempted_requests_;
-  shell_.complete({seq->request, seq->first_token_at, seq->prompt_len(), seq->output_len(),
+  shell_.complete({seq->request, seq->first_token_at, seq->prompt_tokens, seq->output_tokens,
                    seq->cached_tokens, seq->preemptions, seq->started_at});
   recycle(seq);
 }

@@ -188,33 +188,17 @@ std::vector<EvictableId> LruOrder::victims_in_order() const {
 }
 
 std::vector<uint8_t> LruOrder::evictable_flags(int64_t ids) const {
-  const auto n = static_cast<size_t>(std::max<int64_t>(ids, 0));
-  std::vector<uint8_t> flags(n);
-  // One pass without a branch per id (a pool checks its 10^5 blocks at the
-  // end of every run): flags, the count and every check folded into one
-  // bit, so the loop vectorises. A fault is then looked for again, slowly,
-  // to name the entry.
-  const auto ring_size = static_cast<uint32_t>(ring_.size());
-  const auto oldest = static_cast<uint32_t>(place(head_));
-  const auto span = static_cast<uint32_t>(tail_ - head_);
-  const auto mask = static_cast<uint32_t>(mask_);
-  const size_t checked = std::min(n, position_.size());
-  const int32_t* positions = position_.data();
+  std::vector<uint8_t> flags(static_cast<size_t>(std::max<int64_t>(ids, 0)));
   uint8_t* out = flags.data();
-  uint32_t count = 0;
-  uint32_t out_of_ring = 0;
-  for (size_t id = 0; id < checked; ++id) {
-    const auto at = static_cast<uint32_t>(positions[id]);
-    const auto queued = static_cast<uint32_t>(at != static_cast<uint32_t>(kNotQueued));
-    out[id] = static_cast<uint8_t>(queued);
-    count += queued;
-    // A live entry's place lies between the oldest and the newest entry.
-    out_of_ring |= queued & (static_cast<uint32_t>(at >= ring_size) |
-                             static_cast<uint32_t>(((at - oldest) & mask) >= span));
-  }
+  visit_evictable(ids,
+                  [out](size_t id, uint32_t listed) { out[id] = static_cast<uint8_t>(listed); });
+  return flags;
+}
+
+void LruOrder::check_places(int64_t ids, size_t checked, uint32_t count, bool out_of_ring) const {
   bool beyond = false;  // an id at or past `ids` is queued
   for (size_t id = checked; id < position_.size(); ++id) beyond |= position_[id] != kNotQueued;
-  if (out_of_ring != 0 || beyond) {
+  if (out_of_ring || beyond) {
     for (size_t id = 0; id < position_.size(); ++id) {
       const int32_t at = position_[id];
       if (at == kNotQueued) continue;
@@ -229,7 +213,6 @@ std::vector<uint8_t> LruOrder::evictable_flags(int64_t ids) const {
   }
   if (count != live_)
     throw std::logic_error(fmt::format("lru order: {} entries placed, {} counted", count, live_));
-  return flags;
 }
 
 config::ComponentInfo lru_order_info() {

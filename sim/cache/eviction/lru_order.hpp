@@ -102,6 +102,13 @@ class LruOrder final : public EvictionOrder {
       positions_[static_cast<size_t>(id)] = static_cast<int32_t>(at);
       ring_[at] = id;
     }
+    // Starts loading, for writing, the place push(id) writes (a hint).
+    // Without LruOrder::prefetch's check: every id given has a place.
+    void prefetch(EvictableId id) const {
+      __builtin_prefetch(&positions_[static_cast<size_t>(id)], 1);
+    }
+    // Ids pushed so far.
+    size_t pushed() const { return static_cast<size_t>(tail_ - order_.tail_); }
 
    private:
     LruOrder& order_;
@@ -134,6 +141,37 @@ class LruOrder final : public EvictionOrder {
   bool uses_content() const override { return false; }
   // One pass over the positions by id (no walk of the ring).
   std::vector<uint8_t> evictable_flags(int64_t ids) const override;
+  // evictable_flags(ids) without the flags: visit(id, listed) for every id
+  // below `ids` in order (listed 0 or 1), then the same checks, which throw
+  // as evictable_flags() does. For a pool's drain check, which reads its
+  // own state of each block beside it in the same pass (inline, so that
+  // the loop vectorises): the flags were 10^5 bytes written, then read
+  // again, at the end of every run.
+  template <class Visit>
+  void visit_evictable(int64_t ids, Visit&& visit) const {
+    const auto n = static_cast<size_t>(std::max<int64_t>(ids, 0));
+    const auto ring_size = static_cast<uint32_t>(ring_.size());
+    const auto oldest = static_cast<uint32_t>(place(head_));
+    const auto span = static_cast<uint32_t>(tail_ - head_);
+    const auto mask = static_cast<uint32_t>(mask_);
+    const size_t checked = std::min(n, position_.size());
+    const int32_t* positions = position_.data();
+    uint32_t count = 0;
+    uint32_t out_of_ring = 0;
+    // Without a branch per id: the count and every check folded into one
+    // bit. A fault is then looked for again, slowly, to name the entry.
+    for (size_t id = 0; id < checked; ++id) {
+      const auto at = static_cast<uint32_t>(positions[id]);
+      const auto queued = static_cast<uint32_t>(at != static_cast<uint32_t>(kNotQueued));
+      visit(id, queued);
+      count += queued;
+      // A live entry's place lies between the oldest and the newest entry.
+      out_of_ring |= queued & (static_cast<uint32_t>(at >= ring_size) |
+                               static_cast<uint32_t>(((at - oldest) & mask) >= span));
+    }
+    for (size_t id = checked; id < n; ++id) visit(id, uint32_t{0});
+    check_places(ids, checked, count, out_of_ring != 0);
+  }
   void reserve(int64_t ids) override;
 
  private:
@@ -173,6 +211,9 @@ class LruOrder final : public EvictionOrder {
     if (ring_.size() - (tail_ - head_) < count) make_room_slowly(count);
   }
   void make_room_slowly(size_t count);
+  // visit_evictable()'s checks once its pass over the first `checked` ids
+  // counted `count` queued and found `out_of_ring`: throws on a fault.
+  void check_places(int64_t ids, size_t checked, uint32_t count, bool out_of_ring) const;
   void regrow(size_t capacity);
 
   // A power of two places; entry n at place(n), gone: kNoEvictable. Only

@@ -43,16 +43,27 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   // hashing, which needs nothing the touch changes, is done.)
   const bool touch = defer_ && !pending_.empty();
   if (touch) prefetch_seen_runs(tokens);
-  tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
-  if (touch) touch_runs(tokens, 0, full_blocks, Touch::lookup);
-  hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
   // blocks can be hits (vLLM v1 get_computed_blocks).
   const int64_t max_hit_blocks = (tokens.size() - 1) / block_size();
+  // The first block's map slot, which every lookup reads (most find
+  // nothing there and stop: a miss on a map of ~10^5 blocks), is requested
+  // as soon as its hash is known, and loads while the other blocks are
+  // hashed. The memo gets the room extend_block_hashes would give it at
+  // once, so hashing the first block alone changes no allocation.
+  if (memo.empty() && max_hit_blocks > 0) {
+    if (static_cast<size_t>(full_blocks) > memo.capacity())
+      memo.reserve(std::max(static_cast<size_t>(full_blocks), 2 * memo.capacity()));
+    tokens.extend_block_hashes(memo, 1, block_size(), scratch_tokens_.data());
+  }
+  if (max_hit_blocks > 0) pool_.prefetch_lookup(memo[0]);
+  tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
   // The map slots a few blocks ahead are loaded while this one is looked up.
   constexpr int64_t kAhead = 8;
-  for (int64_t b = 0; b < std::min(kAhead, max_hit_blocks); ++b)
-    pool_.prefetch_lookup(hit.hashes[static_cast<size_t>(b)]);
+  for (int64_t b = 1; b < std::min(kAhead, max_hit_blocks); ++b)
+    pool_.prefetch_lookup(memo[static_cast<size_t>(b)]);
+  if (touch) touch_runs(tokens, 0, full_blocks, Touch::lookup);
+  hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   for (int64_t b = 0; b < max_hit_blocks; ++b) {
     if (b + kAhead < max_hit_blocks)
       pool_.prefetch_lookup(hit.hashes[static_cast<size_t>(b + kAhead)]);

@@ -188,6 +188,13 @@ class KvCachePolicy {
     std::vector<BlockHash> memo;
     return lookup_prefix(tokens, memo);
   }
+  // A hint that lookup_prefix(tokens, memo) comes soon (the next sequence
+  // in the queue): a policy may start its memo and load what the lookup
+  // will read first. Nothing it does changes any result.
+  virtual void prepare_lookup(const TokenView& tokens, std::vector<BlockHash>& memo) const {
+    (void)tokens;
+    (void)memo;
+  }
   // Room for a new sequence holding hit.cached_tokens + new_tokens tokens.
   virtual AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const = 0;
   virtual SeqSlot apply_admit(const AdmitPlan& plan) = 0;

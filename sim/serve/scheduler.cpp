@@ -264,12 +264,7 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
   // The next one too: a step that admits several (a first step, or one
   // after many finished) finds it loaded.
   if (waiting_.size() > 1) prefetch_record(waiting_[1]);
-  // A sequence that never had a hash memo takes one a finished sequence
-  // left (cleared): its room was allocated once, for an earlier request.
-  if (seq->block_hashes.capacity() == 0 && !spare_memos_.empty()) {
-    seq->block_hashes = std::move(spare_memos_.back());
-    spare_memos_.pop_back();
-  }
+  take_spare_memo(seq);
   PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
   hit.readmission = seq->admitted_once;
   // KV that came with the request needs room, not compute; the last token
@@ -295,7 +290,27 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
   insert_running(seq);
   batch.summary.admitted.push_back(seq);
   add_item(seq, tokens, batch, budget);
+  // The next head's lookup starts now (its record was requested above): its
+  // first map slot loads while this step goes on, whether the next
+  // admission comes in this step or a later one (its memo is kept). Only
+  // with a memo it has or a spare one: started on a memo of its own, it
+  // would not take the one a sequence finishing meanwhile leaves.
+  if (!waiting_.empty()) {
+    Sequence* next = waiting_.front();
+    take_spare_memo(next);
+    if (next->block_hashes.capacity() > 0)
+      policy_.prepare_lookup(next->tokens(), next->block_hashes);
+  }
   return true;
+}
+
+void Scheduler::take_spare_memo(Sequence* seq) {
+  // A sequence that never had a hash memo takes one a finished sequence
+  // left (cleared): its room was allocated once, for an earlier request.
+  if (seq->block_hashes.capacity() == 0 && !spare_memos_.empty()) {
+    seq->block_hashes = std::move(spare_memos_.back());
+    spare_memos_.pop_back();
+  }
 }
 
 void Scheduler::schedule(ScheduledBatch& batch) {

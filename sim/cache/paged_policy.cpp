@@ -85,7 +85,8 @@ void PagedPolicy::start_memo(const TokenView& tokens, std::vector<BlockHash>& me
   if (memo.empty()) {
     const auto full_blocks = static_cast<size_t>(tokens.size() / block_size());
     if (full_blocks > memo.capacity()) memo.reserve(std::max(full_blocks, 2 * memo.capacity()));
-    tokens.extend_block_hashes(memo, 1, block_size(), scratch_tokens_.data());
+    // extend_block_hashes(memo, 1, ...)'s hash, without its walk set up.
+    memo.push_back(tokens.block_hash({}, 0, block_size(), scratch_tokens_.data()));
   }
   pool_.prefetch_lookup(memo[0]);
 }

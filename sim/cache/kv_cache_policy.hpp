@@ -195,6 +195,10 @@ class KvCachePolicy {
     (void)tokens;
     (void)memo;
   }
+  // The hit of a lookup whose plan was applied or dropped, handed back: a
+  // policy may keep its vectors' room for the next lookup (one allocation
+  // and one free an admission otherwise).
+  virtual void give_back(PrefixHit&& hit) { (void)hit; }
   // Room for a new sequence holding hit.cached_tokens + new_tokens tokens.
   virtual AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const = 0;
   virtual SeqSlot apply_admit(const AdmitPlan& plan) = 0;

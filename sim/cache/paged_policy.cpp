@@ -65,6 +65,7 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
     if (found == kNoBlock) break;
     hit.blocks.push_back(found);
   }
+  hit.hashes = std::move(spare_hit_hashes_);
   hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   if (tiers_) {
     // Past the device's prefix, the chain may hold the next blocks.

@@ -275,10 +275,14 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
   if (params_.chunked_prefill) {
     tokens = std::min(tokens, budget);
   } else if (tokens > budget) {
+    policy_.give_back(std::move(hit));
     return false;  // FCFS: the head waits for a step with room for its whole prompt
   }
-  const AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
-  if (!plan.fits) return false;  // FCFS: nobody overtakes the head
+  AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
+  if (!plan.fits) {
+    policy_.give_back(std::move(plan.hit));
+    return false;  // FCFS: nobody overtakes the head
+  }
   seq->slot = policy_.apply_admit(plan);
   seq->commit_horizon = 0;
   seq->computed = plan.hit.cached_tokens + arrived;
@@ -286,6 +290,7 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
     seq->cached_tokens = plan.hit.cached_tokens;
     seq->admitted_once = true;
   }
+  policy_.give_back(std::move(plan.hit));
   waiting_.pop_front();
   insert_running(seq);
   batch.summary.admitted.push_back(seq);

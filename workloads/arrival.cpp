@@ -8,6 +8,7 @@
 
 #include "base/checked_math.hpp"
 #include "workloads/distribution_impl.hpp"
+#include "workloads/nearest_integer.hpp"
 #include "workloads/workload_params.hpp"
 
 namespace kvsim {
@@ -28,6 +29,14 @@ struct RateKey {
 
   // previous + round(gap_ns), exactly as integers when representable.
   TimeNs arrival_at(TimeNs previous, double gap_ns) const {
+    // A gap in [0, 2^62) rounds into the span, to round_in_range's value:
+    // inline, where that took calls to std::round and checked_add.
+    if (gap_ns >= 0 && gap_ns < static_cast<double>(kMaxSimulatedTimeNs)) {
+      TimeNs t = 0;
+      if (!__builtin_add_overflow(previous, round_half_away(gap_ns), &t) &&
+          t <= kMaxSimulatedTimeNs)
+        return t;
+    }
     const auto gap = round_in_range(gap_ns, 0, kMaxSimulatedTimeNs);
     const auto t = gap ? checked_add(previous, *gap) : std::nullopt;
     if (!t || *t > kMaxSimulatedTimeNs)

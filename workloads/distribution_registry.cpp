@@ -7,6 +7,7 @@
 
 #include "workloads/distribution.hpp"
 #include "workloads/distribution_impl.hpp"
+#include "workloads/nearest_integer.hpp"
 #include "workloads/workload_params.hpp"
 
 namespace kvsim {
@@ -81,7 +82,7 @@ int64_t ClampedDistribution::sample(Rng& rng) const {
   // Clamp in floating point first: llround of a value beyond int64 is undefined.
   if (!(x < static_cast<double>(max_))) return max_;
   if (x <= static_cast<double>(min_)) return min_;
-  return std::clamp<int64_t>(std::llround(x), min_, max_);
+  return std::clamp<int64_t>(round_half_away(x), min_, max_);
 }
 
 int64_t ClampedDistribution::lower_bound() const {

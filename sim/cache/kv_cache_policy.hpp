@@ -188,6 +188,17 @@ class KvCachePolicy {
     std::vector<BlockHash> memo;
     return lookup_prefix(tokens, memo);
   }
+  // A hint that lookup_prefix(tokens, memo) comes soon (the next sequence
+  // in the queue): a policy may start its memo and load what the lookup
+  // will read first. Nothing it does changes any result.
+  virtual void prepare_lookup(const TokenView& tokens, std::vector<BlockHash>& memo) const {
+    (void)tokens;
+    (void)memo;
+  }
+  // The hit of a lookup whose plan was applied or dropped, handed back: a
+  // policy may keep its vectors' room for the next lookup (one allocation
+  // and one free an admission otherwise).
+  virtual void give_back(PrefixHit&& hit) { (void)hit; }
   // Room for a new sequence holding hit.cached_tokens + new_tokens tokens.
   virtual AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const = 0;
   virtual SeqSlot apply_admit(const AdmitPlan& plan) = 0;

@@ -55,23 +55,30 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   // hashing, which needs nothing the touch changes, is done.)
   const bool touch = defer_ && !pending_.empty();
   if (touch) prefetch_seen_runs(tokens);
-  tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
-  if (touch) touch_runs(tokens, 0, full_blocks, Touch::lookup);
-  hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   // The last token is always recomputed, so at most (n - 1) / block_size
   // blocks can be hits (vLLM v1 get_computed_blocks).
   const int64_t max_hit_blocks = (tokens.size() - 1) / block_size();
+  // The first block's map slot, which every lookup reads (most find
+  // nothing there and stop: a miss on a map of ~10^5 blocks), is requested
+  // as soon as its hash is known, and loads while the other blocks are
+  // hashed (prepare_lookup may have asked for it earlier still).
+  start_memo(tokens, memo);
+  tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
   // The map slots a few blocks ahead are loaded while this one is looked up.
   constexpr int64_t kAhead = 8;
-  for (int64_t b = 0; b < std::min(kAhead, max_hit_blocks); ++b)
-    pool_.prefetch_lookup(hit.hashes[static_cast<size_t>(b)]);
+  for (int64_t b = 1; b < std::min(kAhead, max_hit_blocks); ++b)
+    pool_.prefetch_lookup(memo[static_cast<size_t>(b)]);
+  if (touch) touch_runs(tokens, 0, full_blocks, Touch::lookup);
+  // Looked up from the memo, the hit's copy made after: a hash read back
+  // from memmove's fresh wide stores waits for them to retire.
   for (int64_t b = 0; b < max_hit_blocks; ++b) {
-    if (b + kAhead < max_hit_blocks)
-      pool_.prefetch_lookup(hit.hashes[static_cast<size_t>(b + kAhead)]);
-    const BlockId found = pool_.lookup(hit.hashes[static_cast<size_t>(b)]);
+    if (b + kAhead < max_hit_blocks) pool_.prefetch_lookup(memo[static_cast<size_t>(b + kAhead)]);
+    const BlockId found = pool_.lookup(memo[static_cast<size_t>(b)]);
     if (found == kNoBlock) break;
     hit.blocks.push_back(found);
   }
+  hit.hashes = std::move(spare_hit_hashes_);
+  hit.hashes.assign(memo.begin(), memo.begin() + full_blocks);
   if (tiers_) {
     // Past the device's prefix, the chain may hold the next blocks.
     for (auto b = static_cast<int64_t>(hit.blocks.size()); b < max_hit_blocks; ++b) {
@@ -82,6 +89,23 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   }
   hit.cached_tokens = static_cast<int64_t>(hit.blocks.size() + hit.tier_hits.size()) * block_size();
   return hit;
+}
+
+void PagedPolicy::start_memo(const TokenView& tokens, std::vector<BlockHash>& memo) const {
+  if (tokens.size() <= block_size()) return;  // no block can be a hit
+  // The memo gets the room extend_block_hashes would give it at once, so
+  // hashing the first block alone changes no allocation.
+  if (memo.empty()) {
+    const auto full_blocks = static_cast<size_t>(tokens.size() / block_size());
+    if (full_blocks > memo.capacity()) memo.reserve(std::max(full_blocks, 2 * memo.capacity()));
+    // extend_block_hashes(memo, 1, ...)'s hash, without its walk set up.
+    memo.push_back(tokens.block_hash({}, 0, block_size(), scratch_tokens_.data()));
+  }
+  pool_.prefetch_lookup(memo[0]);
+}
+
+void PagedPolicy::prepare_lookup(const TokenView& tokens, std::vector<BlockHash>& memo) const {
+  if (prefix_caching_) start_memo(tokens, memo);
 }
 
 AdmitPlan PagedPolicy::plan_admit(PrefixHit hit, int64_t new_tokens) const {
@@ -115,7 +139,11 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   const SeqSlot s = open_seq(plan.hit.blocks, plan.new_blocks, plan.tokens);
   SeqContent& content = open_content(s);
   content.hashes = plan.hit.hashes;
-  note_last(content);
+  // note_last's value, read from the plan: the copy's last bytes were just
+  // written by memmove's wide stores, and a 16-byte load from them waited
+  // for the stores to retire (no store forwarding from those), the one
+  // hot instruction of an admission.
+  content.last = plan.hit.hashes.empty() ? BlockHash{} : plan.hit.hashes.back();
   content.registered_blocks = on_device + loaded;
   content.chain = PendingHashes::kNoChain;
   note_tail(s, content);

@@ -48,6 +48,11 @@ class PagedPolicy final : public PagedPolicyBase {
   std::string_view name() const override { return "paged"; }
   using KvCachePolicy::lookup_prefix;
   PrefixHit lookup_prefix(const TokenView& tokens, std::vector<BlockHash>& memo) const override;
+  // The memo's first block hashed and its map slot requested (the slot the
+  // lookup reads first: most lookups find nothing there and stop).
+  void prepare_lookup(const TokenView& tokens, std::vector<BlockHash>& memo) const override;
+  // The hit's hashes keep their room for the next lookup's.
+  void give_back(PrefixHit&& hit) override { spare_hit_hashes_ = std::move(hit.hashes); }
   AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const override;
   SeqSlot apply_admit(const AdmitPlan& plan) override;
   // The base's, and the sequence's new last block noted beside its content.
@@ -158,6 +163,9 @@ class PagedPolicy final : public PagedPolicyBase {
     return std::min<int64_t>(computed_tokens / block_size(), table_blocks);
   }
   // Sets content.last after content.hashes changed.
+  // Hashes the memo's first block if it has none, and requests that
+  // block's map slot; nothing when no block of `tokens` can be a hit.
+  void start_memo(const TokenView& tokens, std::vector<BlockHash>& memo) const;
   static void note_last(SeqContent& content) {
     content.last = content.hashes.empty() ? BlockHash{} : content.hashes.back();
   }
@@ -210,7 +218,9 @@ class PagedPolicy final : public PagedPolicyBase {
   int64_t recompute_query_tokens_ = 0;  // re-admissions after a recompute preemption
   int64_t recompute_hit_tokens_ = 0;
   mutable std::vector<int32_t> scratch_tokens_;  // reused buffer for hashing
-  std::unique_ptr<TierChain> tiers_;             // null without kv_tiers
+  // The room of a hit handed back (give_back), for the next lookup's hashes.
+  mutable std::vector<BlockHash> spare_hit_hashes_;
+  std::unique_ptr<TierChain> tiers_;  // null without kv_tiers
 };
 
 }  // namespace kvsim

@@ -120,11 +120,16 @@ Sequence* ServingEngine::new_sequence(Request&& request) {
     std::vector<BlockHash> memo = std::move(seq->block_hashes);
     memo.clear();
     std::destroy_at(seq);
-    std::construct_at(seq);
+    // Default-initialised: every member has its initialiser, where
+    // std::construct_at's value-initialisation zeroed the whole record
+    // first (a `rep stos` of 448 bytes before the same stores).
+    ::new (static_cast<void*>(seq)) Sequence;
     seq->block_hashes = std::move(memo);
   } else {
+    // Default-initialised for the same reason: make_unique<Sequence[]>
+    // zeroed the whole chunk (28 KiB) before constructing its records.
     if (sequences_made_ % kSequenceChunk == 0)
-      sequence_chunks_.push_back(std::make_unique<Sequence[]>(kSequenceChunk));
+      sequence_chunks_.push_back(std::make_unique_for_overwrite<Sequence[]>(kSequenceChunk));
     seq = &sequence_chunks_.back()[sequences_made_ % kSequenceChunk];
     ++sequences_made_;
   }

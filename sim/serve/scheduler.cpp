@@ -255,14 +255,24 @@ void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
   }
 }
 
+namespace {
+// A waiting sequence's record has gone cold since its arrival, and
+// admission reads nearly all of its lines (its lengths, its request's
+// contents, its hash memo): asked for together, their misses overlap
+// instead of coming one read after another.
+void prefetch_record(const Sequence* seq) {
+  const auto* bytes = reinterpret_cast<const char*>(seq);
+  for (size_t at = 0; at < sizeof(Sequence); at += 64) __builtin_prefetch(bytes + at);
+}
+}  // namespace
+
 bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
   Sequence* seq = waiting_.front();
-  // A sequence that never had a hash memo takes one a finished sequence
-  // left (cleared): its room was allocated once, for an earlier request.
-  if (seq->block_hashes.capacity() == 0 && !spare_memos_.empty()) {
-    seq->block_hashes = std::move(spare_memos_.back());
-    spare_memos_.pop_back();
-  }
+  prefetch_record(seq);
+  // The next one too: a step that admits several (a first step, or one
+  // after many finished) finds it loaded.
+  if (waiting_.size() > 1) prefetch_record(waiting_[1]);
+  take_spare_memo(seq);
   PrefixHit hit = policy_.lookup_prefix(seq->tokens(), seq->block_hashes);
   hit.readmission = seq->admitted_once;
   // KV that came with the request needs room, not compute; the last token
@@ -273,10 +283,14 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
   if (params_.chunked_prefill) {
     tokens = std::min(tokens, budget);
   } else if (tokens > budget) {
+    policy_.give_back(std::move(hit));
     return false;  // FCFS: the head waits for a step with room for its whole prompt
   }
-  const AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
-  if (!plan.fits) return false;  // FCFS: nobody overtakes the head
+  AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
+  if (!plan.fits) {
+    policy_.give_back(std::move(plan.hit));
+    return false;  // FCFS: nobody overtakes the head
+  }
   seq->slot = policy_.apply_admit(plan);
   seq->commit_horizon = 0;
   seq->computed = plan.hit.cached_tokens + arrived;
@@ -284,11 +298,32 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
     seq->cached_tokens = plan.hit.cached_tokens;
     seq->admitted_once = true;
   }
+  policy_.give_back(std::move(plan.hit));
   waiting_.pop_front();
   insert_running(seq);
   batch.summary.admitted.push_back(seq);
   add_item(seq, tokens, batch, budget);
+  // The next head's lookup starts now (its record was requested above): its
+  // first map slot loads while this step goes on, whether the next
+  // admission comes in this step or a later one (its memo is kept). Only
+  // with a memo it has or a spare one: started on a memo of its own, it
+  // would not take the one a sequence finishing meanwhile leaves.
+  if (!waiting_.empty()) {
+    Sequence* next = waiting_.front();
+    take_spare_memo(next);
+    if (next->block_hashes.capacity() > 0)
+      policy_.prepare_lookup(next->tokens(), next->block_hashes);
+  }
   return true;
+}
+
+void Scheduler::take_spare_memo(Sequence* seq) {
+  // A sequence that never had a hash memo takes one a finished sequence
+  // left (cleared): its room was allocated once, for an earlier request.
+  if (seq->block_hashes.capacity() == 0 && !spare_memos_.empty()) {
+    seq->block_hashes = std::move(spare_memos_.back());
+    spare_memos_.pop_back();
+  }
 }
 
 void Scheduler::schedule(ScheduledBatch& batch) {

@@ -149,6 +149,8 @@ class Scheduler {
   // Admits the head of the waiting queue into the batch; false (nothing
   // changed) when it does not fit.
   [[gnu::noinline]] bool admit_head(ScheduledBatch& batch, int64_t& budget);
+  // Gives `seq` a spare hash memo if it has none.
+  void take_spare_memo(Sequence* seq);
   // Preempts the most recently arrived running sequence; returns it.
   Sequence* preempt_latest(ScheduledBatch& batch);
   void insert_running(Sequence* seq);  // keeps arrival order

@@ -220,26 +220,6 @@ output_tokens: 1
   EXPECT_THROW(source->take(), std::logic_error);
 }
 
-TEST(SyntheticWorkload, NextArrivalIsTheNextRequestsUntilNoneIsLeft) {
-  // The single-shot kinds build the optional from its words: the answer is
-  // the next request's arrival while one is left, and empty after.
-  const auto spec = parse_ok(R"(
-kind: synthetic
-requests: 50
-arrival: {process: poisson, rate_per_s: 1000}
-input_tokens: 2
-output_tokens: 1
-)");
-  auto source = make_request_source(*spec, 9, 32000);
-  for (int i = 0; i < 50; ++i) {
-    const std::optional<TimeNs> next = source->next_arrival();
-    ASSERT_TRUE(next.has_value()) << i;
-    EXPECT_EQ(*next, source->take().arrival) << i;
-  }
-  EXPECT_FALSE(source->next_arrival().has_value());
-  EXPECT_EQ(source->next_arrival(), std::nullopt);
-}
-
 TEST(SyntheticWorkload, BoundsCoverPrefixAndClamps) {
   const auto spec = parse_ok(R"(
 kind: synthetic

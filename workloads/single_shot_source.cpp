@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 #include <stdexcept>
 
 namespace kvsim::detail {
@@ -29,19 +28,8 @@ SingleShotSource::SingleShotSource(const char* kind, int64_t requests,
 }
 
 std::optional<TimeNs> SingleShotSource::next_arrival() const {
-  // The optional is made from two whole words. Returned as `if (exhausted())
-  // return std::nullopt; return next_time_;`, GCC 12 stored its flag as a
-  // byte beside the time on the stack and reloaded both as words for the
-  // return registers: a load over a narrower store, which stalls ~15
-  // cycles on store forwarding, in a call the pump makes ~4 times a
-  // request. (libstdc++ lays an optional<int64_t> out as its value, then its
-  // flag; tests/test_workloads.cpp checks both answers.)
-  struct Words {
-    TimeNs time;
-    uint64_t engaged;
-  };
-  static_assert(sizeof(Words) == sizeof(std::optional<TimeNs>));
-  return std::bit_cast<std::optional<TimeNs>>(Words{next_time_, exhausted() ? 0u : 1u});
+  if (exhausted()) return std::nullopt;
+  return next_time_;
 }
 
 Request SingleShotSource::take() {

@@ -215,19 +215,31 @@ void PagedPolicy::commit_step(std::span<StepCommit> commits) {
   // they share made once per entry. Every entry is prepared before the
   // first is committed, as the default does.
   const int64_t bs = block_size();
-  for (const StepCommit& c : commits) {
+  // An entry's horizon, an output written last, holds meanwhile whether
+  // the preparation found a fill on the chain (kFillOnChain) or not (0).
+  constexpr int64_t kFillOnChain = -1;
+  for (StepCommit& c : commits) {
     SeqContent& content = content_[static_cast<size_t>(c.seq)];
+    c.horizon = 0;
     if (c.computed_tokens < (content.registered_blocks + 1) * bs) continue;
     if (const BlockId b = fill_on_chain(content, c.computed_tokens); b != kNoBlock) {
       pool_.prefetch_mark(b);
       prefetch_table_end(c.seq);
+      c.horizon = kFillOnChain;
       continue;
     }
     prepare_filled(c.seq, content, c.tokens(), c.computed_tokens);
   }
   for (StepCommit& c : commits) {
     SeqContent& content = content_[static_cast<size_t>(c.seq)];
-    if (c.computed_tokens >= (content.registered_blocks + 1) * bs) {
+    // A fill on the chain when prepared is one still while the sequence
+    // keeps its chain and registered no block since (nothing else moves its
+    // tail): fill_on_chain's answer then, without its arithmetic again.
+    if (c.horizon == kFillOnChain && content.chain != PendingHashes::kNoChain &&
+        content.tail_index == content.registered_blocks) {
+      pending_.append(content.chain_tag, content.tail_block, pool_);
+      ++content.registered_blocks;
+    } else if (c.computed_tokens >= (content.registered_blocks + 1) * bs) {
       if (const BlockId b = fill_on_chain(content, c.computed_tokens); b != kNoBlock) {
         pending_.append(content.chain_tag, b, pool_);
         ++content.registered_blocks;

@@ -50,6 +50,10 @@ void PagedPolicy::touch_runs(const TokenView& tokens, int64_t first, int64_t end
   // hashed at lookup already).
   if (first >= end) return;
   const int64_t bs = block_size();
+  // Nor when the range is the one block that straddles the prompt's end
+  // (every run lies inside one part): the block that holds the prompt's
+  // end and the first outputs, whose commit every request makes.
+  if ((first + 1) * bs > tokens.prompt_len && (end - 1) * bs < tokens.prompt_len) return;
   const int64_t lo = first * bs;
   const int64_t hi = end * bs;
   // A part (prompt or output) at absolute position `base`, known up to `part_end`.

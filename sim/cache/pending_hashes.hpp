@@ -150,6 +150,8 @@ class PendingHashes {
   };
   KeyOfChain key_of() const { return {&chains_}; }
   static BlockHash key_hash(uint64_t key);
+  // note_seen() of the key whose mix is `h` (key_hash(key).low).
+  bool note_seen_mixed(uint64_t h);
   BlockHashTable index_;
   int64_t live_chains_ = 0;
   uint32_t next_tag_ = 1;

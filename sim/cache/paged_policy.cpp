@@ -216,14 +216,15 @@ void PagedPolicy::commit_step(std::span<StepCommit> commits) {
   // first is committed, as the default does.
   const int64_t bs = block_size();
   // An entry's horizon, an output written last, holds meanwhile whether
-  // the preparation found a fill on the chain (kFillOnChain) or not (0).
+  // its preparation found a fill on the chain (kFillOnChain) or not (0).
   constexpr int64_t kFillOnChain = -1;
+  const BlockPool::PendingMarks marks = pool_.pending_marks();
   for (StepCommit& c : commits) {
     SeqContent& content = content_[static_cast<size_t>(c.seq)];
     c.horizon = 0;
     if (c.computed_tokens < (content.registered_blocks + 1) * bs) continue;
     if (const BlockId b = fill_on_chain(content, c.computed_tokens); b != kNoBlock) {
-      pool_.prefetch_mark(b);
+      marks.prefetch(b);
       prefetch_table_end(c.seq);
       c.horizon = kFillOnChain;
       continue;
@@ -237,7 +238,7 @@ void PagedPolicy::commit_step(std::span<StepCommit> commits) {
     // tail): fill_on_chain's answer then, without its arithmetic again.
     if (c.horizon == kFillOnChain && content.chain != PendingHashes::kNoChain &&
         content.tail_index == content.registered_blocks) {
-      pending_.append(content.chain_tag, content.tail_block, pool_);
+      pending_.append(content.chain_tag, content.tail_block, marks);
       ++content.registered_blocks;
     } else if (c.computed_tokens >= (content.registered_blocks + 1) * bs) {
       if (const BlockId b = fill_on_chain(content, c.computed_tokens); b != kNoBlock) {

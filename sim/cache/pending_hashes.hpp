@@ -96,6 +96,9 @@ class PendingHashes {
   // The chain with tag `tag` appends `block` (in use, just filled): marks it
   // pending in the pool unless it already holds content.
   void append(uint32_t tag, BlockId block, BlockPool& pool) { pool.mark_pending(block, tag); }
+  void append(uint32_t tag, BlockId block, const BlockPool::PendingMarks& marks) {
+    marks.mark(block, tag);
+  }
   // Starts loading what detach(chain, ...) writes (a hint: nothing changes).
   void prefetch(ChainId chain) const {
     const char* c = reinterpret_cast<const char*>(&chains_[static_cast<size_t>(chain)]);

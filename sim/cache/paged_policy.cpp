@@ -132,14 +132,24 @@ SettledGrowth PagedPolicy::settle_and_grow(SeqSlot s, int64_t settled, int64_t n
   });
 }
 
-void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
+void PagedPolicy::hash_more_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
   // Blocks filled by generated tokens: hashed now, each chained on its parent
   // (the prompt's full blocks were hashed at admission).
   const auto have = static_cast<int64_t>(content.hashes.size());
-  if (full <= have) return;
-  if (full == have + 1 && have > 0 && content.hashes.size() < content.hashes.capacity()) {
+  if (full == have + 1 && have > 0) {
     // A decode filled one block (most calls): the same hash as below, its
-    // parent read from beside the count.
+    // parent read from beside the count. Where the list is full, it first
+    // gets the room extend_block_hashes would give it: twice its capacity,
+    // or every block of the known content (a described output is known to
+    // its end).
+    if (content.hashes.size() == content.hashes.capacity()) {
+      const int64_t known =
+          tokens.prompt_len + (tokens.output_content != nullptr
+                                   ? static_cast<int64_t>(tokens.output_content->size())
+                                   : tokens.output_len);
+      content.hashes.reserve(std::max({static_cast<size_t>(full), 2 * content.hashes.capacity(),
+                                       static_cast<size_t>(known / block_size())}));
+    }
     content.hashes.push_back(
         tokens.block_hash(content.last, have * block_size(), block_size(), scratch_tokens_.data()));
   } else {

@@ -245,11 +245,6 @@ class BlockPool {
   LruOrder* lru_ = nullptr;
 };
 
-// BlockPool::mark_pending() for a run of calls (a step's fills on their chains):
-// the pool's arrays and whether it allows pending blocks read once, where
-// each call reads them through the pool. Valid while the pool's blocks
-// and listener stay as they are (no allocation, release or listener in
-// between).
 // BlockPool::mark_pending() and prefetch_mark() for a run of calls (a
 // step's decodes filling their blocks on their chains, ~130K a run at batch
 // 1,024): the pool's arrays, and whether it allows pending blocks, read once

@@ -37,6 +37,36 @@ TEST(BlockHashTable, InsertFindEraseBasics) {
   EXPECT_EQ(table.size(), 0u);
 }
 
+// Hashes with one home bucket (tags alike in their top bits): the ninth
+// goes past the full home bucket, where an insert of the same hash must
+// still find it; a slot freed at home is taken again first.
+TEST(BlockHashTable, InsertLooksPastAFullHomeBucketOnlyWhenEntriesLiveThere) {
+  std::vector<BlockHash> hashes;
+  for (uint64_t i = 0; i < 10; ++i) {
+    const uint64_t high = i + 1;
+    hashes.push_back({(uint64_t{0x5A5A} << 16 | i) ^ (high * 0x9E3779B97F4A7C15ull), high});
+  }
+  Blocks blocks{hashes};
+  blocks.hash.resize(20);
+  BlockHashTable table;
+  table.reserve(8);  // 8 buckets: one home for all ten
+  const size_t buckets = table.bucket_count();
+  for (int32_t i = 0; i < 9; ++i)
+    ASSERT_TRUE(table.insert(hashes[static_cast<size_t>(i)], i, blocks));
+  EXPECT_EQ(table.bucket_count(), buckets);
+  EXPECT_EQ(table.overflowing_buckets(), 1u);
+  blocks.hash[18] = hashes[8];
+  EXPECT_FALSE(table.insert(hashes[8], 18, blocks));  // stored past home
+  blocks.hash[13] = hashes[3];
+  EXPECT_FALSE(table.insert(hashes[3], 13, blocks));  // stored at home
+  ASSERT_TRUE(table.erase(hashes[2], 2, blocks));
+  ASSERT_TRUE(table.insert(hashes[9], 9, blocks));
+  EXPECT_EQ(table.overflowing_buckets(), 1u);  // into the freed home slot
+  for (int32_t i = 0; i < 10; ++i)
+    EXPECT_EQ(table.find(hashes[static_cast<size_t>(i)], blocks),
+              i == 2 ? BlockHashTable::kAbsent : i);
+}
+
 // Random operations over `universe`, checked step by step against a map.
 void check_against_map(const std::vector<BlockHash>& universe, uint64_t seed) {
   std::mt19937_64 rng(seed);

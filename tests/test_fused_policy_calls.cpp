@@ -461,6 +461,141 @@ INSTANTIATE_TEST_SUITE_P(Workloads, FusedPolicyCalls,
                                                      : "Eager");
                          });
 
+// Sequences driven by hand through two paged policies with deferral, one
+// committing call by call (every prepare_commit, then each commit and
+// commit_horizon), one through commit_step, for the steps the random
+// workloads above reach only by chance.
+class HandDriven {
+ public:
+  static constexpr int64_t kBlock = 4;
+  struct Seq {
+    TokenContent prompt;
+    TokenContent output;
+    int64_t generated = 0;
+    SeqSlot slot[2] = {kNoSeq, kNoSeq};
+    TokenView view() const { return TokenView::of(prompt, output, generated); }
+    int64_t known() const { return static_cast<int64_t>(prompt.size()) + generated; }
+  };
+
+  HandDriven() {
+    PagedParams p;
+    p.num_blocks = 32;
+    p.block_size = kBlock;
+    p.block_bytes = 1;
+    for (auto& policy : policy_) policy = std::make_unique<PagedPolicy>(p);
+  }
+  PagedPolicy& separate() { return *policy_[0]; }
+
+  void admit(Seq& q) {
+    for (int i = 0; i < 2; ++i) {
+      PrefixHit hit = policy_[i]->lookup_prefix(q.view());
+      const int64_t cached = hit.cached_tokens;
+      q.slot[i] =
+          policy_[i]->apply_admit(policy_[i]->plan_admit(std::move(hit), q.known() - cached));
+      policy_[i]->commit(q.slot[i], q.view(), q.known());
+    }
+  }
+  // One more token decoded (its slot reserved): not yet committed.
+  void decode(Seq& q) {
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(policy_[i]->settle_and_grow(q.slot[i], 0, 1).grown);
+    ++q.generated;
+  }
+  // One step's commits of these sequences, each up to what it knows, in
+  // this order (a sequence may come twice).
+  void step(const std::vector<Seq*>& order) {
+    std::vector<TokenView> views;
+    views.reserve(order.size());
+    std::vector<StepCommit> commits[2];
+    for (Seq* q : order) {
+      views.push_back(q->view());
+      for (int i = 0; i < 2; ++i)
+        commits[i].push_back(StepCommit::of(q->slot[i], views.back(), q->known()));
+    }
+    for (const StepCommit& c : commits[0])
+      policy_[0]->prepare_commit(c.seq, c.tokens(), c.computed_tokens);
+    for (StepCommit& c : commits[0]) {
+      policy_[0]->commit(c.seq, c.tokens(), c.computed_tokens);
+      c.horizon = policy_[0]->commit_horizon(c.seq);
+    }
+    policy_[1]->commit_step(commits[1]);
+    for (size_t k = 0; k < order.size(); ++k) {
+      EXPECT_EQ(commits[0][k].horizon, commits[1][k].horizon) << "entry " << k;
+      EXPECT_EQ(policy_[0]->registered_blocks(order[k]->slot[0]),
+                policy_[1]->registered_blocks(order[k]->slot[1]))
+          << "entry " << k;
+    }
+    const BlockPool& a = policy_[0]->pool();
+    const BlockPool& b = policy_[1]->pool();
+    EXPECT_EQ(a.num_cached_free(), b.num_cached_free());
+    for (BlockId id = 0; id < a.num_blocks(); ++id) {
+      EXPECT_EQ(a.has_hash(id), b.has_hash(id)) << "block " << id;
+      EXPECT_EQ(a.is_pending(id), b.is_pending(id)) << "block " << id;
+    }
+  }
+  // Reads every hash (materialising the chains of both alike).
+  void expect_same_hashes(const Seq& q) {
+    EXPECT_EQ(policy_[0]->content_hashes(q.slot[0]), policy_[1]->content_hashes(q.slot[1]));
+  }
+  void release(Seq& q) {
+    for (int i = 0; i < 2; ++i) policy_[i]->release(q.slot[i]);
+  }
+  void check_drained() {
+    for (auto& policy : policy_) policy->check_drained();
+  }
+
+ private:
+  std::unique_ptr<PagedPolicy> policy_[2];
+};
+
+// A decode prepared as a fill on its chain whose chain another entry's
+// preparation ends before it is committed (an output that quotes the same
+// stream as a run of its own touches the key): the commit takes the long
+// way, eager, as the separate calls do. And a sequence given twice in one
+// step: its second entry, prepared as the same fill, finds the block
+// already registered.
+TEST(FusedPolicyCalls, CommitStepFollowsWhatChangedSinceTheFillWasPrepared) {
+  HandDriven run;
+  HandDriven::Seq a;  // its output one run, 5000: deferred on a chain
+  a.prompt.append_stream(1000, kVocab, 6);
+  a.output.append_stream(5000, kVocab, 40);
+  HandDriven::Seq d;  // the same prompt; an output that quotes 5000's first 12 ids, then more
+  d.prompt.append_stream(1000, kVocab, 6);
+  d.output.append_stream(5000, kVocab, 12);
+  d.output.append_stream(7000, kVocab, 28);
+  HandDriven::Seq e;  // another chain of its own
+  e.prompt.append_stream(1001, kVocab, 6);
+  e.output.append_stream(6000, kVocab, 40);
+  for (HandDriven::Seq* q : {&a, &d, &e}) run.admit(*q);
+  // Up to 12 tokens each: the block holding the prompt's end (eager), then
+  // the first block inside the output (a's and e's chains start; d's two
+  // runs keep it eager, and its block 2 lies inside the run of 5000).
+  for (int t = 0; t < 2; ++t)
+    for (HandDriven::Seq* q : {&a, &e}) run.decode(*q);
+  run.step({&a, &e});
+  for (int t = 0; t < 4; ++t)
+    for (HandDriven::Seq* q : {&a, &e}) run.decode(*q);
+  run.step({&a, &e});
+  ASSERT_TRUE(run.separate().pool().is_pending(run.separate().block_table(a.slot[0])[2]));
+  for (int t = 0; t < 2; ++t) run.decode(d);
+  run.step({&d});
+  // a fills block 3 on its chain; d, after it, fills its block 2, inside
+  // the run of 5000: its preparation touches 5000 and ends a's chain.
+  for (int t = 0; t < 4; ++t) run.decode(a);
+  for (int t = 0; t < 4; ++t) run.decode(d);
+  run.step({&a, &d});
+  EXPECT_FALSE(run.separate().pool().is_pending(run.separate().block_table(a.slot[0])[3]));
+  EXPECT_TRUE(run.separate().pool().has_hash(run.separate().block_table(a.slot[0])[3]));
+  // e fills block 3 on its chain, committed twice in one step.
+  for (int t = 0; t < 4; ++t) run.decode(e);
+  run.step({&e, &e});
+  EXPECT_TRUE(run.separate().pool().is_pending(run.separate().block_table(e.slot[0])[3]));
+  for (HandDriven::Seq* q : {&a, &d, &e}) {
+    run.expect_same_hashes(*q);
+    run.release(*q);
+  }
+  run.check_drained();
+}
+
 // The same by hand on the other PagedPolicyBase (whose fused call is the
 // base's own): a growth inside the room, one past it, one of several blocks,
 // and one that does not fit, after which only the settle has happened.

@@ -361,6 +361,8 @@ TEST(DeferredHashes, OnlyWhereTheEvictionOrderIgnoresContent) {
   BlockPool pool({4, "s3fifo"});
   const BlockId b = pool.allocate();
   EXPECT_THROW(pool.mark_pending(b), std::logic_error);
+  EXPECT_THROW(pool.pending_marks().mark(b, 1), std::logic_error);
+  EXPECT_FALSE(pool.has_hash(b));
 }
 
 TEST(DeferredHashes, APendingBlockCountsAsCachedContentWithoutAMapEntry) {

@@ -80,8 +80,28 @@ class BlockHashTable {
   bool insert(const BlockHash& hash, Value value, const HashOf& hash_of) {
     // At most half full: home buckets are rarely full.
     if (2 * (size_ + 1) > kSlots * buckets_.size()) grow();
-    if (find(hash, hash_of) != kAbsent) return false;
-    while (!place(tag_of(hash), value)) grow();
+    const uint32_t tag = tag_of(hash);
+    const size_t home = home_of(tag);
+    Bucket& bucket = buckets_[home];
+    // The common case in one look at the home bucket: no entry of this
+    // hash in it and none stored past it (so none anywhere: what find()
+    // concludes there), and a free slot in it (the first, where place()
+    // puts it).
+    for (unsigned m = bucket.with_tag(tag); m != 0; m &= m - 1) {
+      if (hash_of(bucket.values[first(m)]) == hash) return false;
+    }
+    if (overflow_[home] == 0) {
+      if (const unsigned free_slots = bucket.with_value(kAbsent); free_slots != 0) {
+        const int slot = first(free_slots);
+        bucket.tags[slot] = tag;
+        bucket.values[slot] = value;
+        ++size_;
+        return true;
+      }
+    } else if (find(hash, hash_of) != kAbsent) {
+      return false;
+    }
+    while (!place(tag, value)) grow();
     ++size_;
     return true;
   }

@@ -166,14 +166,24 @@ void PagedPolicy::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_tokens
   if (plan.new_blocks > 0) note_tail(s, content_[static_cast<size_t>(s)]);
 }
 
-void PagedPolicy::hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
+void PagedPolicy::hash_more_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
   // Blocks filled by generated tokens: hashed now, each chained on its parent
   // (the prompt's full blocks were hashed at admission).
   const auto have = static_cast<int64_t>(content.hashes.size());
-  if (full <= have) return;
-  if (full == have + 1 && have > 0 && content.hashes.size() < content.hashes.capacity()) {
+  if (full == have + 1 && have > 0) {
     // A decode filled one block (most calls): the same hash as below, its
-    // parent read from beside the count.
+    // parent read from beside the count. Where the list is full, it first
+    // gets the room extend_block_hashes would give it: twice its capacity,
+    // or every block of the known content (a described output is known to
+    // its end).
+    if (content.hashes.size() == content.hashes.capacity()) {
+      const int64_t known =
+          tokens.prompt_len + (tokens.output_content != nullptr
+                                   ? static_cast<int64_t>(tokens.output_content->size())
+                                   : tokens.output_len);
+      content.hashes.reserve(std::max({static_cast<size_t>(full), 2 * content.hashes.capacity(),
+                                       static_cast<size_t>(known / block_size())}));
+    }
     content.hashes.push_back(
         tokens.block_hash(content.last, have * block_size(), block_size(), scratch_tokens_.data()));
   } else {
@@ -249,19 +259,32 @@ void PagedPolicy::commit_step(std::span<StepCommit> commits) {
   // they share made once per entry. Every entry is prepared before the
   // first is committed, as the default does.
   const int64_t bs = block_size();
-  for (const StepCommit& c : commits) {
+  // An entry's horizon, an output written last, holds meanwhile whether
+  // its preparation found a fill on the chain (kFillOnChain) or not (0).
+  constexpr int64_t kFillOnChain = -1;
+  const BlockPool::PendingMarks marks = pool_.pending_marks();
+  for (StepCommit& c : commits) {
     SeqContent& content = content_[static_cast<size_t>(c.seq)];
+    c.horizon = 0;
     if (c.computed_tokens < (content.registered_blocks + 1) * bs) continue;
     if (const BlockId b = fill_on_chain(content, c.computed_tokens); b != kNoBlock) {
-      pool_.prefetch_mark(b);
+      marks.prefetch(b);
       prefetch_table_end(c.seq);
+      c.horizon = kFillOnChain;
       continue;
     }
     prepare_filled(c.seq, content, c.tokens(), c.computed_tokens);
   }
   for (StepCommit& c : commits) {
     SeqContent& content = content_[static_cast<size_t>(c.seq)];
-    if (c.computed_tokens >= (content.registered_blocks + 1) * bs) {
+    // A fill on the chain when prepared is one still while the sequence
+    // keeps its chain and registered no block since (nothing else moves its
+    // tail): fill_on_chain's answer then, without its arithmetic again.
+    if (c.horizon == kFillOnChain && content.chain != PendingHashes::kNoChain &&
+        content.tail_index == content.registered_blocks) {
+      pending_.append(content.chain_tag, content.tail_block, marks);
+      ++content.registered_blocks;
+    } else if (c.computed_tokens >= (content.registered_blocks + 1) * bs) {
       if (const BlockId b = fill_on_chain(content, c.computed_tokens); b != kNoBlock) {
         pending_.append(content.chain_tag, b, pool_);
         ++content.registered_blocks;

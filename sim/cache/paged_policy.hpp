@@ -169,8 +169,12 @@ class PagedPolicy final : public PagedPolicyBase {
   static void note_last(SeqContent& content) {
     content.last = content.hashes.empty() ? BlockHash{} : content.hashes.back();
   }
-  // Extends content.hashes over the first `full` blocks.
-  void hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full);
+  // Extends content.hashes over the first `full` blocks (inline: most calls
+  // find them hashed, the prompt's at lookup or the block at its prepare).
+  void hash_filled_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {
+    if (full > static_cast<int64_t>(content.hashes.size())) hash_more_blocks(content, tokens, full);
+  }
+  void hash_more_blocks(SeqContent& content, const TokenView& tokens, int64_t full);
   // The block up to which commit(..., full) registers with hashes; the
   // blocks after it, up to `full`, are deferred. With Guess::unseen (from
   // prepare_commit, whose work is only hints and hashes commit() would

@@ -11,13 +11,20 @@ int64_t PagedPolicy::eager_end(const SeqContent& content, const TokenView& token
                                Guess guess) const {
   if (content.chain != PendingHashes::kNoChain) return content.registered_blocks;
   // Deferred: blocks wholly inside an output described as one run, from the
-  // first whose hash nobody computed, while nobody hashed that run's content.
+  // first whose hash nobody computed (start), while nobody hashed that
+  // run's content. start is the largest of the registered blocks, the
+  // hashed ones and the first block wholly in the output; when it is not
+  // below `full` (a prompt's blocks, the block that holds the prompt's end)
+  // every block is eager whatever the output is, so that is decided first
+  // and without a division: the first in the output, ceil(prompt_len /
+  // block_size), is >= n exactly when prompt_len > (n - 1) x block_size.
+  const int64_t bs = block_size();
+  const int64_t known =
+      std::max(content.registered_blocks, static_cast<int64_t>(content.hashes.size()));
+  if (known >= full || tokens.prompt_len > (full - 1) * bs) return full;
   const TokenContent* output = tokens.output_content;
   if (output == nullptr || output->runs().size() != 1) return full;
-  const int64_t first_in_output = (tokens.prompt_len + block_size() - 1) / block_size();
-  const int64_t start = std::max(
-      {content.registered_blocks, first_in_output, static_cast<int64_t>(content.hashes.size())});
-  if (start >= full) return full;
+  const int64_t start = tokens.prompt_len > known * bs ? (tokens.prompt_len + bs - 1) / bs : known;
   const uint64_t key = output->runs().front().key;
   if (guess == Guess::unseen) {
     // Without a chain, commit() will start one here unless the key is seen.
@@ -50,6 +57,10 @@ void PagedPolicy::touch_runs(const TokenView& tokens, int64_t first, int64_t end
   // hashed at lookup already).
   if (first >= end) return;
   const int64_t bs = block_size();
+  // Nor when the range is the one block that straddles the prompt's end
+  // (every run lies inside one part): the block that holds the prompt's
+  // end and the first outputs, whose commit every request makes.
+  if ((first + 1) * bs > tokens.prompt_len && (end - 1) * bs < tokens.prompt_len) return;
   const int64_t lo = first * bs;
   const int64_t hi = end * bs;
   // A part (prompt or output) at absolute position `base`, known up to `part_end`.

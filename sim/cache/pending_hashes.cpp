@@ -53,14 +53,17 @@ void PendingHashes::prefetch_start(uint64_t key) const {
   }
 }
 
-bool PendingHashes::note_seen(uint64_t key) {
+bool PendingHashes::note_seen_mixed(uint64_t h) {
   if (seen_bits_.empty()) seen_bits_.assign(kSeenWords, 0);
-  const uint64_t h = mix(key);
   const uint64_t mask = seen_mask(h);
   uint64_t& word = seen_bits_[h % kSeenWords];
   const bool was = (word & mask) == mask;
   word |= mask;
   return was;
+}
+
+bool PendingHashes::note_seen(uint64_t key) {
+  return note_seen_mixed(mix(key));
 }
 
 PendingHashes::ChainId PendingHashes::find(uint64_t key) const {
@@ -71,7 +74,9 @@ PendingHashes::ChainId PendingHashes::find(uint64_t key) const {
 PendingHashes::ChainId PendingHashes::start(uint64_t key, int64_t vocab, int64_t count,
                                             int64_t first_offset, const BlockHash& anchor,
                                             int32_t owner, const BlockPool& pool) {
-  if (note_seen(key)) throw std::logic_error("a pending chain for a key already seen");
+  // The key mixed once: the filter's bits and the index's hash are both of it.
+  const BlockHash hash = key_hash(key);
+  if (note_seen_mixed(hash.low)) throw std::logic_error("a pending chain for a key already seen");
   if (chains_.empty()) reserve_for(pool);
   // Every 16th start: when the oldest chain still holds a block (the
   // common case) a sweep costs the misses of one look at it.
@@ -89,7 +94,7 @@ PendingHashes::ChainId PendingHashes::start(uint64_t key, int64_t vocab, int64_t
   // before a tag repeats.
   c.tag = next_tag_++;
   c.owner = owner;
-  c.key_hash = key_hash(key);
+  c.key_hash = hash;
   index_.insert(c.key_hash, id, key_of());
   ++live_chains_;
   return id;

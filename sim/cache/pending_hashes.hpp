@@ -96,6 +96,9 @@ class PendingHashes {
   // The chain with tag `tag` appends `block` (in use, just filled): marks it
   // pending in the pool unless it already holds content.
   void append(uint32_t tag, BlockId block, BlockPool& pool) { pool.mark_pending(block, tag); }
+  void append(uint32_t tag, BlockId block, const BlockPool::PendingMarks& marks) {
+    marks.mark(block, tag);
+  }
   // Starts loading what detach(chain, ...) writes (a hint: nothing changes).
   void prefetch(ChainId chain) const {
     const char* c = reinterpret_cast<const char*>(&chains_[static_cast<size_t>(chain)]);
@@ -150,6 +153,8 @@ class PendingHashes {
   };
   KeyOfChain key_of() const { return {&chains_}; }
   static BlockHash key_hash(uint64_t key);
+  // note_seen() of the key whose mix is `h` (key_hash(key).low).
+  bool note_seen_mixed(uint64_t h);
   BlockHashTable index_;
   int64_t live_chains_ = 0;
   uint32_t next_tag_ = 1;

@@ -33,6 +33,14 @@ class RopeTable {
   // apply for `tokens` consecutive tokens' rows, x [tokens, heads, head_dim],
   // at positions first, first + 1, ...
   void apply_run(float* x, int64_t tokens, int64_t heads, int64_t first);
+  // The table rows of positions [first, first + tokens) (first >= 0), each
+  // [cos, sin] of head_dim values as apply_run multiplies them: for callers
+  // that rotate rows as they make them.
+  const float* cos_sin(int64_t first, int64_t tokens) {
+    if (first + tokens > positions_) grow_to(first + tokens);
+    return cos_sin_.data() + first * 2 * head_dim_;
+  }
+  RopeStyle style() const { return style_; }
 
  private:
   void grow_to(int64_t positions);

@@ -22,7 +22,6 @@
 #include "kernels/cpu_features.hpp"
 #include "kernels/fast_exp.hpp"
 
-
 namespace kvsim::kernels {
 namespace {
 
@@ -92,6 +91,30 @@ inline const uint16_t* rows_ahead(const uint16_t* rows, int64_t t, int64_t n, co
   if (u + 2 <= n) return rows + kDist * row;
   if (u >= n && u - n + 2 <= next.tokens) return next.rows + (u - n) * row;
   return nullptr;
+}
+
+// exp_ps_avx2 sixteen lanes at a time (the same operations on each lane,
+// so the same bits) over x[0, n), n a multiple of 8; the last 8 through
+// exp_ps_avx2.
+__attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) void exp_in_place_avx512(float* x,
+                                                                                   int64_t n) {
+  const __m512 lo = _mm512_set1_ps(-87.0f), hi = _mm512_set1_ps(88.0f);
+  constexpr float kTaylor[8] = {1.0f,      1.0f,       1.0f / 2,   1.0f / 6,
+                                1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 a = _mm512_min_ps(_mm512_max_ps(_mm512_loadu_ps(x + i), lo), hi);
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f),
+                                      _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), a));
+    __m512 p = _mm512_set1_ps(kTaylor[7]);
+    for (int j = 6; j >= 0; --j) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kTaylor[j]));
+    const __m512i e =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
+    _mm512_storeu_ps(x + i, _mm512_mul_ps(p, _mm512_castsi512_ps(e)));
+  }
+  exp_in_place_avx2(x + i, n - i);
 }
 
 // The value pass of one block with AVX-512, for head sizes that are a
@@ -258,7 +281,10 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
     ScoreMat sm(scores.data(), n, q_heads);
     if constexpr (kFastExp) {
       sm.rowwise() -= mxa;
-      exp_in_place_avx2(scores.data(), n * q_heads);
+      if constexpr (kValues512)
+        exp_in_place_avx512(scores.data(), n * q_heads);
+      else
+        exp_in_place_avx2(scores.data(), n * q_heads);
     } else {
       sm = (sm.rowwise() - mxa).exp();
     }

@@ -276,8 +276,72 @@ __attribute__((target("avx2,fma"))) void append_rows_avx2(const Shape& sh, doubl
   for (; h < sh.q_heads; ++h) values_avx2<kD, 1>(sh, state, v, n, s, h);
 }
 
+// append_rows_avx2<16> for four query heads per KV head (the sampled
+// checker's shape) with AVX-512's 32 registers: four keys' rows of a KV
+// head are widened once for the four query heads that read them, instead
+// of once per query head. Each score is the same products and sums in the
+// same order, and the rest is append_rows_avx2's, so the same bits.
+__attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void append_rows_group4_avx512(
+    const Shape& sh, double* state, const float* k, const float* v, int64_t n, double* s) {
+  constexpr int kD = 16, kV = kD / 4, kG = 4;
+  const int64_t row = sh.kv_heads * kD, stride = kD + 2;
+  for (int64_t g = 0; g < sh.kv_heads; ++g) {
+    const float* kr = k + g * kD;
+    __m256d vmax[kG];
+    for (int j = 0; j < kG; ++j) vmax[j] = _mm256_set1_pd(-INFINITY);
+    int64_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+      __m256d x[4][kV];
+      for (int u = 0; u < 4; ++u)
+        for (int c = 0; c < kV; ++c) x[u][c] = widen4(kr + (t + u) * row + 4 * c);
+      for (int j = 0; j < kG; ++j) {
+        const double* q = sh.q + (g * kG + j) * kD;
+        __m256d a[4];
+        for (int u = 0; u < 4; ++u) {
+          a[u] = _mm256_mul_pd(_mm256_loadu_pd(q), x[u][0]);
+          for (int c = 1; c < kV; ++c)
+            a[u] = _mm256_fmadd_pd(_mm256_loadu_pd(q + 4 * c), x[u][c], a[u]);
+        }
+        const __m256d sc = sum_lanes4(a[0], a[1], a[2], a[3]);
+        _mm256_storeu_pd(s + (g * kG + j) * n + t, sc);
+        vmax[j] = _mm256_max_pd(vmax[j], sc);
+      }
+    }
+    for (int j = 0; j < kG; ++j) {
+      const int64_t h = g * kG + j;
+      __m256d q[kV];
+      for (int c = 0; c < kV; ++c) q[c] = _mm256_loadu_pd(sh.q + h * kD + 4 * c);
+      double* hs = s + h * n;
+      double lanes[4];
+      _mm256_storeu_pd(lanes, vmax[j]);
+      double bm = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
+      for (int64_t r = t; r < n; ++r) {
+        const float* kt = kr + r * row;
+        __m256d a = _mm256_mul_pd(q[0], widen4(kt));
+        for (int c = 1; c < kV; ++c) a = _mm256_fmadd_pd(q[c], widen4(kt + 4 * c), a);
+        _mm256_storeu_pd(lanes, a);
+        hs[r] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+        bm = std::max(bm, hs[r]);
+      }
+      double& mx = state[h * stride];
+      const double m_new = std::max(mx, bm);
+      const __m256d mv = _mm256_set1_pd(m_new);
+      int64_t i = 0;
+      for (; i + 4 <= n; i += 4)
+        _mm256_storeu_pd(hs + i, _mm256_sub_pd(_mm256_loadu_pd(hs + i), mv));
+      for (; i < n; ++i) hs[i] -= m_new;
+      s[sh.q_heads * n + h] = mx - m_new;  // -inf for an empty state: floored
+      mx = m_new;
+    }
+  }
+  exp_avx512(s, sh.q_heads * n + sh.q_heads);
+  for (int64_t h = 0; h + 2 <= sh.q_heads; h += 2) values_avx2<kD, 2>(sh, state, v, n, s, h);
+}
+
 __attribute__((target("avx2,fma"))) void append_avx2(const Shape& sh, double* state, const float* k,
                                                      const float* v, int64_t n, double* s) {
+  if (sh.head_dim == 16 && sh.q_heads == 4 * sh.kv_heads && cpu_has_avx512())
+    return append_rows_group4_avx512(sh, state, k, v, n, s);
   if (sh.head_dim == 16) return append_rows_avx2<16>(sh, state, k, v, n, s);
   if (sh.head_dim == 32) return append_rows_avx2<32>(sh, state, k, v, n, s);
   double* wide = s + sh.q_heads * (n + 1);

@@ -137,25 +137,50 @@ KVSIM_AVX512 inline __m512 head_values(__m256i half) {
                          _mm512_set1_ps(1.0f / 32768.0f), _mm512_set1_ps(1.0f));
 }
 
-// x * cs[0, 16) + partner(x) * cs[16, 32): RopeTable's rotation of one
-// 16-value head, as two multiplies and an add in the current rounding (the
-// _round forms, which the compiler never fuses into a multiply-add), so
-// each value is rotate_rows_avx's bits.
-KVSIM_AVX512 inline __m512 rotate16(__m512 x, const float* cs, bool adjacent) {
+// RopeTable's rotation of a 16-value head at one position: x * c +
+// partner(x) * s, with c and s the table's row rebuilt from its half
+// cosines and sines (hcs: cos of the 8 pairs, then sin; s negated where
+// the scalar formula subtracts, by its sign bit as the table's -sin is).
+struct Rotation {
+  __m512 c, s;
+};
+KVSIM_AVX512 inline Rotation rotation16(const float* hcs, bool adjacent) {
+  const __m512 half = _mm512_loadu_ps(hcs);
+  if (adjacent) {  // pair i is values 2i and 2i + 1: c[2i] = c[2i + 1], s[2i] = -s[2i + 1]
+    const __m512i cos_of = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m512i sin_of =
+        _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    const __m512 even = _mm512_castsi512_ps(
+        _mm512_setr_epi32(INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0,
+                          INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0));
+    return {_mm512_permutexvar_ps(cos_of, half),
+            _mm512_xor_ps(_mm512_permutexvar_ps(sin_of, half), even)};
+  }
+  // pair i is values i and i + 8: c = [cos, cos], s = [-sin, sin]
+  const __m512 low = _mm512_castsi512_ps(
+      _mm512_setr_epi32(INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN,
+                        INT32_MIN, 0, 0, 0, 0, 0, 0, 0, 0));
+  return {_mm512_shuffle_f32x4(half, half, 0x44),
+          _mm512_xor_ps(_mm512_shuffle_f32x4(half, half, 0xEE), low)};
+}
+
+// x * c + partner(x) * s as two multiplies and an add in the current
+// rounding (the _round forms, which the compiler never fuses into a
+// multiply-add), so each value is rotate_rows_avx's bits.
+KVSIM_AVX512 inline __m512 rotate16(__m512 x, const Rotation& r, bool adjacent) {
   const __m512 partner = adjacent ? _mm512_permute_ps(x, 0xB1)         // swaps each pair
                                   : _mm512_shuffle_f32x4(x, x, 0x4E);  // swaps the halves
-  return _mm512_add_round_ps(
-      _mm512_mul_round_ps(x, _mm512_loadu_ps(cs), _MM_FROUND_CUR_DIRECTION),
-      _mm512_mul_round_ps(partner, _mm512_loadu_ps(cs + 16), _MM_FROUND_CUR_DIRECTION),
-      _MM_FROUND_CUR_DIRECTION);
+  return _mm512_add_round_ps(_mm512_mul_round_ps(x, r.c, _MM_FROUND_CUR_DIRECTION),
+                             _mm512_mul_round_ps(partner, r.s, _MM_FROUND_CUR_DIRECTION),
+                             _MM_FROUND_CUR_DIRECTION);
 }
 
 // kv_pair_rows_avx2 for 16-value heads, two heads of K or V per 512-bit
 // vector (lanes 0-7 one head's pairs, 8-15 the next's), the four rows'
 // seeds of a head pair mixed in one 256-bit vector; keys rotated as they
-// are made when `cs` (RopeTable rows from the run's first position) is
-// given. The same lane-wise integer hash and exact scaling as the AVX2
-// path, so the same values.
+// are made when `cs` (RopeTable's half cosines and sines from the run's
+// first position) is given. The same lane-wise integer hash and exact
+// scaling as the AVX2 path, so the same values.
 KVSIM_AVX512 void kv_pair_rows_avx512_d16(const SyntheticShape& shape, const int32_t* tokens,
                                           int64_t n, int64_t layer, float* k, float* v,
                                           const float* cs, bool adjacent) {
@@ -173,6 +198,8 @@ KVSIM_AVX512 void kv_pair_rows_avx512_d16(const SyntheticShape& shape, const int
   for (int64_t t = 0; t < n; ++t, k += heads * d, v += heads * d) {
     const uint64_t base =
         (static_cast<uint64_t>(static_cast<uint32_t>(tokens[t])) << 20) ^ layer_bits;
+    const Rotation rot =
+        cs ? rotation16(cs, adjacent) : Rotation{_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t h = 0; h < heads; h += 2) {
       const auto h0 = static_cast<uint64_t>(h) << 4, h1 = static_cast<uint64_t>(h + 1) << 4;
       const auto key = static_cast<uint64_t>(Tensor::key),
@@ -189,15 +216,15 @@ KVSIM_AVX512 void kv_pair_rows_avx512_d16(const SyntheticShape& shape, const int
       __m512 k0 = head_values(_mm512_castsi512_si256(xk)),
              k1 = head_values(_mm512_extracti64x4_epi64(xk, 1));
       if (cs) {
-        k0 = rotate16(k0, cs, adjacent);
-        k1 = rotate16(k1, cs, adjacent);
+        k0 = rotate16(k0, rot, adjacent);
+        k1 = rotate16(k1, rot, adjacent);
       }
       _mm512_storeu_ps(k + h * d, k0);
       _mm512_storeu_ps(k + (h + 1) * d, k1);
       _mm512_storeu_ps(v + h * d, head_values(_mm512_castsi512_si256(xv)));
       _mm512_storeu_ps(v + (h + 1) * d, head_values(_mm512_extracti64x4_epi64(xv, 1)));
     }
-    if (cs) cs += 2 * d;
+    if (cs) cs += d;
   }
 }
 #endif
@@ -212,7 +239,7 @@ void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64
       kernels::cpu_has_avx512()) {
     const bool table = rope != nullptr && first >= 0;
     kv_pair_rows_avx512_d16(shape, tokens, n, layer, k, v,
-                            table ? rope->cos_sin(first, n) : nullptr,
+                            table ? rope->half_cos_sin(first, n) : nullptr,
                             table && rope->style() == kernels::RopeStyle::adjacent_pairs);
     if (table) return;
     if (rope) {

@@ -276,6 +276,41 @@ __attribute__((target("avx2,fma"))) void append_rows_avx2(const Shape& sh, doubl
   for (; h < sh.q_heads; ++h) values_avx2<kD, 1>(sh, state, v, n, s, h);
 }
 
+// values_avx2<16, 2> for a KV head's four query heads at once with
+// AVX-512: each head's sixteen accumulators in two 512-bit registers, each
+// value row widened once for the four heads. Every accumulator gets the
+// same rescale and fused multiply-adds in the same (key) order, and the
+// sums the same expression, so the same bits.
+__attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void values_group4_avx512(
+    const Shape& sh, double* state, const float* v, int64_t n, const double* s, int64_t g) {
+  constexpr int kD = 16, kG = 4;
+  const int64_t row = sh.kv_heads * kD, stride = kD + 2;
+  const float* vr = v + g * kD;
+  __m512d acc[kG][2];
+  for (int j = 0; j < kG; ++j) {
+    const double* st = state + (g * kG + j) * stride;
+    const __m512d corr = _mm512_set1_pd(s[sh.q_heads * n + g * kG + j]);
+    acc[j][0] = _mm512_mul_pd(_mm512_loadu_pd(st + 2), corr);
+    acc[j][1] = _mm512_mul_pd(_mm512_loadu_pd(st + 10), corr);
+  }
+  for (int64_t t = 0; t < n; ++t, vr += row) {
+    const __m512d x0 = _mm512_cvtps_pd(_mm256_loadu_ps(vr)),
+                  x1 = _mm512_cvtps_pd(_mm256_loadu_ps(vr + 8));
+    for (int j = 0; j < kG; ++j) {
+      const __m512d w = _mm512_set1_pd(s[(g * kG + j) * n + t]);
+      acc[j][0] = _mm512_fmadd_pd(w, x0, acc[j][0]);
+      acc[j][1] = _mm512_fmadd_pd(w, x1, acc[j][1]);
+    }
+  }
+  for (int j = 0; j < kG; ++j) {
+    const int64_t h = g * kG + j;
+    double* st = state + h * stride;
+    st[1] = st[1] * s[sh.q_heads * n + h] + sum_avx2(s + h * n, n);
+    _mm512_storeu_pd(st + 2, acc[j][0]);
+    _mm512_storeu_pd(st + 10, acc[j][1]);
+  }
+}
+
 // append_rows_avx2<16> for four query heads per KV head (the sampled
 // checker's shape) with AVX-512's 32 registers: four keys' rows of a KV
 // head are widened once for the four query heads that read them, instead
@@ -335,7 +370,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void append_rows_g
     }
   }
   exp_avx512(s, sh.q_heads * n + sh.q_heads);
-  for (int64_t h = 0; h + 2 <= sh.q_heads; h += 2) values_avx2<kD, 2>(sh, state, v, n, s, h);
+  for (int64_t g = 0; g < sh.kv_heads; ++g) values_group4_avx512(sh, state, v, n, s, g);
 }
 
 __attribute__((target("avx2,fma"))) void append_avx2(const Shape& sh, double* state, const float* k,

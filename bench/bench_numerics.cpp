@@ -19,6 +19,16 @@
 // time. What is left is per followed token (84K in this run, each made,
 // stored, folded into the reference and read by the checked kernel once),
 // each pass near its arithmetic bound.
+// Then (2 cores shared with other builds, load 2.2-2.4, medians of 4
+// rounds of 5): off 13.9 ms, sampled 28.2 -> 24.9 ms (2.01x -> 1.80x; the
+// sampled run's extra time 14.2 -> 11.1 ms) once the per-token passes took
+// AVX-512 where the machine has it, with the same per-lane operations so
+// the same bits: rows made two heads per vector and keys rotated from a
+// half-size RoPE table, the fp16 round trip, both exps, the decode kernel's
+// value pass, and the reference's scores and values a KV head's four
+// query heads at a time. On Zen 4 the 512-bit passes are now near its
+// 512-bit throughput, not its instruction rate. (Valgrind hides AVX-512:
+// callgrind counts the AVX2 paths.)
 // `full` follows every sequence every step and takes far longer: leave it
 // out with --benchmark_filter='off|sampled'.
 #include <benchmark/benchmark.h>

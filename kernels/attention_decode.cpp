@@ -2,6 +2,16 @@
 // one pass over the context with an online softmax, an AVX2/F16C path for
 // fp16 storage chosen at run time, and paged_varlen_attention with one
 // query per sequence otherwise.
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics pass an uninitialised operand where all
+// lanes are written, which -Wmaybe-uninitialized reports from the header
+// (first here: Eigen includes it too).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -11,10 +21,6 @@
 #include "kernels/attention.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/fast_exp.hpp"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace kvsim::kernels {
 namespace {
@@ -87,6 +93,59 @@ inline const uint16_t* rows_ahead(const uint16_t* rows, int64_t t, int64_t n, co
   return nullptr;
 }
 
+// exp_ps_avx2 sixteen lanes at a time (the same operations on each lane,
+// so the same bits) over x[0, n), n a multiple of 8; the last 8 through
+// exp_ps_avx2.
+__attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) void exp_in_place_avx512(float* x,
+                                                                                   int64_t n) {
+  const __m512 lo = _mm512_set1_ps(-87.0f), hi = _mm512_set1_ps(88.0f);
+  constexpr float kTaylor[8] = {1.0f,      1.0f,       1.0f / 2,   1.0f / 6,
+                                1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 a = _mm512_min_ps(_mm512_max_ps(_mm512_loadu_ps(x + i), lo), hi);
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f),
+                                      _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), a));
+    __m512 p = _mm512_set1_ps(kTaylor[7]);
+    for (int j = 6; j >= 0; --j) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kTaylor[j]));
+    const __m512i e =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
+    _mm512_storeu_ps(x + i, _mm512_mul_ps(p, _mm512_castsi512_ps(e)));
+  }
+  exp_in_place_avx2(x + i, n - i);
+}
+
+// The value pass of one block with AVX-512, for head sizes that are a
+// multiple of 16: per KV head and 16 values of it, the accumulators of
+// its group's query heads stay in registers for the whole block, and each
+// value row is widened once for all of them. Each output value gets the
+// same fused multiply-adds in the same (token) order as the AVX2 pass, so
+// the same bits. w: the block's weights [n, q_heads].
+template <int kGroup>
+__attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) void value_pass_avx512(
+    const uint16_t* rows, int64_t n, int64_t heads, int64_t group, int64_t d, const float* w,
+    int64_t q_heads, float* out) {
+  if constexpr (kGroup > 0) group = kGroup;
+  const int64_t row = heads * d;
+  __m512 acc[8];
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t c = 0; c < d; c += 16) {
+      float* oh = out + h * group * d + c;
+      for (int64_t j = 0; j < group; ++j) acc[j] = _mm512_loadu_ps(oh + j * d);
+      const uint16_t* r = rows + h * d + c;
+      const float* wt = w + h * group;
+      for (int64_t t = 0; t < n; ++t, r += row, wt += q_heads) {
+        const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r)));
+        for (int64_t j = 0; j < group; ++j)
+          acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[j]), v, acc[j]);
+      }
+      for (int64_t j = 0; j < group; ++j) _mm512_storeu_ps(oh + j * d, acc[j]);
+    }
+  }
+}
+
 // Decode, fp16 storage, one sequence, every head at once, in one pass over
 // the context (flash-decoding style online softmax). For each block of the
 // table: the key rows give the block's scores for every query head
@@ -104,7 +163,8 @@ inline const uint16_t* rows_ahead(const uint16_t* rows, int64_t t, int64_t n, co
 // (0: read at run time). With a constant group the per-head accumulator
 // arrays below are unrolled into registers instead of living on the stack.
 // kFastExp: the block's weights through exp_ps_avx2 instead of expf.
-template <int kGroup, bool kFastExp>
+// kValues512: the value pass through value_pass_avx512.
+template <int kGroup, bool kFastExp, bool kValues512 = false>
 __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool, int64_t layer,
                                                               const float* q, int64_t k_len,
                                                               std::span<const int32_t> table,
@@ -221,11 +281,18 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
     ScoreMat sm(scores.data(), n, q_heads);
     if constexpr (kFastExp) {
       sm.rowwise() -= mxa;
-      exp_in_place_avx2(scores.data(), n * q_heads);
+      if constexpr (kValues512)
+        exp_in_place_avx512(scores.data(), n * q_heads);
+      else
+        exp_in_place_avx2(scores.data(), n * q_heads);
     } else {
       sm = (sm.rowwise() - mxa).exp();
     }
     suma += sm.colwise().sum();
+    if constexpr (kValues512) {
+      value_pass_avx512<kGroup>(vrows, n, heads, group, d, scores.data(), q_heads, out);
+      continue;
+    }
     // Value pass in memory order; the [q_heads, head_dim] accumulators stay in L1.
     {
       rows = vrows;
@@ -313,6 +380,13 @@ void decode_attention(const KvPool& pool, int64_t layer, const float* q,
     for (size_t s = 0; s < cache_seqlens.size(); ++s) {
       if (static_cast<int64_t>(block_tables[s].size()) * pool.block_tokens() < cache_seqlens[s])
         throw std::invalid_argument("attention: block table shorter than the context");
+      if (fast_exp && group == 4 && d % 16 == 0 && cpu_has_avx512()) {
+        // The sampled checker's shape (4 query heads per KV head).
+        decode_fp16_seq<4, true, true>(pool, layer, q + static_cast<int64_t>(s) * q_heads * d,
+                                       cache_seqlens[s], block_tables[s], q_heads, scale,
+                                       out + static_cast<int64_t>(s) * q_heads * d, scores);
+        continue;
+      }
       auto* kernel = fast_exp ? (group == 1   ? decode_fp16_seq<1, true>
                                  : group == 2 ? decode_fp16_seq<2, true>
                                  : group == 4 ? decode_fp16_seq<4, true>

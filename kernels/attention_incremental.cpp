@@ -4,8 +4,15 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/cpu_features.hpp"
+
 #if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics pass an uninitialised operand where all
+// lanes are written, which -Wmaybe-uninitialized reports from the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 namespace kvsim::kernels {
@@ -134,6 +141,29 @@ __attribute__((target("avx2,fma"))) void exp_avx2(double* x, int64_t n) {
   for (; i < n; ++i) x[i] = exp_scalar(x[i]);
 }
 
+// exp_avx2 eight lanes at a time (the same operations on each lane, so
+// the same bits), the rest as exp_avx2 takes it: four lanes, then scalar.
+__attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void exp_avx512(double* x,
+                                                                              int64_t n) {
+  const __m512d lo = _mm512_set1_pd(kExpFloor), hi = _mm512_set1_pd(700.0);
+  const __m512d log2e = _mm512_set1_pd(kLog2e), ln2hi = _mm512_set1_pd(kLn2Hi),
+                ln2lo = _mm512_set1_pd(kLn2Lo);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m512d a = _mm512_min_pd(_mm512_max_pd(_mm512_loadu_pd(x + i), lo), hi);
+    const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(a, log2e),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512d r = _mm512_fnmadd_pd(k, ln2lo, _mm512_fnmadd_pd(k, ln2hi, a));
+    __m512d p = _mm512_set1_pd(kTaylor[12]);
+    for (int j = 11; j >= 0; --j) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(kTaylor[j]));
+    const __m512i e = _mm512_slli_epi64(
+        _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(k)), _mm512_set1_epi64(1023)),
+        52);
+    _mm512_storeu_pd(x + i, _mm512_mul_pd(p, _mm512_castsi512_pd(e)));
+  }
+  if (i < n) exp_avx2(x + i, n - i);
+}
+
 // Four lanes of a key or value row from floats, widened to double.
 __attribute__((target("avx2,fma"))) inline __m256d widen4(const float* x) {
   return _mm256_cvtps_pd(_mm_loadu_ps(x));
@@ -237,14 +267,116 @@ __attribute__((target("avx2,fma"))) void append_rows_avx2(const Shape& sh, doubl
     s[sh.q_heads * n + h] = mx - m_new;  // -inf for an empty state: floored
     mx = m_new;
   }
-  exp_avx2(s, sh.q_heads * n + sh.q_heads);
+  if (cpu_has_avx512())
+    exp_avx512(s, sh.q_heads * n + sh.q_heads);
+  else
+    exp_avx2(s, sh.q_heads * n + sh.q_heads);
   int64_t h = 0;
   for (; group % 2 == 0 && h + 2 <= sh.q_heads; h += 2) values_avx2<kD, 2>(sh, state, v, n, s, h);
   for (; h < sh.q_heads; ++h) values_avx2<kD, 1>(sh, state, v, n, s, h);
 }
 
+// values_avx2<16, 2> for a KV head's four query heads at once with
+// AVX-512: each head's sixteen accumulators in two 512-bit registers, each
+// value row widened once for the four heads. Every accumulator gets the
+// same rescale and fused multiply-adds in the same (key) order, and the
+// sums the same expression, so the same bits.
+__attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void values_group4_avx512(
+    const Shape& sh, double* state, const float* v, int64_t n, const double* s, int64_t g) {
+  constexpr int kD = 16, kG = 4;
+  const int64_t row = sh.kv_heads * kD, stride = kD + 2;
+  const float* vr = v + g * kD;
+  __m512d acc[kG][2];
+  for (int j = 0; j < kG; ++j) {
+    const double* st = state + (g * kG + j) * stride;
+    const __m512d corr = _mm512_set1_pd(s[sh.q_heads * n + g * kG + j]);
+    acc[j][0] = _mm512_mul_pd(_mm512_loadu_pd(st + 2), corr);
+    acc[j][1] = _mm512_mul_pd(_mm512_loadu_pd(st + 10), corr);
+  }
+  for (int64_t t = 0; t < n; ++t, vr += row) {
+    const __m512d x0 = _mm512_cvtps_pd(_mm256_loadu_ps(vr)),
+                  x1 = _mm512_cvtps_pd(_mm256_loadu_ps(vr + 8));
+    for (int j = 0; j < kG; ++j) {
+      const __m512d w = _mm512_set1_pd(s[(g * kG + j) * n + t]);
+      acc[j][0] = _mm512_fmadd_pd(w, x0, acc[j][0]);
+      acc[j][1] = _mm512_fmadd_pd(w, x1, acc[j][1]);
+    }
+  }
+  for (int j = 0; j < kG; ++j) {
+    const int64_t h = g * kG + j;
+    double* st = state + h * stride;
+    st[1] = st[1] * s[sh.q_heads * n + h] + sum_avx2(s + h * n, n);
+    _mm512_storeu_pd(st + 2, acc[j][0]);
+    _mm512_storeu_pd(st + 10, acc[j][1]);
+  }
+}
+
+// append_rows_avx2<16> for four query heads per KV head (the sampled
+// checker's shape) with AVX-512's 32 registers: four keys' rows of a KV
+// head are widened once for the four query heads that read them, instead
+// of once per query head. Each score is the same products and sums in the
+// same order, and the rest is append_rows_avx2's, so the same bits.
+__attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void append_rows_group4_avx512(
+    const Shape& sh, double* state, const float* k, const float* v, int64_t n, double* s) {
+  constexpr int kD = 16, kV = kD / 4, kG = 4;
+  const int64_t row = sh.kv_heads * kD, stride = kD + 2;
+  for (int64_t g = 0; g < sh.kv_heads; ++g) {
+    const float* kr = k + g * kD;
+    __m256d vmax[kG];
+    for (int j = 0; j < kG; ++j) vmax[j] = _mm256_set1_pd(-INFINITY);
+    int64_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+      __m256d x[4][kV];
+      for (int u = 0; u < 4; ++u)
+        for (int c = 0; c < kV; ++c) x[u][c] = widen4(kr + (t + u) * row + 4 * c);
+      for (int j = 0; j < kG; ++j) {
+        const double* q = sh.q + (g * kG + j) * kD;
+        __m256d a[4];
+        for (int u = 0; u < 4; ++u) {
+          a[u] = _mm256_mul_pd(_mm256_loadu_pd(q), x[u][0]);
+          for (int c = 1; c < kV; ++c)
+            a[u] = _mm256_fmadd_pd(_mm256_loadu_pd(q + 4 * c), x[u][c], a[u]);
+        }
+        const __m256d sc = sum_lanes4(a[0], a[1], a[2], a[3]);
+        _mm256_storeu_pd(s + (g * kG + j) * n + t, sc);
+        vmax[j] = _mm256_max_pd(vmax[j], sc);
+      }
+    }
+    for (int j = 0; j < kG; ++j) {
+      const int64_t h = g * kG + j;
+      __m256d q[kV];
+      for (int c = 0; c < kV; ++c) q[c] = _mm256_loadu_pd(sh.q + h * kD + 4 * c);
+      double* hs = s + h * n;
+      double lanes[4];
+      _mm256_storeu_pd(lanes, vmax[j]);
+      double bm = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
+      for (int64_t r = t; r < n; ++r) {
+        const float* kt = kr + r * row;
+        __m256d a = _mm256_mul_pd(q[0], widen4(kt));
+        for (int c = 1; c < kV; ++c) a = _mm256_fmadd_pd(q[c], widen4(kt + 4 * c), a);
+        _mm256_storeu_pd(lanes, a);
+        hs[r] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+        bm = std::max(bm, hs[r]);
+      }
+      double& mx = state[h * stride];
+      const double m_new = std::max(mx, bm);
+      const __m256d mv = _mm256_set1_pd(m_new);
+      int64_t i = 0;
+      for (; i + 4 <= n; i += 4)
+        _mm256_storeu_pd(hs + i, _mm256_sub_pd(_mm256_loadu_pd(hs + i), mv));
+      for (; i < n; ++i) hs[i] -= m_new;
+      s[sh.q_heads * n + h] = mx - m_new;  // -inf for an empty state: floored
+      mx = m_new;
+    }
+  }
+  exp_avx512(s, sh.q_heads * n + sh.q_heads);
+  for (int64_t g = 0; g < sh.kv_heads; ++g) values_group4_avx512(sh, state, v, n, s, g);
+}
+
 __attribute__((target("avx2,fma"))) void append_avx2(const Shape& sh, double* state, const float* k,
                                                      const float* v, int64_t n, double* s) {
+  if (sh.head_dim == 16 && sh.q_heads == 4 * sh.kv_heads && cpu_has_avx512())
+    return append_rows_group4_avx512(sh, state, k, v, n, s);
   if (sh.head_dim == 16) return append_rows_avx2<16>(sh, state, k, v, n, s);
   if (sh.head_dim == 32) return append_rows_avx2<32>(sh, state, k, v, n, s);
   double* wide = s + sh.q_heads * (n + 1);

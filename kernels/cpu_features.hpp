@@ -18,4 +18,18 @@ inline bool cpu_has_f16c() {
 #endif
 }
 
+// AVX-512 F, DQ, BW and VL: 512-bit integer and float ops, 64-bit lane
+// multiplies, 16-bit lane widening, and the same ops on 256-bit vectors
+// with 32 registers. Only lane-wise ops are run on them where bits matter,
+// so the results are those of the AVX2 paths.
+inline bool cpu_has_avx512() {
+#if defined(__x86_64__)
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return ok;
+#else
+  return false;
+#endif
+}
+
 }  // namespace kvsim::kernels

@@ -10,7 +10,12 @@
 #include "kernels/kv_fp8.hpp"
 
 #if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics pass an uninitialised operand where all
+// lanes are written, which -Wmaybe-uninitialized reports from the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 namespace kvsim::kernels {
@@ -114,6 +119,20 @@ __attribute__((target("avx,f16c"))) void encode_decode_half_f16c(const float* sr
     stored[i] = half_bits_to_float(dst[i]);
   }
 }
+// The same sixteen values at a time with AVX-512 (the same conversion per
+// value), the rest eight at a time.
+__attribute__((target("avx512f,avx512vl,f16c"))) void encode_decode_half_avx512(const float* src,
+                                                                                int64_t n,
+                                                                                uint16_t* dst,
+                                                                                float* stored) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), h);
+    _mm512_storeu_ps(stored + i, _mm512_cvtph_ps(h));
+  }
+  encode_decode_half_f16c(src + i, n - i, dst + i, stored + i);
+}
 __attribute__((target("avx,f16c"))) void decode_half_f16c(const uint16_t* src, int64_t n,
                                                           float* dst) {
   int64_t i = 0;
@@ -127,6 +146,7 @@ bool f16c_available() {
   return false;
 }
 void encode_decode_half_f16c(const float*, int64_t, uint16_t*, float*) {}
+void encode_decode_half_avx512(const float*, int64_t, uint16_t*, float*) {}
 void encode_half_f16c(const float*, int64_t, uint16_t*) {}
 void decode_half_f16c(const uint16_t*, int64_t, float*) {}
 #endif
@@ -224,7 +244,10 @@ void decode_row(KvDtype t, const void* src, int64_t n, const Int8Params& p, floa
 Int8Params encode_row_stored(KvDtype t, const float* src, int64_t n, void* dst, float* stored,
                              float fp8_tensor_scale) {
   if (t == KvDtype::fp16 && f16c_available()) {
-    encode_decode_half_f16c(src, n, static_cast<uint16_t*>(dst), stored);
+    if (n >= 16 && cpu_has_avx512())
+      encode_decode_half_avx512(src, n, static_cast<uint16_t*>(dst), stored);
+    else
+      encode_decode_half_f16c(src, n, static_cast<uint16_t*>(dst), stored);
     return Int8Params{};
   }
   const Int8Params p = encode_row(t, src, n, dst, fp8_tensor_scale);

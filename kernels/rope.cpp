@@ -52,12 +52,15 @@ void RopeTable::grow_to(int64_t positions) {
   const auto half = static_cast<int64_t>(freq_.size());
   const int64_t d = head_dim_;
   cos_sin_.resize(static_cast<size_t>(n * 2 * d));
+  half_cos_sin_.resize(static_cast<size_t>(n * d));
   for (int64_t p = positions_; p < n; ++p) {
     float* c = cos_sin_.data() + p * 2 * d;
     float* s = c + d;
     for (int64_t i = 0; i < half; ++i) {
       const float angle = static_cast<float>(p) * freq_[static_cast<size_t>(i)];
       const float ci = std::cos(angle), si = std::sin(angle);
+      half_cos_sin_[static_cast<size_t>(p * d + i)] = ci;
+      half_cos_sin_[static_cast<size_t>(p * d + half + i)] = si;
       const int64_t a = style_ == RopeStyle::adjacent_pairs ? 2 * i : i;
       const int64_t b = style_ == RopeStyle::adjacent_pairs ? 2 * i + 1 : i + half;
       c[a] = c[b] = ci;

@@ -33,6 +33,15 @@ class RopeTable {
   // apply for `tokens` consecutive tokens' rows, x [tokens, heads, head_dim],
   // at positions first, first + 1, ...
   void apply_run(float* x, int64_t tokens, int64_t heads, int64_t first);
+  // Per position from `first` for `tokens` positions (first >= 0), the
+  // head's half cosines then half sines, [position][head_dim]: the same
+  // angles as apply_run's rows in half the bytes, for callers that rotate
+  // rows as they make them (their sign and pair layout is the caller's).
+  const float* half_cos_sin(int64_t first, int64_t tokens) {
+    if (first + tokens > positions_) grow_to(first + tokens);
+    return half_cos_sin_.data() + first * head_dim_;
+  }
+  RopeStyle style() const { return style_; }
 
  private:
   void grow_to(int64_t positions);
@@ -45,7 +54,8 @@ class RopeTable {
   // pair partner * sin, the sin negated where the scalar formula subtracts
   // (the same bits: a - b is a + (-b)), so a head rotates with two
   // multiplies and an add per value, eight values at a time.
-  std::vector<float> cos_sin_;  // [position][2][head_dim]
+  std::vector<float> cos_sin_;       // [position][2][head_dim]
+  std::vector<float> half_cos_sin_;  // [position][cos of each pair, then sin]
   int64_t positions_ = 0;
 };
 

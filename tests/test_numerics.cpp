@@ -7,6 +7,7 @@
 
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include "base/diagnostics.hpp"
 #include "scenario_helpers.hpp"
@@ -592,10 +593,15 @@ TEST(NumericsRun, SampledChecksRowsStoredInRunsShorterThanABlock) {
 TEST(NumericsSynthetic, BatchedRowsAreThePerTokenRows) {
   const std::vector<int32_t> tokens{7, 0, -3, 123456, 42, 42, 9};
   for (int per_hash : {1, 2, 4}) {
-    for (int64_t d : {16, 10}) {
+    for (auto [d, heads, style] :
+         {std::tuple{int64_t{16}, int64_t{3}, kernels::RopeStyle::rotate_half},
+          std::tuple{int64_t{10}, int64_t{3}, kernels::RopeStyle::rotate_half},
+          std::tuple{int64_t{16}, int64_t{2}, kernels::RopeStyle::rotate_half},
+          std::tuple{int64_t{16}, int64_t{4}, kernels::RopeStyle::adjacent_pairs}}) {
       numerics::SyntheticShape sh;
-      sh.kv_heads = 3;
+      sh.kv_heads = heads;
       sh.head_dim = d;
+      sh.rope_style = style;
       sh.values_per_hash = per_hash;
       kernels::RopeTable rope(d, sh.rope_theta, sh.rope_style);
       const int64_t row = sh.kv_heads * d, n = static_cast<int64_t>(tokens.size());

@@ -1,10 +1,16 @@
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics pass an uninitialised operand where all
+// lanes are written, which -Wmaybe-uninitialized reports from the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 #include "sim/numerics/synthetic_kv.hpp"
 
+#include "kernels/cpu_features.hpp"
 #include "workloads/rng.hpp"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace kvsim::numerics {
 namespace {
@@ -98,12 +104,153 @@ __attribute__((target("avx2,fma"))) void kv_pair_rows_avx2(const SyntheticShape&
 }
 #endif
 
+#if defined(__x86_64__)
+#define KVSIM_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+
+// mix64 on four 64-bit lanes (AVX-512DQ multiplies them): row_seed's bits.
+KVSIM_AVX512 inline __m256i mix64_x4(__m256i x) {
+  x = _mm256_add_epi64(x, _mm256_set1_epi64x(static_cast<int64_t>(0x9e3779b97f4a7c15ULL)));
+  x = _mm256_mullo_epi64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 30)),
+                         _mm256_set1_epi64x(static_cast<int64_t>(0xbf58476d1ce4e5b9ULL)));
+  x = _mm256_mullo_epi64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 27)),
+                         _mm256_set1_epi64x(static_cast<int64_t>(0x94d049bb133111ebULL)));
+  return _mm256_xor_si256(x, _mm256_srli_epi64(x, 31));
+}
+
+// lowbias32 on sixteen lanes (vector extensions: GCC's 512-bit shift
+// intrinsics warn of an uninitialised pass-through operand).
+typedef uint32_t U32x16 __attribute__((vector_size(64)));
+KVSIM_AVX512 inline __m512i lowbias32_x16(__m512i v) {
+  auto x = reinterpret_cast<U32x16>(v);
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return reinterpret_cast<__m512i>(x);
+}
+
+// Lane i's low and high 16 bits are values 2i and 2i + 1 of a row: a
+// 256-bit half of the hashes widens to one 16-value head, r * 2^-15 - 1.
+KVSIM_AVX512 inline __m512 head_values(__m256i half) {
+  return _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(half)),
+                         _mm512_set1_ps(1.0f / 32768.0f), _mm512_set1_ps(1.0f));
+}
+
+// RopeTable's rotation of a 16-value head at one position: x * c +
+// partner(x) * s, with c and s the table's row rebuilt from its half
+// cosines and sines (hcs: cos of the 8 pairs, then sin; s negated where
+// the scalar formula subtracts, by its sign bit as the table's -sin is).
+struct Rotation {
+  __m512 c, s;
+};
+KVSIM_AVX512 inline Rotation rotation16(const float* hcs, bool adjacent) {
+  const __m512 half = _mm512_loadu_ps(hcs);
+  if (adjacent) {  // pair i is values 2i and 2i + 1: c[2i] = c[2i + 1], s[2i] = -s[2i + 1]
+    const __m512i cos_of = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m512i sin_of =
+        _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    const __m512 even = _mm512_castsi512_ps(
+        _mm512_setr_epi32(INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0,
+                          INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0));
+    return {_mm512_permutexvar_ps(cos_of, half),
+            _mm512_xor_ps(_mm512_permutexvar_ps(sin_of, half), even)};
+  }
+  // pair i is values i and i + 8: c = [cos, cos], s = [-sin, sin]
+  const __m512 low = _mm512_castsi512_ps(
+      _mm512_setr_epi32(INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN,
+                        INT32_MIN, 0, 0, 0, 0, 0, 0, 0, 0));
+  return {_mm512_shuffle_f32x4(half, half, 0x44),
+          _mm512_xor_ps(_mm512_shuffle_f32x4(half, half, 0xEE), low)};
+}
+
+// x * c + partner(x) * s as two multiplies and an add in the current
+// rounding (the _round forms, which the compiler never fuses into a
+// multiply-add), so each value is rotate_rows_avx's bits.
+KVSIM_AVX512 inline __m512 rotate16(__m512 x, const Rotation& r, bool adjacent) {
+  const __m512 partner = adjacent ? _mm512_permute_ps(x, 0xB1)         // swaps each pair
+                                  : _mm512_shuffle_f32x4(x, x, 0x4E);  // swaps the halves
+  return _mm512_add_round_ps(_mm512_mul_round_ps(x, r.c, _MM_FROUND_CUR_DIRECTION),
+                             _mm512_mul_round_ps(partner, r.s, _MM_FROUND_CUR_DIRECTION),
+                             _MM_FROUND_CUR_DIRECTION);
+}
+
+// kv_pair_rows_avx2 for 16-value heads, two heads of K or V per 512-bit
+// vector (lanes 0-7 one head's pairs, 8-15 the next's), the four rows'
+// seeds of a head pair mixed in one 256-bit vector; keys rotated as they
+// are made when `cs` (RopeTable's half cosines and sines from the run's
+// first position) is given. The same lane-wise integer hash and exact
+// scaling as the AVX2 path, so the same values.
+KVSIM_AVX512 void kv_pair_rows_avx512_d16(const SyntheticShape& shape, const int32_t* tokens,
+                                          int64_t n, int64_t layer, float* k, float* v,
+                                          const float* cs, bool adjacent) {
+  constexpr int64_t d = 16;
+  const int64_t heads = shape.kv_heads;
+  const __m512i step =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7),
+                         _mm512_set1_epi32(static_cast<int32_t>(kLaneStep)));
+  // Seeds as 32-bit words [lo K h, hi K h, lo K h+1, hi K h+1, lo V h, ...].
+  const __m512i k_lo = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+  const __m512i k_hi = _mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m512i v_lo = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6);
+  const __m512i v_hi = _mm512_setr_epi32(5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7, 7, 7);
+  const auto layer_bits = static_cast<uint64_t>(layer) << 12;
+  for (int64_t t = 0; t < n; ++t, k += heads * d, v += heads * d) {
+    const uint64_t base =
+        (static_cast<uint64_t>(static_cast<uint32_t>(tokens[t])) << 20) ^ layer_bits;
+    const Rotation rot =
+        cs ? rotation16(cs, adjacent) : Rotation{_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t h = 0; h < heads; h += 2) {
+      const auto h0 = static_cast<uint64_t>(h) << 4, h1 = static_cast<uint64_t>(h + 1) << 4;
+      const auto key = static_cast<uint64_t>(Tensor::key),
+                 value = static_cast<uint64_t>(Tensor::value);
+      const __m512i seeds = _mm512_zextsi256_si512(mix64_x4(_mm256_setr_epi64x(
+          static_cast<int64_t>(base ^ h0 ^ key), static_cast<int64_t>(base ^ h1 ^ key),
+          static_cast<int64_t>(base ^ h0 ^ value), static_cast<int64_t>(base ^ h1 ^ value))));
+      const __m512i xk = lowbias32_x16(
+          _mm512_xor_si512(_mm512_add_epi32(_mm512_permutexvar_epi32(k_lo, seeds), step),
+                           _mm512_permutexvar_epi32(k_hi, seeds)));
+      const __m512i xv = lowbias32_x16(
+          _mm512_xor_si512(_mm512_add_epi32(_mm512_permutexvar_epi32(v_lo, seeds), step),
+                           _mm512_permutexvar_epi32(v_hi, seeds)));
+      __m512 k0 = head_values(_mm512_castsi512_si256(xk)),
+             k1 = head_values(_mm512_extracti64x4_epi64(xk, 1));
+      if (cs) {
+        k0 = rotate16(k0, rot, adjacent);
+        k1 = rotate16(k1, rot, adjacent);
+      }
+      _mm512_storeu_ps(k + h * d, k0);
+      _mm512_storeu_ps(k + (h + 1) * d, k1);
+      _mm512_storeu_ps(v + h * d, head_values(_mm512_castsi512_si256(xv)));
+      _mm512_storeu_ps(v + (h + 1) * d, head_values(_mm512_extracti64x4_epi64(xv, 1)));
+    }
+    if (cs) cs += d;
+  }
+}
+#endif
+
 }  // namespace
 
 void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64_t n, int64_t first,
                        int64_t layer, float* k, float* v, kernels::RopeTable* rope) {
   const int64_t row = shape.kv_heads * shape.head_dim;
 #if defined(__x86_64__)
+  if (shape.values_per_hash == 2 && shape.head_dim == 16 && shape.kv_heads % 2 == 0 &&
+      kernels::cpu_has_avx512()) {
+    const bool table = rope != nullptr && first >= 0;
+    kv_pair_rows_avx512_d16(shape, tokens, n, layer, k, v,
+                            table ? rope->half_cos_sin(first, n) : nullptr,
+                            table && rope->style() == kernels::RopeStyle::adjacent_pairs);
+    if (table) return;
+    if (rope) {
+      rope->apply_run(k, n, shape.kv_heads, first);
+      return;
+    }
+    for (int64_t t = 0; t < n; ++t)
+      kernels::apply_rope(k + t * row, shape.kv_heads, shape.head_dim, first + t, shape.rope_theta,
+                          shape.rope_style);
+    return;
+  }
   if (shape.values_per_hash == 2 && avx2_available()) {
     kv_pair_rows_avx2(shape, tokens, n, layer, k, v);
     if (rope) {

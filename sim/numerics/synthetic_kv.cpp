@@ -229,6 +229,20 @@ KVSIM_AVX512 void kv_pair_rows_avx512_d16(const SyntheticShape& shape, const int
 }
 #endif
 
+// RoPE on n key rows made without it, from `rope`'s cached angles when
+// given (the same bits either way).
+void rotate_keys(const SyntheticShape& shape, float* k, int64_t n, int64_t first,
+                 kernels::RopeTable* rope) {
+  if (rope) {
+    rope->apply_run(k, n, shape.kv_heads, first);
+    return;
+  }
+  const int64_t row = shape.kv_heads * shape.head_dim;
+  for (int64_t t = 0; t < n; ++t)
+    kernels::apply_rope(k + t * row, shape.kv_heads, shape.head_dim, first + t, shape.rope_theta,
+                        shape.rope_style);
+}
+
 }  // namespace
 
 void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64_t n, int64_t first,
@@ -241,25 +255,12 @@ void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64
     kv_pair_rows_avx512_d16(shape, tokens, n, layer, k, v,
                             table ? rope->half_cos_sin(first, n) : nullptr,
                             table && rope->style() == kernels::RopeStyle::adjacent_pairs);
-    if (table) return;
-    if (rope) {
-      rope->apply_run(k, n, shape.kv_heads, first);
-      return;
-    }
-    for (int64_t t = 0; t < n; ++t)
-      kernels::apply_rope(k + t * row, shape.kv_heads, shape.head_dim, first + t, shape.rope_theta,
-                          shape.rope_style);
+    if (!table) rotate_keys(shape, k, n, first, rope);
     return;
   }
   if (shape.values_per_hash == 2 && avx2_available()) {
     kv_pair_rows_avx2(shape, tokens, n, layer, k, v);
-    if (rope) {
-      rope->apply_run(k, n, shape.kv_heads, first);
-      return;
-    }
-    for (int64_t t = 0; t < n; ++t)
-      kernels::apply_rope(k + t * row, shape.kv_heads, shape.head_dim, first + t, shape.rope_theta,
-                          shape.rope_style);
+    rotate_keys(shape, k, n, first, rope);
     return;
   }
 #endif

@@ -23,7 +23,9 @@ BlockHash chained_block_hash(const BlockHash& parent, const int32_t* tokens, siz
     alignas(16) unsigned char input[16 + kOneShotIds * sizeof(int32_t)];
     std::memcpy(input, &parent.low, sizeof(parent.low));
     std::memcpy(input + 8, &parent.high, sizeof(parent.high));
-    std::memcpy(input + 16, tokens, count * sizeof(int32_t));
+    // An empty block may come with no ids at all (nullptr), which memcpy
+    // must not be given even for zero bytes.
+    if (count > 0) std::memcpy(input + 16, tokens, count * sizeof(int32_t));
     const XXH128_hash_t h = XXH3_128bits(input, 16 + count * sizeof(int32_t));
     return {h.low64, h.high64};
   }

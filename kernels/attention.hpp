@@ -49,6 +49,14 @@ void paged_decode_attention_fast_exp(const KvPool& pool, int64_t layer, const fl
                                      std::span<const std::span<const int32_t>> block_tables,
                                      int64_t q_heads, float scale, float* out);
 
+// paged_decode_attention_fast_exp through its general kernel only (none
+// specialised to a shape): what tests compare the specialised ones with,
+// bit for bit.
+void paged_decode_attention_fast_exp_general(const KvPool& pool, int64_t layer, const float* q,
+                                             std::span<const int32_t> cache_seqlens,
+                                             std::span<const std::span<const int32_t>> block_tables,
+                                             int64_t q_heads, float scale, float* out);
+
 // True when this machine runs the fp16 decode path with AVX2/F16C.
 bool fast_fp16_decode_available();
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -281,6 +282,43 @@ TEST(IncrementalAttention, EqualsTheDenseReferenceForOtherHeadSizesAndGroups) {
                                 want.data());
       for (size_t i = 0; i < got.size(); ++i)
         EXPECT_NEAR(got[i], want[i], 1e-6) << qh << ":" << kvh << " d " << d << " length " << len;
+    }
+  }
+}
+
+// The decode kernel specialised to the sampled checker's shape (four query
+// heads per KV head, head size 16, an even number of KV heads) gives the
+// general kernel's outputs bit for bit: contexts ending anywhere in a block
+// (odd and even tails, fewer than four rows past a multiple of four), blocks
+// of odd and even size, two and four KV heads.
+TEST(PagedAttention, DecodeForTheCheckersShapeEqualsTheGeneralKernelBitForBit) {
+  if (!fast_fp16_decode_available()) GTEST_SKIP();
+  std::mt19937 rng(81);
+  for (int64_t kvh : {2, 4}) {
+    for (int64_t bt : {16, 37, 128}) {
+      const int64_t qh = 4 * kvh, d = 16, blocks = 12;
+      KvPool pool(blocks, 2, bt, kvh, d, KvDtype::fp16);
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t l = 0; l < 2; ++l)
+          for (KvPart part : {KvPart::key, KvPart::value}) {
+            std::vector<float> rows = random_vec(rng, static_cast<size_t>(bt * kvh * d));
+            for (size_t i = 0; i < rows.size(); i += 23) rows[i] *= 6.0f;  // max jumps
+            pool.write_rows(b, part, l, 0, bt, rows.data());
+          }
+      std::vector<int32_t> table(blocks);
+      for (int64_t i = 0; i < blocks; ++i) table[static_cast<size_t>(i)] = (5 * i + 3) % blocks;
+      const std::span<const int32_t> spans[1] = {table};
+      const std::vector<float> q = random_vec(rng, static_cast<size_t>(qh * d));
+      std::vector<float> got(q.size()), want(q.size());
+      for (int32_t len : {1, 2, 3, 5, 8, 17, 40, 127, 128, 129, 130, 131, 300, 444}) {
+        if (len > blocks * bt) continue;
+        const int32_t lens[1] = {len};
+        paged_decode_attention_fast_exp(pool, 1, q.data(), lens, spans, qh, 0.25f, got.data());
+        paged_decode_attention_fast_exp_general(pool, 1, q.data(), lens, spans, qh, 0.25f,
+                                                want.data());
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << kvh << " KV heads, blocks of " << bt << ", length " << len;
+      }
     }
   }
 }

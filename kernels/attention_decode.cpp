@@ -470,53 +470,41 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_group4_d16(
       value_pass_avx512<4>(vrows, n, heads, group, d, scores.data(), q_heads, out);
       continue;
     }
-    // Value pass as the general kernel's.
-    {
+    // Value pass, one KV head at a time: its four query heads' sixteen
+    // outputs in eight registers across the block, the same fused
+    // multiply-adds in token order as the general kernel's pass through
+    // memory. The first head's pass brings the rows in (prefetching into
+    // the next block's key rows), the second's finds them in L1.
+    const NextBlock vnext = next_block_rows(pool, table, b0, bt, k_len, KvPart::key, layer);
+    for (int64_t h = 0; h < heads; ++h) {
+      float* oh = out + h * group * d;
+      __m256 lo[group], hi[group];
+      for (int64_t j = 0; j < group; ++j) {
+        lo[j] = _mm256_loadu_ps(oh + j * d);
+        hi[j] = _mm256_loadu_ps(oh + j * d + 8);
+      }
       const uint16_t* rows = vrows;
-      const NextBlock vnext = next_block_rows(pool, table, b0, bt, k_len, KvPart::key, layer);
-      const float* w = scores.data();
-      int64_t t = 0;
-      for (; t + 2 <= n; t += 2, rows += 2 * row, w += 2 * q_heads) {
-        const uint16_t* ahead = rows_ahead(rows, t, n, vnext, row);
-        const uint16_t* far = rows_ahead<kPrefetchFarTokens>(rows, t, n, vnext, row);
-        for (int64_t h = 0; h < heads; ++h) {
-          __m256 w0[group], w1[group];
-          for (int64_t j = 0; j < group; ++j) {
-            w0[j] = _mm256_broadcast_ss(w + h * group + j);
-            w1[j] = _mm256_broadcast_ss(w + q_heads + h * group + j);
-          }
-          const uint16_t* r0 = rows + h * d;
-          const uint16_t* r1 = r0 + row;
-          if (ahead) prefetch_rows(ahead + h * d, ahead + row + h * d, d);
-          if (far) prefetch_rows_l2(far + h * d, far + row + h * d, d);
-          float* oh = out + h * group * d;
-          for (int64_t c = 0; c < d; c += 8) {
-            const __m256 v0 =
-                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + c)));
-            const __m256 v1 =
-                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + c)));
-            for (int64_t j = 0; j < group; ++j) {
-              float* oj = oh + j * d + c;
-              _mm256_storeu_ps(
-                  oj, _mm256_fmadd_ps(w1[j], v1, _mm256_fmadd_ps(w0[j], v0, _mm256_loadu_ps(oj))));
-            }
-          }
+      const float* w = scores.data() + h * group;
+      for (int64_t t = 0; t < n; ++t, rows += row, w += q_heads) {
+        if (h == 0 && t % 2 == 0) {
+          const uint16_t* ahead = rows_ahead(rows, t, n, vnext, row);
+          const uint16_t* far = rows_ahead<kPrefetchFarTokens>(rows, t, n, vnext, row);
+          if (ahead) prefetch_rows(ahead, ahead + row, row);
+          if (far) prefetch_rows_l2(far, far + row, row);
+        }
+        const uint16_t* r = rows + h * d;
+        const __m256 vlo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r)));
+        const __m256 vhi =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8)));
+        for (int64_t j = 0; j < group; ++j) {
+          const __m256 wj = _mm256_broadcast_ss(w + j);
+          lo[j] = _mm256_fmadd_ps(wj, vlo, lo[j]);
+          hi[j] = _mm256_fmadd_ps(wj, vhi, hi[j]);
         }
       }
-      for (; t < n; ++t) {
-        for (int64_t h = 0; h < heads; ++h, rows += d, w += group) {
-          __m256 wj[group];
-          for (int64_t j = 0; j < group; ++j) wj[j] = _mm256_broadcast_ss(w + j);
-          float* oh = out + h * group * d;
-          for (int64_t c = 0; c < d; c += 8) {
-            const __m256 vv =
-                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + c)));
-            for (int64_t j = 0; j < group; ++j) {
-              float* oj = oh + j * d + c;
-              _mm256_storeu_ps(oj, _mm256_fmadd_ps(wj[j], vv, _mm256_loadu_ps(oj)));
-            }
-          }
-        }
+      for (int64_t j = 0; j < group; ++j) {
+        _mm256_storeu_ps(oh + j * d, lo[j]);
+        _mm256_storeu_ps(oh + j * d + 8, hi[j]);
       }
     }
   }

@@ -29,6 +29,15 @@
 // query heads at a time. On Zen 4 the 512-bit passes are now near its
 // 512-bit throughput, not its instruction rate. (Valgrind hides AVX-512:
 // callgrind counts the AVX2 paths.)
+// On a CPU without AVX-512 (here with KVSIM_NO_AVX512=1: the AVX2 paths;
+// idle 2 cores, medians of 3-5 alternating rounds, three sessions): sampled
+// 25.2 -> 24.0, 23.4 -> 22.4 and 24.7 -> 23.6 ms (off 12.4 ms; about 2.0x ->
+// 1.92x) once the checked decode kernel had its own version for the
+// checker's shape (kernels/attention_decode_group4.cpp: a KV head's queries,
+// block max and outputs in registers, the softmax glue one pass per row),
+// with the same operations in the same order, so the same bits; AVX-512
+// paths no slower (22.1 -> 21.8, 20.8 -> 20.5 ms). Callgrind (AVX2): the
+// decode kernel's instructions 166 -> 102 M for the 3 iterations.
 // `full` follows every sequence every step and takes far longer: leave it
 // out with --benchmark_filter='off|sampled'.
 #include <benchmark/benchmark.h>

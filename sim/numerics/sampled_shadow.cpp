@@ -156,6 +156,15 @@ void SampledNumericsChecker::store_and_fold(int32_t block, int64_t row, int64_t 
   }
   block = slot(block, /*read=*/false);
   for (int64_t l = 0; l < sh.layers; ++l) {
+    auto& softmax = softmax_[static_cast<size_t>(l)];
+    // Made, rotated, encoded into the slot and decoded back in one pass
+    // where the rows and the dtype allow it (the same bits).
+    if (synthetic_kv_rows_stored(
+            sh, ids_.data(), n, first, l, rope_, p_.dtype, pool_.row(block, KvPart::key, l, row, 0),
+            pool_.row(block, KvPart::value, l, row, 0), k_ref_.data(), v_ref_.data())) {
+      softmax.append(state + l * per_layer, k_ref_.data(), v_ref_.data(), n);
+      continue;
+    }
     // A chunk's rows are made, rotated and stored while they sit in L1;
     // what storage made of them is kept for the layer's fold.
     for (int64_t c = 0; c < n; c += kStoreChunk) {
@@ -168,7 +177,7 @@ void SampledNumericsChecker::store_and_fold(int32_t block, int64_t row, int64_t 
                               v_ref_.data() + c * width);
     }
     // One fold of all n rows, as fold() takes them (the same bits).
-    softmax_[static_cast<size_t>(l)].append(state + l * per_layer, k_ref_.data(), v_ref_.data(), n);
+    softmax.append(state + l * per_layer, k_ref_.data(), v_ref_.data(), n);
   }
   rows_ = 0;  // the scratch rows hold no run of every layer
 }

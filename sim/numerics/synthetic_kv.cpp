@@ -106,18 +106,17 @@ __attribute__((target("avx2,fma"))) void kv_pair_rows_avx2(const SyntheticShape&
 
 #if defined(__x86_64__)
 // Values 0-7 and 8-15 of a 16-value row from its seed: pair_rows_inline's
-// one iteration (the same lane hashes), the scaling by 2^-15 (exact) then
-// the subtraction of 1 (exact too) unfused, as no FMA is asked for here.
+// one iteration (the same lane hashes and its exact r * 2^-15 - 1).
 struct Row16 {
   __m256 lo, hi;
 };
-__attribute__((target("avx2,f16c"), always_inline)) inline __m256 words_to_values(__m128i words) {
-  return _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(words)),
-                                     _mm256_set1_ps(1.0f / 32768.0f)),
-                       _mm256_set1_ps(1.0f));
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline __m256 words_to_values(
+    __m128i words) {
+  return _mm256_fmsub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(words)),
+                         _mm256_set1_ps(1.0f / 32768.0f), _mm256_set1_ps(1.0f));
 }
-__attribute__((target("avx2,f16c"), always_inline)) inline Row16 pair_row16(uint64_t seed,
-                                                                            __m256i step) {
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline Row16 pair_row16(uint64_t seed,
+                                                                                __m256i step) {
   __m256i x = _mm256_xor_si256(
       _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(seed))), step),
       _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(seed >> 32))));
@@ -132,20 +131,33 @@ __attribute__((target("avx2,f16c"), always_inline)) inline Row16 pair_row16(uint
 
 // Eight values to fp16 (round to nearest even, encode_decode_half_f16c's
 // conversion) and what they decode to.
-__attribute__((target("avx2,f16c"), always_inline)) inline void store_half8(__m256 x, uint16_t* dst,
-                                                                            float* stored) {
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void store_half8(__m256 x,
+                                                                                uint16_t* dst,
+                                                                                float* stored) {
   const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), h);
   _mm256_storeu_ps(stored, _mm256_cvtph_ps(h));
 }
 
+// x * c + partner * s rounded after each multiply and the add, as
+// rotate_rows_avx computes it (AVX only: it cannot fuse). GCC contracts a
+// multiply and an add of vectors into an FMA in C++ even in ISO mode (its
+// -ffp-contract=fast default), where FMA is enabled as here: the products
+// pass through an empty asm, which it cannot see into, so they are rounded.
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline __m256 rotated(__m256 x, __m256 c,
+                                                                              __m256 partner,
+                                                                              __m256 s) {
+  __m256 xc = _mm256_mul_ps(x, c), ps = _mm256_mul_ps(partner, s);
+  asm("" : "+x"(xc), "+x"(ps));
+  return _mm256_add_ps(xc, ps);
+}
+
 // kv_pair_rows_avx2, rotate_rows_avx and encode_decode_half_f16c over 16-
 // value heads in one pass: a row's values go from its hash to fp16 without
 // leaving registers. Keys turn with apply_run's table rows (`cs`, from the
-// run's first position) by its operations, x * c + partner(x) * s as two
-// multiplies and an add with no FMA in this target (none can be fused), so
-// every stored value and every decoded one is the three passes' bits.
-__attribute__((target("avx2,f16c"))) void kv_pair_rows_fp16_avx2_d16(
+// run's first position) by its operations, so every stored value and every
+// decoded one is the three passes' bits.
+__attribute__((target("avx2,fma,f16c"))) void kv_pair_rows_fp16_avx2_d16(
     const SyntheticShape& shape, const int32_t* tokens, int64_t n, int64_t layer, const float* cs,
     bool adjacent, uint16_t* k_half, uint16_t* v_half, float* k_stored, float* v_stored) {
   constexpr int64_t d = 16;
@@ -167,9 +179,8 @@ __attribute__((target("avx2,f16c"))) void kv_pair_rows_fp16_avx2_d16(
       // the two halves (rotate-half).
       const __m256 p0 = adjacent ? _mm256_permute_ps(k.lo, 0xB1) : k.hi;
       const __m256 p1 = adjacent ? _mm256_permute_ps(k.hi, 0xB1) : k.lo;
-      store_half8(_mm256_add_ps(_mm256_mul_ps(k.lo, c0), _mm256_mul_ps(p0, s0)), k_half, k_stored);
-      store_half8(_mm256_add_ps(_mm256_mul_ps(k.hi, c1), _mm256_mul_ps(p1, s1)), k_half + 8,
-                  k_stored + 8);
+      store_half8(rotated(k.lo, c0, p0, s0), k_half, k_stored);
+      store_half8(rotated(k.hi, c1, p1, s1), k_half + 8, k_stored + 8);
       store_half8(v.lo, v_half, v_stored);
       store_half8(v.hi, v_half + 8, v_stored + 8);
       k_half += d;

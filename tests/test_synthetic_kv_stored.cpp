@@ -1,5 +1,5 @@
 // The sampled checker's fused row path (synthetic_kv_rows_stored: rows made,
-// rotated, encoded and decoded in one pass) against the passes it replaces,
+// rotated, encoded and decoded without scratch rows) against the passes it replaces,
 // synthetic_kv_rows then encode_row_stored, bit for bit: random token ids
 // (negative ones too), runs of 1 to 129 tokens (whole vectors' worth and
 // tails), several head counts, both RoPE styles, positions from 0 and far

@@ -1,10 +1,11 @@
-// The sampled checker's fused row path (synthetic_kv_rows_stored: rows made,
-// rotated, encoded and decoded without scratch rows) against the passes it replaces,
-// synthetic_kv_rows then encode_row_stored, bit for bit: random token ids
-// (negative ones too), runs of 1 to 129 tokens (whole vectors' worth and
-// tails), several head counts, both RoPE styles, positions from 0 and far
-// into the table. ctest runs this suite again with KVSIM_NO_AVX512=1, where
-// the fused path is taken on a machine with AVX-512 as well.
+// The sampled checker's fused row path (synthetic_kv_rows_stored: rows
+// made, rotated, encoded and decoded without scratch rows) against the
+// passes it replaces, synthetic_kv_rows then encode_row_stored, bit for
+// bit: random token ids (negative ones too), runs of 1 to 129 tokens (under,
+// at and past the path's own runs of 32), several head counts, both RoPE
+// styles, positions from 0 and far into the table. ctest runs this suite
+// again with KVSIM_NO_AVX512=1, where the fused path is taken on a machine
+// with AVX-512 as well.
 #include <gtest/gtest.h>
 
 #include <cstring>

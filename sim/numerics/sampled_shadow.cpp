@@ -157,8 +157,8 @@ void SampledNumericsChecker::store_and_fold(int32_t block, int64_t row, int64_t 
   block = slot(block, /*read=*/false);
   for (int64_t l = 0; l < sh.layers; ++l) {
     auto& softmax = softmax_[static_cast<size_t>(l)];
-    // Made, rotated, encoded into the slot and decoded back without scratch rows
-    // where the rows and the dtype allow it (the same bits).
+    // Made, rotated, encoded into the slot and decoded back without scratch
+    // rows where the rows and the dtype allow it (the same bits).
     if (synthetic_kv_rows_stored(
             sh, ids_.data(), n, first, l, rope_, p_.dtype, pool_.row(block, KvPart::key, l, row, 0),
             pool_.row(block, KvPart::value, l, row, 0), k_ref_.data(), v_ref_.data())) {

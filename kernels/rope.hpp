@@ -41,6 +41,14 @@ class RopeTable {
     if (first + tokens > positions_) grow_to(first + tokens);
     return half_cos_sin_.data() + first * head_dim_;
   }
+  // Per position from `first` for `tokens` positions (first >= 0), apply_
+  // run's own table rows: the cos, then the sin signed as the scalar formula
+  // uses it, of every value, [position][2][head_dim]. For callers that
+  // rotate rows as they make them with apply_run's operations (the same bits).
+  const float* cos_sin(int64_t first, int64_t tokens) {
+    if (first + tokens > positions_) grow_to(first + tokens);
+    return cos_sin_.data() + first * 2 * head_dim_;
+  }
   RopeStyle style() const { return style_; }
 
  private:

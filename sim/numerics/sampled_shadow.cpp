@@ -42,6 +42,15 @@ bool inside_one_run(const TokenView& tokens, int64_t begin, int64_t count) {
   return local + count <= run.start + run.length;
 }
 
+// The ids of [begin, begin + count) where the view holds them in one array
+// (a part of held ids, not a described run), else nullptr.
+const int32_t* ids_in_place(const TokenView& tokens, int64_t begin, int64_t count) {
+  if (begin + count <= tokens.prompt_len) return tokens.prompt ? tokens.prompt + begin : nullptr;
+  if (begin >= tokens.prompt_len && tokens.output)
+    return tokens.output + (begin - tokens.prompt_len);
+  return nullptr;
+}
+
 }  // namespace
 
 uint64_t SampledNumericsChecker::content_address(const TokenView& tokens, int64_t index) {
@@ -53,9 +62,15 @@ uint64_t SampledNumericsChecker::content_address(const TokenView& tokens, int64_
   }
   // Ids: one-shot XXH3-64 seeded by the position (a content address names
   // tokens at a place, never a prefix: no chaining, and no 128-bit
-  // streaming state, which costs more than the hash of one block).
-  tokens.copy(begin, bs, ids_.data());
-  return XXH3_64bits_withSeed(ids_.data(), static_cast<size_t>(bs) * sizeof(int32_t),
+  // streaming state, which costs more than the hash of one block), read in
+  // place where the view holds them in one array (unfollowed writers' full
+  // blocks: one each), else copied out.
+  const int32_t* ids = ids_in_place(tokens, begin, bs);
+  if (ids == nullptr) {
+    tokens.copy(begin, bs, ids_.data());
+    ids = ids_.data();
+  }
+  return XXH3_64bits_withSeed(ids, static_cast<size_t>(bs) * sizeof(int32_t),
                               kAddressSalt ^ mix64(static_cast<uint64_t>(begin))) |
          1;
 }
@@ -156,6 +171,15 @@ void SampledNumericsChecker::store_and_fold(int32_t block, int64_t row, int64_t 
   }
   block = slot(block, /*read=*/false);
   for (int64_t l = 0; l < sh.layers; ++l) {
+    auto& softmax = softmax_[static_cast<size_t>(l)];
+    // Made, rotated, encoded into the slot and decoded back without scratch
+    // rows where the rows and the dtype allow it (the same bits).
+    if (synthetic_kv_rows_stored(
+            sh, ids_.data(), n, first, l, rope_, p_.dtype, pool_.row(block, KvPart::key, l, row, 0),
+            pool_.row(block, KvPart::value, l, row, 0), k_ref_.data(), v_ref_.data())) {
+      softmax.append(state + l * per_layer, k_ref_.data(), v_ref_.data(), n);
+      continue;
+    }
     // A chunk's rows are made, rotated and stored while they sit in L1;
     // what storage made of them is kept for the layer's fold.
     for (int64_t c = 0; c < n; c += kStoreChunk) {
@@ -168,7 +192,7 @@ void SampledNumericsChecker::store_and_fold(int32_t block, int64_t row, int64_t 
                               v_ref_.data() + c * width);
     }
     // One fold of all n rows, as fold() takes them (the same bits).
-    softmax_[static_cast<size_t>(l)].append(state + l * per_layer, k_ref_.data(), v_ref_.data(), n);
+    softmax.append(state + l * per_layer, k_ref_.data(), v_ref_.data(), n);
   }
   rows_ = 0;  // the scratch rows hold no run of every layer
 }

@@ -9,6 +9,8 @@
 
 #include "sim/numerics/synthetic_kv.hpp"
 
+#include <algorithm>
+
 #include "kernels/cpu_features.hpp"
 #include "workloads/rng.hpp"
 
@@ -101,6 +103,111 @@ __attribute__((target("avx2,fma"))) void kv_pair_rows_avx2(const SyntheticShape&
     k += shape.kv_heads * d;
     v += shape.kv_heads * d;
   }
+}
+#endif
+
+#if defined(__x86_64__)
+// Values 0-7 and 8-15 of a 16-value row from its seed: pair_rows_inline's
+// one iteration (the same lane hashes and its exact r * 2^-15 - 1).
+struct Row16 {
+  __m256 lo, hi;
+};
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline __m256 words_to_values(
+    __m128i words) {
+  return _mm256_fmsub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(words)),
+                         _mm256_set1_ps(1.0f / 32768.0f), _mm256_set1_ps(1.0f));
+}
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline Row16 pair_row16(uint64_t seed,
+                                                                                __m256i step) {
+  __m256i x = _mm256_xor_si256(
+      _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(seed))), step),
+      _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(seed >> 32))));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7feb352d));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int32_t>(0x846ca68bU)));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  return {words_to_values(_mm256_castsi256_si128(x)),
+          words_to_values(_mm256_extracti128_si256(x, 1))};
+}
+
+// Eight values to fp16 (round to nearest even, encode_decode_half_f16c's
+// conversion) and what they decode to.
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void store_half8(__m256 x,
+                                                                                uint16_t* dst,
+                                                                                float* stored) {
+  const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), h);
+  _mm256_storeu_ps(stored, _mm256_cvtph_ps(h));
+}
+
+// x * c + partner * s rounded after each multiply and the add, as
+// rotate_rows_avx computes it (AVX only: it cannot fuse). GCC contracts a
+// multiply and an add of vectors into an FMA in C++ even in ISO mode (its
+// -ffp-contract=fast default), where FMA is enabled as here: the products
+// pass through an empty asm, which it cannot see into, so they are rounded.
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline __m256 rotated(__m256 x, __m256 c,
+                                                                              __m256 partner,
+                                                                              __m256 s) {
+  __m256 xc = _mm256_mul_ps(x, c), ps = _mm256_mul_ps(partner, s);
+  asm("" : "+x"(xc), "+x"(ps));
+  return _mm256_add_ps(xc, ps);
+}
+
+// kv_pair_rows_avx2, rotate_rows_avx and encode_decode_half_f16c over 16-
+// value heads, without their passes over scratch rows: per run of up to
+// kRun tokens, the rows are made and the keys turned (with apply_run's
+// table rows `cs`, from the run's first position, by its operations) as
+// they go into `*_stored`, then encoded from there and decoded back in
+// place while they are in L1. Every stored value and every decoded one is
+// the three passes' bits. (Carrying each row from its hash to fp16 in
+// registers took 6% longer: one long chain per row, fewer rows in flight.)
+__attribute__((target("avx2,fma,f16c"))) void kv_pair_rows_fp16_avx2_d16(
+    const SyntheticShape& shape, const int32_t* tokens, int64_t n, int64_t layer, const float* cs,
+    bool adjacent, uint16_t* k_half, uint16_t* v_half, float* k_stored, float* v_stored) {
+  constexpr int64_t d = 16, kRun = 32;
+  const int64_t heads = shape.kv_heads;
+  const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm256_set1_epi32(static_cast<int32_t>(kLaneStep)));
+  const auto layer_bits = static_cast<uint64_t>(layer) << 12;
+  const auto key = static_cast<uint64_t>(Tensor::key), value = static_cast<uint64_t>(Tensor::value);
+  for (int64_t from = 0; from < n; from += kRun) {
+    const int64_t m = std::min(kRun, n - from);
+    float *k = k_stored, *v = v_stored;
+    for (int64_t t = from; t < from + m; ++t, cs += 2 * d) {
+      const uint64_t base =
+          (static_cast<uint64_t>(static_cast<uint32_t>(tokens[t])) << 20) ^ layer_bits;
+      const __m256 c0 = _mm256_loadu_ps(cs), c1 = _mm256_loadu_ps(cs + 8);
+      const __m256 s0 = _mm256_loadu_ps(cs + d), s1 = _mm256_loadu_ps(cs + d + 8);
+      for (int64_t h = 0; h < heads; ++h, k += d, v += d) {
+        const uint64_t head = base ^ (static_cast<uint64_t>(h) << 4);
+        const Row16 kr = pair_row16(mix64(head ^ key), step);
+        const Row16 vr = pair_row16(mix64(head ^ value), step);
+        // rotate_rows_avx's partners: each pair swapped (adjacent pairs) or
+        // the two halves (rotate-half).
+        const __m256 p0 = adjacent ? _mm256_permute_ps(kr.lo, 0xB1) : kr.hi;
+        const __m256 p1 = adjacent ? _mm256_permute_ps(kr.hi, 0xB1) : kr.lo;
+        _mm256_storeu_ps(k, rotated(kr.lo, c0, p0, s0));
+        _mm256_storeu_ps(k + 8, rotated(kr.hi, c1, p1, s1));
+        _mm256_storeu_ps(v, vr.lo);
+        _mm256_storeu_ps(v + 8, vr.hi);
+      }
+    }
+    const int64_t count = m * heads * d;
+    for (int64_t i = 0; i < count; i += 8) {
+      store_half8(_mm256_loadu_ps(k_stored + i), k_half + i, k_stored + i);
+      store_half8(_mm256_loadu_ps(v_stored + i), v_half + i, v_stored + i);
+    }
+    k_half += count;
+    v_half += count;
+    k_stored += count;
+    v_stored += count;
+  }
+}
+
+bool f16c_available() {
+  static const bool ok = avx2_available() && kernels::cpu_has_f16c();
+  return ok;
 }
 #endif
 
@@ -268,6 +375,25 @@ void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64
     synthetic_rows(shape, Tensor::key, tokens[t], first + t, layer, k + t * row, rope);
     synthetic_rows(shape, Tensor::value, tokens[t], first + t, layer, v + t * row, rope);
   }
+}
+
+bool synthetic_kv_rows_stored(const SyntheticShape& shape, const int32_t* tokens, int64_t n,
+                              int64_t first, int64_t layer, kernels::RopeTable& rope,
+                              kernels::KvDtype dtype, void* k_dst, void* v_dst, float* k_stored,
+                              float* v_stored) {
+#if defined(__x86_64__)
+  if (dtype == kernels::KvDtype::fp16 && shape.values_per_hash == 2 && shape.head_dim == 16 &&
+      first >= 0 && !kernels::cpu_has_avx512() && f16c_available()) {
+    kv_pair_rows_fp16_avx2_d16(shape, tokens, n, layer, rope.cos_sin(first, n),
+                               rope.style() == kernels::RopeStyle::adjacent_pairs,
+                               static_cast<uint16_t*>(k_dst), static_cast<uint16_t*>(v_dst),
+                               k_stored, v_stored);
+    return true;
+  }
+#endif
+  (void)shape, (void)tokens, (void)n, (void)first, (void)layer, (void)rope, (void)dtype;
+  (void)k_dst, (void)v_dst, (void)k_stored, (void)v_stored;
+  return false;
 }
 
 void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_t position,

@@ -7,6 +7,7 @@
 // different content gives a different attention output.
 #include <cstdint>
 
+#include "kernels/kv_dtype.hpp"
 #include "kernels/rope.hpp"
 
 namespace kvsim::numerics {
@@ -38,5 +39,18 @@ void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_
 // each [n, kv_heads, head_dim]: synthetic_rows' bits, made in one pass.
 void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64_t n, int64_t first,
                        int64_t layer, float* k, float* v, kernels::RopeTable* rope = nullptr);
+
+// synthetic_kv_rows' keys and values (rotated with `rope`) as storage in
+// `dtype` holds them: the encoded rows into k_dst and v_dst ([n, kv_heads,
+// head_dim] elements of the dtype) and what they decode to into k_stored
+// and v_stored, without scratch rows, where a fused path exists (fp16, two
+// values per hash, heads of 16, a position >= 0, on the AVX2 paths): the
+// bits of making the rows, then kernels::encode_row_stored over them.
+// Returns false and writes nothing where none does; the caller then makes
+// and stores them apart.
+bool synthetic_kv_rows_stored(const SyntheticShape& shape, const int32_t* tokens, int64_t n,
+                              int64_t first, int64_t layer, kernels::RopeTable& rope,
+                              kernels::KvDtype dtype, void* k_dst, void* v_dst, float* k_stored,
+                              float* v_stored);
 
 }  // namespace kvsim::numerics

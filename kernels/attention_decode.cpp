@@ -174,17 +174,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
     }
     // Online softmax: raise the running max where the block's is higher,
     // rescaling that head's sum and accumulators (exp(-inf) = 0 the first time).
-    for (int64_t r = 0; r < q_heads; ++r) {
-      const float m = mx[static_cast<size_t>(r)], bm = bmx[static_cast<size_t>(r)];
-      if (bm <= m) continue;
-      const float corr = std::exp(m - bm);
-      mx[static_cast<size_t>(r)] = bm;
-      sum[static_cast<size_t>(r)] *= corr;
-      const __m256 cv = _mm256_set1_ps(corr);
-      float* o = out + r * d;
-      for (int64_t c = 0; c < d; c += 8)
-        _mm256_storeu_ps(o + c, _mm256_mul_ps(cv, _mm256_loadu_ps(o + c)));
-    }
+    raise_running_max(mx.data(), sum.data(), bmx.data(), out, q_heads, d);
     ScoreMat sm(scores.data(), n, q_heads);
     if constexpr (kFastExp) {
       sm.rowwise() -= mxa;

@@ -98,17 +98,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_group4_d16(
       }
       _mm_storeu_ps(bmx.data() + h * group, bm);
     }
-    for (int64_t r = 0; r < q_heads; ++r) {
-      const float m = mx[static_cast<size_t>(r)], bm = bmx[static_cast<size_t>(r)];
-      if (bm <= m) continue;
-      const float corr = std::exp(m - bm);
-      mx[static_cast<size_t>(r)] = bm;
-      sum[static_cast<size_t>(r)] *= corr;
-      const __m256 cv = _mm256_set1_ps(corr);
-      float* o = out + r * d;
-      for (int64_t c = 0; c < d; c += 8)
-        _mm256_storeu_ps(o + c, _mm256_mul_ps(cv, _mm256_loadu_ps(o + c)));
-    }
+    raise_running_max(mx.data(), sum.data(), bmx.data(), out, q_heads, d);
     // Weights exp(score - max) in place, eight lanes at a time (q_heads is a
     // multiple of 8: a row is whole vectors), then the block's sums.
     for (int64_t c = 0; c < q_heads; c += 8) {

@@ -1,7 +1,8 @@
 #pragma once
 // What the fp16 decode kernels (attention_decode.cpp, and the one for the
 // sampled checker's shape in attention_decode_group4.cpp) share: horizontal
-// sums, the prefetch distances and helpers, the AVX-512 value pass.
+// sums, the prefetch distances and helpers, the online softmax's rescale,
+// the AVX-512 value pass.
 // Internal to those two files.
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics pass an uninitialised operand where all
@@ -12,6 +13,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -86,6 +88,26 @@ inline const uint16_t* rows_ahead(const uint16_t* rows, int64_t t, int64_t n, co
   if (u + 2 <= n) return rows + kDist * row;
   if (u >= n && u - n + 2 <= next.tokens) return next.rows + (u - n) * row;
   return nullptr;
+}
+
+// The online softmax's step at a block: where a query head's block max
+// is above its running max, the running max is raised and the head's sum
+// and output accumulators are rescaled by exp(old - new) (exp(-inf) = 0 the
+// first time). mx, sum, bmx: [q_heads]; out: [q_heads, d], d a multiple of 8.
+__attribute__((target("avx2,fma,f16c"))) inline void raise_running_max(float* mx, float* sum,
+                                                                       const float* bmx, float* out,
+                                                                       int64_t q_heads, int64_t d) {
+  for (int64_t r = 0; r < q_heads; ++r) {
+    const float m = mx[r], bm = bmx[r];
+    if (bm <= m) continue;
+    const float corr = std::exp(m - bm);
+    mx[r] = bm;
+    sum[r] *= corr;
+    const __m256 cv = _mm256_set1_ps(corr);
+    float* o = out + r * d;
+    for (int64_t c = 0; c < d; c += 8)
+      _mm256_storeu_ps(o + c, _mm256_mul_ps(cv, _mm256_loadu_ps(o + c)));
+  }
 }
 
 // The value pass of one block with AVX-512, for head sizes that are a

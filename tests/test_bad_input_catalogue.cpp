@@ -225,6 +225,12 @@ const BadInput kCatalogue[] = {
      TRACE_SCENARIO("azure", ""),
      "TIMESTAMP,ContextTokens,GeneratedTokens\n1700-01-01 00:00:00.0,10,2\n"
      "2250-01-01 00:00:00.0,10,2\n"},
+    // Found by fuzz_trace_azure: the gap of a record centuries before its
+    // predecessor, for the message, overflowed int64_t nanoseconds.
+    {"AzureRecordsCenturiesBackwards", "run {bad} --out {out}", "aux.txt:3:", "workload.trace",
+     TRACE_SCENARIO("azure", ""),
+     "TIMESTAMP,ContextTokens,GeneratedTokens\n2250-01-01 00:00:00.0,10,2\n"
+     "1700-01-01 00:00:00.0,10,2\n"},
     {"AzureMissingColumn", "run {bad} --out {out}", "aux.txt:1:", "workload.trace",
      TRACE_SCENARIO("azure", ""), "TIMESTAMP,ContextTokens\n2023-01-01 00:00:00,1\n"},
     {"AzureZeroTokens", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",

@@ -104,9 +104,11 @@ bool TraceFileReader::read_record(TraceRecord& out) {
     if (r.kind == LineKind::record && have_previous_ && out.time < previous_time_) {
       // A trace is replayed in file order; a record earlier than its
       // predecessor cannot be placed without reading ahead (unbounded memory).
+      // The gap in doubles: records centuries apart overflow an int64_t of ns.
       problem = fmt::format(
           "time goes backwards: this record is {:.3f} ms before the previous record (line {})",
-          static_cast<double>(previous_time_ - out.time) / 1e6, previous_line_);
+          (static_cast<double>(previous_time_) - static_cast<double>(out.time)) / 1e6,
+          previous_line_);
     }
     if (!problem.empty()) {
       if (!spec_.skip_malformed) fail(line_number_, problem, kSkipHint);

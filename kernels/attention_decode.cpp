@@ -83,13 +83,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_seq(const KvPool& pool
   const int64_t group = kGroup > 0 ? kGroup : q_heads / heads;
   const int64_t bt = pool.block_tokens();
   scores.resize(static_cast<size_t>(q_heads * std::min(bt, k_len)));
-  // Queries pre-scaled; per query head the running max, the running sum of
-  // exp(score - max), and the block's max.
-  std::vector<float> qs(q, q + q_heads * d);
-  for (float& x : qs) x *= scale;
-  std::vector<float> mx(static_cast<size_t>(q_heads), -INFINITY), sum(static_cast<size_t>(q_heads)),
-      bmx(static_cast<size_t>(q_heads));
-  std::fill(out, out + q_heads * d, 0.0f);
+  auto [qs, mx, sum, bmx] = start_decode(q, q_heads, d, scale, out);
   using ScoreMat = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
   const Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>> mxa(mx.data(), q_heads);
   Eigen::Map<Eigen::Array<float, 1, Eigen::Dynamic>> suma(sum.data(), q_heads);

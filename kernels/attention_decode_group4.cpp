@@ -31,11 +31,7 @@ __attribute__((target("avx2,fma,f16c"))) void decode_fp16_group4_d16(
   const int64_t heads = pool.kv_heads();
   const int64_t bt = pool.block_tokens();
   scores.resize(static_cast<size_t>(q_heads * std::min(bt, k_len)));
-  std::vector<float> qs(q, q + q_heads * d);
-  for (float& x : qs) x *= scale;
-  std::vector<float> mx(static_cast<size_t>(q_heads), -INFINITY), sum(static_cast<size_t>(q_heads)),
-      bmx(static_cast<size_t>(q_heads));
-  std::fill(out, out + q_heads * d, 0.0f);
+  auto [qs, mx, sum, bmx] = start_decode(q, q_heads, d, scale, out);
   const int64_t row = heads * d;
   for (int64_t b0 = 0; b0 < k_len; b0 += bt) {
     const int64_t n = std::min(bt, k_len - b0);

@@ -90,6 +90,22 @@ inline const uint16_t* rows_ahead(const uint16_t* rows, int64_t t, int64_t n, co
   return nullptr;
 }
 
+// A decode call's starting state: the queries pre-scaled ([q_heads, d]),
+// and per query head the running max (-inf), the running sum of
+// exp(score - max) and the block's max; the outputs zeroed.
+struct DecodeStart {
+  std::vector<float> qs, mx, sum, bmx;
+};
+inline DecodeStart start_decode(const float* q, int64_t q_heads, int64_t d, float scale,
+                                float* out) {
+  const auto heads = static_cast<size_t>(q_heads);
+  DecodeStart s{std::vector<float>(q, q + q_heads * d), std::vector<float>(heads, -INFINITY),
+                std::vector<float>(heads), std::vector<float>(heads)};
+  for (float& x : s.qs) x *= scale;
+  std::fill(out, out + q_heads * d, 0.0f);
+  return s;
+}
+
 // The online softmax's step at a block: where a query head's block max
 // is above its running max, the running max is raised and the head's sum
 // and output accumulators are rescaled by exp(old - new) (exp(-inf) = 0 the

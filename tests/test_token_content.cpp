@@ -231,5 +231,26 @@ TEST(TokenView, BlockHashFromRunKeysMatchesExactlyWhereContentMatches) {
             held.block_hash(first, 48, 48, scratch.data()));
 }
 
+TEST(TokenView, IdsAreReadInPlaceWhereHeldAndCopiedOtherwise) {
+  const std::vector<int32_t> prompt{1, 2, 3, 4, 5}, output{6, 7, 8};
+  const TokenView view{prompt.data(), 5, output.data(), 3};
+  std::vector<int32_t> scratch(8, -1);
+  EXPECT_EQ(view.ids(1, 3, scratch.data()), prompt.data() + 1);  // inside the prompt
+  EXPECT_EQ(view.ids(6, 2, scratch.data()), output.data() + 1);  // inside the output
+  EXPECT_EQ(scratch, std::vector<int32_t>(8, -1));               // neither copied
+  const int32_t* straddling = view.ids(3, 4, scratch.data());    // across the two
+  EXPECT_EQ(straddling, scratch.data());
+  EXPECT_EQ(std::vector<int32_t>(straddling, straddling + 4), (std::vector<int32_t>{4, 5, 6, 7}));
+  // A described prompt holds no ids to point at: copied.
+  TokenContent described, empty;
+  described.append_stream(100, 32000, 16);
+  const TokenView dview = TokenView::of(described, empty, 0);
+  std::vector<int32_t> want(4);
+  dview.copy(2, 4, want.data());
+  const int32_t* got = dview.ids(2, 4, scratch.data());
+  EXPECT_EQ(got, scratch.data());
+  EXPECT_EQ(std::vector<int32_t>(got, got + 4), want);
+}
+
 }  // namespace
 }  // namespace kvsim

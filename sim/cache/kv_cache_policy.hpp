@@ -63,6 +63,15 @@ struct TokenView {
   }
   // Copies [begin, begin + count) into dst.
   void copy(int64_t begin, int64_t count, int32_t* dst) const;
+  // The ids of [begin, begin + count): in place where the view holds them
+  // in one array (inside the held prompt or the held output), else copied
+  // into `scratch` (>= count) and read from there.
+  const int32_t* ids(int64_t begin, int64_t count, int32_t* scratch) const {
+    if (begin + count <= prompt_len && prompt) return prompt + begin;
+    if (begin >= prompt_len && output) return output + (begin - prompt_len);
+    copy(begin, count, scratch);
+    return scratch;
+  }
   // The prompt as ids (generated and kept by a described content).
   const int32_t* prompt_ids() const { return prompt ? prompt : prompt_content->data(); }
   // chained_block_hash of the block [begin, begin + count): from its run's

@@ -40,8 +40,7 @@ BlockHash TokenView::block_hash(const BlockHash& parent, int64_t begin, int64_t 
                                        count);
     }
   }
-  copy(begin, count, scratch);
-  return chained_block_hash(parent, scratch, static_cast<size_t>(count));
+  return chained_block_hash(parent, ids(begin, count, scratch), static_cast<size_t>(count));
 }
 
 void TokenView::extend_block_hashes(std::vector<BlockHash>& hashes, int64_t blocks,
@@ -86,8 +85,8 @@ void TokenView::extend_block_hashes(std::vector<BlockHash>& hashes, int64_t bloc
         continue;
       }
     }
-    copy(begin, block_size, scratch);
-    hashes.push_back(chained_block_hash(parent, scratch, static_cast<size_t>(block_size)));
+    hashes.push_back(chained_block_hash(parent, ids(begin, block_size, scratch),
+                                        static_cast<size_t>(block_size)));
   }
 }
 

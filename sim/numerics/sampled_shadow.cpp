@@ -42,15 +42,6 @@ bool inside_one_run(const TokenView& tokens, int64_t begin, int64_t count) {
   return local + count <= run.start + run.length;
 }
 
-// The ids of [begin, begin + count) where the view holds them in one array
-// (a part of held ids, not a described run), else nullptr.
-const int32_t* ids_in_place(const TokenView& tokens, int64_t begin, int64_t count) {
-  if (begin + count <= tokens.prompt_len) return tokens.prompt ? tokens.prompt + begin : nullptr;
-  if (begin >= tokens.prompt_len && tokens.output)
-    return tokens.output + (begin - tokens.prompt_len);
-  return nullptr;
-}
-
 }  // namespace
 
 uint64_t SampledNumericsChecker::content_address(const TokenView& tokens, int64_t index) {
@@ -65,12 +56,8 @@ uint64_t SampledNumericsChecker::content_address(const TokenView& tokens, int64_
   // streaming state, which costs more than the hash of one block), read in
   // place where the view holds them in one array (unfollowed writers' full
   // blocks: one each), else copied out.
-  const int32_t* ids = ids_in_place(tokens, begin, bs);
-  if (ids == nullptr) {
-    tokens.copy(begin, bs, ids_.data());
-    ids = ids_.data();
-  }
-  return XXH3_64bits_withSeed(ids, static_cast<size_t>(bs) * sizeof(int32_t),
+  return XXH3_64bits_withSeed(tokens.ids(begin, bs, ids_.data()),
+                              static_cast<size_t>(bs) * sizeof(int32_t),
                               kAddressSalt ^ mix64(static_cast<uint64_t>(begin))) |
          1;
 }

@@ -41,33 +41,49 @@ void pair_rows_scalar(uint64_t seed, float* row, int64_t from, int64_t d) {
 }
 
 #if defined(__x86_64__)
-// The same, eight lanes (sixteen values) at a time; integer hashing and an
+// Values c to c + 15 of a row from its seed (lanes c / 2 to c / 2 + 7 of
+// pair_rows_scalar's hashes), eight lanes at a time: integer hashing and an
 // exact scaling by 2^-15, so the values are bit for bit the scalar ones.
+struct Row16 {
+  __m256 lo, hi;  // values c to c + 7, c + 8 to c + 15
+};
+// Lane i's low and high halves are 16-bit words 2i and 2i + 1 of the
+// vector, already in value order: widened in two runs of eight. r * 2^-15 -
+// 1 is exact in float (16 significant bits), fused or not.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 words_to_values(__m128i words) {
+  return _mm256_fmsub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(words)),
+                         _mm256_set1_ps(1.0f / 32768.0f), _mm256_set1_ps(1.0f));
+}
+// step: lane i holds i * kLaneStep.
+__attribute__((target("avx2,fma"), always_inline)) inline Row16 pair_row16(uint64_t seed, int64_t c,
+                                                                           __m256i step) {
+  const auto base = static_cast<uint32_t>(seed) + static_cast<uint32_t>(c / 2) * kLaneStep;
+  __m256i x =
+      _mm256_xor_si256(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(base)), step),
+                       _mm256_set1_epi32(static_cast<int32_t>(seed >> 32)));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7feb352d));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int32_t>(0x846ca68bU)));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  return {words_to_values(_mm256_castsi256_si128(x)),
+          words_to_values(_mm256_extracti128_si256(x, 1))};
+}
+__attribute__((target("avx2,fma"), always_inline)) inline __m256i lane_steps() {
+  return _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                            _mm256_set1_epi32(static_cast<int32_t>(kLaneStep)));
+}
+
+// pair_rows_scalar over a whole row, sixteen values at a time.
 __attribute__((target("avx2,fma"), always_inline)) inline void pair_rows_inline(uint64_t seed,
                                                                                 float* row,
                                                                                 int64_t d) {
-  const auto lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
-  const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                          _mm256_set1_epi32(static_cast<int>(kLaneStep)));
-  const __m256i m1 = _mm256_set1_epi32(0x7feb352d), m2 = _mm256_set1_epi32(0x846ca68b);
-  const __m256 scale = _mm256_set1_ps(1.0f / 32768.0f), one = _mm256_set1_ps(1.0f);
+  const __m256i step = lane_steps();
   int64_t c = 0;
   for (; c + 16 <= d; c += 16) {
-    const auto base = lo + static_cast<uint32_t>(c / 2) * kLaneStep;
-    __m256i x = _mm256_xor_si256(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(base)), step),
-                                 _mm256_set1_epi32(static_cast<int>(hi)));
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-    x = _mm256_mullo_epi32(x, m1);
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
-    x = _mm256_mullo_epi32(x, m2);
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-    // Lane i's low and high halves are 16-bit words 2i and 2i + 1 of the
-    // vector, already in value order: widened in two runs of eight. r *
-    // 2^-15 - 1 is exact in float (16 significant bits), fused or not.
-    const __m256 lo8 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(x)));
-    const __m256 hi8 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(x, 1)));
-    _mm256_storeu_ps(row + c, _mm256_fmsub_ps(lo8, scale, one));
-    _mm256_storeu_ps(row + c + 8, _mm256_fmsub_ps(hi8, scale, one));
+    const Row16 r = pair_row16(seed, c, step);
+    _mm256_storeu_ps(row + c, r.lo);
+    _mm256_storeu_ps(row + c + 8, r.hi);
   }
   pair_rows_scalar(seed, row, c, d);
 }
@@ -107,30 +123,6 @@ __attribute__((target("avx2,fma"))) void kv_pair_rows_avx2(const SyntheticShape&
 #endif
 
 #if defined(__x86_64__)
-// Values 0-7 and 8-15 of a 16-value row from its seed: pair_rows_inline's
-// one iteration (the same lane hashes and its exact r * 2^-15 - 1).
-struct Row16 {
-  __m256 lo, hi;
-};
-__attribute__((target("avx2,fma,f16c"), always_inline)) inline __m256 words_to_values(
-    __m128i words) {
-  return _mm256_fmsub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(words)),
-                         _mm256_set1_ps(1.0f / 32768.0f), _mm256_set1_ps(1.0f));
-}
-__attribute__((target("avx2,fma,f16c"), always_inline)) inline Row16 pair_row16(uint64_t seed,
-                                                                                __m256i step) {
-  __m256i x = _mm256_xor_si256(
-      _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(seed))), step),
-      _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(seed >> 32))));
-  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7feb352d));
-  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
-  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int32_t>(0x846ca68bU)));
-  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-  return {words_to_values(_mm256_castsi256_si128(x)),
-          words_to_values(_mm256_extracti128_si256(x, 1))};
-}
-
 // Eight values to fp16 (round to nearest even, encode_decode_half_f16c's
 // conversion) and what they decode to.
 __attribute__((target("avx2,fma,f16c"), always_inline)) inline void store_half8(__m256 x,
@@ -167,8 +159,7 @@ __attribute__((target("avx2,fma,f16c"))) void kv_pair_rows_fp16_avx2_d16(
     bool adjacent, uint16_t* k_half, uint16_t* v_half, float* k_stored, float* v_stored) {
   constexpr int64_t d = 16, kRun = 32;
   const int64_t heads = shape.kv_heads;
-  const __m256i step = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                          _mm256_set1_epi32(static_cast<int32_t>(kLaneStep)));
+  const __m256i step = lane_steps();
   const auto layer_bits = static_cast<uint64_t>(layer) << 12;
   const auto key = static_cast<uint64_t>(Tensor::key), value = static_cast<uint64_t>(Tensor::value);
   for (int64_t from = 0; from < n; from += kRun) {
@@ -181,8 +172,8 @@ __attribute__((target("avx2,fma,f16c"))) void kv_pair_rows_fp16_avx2_d16(
       const __m256 s0 = _mm256_loadu_ps(cs + d), s1 = _mm256_loadu_ps(cs + d + 8);
       for (int64_t h = 0; h < heads; ++h, k += d, v += d) {
         const uint64_t head = base ^ (static_cast<uint64_t>(h) << 4);
-        const Row16 kr = pair_row16(mix64(head ^ key), step);
-        const Row16 vr = pair_row16(mix64(head ^ value), step);
+        const Row16 kr = pair_row16(mix64(head ^ key), 0, step);
+        const Row16 vr = pair_row16(mix64(head ^ value), 0, step);
         // rotate_rows_avx's partners: each pair swapped (adjacent pairs) or
         // the two halves (rotate-half).
         const __m256 p0 = adjacent ? _mm256_permute_ps(kr.lo, 0xB1) : kr.hi;

@@ -20,8 +20,8 @@
 #include <filesystem>
 
 #include "base/source_paths.hpp"
-#include "sim/run_scenario.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/run_scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 

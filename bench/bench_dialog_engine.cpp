@@ -8,7 +8,7 @@
 
 #include "base/source_paths.hpp"
 #include "sim/genie/genie_engine.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/event_queue.hpp"
-#include "sim/simulator.hpp"
+#include "sim/core/event_queue.hpp"
+#include "sim/core/simulator.hpp"
 
 namespace kvsim {
 namespace {

@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "base/source_paths.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace {

@@ -23,7 +23,7 @@
 #include <ctime>
 
 #include "base/source_paths.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace {

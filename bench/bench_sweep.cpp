@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "cli/studies/sweep.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 namespace fs = std::filesystem;

@@ -15,7 +15,7 @@
 #include <filesystem>
 
 #include "base/source_paths.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 #include "workloads/trace_file_reader.hpp"
 #include "workloads/workload.hpp"

@@ -9,7 +9,7 @@
 #include "cli/commands.hpp"
 #include "reports/input_error.hpp"
 #include "reports/metrics_check.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "reports/input_error.hpp"
 #include "reports/output_dir.hpp"
 #include "reports/run_report.hpp"
-#include "sim/expect.hpp"
+#include "sim/scenario/expect.hpp"
 
 namespace kvsim::cli {
 namespace {

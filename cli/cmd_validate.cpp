@@ -8,8 +8,8 @@
 #include "cli/commands.hpp"
 #include "cli/studies/sweep.hpp"
 #include "cli/studies/sweep_spec.hpp"
-#include "sim/component_catalog.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/component_catalog.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim::cli {
 

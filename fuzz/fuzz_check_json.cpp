@@ -8,7 +8,7 @@
 #include "base/diagnostics.hpp"
 #include "fuzz/fuzz_input.hpp"
 #include "reports/metrics_check.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics_section.hpp"
 
 // The sections that write a run's metrics pull in every engine (all of
 // sim/); check only reads documents, so the harness links this stand-in.

@@ -14,9 +14,9 @@
 #include "base/diagnostics.hpp"
 #include "base/source_paths.hpp"
 #include "cli/studies/run_provenance.hpp"
-#include "sim/metrics.hpp"
-#include "sim/run_scenario.hpp"
-#include "sim/scenario.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/scenario/run_scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
 
 namespace py = pybind11;

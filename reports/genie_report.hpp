@@ -4,8 +4,8 @@
 // genie engine's entry of the report parts (run_report_sections.hpp).
 #include <string>
 
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

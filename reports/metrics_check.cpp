@@ -11,7 +11,7 @@
 
 #include "base/diagnostics.hpp"
 #include "reports/input_error.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "reports/run_series.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

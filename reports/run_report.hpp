@@ -6,8 +6,8 @@
 #include <string>
 
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

@@ -10,8 +10,8 @@
 
 #include "reports/run_charts.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

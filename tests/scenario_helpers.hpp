@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
 #include "tests/support/test_paths.hpp"
 

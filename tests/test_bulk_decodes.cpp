@@ -17,8 +17,8 @@
 
 #include "scenario_helpers.hpp"
 #include "sim/cache/paged_policy_base.hpp"
+#include "sim/core/metrics.hpp"
 #include "sim/engine/arrival_pump.hpp"
-#include "sim/metrics.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {

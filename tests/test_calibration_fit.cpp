@@ -10,7 +10,7 @@
 #include <set>
 
 #include "cli/studies/calibration_fit.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 #include "tests/support/test_paths.hpp"
 

@@ -10,7 +10,7 @@
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/chunk_prompt.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 namespace {

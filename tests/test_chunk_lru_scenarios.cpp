@@ -13,7 +13,7 @@
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/chunk_prompt.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 #include "sim/numerics/chunk_numerics_checker.hpp"
 #include "sim/serve/engine.hpp"
 #include "tests/support/test_paths.hpp"

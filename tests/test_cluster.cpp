@@ -16,7 +16,7 @@
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/kv_link.hpp"
 #include "sim/cluster/routing_registry.hpp"
-#include "sim/run_scenario.hpp"
+#include "sim/scenario/run_scenario.hpp"
 
 namespace kvsim {
 namespace {

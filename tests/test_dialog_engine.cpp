@@ -17,7 +17,7 @@
 #include "sim/cache/policy_registry.hpp"
 #include "sim/genie/genie_engine.hpp"
 #include "sim/genie/genie_passes.hpp"
-#include "sim/run_scenario.hpp"
+#include "sim/scenario/run_scenario.hpp"
 #include "sim/serve/step_observer.hpp"
 #include "tests/support/test_paths.hpp"
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/simulator.hpp"
 #include "sim/engine/engine_shell.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
-#include "sim/simulator.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {

@@ -2,7 +2,7 @@
 // after storage reuse, the callback type, the registry, and a randomized
 // comparison with a std::multimap reference. Every test runs on every
 // registered queue.
-#include "sim/event_queue.hpp"
+#include "sim/core/event_queue.hpp"
 
 #include <gtest/gtest.h>
 

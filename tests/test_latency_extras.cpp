@@ -9,9 +9,9 @@
 #include <random>
 
 #include "report_test_helpers.hpp"
-#include "sim/latency_histogram.hpp"
-#include "sim/run_scenario.hpp"
-#include "sim/served_metrics.hpp"
+#include "sim/core/latency_histogram.hpp"
+#include "sim/core/served_metrics.hpp"
+#include "sim/scenario/run_scenario.hpp"
 
 namespace kvsim {
 namespace {

@@ -9,8 +9,8 @@
 #include "reports/run_report.hpp"
 #include "reports/run_report_sections.hpp"
 #include "scenario_helpers.hpp"
-#include "sim/metrics.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "models/model_resolve.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {

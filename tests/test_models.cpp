@@ -9,7 +9,7 @@
 #include <string>
 
 #include "models/model_spec.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {

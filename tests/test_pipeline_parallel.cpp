@@ -16,7 +16,7 @@
 #include "round_specs.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {

@@ -7,8 +7,8 @@
 #include "scenario_helpers.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/cluster/routing_registry.hpp"
-#include "sim/event_queue.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/event_queue.hpp"
+#include "sim/core/metrics.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {

@@ -9,9 +9,9 @@
 
 #include "scenario_helpers.hpp"
 #include "sim/engine/arrival_pump.hpp"
-#include "sim/engine/engine_registry.hpp"
 #include "sim/engine/round_robin_router.hpp"
 #include "sim/genie/genie_engine.hpp"
+#include "sim/scenario/engine_registry.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {

@@ -1,6 +1,6 @@
 // Simulator: clock, scheduling rules, run(until), stop(), cancellation through
 // the simulator, events scheduled from callbacks, and reproducibility.
-#include "sim/simulator.hpp"
+#include "sim/core/simulator.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include "base/reader.hpp"
 #include "base/units.hpp"
-#include "sim/latency_histogram.hpp"
+#include "sim/core/latency_histogram.hpp"
 
 namespace kvsim {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "scenario_helpers.hpp"
-#include "sim/vllm_names.hpp"
+#include "sim/scenario/vllm_names.hpp"
 
 namespace kvsim {
 namespace {

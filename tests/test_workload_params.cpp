@@ -15,7 +15,7 @@
 #include "base/reader.hpp"
 #include "report_test_helpers.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/component_catalog.hpp"
+#include "sim/scenario/component_catalog.hpp"
 #include "tests/support/test_paths.hpp"
 #include "workloads/workload_params.hpp"
 

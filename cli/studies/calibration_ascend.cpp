@@ -24,7 +24,7 @@
 
 #include "cli/studies/calibration.hpp"
 #include "models/model_resolve.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {

@@ -39,7 +39,7 @@
 #include "models/model_resolve.hpp"
 #include "sim/cache/genie_buffer_sizing.hpp"
 #include "sim/genie/genie_engine.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace {

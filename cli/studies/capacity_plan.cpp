@@ -17,7 +17,7 @@
 #include "reports/input_error.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace fs = std::filesystem;

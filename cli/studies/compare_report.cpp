@@ -10,7 +10,7 @@
 #include "cli/studies/run_folder.hpp"
 #include "reports/input_error.hpp"
 #include "reports/output_dir.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "reports/run_series.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 

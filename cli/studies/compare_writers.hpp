@@ -10,7 +10,7 @@
 
 #include "cli/studies/compare_report.hpp"
 #include "reports/output_dir.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

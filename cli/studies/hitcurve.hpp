@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sim/cache/cache_replay.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

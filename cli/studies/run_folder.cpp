@@ -8,7 +8,7 @@
 #include "reports/run_html_report.hpp"
 #include "reports/run_report.hpp"
 #include "reports/trace_writer.hpp"
-#include "sim/run_scenario.hpp"
+#include "sim/scenario/run_scenario.hpp"
 
 namespace kvsim {
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "reports/run_series.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 namespace {

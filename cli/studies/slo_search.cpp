@@ -9,7 +9,7 @@
 
 #include "base/reader.hpp"
 #include "reports/input_error.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {

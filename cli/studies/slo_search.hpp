@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "cli/studies/sweep_report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace {

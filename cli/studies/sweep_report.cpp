@@ -8,7 +8,7 @@
 #include "cli/studies/sweep_chart.hpp"
 #include "reports/html_page.hpp"
 #include "reports/output_dir.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 namespace {

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "base/reader.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace {

@@ -1,8 +1,8 @@
 // The chunk_lru policy's part of metrics.json (seed 003): chunk hits and
 // misses, what copying and re-rotating chunks cost, and the dual pool's
 // split. ChunkLruPolicy::report() fills the fields.
-#include "sim/metrics.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {

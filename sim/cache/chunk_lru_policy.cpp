@@ -5,7 +5,7 @@
 
 #include "sim/cache/chunk_prompt.hpp"
 #include "sim/cache/policy_params.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 namespace {

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "sim/cache/policy_checks.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

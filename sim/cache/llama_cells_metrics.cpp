@@ -2,8 +2,8 @@
 // context shifts with their K-shift passes, the defragmentations (do_defrag)
 // and how find_slot placed the micro-batches. Written after kv_cache, only
 // for a run of this policy, so every other run's file is unchanged.
-#include "sim/metrics.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {

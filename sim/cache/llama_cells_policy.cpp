@@ -38,7 +38,7 @@
 #include <stdexcept>
 
 #include "sim/cache/policy_params.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 namespace {

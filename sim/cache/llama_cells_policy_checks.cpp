@@ -7,7 +7,7 @@
 
 #include "kernels/ggml_kv_type.hpp"
 #include "sim/cache/policy_checks.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

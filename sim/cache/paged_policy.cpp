@@ -8,7 +8,7 @@
 
 #include "kernels/kv_layout.hpp"
 #include "sim/cache/policy_params.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 

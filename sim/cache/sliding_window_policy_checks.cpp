@@ -6,7 +6,7 @@
 
 #include "sim/cache/policy_checks.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

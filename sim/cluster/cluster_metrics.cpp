@@ -9,7 +9,7 @@
 
 #include "sim/cache/tiers/kv_tier.hpp"
 #include "sim/cluster/cluster_run.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "sim/cluster/routing_registry.hpp"
-#include "sim/engine/engine_registry.hpp"
+#include "sim/scenario/engine_registry.hpp"
 
 namespace kvsim {
 

@@ -19,12 +19,12 @@
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/kv_link.hpp"
 #include "sim/cluster/routing_policy.hpp"
+#include "sim/core/simulator.hpp"
 #include "sim/engine/arrival_pump.hpp"
 #include "sim/engine/engine_shell.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
-#include "sim/simulator.hpp"
 
 namespace kvsim {
 

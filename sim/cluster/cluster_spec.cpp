@@ -9,8 +9,8 @@
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/kv_link.hpp"
 #include "sim/cluster/routing_registry.hpp"
-#include "sim/engine/engine_registry.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/engine_registry.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 using config::MapReader;

@@ -7,8 +7,8 @@
 #include <functional>
 #include <memory>
 
+#include "sim/core/simulator.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/simulator.hpp"
 
 namespace kvsim {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "sim/scenario.hpp"
-#include "sim/served_metrics.hpp"
+#include "sim/core/served_metrics.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

@@ -9,12 +9,12 @@
 #include <functional>
 #include <string>
 
+#include "sim/core/latency_histogram.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/served_metrics.hpp"
+#include "sim/core/simulator.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/latency_histogram.hpp"
-#include "sim/metrics.hpp"
 #include "sim/serve/run_sink.hpp"
-#include "sim/served_metrics.hpp"
-#include "sim/simulator.hpp"
 
 namespace kvsim {
 

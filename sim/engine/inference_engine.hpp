@@ -12,8 +12,8 @@
 #include "base/units.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/latency_histogram.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/latency_histogram.hpp"
+#include "sim/core/metrics.hpp"
 #include "workloads/request.hpp"
 
 namespace kvsim {

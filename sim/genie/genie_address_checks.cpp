@@ -4,7 +4,7 @@
 
 #include "sim/cache/genie_buffer_sizing.hpp"
 #include "sim/cache/policy_registry.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace {

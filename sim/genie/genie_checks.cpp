@@ -7,7 +7,7 @@
 #include "sim/cache/policy_registry.hpp"
 #include "sim/genie/genie_address_checks.hpp"
 #include "sim/genie/genie_passes.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace {

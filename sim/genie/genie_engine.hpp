@@ -19,10 +19,10 @@
 
 #include "devices/htp_timing.hpp"
 #include "sim/cache/genie_policy.hpp"
+#include "sim/core/metrics.hpp"
 #include "sim/engine/arrival_pump.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
 
 namespace kvsim {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/simulator.hpp"
 #include "sim/engine/engine_shell.hpp"
 #include "sim/genie/genie_engine.hpp"
 #include "sim/genie/genie_passes.hpp"
 #include "sim/genie/genie_sessions.hpp"
-#include "sim/simulator.hpp"
 #include "workloads/request.hpp"
 
 namespace kvsim::dialog_detail {

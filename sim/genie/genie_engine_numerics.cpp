@@ -1,7 +1,7 @@
 #include "sim/genie/genie_engine_numerics.hpp"
 
 #include "sim/numerics/genie_numerics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace {

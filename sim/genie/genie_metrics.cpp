@@ -1,8 +1,8 @@
 // The dialog engine's part of metrics.json (seed 002): what the Genie
 // buffers' updates did, the VTCM the LLM asked for and got, and the list of
 // HTP sessions (written only for a run that had sessions).
-#include "sim/metrics.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {

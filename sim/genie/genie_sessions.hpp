@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "devices/htp_vtcm_allocator.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 

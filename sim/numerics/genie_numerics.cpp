@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "kernels/attention.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 #include "sim/numerics/synthetic_kv.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/step_observer.hpp"
 
 namespace kvsim::numerics {

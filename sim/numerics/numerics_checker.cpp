@@ -9,7 +9,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/kv_fp8.hpp"
 #include "kernels/store_kvcache.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim::numerics {
 

@@ -5,7 +5,7 @@
 #include "sim/numerics/chunk_numerics_checker.hpp"
 #include "sim/numerics/numerics_checker.hpp"
 #include "sim/numerics/sampled_numerics_checker.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

@@ -8,7 +8,7 @@
 
 #include "sim/cache/policy_registry.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
-#include "sim/served_metrics.hpp"
+#include "sim/core/served_metrics.hpp"
 
 namespace kvsim {
 namespace {

@@ -13,15 +13,15 @@
 #include "devices/timing_model.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/simulator.hpp"
 #include "sim/engine/arrival_pump.hpp"
 #include "sim/engine/engine_shell.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
 #include "sim/serve/scheduler.hpp"
 #include "sim/serve/step_observer.hpp"
-#include "sim/simulator.hpp"
 
 namespace kvsim {
 

@@ -1,7 +1,7 @@
 // metrics.json's `pipeline` object: written for a pipeline-parallel run only,
 // so a one-stage run's file keeps exactly its keys.
-#include "sim/metrics.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {

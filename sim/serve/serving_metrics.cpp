@@ -1,7 +1,7 @@
 // The serving engine's part of metrics.json: the paged pool's geometry and
 // what its blocks did (SPEC 9 kv_cache.*, memory.activation_reserve_bytes).
-#include "sim/metrics.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 #include "sim/serve/scheduler.hpp"
 
 namespace kvsim {

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 

@@ -1,8 +1,8 @@
 // kv_tiers.* in metrics.json: what the tiers below device HBM served and
 // moved (TierChain::report fills them). Written for every run, zeros
 // without tiers, so files of different runs compare key for key.
-#include "sim/metrics.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {

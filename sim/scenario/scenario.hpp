@@ -14,8 +14,8 @@
 #include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
+#include "sim/core/served_metrics.hpp"
 #include "sim/genie/genie_session_config.hpp"
-#include "sim/served_metrics.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {

@@ -1,10 +1,10 @@
-#include "sim/expect.hpp"
+#include "sim/scenario/expect.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 

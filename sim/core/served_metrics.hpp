@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "base/units.hpp"
-#include "sim/latency_histogram.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/latency_histogram.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 

@@ -1,4 +1,4 @@
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics_section.hpp"
 
 #include <stdexcept>
 

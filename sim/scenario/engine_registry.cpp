@@ -1,4 +1,4 @@
-#include "sim/engine/engine_registry.hpp"
+#include "sim/scenario/engine_registry.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,8 +9,8 @@
 #include "sim/genie/genie_checks.hpp"
 #include "sim/genie/genie_engine.hpp"
 #include "sim/genie/genie_session_config.hpp"
-#include "sim/scenario.hpp"
-#include "sim/scenario_sections.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/scenario_sections.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/event_queue_key.hpp"
+#include "sim/core/event_queue_key.hpp"
 
 namespace kvsim::event_queue_detail {
 

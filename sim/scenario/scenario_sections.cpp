@@ -1,11 +1,11 @@
-#include "sim/scenario_sections.hpp"
+#include "sim/scenario/scenario_sections.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "sim/cache/policy_registry.hpp"
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 namespace kvsim {
 using config::MapReader;

@@ -1,4 +1,4 @@
-#include "sim/simulator.hpp"
+#include "sim/core/simulator.hpp"
 
 #include <algorithm>
 #include <stdexcept>

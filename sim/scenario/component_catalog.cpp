@@ -1,4 +1,4 @@
-#include "sim/component_catalog.hpp"
+#include "sim/scenario/component_catalog.hpp"
 
 #include "devices/device_family.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
@@ -6,7 +6,7 @@
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/routing_registry.hpp"
-#include "sim/engine/engine_registry.hpp"
+#include "sim/scenario/engine_registry.hpp"
 #include "workloads/workload_params.hpp"
 
 namespace kvsim {

@@ -1,4 +1,4 @@
-#include "sim/vllm_names.hpp"
+#include "sim/scenario/vllm_names.hpp"
 
 #include <fmt/format.h>
 

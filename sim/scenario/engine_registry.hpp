@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/params.hpp"
+#include "sim/core/simulator.hpp"
 #include "sim/engine/inference_engine.hpp"
 #include "sim/serve/run_sink.hpp"
-#include "sim/simulator.hpp"
 
 namespace kvsim {
 

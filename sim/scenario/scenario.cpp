@@ -1,4 +1,4 @@
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "base/source_paths.hpp"
 #include "base/yaml_error.hpp"
 
@@ -13,9 +13,9 @@
 #include "sim/cache/kv_cache_groups.hpp"
 #include "sim/cache/policy_registry.hpp"
 #include "sim/cluster/cluster_spec.hpp"
-#include "sim/engine/engine_registry.hpp"
-#include "sim/scenario_sections.hpp"
-#include "sim/vllm_names.hpp"
+#include "sim/scenario/engine_registry.hpp"
+#include "sim/scenario/scenario_sections.hpp"
+#include "sim/scenario/vllm_names.hpp"
 
 namespace kvsim {
 namespace fs = std::filesystem;

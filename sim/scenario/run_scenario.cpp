@@ -1,9 +1,9 @@
-#include "sim/run_scenario.hpp"
+#include "sim/scenario/run_scenario.hpp"
 
 #include "sim/cluster/cluster_run.hpp"
+#include "sim/core/simulator.hpp"
 #include "sim/engine/arrival_pump.hpp"
-#include "sim/engine/engine_registry.hpp"
-#include "sim/simulator.hpp"
+#include "sim/scenario/engine_registry.hpp"
 
 namespace kvsim {
 

@@ -10,11 +10,11 @@
 #include <limits>
 #include <stdexcept>
 
-#include "sim/event_queue.hpp"
-#include "sim/event_queue_aligned_heap.hpp"
-#include "sim/event_queue_dary_heap.hpp"
-#include "sim/event_queue_key.hpp"
-#include "sim/event_queue_radix_heap.hpp"
+#include "sim/core/event_queue.hpp"
+#include "sim/core/event_queue_aligned_heap.hpp"
+#include "sim/core/event_queue_dary_heap.hpp"
+#include "sim/core/event_queue_key.hpp"
+#include "sim/core/event_queue_radix_heap.hpp"
 
 namespace kvsim {
 namespace {

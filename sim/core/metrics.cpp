@@ -1,7 +1,7 @@
-#include "sim/metrics.hpp"
+#include "sim/core/metrics.hpp"
 
 #include "base/build_info.hpp"
-#include "sim/metrics_section.hpp"
+#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {

@@ -1,4 +1,4 @@
-#include "sim/served_metrics.hpp"
+#include "sim/core/served_metrics.hpp"
 
 namespace kvsim {
 

@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/event_queue_dary_heap.hpp"
-#include "sim/event_queue_key.hpp"
+#include "sim/core/event_queue_dary_heap.hpp"
+#include "sim/core/event_queue_key.hpp"
 
 namespace kvsim::event_queue_detail {
 

@@ -7,7 +7,7 @@
 // sim/scenario.cpp's cross_checks.
 #include "base/params.hpp"
 #include "base/reader.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 

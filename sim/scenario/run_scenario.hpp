@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/core/metrics.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/metrics.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/serve/run_sink.hpp"
 
 namespace kvsim {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "base/units.hpp"
-#include "sim/event_queue.hpp"
+#include "sim/core/event_queue.hpp"
 
 namespace kvsim {
 

@@ -1,4 +1,4 @@
-#include "sim/latency_histogram.hpp"
+#include "sim/core/latency_histogram.hpp"
 
 #include <algorithm>
 #include <bit>

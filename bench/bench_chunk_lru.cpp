@@ -19,6 +19,7 @@
 
 #include "base/reader.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
+#include "sim/policies/chunk_lru_spec.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "base/source_paths.hpp"
+#include "sim/numerics/numerics_observer.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
@@ -66,7 +67,7 @@ void BM_DefaultScenarioNumerics(benchmark::State& state,
   double engine_s = 0;
   int64_t checks = 0;
   for (auto _ : state) {
-    kvsim::ServingEngine engine(s, nullptr);
+    kvsim::ServingEngine engine(s, nullptr, kvsim::make_numerics_observer);
     const kvsim::RunMetrics m = engine.run();
     engine_s += m.sim.wall_s;
     checks = m.numerics.checks;

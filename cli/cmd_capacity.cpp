@@ -19,6 +19,7 @@
 #include "cli/studies/slo_search.hpp"
 #include "reports/html_page.hpp"
 #include "reports/output_dir.hpp"
+#include "sim/policies/policy_registry.hpp"
 
 namespace kvsim::cli {
 namespace {
@@ -31,6 +32,7 @@ struct CapacityCliOptions {
   std::vector<std::string> sets;
   CLI::Option* block_size = nullptr;
   CLI::Option* memory_fraction = nullptr;
+  CLI::Option* kv_dtype = nullptr;
 };
 
 std::string configs_dir() {
@@ -96,11 +98,19 @@ std::string slo_markdown(const SloTarget& slo, const std::vector<SloRow>& rows) 
 }
 
 int run_capacity(CapacityCliOptions& o) {
-  if (o.query.policy == "llama_cells") {
-    if (o.query.kv_dtypes == std::vector<std::string>{"fp16"}) o.query.kv_dtypes = {"f16"};
+  const std::shared_ptr<const PolicySpec> policy = capacity_policy(o.query);
+  const std::vector<std::string> dtypes = policy->block_pool()->capacity_dtypes();
+  // A policy with element types of its own (llama.cpp's ggml types) takes
+  // its first as the default --kv-dtype, and its rows are not scenarios'
+  // kv_cache.dtype for an --slo search.
+  const bool own_dtypes = dtypes != kKvDtypeNames;
+  if (own_dtypes) {
+    if (o.kv_dtype->count() == 0) o.query.kv_dtypes = {dtypes.front()};
     if (!o.slo.empty()) {
-      std::cerr << "kvsim: error: --policy llama_cells: --slo searches a serving arrival rate; "
-                   "llama.cpp's cells run a dialog scenario (kvsim run)\n";
+      std::cerr << fmt::format(
+          "kvsim: error: --policy {}: --slo runs scenarios of the rows' kv_cache.dtype; {}'s "
+          "element types ({}) are keys of its own\n",
+          o.query.policy, o.query.policy, fmt::join(dtypes, ", "));
       return kExitBadInput;
     }
   }
@@ -109,12 +119,12 @@ int run_capacity(CapacityCliOptions& o) {
                  "workload.arrival.rate_per_s is searched)\n";
     return kExitBadInput;
   }
-  if (o.query.policy == "chunk_lru") {
+  if (find_policy(o.query.policy)->info.find("main_pool_fraction") != nullptr) {
     // Seed 003's split: the pools and the reserve share the device.
     const double sum = o.query.main_pool_fraction + o.query.chunk_pool_fraction;
     if (sum > 1.0 + 1e-9 || o.memory_fraction->count() > 0) {
       std::cerr << fmt::format(
-          "kvsim: error: --policy chunk_lru: {}\n",
+          "kvsim: error: --policy {}: {}\n", o.query.policy,
           o.memory_fraction->count() > 0
               ? "--memory-fraction does not apply; the main pool is --main-pool-fraction"
               : fmt::format("--main-pool-fraction {} + --chunk-pool-fraction {} = {} is more than "
@@ -154,31 +164,19 @@ int run_capacity(CapacityCliOptions& o) {
         sets.push_back(fmt::format("kv_cache.block_size={}", o.query.block_size));
       if (o.memory_fraction->count() > 0)
         sets.push_back(fmt::format("kv_cache.memory_fraction={}", o.query.memory_fraction));
-      if (o.query.policy == "chunk_lru") {
-        sets.push_back("kv_cache.policy=chunk_lru");
-        sets.push_back(fmt::format("kv_cache.main_pool_fraction={}", o.query.main_pool_fraction));
-        sets.push_back(fmt::format("kv_cache.chunk_pool_fraction={}", o.query.chunk_pool_fraction));
-      }
+      // The rows' policy, with the flags it declares keys for.
+      sets.push_back("kv_cache.policy=" + o.query.policy);
+      for (const auto& [key, value] : std::vector<std::pair<const char*, double>>{
+               {"main_pool_fraction", o.query.main_pool_fraction},
+               {"chunk_pool_fraction", o.query.chunk_pool_fraction}})
+        if (find_policy(o.query.policy)->info.find(key) != nullptr)
+          sets.push_back(fmt::format("kv_cache.{}={}", key, value));
       slo_rows.push_back({r.device, r.model, r.kv_dtype, r.tp,
                           search_max_rate(o.workload, sets, slo), r.ep, r.pp});
     }
   }
 
-  const std::string sizing =
-      o.query.policy == "llama_cells"
-          ? "llama.cpp's cell cache (seed 004): one allocation of n_ctx = context cells, per "
-            "layer k_l and v_l of n_embd_k_gqa x n_ctx values of the ggml type (blocks of 32 "
-            "for the quantized types); capacity tokens = cells the budget left after weights "
-            "and activations holds.\n\n"
-          : "Paged KV pool per device (per tensor-parallel rank), "
-            "SPEC 6 sizing: block = 2 x layers x block_size x kv_heads/tp x head_dim x "
-            "dtype bytes (latent attention: layers x block_size x (kv_lora_rank + "
-            "qk_rope_head_dim) x dtype bytes, whole on every rank); blocks = floor((memory x "
-            "fraction - weights - activations) / block). With expert parallelism (tp (ep N)) "
-            "each rank holds experts / N whole experts. With pipeline stages (tp x pp N) each "
-            "stage's devices hold its layers (the embedding on the first, the LM head on the "
-            "last); the figures are those of the stage with the fewest blocks, which sets "
-            "every stage's pool.\n\n";
+  const std::string sizing = policy->block_pool()->capacity_sizing_text();
   std::string md = "# Capacity plan\n\n" + sizing + capacity_markdown(rows) +
                    capacity_chunk_pool_markdown(o.query, rows);
   if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
@@ -236,10 +234,10 @@ Command add_capacity_command(CLI::App& app) {
   cmd->add_option("--context", o->query.contexts,
                   "context lengths in tokens (default 1024,8192,32768)")
       ->delimiter(',');
-  cmd->add_option("--kv-dtype", o->query.kv_dtypes,
-                  "KV dtypes: fp16,bf16,int8,fp32 (default fp16); llama_cells: "
-                  "f16,bf16,f32,q8_0,q4_0,q4_1,q5_0,q5_1")
-      ->delimiter(',');
+  o->kv_dtype = cmd->add_option("--kv-dtype", o->query.kv_dtypes,
+                                "KV dtypes: fp16,bf16,int8,fp32 (default fp16); llama_cells: "
+                                "f16,bf16,f32,q8_0,q4_0,q4_1,q5_0,q5_1")
+                    ->delimiter(',');
   o->block_size = cmd->add_option("--block-size", o->query.block_size, "tokens per block (128)")
                       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   o->memory_fraction =
@@ -248,7 +246,7 @@ Command add_capacity_command(CLI::App& app) {
   cmd->add_option("--policy", o->query.policy,
                   "paged, chunk_lru for seed 003's main/chunk pool split, or llama_cells for "
                   "llama.cpp's cell cache with ggml --kv-dtype types (default paged)")
-      ->check(CLI::IsMember({"paged", "chunk_lru", "llama_cells"}));
+      ->check(CLI::IsMember(capacity_policy_names()));
   cmd->add_option("--main-pool-fraction", o->query.main_pool_fraction,
                   "chunk_lru: share of memory for weights, activations and main KV (0.70)")
       ->check(CLI::Range(0.01, 1.0));

@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/studies/compare_report.hpp"
 #include "reports/output_dir.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace kvsim::cli {

@@ -20,7 +20,7 @@
 #include "cli/generate/llama2_chunk_reuse.hpp"
 #include "cli/generate/llama2_generate.hpp"
 #include "kernels/ggml_kv_type.hpp"
-#include "sim/cache/policy_registry.hpp"
+#include "sim/policies/policy_registry.hpp"
 
 namespace kvsim::cli {
 namespace {
@@ -78,8 +78,10 @@ int run_generate(const GenerateArgs& a) {
           r.drift.shifts, r.drift.discarded_tokens, r.drift.defrags, r.drift.max_abs_diff,
           r.drift.mean_abs_diff, r.drift.compared, r.drift.top1_agree ? "agrees" : "differs");
     }
-    if (a.policy == "chunk_lru") {
-      // Seed 003's reuse changes what the model computes: report by how much.
+    // A policy that reuses chunks by content (seed 003) changes what the
+    // model computes: report by how much.
+    const std::shared_ptr<const PolicySpec> spec = make_policy_spec(a.policy);
+    if (spec->block_pool() != nullptr && spec->block_pool()->reuses_chunks()) {
       kernels::ChunkReuseOptions co;
       co.block_size = a.block_size;
       co.kv_dtype = o.kv_dtype;
@@ -110,9 +112,8 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt", a->prompt, "prompt text (default empty)");
   cmd->add_option("--steps", a->steps, "positions to run, as llama2.c -n (default 256)")
       ->check(CLI::Range(1, 1 << 20));
-  // Every registered policy but sliding_window (a window would change the text).
-  std::vector<std::string> policies = cache_policy_names();
-  std::erase(policies, "sliding_window");
+  // Every policy generate runs (all but sliding_window: a window would change the text).
+  const std::vector<std::string> policies = kernels::generate_policy_names();
   cmd->add_option("--policy", a->policy,
                   "cache policy holding the KV, e.g. paged, shift_concat, pointer_shift, "
                   "smart_mask (default paged)")

@@ -14,6 +14,7 @@
 #include "reports/output_dir.hpp"
 #include "reports/run_report.hpp"
 #include "sim/scenario/expect.hpp"
+#include "sim/scenario/metrics_document.hpp"
 
 namespace kvsim::cli {
 namespace {

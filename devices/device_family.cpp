@@ -9,7 +9,8 @@ namespace {
 
 // The registry: one line per family.
 const std::vector<const DeviceFamily*>& families() {
-  static const std::vector<const DeviceFamily*> all = {&accelerator_family(), &htp_family()};
+  static const std::vector<const DeviceFamily*> all = {&accelerator_family(), &htp_family(),
+                                                       &cpu_family()};
   return all;
 }
 

@@ -41,9 +41,19 @@ class DeviceFamily {
   // Earlier names of the family that `kind:` still accepts, so older device
   // files keep loading.
   virtual std::vector<std::string> old_names() const { return {}; }
-  // The simulator that runs a scenario on this family: "serving" (batched
-  // requests, SPEC 5) or "genie" (one user's Genie dialog, seed 002).
-  virtual std::string_view engine() const = 0;
+  // The engines that can run a scenario on this family, in the order a
+  // scenario without `engine:` tries them: "serving" (batched requests,
+  // SPEC 5), "genie" (one user's Genie dialog, seed 002). The first that
+  // takes the scenario's policy and workload runs it.
+  virtual std::vector<std::string_view> engines() const = 0;
+  // The NPU graph executor of a device of this family (seed 002: static
+  // AR-n graphs, VTCM, the CPU threads that update the KV buffers between
+  // passes), which the genie engine prices its passes on; nullptr when the
+  // family declares none.
+  virtual const HtpSpec* graph_executor(const DeviceSpec& device) const {
+    (void)device;
+    return nullptr;
+  }
 
   // Reads every key of the device map but name, kind, description and notes.
   virtual void read(config::MapReader& root, DeviceSpec& spec) const = 0;
@@ -71,6 +81,7 @@ std::vector<config::ComponentInfo> device_family_infos();
 // The families (one file each).
 const DeviceFamily& accelerator_family();
 const DeviceFamily& htp_family();
+const DeviceFamily& cpu_family();
 
 // Shared by families: every rate the timing divides by must be > 0 and every
 // efficiency in (0, 1].

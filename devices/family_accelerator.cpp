@@ -86,7 +86,7 @@ class AcceleratorFamily final : public DeviceFamily {
     return i;
   }
   std::vector<std::string> old_names() const override { return {"ascend"}; }
-  std::string_view engine() const override { return "serving"; }
+  std::vector<std::string_view> engines() const override { return {"serving"}; }
 
   void read(config::MapReader& r, DeviceSpec& spec) const override {
     const auto& params = info().params;

@@ -153,7 +153,12 @@ class HtpFamily final : public DeviceFamily {
     static const config::ComponentInfo i = make_info();
     return i;
   }
-  std::string_view engine() const override { return "genie"; }
+  // Genie's dialog first (its graphs), then the serving engine (a
+  // dynamic-shape runtime over the same NPU, as llama.cpp's backend runs).
+  std::vector<std::string_view> engines() const override { return {"genie", "serving"}; }
+  const HtpSpec* graph_executor(const DeviceSpec& device) const override {
+    return device.htp ? &*device.htp : nullptr;
+  }
 
   void read(config::MapReader& r, DeviceSpec& spec) const override {
     SourcedReader n(r, spec, "");

@@ -15,9 +15,10 @@
 #include "base/source_paths.hpp"
 #include "cli/studies/run_provenance.hpp"
 #include "sim/core/metrics.hpp"
+#include "sim/engine/run_sink.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/run_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/serve/run_sink.hpp"
 
 namespace py = pybind11;
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <string>
 
-#include "sim/serve/run_sink.hpp"
+#include "sim/engine/run_sink.hpp"
 
 namespace kvsim {
 

@@ -5,6 +5,7 @@
 
 #include "reports/html_page.hpp"
 #include "reports/run_report_sections.hpp"
+#include "sim/genie/genie_metrics.hpp"
 
 namespace kvsim {
 namespace {
@@ -13,30 +14,44 @@ std::vector<std::string> bytes_row(const std::string& name, Bytes b) {
   return {name, std::to_string(b), format_bytes(b)};
 }
 
+// The Genie buffers' context and variants the scenario's policy gives (a
+// run the genie engine recorded is of a policy with them; none: 0, []).
+struct Buffers {
+  int64_t ctx = 0;
+  std::vector<int64_t> variants;
+  int64_t ctx_size() const { return ctx; }
+  const std::vector<int64_t>& ar_variants() const { return variants; }
+};
+Buffers buffers_of(const ScenarioSpec& s) {
+  const DeviceBufferContract* b = s.policy().device_buffers();
+  return b != nullptr ? Buffers{b->ctx_size(), b->ar_variants()} : Buffers{};
+}
+
 }  // namespace
 
 std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
   const auto& k = m.kv_cache;
+  const GenieRunMetrics& g = m.parts.get_or_zero<GenieRunMetrics>();
   std::string out = fmt::format(
       "KV cache: Genie buffers {} (ctx_size {}, AR-1 holds {} tokens); peak used {}, mean {}\n",
-      format_bytes(k.buffer_bytes), s.cache.ctx_size, k.capacity_tokens,
+      format_bytes(g.buffer_bytes), buffers_of(s).ctx_size(), k.capacity_tokens,
       format_bytes(k.peak_used_bytes), format_bytes(static_cast<Bytes>(k.mean_used_bytes)));
   out += fmt::format(
       "          moved {}, {} pointer updates, {} compactions, {} variant switches, {} rewinds, "
       "{} window-evicted tokens, {} context resets\n",
-      format_bytes(k.bytes_moved), k.pointer_updates, k.compactions, k.variant_switches, k.rewinds,
-      k.window_evicted_tokens, k.context_resets);
+      format_bytes(k.bytes_moved), k.pointer_updates, g.compactions, g.variant_switches, g.rewinds,
+      k.window_evicted_tokens, g.context_resets);
   out += fmt::format("          attention read {} columns, {} useful ({:.1f}%)\n",
-                     k.attention_read_tokens, k.attention_useful_tokens,
-                     k.attention_read_tokens > 0
-                         ? 100.0 * static_cast<double>(k.attention_useful_tokens) /
-                               static_cast<double>(k.attention_read_tokens)
+                     g.attention_read_tokens, g.attention_useful_tokens,
+                     g.attention_read_tokens > 0
+                         ? 100.0 * static_cast<double>(g.attention_useful_tokens) /
+                               static_cast<double>(g.attention_read_tokens)
                          : 0.0);
   out += fmt::format("memory: {} total, weights {}, KV buffers {}, VTCM {} (asked {})\n",
                      format_bytes(m.memory.device_bytes), format_bytes(m.memory.weights_bytes),
-                     format_bytes(m.memory.kv_bytes), format_bytes(m.memory.vtcm_bytes),
-                     format_bytes(m.vtcm.requested_bytes));
-  for (const auto& session : m.sessions) {
+                     format_bytes(m.memory.kv_bytes), format_bytes(g.vtcm_bytes),
+                     format_bytes(g.vtcm.requested_bytes));
+  for (const auto& session : g.sessions) {
     out +=
         fmt::format("  VTCM session {}: asked {}, granted {}, waited {:.2f} ms, {} runs\n",
                     session.name, format_bytes(session.vtcm_requested_bytes),
@@ -47,28 +62,29 @@ std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
 
 std::string genie_report_markdown(const ScenarioSpec& s, const RunMetrics& m) {
   const auto& k = m.kv_cache;
+  const GenieRunMetrics& g = m.parts.get_or_zero<GenieRunMetrics>();
   std::string out = "## Genie KV cache (seed 002)\n\n| item | value |\n| --- | ---: |\n";
   const auto row = [&out](const std::string& name, const std::string& value) {
     out += fmt::format("| {} | {} |\n", name, value);
   };
   row("policy", m.policy);
-  row("ctx_size / AR variants",
-      fmt::format("{} / {}", s.cache.ctx_size, fmt::join(s.cache.ar_variants, ", ")));
-  row("buffer bytes", format_bytes(k.buffer_bytes));
+  row("ctx_size / AR variants", fmt::format("{} / {}", buffers_of(s).ctx_size(),
+                                            fmt::join(buffers_of(s).ar_variants(), ", ")));
+  row("buffer bytes", format_bytes(g.buffer_bytes));
   row("bytes moved by updates", format_bytes(k.bytes_moved));
   row("pointer updates", std::to_string(k.pointer_updates));
-  row("compactions", std::to_string(k.compactions));
-  row("variant switches", std::to_string(k.variant_switches));
-  row("rewinds (speculative)", std::to_string(k.rewinds));
+  row("compactions", std::to_string(g.compactions));
+  row("variant switches", std::to_string(g.variant_switches));
+  row("rewinds (speculative)", std::to_string(g.rewinds));
   row("window-evicted tokens", std::to_string(k.window_evicted_tokens));
-  row("context resets", std::to_string(k.context_resets));
+  row("context resets", std::to_string(g.context_resets));
   row("attention columns read / useful",
-      fmt::format("{} / {}", k.attention_read_tokens, k.attention_useful_tokens));
-  row("session cache saved + restored", format_bytes(k.session_io_bytes));
+      fmt::format("{} / {}", g.attention_read_tokens, g.attention_useful_tokens));
+  row("session cache saved + restored", format_bytes(g.session_io_bytes));
   out +=
       "\n## VTCM sessions\n\n| session | asked | granted (smallest) | waited (ms) | runs |\n"
       "| --- | ---: | ---: | ---: | ---: |\n";
-  for (const auto& session : m.sessions) {
+  for (const auto& session : g.sessions) {
     out +=
         fmt::format("| {} | {} | {} | {:.3f} | {} |\n", session.name,
                     format_bytes(session.vtcm_requested_bytes),
@@ -81,51 +97,51 @@ std::string genie_report_markdown(const ScenarioSpec& s, const RunMetrics& m) {
 // update mode moved, and who held how much VTCM (seed 002).
 std::string genie_tables_html(const ScenarioSpec& s, const RunMetrics& m) {
   const auto& k = m.kv_cache;
+  const GenieRunMetrics& g = m.parts.get_or_zero<GenieRunMetrics>();
   std::string body = "<h2>KV cache (Genie buffers)</h2>\n";
-  const double useful_share = k.attention_read_tokens > 0
-                                  ? static_cast<double>(k.attention_useful_tokens) /
-                                        static_cast<double>(k.attention_read_tokens)
+  const double useful_share = g.attention_read_tokens > 0
+                                  ? static_cast<double>(g.attention_useful_tokens) /
+                                        static_cast<double>(g.attention_read_tokens)
                                   : 0.0;
   body += html_table({"metric", "value"},
                      {{"ctx_size / tokens held at most",
-                       fmt::format("{} / {}", s.cache.ctx_size, k.capacity_tokens)},
-                      {"buffer bytes", format_bytes(k.buffer_bytes)},
+                       fmt::format("{} / {}", buffers_of(s).ctx_size(), k.capacity_tokens)},
+                      {"buffer bytes", format_bytes(g.buffer_bytes)},
                       {"peak used", format_bytes(k.peak_used_bytes)},
                       {"bytes moved", format_bytes(k.bytes_moved)},
                       {"pointer updates", std::to_string(k.pointer_updates)},
-                      {"compactions", std::to_string(k.compactions)},
-                      {"variant switches", std::to_string(k.variant_switches)},
-                      {"rewinds", std::to_string(k.rewinds)},
+                      {"compactions", std::to_string(g.compactions)},
+                      {"variant switches", std::to_string(g.variant_switches)},
+                      {"rewinds", std::to_string(g.rewinds)},
                       {"window-evicted tokens", std::to_string(k.window_evicted_tokens)},
-                      {"context resets", std::to_string(k.context_resets)},
+                      {"context resets", std::to_string(g.context_resets)},
                       {"attention columns read / useful",
-                       fmt::format("{} / {} ({:.1f}%)", k.attention_read_tokens,
-                                   k.attention_useful_tokens, 100.0 * useful_share)}});
+                       fmt::format("{} / {} ({:.1f}%)", g.attention_read_tokens,
+                                   g.attention_useful_tokens, 100.0 * useful_share)}});
   body += "<h2>VTCM sessions</h2>\n";
   std::vector<std::vector<std::string>> sessions;
-  for (const auto& session : m.sessions) {
+  for (const auto& session : g.sessions) {
     sessions.push_back({session.name, format_bytes(session.vtcm_requested_bytes),
                         format_bytes(session.vtcm_granted_bytes),
                         fmt::format("{:.2f}", session.vtcm_wait_ms), std::to_string(session.runs)});
   }
   body += html_table({"session", "asked", "granted (smallest)", "waited ms", "runs"}, sessions);
   body += "<h2>Memory</h2>\n";
-  body +=
-      html_table({"item", "bytes", ""}, {bytes_row("device memory", m.memory.device_bytes),
-                                         bytes_row("weights", m.memory.weights_bytes),
-                                         bytes_row("KV buffers", m.memory.kv_bytes),
-                                         bytes_row("VTCM (the LLM's grant)", m.memory.vtcm_bytes)});
+  body += html_table({"item", "bytes", ""}, {bytes_row("device memory", m.memory.device_bytes),
+                                             bytes_row("weights", m.memory.weights_bytes),
+                                             bytes_row("KV buffers", m.memory.kv_bytes),
+                                             bytes_row("VTCM (the LLM's grant)", g.vtcm_bytes)});
   return body;
 }
 
 namespace {
 
 std::string summary_geometry(const ScenarioSpec& s) {
-  return fmt::format("ctx_size {}", s.cache.ctx_size);
+  return fmt::format("ctx_size {}", buffers_of(s).ctx_size());
 }
 
 std::string html_geometry(const ScenarioSpec& s) {
-  return fmt::format("in Genie buffers of ctx_size {}", s.cache.ctx_size);
+  return fmt::format("in Genie buffers of ctx_size {}", buffers_of(s).ctx_size());
 }
 
 std::string markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
@@ -150,7 +166,8 @@ std::vector<CaptionedChart> charts(const RunMetrics& m, const LabelledSeries& ru
     out.push_back({turn_timeline_chart(*run.series),
                    "One turn: the wait for VTCM, the AR-n prefill passes, the variant switch, "
                    "the decode passes and the KV update after each"});
-  out.push_back({kv_memory_chart(runs, static_cast<double>(m.kv_cache.buffer_bytes)),
+  out.push_back({kv_memory_chart(runs, static_cast<double>(
+                                           m.parts.get_or_zero<GenieRunMetrics>().buffer_bytes)),
                  "KV held in the Genie buffers against their size"});
   out.push_back({bytes_moved_chart(runs), fmt::format("Bytes moved by the {} updates", m.policy)});
   out.push_back({pointer_updates_chart(runs), "registerPointerOffset calls"});

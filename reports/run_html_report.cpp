@@ -31,7 +31,7 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
   body +=
       "<p>" +
       html_escape(fmt::format("{} on {} (tensor parallel {}), policy {}, KV {} {}, seed {}.",
-                              m.model, m.device, s.tp, m.policy, s.cache.dtype, geometry, m.seed)) +
+                              m.model, m.device, s.tp, m.policy, s.kv.dtype, geometry, m.seed)) +
       "</p>\n";
 
   body += "<h2>Requests and latency</h2>\n";

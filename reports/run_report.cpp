@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "reports/run_report_sections.hpp"
+#include "sim/scenario/metrics_document.hpp"
+#include "sim/serve/pipeline_metrics.hpp"
 
 namespace kvsim {
 
@@ -38,7 +40,7 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   const std::string devices =
       s.pp > 1 ? fmt::format("{} x pp {}", s.tp, s.pp) : std::to_string(s.tp);
   out += fmt::format("scenario {}  |  {} on {} x{}  |  policy {} ({}, {})\n", m.scenario, m.model,
-                     m.device, devices, m.policy, s.cache.dtype, geometry);
+                     m.device, devices, m.policy, s.kv.dtype, geometry);
   out += fmt::format(
       "requests: {} arrived, {} completed, {} rejected, {} preempted ({} preemptions)\n",
       m.requests.arrived, m.requests.completed, m.requests.rejected, m.requests.preempted,
@@ -66,19 +68,19 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
 
 std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
                                 const PoolSizing& sizing) {
+  const PipelineMetrics* pipeline = m.find<PipelineMetrics>();
   std::string out = fmt::format("# {}\n\n", m.scenario);
   if (!s.description.empty()) out += s.description + "\n\n";
-  out += fmt::format(
-      "{} on {} (tensor parallel {}{}), policy `{}`, KV {} in blocks of {} tokens, seed {}.\n\n",
-      m.model, m.device, s.tp,
-      s.pp > 1 ? fmt::format(", pipeline parallel {}: layers {}", s.pp,
-                             m.pipeline ? m.pipeline->layers : std::string())
-               : std::string(),
-      m.policy, s.cache.dtype, s.cache.block_size, m.seed);
+  out += fmt::format("{} on {} (tensor parallel {}{}), policy `{}`, KV {} {}, seed {}.\n\n",
+                     m.model, m.device, s.tp,
+                     s.pp > 1 ? fmt::format(", pipeline parallel {}: layers {}", s.pp,
+                                            pipeline != nullptr ? pipeline->layers : std::string())
+                              : std::string(),
+                     m.policy, s.kv.dtype, engine_report(m).html_geometry(s), m.seed);
   out += "## Memory plan (per device)\n\n| item | bytes | |\n| --- | ---: | --- |\n";
   out += fmt::format("| device memory | {} | {} |\n", m.memory.device_bytes,
                      format_bytes(m.memory.device_bytes));
-  out += fmt::format("| budget (x {}) | {} | {} |\n", s.cache.memory_fraction, sizing.budget,
+  out += fmt::format("| budget (x {}) | {} | {} |\n", s.kv.memory_fraction, sizing.budget,
                      format_bytes(sizing.budget));
   out += fmt::format("| weights | {} | {} |\n", sizing.weights_bytes,
                      format_bytes(sizing.weights_bytes));

@@ -4,36 +4,44 @@
 
 #include "reports/html_page.hpp"
 #include "reports/run_report_sections.hpp"
+#include "sim/cache/chunk_lru_metrics.hpp"
+#include "sim/serve/serving_metrics.hpp"
 
 namespace kvsim {
 namespace {
 
+// The scenario's policy's block size (a run the serving engine recorded is
+// of a policy with a block pool; none: 0).
+int64_t block_size_of(const ScenarioSpec& s) {
+  const BlockPoolContract* pool = s.policy().block_pool();
+  return pool != nullptr ? pool->block_size() : 0;
+}
+
 std::string summary_geometry(const ScenarioSpec& s) {
-  return fmt::format("block {}", s.cache.block_size);
+  return fmt::format("block {}", block_size_of(s));
 }
 
 std::string html_geometry(const ScenarioSpec& s) {
-  return fmt::format("in blocks of {} tokens", s.cache.block_size);
+  return fmt::format("in blocks of {} tokens", block_size_of(s));
 }
 
 std::string summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
   (void)s;
-  std::string out = fmt::format(
-      "KV cache: {} blocks x {} = {} ({} tokens); peak used {} ({:.1f}%), mean {}\n",
-      m.kv_cache.num_blocks, format_bytes(m.kv_cache.block_bytes), format_bytes(m.memory.kv_bytes),
-      m.kv_cache.capacity_tokens, format_bytes(m.kv_cache.peak_used_bytes),
-      m.memory.kv_bytes > 0 ? 100.0 * static_cast<double>(m.kv_cache.peak_used_bytes) /
-                                  static_cast<double>(m.memory.kv_bytes)
-                            : 0.0,
-      format_bytes(static_cast<Bytes>(m.kv_cache.mean_used_bytes)));
+  const ServingPoolMetrics& pool = m.parts.get_or_zero<ServingPoolMetrics>();
+  std::string out =
+      fmt::format("KV cache: {} blocks x {} = {} ({} tokens); peak used {} ({:.1f}%), mean {}\n",
+                  pool.num_blocks, format_bytes(pool.block_bytes), format_bytes(m.memory.kv_bytes),
+                  m.kv_cache.capacity_tokens, format_bytes(m.kv_cache.peak_used_bytes),
+                  m.memory.kv_bytes > 0 ? 100.0 * static_cast<double>(m.kv_cache.peak_used_bytes) /
+                                              static_cast<double>(m.memory.kv_bytes)
+                                        : 0.0,
+                  format_bytes(static_cast<Bytes>(m.kv_cache.mean_used_bytes)));
   out += fmt::format(
       "          prefix hit rate {:.3f}, fragmentation {:.3f}, evictions {}, swapped {}\n",
-      m.kv_cache.prefix_hit_rate, m.kv_cache.fragmentation, m.kv_cache.evictions,
-      format_bytes(m.kv_cache.swapped_bytes));
-  out +=
-      fmt::format("memory per device: {} total, weights {}, activations {}, KV {}\n",
-                  format_bytes(m.memory.device_bytes), format_bytes(m.memory.weights_bytes),
-                  format_bytes(m.memory.activation_reserve_bytes), format_bytes(m.memory.kv_bytes));
+      pool.prefix_hit_rate, pool.fragmentation, pool.evictions, format_bytes(pool.swapped_bytes));
+  out += fmt::format("memory per device: {} total, weights {}, activations {}, KV {}\n",
+                     format_bytes(m.memory.device_bytes), format_bytes(m.memory.weights_bytes),
+                     format_bytes(pool.activation_reserve_bytes), format_bytes(m.memory.kv_bytes));
   return out;
 }
 
@@ -48,29 +56,30 @@ std::vector<std::string> bytes_row(const std::string& name, Bytes b) {
 }
 
 std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+  const ServingPoolMetrics& pool = m.parts.get_or_zero<ServingPoolMetrics>();
+  const ChunkLruMetrics& chunks = m.parts.get_or_zero<ChunkLruMetrics>();
   std::string body = "<h2>KV cache</h2>\n";
   body += html_table({"metric", "value"},
-                     {{"blocks", std::to_string(m.kv_cache.num_blocks)},
-                      {"block bytes", format_bytes(m.kv_cache.block_bytes)},
+                     {{"blocks", std::to_string(pool.num_blocks)},
+                      {"block bytes", format_bytes(pool.block_bytes)},
                       {"capacity tokens", std::to_string(m.kv_cache.capacity_tokens)},
                       {"peak used", format_bytes(m.kv_cache.peak_used_bytes)},
                       {"mean used", format_bytes(static_cast<Bytes>(m.kv_cache.mean_used_bytes))},
-                      {"prefix hit rate", fmt::format("{:.3f}", m.kv_cache.prefix_hit_rate)},
-                      {"chunk hit rate", fmt::format("{:.3f}", m.kv_cache.chunk_hit_rate)},
-                      {"fragmentation", fmt::format("{:.3f}", m.kv_cache.fragmentation)},
-                      {"evictions", std::to_string(m.kv_cache.evictions)},
+                      {"prefix hit rate", fmt::format("{:.3f}", pool.prefix_hit_rate)},
+                      {"chunk hit rate", fmt::format("{:.3f}", chunks.chunk_hit_rate)},
+                      {"fragmentation", fmt::format("{:.3f}", pool.fragmentation)},
+                      {"evictions", std::to_string(pool.evictions)},
                       {"bytes moved", format_bytes(m.kv_cache.bytes_moved)},
-                      {"swapped", format_bytes(m.kv_cache.swapped_bytes)}});
+                      {"swapped", format_bytes(pool.swapped_bytes)}});
   body += "<h2>Memory plan (per device)</h2>\n";
   std::vector<std::vector<std::string>> rows = {
       bytes_row("device memory", m.memory.device_bytes),
-      bytes_row(fmt::format("budget (x {})", s.cache.memory_fraction), sizing.budget),
+      bytes_row(fmt::format("budget (x {})", s.kv.memory_fraction), sizing.budget),
       bytes_row("weights", sizing.weights_bytes),
       bytes_row("activation reserve", sizing.activation_reserve),
       bytes_row(fmt::format("KV pool ({} blocks x {})", sizing.num_blocks, sizing.block_bytes),
                 m.memory.kv_bytes)};
-  if (m.memory.chunk_pool_bytes > 0)
-    rows.push_back(bytes_row("chunk pool", m.memory.chunk_pool_bytes));
+  if (chunks.chunk_pool_bytes > 0) rows.push_back(bytes_row("chunk pool", chunks.chunk_pool_bytes));
   body += html_table({"item", "bytes", ""}, rows);
   return body;
 }
@@ -85,14 +94,15 @@ std::vector<CaptionedChart> charts(const RunMetrics& m, const LabelledSeries& ru
       {queue_chart(runs), "Running / waiting requests"},
       {batch_size_chart(runs), "Sequences per step"},
       {tokens_per_step_chart(runs), "Tokens computed per step (prefill chunks and decodes)"}};
-  const auto& k = m.kv_cache;
-  if (k.prefix_hit_rate > 0)
+  const ServingPoolMetrics& pool = m.parts.get_or_zero<ServingPoolMetrics>();
+  const ChunkLruMetrics& chunks = m.parts.get_or_zero<ChunkLruMetrics>();
+  if (pool.prefix_hit_rate > 0)
     out.push_back({prefix_hit_rate_chart(runs), "Prefix-cache hits over time"});
-  if (k.chunk_hits + k.chunk_misses > 0)
+  if (chunks.chunk_hits + chunks.chunk_misses > 0)
     out.push_back({bar_chart("Cache hit rates", "hit rate",
-                             {{"chunk", k.chunk_hit_rate}, {"prefix", k.prefix_hit_rate}}),
-                   fmt::format("Chunks found {} of {} asked; prefix tokens found", k.chunk_hits,
-                               k.chunk_hits + k.chunk_misses)});
+                             {{"chunk", chunks.chunk_hit_rate}, {"prefix", pool.prefix_hit_rate}}),
+                   fmt::format("Chunks found {} of {} asked; prefix tokens found",
+                               chunks.chunk_hits, chunks.chunk_hits + chunks.chunk_misses)});
   if (enough_for_cdf(runs)) {
     out.push_back({ttft_cdf_chart(runs), "TTFT of completed requests"});
     out.push_back({tpot_cdf_chart(runs), "TPOT of completed requests"});

@@ -2,7 +2,7 @@
 // What the run's reports (summary, report.md, report.html) show of the
 // engine that ran, chosen by RunMetrics::engine, the component the run
 // recorded, and registered by the engine's name like the engines themselves
-// (sim/engine/engine_registry.hpp). The common parts (requests, latency,
+// (sim/scenario/engine_registry.hpp). The common parts (requests, latency,
 // throughput, charts) are in run_report.cpp and run_html_report.cpp.
 #include <string>
 #include <string_view>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/serve/run_sink.hpp"
+#include "sim/engine/run_sink.hpp"
 
 namespace kvsim {
 

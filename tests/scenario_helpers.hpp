@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/run_sink.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/serve/run_sink.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim::testing {

@@ -10,6 +10,7 @@
 
 #include "scenario_helpers.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {
@@ -221,10 +222,10 @@ TEST(PrefixBenchmarkPair, HitRatesAreZeroAndThreeQuartersOfTheNonFirstRequests) 
       "  input_tokens: 512\n  output_tokens: 4\n";
   const auto none = run(scenario_yaml(shape + "  prefix: {shared_fraction: 0, groups: 4}\n"));
   const auto shared = run(scenario_yaml(shape + "  prefix: {shared_fraction: 0.75, groups: 4}\n"));
-  EXPECT_EQ(none->metrics.kv_cache.prefix_hit_rate, 0.0);
+  EXPECT_EQ(testing::pool_of(none->metrics).prefix_hit_rate, 0.0);
   // 384 shared tokens = 24 blocks of 16: every request but the first of each
   // group reuses all of them.
-  EXPECT_DOUBLE_EQ(shared->metrics.kv_cache.prefix_hit_rate, 0.75 * (64 - 4) / 64.0);
+  EXPECT_DOUBLE_EQ(testing::pool_of(shared->metrics).prefix_hit_rate, 0.75 * (64 - 4) / 64.0);
   EXPECT_GT(shared->metrics.throughput.output_tokens_per_s,
             none->metrics.throughput.output_tokens_per_s);
 }
@@ -235,7 +236,8 @@ TEST(PrefixBenchmarkPair, BlockSizeRoundsTheSharedPartDown) {
   const auto shared = run(scenario_yaml(
       "  kind: fixed\n  requests: 20\n  arrival: {process: closed, concurrency: 1}\n"
       "  input_tokens: 1000\n  output_tokens: 2\n  prefix: {shared_fraction: 0.75, groups: 2}\n"));
-  EXPECT_DOUBLE_EQ(shared->metrics.kv_cache.prefix_hit_rate, 736.0 / 1000.0 * (20 - 2) / 20.0);
+  EXPECT_DOUBLE_EQ(testing::pool_of(shared->metrics).prefix_hit_rate,
+                   736.0 / 1000.0 * (20 - 2) / 20.0);
 }
 
 TEST(BenchWorkloadConfig, ErrorsNameTheKey) {

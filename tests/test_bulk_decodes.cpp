@@ -19,6 +19,8 @@
 #include "sim/cache/paged_policy_base.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/engine/arrival_pump.hpp"
+#include "sim/numerics/numerics_observer.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {
@@ -55,7 +57,7 @@ struct Outcome {
 
 Outcome run(const ScenarioSpec& s, bool bulk) {
   RecordingSink sink;
-  ServingEngine engine(s, &sink);
+  ServingEngine engine(s, &sink, make_numerics_observer);
   engine.set_bulk_decodes(bulk);
   RunMetrics m = engine.run();  // throws if a block or token is left behind
   m.sim.wall_s = 0;
@@ -187,7 +189,7 @@ SameContentRun run_requests(const ScenarioSpec& s, std::vector<Request> requests
   ListedRequests source(std::move(requests));
   ArrivalPump pump(sim, source);
   StepStarts sink;
-  ServingEngine engine(s, sim, pump, &sink);
+  ServingEngine engine(s, sim, pump, &sink, make_numerics_observer);
   engine.set_bulk_decodes(bulk);
   run_engine_alone(engine, sim, pump);
   const auto* paged = dynamic_cast<const PagedPolicyBase*>(engine.cache_policy());

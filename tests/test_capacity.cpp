@@ -8,8 +8,8 @@
 #include "cli/studies/slo_search.hpp"
 #include "report_test_helpers.hpp"
 #include "reports/metrics_check.hpp"
-#include "sim/cache/cache_config.hpp"
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/policies/policy_registry.hpp"
 
 namespace kvsim {
 namespace {
@@ -41,8 +41,10 @@ TEST(Capacity, Llama2_7bFp16At1024TokensHolds512MiBOfKv) {
   for (const auto& row : rows) {
     PoolSizingInput in;
     in.device_memory = device.memory_bytes;
-    in.memory_fraction = CacheConfig{}.memory_fraction;  // the declared defaults
-    in.block_size = CacheConfig{}.block_size;
+    // The declared defaults.
+    in.memory_fraction =
+        kv_cache_section_info(cache_policy_names()).default_of<double>("memory_fraction");
+    in.block_size = find_policy("paged")->info.default_of<int64_t>("block_size");
     in.kv_dtype_bytes = kv_dtype_bytes(row.kv_dtype);
     const PoolSizing s = size_paged_pool(model, in);
     EXPECT_TRUE(row.fits);

@@ -6,6 +6,7 @@
 #include "base/diagnostics.hpp"
 #include "report_test_helpers.hpp"
 #include "reports/metrics_check.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {

@@ -11,6 +11,8 @@
 #include "sim/cache/chunk_prompt.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/core/metrics.hpp"
+#include "sim/policies/chunk_lru_spec.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -214,7 +216,7 @@ TEST(ChunkLruPolicy, NoSeparatorFallsBackToPlainPrefill) {
   EXPECT_FALSE(p.take_pending_work(pass));
   RunMetrics m;
   p.report(m);
-  EXPECT_EQ(m.kv_cache.chunk_fallbacks, 1);
+  EXPECT_EQ(testing::chunks_of(m).chunk_fallbacks, 1);
   p.check_drained();
 }
 
@@ -236,7 +238,7 @@ TEST(ChunkLruPolicy, ChunkOverMaxChunkTokensIsNotCached) {
   EXPECT_EQ(p.stats().oversized, 2);  // never cached, counted each time
   RunMetrics m;
   p.report(m);
-  EXPECT_EQ(m.kv_cache.chunk_fallbacks, 2);
+  EXPECT_EQ(testing::chunks_of(m).chunk_fallbacks, 2);
   // A chunk larger than the whole chunk pool is not cached either.
   ChunkLruPolicy tiny(params(64, 2));
   serve(tiny, chunked({content(1, 7), q}));  // 9 tokens > 2 blocks of 4
@@ -271,13 +273,13 @@ TEST(ChunkLruPolicy, ReportsPoolsAndCounters) {
   serve(p, chunked({content(1, 6), content(900, 3)}));
   RunMetrics m;
   p.report(m);
-  EXPECT_EQ(m.memory.main_pool_bytes, 10 * kBlock * kBytesPerToken);
-  EXPECT_EQ(m.memory.chunk_pool_bytes, 7 * kBlock * kBytesPerToken);
-  EXPECT_EQ(m.kv_cache.chunk_hits, 1);
-  EXPECT_EQ(m.kv_cache.chunk_misses, 2);
-  EXPECT_EQ(m.kv_cache.chunk_bytes_copied, (8 + 11 + 8) * kBytesPerToken);
-  EXPECT_EQ(m.kv_cache.chunk_rope_tokens, 8 + 11 + 8);
-  EXPECT_DOUBLE_EQ(m.kv_cache.chunk_hit_rate, 8.0 / (22 + 11));
+  EXPECT_EQ(testing::chunks_of(m).main_pool_bytes, 10 * kBlock * kBytesPerToken);
+  EXPECT_EQ(testing::chunks_of(m).chunk_pool_bytes, 7 * kBlock * kBytesPerToken);
+  EXPECT_EQ(testing::chunks_of(m).chunk_hits, 1);
+  EXPECT_EQ(testing::chunks_of(m).chunk_misses, 2);
+  EXPECT_EQ(testing::chunks_of(m).chunk_bytes_copied, (8 + 11 + 8) * kBytesPerToken);
+  EXPECT_EQ(testing::chunks_of(m).chunk_rope_tokens, 8 + 11 + 8);
+  EXPECT_DOUBLE_EQ(testing::chunks_of(m).chunk_hit_rate, 8.0 / (22 + 11));
   // The generic counters carry the same: what cache-only replays read.
   EXPECT_EQ(p.accounting().prefix_hit_tokens, 8);
   EXPECT_EQ(p.accounting().prefix_query_tokens, 22 + 11);

@@ -15,7 +15,12 @@
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/numerics/chunk_numerics_checker.hpp"
+#include "sim/numerics/numerics_observer.hpp"
+#include "sim/policies/chunk_lru_spec.hpp"
+#include "sim/policies/policy_registry.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {
@@ -73,11 +78,11 @@ TEST(ChunkLruConfig, AnEmptyChunkPoolIsAnError) {
 
 TEST(ChunkLruConfig, TheMainPoolTakesMainPoolFraction) {
   const ScenarioSpec s = testing::scenario_from_text(scenario_text("{policy: chunk_lru}"));
-  const PoolSizing sz = size_paged_pool(s.model, s.pool_input());
+  const PoolSizing sz = s.pool_sizing();
   ScenarioSpec paged = s;
-  paged.cache.policy = "paged";
-  paged.cache.memory_fraction = 0.70;
-  EXPECT_EQ(sz.num_blocks, size_paged_pool(paged.model, paged.pool_input()).num_blocks);
+  paged.kv.active = make_policy_spec("paged");
+  paged.kv.memory_fraction = 0.70;
+  EXPECT_EQ(sz.num_blocks, paged.pool_sizing().num_blocks);
   EXPECT_EQ(sz.chunk_pool_bytes / sz.block_bytes, sz.chunk_pool_blocks);
   EXPECT_GT(sz.chunk_pool_blocks, 0);
   EXPECT_LE(sz.chunk_pool_bytes,
@@ -119,14 +124,15 @@ workload:
   const TimingModel timing(s.device, s.model, {1, 2});
   const TimeNs expected = timing.price(step).latency + timing.price(pass).latency;
 
-  ServingEngine engine(s, nullptr);
+  ServingEngine engine(s, nullptr, make_numerics_observer);
   const RunMetrics m = engine.run();
   EXPECT_NEAR(m.latency_ms.ttft.max, static_cast<double>(expected) / 1e6, 1e-9);
-  EXPECT_EQ(m.kv_cache.chunk_misses, 4);
-  EXPECT_EQ(m.kv_cache.chunk_rope_tokens, cached);
-  EXPECT_EQ(m.kv_cache.chunk_bytes_copied, pass.kv_copy_bytes);
-  EXPECT_EQ(m.memory.main_pool_bytes, engine.sizing().num_blocks * engine.sizing().block_bytes);
-  EXPECT_EQ(m.memory.chunk_pool_bytes, engine.sizing().chunk_pool_bytes);
+  EXPECT_EQ(testing::chunks_of(m).chunk_misses, 4);
+  EXPECT_EQ(testing::chunks_of(m).chunk_rope_tokens, cached);
+  EXPECT_EQ(testing::chunks_of(m).chunk_bytes_copied, pass.kv_copy_bytes);
+  EXPECT_EQ(testing::chunks_of(m).main_pool_bytes,
+            engine.sizing().num_blocks * engine.sizing().block_bytes);
+  EXPECT_EQ(testing::chunks_of(m).chunk_pool_bytes, engine.sizing().chunk_pool_bytes);
   EXPECT_EQ(m.policy, "chunk_lru");
 }
 
@@ -136,16 +142,16 @@ TEST(ChunkLruEngine, BeatsPrefixCachingOnShuffledDocuments) {
   const std::string dir = testing::configs_dir() + "/scenarios/";
   const ScenarioSpec prefix = load_scenario(dir + "rag-910b2-prefix.yaml");
   const ScenarioSpec chunk = load_scenario(dir + "rag-910b2-chunk-lru.yaml");
-  const RunMetrics a = ServingEngine(prefix, nullptr).run();
-  const RunMetrics b = ServingEngine(chunk, nullptr).run();
+  const RunMetrics a = ServingEngine(prefix, nullptr, make_numerics_observer).run();
+  const RunMetrics b = ServingEngine(chunk, nullptr, make_numerics_observer).run();
   EXPECT_EQ(a.requests.completed, b.requests.completed);
-  EXPECT_GT(b.kv_cache.chunk_hit_rate, a.kv_cache.prefix_hit_rate);
+  EXPECT_GT(testing::chunks_of(b).chunk_hit_rate, testing::pool_of(a).prefix_hit_rate);
   EXPECT_LT(b.latency_ms.ttft.p50, a.latency_ms.ttft.p50);
   EXPECT_LT(b.latency_ms.ttft.mean, a.latency_ms.ttft.mean);
-  EXPECT_GT(b.kv_cache.chunk_evictions, 0);
-  EXPECT_DOUBLE_EQ(b.kv_cache.prefix_hit_rate, b.kv_cache.chunk_hit_rate);
+  EXPECT_GT(testing::chunks_of(b).chunk_evictions, 0);
+  EXPECT_DOUBLE_EQ(testing::pool_of(b).prefix_hit_rate, testing::chunks_of(b).chunk_hit_rate);
   // Byte-identical determinism for the same seed (wall time aside).
-  RunMetrics again = ServingEngine(chunk, nullptr).run();
+  RunMetrics again = ServingEngine(chunk, nullptr, make_numerics_observer).run();
   again.sim.wall_s = b.sim.wall_s;
   EXPECT_EQ(metrics_to_json(again).dump(), metrics_to_json(b).dump());
 }
@@ -245,12 +251,12 @@ TEST(ChunkLruNumerics, TheRemappedPrefixPassesAndAWrongDeltaFails) {
 TEST(ChunkLruNumerics, TheShippedScenarioChecksEveryStep) {
   const ScenarioSpec s =
       load_scenario(testing::configs_dir() + "/scenarios/rag-910b2-chunk-lru-numerics.yaml");
-  const RunMetrics m = ServingEngine(s, nullptr).run();
+  const RunMetrics m = ServingEngine(s, nullptr, make_numerics_observer).run();
   EXPECT_EQ(m.numerics.mode, "full");
   EXPECT_GT(m.numerics.checks, 100);
   EXPECT_GT(m.numerics.max_abs_err, 0.0);  // fp16 storage rounds
   EXPECT_LE(m.numerics.max_abs_err, 1e-4);
-  EXPECT_GT(m.kv_cache.chunk_evictions, 0);
+  EXPECT_GT(testing::chunks_of(m).chunk_evictions, 0);
 }
 
 }  // namespace

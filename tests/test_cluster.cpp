@@ -10,13 +10,14 @@
 #include "base/diagnostics.hpp"
 #include "devices/timing_model.hpp"
 #include "scenario_helpers.hpp"
-#include "sim/cache/policy_registry.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/cluster_run.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/kv_link.hpp"
 #include "sim/cluster/routing_registry.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/run_scenario.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -81,9 +82,9 @@ TEST(Routers, LeastLoadedCountsTokensOrRequestsAndBreaksTiesLow) {
 struct TwoCaches {
   TwoCaches() {
     const ScenarioSpec s = scenario_from_text(kBase);
-    PoolSizing sizing = size_paged_pool(s.model, s.pool_input());
+    PoolSizing sizing = s.pool_sizing();
     sizing.num_blocks = 64;
-    for (auto& c : caches) c = make_cache_policy(s.cache, sizing);
+    for (auto& c : caches) c = s.policy().block_pool()->make(s, sizing);
   }
   void warm(size_t i, const std::vector<int32_t>& prompt) {
     KvCachePolicy& c = *caches[i];
@@ -137,7 +138,7 @@ TEST(Routers, PrefixAwarePicksTheLongestCachedPrefixWithinTheLoadBound) {
 // loaded one that would read it from the pool.
 TEST(Routers, PrefixAwareRanksWhatAnInstanceHoldsOverTheSharedPool) {
   const ScenarioSpec s = scenario_from_text(kBase);
-  PoolSizing sizing = size_paged_pool(s.model, s.pool_input());
+  PoolSizing sizing = s.pool_sizing();
   sizing.num_blocks = 64;
   KvTierParams gp;
   gp.name = "global";
@@ -149,7 +150,7 @@ TEST(Routers, PrefixAwareRanksWhatAnInstanceHoldsOverTheSharedPool) {
   auto pool = std::make_shared<KvTier>(gp, sizing.block_bytes);
   std::unique_ptr<KvCachePolicy> caches[2];
   for (auto& c : caches) {
-    c = make_cache_policy(s.cache, sizing);
+    c = s.policy().block_pool()->make(s, sizing);
     c->attach_tiers(make_tier_chain(tiers, sizing.block_bytes, 16));
     ASSERT_TRUE(c->share_tier(pool));
   }
@@ -208,14 +209,14 @@ cluster:
 workload: {kind: synthetic, requests: 1, arrival: {process: poisson, rate_per_s: 1}, input_tokens: 1000, output_tokens: 4}
 )");
   CapturingSink sink;
-  ClusterRun run(s, &sink);
+  ClusterRun run(s, *s.cluster, make_engine, &sink);
   const RunMetrics m = run.run();
   ASSERT_EQ(sink.request_rows.size(), 1u);
   const RequestRow& row = sink.request_rows[0];
   ASSERT_EQ(row.status, "completed");
   EXPECT_EQ(row.output_tokens, 4);
 
-  const ScenarioSpec& p = *s.cluster->groups[0].spec;
+  const InstanceSpec& p = *s.cluster->groups[0].spec;
   const TimingModel timing(p.device, p.model, {p.tp, 2});
   StepWork prefill, decode;
   prefill.seqs.push_back({1000, 0, true});
@@ -229,12 +230,13 @@ workload: {kind: synthetic, requests: 1, arrival: {process: poisson, rate_per_s:
       static_cast<TimeNs>(std::ceil(static_cast<double>(bytes) * 1e9 /
                                     static_cast<double>(p.device.device_link_bandwidth)));
   EXPECT_EQ(row.first_token - row.arrival, prefill_ns + transfer_ns + decode_ns);
-  ASSERT_TRUE(m.cluster);
-  EXPECT_EQ(m.cluster->transfer.requests, 1);
-  EXPECT_EQ(m.cluster->transfer.bytes, bytes);
-  EXPECT_DOUBLE_EQ(m.cluster->transfer.time_s, static_cast<double>(transfer_ns) / 1e9);
-  EXPECT_EQ(m.cluster->prefill_instances, 1);
-  EXPECT_EQ(m.cluster->decode_instances, 1);
+  ASSERT_TRUE(m.find<ClusterMetrics>() != nullptr);
+  EXPECT_EQ(m.find<ClusterMetrics>()->transfer.requests, 1);
+  EXPECT_EQ(m.find<ClusterMetrics>()->transfer.bytes, bytes);
+  EXPECT_DOUBLE_EQ(m.find<ClusterMetrics>()->transfer.time_s,
+                   static_cast<double>(transfer_ns) / 1e9);
+  EXPECT_EQ(m.find<ClusterMetrics>()->prefill_instances, 1);
+  EXPECT_EQ(m.find<ClusterMetrics>()->decode_instances, 1);
 }
 
 TEST(Disaggregation, LayerwiseLeavesOnlyTheLastLayersShare) {
@@ -257,19 +259,19 @@ cluster:
     b: {{count: 1, kv_cache: {{memory_fraction: 0.5}}}}
 )",
                                                                router)));
-    ClusterRun run(s, nullptr);
+    ClusterRun run(s, *s.cluster, make_engine, nullptr);
     const RunMetrics m = run.run();
     EXPECT_EQ(m.requests.completed, 60) << router;
     ASSERT_EQ(run.instances(), 3u);
     int64_t served = 0;
-    for (const auto& i : m.cluster->per_instance) served += i.completed;
+    for (const auto& i : m.find<ClusterMetrics>()->per_instance) served += i.completed;
     EXPECT_EQ(served, 60) << router;
     for (size_t i = 0; i < run.instances(); ++i) {
       const KvCachePolicy* cache = run.engine(i).cache_policy();
       ASSERT_NE(cache, nullptr);
       EXPECT_EQ(cache->free_blocks(), run.engine(i).memory_plan().num_blocks) << router << i;
     }
-    EXPECT_EQ(m.cluster->router, router);
+    EXPECT_EQ(m.find<ClusterMetrics>()->router, router);
   }
 }
 
@@ -283,9 +285,10 @@ cluster:
 )"));
   const RunMetrics m = run_scenario(s, nullptr).metrics;
   EXPECT_EQ(m.requests.completed, 60);
-  EXPECT_EQ(m.cluster->transfer.requests, 60);
-  EXPECT_GT(m.cluster->transfer.bytes, 0);
-  EXPECT_GT(m.kv_cache.prefix_hit_rate, 0.0);  // the shared prefixes hit on the prefill side
+  EXPECT_EQ(m.find<ClusterMetrics>()->transfer.requests, 60);
+  EXPECT_GT(m.find<ClusterMetrics>()->transfer.bytes, 0);
+  EXPECT_GT(testing::pool_of(m).prefix_hit_rate,
+            0.0);  // the shared prefixes hit on the prefill side
 }
 
 // A cluster of one instance is that instance alone: the same rows and the
@@ -308,9 +311,9 @@ TEST(Cluster, OneInstanceBehindARouterServesWhatItServesAlone) {
   }
   EXPECT_EQ(alone.latency_ms.ttft.p99, one.latency_ms.ttft.p99);
   EXPECT_EQ(alone.latency_ms.itl.p50, one.latency_ms.itl.p50);
-  EXPECT_EQ(alone.kv_cache.prefix_hit_rate, one.kv_cache.prefix_hit_rate);
+  EXPECT_EQ(testing::pool_of(alone).prefix_hit_rate, testing::pool_of(one).prefix_hit_rate);
   EXPECT_EQ(alone.kv_cache.peak_used_bytes, one.kv_cache.peak_used_bytes);
-  EXPECT_FALSE(alone.cluster.has_value());
+  EXPECT_FALSE((alone.find<ClusterMetrics>() != nullptr));
   EXPECT_EQ(metrics_to_json(alone).count("cluster"), 0u);
   EXPECT_EQ(metrics_to_json(one).count("cluster"), 1u);
 }
@@ -333,24 +336,27 @@ TEST(Cluster, AGlobalPoolServesEveryInstanceAndBalances) {
   const DeviceSpec& device = s.cluster->groups[0].spec->device;
   EXPECT_EQ(gp.tier.read_bandwidth, device.network_link_bandwidth * 2);
   EXPECT_EQ(gp.tier.latency, device.network_link_latency);
-  ClusterRun run(s, nullptr);
+  ClusterRun run(s, *s.cluster, make_engine, nullptr);
   const RunMetrics m = run.run();  // throws unless every balance holds
   EXPECT_EQ(m.requests.completed, 60);
   ASSERT_NE(run.global_pool(), nullptr);
   EXPECT_EQ(run.global_pool()->block_bytes(), run.memory_plan().block_bytes * 2);
-  EXPECT_GT(m.kv_tiers.global.hit_tokens, 0);
-  EXPECT_GT(m.kv_cache.prefix_hit_rate, alone.kv_cache.prefix_hit_rate);
-  EXPECT_NEAR(m.kv_tiers.device_hit_rate + m.kv_tiers.global.hit_rate, m.kv_cache.prefix_hit_rate,
-              1e-12);
-  EXPECT_EQ(m.kv_tiers.global.bytes_read,
-            m.kv_tiers.global.hit_tokens / 16 * run.global_pool()->block_bytes());
-  EXPECT_EQ(static_cast<uint64_t>(m.kv_tiers.global.blocks_held), m.cluster->global_pool.puts);
-  EXPECT_EQ(m.cluster->global_pool.instances, 3);
-  EXPECT_EQ(m.kv_tiers.global.bytes_written,
-            static_cast<Bytes>(m.cluster->global_pool.puts) * run.global_pool()->block_bytes());
+  EXPECT_GT(testing::tiers_of(m).global.hit_tokens, 0);
+  EXPECT_GT(testing::pool_of(m).prefix_hit_rate, testing::pool_of(alone).prefix_hit_rate);
+  EXPECT_NEAR(testing::tiers_of(m).device_hit_rate + testing::tiers_of(m).global.hit_rate,
+              testing::pool_of(m).prefix_hit_rate, 1e-12);
+  EXPECT_EQ(testing::tiers_of(m).global.bytes_read,
+            testing::tiers_of(m).global.hit_tokens / 16 * run.global_pool()->block_bytes());
+  EXPECT_EQ(static_cast<uint64_t>(testing::tiers_of(m).global.blocks_held),
+            m.find<ClusterMetrics>()->global_pool.puts);
+  EXPECT_EQ(m.find<ClusterMetrics>()->global_pool.instances, 3);
+  EXPECT_EQ(testing::tiers_of(m).global.bytes_written,
+            static_cast<Bytes>(m.find<ClusterMetrics>()->global_pool.puts) *
+                run.global_pool()->block_bytes());
   // Without a pool the cluster's kv_tiers are the device's alone.
-  EXPECT_DOUBLE_EQ(alone.kv_tiers.device_hit_rate, alone.kv_cache.prefix_hit_rate);
-  EXPECT_EQ(alone.cluster->global_pool.puts, 0u);
+  EXPECT_DOUBLE_EQ(testing::tiers_of(alone).device_hit_rate,
+                   testing::pool_of(alone).prefix_hit_rate);
+  EXPECT_EQ(alone.find<ClusterMetrics>()->global_pool.puts, 0u);
 }
 
 std::string load_error(const std::string& yaml) {

@@ -10,6 +10,8 @@
 #include "cli/studies/compare_writers.hpp"
 #include "report_test_helpers.hpp"
 #include "reports/metrics_check.hpp"
+#include "sim/scenario/metrics_document.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -73,9 +75,9 @@ TEST_F(Compare, VariantsReplayTheIdenticalRequestStream) {
     EXPECT_EQ(request_stream(path("out") + "/" + v.folder + "/requests.csv"), first) << v.label;
   }
   // The variants did run differently: prefix caching off has no hits.
-  EXPECT_GT(r.metrics[0].kv_cache.prefix_hit_rate, 0.0);
-  EXPECT_EQ(r.metrics[2].kv_cache.prefix_hit_rate, 0.0);
-  EXPECT_EQ(r.metrics[1].kv_cache.block_size, 128);
+  EXPECT_GT(testing::pool_of(r.metrics[0]).prefix_hit_rate, 0.0);
+  EXPECT_EQ(testing::pool_of(r.metrics[2]).prefix_hit_rate, 0.0);
+  EXPECT_EQ(testing::pool_of(r.metrics[1]).block_size, 128);
 
   for (const char* f : {"compare.json", "compare.csv", "compare.md", "compare.html"})
     EXPECT_TRUE(fs::exists(path("out") + "/" + f)) << f;

@@ -142,9 +142,10 @@ TEST(DeviceFamilies, AnUnknownKindIsTheOneErrorAndListsTheFamilies) {
 
 TEST(DeviceFamilies, EachFamilyDeclaresItsKeysWithTypeUnitRangeAndDoc) {
   const std::vector<config::ComponentInfo> infos = device_family_infos();
-  ASSERT_EQ(infos.size(), 2u);
+  ASSERT_EQ(infos.size(), 3u);
   EXPECT_EQ(infos[0].name, "accelerator");
   EXPECT_EQ(infos[1].name, "htp");
+  EXPECT_EQ(infos[2].name, "cpu");
   for (const auto& info : infos) {
     EXPECT_EQ(info.kind, "device family");
     EXPECT_FALSE(info.doc.empty());
@@ -157,8 +158,8 @@ TEST(DeviceFamilies, EachFamilyDeclaresItsKeysWithTypeUnitRangeAndDoc) {
   ASSERT_NE(infos[1].find("htp.vtcm"), nullptr);
   EXPECT_EQ(infos[1].find("htp.vtcm")->range_text(), "64KiB..1GiB");
   EXPECT_EQ(infos[0].find("matrix_fp16")->type, config::ParamType::ops_rate);
-  EXPECT_EQ(htp_family().engine(), "genie");
-  EXPECT_EQ(accelerator_family().engine(), "serving");
+  EXPECT_EQ(htp_family().engines(), (std::vector<std::string_view>{"genie", "serving"}));
+  EXPECT_EQ(accelerator_family().engines(), (std::vector<std::string_view>{"serving"}));
 }
 
 TEST(DeviceFamilies, TheFamiliesPlaceQuantisedGemmsOnTheirOwnPeaks) {

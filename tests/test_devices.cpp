@@ -107,12 +107,24 @@ TEST(DeviceFiles, EveryShippedFileParsesAndEveryNumberHasALabelledSource) {
     // kind: htp files (Snapdragon) have their own key set, checked in
     // tests/test_htp_device.cpp; every source they give is labelled too.
     const bool htp = d.kind == "htp";
-    EXPECT_TRUE(d.kind == "accelerator" || htp) << d.kind;
+    const bool cpu = d.kind == "cpu";
+    EXPECT_TRUE(d.kind == "accelerator" || htp || cpu) << d.kind;
     for (const auto& [key, source] : d.sources) {
       EXPECT_FALSE(source_label(source).empty())
           << key << ": source does not start with V:, D:, M:, 3P: or A: -> " << source;
     }
     if (htp) continue;
+    if (cpu) {
+      // A host CPU has no links: every key its family declares, each sourced.
+      size_t declared = 0;
+      for (const auto& p : device_family_of(d).info().params) {
+        if (p.key == "matrix_tokens_exponent") continue;  // optional
+        ++declared;
+        EXPECT_EQ(d.sources.count(p.key), 1u) << p.key << " has no source";
+      }
+      EXPECT_EQ(d.sources.size(), declared);
+      continue;
+    }
     for (const std::string& key : expected_number_keys()) {
       auto it = d.sources.find(key);
       ASSERT_NE(it, d.sources.end()) << key << " has no source";

@@ -14,11 +14,13 @@
 #include "base/diagnostics.hpp"
 #include "report_test_helpers.hpp"
 #include "scenario_helpers.hpp"
-#include "sim/cache/policy_registry.hpp"
 #include "sim/genie/genie_engine.hpp"
 #include "sim/genie/genie_passes.hpp"
+#include "sim/numerics/genie_engine_numerics.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/run_scenario.hpp"
 #include "sim/serve/step_observer.hpp"
+#include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {
@@ -65,6 +67,7 @@ DialogRun run_dialog(const DialogYaml& y) {
   const ScenarioSpec s = load(y);
   DialogRun r;
   GenieEngine engine(s, &r.sink);
+  if (auto numerics = make_genie_numerics_observer(s)) engine.add_observer(std::move(numerics));
   engine.set_pass_callback([&r](const GeniePassRecord& p) { r.passes.push_back(p); });
   r.metrics = engine.run();
   return r;
@@ -152,7 +155,7 @@ TEST(GenieEngine, PassCountsMatchTheArithmetic) {
   EXPECT_FALSE(r.sink.timeline_rows.empty());
   // The first clear sets AR-128 (the policy starts at AR-1), then AR-128 ->
   // AR-1 and back once per turn.
-  EXPECT_EQ(r.metrics.kv_cache.variant_switches, 6u);
+  EXPECT_EQ(testing::genie_of(r.metrics).variant_switches, 6u);
   EXPECT_GT(r.metrics.latency_ms.ttft.mean, 0.0);
   EXPECT_GT(r.metrics.latency_ms.tpot.mean, 0.0);
 }
@@ -196,7 +199,7 @@ TEST(GenieEngine, SpeculativeDecodingRewindsRejectedDrafts) {
   }
   EXPECT_GT(verify, 0);
   EXPECT_GT(rewinds, 0);
-  EXPECT_EQ(r.metrics.kv_cache.rewinds, static_cast<uint64_t>(rewinds));
+  EXPECT_EQ(testing::genie_of(r.metrics).rewinds, static_cast<uint64_t>(rewinds));
   EXPECT_EQ(r.metrics.requests.completed, 3);
   // Fewer passes than one per token.
   EXPECT_LT(verify, 3 * 199);
@@ -207,7 +210,7 @@ TEST(GenieEngine, SpeculationWithFullAcceptanceNeverRewinds) {
   y.reply = "50";
   y.workload_extra = "  speculative: {draft_tokens: 4, acceptance_rate: 1.0}\n";
   const DialogRun r = run_dialog(y);
-  EXPECT_EQ(r.metrics.kv_cache.rewinds, 0u);
+  EXPECT_EQ(testing::genie_of(r.metrics).rewinds, 0u);
   // 49 tokens after the first, 5 per verify pass: 9 passes, then one with
   // the 3 drafts the reply still needs.
   int64_t verify = 0;
@@ -270,23 +273,24 @@ TEST(GenieEngine, VtcmOfV75KeepsTheSecondSessionWaitingWhileV79RunsBoth) {
   };
   const RunMetrics v75 = run("snapdragon-8-gen3");
   const RunMetrics v79 = run("snapdragon-8-elite");
-  ASSERT_EQ(v75.sessions.size(), 2u);
-  ASSERT_EQ(v79.sessions.size(), 2u);
+  ASSERT_EQ(testing::genie_of(v75).sessions.size(), 2u);
+  ASSERT_EQ(testing::genie_of(v79).sessions.size(), 2u);
   // v75: the 6 MiB request maps an 8 MiB page; the camera waits, or the LLM
   // gets less when the camera came first.
-  EXPECT_TRUE(v75.vtcm.wait_ms > 0 || v75.vtcm.granted_bytes < (6 << 20) ||
-              v75.sessions[1].vtcm_granted_bytes < (2 << 20));
+  EXPECT_TRUE(testing::genie_of(v75).vtcm.wait_ms > 0 ||
+              testing::genie_of(v75).vtcm.granted_bytes < (6 << 20) ||
+              testing::genie_of(v75).sessions[1].vtcm_granted_bytes < (2 << 20));
   // The LLM took its page at t = 0; the camera, 10 ms later, waits.
-  EXPECT_GT(v75.sessions[1].vtcm_wait_ms, 0.0);
-  EXPECT_EQ(v75.vtcm.sessions_waited, 1);
-  EXPECT_EQ(v75.sessions[1].name, "camera");
+  EXPECT_GT(testing::genie_of(v75).sessions[1].vtcm_wait_ms, 0.0);
+  EXPECT_EQ(testing::genie_of(v75).vtcm.sessions_waited, 1);
+  EXPECT_EQ(testing::genie_of(v75).sessions[1].name, "camera");
   // v79: windows of 6 and 2 MiB side by side, nobody waits.
-  EXPECT_EQ(v79.vtcm.wait_ms, 0.0);
-  EXPECT_EQ(v79.vtcm.sessions_waited, 0);
-  EXPECT_EQ(v79.vtcm.granted_bytes, 6 << 20);
-  EXPECT_EQ(v79.sessions[1].vtcm_granted_bytes, 2 << 20);
-  EXPECT_EQ(v79.memory.vtcm_bytes, 6 << 20);
-  EXPECT_GT(v79.sessions[1].runs, 1);
+  EXPECT_EQ(testing::genie_of(v79).vtcm.wait_ms, 0.0);
+  EXPECT_EQ(testing::genie_of(v79).vtcm.sessions_waited, 0);
+  EXPECT_EQ(testing::genie_of(v79).vtcm.granted_bytes, 6 << 20);
+  EXPECT_EQ(testing::genie_of(v79).sessions[1].vtcm_granted_bytes, 2 << 20);
+  EXPECT_EQ(testing::genie_of(v79).vtcm_bytes, 6 << 20);
+  EXPECT_GT(testing::genie_of(v79).sessions[1].runs, 1);
 }
 
 TEST(GenieEngine, LessVtcmThanAskedRaisesThePassesDdrTraffic) {
@@ -297,7 +301,7 @@ TEST(GenieEngine, LessVtcmThanAskedRaisesThePassesDdrTraffic) {
   GenieEngine engine(s, nullptr);
   engine.set_pass_callback([&](const GeniePassRecord& p) { passes.push_back(p); });
   (void)engine.run();
-  const HtpTimingModel timing(s.device, s.model, kv_dtype_bytes(s.cache.dtype));
+  const HtpTimingModel timing(s.device, s.model, kv_dtype_bytes(s.kv.dtype));
   int64_t short_passes = 0;
   for (const GeniePassRecord& p : passes) {
     EXPECT_EQ(p.htp.vtcm_requested, 6 << 20);
@@ -332,14 +336,14 @@ TEST(GenieEngine, AConversationPastCtxSizeResetsWithoutAWindowAndSlidesWithOne) 
   y.prompt = "200";
   y.reply = "100";
   const DialogRun reset = run_dialog(y);
-  EXPECT_GT(reset.metrics.kv_cache.context_resets, 0);
+  EXPECT_GT(testing::genie_of(reset.metrics).context_resets, 0);
   EXPECT_EQ(reset.metrics.requests.completed, 8);
   for (const auto& p : reset.passes) EXPECT_LE(p.n_past_before, 1023);
 
   y.policy = "sliding_window";
   y.extra_cache = ", update_mode: smart_mask, window: 512";
   const DialogRun slide = run_dialog(y);
-  EXPECT_EQ(slide.metrics.kv_cache.context_resets, 0);
+  EXPECT_EQ(testing::genie_of(slide.metrics).context_resets, 0);
   EXPECT_GT(slide.metrics.kv_cache.window_evicted_tokens, 0);
   EXPECT_EQ(slide.metrics.requests.completed, 8);
   // The logical position keeps growing past ctx_size.
@@ -354,7 +358,7 @@ TEST(GenieEngine, SessionCacheRestoreAndSaveArePricedAtStorageBandwidth) {
   const DialogRun r = run_dialog(y);
   const Bytes column = r.metrics.kv_cache.kv_bytes_per_token;
   // Restored 1000 tokens, saved 1000 + 300 + 9.
-  EXPECT_EQ(r.metrics.kv_cache.session_io_bytes, (1000 + 1309) * column);
+  EXPECT_EQ(testing::genie_of(r.metrics).session_io_bytes, (1000 + 1309) * column);
   EXPECT_EQ(r.sink.request_rows[0].cached_tokens, 1000);
   const double restore_ns = static_cast<double>(1000 * column) /
                             static_cast<double>(s.device.htp->storage_bandwidth) * 1e9;
@@ -363,7 +367,7 @@ TEST(GenieEngine, SessionCacheRestoreAndSaveArePricedAtStorageBandwidth) {
 
 TEST(GenieEngine, RunScenarioPicksTheEngineByDeviceKind) {
   const ScenarioSpec s = load(DialogYaml{});
-  EXPECT_EQ(engine_name_for(s), "genie");
+  EXPECT_EQ(s.engine, "genie");
   testing::CapturingSink sink;
   const ScenarioRunResult r = run_scenario(s, &sink);
   EXPECT_EQ(r.metrics.requests.completed, 3);
@@ -372,7 +376,7 @@ TEST(GenieEngine, RunScenarioPicksTheEngineByDeviceKind) {
   const ScenarioSpec serving = testing::scenario_from_text(
       "device: ascend-910b2\nmodel: llama-3.2-1b\nworkload: {kind: synthetic, requests: 2, "
       "arrival: {process: constant, rate_per_s: 1}, input_tokens: 10, output_tokens: 2}\n");
-  EXPECT_EQ(engine_name_for(serving), "serving");
+  EXPECT_EQ(serving.engine, "serving");
 }
 
 // The real policy, except that one update's plan claims a column more than
@@ -416,7 +420,7 @@ TEST(DialogEngineNumerics, EveryUpdateIsReplayedOnRealBuffers) {
   EXPECT_EQ(r.metrics.numerics.mode, "full");
   EXPECT_GT(r.metrics.numerics.checks, static_cast<int64_t>(r.passes.size()));
   EXPECT_LE(r.metrics.numerics.max_abs_err, 1e-4);
-  EXPECT_GT(r.metrics.kv_cache.rewinds, 0u);
+  EXPECT_GT(testing::genie_of(r.metrics).rewinds, 0u);
 }
 
 TEST(DialogEngineNumerics, AMispricedUpdateStopsTheRunNamingTurnAndPass) {
@@ -429,8 +433,10 @@ TEST(DialogEngineNumerics, AMispricedUpdateStopsTheRunNamingTurnAndPass) {
   // Updates and sets: turn 0 has 2 prefill + 29 decode passes, so the 40th
   // is turn 1's ninth pass (2 prefill passes, then decodes).
   auto policy = std::make_unique<MispricedPolicy>(
-      make_genie_policy(s.cache, s.model), 39, genie_cache_shape(s.cache, s.model).column_bytes());
+      s.policy().device_buffers()->make(s.model, s.kv.dtype_bytes()), 39,
+      s.policy().device_buffers()->shape(s.model, s.kv.dtype_bytes()).column_bytes());
   GenieEngine engine(s, nullptr, std::move(policy));
+  engine.add_observer(make_genie_numerics_observer(s));
   try {
     (void)engine.run();
     ADD_FAILURE() << "the mispriced update was not caught";
@@ -506,11 +512,18 @@ TEST(DialogEngineBadInput, HtpKeysAreStrictAndRanged) {
 }
 
 TEST(DialogEngineBadInput, DeviceAndWorkloadMustMatch) {
+  // A dialog on a server device is one user's turns under the serving
+  // engine (policy, engine and device compose); under a Genie mode it has
+  // no engine: the genie engine needs an NPU graph executor.
   DialogYaml y;
   y.device = "ascend-910b2";
   y.policy = "paged";
   y.genie_keys = false;
-  EXPECT_NE(load_error(y).find("workload.kind"), std::string::npos) << load_error(y);
+  EXPECT_EQ(load_error(y), "");
+  EXPECT_EQ(load(y).engine, "serving");
+  y.policy = "smart_mask";
+  EXPECT_NE(load_error(y).find("which 'smart_mask' does not keep"), std::string::npos)
+      << load_error(y);
   const std::string chat_on_phone =
       "device: snapdragon-8-elite\nmodel: llama-3.2-3b-instruct-w4a16\nkv_cache: {policy: "
       "smart_mask}\nworkload: {kind: synthetic, requests: 2, arrival: {process: constant, "

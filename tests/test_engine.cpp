@@ -10,7 +10,9 @@
 
 #include "scenario_helpers.hpp"
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -34,7 +36,7 @@ TEST(PoolArithmetic, Llama3_8bOn910B2MatchesTheFormula) {
 workload: {kind: synthetic, requests: 1, arrival: {process: constant, rate_per_s: 1},
            input_tokens: 16, output_tokens: 4}
 )"));
-  const PoolSizing p = size_paged_pool(s.model, s.pool_input());
+  const PoolSizing p = s.pool_sizing();
   // KV per token: 2 (K,V) * 32 layers * 8 KV heads * 128 head_dim * 2 bytes.
   EXPECT_EQ(p.kv_bytes_per_token, 2 * 32 * 8 * 128 * 2);
   EXPECT_EQ(p.kv_bytes_per_token, 131072);
@@ -169,11 +171,11 @@ TEST(Preemption, OverloadCompletesEveryRequestUnderRecomputeAndSwap) {
     EXPECT_EQ(m.requests.completed, 200) << mode;
     EXPECT_GT(m.requests.preempted, 0) << mode;
     if (std::string(mode) == "swap") {
-      EXPECT_GT(m.kv_cache.swapped_bytes, 0);
+      EXPECT_GT(testing::pool_of(m).swapped_bytes, 0);
       // Swapped bytes are whole blocks.
-      EXPECT_EQ(m.kv_cache.swapped_bytes % m.kv_cache.block_bytes, 0);
+      EXPECT_EQ(testing::pool_of(m).swapped_bytes % testing::pool_of(m).block_bytes, 0);
     } else {
-      EXPECT_EQ(m.kv_cache.swapped_bytes, 0);
+      EXPECT_EQ(testing::pool_of(m).swapped_bytes, 0);
     }
   }
 }
@@ -184,7 +186,7 @@ TEST(Preemption, SwapFallsBackToRecomputeWhenHostSpaceIsFull) {
   ServingEngine engine(s, nullptr);
   const RunMetrics m = engine.run();
   EXPECT_EQ(m.requests.completed, 200);
-  EXPECT_EQ(m.kv_cache.swapped_bytes, 0);
+  EXPECT_EQ(testing::pool_of(m).swapped_bytes, 0);
   EXPECT_GT(m.requests.preempted, 0);
 }
 
@@ -206,7 +208,7 @@ TEST(Timeline, KvMemoryNeverExceedsThePoolAndQueuesDrain) {
   const RunMetrics m = engine.run();
   ASSERT_FALSE(sink.timeline_rows.empty());
   for (const auto& row : sink.timeline_rows) {
-    EXPECT_LE(row.blocks_used, m.kv_cache.num_blocks);
+    EXPECT_LE(row.blocks_used, testing::pool_of(m).num_blocks);
     EXPECT_LE(row.running, 128);
   }
   EXPECT_EQ(sink.timeline_rows.back().running + sink.timeline_rows.back().waiting, 0);

@@ -9,8 +9,8 @@
 
 #include "sim/core/simulator.hpp"
 #include "sim/engine/engine_shell.hpp"
+#include "sim/engine/run_sink.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/serve/run_sink.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {

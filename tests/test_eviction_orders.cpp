@@ -17,6 +17,7 @@
 #include "sim/cache/chunk_pool.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/paged_policy.hpp"
+#include "sim/policies/chunk_lru_spec.hpp"
 
 namespace kvsim {
 namespace {
@@ -139,9 +140,11 @@ model: llama-3.2-1b
 workload: {kind: synthetic, requests: 4, arrival: {process: poisson, rate_per_s: 1},
            input_tokens: {dist: constant, value: 64}, output_tokens: {dist: constant, value: 4}}
 )";
-  EXPECT_EQ(testing::scenario_from_text(base).cache.eviction, "lru");
+  EXPECT_EQ(testing::scenario_from_text(base).policy().values().string("eviction"), "lru");
   EXPECT_EQ(testing::scenario_from_text(base + "kv_cache: {policy: paged, eviction: lru}\n")
-                .cache.eviction,
+                .policy()
+                .values()
+                .string("eviction"),
             "lru");
   try {
     (void)testing::scenario_from_text(base + "kv_cache: {policy: paged, eviction: lfuu}\n");

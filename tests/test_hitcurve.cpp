@@ -11,6 +11,7 @@
 #include "cli/studies/hitcurve.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {
@@ -94,8 +95,8 @@ TEST(HitCurve, MatchesTheServingRunWhenNothingIsEvicted) {
   const HitCurve curve = compute_hit_curve(spec, {int64_t{1} << 24});
   ServingEngine engine(spec, nullptr);
   const RunMetrics m = engine.run();
-  EXPECT_DOUBLE_EQ(curve.points[0].replay.hit_rate(), m.kv_cache.prefix_hit_rate);
-  EXPECT_GT(m.kv_cache.prefix_hit_rate, 0.2);
+  EXPECT_DOUBLE_EQ(curve.points[0].replay.hit_rate(), testing::pool_of(m).prefix_hit_rate);
+  EXPECT_GT(testing::pool_of(m).prefix_hit_rate, 0.2);
 }
 
 TEST(HitCurve, OutputsStateTheDefinition) {
@@ -120,11 +121,12 @@ TEST(HitCurve, ChunkLruCountsChunkPoolHitsAndMatchesItsRun) {
                     {"workload.requests=120"});
   ServingEngine engine(spec, nullptr);
   const RunMetrics m = engine.run();
-  const int64_t pool_tokens =
-      m.memory.chunk_pool_bytes / m.kv_cache.block_bytes * spec.cache.block_size;
+  const int64_t pool_tokens = testing::chunks_of(m).chunk_pool_bytes /
+                              testing::pool_of(m).block_bytes *
+                              spec.policy().values().integer("block_size");
   const HitCurve curve = compute_hit_curve(spec, {1000, pool_tokens, 100'000'000});
   EXPECT_TRUE(curve.monotone());
-  EXPECT_NEAR(curve.points[1].replay.hit_rate(), m.kv_cache.chunk_hit_rate, 0.02);
+  EXPECT_NEAR(curve.points[1].replay.hit_rate(), testing::chunks_of(m).chunk_hit_rate, 0.02);
   EXPECT_LT(curve.points[0].replay.hit_rate(), 0.01);
   EXPECT_GT(curve.points[2].replay.hit_rate(), curve.points[1].replay.hit_rate());
   EXPECT_EQ(curve.points[2].replay.evictions, 0u);

@@ -14,6 +14,7 @@
 #include "sim/cache/kv_cache_groups.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -276,13 +277,13 @@ workload:
     EXPECT_EQ(m.requests.completed, 24) << preemption;
     EXPECT_GT(m.requests.preemptions, 0) << preemption;
     EXPECT_GT(m.kv_cache.window_evicted_tokens, 0) << preemption;
-    EXPECT_GT(m.kv_cache.prefix_hit_rate, 0.0) << preemption;
+    EXPECT_GT(testing::pool_of(m).prefix_hit_rate, 0.0) << preemption;
     if (std::string(preemption) == "swap") {
-      EXPECT_GT(m.kv_cache.swapped_bytes, 0);
+      EXPECT_GT(testing::pool_of(m).swapped_bytes, 0);
     } else {  // re-admissions find their blocks again, both groups'
-      EXPECT_GT(m.kv_cache.recompute_hit_rate, 0.0);
+      EXPECT_GT(testing::pool_of(m).recompute_hit_rate, 0.0);
     }
-    EXPECT_EQ(m.kv_cache.block_bytes, 21 * 128 * 8192) << preemption;
+    EXPECT_EQ(testing::pool_of(m).block_bytes, 21 * 128 * 8192) << preemption;
   }
 }
 

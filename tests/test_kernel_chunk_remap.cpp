@@ -18,6 +18,7 @@
 #include "scenario_helpers.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/chunk_prompt.hpp"
+#include "sim/policies/chunk_lru_spec.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {

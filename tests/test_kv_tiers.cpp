@@ -15,7 +15,9 @@
 #include "sim/cache/tiers/kv_tier.hpp"
 #include "sim/cache/tiers/tier_chain.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -134,10 +136,10 @@ TEST(PagedTiers, APrefixEvictedFromTheDeviceIsReadBackFromItsTier) {
   EXPECT_NO_THROW(policy.check_drained());
   RunMetrics m;
   policy.report(m);
-  EXPECT_EQ(m.kv_tiers.dram.hit_tokens, 12);
-  EXPECT_EQ(m.kv_tiers.dram.bytes_read, 3 * kBlockBytes);
-  EXPECT_DOUBLE_EQ(m.kv_tiers.dram.hit_rate, 12.0 / 39.0);
-  EXPECT_DOUBLE_EQ(m.kv_tiers.device_hit_rate, 0.0);
+  EXPECT_EQ(testing::tiers_of(m).dram.hit_tokens, 12);
+  EXPECT_EQ(testing::tiers_of(m).dram.bytes_read, 3 * kBlockBytes);
+  EXPECT_DOUBLE_EQ(testing::tiers_of(m).dram.hit_rate, 12.0 / 39.0);
+  EXPECT_DOUBLE_EQ(testing::tiers_of(m).device_hit_rate, 0.0);
 }
 
 // One global pool, two instances: what one computes the other reads.
@@ -293,19 +295,19 @@ TEST(KvTiersRun, ADramTierServesWhatTheDeviceEvicted) {
       run(std::string(kRun) +
           "kv_tiers: {tiers: [{name: dram, capacity: 64GiB, read_bandwidth: 25GB/s, "
           "write_bandwidth: 25GB/s, latency: 10us}]}\n");
-  EXPECT_GT(none.kv_cache.evictions, 0u);
-  EXPECT_GT(dram.kv_tiers.dram.hit_rate, 0.0);
-  EXPECT_GT(dram.kv_cache.prefix_hit_rate, none.kv_cache.prefix_hit_rate);
-  EXPECT_NEAR(dram.kv_tiers.device_hit_rate + dram.kv_tiers.dram.hit_rate,
-              dram.kv_cache.prefix_hit_rate, 1e-12);
-  EXPECT_GT(dram.kv_tiers.load_time_s, 0.0);
+  EXPECT_GT(testing::pool_of(none).evictions, 0u);
+  EXPECT_GT(testing::tiers_of(dram).dram.hit_rate, 0.0);
+  EXPECT_GT(testing::pool_of(dram).prefix_hit_rate, testing::pool_of(none).prefix_hit_rate);
+  EXPECT_NEAR(testing::tiers_of(dram).device_hit_rate + testing::tiers_of(dram).dram.hit_rate,
+              testing::pool_of(dram).prefix_hit_rate, 1e-12);
+  EXPECT_GT(testing::tiers_of(dram).load_time_s, 0.0);
   if (dram.requests.preemptions == 0) {  // every load is a first admission's
-    EXPECT_EQ(dram.kv_tiers.dram.bytes_read,
-              dram.kv_tiers.dram.hit_tokens / 16 * dram.kv_cache.block_bytes);
+    EXPECT_EQ(testing::tiers_of(dram).dram.bytes_read,
+              testing::tiers_of(dram).dram.hit_tokens / 16 * testing::pool_of(dram).block_bytes);
   }
-  EXPECT_GT(dram.kv_tiers.dram.bytes_written, 0);
-  EXPECT_EQ(dram.kv_tiers.ssd.bytes_read, 0);
-  EXPECT_EQ(none.kv_tiers.dram.hit_tokens, 0);
+  EXPECT_GT(testing::tiers_of(dram).dram.bytes_written, 0);
+  EXPECT_EQ(testing::tiers_of(dram).ssd.bytes_read, 0);
+  EXPECT_EQ(testing::tiers_of(none).dram.hit_tokens, 0);
 }
 
 }  // namespace
@@ -353,14 +355,14 @@ TEST(KvTiersRun, EveryEvictionOrderAndBothOverlapsKeepTheBalances) {
     yaml.replace(yaml.find("block_size: 16,"), 15, "block_size: 16, eviction: " + order + ",");
     const RunMetrics m = run(yaml + "kv_tiers: {tiers: [" + tier + order + "}]}\n");
     EXPECT_EQ(m.requests.completed, m.requests.arrived) << order;
-    EXPECT_GT(m.kv_tiers.dram.hit_rate, 0.0) << order;
-    EXPECT_GT(m.kv_tiers.dram.evictions, 0u) << order;
+    EXPECT_GT(testing::tiers_of(m).dram.hit_rate, 0.0) << order;
+    EXPECT_GT(testing::tiers_of(m).dram.evictions, 0u) << order;
   }
   const RunMetrics serial = run(std::string(kRun) + "kv_tiers: {tiers: [" + tier + "lru}]}\n");
   const RunMetrics overlap =
       run(std::string(kRun) + "kv_tiers: {load_overlap: layerwise, tiers: [" + tier + "lru}]}\n");
   EXPECT_LE(overlap.latency_ms.ttft.mean, serial.latency_ms.ttft.mean);
-  EXPECT_DOUBLE_EQ(overlap.kv_tiers.load_time_s, serial.kv_tiers.load_time_s);
+  EXPECT_DOUBLE_EQ(testing::tiers_of(overlap).load_time_s, testing::tiers_of(serial).load_time_s);
 }
 
 }  // namespace

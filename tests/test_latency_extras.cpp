@@ -11,6 +11,7 @@
 #include "report_test_helpers.hpp"
 #include "sim/core/latency_histogram.hpp"
 #include "sim/core/served_metrics.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/run_scenario.hpp"
 
 namespace kvsim {

@@ -12,6 +12,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/test_paths.hpp"
@@ -116,6 +117,62 @@ TEST(Layers, NoIncludeCycles) {
   std::string text;
   for (const auto& c : cycle) text += (text.empty() ? "" : " -> ") + c;
   EXPECT_TRUE(cycle.empty()) << "include cycle: " << text;
+}
+
+// The sub-floors inside sim/ (SPEC 12, DESIGN "floors inside sim/"): the
+// clock and metrics at the bottom, the cache mechanisms, the scenario tree's
+// typed specs, then the policies' specs and the engines' shared parts, the
+// engines, their numerics observers, clusters, and the assembly on top that
+// reads the tree and builds engines from it. Rooms on one floor do not
+// include each other; every file of sim/ is in a room.
+const std::map<std::string, int> kSimFloors = {
+    {"sim/core", 0},                         // clock, event queues, histograms, metrics parts
+    {"sim/cache", 1},                        // block pools, Genie buffers, cells, chunks, tiers
+    {"sim/spec", 2},                         // the tree's node types: instance, kv_cache, contracts
+    {"sim/policies", 3}, {"sim/engine", 3},  // each policy's spec; what engines share
+    {"sim/serve", 4},    {"sim/genie", 4},   // the engines
+    {"sim/numerics", 5},                     // observers of the engines' steps and passes
+    {"sim/cluster", 6},                      // instances behind routers
+    {"sim/scenario", 7},                     // the assembly: reader, registries of engines, runner
+};
+
+std::string sim_room(const std::string& path) {
+  const size_t second = path.find('/', 4);  // after "sim/"
+  return second == std::string::npos ? path : path.substr(0, second);
+}
+
+TEST(Layers, EveryFileOfSimIsInARoomOfItsFloors) {
+  std::vector<std::string> loose;
+  for (const SourceFile& f : read_tree())
+    if (top_folder(f.path) == "sim" && kSimFloors.count(sim_room(f.path)) == 0)
+      loose.push_back(f.path);
+  std::string list;
+  for (const auto& l : loose) list += "\n  " + l;
+  EXPECT_TRUE(loose.empty()) << "files of sim/ outside its rooms:" << list;
+}
+
+TEST(Layers, NoIncludeRunsUpOrSidewaysBetweenTheRoomsOfSim) {
+  std::vector<std::string> up;
+  std::set<std::pair<std::string, std::string>> arrows;
+  for (const SourceFile& f : read_tree()) {
+    if (top_folder(f.path) != "sim") continue;
+    const std::string from = sim_room(f.path);
+    for (const std::string& inc : f.includes) {
+      if (top_folder(inc) != "sim") continue;
+      const std::string to = sim_room(inc);
+      if (to == from) continue;
+      arrows.insert({from, to});
+      const auto a = kSimFloors.find(from), b = kSimFloors.find(to);
+      if (a == kSimFloors.end() || b == kSimFloors.end() || b->second >= a->second)
+        up.push_back(f.path + " -> " + inc);
+    }
+  }
+  std::string list;
+  for (const auto& u : up) list += "\n  " + u;
+  EXPECT_TRUE(up.empty()) << "includes that run up or sideways inside sim/:" << list;
+  // The floors are used, not only declared: the assembly reaches every room.
+  EXPECT_TRUE(arrows.count({"sim/scenario", "sim/serve"}) > 0);
+  EXPECT_TRUE(arrows.count({"sim/spec", "sim/cache"}) > 0);
 }
 
 TEST(Layers, TheTreeWasRead) {

@@ -214,7 +214,6 @@ GenieCacheShape small_shape() {
   s.dtype_bytes = 2;
   s.ctx_size = 256;
   s.ar_variants = {1, 32};
-  s.update_mode = "llama_cells";
   return s;
 }
 

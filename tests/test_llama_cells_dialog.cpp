@@ -15,6 +15,7 @@
 #include "cli/studies/capacity_plan.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/genie/genie_engine.hpp"
+#include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim {
@@ -45,24 +46,24 @@ TEST(LlamaCellsDialog, ComparedWithGenieModesOnTheSameLongDialog) {
   std::cout << "[ figures ] policy           bytes_moved   ttft_p50_ms tpot_p50_ms "
                "kv_bytes  resets shifts\n";
   for (const auto* m : {&cells, &pointer, &mask, &slide})
-    std::cout << fmt::format("[ figures ] {:<16} {:>13} {:>11.2f} {:>11.3f} {:>9} {:>6} {:>6}\n",
-                             m->policy, m->kv_cache.bytes_moved, m->latency_ms.ttft.p50,
-                             m->latency_ms.tpot.p50, m->memory.kv_bytes, m->kv_cache.context_resets,
-                             m->llama_cells.context_shifts);
+    std::cout << fmt::format(
+        "[ figures ] {:<16} {:>13} {:>11.2f} {:>11.3f} {:>9} {:>6} {:>6}\n", m->policy,
+        m->kv_cache.bytes_moved, m->latency_ms.ttft.p50, m->latency_ms.tpot.p50, m->memory.kv_bytes,
+        testing::genie_of(*m).context_resets, testing::cells_of(*m).context_shifts);
   for (const auto* m : {&cells, &pointer, &mask, &slide}) EXPECT_EQ(m->requests.completed, 40);
   // Without a window the Genie modes reset; llama.cpp shifts instead.
-  EXPECT_GT(pointer.kv_cache.context_resets, 0);
-  EXPECT_EQ(cells.kv_cache.context_resets, 0);
-  EXPECT_EQ(slide.kv_cache.context_resets, 0);
-  EXPECT_GE(cells.llama_cells.context_shifts, 10);
-  EXPECT_GT(cells.llama_cells.kshift_bytes, 0);
-  EXPECT_GT(cells.llama_cells.defrags, 0);
+  EXPECT_GT(testing::genie_of(pointer).context_resets, 0);
+  EXPECT_EQ(testing::genie_of(cells).context_resets, 0);
+  EXPECT_EQ(testing::genie_of(slide).context_resets, 0);
+  EXPECT_GE(testing::cells_of(cells).context_shifts, 10);
+  EXPECT_GT(testing::cells_of(cells).kshift_bytes, 0);
+  EXPECT_GT(testing::cells_of(cells).defrags, 0);
   // The cells copy each token once and never realign for a variant (Genie's
   // modes move every held column on each AR-128 -> AR-1 switch); what they
   // add is the K-shift and the defragmentation.
   EXPECT_LT(cells.kv_cache.bytes_moved, mask.kv_cache.bytes_moved);
   EXPECT_GT(cells.kv_cache.bytes_moved,
-            cells.llama_cells.kshift_bytes + cells.llama_cells.defrag_bytes);
+            testing::cells_of(cells).kshift_bytes + testing::cells_of(cells).defrag_bytes);
   // All four allocate ctx_size columns up front (llama.cpp: kv_size cells).
   EXPECT_EQ(cells.memory.kv_bytes, 2048LL * 28 * 2 * 1024 * 2);
 }
@@ -73,10 +74,10 @@ TEST(LlamaCellsDialog, QuantizedCachesAndAHostSplitMovePricesTheWayTheyShould) {
       run("policy: llama_cells, n_keep: 64, type_k: q8_0, type_v: q8_0, v_trans: false");
   const RunMetrics split = run("policy: llama_cells, n_keep: 64, n_gpu_layers: 20");
   EXPECT_LT(q8.memory.kv_bytes, f16.memory.kv_bytes);
-  EXPECT_EQ(q8.llama_cells.k_l_bytes, 1024LL * 2048 / 32 * 34);
+  EXPECT_EQ(testing::cells_of(q8).k_l_bytes, 1024LL * 2048 / 32 * 34);
   EXPECT_LT(q8.latency_ms.tpot.p50, f16.latency_ms.tpot.p50);  // fewer bytes read per token
-  EXPECT_GT(split.llama_cells.host_read_bytes, 0);
-  EXPECT_EQ(split.llama_cells.host_bytes, 8 * 2 * 1024LL * 2048 * 2);
+  EXPECT_GT(testing::cells_of(split).host_read_bytes, 0);
+  EXPECT_EQ(testing::cells_of(split).host_bytes, 8 * 2 * 1024LL * 2048 * 2);
   // The host layers' KV is read at the CPU's copy rate instead of the NPU's
   // fitted KV-read rate: the price moves (which way depends on the device
   // file's two figures; on the refit 8 Elite the NPU's KV read is the slower).

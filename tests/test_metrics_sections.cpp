@@ -1,4 +1,4 @@
-// metrics.json is written by sections the components own (sim/metrics_section.hpp):
+// metrics.json is written by sections the components own (sim/core/metrics_section.hpp):
 // each places its keys around keys an earlier section wrote, so the file's
 // order stays SPEC 9's. The reports pick their engine parts from the engine
 // the run recorded.
@@ -11,6 +11,8 @@
 #include "scenario_helpers.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/core/metrics_section.hpp"
+#include "sim/scenario/metrics_document.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -54,7 +56,7 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   cluster_metrics_section().write(RunMetrics{}, solo);
   EXPECT_FALSE(solo.contains("cluster"));
   RunMetrics clustered;
-  clustered.cluster.emplace();
+  clustered.part<ClusterMetrics>();
   cluster_metrics_section().write(clustered, cluster);
   EXPECT_TRUE(cluster.contains("cluster"));
   // Likewise the pipeline's, in pipeline-parallel runs only.
@@ -79,7 +81,7 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
 
 TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
   RunMetrics m;
-  m.sessions.push_back({"llm", 1, 1, 0.5, 3});
+  m.part<GenieRunMetrics>().sessions.push_back({"llm", 1, 1, 0.5, 3});
   const Json j = metrics_to_json(m);
   EXPECT_EQ(keys_of(j),
             (Names{"scenario", "seed", "device", "model", "policy", "requests", "latency_ms",

@@ -13,8 +13,10 @@
 #include "scenario_helpers.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/numerics/numerics_checker.hpp"
+#include "sim/numerics/numerics_observer.hpp"
 #include "sim/numerics/sampled_numerics_checker.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 #include "workloads/rng.hpp"
 
 namespace kvsim {
@@ -76,13 +78,13 @@ class NumericsRun : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NumericsRun, FullModeChecksEveryStepWithPrefixHitsAndSwap) {
   const ScenarioSpec s = testing::scenario_from_text(small_scenario("full", GetParam()));
-  ServingEngine engine(s, nullptr);
+  ServingEngine engine(s, nullptr, make_numerics_observer);
   const RunMetrics m = engine.run();
   EXPECT_EQ(m.requests.completed, 16);
   EXPECT_GT(m.numerics.checks, 100);
   EXPECT_LE(m.numerics.max_abs_err, 1e-4);
-  EXPECT_GT(m.kv_cache.prefix_hit_rate, 0.0);
-  EXPECT_GT(m.kv_cache.swapped_bytes, 0) << "the scenario should swap";
+  EXPECT_GT(testing::pool_of(m).prefix_hit_rate, 0.0);
+  EXPECT_GT(testing::pool_of(m).swapped_bytes, 0) << "the scenario should swap";
 }
 
 // fp8 rows (one scale per token and head, as int8's parameters) go through
@@ -100,15 +102,15 @@ TEST(NumericsScenario, Fp8PerTensorScaleRunsTheFullCheck) {
     std::string text = small_scenario("full", dtype);
     text.replace(text.find("block_size: 16"), 14, "block_size: 16, kv_scale: per_tensor");
     const ScenarioSpec s = testing::scenario_from_text(text);
-    EXPECT_EQ(s.cache.kv_scale, "per_tensor");
-    const CheckerParams p = numerics::checker_params(s, size_paged_pool(s.model, s.pool_input()));
+    EXPECT_EQ(s.kv.kv_scale, "per_tensor");
+    const CheckerParams p = numerics::checker_params(s, s.pool_sizing());
     EXPECT_GT(p.fp8_tensor_scale, 0.0f) << dtype;
-    ServingEngine engine(s, nullptr);
+    ServingEngine engine(s, nullptr, make_numerics_observer);
     const RunMetrics m = engine.run();
     EXPECT_EQ(m.requests.completed, 16) << dtype;
     EXPECT_GT(m.numerics.checks, 100) << dtype;
     EXPECT_LE(m.numerics.max_abs_err, 1e-4) << dtype;
-    EXPECT_GT(m.kv_cache.swapped_bytes, 0) << dtype;
+    EXPECT_GT(testing::pool_of(m).swapped_bytes, 0) << dtype;
   }
   std::string bad = small_scenario("off", "int8");
   bad.replace(bad.find("block_size: 16"), 14, "block_size: 16, kv_scale: per_tensor");
@@ -128,7 +130,7 @@ TEST(NumericsScenario, VllmKvCacheDtypeIsAnAliasOfKvCacheDtype) {
   text.replace(text.find("dtype: fp16, "), 13, "");
   text += "kv_cache_dtype: fp8\n";
   const ScenarioSpec s = testing::scenario_from_text(text);
-  EXPECT_EQ(s.cache.dtype, "fp8");
+  EXPECT_EQ(s.kv.dtype, "fp8");
   EXPECT_EQ(s.pool_input().kv_dtype_bytes, 1);
   try {
     testing::scenario_from_text(small_scenario("off", "fp16") + "kv_cache_dtype: fp8\n");
@@ -142,7 +144,7 @@ TEST(NumericsScenario, VllmKvCacheDtypeIsAnAliasOfKvCacheDtype) {
 TEST(NumericsRun, SampledModeChecksFewerStepsAndOffChecksNone) {
   auto run = [](const char* mode) {
     const ScenarioSpec scenario = testing::scenario_from_text(small_scenario(mode, "fp16"));
-    return ServingEngine(scenario, nullptr).run();
+    return ServingEngine(scenario, nullptr, make_numerics_observer).run();
   };
   const RunMetrics full = run("full");
   const RunMetrics sampled = run("sampled");
@@ -159,10 +161,10 @@ TEST(NumericsRun, SampledModeChecksFewerStepsAndOffChecksNone) {
 // another run on another thread (the checker keeps no shared state).
 TEST(NumericsRun, SampledModeIsTheSameOnAnyThread) {
   const ScenarioSpec s = testing::scenario_from_text(small_scenario("sampled", "fp16"));
-  const RunMetrics alone = ServingEngine(s, nullptr).run();
+  const RunMetrics alone = ServingEngine(s, nullptr, make_numerics_observer).run();
   RunMetrics side[2];
-  std::thread a([&] { side[0] = ServingEngine(s, nullptr).run(); });
-  std::thread b([&] { side[1] = ServingEngine(s, nullptr).run(); });
+  std::thread a([&] { side[0] = ServingEngine(s, nullptr, make_numerics_observer).run(); });
+  std::thread b([&] { side[1] = ServingEngine(s, nullptr, make_numerics_observer).run(); });
   a.join();
   b.join();
   for (const RunMetrics& m : side) {

@@ -11,6 +11,7 @@
 #include "sim/cache/genie_mode_policy.hpp"
 #include "sim/numerics/genie_numerics.hpp"
 #include "sim/serve/step_observer.hpp"
+#include "tests/support/genie_modes.hpp"
 
 namespace kvsim::numerics {
 namespace {
@@ -37,7 +38,7 @@ GenieNumericsParams params_for(const Case& c) {
   p.shape.ar_variants = {1, 4, 32};
   p.shape.pointer_shift_headroom = 32;  // compactions happen within the dialog
   p.shape.window = c.window;
-  p.shape.update_mode = c.mode;
+  p.mode = testing::kernel_mode(c.mode);
   p.q_heads = 4;
   p.dtype = c.dtype;
   p.tolerance = c.tolerance;
@@ -51,10 +52,10 @@ struct Driver {
   int updates = 0;
   std::vector<KvDispatch> seen;
 
-  explicit Driver(const GenieNumericsParams& p)
+  Driver(const GenieNumericsParams& p, const std::string& mode)
       : policy(p.shape.window > 0
-                   ? make_sliding_window_policy(p.shape)
-                   : std::unique_ptr<GenieKvPolicy>(make_genie_mode_policy(p.shape))),
+                   ? testing::make_window_policy(mode, p.shape)
+                   : std::unique_ptr<GenieKvPolicy>(testing::make_mode_policy(mode, p.shape))),
         checker(p) {}
 
   void update(int64_t n_past, int64_t variant) {
@@ -89,7 +90,7 @@ class GenieDialog : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GenieDialog, EveryUpdateMatchesDenseAttentionAndThePlannedBytes) {
   const Case c = GetParam();
-  Driver d(params_for(c));
+  Driver d(params_for(c), c.mode);
   d.update(0, 32);  // clear
   d.prefill(70);    // AR-32, AR-32, then 6 tokens padded
   d.decode(12);
@@ -147,7 +148,7 @@ TEST(GenieNumericsFaults, AWrongRewindFailsNamingTheUpdate) {
   // the buffers hold the same number of tokens, but the wrong ones.
   GenieNumericsParams p = params_for({"f", "smart_mask", 0, kernels::KvDtype::fp32, 1e-5});
   p.check_bytes = false;
-  Driver d(p);
+  Driver d(p, "smart_mask");
   d.prefill(40);
   d.update(d.n_past(), 4);
   d.update(d.n_past() + 4, 4);
@@ -166,7 +167,7 @@ TEST(GenieNumericsFaults, AWrongRewindFailsNamingTheUpdate) {
 
 TEST(GenieNumericsFaults, APlanThatPricesTheWrongBytesFails) {
   GenieNumericsParams p = params_for({"f", "shift_concat", 0, kernels::KvDtype::fp32, 1e-5});
-  Driver d(p);
+  Driver d(p, "shift_concat");
   d.prefill(40);
   KvUpdatePlan plan = d.policy->plan_update({41, 1});
   plan.bytes_shifted -= p.shape.column_bytes();  // an off-by-one in the closed form

@@ -18,8 +18,9 @@
 #include "sim/cache/genie_buffer_sizing.hpp"
 #include "sim/cache/genie_mode_policy.hpp"
 #include "sim/cache/paged_window_policy.hpp"
-#include "sim/cache/policy_registry.hpp"
+#include "sim/policies/policy_registry.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/genie_modes.hpp"
 
 namespace kvsim {
 namespace {
@@ -27,8 +28,9 @@ namespace {
 constexpr int64_t L = 2, H = 2, D = 8, B = 2;  // layers, kv heads, head_dim, dtype bytes
 constexpr Bytes kCol = 2 * L * H * D * B;      // one token's column over all layers, K and V
 
-GenieCacheShape shape(const std::string& mode, int64_t ctx = 256, int64_t headroom = 0,
-                      int64_t window = 0) {
+// `mode` names the update mode the shape is for (the policy is made by make()).
+GenieCacheShape shape([[maybe_unused]] const std::string& mode, int64_t ctx = 256,
+                      int64_t headroom = 0, int64_t window = 0) {
   GenieCacheShape s;
   s.layers = L;
   s.kv_heads = H;
@@ -38,13 +40,14 @@ GenieCacheShape shape(const std::string& mode, int64_t ctx = 256, int64_t headro
   s.ar_variants = {1, 32};
   s.pointer_shift_headroom = headroom;
   s.window = window;
-  s.update_mode = mode;
   return s;
 }
 
-std::unique_ptr<GenieKvPolicy> make(const std::string& policy, const GenieCacheShape& s) {
-  if (policy == "sliding_window") return make_sliding_window_policy(s);
-  return make_genie_mode_policy(s);
+// `mode`: the update mode a sliding window wraps.
+std::unique_ptr<GenieKvPolicy> make(const std::string& policy, const GenieCacheShape& s,
+                                    const std::string& mode = "") {
+  if (policy == "sliding_window") return testing::make_window_policy(mode, s);
+  return testing::make_mode_policy(policy, s);
 }
 
 KvUpdatePlan update(GenieKvPolicy& p, int64_t n_past, int64_t variant) {
@@ -192,7 +195,7 @@ TEST(AllModes, RequestsBeyondTheCacheDimOrUnshippedVariantsThrow) {
 TEST(SlidingWindow, EvictsTheOldestAndKeepsTheWindow) {
   constexpr int64_t W = 16;
   for (const char* mode : {"shift_concat", "pointer_shift", "smart_mask"}) {
-    auto p = make("sliding_window", shape(mode, 64, 0, W));
+    auto p = make("sliding_window", shape(mode, 64, 0, W), mode);
     prefill(*p, 40);  // an AR-32 pass longer than half the window
     EXPECT_EQ(p->n_past(), 40);
     EXPECT_EQ(p->tokens_held(), W);
@@ -219,7 +222,7 @@ TEST(SlidingWindow, EvictsTheOldestAndKeepsTheWindow) {
     EXPECT_EQ(p->tokens_held(), W - 3);
     EXPECT_EQ(p->n_past(), 197);
   }
-  auto pointer = make("sliding_window", shape("pointer_shift", 64, 0, W));
+  auto pointer = make("sliding_window", shape("pointer_shift", 64, 0, W), "pointer_shift");
   prefill(*pointer, 40);
   for (int64_t n = 41; n <= 200; ++n) update(*pointer, n, 1);
   EXPECT_GT(pointer->accounting().compactions, 0u);  // the view ran out of headroom
@@ -234,21 +237,25 @@ TEST(BufferBytes, EqualGenieBufferBytes) {
   for (const char* policy : {"shift_concat", "pointer_shift", "smart_mask", "sliding_window"}) {
     for (int64_t headroom : {0, 512}) {
       for (const char* dtype : {"fp16", "int8"}) {
-        CacheConfig c;
-        c.policy = policy;
-        c.ctx_size = 4096;
-        c.ar_variants = {1, 64, 128};
-        c.pointer_shift_headroom = headroom;
-        c.dtype = dtype;
-        c.update_mode = "pointer_shift";
-        c.window = 1024;
-        const auto p = make_genie_policy(c, m);
-        ASSERT_NE(p, nullptr) << policy;
-        const std::string mode = std::string(policy) == "sliding_window" ? "pointer_shift" : policy;
+        config::ParamValues v;
+        v.set("ctx_size", int64_t{4096}, true);
+        v.set("ar_variants", std::vector<int64_t>{1, 64, 128}, true);
+        v.set("pointer_shift_headroom", headroom, true);
+        v.set("update_mode", std::string("pointer_shift"), true);
+        v.set("window", int64_t{1024}, true);
+        const auto spec = make_policy_spec(policy, v);
+        ASSERT_NE(spec->device_buffers(), nullptr) << policy;
+        const auto p = spec->device_buffers()->make(m, kv_dtype_bytes(dtype));
+        // pointer_shift (and a window over it) keeps rows of ctx_size + headroom.
+        const bool pointer =
+            std::string(policy) == "sliding_window" || std::string(policy) == "pointer_shift";
+        const int64_t columns = pointer ? pointer_shift_row_columns(4096, headroom) : 4096;
         EXPECT_EQ(p->accounting().buffer_bytes,
-                  genie_buffer_bytes(m, mode, 4096, c.ar_variants, kv_dtype_bytes(dtype), headroom)
-                      .total())
+                  genie_buffer_bytes(m, columns, 4096, {1, 64, 128}, kv_dtype_bytes(dtype)).total())
             << policy << " " << headroom << " " << dtype;
+        EXPECT_EQ(spec->device_buffers()->buffer_bytes(m, kv_dtype_bytes(dtype)),
+                  p->accounting().buffer_bytes)
+            << policy;
       }
     }
   }
@@ -259,24 +266,27 @@ TEST(Registry, OnDevicePoliciesComeFromTheirFactory) {
   m.num_hidden_layers = 2;
   m.num_key_value_heads = 2;
   m.head_dim = 8;
-  CacheConfig c;
-  c.ctx_size = 128;
-  for (const std::string& name : genie_policy_names()) {
-    c.policy = name;
-    c.window = 32;
-    EXPECT_TRUE(is_genie_policy(c));
-    const auto p = make_genie_policy(c, m);
+  config::ParamValues v;
+  v.set("ctx_size", int64_t{128}, true);
+  v.set("window", int64_t{32}, true);
+  int on_device = 0;
+  for (const std::string& name : cache_policy_names()) {
+    const auto spec = make_policy_spec(name, v);
+    if (spec->device_buffers() == nullptr) continue;
+    ++on_device;
+    const auto p = spec->device_buffers()->make(m, 2);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->name(), name);
   }
-  c.policy = "sliding_window";
-  c.update_mode = "paged";
-  EXPECT_FALSE(is_genie_policy(c));
-  EXPECT_EQ(make_genie_policy(c, m), nullptr);
+  EXPECT_EQ(on_device, 5);  // the three Genie modes, sliding_window over one, llama_cells
+  v.set("update_mode", std::string("paged"), true);
+  const auto over_paged = make_policy_spec("sliding_window", v);
+  EXPECT_EQ(over_paged->device_buffers(), nullptr);
+  ASSERT_NE(over_paged->block_pool(), nullptr);
   PoolSizing sizing;
   sizing.num_blocks = 8;
   sizing.block_bytes = 1024;
-  const auto paged = make_cache_policy(c, sizing);
+  const auto paged = over_paged->block_pool()->make(InstanceSpec{}, sizing);
   ASSERT_NE(paged, nullptr);
   EXPECT_EQ(paged->name(), "sliding_window");
 }

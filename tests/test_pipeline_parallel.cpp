@@ -17,7 +17,9 @@
 #include "scenario_helpers.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/core/metrics.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -281,18 +283,18 @@ TEST(PipelineScenario, TwoStagesHoldMoreKvAndReportTheirLayout) {
   const RunMetrics one = run_text(pipeline_scenario("{tensor: 4}"));
   const RunMetrics two = run_text(pipeline_scenario("{tensor: 4, pipeline: 2}"));
   EXPECT_EQ(two.requests.completed, 40);
-  ASSERT_TRUE(two.pipeline.has_value());
-  EXPECT_EQ(two.pipeline->stages, 2);
-  EXPECT_EQ(two.pipeline->micro_batches, 2);
-  EXPECT_EQ(two.pipeline->devices, 8);
-  EXPECT_EQ(two.pipeline->layers, "32,32");
-  EXPECT_EQ(two.pipeline->link, "device");  // 8 devices: one HCCS node
+  ASSERT_TRUE(two.find<PipelineMetrics>() != nullptr);
+  EXPECT_EQ(two.find<PipelineMetrics>()->stages, 2);
+  EXPECT_EQ(two.find<PipelineMetrics>()->micro_batches, 2);
+  EXPECT_EQ(two.find<PipelineMetrics>()->devices, 8);
+  EXPECT_EQ(two.find<PipelineMetrics>()->layers, "32,32");
+  EXPECT_EQ(two.find<PipelineMetrics>()->link, "device");  // 8 devices: one HCCS node
   EXPECT_EQ(two.kv_cache.kv_bytes_per_token * 2, one.kv_cache.kv_bytes_per_token);
-  EXPECT_GT(two.kv_cache.num_blocks, 2 * one.kv_cache.num_blocks);
+  EXPECT_GT(testing::pool_of(two).num_blocks, 2 * testing::pool_of(one).num_blocks);
   // Every computed token crossed the one boundary: the prompts and the
   // tokens fed back in decode (a recompute preemption would add more).
   EXPECT_EQ(two.requests.preemptions, 0);
-  EXPECT_DOUBLE_EQ(two.pipeline->stage_link_bytes, 40.0 * (512 + 63) * 5120 * 2 * 2);
+  EXPECT_DOUBLE_EQ(two.find<PipelineMetrics>()->stage_link_bytes, 40.0 * (512 + 63) * 5120 * 2 * 2);
   const auto j = metrics_to_json(two);
   EXPECT_EQ(j["pipeline"]["layers"], "32,32");
 }

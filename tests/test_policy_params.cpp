@@ -1,4 +1,4 @@
-// Each cache policy reads only the keys it declares (sim/cache/policy_params.hpp):
+// Each cache policy reads only the keys it declares (sim/policies/):
 // a key of another policy is an error naming its owners, at FILE:LINE:COL,
 // exit 2; a wrapping policy (sliding_window) takes its base's keys; the
 // defaults of CacheConfig are the declarations'; docs/yaml.md holds the
@@ -13,8 +13,7 @@
 #include <sstream>
 
 #include "report_test_helpers.hpp"
-#include "sim/cache/cache_config.hpp"
-#include "sim/cache/policy_registry.hpp"
+#include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/component_catalog.hpp"
 #include "tests/support/test_paths.hpp"
 
@@ -92,8 +91,8 @@ TEST(PolicyParams, AWrappingPolicyReadsItsBasesKeys) {
   const ScenarioSpec paged = testing::scenario_from_text(
       scenario("  policy: sliding_window\n  update_mode: paged\n  window: 64\n"
                "  block_size: 16\n  prefix_caching: false\n"));
-  EXPECT_EQ(paged.cache.block_size, 16);
-  EXPECT_EQ(paged.cache.window, 64);
+  EXPECT_EQ(paged.policy().values().integer("block_size"), 16);
+  EXPECT_EQ(paged.policy().values().integer("window"), 64);
   // Over a Genie mode the base's keys parse (the device check comes after).
   const std::string e =
       load_error(scenario("  policy: sliding_window\n  update_mode: pointer_shift\n  window: 64\n"
@@ -107,27 +106,27 @@ TEST(PolicyParams, SharedKeysAndUnknownKeysAreNotForeign) {
   EXPECT_NE(e.find("did you mean 'block_size'"), std::string::npos) << e;
 }
 
-TEST(PolicyParams, CacheConfigDefaultsAreTheDeclarations) {
-  const CacheConfig c;
-  const auto* paged = find_cache_policy("paged");
-  const auto* pointer = find_cache_policy("pointer_shift");
-  const auto* chunk = find_cache_policy("chunk_lru");
-  ASSERT_TRUE(paged && pointer && chunk);
-  EXPECT_EQ(c.block_size, std::get<int64_t>(*paged->info.find("block_size")->default_value));
-  EXPECT_EQ(c.ctx_size, std::get<int64_t>(*pointer->info.find("ctx_size")->default_value));
-  EXPECT_EQ(c.ar_variants,
-            std::get<std::vector<int64_t>>(*pointer->info.find("ar_variants")->default_value));
-  EXPECT_EQ(c.main_pool_fraction,
-            std::get<double>(*chunk->info.find("main_pool_fraction")->default_value));
-  EXPECT_EQ(c.policy, "paged");
-  EXPECT_FALSE(c.activation_reserve.has_value());
-  // Every key a policy declares has a field to go to (assign throws otherwise).
-  for (const auto& info : cache_policy_infos()) {
-    config::ParamValues all;
-    for (const auto& p : info.params)
-      all.set(p.key, p.default_value.value_or(config::ParamValue(int64_t{0})), false);
-    CacheConfig to;
-    EXPECT_NO_THROW(to.assign(all)) << info.name;
+TEST(PolicyParams, SpecDefaultsAreTheDeclarations) {
+  // The section's shared knobs: a KvCacheSpec starts at their declarations.
+  const KvCacheSpec kv;
+  const config::ComponentInfo section = kv_cache_section_info(cache_policy_names());
+  EXPECT_EQ(kv.dtype, section.default_of<std::string>("dtype"));
+  EXPECT_EQ(kv.kv_scale, section.default_of<std::string>("kv_scale"));
+  EXPECT_EQ(kv.memory_fraction, section.default_of<double>("memory_fraction"));
+  // A scenario without kv_cache: the declared policy at its declared defaults.
+  const ScenarioSpec s = testing::scenario_from_text(scenario(""));
+  EXPECT_EQ(s.policy().name(), section.default_of<std::string>("policy"));
+  const auto* paged = find_policy("paged");
+  ASSERT_NE(paged, nullptr);
+  EXPECT_EQ(s.policy().block_pool()->block_size(), paged->info.default_of<int64_t>("block_size"));
+  EXPECT_FALSE(s.policy().values().has("activation_reserve"));
+  // Every policy is made from its declarations alone (its spec reads every
+  // key it declares; a missing one would throw).
+  for (const auto& name : cache_policy_names()) {
+    const auto spec = make_policy_spec(name);
+    ASSERT_NE(spec, nullptr) << name;
+    EXPECT_EQ(spec->name(), name);
+    EXPECT_TRUE(spec->block_pool() != nullptr || spec->device_buffers() != nullptr) << name;
   }
 }
 

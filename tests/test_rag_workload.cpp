@@ -174,9 +174,9 @@ TEST(RagScenarios, PrefixAndChunkScenariosShareOneRequestStream) {
   const ScenarioSpec a = load_scenario(dir + "rag-910b2-prefix.yaml");
   const ScenarioSpec b = load_scenario(dir + "rag-910b2-chunk-lru.yaml");
   EXPECT_EQ(a.seed, b.seed);
-  EXPECT_EQ(a.cache.policy, "paged");
-  EXPECT_TRUE(a.cache.prefix_caching);
-  EXPECT_EQ(b.cache.policy, "chunk_lru");
+  EXPECT_EQ(std::string(a.policy().name()), "paged");
+  EXPECT_TRUE(a.policy().values().boolean("prefix_caching"));
+  EXPECT_EQ(std::string(b.policy().name()), "chunk_lru");
   const auto ra = take_all(*a.workload, a.seed, a.model.vocab_size);
   const auto rb = take_all(*b.workload, b.seed, b.model.vocab_size);
   ASSERT_EQ(ra.size(), rb.size());

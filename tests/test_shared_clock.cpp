@@ -12,7 +12,9 @@
 #include "sim/engine/round_robin_router.hpp"
 #include "sim/genie/genie_engine.hpp"
 #include "sim/scenario/engine_registry.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/engine.hpp"
+#include "tests/support/metric_parts.hpp"
 
 namespace kvsim {
 namespace {
@@ -103,7 +105,8 @@ void expect_same_served(const RunMetrics& shared, const RunMetrics& alone, const
   EXPECT_EQ(shared.latency_ms.e2e.max, alone.latency_ms.e2e.max) << which;
   EXPECT_EQ(shared.throughput.output_tokens_per_s, alone.throughput.output_tokens_per_s) << which;
   EXPECT_EQ(shared.kv_cache.peak_used_bytes, alone.kv_cache.peak_used_bytes) << which;
-  EXPECT_EQ(shared.kv_cache.prefix_hit_rate, alone.kv_cache.prefix_hit_rate) << which;
+  EXPECT_EQ(testing::pool_of(shared).prefix_hit_rate, testing::pool_of(alone).prefix_hit_rate)
+      << which;
   EXPECT_EQ(shared.sim.steps, alone.sim.steps) << which;
 }
 
@@ -196,7 +199,8 @@ TEST(EngineRegistry, AnUnknownDeviceKindIsNamed) {
   ScenarioSpec s = testing::scenario_from_text(kTwoInstances);
   s.device.kind = "tpu";
   try {
-    (void)engine_for(s);
+    config::LoadContext ctx;
+    (void)resolve_engine(s, std::nullopt, ctx);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     const std::string msg = e.what();

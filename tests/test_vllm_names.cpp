@@ -36,29 +36,29 @@ swap_space: 4
 preemption_mode: swap
 max_model_len: 4096
 )");
-  EXPECT_DOUBLE_EQ(s.cache.memory_fraction, 0.8);
+  EXPECT_DOUBLE_EQ(s.kv.memory_fraction, 0.8);
   EXPECT_EQ(s.tp, 2);
   EXPECT_EQ(s.scheduler.max_num_seqs, 64);
   EXPECT_EQ(s.scheduler.max_batched_tokens, 4096);
-  EXPECT_FALSE(s.cache.prefix_caching);
+  EXPECT_FALSE(s.policy().values().boolean("prefix_caching"));
   EXPECT_FALSE(s.scheduler.chunked_prefill);
-  EXPECT_EQ(s.cache.block_size, 64);
-  EXPECT_EQ(s.cache.swap_space, 4LL << 30);  // vLLM's swap_space is GiB
-  EXPECT_EQ(s.cache.preemption, "swap");
+  EXPECT_EQ(s.policy().values().integer("block_size"), 64);
+  EXPECT_EQ(s.policy().values().integer("swap_space"), 4LL << 30);  // vLLM's swap_space is GiB
+  EXPECT_EQ(s.policy().values().string("preemption"), "swap");
   EXPECT_EQ(s.scheduler.max_model_len, 4096);
 }
 
 TEST(VllmNames, SwapSpaceWithAUnitKeepsIt) {
   const ScenarioSpec s = testing::scenario_from_text(std::string(kBase) + "swap_space: 512MiB\n");
-  EXPECT_EQ(s.cache.swap_space, 512LL << 20);
+  EXPECT_EQ(s.policy().values().integer("swap_space"), 512LL << 20);
 }
 
 TEST(VllmNames, KvCacheDtypeAutoIsTheDefault) {
   const ScenarioSpec a = testing::scenario_from_text(std::string(kBase) + "kv_cache_dtype: auto\n");
   const ScenarioSpec d = testing::scenario_from_text(kBase);
-  EXPECT_EQ(a.cache.dtype, d.cache.dtype);
+  EXPECT_EQ(a.kv.dtype, d.kv.dtype);
   const ScenarioSpec b = testing::scenario_from_text(std::string(kBase) + "kv_cache_dtype: bf16\n");
-  EXPECT_EQ(b.cache.dtype, "bf16");
+  EXPECT_EQ(b.kv.dtype, "bf16");
 }
 
 TEST(VllmNames, BothNamesGivenIsAnErrorAtTheVllmName) {
@@ -85,8 +85,8 @@ TEST(VllmNames, ABadSetPointsAtTheSetAsWritten) {
   }
   const ScenarioSpec s = load_scenario(testing::configs_dir() + "/scenarios/default.yaml",
                                        {"gpu_memory_utilization=0.85", "swap_space=2"});
-  EXPECT_DOUBLE_EQ(s.cache.memory_fraction, 0.85);
-  EXPECT_EQ(s.cache.swap_space, 2LL << 30);
+  EXPECT_DOUBLE_EQ(s.kv.memory_fraction, 0.85);
+  EXPECT_EQ(s.policy().values().integer("swap_space"), 2LL << 30);
 }
 
 TEST(VllmNames, ABareByteCountUnderKvsimsOwnKeyAsksForAUnit) {
@@ -96,7 +96,7 @@ TEST(VllmNames, ABareByteCountUnderKvsimsOwnKeyAsksForAUnit) {
   // Zero needs no unit.
   const ScenarioSpec s =
       testing::scenario_from_text(std::string(kBase) + "kv_cache: {swap_space: 0}\n");
-  EXPECT_EQ(s.cache.swap_space, 0);
+  EXPECT_EQ(s.policy().values().integer("swap_space"), 0);
 }
 
 TEST(VllmNames, TheListNamesEachKvsimKeyOnce) {

@@ -1,6 +1,8 @@
 // The table of workload kinds and the public entry points.
 #include "workloads/workload.hpp"
 
+#include "workloads/conversation_history.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -170,11 +172,13 @@ std::shared_ptr<const WorkloadSpec> parse_workload(const config::Node& node) {
 }
 
 std::unique_ptr<RequestSource> make_request_source(const WorkloadSpec& spec, uint64_t seed,
-                                                   int64_t vocab_size) {
+                                                   int64_t vocab_size, SourceOptions options) {
   if (vocab_size < 1)
     throw std::invalid_argument(fmt::format("vocab_size must be >= 1, got {}", vocab_size));
-  return detail::wrap_benchmark_clients(spec, kind_of(spec).make_source(spec, seed, vocab_size),
-                                        seed);
+  std::unique_ptr<WorkloadSource> source = kind_of(spec).make_source(spec, seed, vocab_size);
+  if (options.turns_carry_history && std::holds_alternative<DialogWorkloadSpec>(spec.body))
+    source = with_conversation_history(std::move(source));
+  return detail::wrap_benchmark_clients(spec, std::move(source), seed);
 }
 
 WorkloadBounds workload_bounds(const WorkloadSpec& spec) {

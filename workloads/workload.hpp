@@ -17,11 +17,18 @@ namespace kvsim {
 // exits); returns nullptr when this map had any error.
 std::shared_ptr<const WorkloadSpec> parse_workload(const config::Node& node);
 
+// What the engine that takes the stream needs of it.
+struct SourceOptions {
+  // A dialog's turns carry the conversation so far in their prompts, for an
+  // engine that keeps nothing between requests (workloads/conversation_history.hpp).
+  bool turns_carry_history = false;
+};
+
 // A fresh stream; same spec + seed -> identical stream, byte for byte. Token
 // ids are in [0, vocab_size). The stream copies what it needs from `spec`.
 // Throws std::invalid_argument when vocab_size < 1 (a caller bug).
 std::unique_ptr<RequestSource> make_request_source(const WorkloadSpec& spec, uint64_t seed,
-                                                   int64_t vocab_size);
+                                                   int64_t vocab_size, SourceOptions options = {});
 
 // Upper bounds for cross-field validation before a run (e.g. the longest
 // prompt the workload can produce against the model's context).

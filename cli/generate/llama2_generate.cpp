@@ -7,7 +7,8 @@
 
 #include "cli/generate/llama2_cells.hpp"
 #include "cli/generate/llama2_genie.hpp"
-#include "sim/cache/policy_registry.hpp"
+#include "sim/policies/policy_registry.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim::kernels {
 
@@ -47,12 +48,12 @@ GenerateResult greedy_token_loop(const Llama2Tokenizer& tok, const GenerateOptio
   return r;
 }
 
-GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& tok,
-                               const GenerateOptions& o) {
-  // The on-device modes keep the KV in Genie buffers (cli/generate/llama2_genie.cpp).
-  if (is_genie_update_mode(o.policy)) return generate_greedy_genie(w, tok, o);
-  // llama.cpp's cell cache keeps its own tensors (cli/generate/llama2_cells.cpp).
-  if (o.policy == "llama_cells") return generate_greedy_cells(w, tok, o);
+namespace {
+
+// stories260K through a policy's block pool (its spec makes the pool's
+// mechanism, as the serving engine does), on a real KvPool.
+GenerateResult generate_greedy_blocks(const Llama2Weights& w, const Llama2Tokenizer& tok,
+                                      const GenerateOptions& o) {
   const Llama2Config& c = w.config;
   if (o.block_size <= 0) throw std::invalid_argument("block size must be positive");
   const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
@@ -60,18 +61,19 @@ GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& to
 
   KvPool pool((steps + o.block_size - 1) / o.block_size + 1, c.n_layers, o.block_size, c.n_kv_heads,
               c.head_size(), o.kv_dtype);
-  CacheConfig cfg;
-  cfg.policy = o.policy;
-  cfg.block_size = o.block_size;
-  cfg.prefix_caching = false;
+  config::ParamValues values;
+  values.set("block_size", o.block_size, true);
+  // One sequence: nothing to share (and no hash to keep).
+  if (find_policy(o.policy) != nullptr && find_policy(o.policy)->info.find("prefix_caching"))
+    values.set("prefix_caching", false, true);
+  const std::shared_ptr<const PolicySpec> spec = make_policy_spec(o.policy, values);
+  if (spec->block_pool() == nullptr)
+    throw std::invalid_argument(fmt::format("'{}' keeps no block pool", o.policy));
   PoolSizing sizing;
   sizing.block_bytes = pool.geometry().block_bytes();
   sizing.num_blocks = pool.num_blocks();
   sizing.capacity_tokens = sizing.num_blocks * o.block_size;
-  auto policy = make_cache_policy(cfg, sizing);
-  if (!policy)
-    throw std::invalid_argument(fmt::format("unknown cache policy '{}' (allowed: {})", o.policy,
-                                            fmt::join(cache_policy_names(), ", ")));
+  auto policy = spec->block_pool()->make(InstanceSpec{}, sizing);
 
   const auto n_prompt = static_cast<int64_t>(prompt.size());
   const std::vector<int32_t> none;
@@ -98,6 +100,42 @@ GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& to
   policy->release(slot);
   policy->check_drained();
   return r;
+}
+
+}  // namespace
+
+namespace {
+
+using Generator = GenerateResult (*)(const Llama2Weights&, const Llama2Tokenizer&,
+                                     const GenerateOptions&);
+
+// Which generator runs each policy's layout (a registry, one line a policy):
+// a block pool, Genie's buffers (cli/generate/llama2_genie.cpp) or
+// llama.cpp's cells with tensors of their own (cli/generate/llama2_cells.cpp).
+// sliding_window has none: a window would change the text.
+const std::vector<std::pair<std::string_view, Generator>>& generators() {
+  static const std::vector<std::pair<std::string_view, Generator>> table = {
+      {"chunk_lru", generate_greedy_blocks},   {"llama_cells", generate_greedy_cells},
+      {"paged", generate_greedy_blocks},       {"pointer_shift", generate_greedy_genie},
+      {"shift_concat", generate_greedy_genie}, {"smart_mask", generate_greedy_genie},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> generate_policy_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, generator] : generators()) names.emplace_back(name);
+  return names;
+}
+
+GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& tok,
+                               const GenerateOptions& o) {
+  for (const auto& [name, generator] : generators())
+    if (name == o.policy) return generator(w, tok, o);
+  throw std::invalid_argument(fmt::format("no generator for cache policy '{}' (there are: {})",
+                                          o.policy, fmt::join(generate_policy_names(), ", ")));
 }
 
 }  // namespace kvsim::kernels

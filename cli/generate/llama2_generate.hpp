@@ -55,9 +55,11 @@ struct GenerateResult {
   ContextShiftDrift drift;                 // llama_cells only
 };
 
-// Throws std::invalid_argument for an unknown policy or bad sizes.
+// Throws std::invalid_argument for a policy with no generator or bad sizes.
 GenerateResult generate_greedy(const Llama2Weights& weights, const Llama2Tokenizer& tokenizer,
                                const GenerateOptions& options);
+// The policies generate_greedy runs (every registered one but sliding_window).
+std::vector<std::string> generate_policy_names();
 
 // The pieces every KV store shares (paged here, Genie's buffers in
 // cli/generate/llama2_genie.cpp); only the prefill and the decode step differ.

@@ -8,8 +8,23 @@
 
 #include "sim/cache/genie_mode_policy.hpp"
 #include "sim/numerics/genie_numerics.hpp"
+#include "sim/policies/genie_buffer_spec.hpp"
+#include "sim/policies/policy_registry.hpp"
 
 namespace kvsim::kernels {
+namespace {
+
+// The Genie update mode `policy` names, from its spec (sim/policies/).
+std::shared_ptr<const GenieModeSpec> mode_spec(const std::string& policy) {
+  const std::shared_ptr<const PolicySpec> spec = make_policy_spec(policy);
+  const auto* mode = dynamic_cast<const GenieModeSpec*>(spec.get());
+  if (mode == nullptr)
+    throw std::invalid_argument(fmt::format("'{}' is not a Genie update mode", policy));
+  return std::shared_ptr<const GenieModeSpec>(spec, mode);
+}
+
+}  // namespace
+
 namespace {
 
 constexpr int64_t kPrefillVariant = 32;  // AR-32 prefill passes, AR-1 decode
@@ -32,16 +47,15 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
   shape.head_dim = c.head_size();
   shape.dtype_bytes = kv_dtype_bytes(o.kv_dtype);
   shape.ctx_size = o.ctx_size > 0 ? o.ctx_size : c.seq_len;
-  shape.update_mode = o.policy;
   shape.ar_variants = {1};
   if (kPrefillVariant < shape.ctx_size) shape.ar_variants.push_back(kPrefillVariant);
   if (steps > shape.ctx_size)
     throw std::invalid_argument(
         fmt::format("--steps {} exceeds the Genie ctx_size {}", steps, shape.ctx_size));
-  const auto policy = make_genie_mode_policy(shape);
-  const auto mode = o.policy == "shift_concat"    ? GenieUpdateMode::shift_concat
-                    : o.policy == "pointer_shift" ? GenieUpdateMode::pointer_shift
-                                                  : GenieUpdateMode::smart_mask;
+  // The mode's own policy plans the updates; its spec says which buffers.
+  const std::shared_ptr<const GenieModeSpec> spec = mode_spec(o.policy);
+  const auto policy = spec->make_mode(shape);
+  const GenieUpdateMode mode = *spec->numerics_mode();
   std::vector<GenieKvBuffer> layers;
   for (int64_t l = 0; l < c.n_layers; ++l)
     layers.emplace_back(shape.ctx_size, c.n_kv_heads, c.head_size(), o.kv_dtype, mode, 1,
@@ -88,10 +102,6 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
 
 }  // namespace
 
-bool is_genie_update_mode(const std::string& policy) {
-  return policy == "shift_concat" || policy == "pointer_shift" || policy == "smart_mask";
-}
-
 std::vector<float> llama2_forward_genie(const Llama2Weights& w,
                                         const std::vector<GenieKvBuffer>& layers,
                                         const int32_t* tokens, int64_t n, int64_t pos0,
@@ -119,8 +129,7 @@ std::vector<float> llama2_forward_genie(const Llama2Weights& w,
 
 GenerateResult generate_greedy_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
                                      const GenerateOptions& o) {
-  if (!is_genie_update_mode(o.policy))
-    throw std::invalid_argument(fmt::format("'{}' is not a Genie update mode", o.policy));
+  (void)mode_spec(o.policy);  // a Genie update mode, or std::invalid_argument
   std::vector<Int8Params> int8;
   if (o.kv_dtype == KvDtype::int8) {
     // QNN quantises each KV tensor with one (scale, offset) fixed offline:

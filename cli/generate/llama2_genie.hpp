@@ -14,9 +14,6 @@
 
 namespace kvsim::kernels {
 
-// True for shift_concat, pointer_shift and smart_mask.
-bool is_genie_update_mode(const std::string& policy);
-
 // Runs tokens[0..n) at positions pos0.. against `layers` (not changed: the
 // update comes after the pass); returns the last token's logits and the
 // pass's new K/V per layer, [n, kv_heads, head_size] each.

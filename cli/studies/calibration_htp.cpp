@@ -37,8 +37,8 @@
 
 #include "cli/studies/calibration.hpp"
 #include "models/model_resolve.hpp"
-#include "sim/cache/genie_buffer_sizing.hpp"
 #include "sim/genie/genie_engine.hpp"
+#include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
@@ -81,10 +81,12 @@ std::optional<RowShape> shape_of(const MeasurementRow& row) {
 int64_t sessions_needed(const DeviceSpec& d, const ModelSpec& m, const RowShape& shape,
                         const std::string& kv_dtype) {
   if (!d.htp || d.htp->address_space_bytes <= 0) return 1;
-  const Bytes total =
-      m.weight_bytes() + genie_buffer_bytes(m, shape.policy, shape.ctx_size,
-                                            {1, shape.largest_variant}, kv_dtype_bytes(kv_dtype))
-                             .total();
+  config::ParamValues buffers;
+  buffers.set("ctx_size", shape.ctx_size, true);
+  buffers.set("ar_variants", std::vector<int64_t>{1, shape.largest_variant}, true);
+  const Bytes total = m.weight_bytes() + make_policy_spec(shape.policy, buffers)
+                                             ->device_buffers()
+                                             ->buffer_bytes(m, kv_dtype_bytes(kv_dtype));
   return std::max<int64_t>(1,
                            (total + d.htp->address_space_bytes - 1) / d.htp->address_space_bytes);
 }
@@ -234,7 +236,7 @@ std::optional<RowPricer> prepare_htp_row(const MeasurementRow& row, const std::s
   const TimeNs ttft = static_cast<TimeNs>(std::llround(m.latency_ms.ttft.mean * 1e6));
   const TimeNs span = last_token - first_token;
   const ModelSpec model = run->spec.model;
-  const Bytes kv_bytes = kv_dtype_bytes(run->spec.cache.dtype);
+  const Bytes kv_bytes = kv_dtype_bytes(run->spec.kv.dtype);
   const GraphLogits logits = run->spec.htp.logits;
   RowPricer pricer;
   pricer.scenario = run->description;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "reports/html_page.hpp"
@@ -10,7 +11,10 @@ namespace kvsim {
 
 std::string capacity_chunk_pool_markdown(const CapacityQuery& q,
                                          const std::vector<CapacityRow>& rows) {
-  if (q.policy != "chunk_lru") return "";
+  // Rows of a policy with a second pool (seed 003's chunk pool) only.
+  if (std::none_of(rows.begin(), rows.end(),
+                   [](const CapacityRow& r) { return r.chunk_pool_bytes > 0; }))
+    return "";
   std::vector<std::vector<std::string>> cells;
   const CapacityRow* last = nullptr;
   for (const auto& r : rows) {

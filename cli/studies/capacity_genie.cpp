@@ -5,15 +5,16 @@
 #include <algorithm>
 
 #include "reports/html_page.hpp"
-#include "sim/cache/cache_config.hpp"
-#include "sim/cache/genie_buffer_sizing.hpp"
+#include "sim/policies/policy_registry.hpp"
 
 namespace kvsim {
 
 void fill_htp_capacity_row(CapacityRow& row, const DeviceSpec& device, const ModelSpec& model) {
   row.htp = true;
   const Bytes dtype = kv_dtype_bytes(row.kv_dtype);
-  const std::vector<int64_t> variants = CacheConfig{}.ar_variants;
+  // Each mode at ctx_size = context, its other keys at their declared defaults.
+  config::ParamValues at_context;
+  at_context.set("ctx_size", row.context, true);
   const Bytes limit = device.htp ? device.htp->address_space_bytes : 0;
   row.address_space_bytes = limit;
   row.block_bytes = 0;
@@ -27,7 +28,8 @@ void fill_htp_capacity_row(CapacityRow& row, const DeviceSpec& device, const Mod
   for (const std::string& mode : kHtpCapacityModes) {
     HtpModeCapacity c;
     c.mode = mode;
-    c.buffer_bytes = genie_buffer_bytes(model, mode, row.context, variants, dtype).total();
+    c.buffer_bytes =
+        make_policy_spec(mode, at_context)->device_buffers()->buffer_bytes(model, dtype);
     const Bytes total = row.weights_bytes + c.buffer_bytes;
     c.fits = limit <= 0 || total <= limit;
     c.shortfall_bytes = c.fits ? 0 : total - limit;

@@ -9,14 +9,13 @@
 #include "base/checked_math.hpp"
 #include "base/diagnostics.hpp"
 #include "cli/studies/capacity_genie.hpp"
-#include "cli/studies/capacity_llama_cells.hpp"
 #include "kernels/ggml_kv_type.hpp"
 #include "models/model_resolve.hpp"
 #include "models/pipeline_stages.hpp"
 #include "reports/html_page.hpp"
 #include "reports/input_error.hpp"
-#include "sim/cache/policy_registry.hpp"
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
@@ -94,21 +93,47 @@ ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
   return m;
 }
 
+std::shared_ptr<const PolicySpec> capacity_policy(const CapacityQuery& q) {
+  const PolicyEntry* entry = find_policy(q.policy);
+  if (entry == nullptr)
+    flag_error("--policy", fmt::format("no cache policy named '{}'", q.policy),
+               fmt::format("{}", fmt::join(capacity_policy_names(), ", ")));
+  // The flags a policy declares a key for are its values.
+  config::ParamValues values;
+  const auto offer = [&](const char* key, config::ParamValue value) {
+    if (entry->info.find(key) != nullptr) values.set(key, std::move(value), true);
+  };
+  offer("block_size", q.block_size);
+  offer("main_pool_fraction", q.main_pool_fraction);
+  offer("chunk_pool_fraction", q.chunk_pool_fraction);
+  std::shared_ptr<const PolicySpec> spec = make_policy_spec(q.policy, values);
+  if (spec->block_pool() == nullptr)
+    flag_error("--policy", fmt::format("'{}' keeps no block pool to size", q.policy),
+               fmt::format("{}", fmt::join(capacity_policy_names(), ", ")));
+  return spec;
+}
+
+std::vector<std::string> capacity_policy_names() {
+  std::vector<std::string> names;
+  for (const std::string& name : cache_policy_names())
+    if (make_policy_spec(name)->block_pool() != nullptr) names.push_back(name);
+  return names;
+}
+
 std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string& configs_dir) {
-  const bool cells = q.policy == "llama_cells";  // ggml types, one cache of n_ctx cells
-  for (const auto& d : q.kv_dtypes) {
-    if (cells && !kernels::parse_ggml_type(d))
-      flag_error("--kv-dtype", fmt::format("'{}' is not a llama.cpp K/V type", d),
-                 fmt::format("{}", fmt::join(kernels::ggml_type_names(), ", ")));
-    if (!cells && std::find(kKvDtypeNames.begin(), kKvDtypeNames.end(), d) == kKvDtypeNames.end())
-      flag_error("--kv-dtype", fmt::format("unknown KV dtype '{}'", d),
-                 "fp16, bf16, int8, fp8, fp8_e4m3, fp8_e5m2, fp32");
-  }
+  const std::shared_ptr<const PolicySpec> spec = capacity_policy(q);
+  const BlockPoolContract& policy = *spec->block_pool();
+  const std::vector<std::string> dtypes = policy.capacity_dtypes();
+  for (const auto& d : q.kv_dtypes)
+    if (std::find(dtypes.begin(), dtypes.end(), d) == dtypes.end())
+      flag_error("--kv-dtype", fmt::format("'{}' is not a KV dtype of {}", d, q.policy),
+                 fmt::format("{}", fmt::join(dtypes, ", ")));
   for (const int64_t tp : q.tps)
-    if (cells && tp != 1)
-      flag_error("--tp", "llama.cpp splits a model by layers, not by heads", "1");
+    if (const std::string why = policy.capacity_layout_problem(tp, 1); !why.empty())
+      flag_error("--tp", why, "1");
   for (const int64_t pp : q.pps)
-    if (cells && pp != 1) flag_error("--pp", "llama.cpp's cell cache runs on one device here", "1");
+    if (const std::string why = policy.capacity_layout_problem(1, pp); !why.empty())
+      flag_error("--pp", why, "1");
   // Expert x pipeline sizes, expert-parallel sizes outermost.
   std::vector<std::pair<int64_t, int64_t>> ep_pps;
   for (const int64_t ep : q.eps)
@@ -158,21 +183,13 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
             in.memory_fraction = q.memory_fraction;
             in.tp = tp;
             in.ep = ep;
-            in.block_size = q.block_size;
-            // llama_cells sizes its own cells below; the pool gives the budget.
-            in.kv_dtype_bytes = cells ? 2 : kv_dtype_bytes(dtype);
+            in.kv_dtype_bytes = policy.capacity_dtype_bytes(dtype);
             in.max_batched_tokens = q.max_batched_tokens;
             in.max_num_seqs = q.max_num_seqs;
-            // paged on a model with sliding and full layers: a KV cache
-            // group per attention type (vLLM's hybrid allocator), so the
-            // sequence counts follow the layer mix. A phone's Genie buffers
-            // are sized apart (capacity_genie).
-            in.kv_groups_by_attention = !device.htp && policy_groups_kv_by_attention(q.policy);
-            if (q.policy == "chunk_lru") {
-              in.memory_fraction = q.main_pool_fraction;
-              in.chunk_pool_fraction = q.chunk_pool_fraction;
-            }
-            const PoolSizing s = size_paged_pool(model, in);
+            // The policy sizes its pool as a run does (its block size, its
+            // memory split, groups by attention type); a phone's Genie
+            // buffers are sized apart (capacity_genie).
+            const PoolSizing s = policy.size(model, in);
             // The binding stage's layers (the whole model with one stage).
             const ModelSpec binding =
                 pp > 1
@@ -200,36 +217,33 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                                        format_bytes(kMaxRepresentableBytes)),
                            fmt::format("at most {} tokens for {}",
                                        kMaxRepresentableBytes / s.kv_bytes_per_token, model.name));
-              r.kv_bytes_at_context = *kv_at_context;
-              r.block_bytes = s.block_bytes;
-              r.num_blocks = s.num_blocks;
-              r.capacity_tokens = s.capacity_tokens;
               r.device_bytes = device.memory_bytes;
               r.budget_bytes = s.budget;
               r.activation_reserve_bytes = s.activation_reserve;
-              if (q.policy == "chunk_lru") {
-                r.main_pool_bytes = s.num_blocks * s.block_bytes;
-                r.chunk_pool_bytes = s.chunk_pool_bytes;
-                r.chunk_pool_blocks = s.chunk_pool_blocks;
-                r.chunk_pool_tokens = s.chunk_pool_blocks * q.block_size;
-              }
-              // Blocks (pages, with KV cache groups) one sequence holds at `context`.
-              const int64_t blocks_per_seq = s.groups.hybrid()
-                                                 ? s.groups.pages_held(context, q.block_size)
-                                                 : (context + q.block_size - 1) / q.block_size;
-              r.max_concurrent_seqs = s.num_blocks / blocks_per_seq;
-              r.max_context_tokens = std::min(s.capacity_tokens, model.max_position_embeddings);
+              // What the policy's pool holds at this context (its blocks, or
+              // llama.cpp's cells), its second pool if it has one.
+              const PoolCapacity c = policy.capacity(model, dtype, context, s);
+              r.kv_bytes_per_token = c.kv_bytes_per_token;
+              r.kv_bytes_at_context = c.kv_bytes_at_context;
+              r.block_bytes = c.block_bytes;
+              r.num_blocks = c.num_blocks;
+              r.capacity_tokens = c.capacity_tokens;
+              r.max_concurrent_seqs = c.max_concurrent_seqs;
+              r.fits = c.fits;
+              r.shortfall_bytes = c.shortfall_bytes;
+              r.main_pool_bytes = c.main_pool_bytes;
+              r.chunk_pool_bytes = c.chunk_pool_bytes;
+              r.chunk_pool_blocks = c.chunk_pool_blocks;
+              r.chunk_pool_tokens = c.chunk_pool_tokens;
+              r.max_context_tokens = std::min(r.capacity_tokens, model.max_position_embeddings);
               r.windowed_kv_bytes_at_context =
                   binding.kv_bytes_for_context(context, in.kv_dtype_bytes, tp);
               r.windowed_max_concurrent_seqs = s.kv_budget > 0 && r.windowed_kv_bytes_at_context > 0
                                                    ? s.kv_budget / r.windowed_kv_bytes_at_context
                                                    : 0;
-              // Fits = the weights, the activation reserve and at least one
-              // block within the budget (the scenario cross-check of SPEC 4).
-              r.fits = s.num_blocks >= 1;
-              if (!r.fits) {
-                r.shortfall_bytes =
-                    s.weights_bytes + s.activation_reserve + s.block_bytes - s.budget;
+              if (!c.note.empty()) {
+                r.note = c.note;
+              } else if (!r.fits) {
                 r.note = fmt::format(
                     "does not fit: weights {} + activations {} + one block {} exceed the budget {} "
                     "by {}",
@@ -240,12 +254,13 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                 r.note = fmt::format("context exceeds the model's max_position_embeddings {}",
                                      model.max_position_embeddings);
               } else if (r.max_concurrent_seqs == 0) {
-                r.note = fmt::format("one sequence of {} tokens needs {} blocks, the pool has {}",
-                                     context, blocks_per_seq, s.num_blocks);
+                const int64_t bs = policy.block_size();
+                r.note = fmt::format(
+                    "one sequence of {} tokens needs {} blocks, the pool has {}", context,
+                    s.groups.hybrid() ? s.groups.pages_held(context, bs) : (context + bs - 1) / bs,
+                    s.num_blocks);
               }
-              if (cells) {
-                fill_llama_cells_capacity_row(r, model, s);
-              } else if (device.htp) {  // a Hexagon NPU: Genie buffers, not a paged pool
+              if (device.htp && !c.own_row) {  // a Hexagon NPU: Genie buffers, not a pool
                 r.note.clear();
                 fill_htp_capacity_row(r, device, model);
               }

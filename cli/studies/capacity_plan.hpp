@@ -11,6 +11,7 @@
 
 #include "devices/device_spec.hpp"
 #include "models/model_spec.hpp"
+#include "sim/spec/policy_spec.hpp"
 
 namespace kvsim {
 
@@ -90,6 +91,11 @@ DeviceSpec resolve_device(const std::string& name, const std::string& configs_di
                           const std::string& flag = "--device");
 ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
                         const std::string& flag = "--model");
+
+// The policies `--policy` takes: those that keep a block pool.
+std::vector<std::string> capacity_policy_names();
+// The policy of the query's flags (its keys among them), as the rows size it.
+std::shared_ptr<const PolicySpec> capacity_policy(const CapacityQuery& q);
 
 // One row per device x model x dtype x tp x ep x pp x context (in that nesting order).
 // Throws config::ConfigError for unknown names, dtypes or tensor-parallel

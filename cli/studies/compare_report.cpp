@@ -10,6 +10,7 @@
 #include "cli/studies/run_folder.hpp"
 #include "reports/input_error.hpp"
 #include "reports/output_dir.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace kvsim {

@@ -7,6 +7,7 @@
 #include "base/units.hpp"
 #include "reports/html_page.hpp"
 #include "reports/run_charts.hpp"
+#include "sim/scenario/metrics_document.hpp"
 
 namespace kvsim {
 namespace {

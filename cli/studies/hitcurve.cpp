@@ -10,7 +10,6 @@
 #include "reports/html_page.hpp"
 #include "reports/output_dir.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
-#include "sim/cache/policy_registry.hpp"
 
 namespace kvsim {
 
@@ -29,15 +28,15 @@ const char* const kHitDefinition =
 namespace {
 
 // The policy's pool sizing with its reusable cache set to `blocks` blocks.
-PoolSizing sizing_for(const ScenarioSpec& spec, const PoolSizing& base, int64_t blocks) {
+PoolSizing sizing_for(const BlockPoolContract& pool, const PoolSizing& base, int64_t blocks) {
   PoolSizing s = base;
   s.host_blocks = 0;  // no preemption in a replay: nothing is swapped
-  if (spec.cache.policy == "chunk_lru") {
+  if (pool.reuses_chunks()) {
     s.chunk_pool_blocks = blocks;
     s.chunk_pool_bytes = blocks * s.block_bytes;
   } else {
     s.num_blocks = blocks;
-    s.capacity_tokens = blocks * spec.cache.block_size;
+    s.capacity_tokens = blocks * pool.block_size();
   }
   return s;
 }
@@ -62,27 +61,27 @@ bool HitCurve::monotone() const {
 HitCurve compute_hit_curve(const ScenarioSpec& spec, const std::vector<int64_t>& capacities) {
   HitCurve curve;
   curve.scenario = spec.name;
-  curve.policy = spec.cache.policy;
+  const BlockPoolContract* pool = spec.policy().block_pool();
+  if (pool == nullptr)
+    throw std::invalid_argument(fmt::format(
+        "policy '{}' has no block cache to replay (hitcurve takes a policy with a block pool)",
+        spec.policy().display_name()));
+  curve.policy = std::string(spec.policy().name());
   curve.workload = spec.workload->kind;
-  curve.block_size = spec.cache.block_size;
+  curve.block_size = pool->block_size();
   curve.seed = spec.seed;
-  curve.cache_meaning = spec.cache.policy == "chunk_lru"
+  curve.cache_meaning = pool->reuses_chunks()
                             ? "the chunk pool (the main pool keeps the scenario's size)"
                             : "the whole block pool";
-  const PoolSizing base = size_paged_pool(spec.model, spec.pool_input());
+  const PoolSizing base = pool->size(spec.model, spec.pool_input());
   for (const int64_t capacity : capacities) {
     if (capacity < 1)
       throw std::invalid_argument(fmt::format("capacity {} tokens: must be >= 1", capacity));
     HitCurvePoint point;
     point.capacity_tokens = capacity;
-    point.cache_blocks = capacity / spec.cache.block_size;
+    point.cache_blocks = capacity / pool->block_size();
     std::unique_ptr<KvCachePolicy> policy =
-        make_cache_policy(spec.cache, sizing_for(spec, base, point.cache_blocks));
-    if (!policy) {
-      throw std::invalid_argument(fmt::format(
-          "policy '{}' has no block cache to replay (hitcurve takes paged or chunk_lru)",
-          spec.cache.policy));
-    }
+        pool->make(spec, sizing_for(*pool, base, point.cache_blocks));
     auto source = make_request_source(*spec.workload, spec.seed, spec.model.vocab_size);
     point.replay = replay_through_cache(*policy, *source);
     if (const auto* chunk = dynamic_cast<const ChunkLruPolicy*>(policy.get())) {

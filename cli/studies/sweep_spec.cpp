@@ -11,6 +11,7 @@
 
 #include "base/reader.hpp"
 #include "sim/core/metrics.hpp"
+#include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace kvsim {

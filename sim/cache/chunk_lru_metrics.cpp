@@ -1,14 +1,15 @@
 // The chunk_lru policy's part of metrics.json (seed 003): chunk hits and
 // misses, what copying and re-rotating chunks cost, and the dual pool's
 // split. ChunkLruPolicy::report() fills the fields.
+#include "sim/cache/chunk_lru_metrics.hpp"
+
 #include "sim/core/metrics.hpp"
-#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {
 
 void write_chunk_lru_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
-  const auto& k = m.kv_cache;
+  const ChunkLruMetrics& k = m.parts.get_or_zero<ChunkLruMetrics>();
   metrics_object(doc, "kv_cache")
       .before("bytes_moved")
       .put("chunk_hit_rate", k.chunk_hit_rate)
@@ -21,8 +22,8 @@ void write_chunk_lru_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
       .put("chunk_fallbacks", k.chunk_fallbacks);
   metrics_object(doc, "memory")
       .at_end()
-      .put("main_pool_bytes", m.memory.main_pool_bytes)
-      .put("chunk_pool_bytes", m.memory.chunk_pool_bytes);
+      .put("main_pool_bytes", k.main_pool_bytes)
+      .put("chunk_pool_bytes", k.chunk_pool_bytes);
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/cache/chunk_lru_metrics.hpp"
 #include "sim/cache/chunk_prompt.hpp"
-#include "sim/cache/policy_params.hpp"
 #include "sim/core/metrics.hpp"
 
 namespace kvsim {
@@ -151,7 +151,7 @@ bool ChunkLruPolicy::take_pending_work(StepWork& pass) {
 }
 
 void ChunkLruPolicy::report(RunMetrics& m) const {
-  auto& k = m.kv_cache;
+  ChunkLruMetrics& k = m.part<ChunkLruMetrics>();
   k.chunk_hits = stats_.hits;
   k.chunk_misses = stats_.misses;
   k.chunk_evictions = static_cast<int64_t>(chunk_pool_.evictions());
@@ -163,57 +163,8 @@ void ChunkLruPolicy::report(RunMetrics& m) const {
   k.chunk_hit_rate = stats_.query_tokens > 0 ? static_cast<double>(stats_.hit_tokens) /
                                                    static_cast<double>(stats_.query_tokens)
                                              : 0.0;
-  m.memory.main_pool_bytes = params_.main.num_blocks * params_.main.block_bytes;
-  m.memory.chunk_pool_bytes = params_.chunk_blocks * params_.main.block_bytes;
-}
-
-ChunkLruParams declared_chunk_lru_params() {
-  const config::ComponentInfo info = chunk_lru_policy_info();
-  ChunkLruParams p;
-  p.max_chunks = info.default_of<int64_t>("max_chunks");
-  p.max_chunk_tokens = info.default_of<int64_t>("max_chunk_tokens");
-  p.virtual_pos_start = info.default_of<int64_t>("virtual_pos_start");
-  return p;
-}
-
-std::unique_ptr<KvCachePolicy> make_chunk_lru_policy(const CacheConfig& c,
-                                                     const PoolSizing& sizing) {
-  ChunkLruParams p;
-  p.main.num_blocks = sizing.num_blocks;
-  p.main.block_size = c.block_size;
-  p.main.block_bytes = sizing.block_bytes;
-  p.main.prefix_caching = false;
-  p.main.host_blocks = c.preemption == "swap" ? sizing.host_blocks : 0;
-  p.main.eviction = c.eviction;
-  p.eviction = c.eviction;
-  p.chunk_blocks = sizing.chunk_pool_blocks;
-  p.max_chunks = c.max_chunks;
-  p.max_chunk_tokens = c.max_chunk_tokens;
-  p.virtual_pos_start = c.virtual_pos_start;
-  return std::make_unique<ChunkLruPolicy>(p);
-}
-
-config::ComponentInfo chunk_lru_policy_info() {
-  using namespace config;
-  // The main pool is a paged pool (without prefix caching: chunks take its
-  // place); seed 003 sizes both pools as fractions of device memory.
-  ComponentInfo info{"policy", "chunk_lru",
-                     "position-independent chunk reuse in a second LRU pool (seed 003)",
-                     paged_pool_params()};
-  info.params.push_back(number_param("main_pool_fraction", 0.70, 0.0, 1.0,
-                                     "fraction of device memory",
-                                     "weights, activations and the main KV pool (in place of "
-                                     "memory_fraction)"));
-  info.params.push_back(number_param("chunk_pool_fraction", 0.15, 0.0, 1.0,
-                                     "fraction of device memory",
-                                     "the chunk pool; the rest of memory stays in reserve"));
-  info.params.push_back(int_param("virtual_pos_start", 4096, 0, 1LL << 31, "tokens",
-                                  "position where missed chunks are computed"));
-  info.params.push_back(
-      int_param("max_chunks", 1 << 20, 1, 1LL << 31, "chunks", "chunks the index can hold"));
-  info.params.push_back(
-      int_param("max_chunk_tokens", 32768, 1, 1LL << 31, "tokens", "longest chunk that is cached"));
-  return info;
+  k.main_pool_bytes = params_.main.num_blocks * params_.main.block_bytes;
+  k.chunk_pool_bytes = params_.chunk_blocks * params_.main.block_bytes;
 }
 
 }  // namespace kvsim

@@ -27,7 +27,6 @@
 #include <memory>
 #include <vector>
 
-#include "sim/cache/cache_config.hpp"
 #include "sim/cache/chunk_pool.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/paged_policy.hpp"
@@ -36,7 +35,8 @@
 namespace kvsim {
 
 // The three limits have no defaults here: chunk_lru declares them
-// (chunk_lru_policy_info); start from declared_chunk_lru_params() to get them.
+// (sim/policies/chunk_lru_spec.cpp); start from declared_chunk_lru_params()
+// there to get them.
 struct ChunkLruParams {
   PagedParams main;  // the main pool (prefix caching is off: chunks replace it)
   int64_t chunk_blocks = 0;
@@ -48,10 +48,6 @@ struct ChunkLruParams {
   // eviction_order_names(). The main pool's order is main.eviction.
   std::string eviction = "lru";
 };
-// Params with the declared defaults of max_chunks, max_chunk_tokens and
-// virtual_pos_start (for code that builds the policy without a scenario).
-ChunkLruParams declared_chunk_lru_params();
-
 // Seed 003 get_stats(), per admission (a request re-admitted after a
 // recompute preemption looks its chunks up again).
 struct ChunkStats {
@@ -128,10 +124,5 @@ class ChunkLruPolicy final : public KvCachePolicy {
   StepWork pending_;  // device work since the last take_pending_work()
   std::vector<BlockHash> eviction_log_;
 };
-
-// The registry's factory: main pool from `sizing` (main_pool_fraction), chunk
-// pool of sizing.chunk_pool_blocks.
-std::unique_ptr<KvCachePolicy> make_chunk_lru_policy(const CacheConfig& config,
-                                                     const PoolSizing& sizing);
 
 }  // namespace kvsim

@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "sim/cache/genie_buffer_sizing.hpp"
-#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 
@@ -22,28 +21,6 @@ std::string_view kv_dispatch_name(KvDispatch d) {
       return "update_and_set";
   }
   return "?";
-}
-
-GenieCacheShape genie_cache_shape(const CacheConfig& cache, const ModelSpec& model) {
-  GenieCacheShape s;
-  // On the HTP a model runs on one NPU: no tensor parallelism splits the heads.
-  s.layers = model.num_hidden_layers;
-  s.kv_heads = model.num_key_value_heads;
-  s.head_dim = model.head_dim;
-  s.dtype_bytes = kv_dtype_bytes(cache.dtype);
-  s.ctx_size = cache.ctx_size;
-  s.ar_variants = cache.ar_variants;
-  s.pointer_shift_headroom = cache.pointer_shift_headroom;
-  s.window = cache.policy == "sliding_window" ? cache.window : 0;
-  s.update_mode = cache.policy == "sliding_window" ? cache.update_mode : cache.policy;
-  s.llama.type_k = cache.type_k;
-  s.llama.type_v = cache.type_v;
-  s.llama.v_trans = cache.v_trans;
-  s.llama.n_keep = cache.n_keep;
-  s.llama.n_discard = cache.n_discard;
-  s.llama.defrag_thold = cache.defrag_thold;
-  s.llama.n_gpu_layers = cache.n_gpu_layers;
-  return s;
 }
 
 GenieModePolicy::GenieModePolicy(const GenieCacheShape& shape) : shape_(shape) {
@@ -191,24 +168,6 @@ GenieAccounting GenieModePolicy::accounting() const {
   GenieAccounting a = acc_;
   a.buffer_bytes = buffer_bytes();
   return a;
-}
-
-std::unique_ptr<GenieModePolicy> make_genie_mode_policy(const GenieCacheShape& shape) {
-  if (shape.update_mode == "shift_concat") return make_shift_concat_policy(shape);
-  if (shape.update_mode == "pointer_shift") return make_pointer_shift_policy(shape);
-  if (shape.update_mode == "smart_mask") return make_smart_mask_policy(shape);
-  return nullptr;
-}
-
-std::vector<config::ParamSpec> genie_buffer_params() {
-  using namespace config;
-  return {
-      int_param("ctx_size", 4096, 1, 1 << 22, "tokens",
-                "columns of every Genie KV buffer: the context the graphs are built for"),
-      int_list_param("ar_variants", std::vector<int64_t>{1, 32, 128}, 1, 1 << 22, "tokens",
-                     "AR-n graphs the model ships (a pass of n tokens, cache dim ctx_size - n)"),
-      int_param("update_threads", 4, 1, 64, "threads", "CPU threads that split each KV update"),
-  };
 }
 
 }  // namespace kvsim

@@ -94,8 +94,9 @@ class GenieModePolicy : public GenieKvPolicy {
 std::unique_ptr<GenieModePolicy> make_shift_concat_policy(const GenieCacheShape& shape);
 std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const GenieCacheShape& shape);
 std::unique_ptr<GenieModePolicy> make_smart_mask_policy(const GenieCacheShape& shape);
-// The mode by name (shift_concat | pointer_shift | smart_mask); nullptr otherwise.
-std::unique_ptr<GenieModePolicy> make_genie_mode_policy(const GenieCacheShape& shape);
-std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(const GenieCacheShape& shape);
+// sliding_window over a Genie mode (seed 002): keeps the last `window`
+// tokens of `base`'s buffers.
+std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(std::unique_ptr<GenieModePolicy> base,
+                                                          int64_t window);
 
 }  // namespace kvsim

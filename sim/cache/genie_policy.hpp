@@ -12,8 +12,8 @@
 // kernels/genie_kv_buffer with the same plans.
 //
 // CONTRACT between the policies (shift_concat, pointer_shift, smart_mask,
-// sliding_window) and the dialog engine. Implementations: one file
-// each under sim/cache/, listed in sim/cache/policy_registry.cpp.
+// sliding_window, llama_cells) and the dialog engine. Implementations: one
+// file each under sim/cache/, built by their specs in sim/policies/.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,7 +22,6 @@
 
 #include "base/units.hpp"
 #include "models/model_spec.hpp"
-#include "sim/cache/cache_config.hpp"
 
 namespace kvsim {
 
@@ -51,13 +50,12 @@ struct LlamaCellsShape {
 struct GenieCacheShape {
   int64_t layers = 0, kv_heads = 0, head_dim = 0;
   Bytes dtype_bytes = 2;
-  // Filled from kv_cache (genie_cache_shape); the defaults are the keys'
-  // declarations (sim/cache/policy_params.hpp), not written here again.
+  // Filled by the policy's spec (sim/policies/); the defaults are the
+  // keys' declarations, not written here again.
   int64_t ctx_size = 0;
   std::vector<int64_t> ar_variants;
   int64_t pointer_shift_headroom = 0;  // 0: ctx_size (a 2x row)
   int64_t window = 0;                  // sliding_window only
-  std::string update_mode;             // sliding_window: the mode it wraps
   LlamaCellsShape llama;               // llama_cells only
 
   // Bytes of one cached token (one column) over all layers, K and V.
@@ -154,7 +152,5 @@ class GenieKvPolicy {
   // The policy's own counters, for the run's metrics (llama_cells).
   virtual void report(RunMetrics& metrics) const { (void)metrics; }
 };
-
-GenieCacheShape genie_cache_shape(const CacheConfig& cache, const ModelSpec& model);
 
 }  // namespace kvsim

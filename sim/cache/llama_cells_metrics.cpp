@@ -2,15 +2,17 @@
 // context shifts with their K-shift passes, the defragmentations (do_defrag)
 // and how find_slot placed the micro-batches. Written after kv_cache, only
 // for a run of this policy, so every other run's file is unchanged.
+#include "sim/cache/llama_cells_metrics.hpp"
+
 #include "sim/core/metrics.hpp"
-#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {
 
 void write_llama_cells_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
-  const auto& c = m.llama_cells;
-  if (!c.present || !doc.contains("kv_cache")) return;
+  const LlamaCellsMetrics* found = m.find<LlamaCellsMetrics>();
+  if (found == nullptr || !doc.contains("kv_cache")) return;
+  const LlamaCellsMetrics& c = *found;
   nlohmann::ordered_json o;
   o["type_k"] = c.type_k;
   o["type_v"] = c.type_v;

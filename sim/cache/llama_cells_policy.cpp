@@ -37,7 +37,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "sim/cache/policy_params.hpp"
+#include "sim/cache/llama_cells_metrics.hpp"
 #include "sim/core/metrics.hpp"
 
 namespace kvsim {
@@ -246,8 +246,7 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
 };
 
 void LlamaCellsPolicy::report(RunMetrics& m) const {
-  auto& o = m.llama_cells;
-  o.present = true;
+  LlamaCellsMetrics& o = m.part<LlamaCellsMetrics>();
   o.type_k = shape_.llama.type_k;
   o.type_v = shape_.llama.type_v;
   o.v_trans = shape_.llama.v_trans;
@@ -296,42 +295,6 @@ LlamaKvSizing llama_cells_sizing(const GenieCacheShape& shape) {
 
 std::unique_ptr<GenieKvPolicy> make_llama_cells_policy(const GenieCacheShape& shape) {
   return std::make_unique<LlamaCellsPolicy>(shape);
-}
-
-}  // namespace kvsim
-
-namespace kvsim {
-
-config::ComponentInfo llama_cells_policy_info() {
-  using namespace config;
-  ComponentInfo info{"policy", "llama_cells",
-                     "llama.cpp's unified cell cache: find_slot, context shift with K-shift, "
-                     "defragmentation, ggml K/V types (seed 004)",
-                     genie_buffer_params()};
-  const std::vector<std::string> types = kernels::ggml_type_names();
-  info.params.push_back(choice_param("type_k", std::string("f16"), types,
-                                     "ggml type of the cached keys (llama.cpp --cache-type-k)"));
-  info.params.push_back(choice_param(
-      "type_v", std::string("f16"), types,
-      "ggml type of the cached values (llama.cpp --cache-type-v; quantized needs v_trans false)"));
-  info.params.push_back(bool_param(
-      "v_trans", true,
-      "values stored transposed, as llama.cpp does without flash attention (n padded to 32 "
-      "cells; false: flash attention, n padded to 256)"));
-  info.params.push_back(int_param("n_keep", 0, 0, 1 << 22, "tokens",
-                                  "tokens a context shift keeps at the start (llama.cpp --keep)"));
-  info.params.push_back(int_param(
-      "n_discard", 0, 0, 1 << 22, "tokens",
-      "tokens a context shift drops after n_keep (0: half of the rest, as llama.cpp main)"));
-  info.params.push_back(number_param(
-      "defrag_thold", 0.1, -1.0, 1.0, "fraction",
-      "defragment when 1 - used/n exceeds it (n >= 128 cells); below 0 never (llama.cpp "
-      "--defrag-thold)"));
-  info.params.push_back(int_param(
-      "n_gpu_layers", -1, -1, 1 << 16, "layers",
-      "layers whose KV is on the accelerator, the last ones (llama.cpp -ngl); the rest is in "
-      "host memory, read by the CPU; -1 all"));
-  return info;
 }
 
 }  // namespace kvsim

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/kv_layout.hpp"
-#include "sim/cache/policy_params.hpp"
+#include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/core/metrics.hpp"
 
 namespace kvsim {
@@ -395,7 +395,7 @@ void PagedPolicy::report(RunMetrics& metrics) const {
     tiers_->report(metrics, prefix_query_tokens_, prefix_hit_tokens_);
   } else if (prefix_query_tokens_ > 0) {
     // The device is the only tier: all of prefix_hit_rate is its own.
-    metrics.kv_tiers.device_hit_rate =
+    metrics.part<KvTiersMetrics>().device_hit_rate =
         static_cast<double>(prefix_hit_tokens_) / static_cast<double>(prefix_query_tokens_);
   }
 }
@@ -416,36 +416,6 @@ bool PagedPolicy::share_tier(std::shared_ptr<KvTier> shared) {
 
 TierLoad PagedPolicy::take_tier_load() {
   return tiers_ ? tiers_->take_load() : TierLoad{};
-}
-
-std::vector<config::ParamSpec> paged_pool_params() {
-  using namespace config;
-  return {
-      int_param("block_size", 128, 1, 1 << 16, "tokens", "tokens per KV block (seed 001)"),
-      choice_param("layout", std::string("ksana"), kv_layout_names(),
-                   "how a block's K and V sit in memory; some layouts refuse some shapes"),
-      choice_param("preemption", std::string("recompute"), {"recompute", "swap"},
-                   "what a preempted sequence loses: its blocks are recomputed or swapped to host"),
-      // vLLM's default swap_space, 4 GiB per rank.
-      bytes_param("swap_space", 4LL << 30, 0, 1LL << 50, "host memory per rank for swapped blocks"),
-      optional_param(bytes_param("activation_reserve", 0, 0, 1LL << 50,
-                                 "device memory kept for activations (default: derived from "
-                                 "max_batched_tokens and max_num_seqs)")),
-      // The pools own their eviction order (sim/cache/eviction/).
-      choice_param("eviction", std::string(kDefaultEvictionOrder), eviction_order_names(),
-                   "which free cached block (prefix cache) or chunk (chunk_lru) is reused first"),
-  };
-}
-
-config::ComponentInfo paged_policy_info() {
-  config::ComponentInfo info{"policy", "paged",
-                             "vLLM's paged KV cache: fixed-size blocks, LRU reuse (seed 001)",
-                             paged_pool_params()};
-  info.params.insert(info.params.begin() + 1,
-                     config::bool_param("prefix_caching", true,
-                                        "reuse the cached blocks of a prompt's prefix (vLLM "
-                                        "automatic prefix caching)"));
-  return info;
 }
 
 }  // namespace kvsim

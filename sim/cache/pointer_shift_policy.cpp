@@ -27,8 +27,8 @@
 // moves (attention reads the p rightmost columns of the view). Clear: offset
 // back to 0, nothing moves.
 // Attention reads the p valid columns: read = useful = p.
+#include "sim/cache/genie_buffer_sizing.hpp"
 #include "sim/cache/genie_mode_policy.hpp"
-#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -38,8 +38,7 @@ class PointerShiftPolicy final : public GenieModePolicy {
   using GenieModePolicy::GenieModePolicy;
   std::string_view name() const override { return "pointer_shift"; }
   int64_t row_columns() const override {
-    return shape_.ctx_size +
-           (shape_.pointer_shift_headroom > 0 ? shape_.pointer_shift_headroom : shape_.ctx_size);
+    return pointer_shift_row_columns(shape_.ctx_size, shape_.pointer_shift_headroom);
   }
 
  protected:
@@ -70,18 +69,6 @@ class PointerShiftPolicy final : public GenieModePolicy {
 
 std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const GenieCacheShape& shape) {
   return std::make_unique<PointerShiftPolicy>(shape);
-}
-
-config::ComponentInfo pointer_shift_policy_info() {
-  config::ComponentInfo info{
-      "policy", "pointer_shift",
-      "Genie POINTER_SHIFT: move the tensor pointers instead of the data (seed 002)",
-      genie_buffer_params()};
-  info.params.push_back(config::int_param(
-      "pointer_shift_headroom", 0, 0, 1 << 22, "tokens",
-      "extra columns per buffer row past the cache dim before a compaction (0: ctx_size, a 2x "
-      "row)"));
-  return info;
 }
 
 }  // namespace kvsim

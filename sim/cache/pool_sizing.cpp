@@ -78,6 +78,7 @@ PoolSizing size_paged_pool(const ModelSpec& model, const PoolSizingInput& in) {
       std::floor(static_cast<double>(in.device_memory) * in.chunk_pool_fraction));
   s.chunk_pool_blocks = s.block_bytes > 0 ? chunk_budget / s.block_bytes : 0;
   s.chunk_pool_bytes = s.chunk_pool_blocks * s.block_bytes;
+  s.chunk_pool = in.chunk_pool_fraction > 0;
   s.instance_block_bytes =
       model.kv_bytes_per_token(in.kv_dtype_bytes, in.tp) * in.block_size * in.tp;
   return s;

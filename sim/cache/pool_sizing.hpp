@@ -56,6 +56,7 @@ struct PoolSizing {
   int64_t host_blocks = 0;        // swap_space / block_bytes
   int64_t chunk_pool_blocks = 0;  // floor(memory * chunk_pool_fraction / block_bytes)
   Bytes chunk_pool_bytes = 0;     // chunk_pool_blocks * block_bytes
+  bool chunk_pool = false;        // the input asked for one (chunk_pool_fraction > 0)
   // hybrid() when the pool is split by attention type: block_bytes is then
   // one page (page_layers layers), num_blocks counts pages, and
   // capacity_tokens is what the pages hold when every group keeps every token.

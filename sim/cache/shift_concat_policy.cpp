@@ -23,7 +23,6 @@
 // Attention reads the p valid columns (contiguous at the right end of the
 // view, so the graph can be given exactly them): read = useful = p.
 #include "sim/cache/genie_mode_policy.hpp"
-#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -54,12 +53,6 @@ class ShiftConcatPolicy final : public GenieModePolicy {
 
 std::unique_ptr<GenieModePolicy> make_shift_concat_policy(const GenieCacheShape& shape) {
   return std::make_unique<ShiftConcatPolicy>(shape);
-}
-
-config::ComponentInfo shift_concat_policy_info() {
-  return {"policy", "shift_concat",
-          "Genie SHIFT_CONCAT: shift the cache left, concatenate the new entries (seed 002)",
-          genie_buffer_params()};
 }
 
 }  // namespace kvsim

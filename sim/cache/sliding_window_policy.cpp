@@ -24,7 +24,6 @@
 #include <stdexcept>
 
 #include "sim/cache/genie_mode_policy.hpp"
-#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -97,29 +96,9 @@ class SlidingWindowPolicy final : public GenieKvPolicy {
 
 }  // namespace
 
-std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(const GenieCacheShape& shape) {
-  auto base = make_genie_mode_policy(shape);
-  if (!base)
-    throw std::invalid_argument(fmt::format(
-        "sliding_window: update_mode '{}' is not an on-device mode (shift_concat, pointer_shift, "
-        "smart_mask)",
-        shape.update_mode));
-  return std::make_unique<SlidingWindowPolicy>(std::move(base), shape.window);
-}
-
-config::ComponentInfo sliding_window_policy_info() {
-  using namespace config;
-  // The keys of the policy it wraps are added by the registry (compose).
-  return {"policy",
-          "sliding_window",
-          "keeps the last `window` tokens over a Genie update mode or paged (seed 002); takes the "
-          "keys of its update_mode too",
-          {choice_param(kSlidingWindowBaseKey, std::string("pointer_shift"),
-                        {"shift_concat", "pointer_shift", "smart_mask", "paged"},
-                        "the policy it wraps"),
-           int_param("window", 0, 0, 1 << 22, "tokens",
-                     "tokens kept (required: at most ctx_size - largest variant on a Genie "
-                     "mode)")}};
+std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(std::unique_ptr<GenieModePolicy> base,
+                                                          int64_t window) {
+  return std::make_unique<SlidingWindowPolicy>(std::move(base), window);
 }
 
 }  // namespace kvsim

@@ -15,7 +15,6 @@
 // under the mask every pass, so read = cache_dim (C - n for AR-n), whatever
 // n_past is, and useful = p: it trades no moves for reading C columns.
 #include "sim/cache/genie_mode_policy.hpp"
-#include "sim/cache/policy_params.hpp"
 
 namespace kvsim {
 namespace {
@@ -41,12 +40,6 @@ class SmartMaskPolicy final : public GenieModePolicy {
 
 std::unique_ptr<GenieModePolicy> make_smart_mask_policy(const GenieCacheShape& shape) {
   return std::make_unique<SmartMaskPolicy>(shape);
-}
-
-config::ComponentInfo smart_mask_policy_info() {
-  return {"policy", "smart_mask",
-          "Genie SMART_MASK: fixed buffer, new entries in place, an attention mask (seed 002)",
-          genie_buffer_params()};
 }
 
 }  // namespace kvsim

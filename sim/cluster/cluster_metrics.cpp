@@ -8,8 +8,10 @@
 #include <algorithm>
 
 #include "sim/cache/tiers/kv_tier.hpp"
+#include "sim/cache/tiers/tier_metrics.hpp"
+#include "sim/cluster/cluster_metrics.hpp"
 #include "sim/cluster/cluster_run.hpp"
-#include "sim/core/metrics_section.hpp"
+#include "sim/serve/serving_metrics.hpp"
 
 namespace kvsim {
 
@@ -19,30 +21,33 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
   RunMetrics m = shell_.common_metrics(per.front().policy, steps, sim_.now());
   m.workload.skipped_records = source_->skipped_records();
   const PoolSizing first = instances_.front()->engine->memory_plan();
-  m.kv_cache.block_bytes = first.block_bytes;
-  m.kv_cache.block_size = per.front().kv_cache.block_size;
+  ServingPoolMetrics& pool = m.part<ServingPoolMetrics>();
+  const ServingPoolMetrics& first_pool = per.front().parts.get_or_zero<ServingPoolMetrics>();
+  pool.block_bytes = first.block_bytes;
+  pool.block_size = first_pool.block_size;
   m.kv_cache.kv_bytes_per_token = first.kv_bytes_per_token;
   m.memory.device_bytes = per.front().memory.device_bytes;
-  m.memory.activation_reserve_bytes = per.front().memory.activation_reserve_bytes;
+  pool.activation_reserve_bytes = first_pool.activation_reserve_bytes;
   int64_t hit_tokens = 0, query_tokens = 0;
   double frag_weighted = 0, frag_weight = 0;
   for (size_t i = 0; i < per.size(); ++i) {
     const RunMetrics& p = per[i];
+    const ServingPoolMetrics& p_pool = p.parts.get_or_zero<ServingPoolMetrics>();
     const Instance& inst = *instances_[i];
     m.requests.preempted += p.requests.preempted;
     m.requests.preemptions += p.requests.preemptions;
     // Pools side by side: capacities and usage add up (the peak is the sum of
     // each pool's own peak, an upper bound of the cluster's simultaneous one).
-    m.kv_cache.num_blocks += p.kv_cache.num_blocks;
+    pool.num_blocks += p_pool.num_blocks;
     m.kv_cache.capacity_tokens += p.kv_cache.capacity_tokens;
     m.kv_cache.peak_used_bytes += p.kv_cache.peak_used_bytes;
     m.kv_cache.mean_used_bytes += p.kv_cache.mean_used_bytes;
     m.kv_cache.bytes_moved += p.kv_cache.bytes_moved;
     m.kv_cache.pointer_updates += p.kv_cache.pointer_updates;
-    m.kv_cache.evictions += p.kv_cache.evictions;
-    m.kv_cache.swapped_bytes += p.kv_cache.swapped_bytes;
+    pool.evictions += p_pool.evictions;
+    pool.swapped_bytes += p_pool.swapped_bytes;
     m.kv_cache.window_evicted_tokens += p.kv_cache.window_evicted_tokens;
-    frag_weighted += p.kv_cache.fragmentation * p.kv_cache.mean_used_bytes;
+    frag_weighted += p_pool.fragmentation * p.kv_cache.mean_used_bytes;
     frag_weight += p.kv_cache.mean_used_bytes;
     m.memory.weights_bytes += p.memory.weights_bytes;
     m.memory.kv_bytes += p.memory.kv_bytes;
@@ -56,12 +61,12 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
       }
     }
   }
-  m.kv_cache.fragmentation = frag_weight > 0 ? frag_weighted / frag_weight : 0.0;
-  m.kv_cache.prefix_hit_rate =
+  pool.fragmentation = frag_weight > 0 ? frag_weighted / frag_weight : 0.0;
+  pool.prefix_hit_rate =
       query_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens) : 0;
   collect_tiers(per, query_tokens, hit_tokens, m);
 
-  RunMetrics::Cluster c;
+  ClusterMetrics c;
   c.instances = static_cast<int64_t>(instances_.size());
   c.prefill_instances = cluster_.instances_of(InstanceRole::prefill);
   c.decode_instances = cluster_.instances_of(InstanceRole::decode);
@@ -91,8 +96,9 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
   }
   for (size_t i = 0; i < per.size(); ++i) {
     const RunMetrics& p = per[i];
+    const ServingPoolMetrics& p_pool = p.parts.get_or_zero<ServingPoolMetrics>();
     const Instance& inst = *instances_[i];
-    RunMetrics::ClusterInstance e;
+    ClusterInstanceMetrics e;
     e.group = inst.group->name;
     e.role = std::string(instance_role_name(inst.group->role));
     e.arrived = p.requests.arrived;
@@ -100,13 +106,13 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
     e.rejected = p.requests.rejected;
     e.preemptions = p.requests.preemptions;
     e.steps = p.sim.steps;
-    e.prefix_hit_rate = p.kv_cache.prefix_hit_rate;
+    e.prefix_hit_rate = p_pool.prefix_hit_rate;
     e.ttft_p50_ms = p.latency_ms.ttft.p50;
     e.ttft_p99_ms = p.latency_ms.ttft.p99;
     e.peak_used_bytes = p.kv_cache.peak_used_bytes;
     c.per_instance.push_back(std::move(e));
   }
-  m.cluster = std::move(c);
+  m.part<ClusterMetrics>() = std::move(c);
   return m;
 }
 
@@ -119,12 +125,13 @@ void ClusterRun::collect_tiers(const std::vector<RunMetrics>& per, int64_t query
   auto rate = [&](int64_t tokens) {
     return query_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(query_tokens) : 0.0;
   };
+  KvTiersMetrics& tiers = m.part<KvTiersMetrics>();
   int64_t lower = 0;
   for (const std::string& name : kv_tier_names()) {
-    RunMetrics::KvTierMetrics& out = *m.kv_tiers.tier(name);
+    KvTierMetrics& out = *tiers.tier(name);
     out = {};
     for (size_t i = 0; i < per.size(); ++i) {
-      const RunMetrics::KvTierMetrics& t = *per[i].kv_tiers.tier(name);
+      const KvTierMetrics& t = *per[i].parts.get_or_zero<KvTiersMetrics>().tier(name);
       if (instances_[i]->group->role != InstanceRole::decode) out.hit_tokens += t.hit_tokens;
       out.bytes_read += t.bytes_read;
       out.bytes_written += t.bytes_written;
@@ -138,16 +145,18 @@ void ClusterRun::collect_tiers(const std::vector<RunMetrics>& per, int64_t query
     out.hit_rate = rate(out.hit_tokens);
     lower += out.hit_tokens;
   }
-  m.kv_tiers.device_hit_rate = rate(hit_tokens - lower);
-  m.kv_tiers.load_time_s = 0;
-  for (const RunMetrics& p : per) m.kv_tiers.load_time_s += p.kv_tiers.load_time_s;
+  tiers.device_hit_rate = rate(hit_tokens - lower);
+  tiers.load_time_s = 0;
+  for (const RunMetrics& p : per)
+    tiers.load_time_s += p.parts.get_or_zero<KvTiersMetrics>().load_time_s;
 }
 
 namespace {
 
 void write_cluster(const RunMetrics& m, nlohmann::ordered_json& j) {
-  if (!m.cluster) return;  // one instance: its file keeps exactly its keys
-  const RunMetrics::Cluster& c = *m.cluster;
+  const ClusterMetrics* found = m.find<ClusterMetrics>();
+  if (found == nullptr) return;  // one instance: its file keeps exactly its keys
+  const ClusterMetrics& c = *found;
   auto& o = j["cluster"];
   o["instances"] = c.instances;
   o["prefill_instances"] = c.prefill_instances;
@@ -167,7 +176,7 @@ void write_cluster(const RunMetrics& m, nlohmann::ordered_json& j) {
   g["instances"] = c.global_pool.instances;
   g["puts"] = c.global_pool.puts;
   auto list = nlohmann::ordered_json::array();
-  for (const RunMetrics::ClusterInstance& i : c.per_instance) {
+  for (const ClusterInstanceMetrics& i : c.per_instance) {
     nlohmann::ordered_json e;
     e["group"] = i.group;
     e["role"] = i.role;

@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "sim/cluster/routing_registry.hpp"
-#include "sim/scenario/engine_registry.hpp"
 
 namespace kvsim {
 
@@ -50,10 +49,14 @@ void ClusterRun::InstanceUplink::request_done(const Request& request, TimeNs) {
   run_.on_left(instance_, request, instance_.tap.last);
 }
 
-ClusterRun::ClusterRun(const ScenarioSpec& scenario, RunSink* sink)
+ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
+                       MakeEngine make_engine, RunSink* sink)
     : scenario_(scenario),
-      cluster_(*scenario.cluster),
-      source_(make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size)),
+      cluster_(cluster),
+      // Its instances serve each request alone: a dialog's turns carry
+      // their conversation.
+      source_(make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size,
+                                  SourceOptions{true})),
       pump_(sim_, *source_),
       shell_("serving", scenario, sim_, pump_, sink) {
   for (const InstanceGroup& group : cluster_.groups) {
@@ -62,7 +65,7 @@ ClusterRun::ClusterRun(const ScenarioSpec& scenario, RunSink* sink)
       inst->index = instances_.size();
       inst->group = &group;
       inst->uplink = std::make_unique<InstanceUplink>(*this, *inst);
-      inst->engine = engine_for(*group.spec).make(*group.spec, sim_, *inst->uplink, &inst->tap);
+      inst->engine = make_engine(*group.spec, sim_, *inst->uplink, &inst->tap);
       inst->engine->mirror_itl(shell_.itl_histogram());
       (group.role == InstanceRole::decode ? decode_ : front_).push_back(inst->index);
       instances_.push_back(std::move(inst));
@@ -170,7 +173,7 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
   ++to.outstanding_requests;
   to.outstanding_tokens += request_tokens(h.request);
 
-  const ScenarioSpec& spec = *from.group->spec;
+  const InstanceSpec& spec = *from.group->spec;
   const KvLink link = kv_link_of(spec.device, cluster_.transfer.link).value();
   // Every device of the prefill instance (tp x pp) sends its own layers' KV
   // over its own link; the stage holding the most layers (the one the plan
@@ -179,7 +182,8 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
   KvTransferPrice price = price_kv_transfer(
       h.request.kv_ready_tokens, plan.kv_bytes_per_token, spec.tp * std::max<int64_t>(spec.pp, 1),
       spec.model.num_hidden_layers, cluster_.transfer.layerwise, link);
-  price.bytes = h.request.kv_ready_tokens * (plan.instance_block_bytes / spec.cache.block_size);
+  price.bytes = h.request.kv_ready_tokens *
+                (plan.instance_block_bytes / spec.policy().block_pool()->block_size());
   const TimeNs now = sim_.now();
   const TimeNs start = std::max(now, from.link_free);
   const TimeNs done = start + price.time;

@@ -23,16 +23,22 @@
 #include "sim/engine/arrival_pump.hpp"
 #include "sim/engine/engine_shell.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/scenario/scenario.hpp"
-#include "sim/serve/run_sink.hpp"
+#include "sim/engine/run_sink.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
 
 class ClusterRun {
  public:
-  // `scenario.cluster` must be set; `sink` may be null (rows are dropped).
+  // Builds one engine of an instance group on the cluster's clock (the
+  // assembly's engine registry: sim/scenario/engine_registry.hpp).
+  using MakeEngine = std::unique_ptr<InferenceEngine> (*)(const InstanceSpec& s, Simulator& sim,
+                                                          EngineUplink& uplink, RunSink* sink);
+  // `scenario` is the scenario's own instance (its workload feeds the
+  // router); `cluster` its groups. `sink` may be null (rows are dropped).
   // The cluster writes one requests.csv row per request, as one engine does.
-  ClusterRun(const ScenarioSpec& scenario, RunSink* sink);
+  ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster, MakeEngine make_engine,
+             RunSink* sink);
   ~ClusterRun();
   ClusterRun(const ClusterRun&) = delete;
   ClusterRun& operator=(const ClusterRun&) = delete;
@@ -87,7 +93,7 @@ class ClusterRun {
   void collect_tiers(const std::vector<RunMetrics>& per, int64_t query_tokens, int64_t hit_tokens,
                      RunMetrics& m) const;
 
-  const ScenarioSpec& scenario_;
+  const InstanceSpec& scenario_;
   const ClusterSpec& cluster_;
   Simulator sim_;
   std::unique_ptr<RequestSource> source_;

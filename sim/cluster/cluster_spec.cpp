@@ -9,8 +9,7 @@
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/kv_link.hpp"
 #include "sim/cluster/routing_registry.hpp"
-#include "sim/scenario/engine_registry.hpp"
-#include "sim/scenario/scenario.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
 using config::MapReader;
@@ -74,13 +73,13 @@ GlobalPoolConfig read_global_pool(const Node& node) {
 
 // The pool as instance `spec` reaches it: its link's figures times the
 // instance's ranks, its block (all ranks). Errors at `where` (the group).
-void reach_global_pool(GlobalPoolConfig& pool, const InstanceGroup& group, ScenarioSpec& spec,
+void reach_global_pool(GlobalPoolConfig& pool, const InstanceGroup& group, InstanceSpec& spec,
                        const Node& where, const Node& pool_node, bool first) {
-  if (!policy_keeps_prefix_blocks(spec.cache)) {
-    where.error(fmt::format("group '{}' would share the global pool, but kv_cache.policy '{}'{} "
+  const BlockPoolContract* pool_of_spec = spec.policy().block_pool();
+  if (pool_of_spec == nullptr || !pool_of_spec->keeps_prefix_blocks()) {
+    where.error(fmt::format("group '{}' would share the global pool, but kv_cache.policy '{}' "
                             "keeps no prefix blocks",
-                            group.name, spec.cache.policy,
-                            spec.cache.prefix_caching ? "" : " without prefix_caching"),
+                            group.name, spec.policy().display_name()),
                 "kv_cache: {policy: paged, prefix_caching: true}");
     return;
   }
@@ -97,7 +96,7 @@ void reach_global_pool(GlobalPoolConfig& pool, const InstanceGroup& group, Scena
   reached.read_bandwidth = link->bandwidth * spec.tp;
   reached.write_bandwidth = link->bandwidth * spec.tp;
   reached.latency = link->latency;
-  const Bytes block = size_paged_pool(spec.model, spec.pool_input()).block_bytes * spec.tp;
+  const Bytes block = spec.pool_sizing().block_bytes * spec.tp;
   if (first) {
     pool.tier = reached;
     pool.block_bytes = block;
@@ -200,7 +199,8 @@ config::ComponentInfo cluster_group_info() {
 
 std::shared_ptr<const ClusterSpec> read_cluster_section(
     const Node& cluster, const YAML::Node& root,
-    const std::function<ScenarioSpec(const YAML::Node& doc)>& parse_group,
+    const std::function<InstanceSpec(const YAML::Node& doc)>& parse_group,
+    const std::function<std::string(const InstanceSpec& group)>& refuse_group,
     config::LoadContext& ctx) {
   auto spec = std::make_shared<ClusterSpec>();
   MapReader c(cluster);
@@ -267,7 +267,7 @@ std::shared_ptr<const ClusterSpec> read_cluster_section(
   bool pool_reached = false;
   for (size_t i = 0; i < docs.size(); ++i) {
     InstanceGroup& group = spec->groups[i];
-    auto s = std::make_shared<ScenarioSpec>(parse_group(docs[i]));
+    auto s = std::make_shared<InstanceSpec>(parse_group(docs[i]));
     const Node& where = group_nodes[i];
     const auto global = std::find_if(s->kv_tiers.tiers.begin(), s->kv_tiers.tiers.end(),
                                      [](const KvTierParams& t) { return t.name == "global"; });
@@ -285,11 +285,10 @@ std::shared_ptr<const ClusterSpec> read_cluster_section(
       reach_global_pool(spec->global_pool, group, *s, where, pool_node, !pool_reached);
       pool_reached = true;
     }
-    if (engine_for(*s).name != "serving") {
+    if (const std::string why = refuse_group(*s); !why.empty())
       where.error(
-          fmt::format("group '{}' runs on {}, an on-device engine", group.name, s->device.name),
-          "a server device (kind: accelerator): a cluster serves many requests");
-    }
+          fmt::format("group '{}' cannot be an instance behind a router: {}", group.name, why),
+          "an engine that serves many requests (serving)");
     if (group.role == InstanceRole::prefill && !kv_link_of(s->device, spec->transfer.link)) {
       where.error(fmt::format("{} gives no figures for the '{}' link the KV would cross",
                               s->device.name, spec->transfer.link),

@@ -21,7 +21,7 @@
 
 namespace kvsim {
 
-struct ScenarioSpec;
+struct InstanceSpec;
 
 enum class InstanceRole : uint8_t { mixed, prefill, decode };
 std::string_view instance_role_name(InstanceRole role);
@@ -30,7 +30,7 @@ struct InstanceGroup {
   std::string name;
   int64_t count = 1;
   InstanceRole role = InstanceRole::mixed;
-  std::shared_ptr<const ScenarioSpec> spec;  // what each of its instances runs
+  std::shared_ptr<const InstanceSpec> spec;  // what each of its instances runs
 };
 
 // How a prefilled request's KV reaches its decode instance.
@@ -84,7 +84,8 @@ config::ComponentInfo global_pool_info();
 // config::ConfigError. Problems of the section itself go to ctx.
 std::shared_ptr<const ClusterSpec> read_cluster_section(
     const config::Node& cluster, const YAML::Node& root,
-    const std::function<ScenarioSpec(const YAML::Node& doc)>& parse_group,
+    const std::function<InstanceSpec(const YAML::Node& doc)>& parse_group,
+    const std::function<std::string(const InstanceSpec& group)>& refuse_group,
     config::LoadContext& ctx);
 
 }  // namespace kvsim

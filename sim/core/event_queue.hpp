@@ -216,7 +216,7 @@ class EventQueue {
 // Registry by name: "binary_heap", "quaternary_heap",
 // "aligned_quaternary_heap", "radix_heap". An unknown name throws
 // std::invalid_argument listing the known names. The default is the radix
-// heap (sim/event_queue_radix_heap.hpp): in bench/bench_event_queue.cpp it
+// heap (sim/core/event_queue_radix_heap.hpp): in bench/bench_event_queue.cpp it
 // is ~15% faster than the 4-ary heap with 1,024 resident events and about
 // twice as fast with 65,536 (a cluster's routers and per-client timers keep
 // thousands resident), ~15% slower with 1 or 64 (a few nanoseconds). All

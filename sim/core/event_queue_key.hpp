@@ -1,5 +1,5 @@
 #pragma once
-// The sort key every event queue container orders by (sim/event_queue.cpp).
+// The sort key every event queue container orders by (sim/core/event_queue.cpp).
 // Internal to the queue implementations; not part of the EventQueue interface.
 #include <cstdint>
 

@@ -31,7 +31,7 @@ void flatten(const nlohmann::ordered_json& j, const std::string& prefix, bool nu
 // What every run reports, whichever engine ran it: the header, requests,
 // latency, throughput, the KV and memory keys both engines fill, numerics,
 // workload and sim. The engines' and policies' own keys are placed around
-// these by their sections (sim/metrics_section.hpp).
+// these by their sections (sim/core/metrics_section.hpp).
 void write_run_metrics(const RunMetrics& m, nlohmann::ordered_json& j) {
   j["scenario"] = m.scenario;
   j["seed"] = m.seed;
@@ -110,26 +110,10 @@ MetricsSection provenance_metrics_section() {
   return {"provenance", write_provenance};
 }
 
-nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {
-  nlohmann::ordered_json j;
-  for (const MetricsSection& section : metrics_sections()) section.write(m, j);
-  return j;
-}
-
 std::vector<std::string> metric_leaf_keys(const nlohmann::ordered_json& doc, bool numeric_only) {
   std::vector<std::string> out;
   if (doc.is_object()) flatten(doc, "", numeric_only, out);
   return out;
-}
-
-std::vector<std::string> metric_key_names() {
-  // Sections written only for their own runs list their keys too: a cluster
-  // run's cluster.* (sim/cluster/cluster_metrics.cpp), llama_cells.*.
-  RunMetrics sample;
-  sample.cluster.emplace();
-  sample.pipeline.emplace();
-  sample.llama_cells.present = true;
-  return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 
 const nlohmann::ordered_json* find_metric(const nlohmann::ordered_json& doc,

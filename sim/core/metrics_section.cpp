@@ -56,13 +56,4 @@ MetricsObject metrics_object(nlohmann::ordered_json& doc, const std::string& key
   return MetricsObject(doc[key]);
 }
 
-const std::vector<MetricsSection>& metrics_sections() {
-  static const std::vector<MetricsSection> sections = {
-      run_metrics_section(),       serving_metrics_section(),     genie_metrics_section(),
-      chunk_lru_metrics_section(), llama_cells_metrics_section(), goodput_metrics_section(),
-      kv_tiers_metrics_section(),  pipeline_metrics_section(),    cluster_metrics_section(),
-      provenance_metrics_section()};
-  return sections;
-}
-
 }  // namespace kvsim

@@ -6,8 +6,9 @@
 // runs them in order and knows no family's fields. A section places each key
 // relative to a key an earlier section wrote, so the file's key order stays
 // what SPEC 9 lists (add, don't rename; never reorder). Every section writes
-// its keys for every run, zeros when its component did not take part, so
-// that files of different runs compare key for key.
+// its keys for every run, zeros when its component did not take part (its
+// part is absent: MetricsParts::get_or_zero), so that files of different
+// runs compare key for key.
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -46,19 +47,11 @@ struct MetricsSection {
   void (*write)(const RunMetrics& m, nlohmann::ordered_json& doc);
 };
 
-// Every section, in the order they write (later ones anchor on earlier keys).
-const std::vector<MetricsSection>& metrics_sections();
-
-// The sections each component defines beside its code.
-MetricsSection run_metrics_section();          // sim/metrics.cpp
-MetricsSection serving_metrics_section();      // sim/serve/serving_metrics.cpp
-MetricsSection genie_metrics_section();        // sim/genie/genie_metrics.cpp
-MetricsSection chunk_lru_metrics_section();    // sim/cache/chunk_lru_metrics.cpp
-MetricsSection llama_cells_metrics_section();  // sim/cache/llama_cells_metrics.cpp
-MetricsSection goodput_metrics_section();      // sim/metrics.cpp
-MetricsSection cluster_metrics_section();      // sim/cluster/cluster_metrics.cpp; cluster runs only
-MetricsSection kv_tiers_metrics_section();     // sim/cache/tiers/tier_metrics.cpp
-MetricsSection pipeline_metrics_section();     // sim/serve/pipeline_metrics.cpp; pp > 1 only
-MetricsSection provenance_metrics_section();   // sim/metrics.cpp; always the last
+// Each component declares its section beside its part (the struct of its
+// counters); the assembly lists them in the order they write
+// (sim/scenario/metrics_document.cpp).
+MetricsSection run_metrics_section();         // sim/core/metrics.cpp
+MetricsSection goodput_metrics_section();     // sim/core/metrics.cpp
+MetricsSection provenance_metrics_section();  // sim/core/metrics.cpp; always the last
 
 }  // namespace kvsim

@@ -96,7 +96,7 @@ class Simulator {
     EventCallback callback;  // empty once cancelled
   };
   // Lane handles keep the low 32 bits at all ones, a slot index no queue
-  // hands out (sim/event_queue.cpp: fewer than 2^32 - 1 slots), so cancel()
+  // hands out (sim/core/event_queue.cpp: fewer than 2^32 - 1 slots), so cancel()
   // tells them apart; the high 32 bits count lane events (starting at 1).
   static constexpr uint64_t kLaneIdLow = 0xffffffffu;
   bool lane_empty() const { return lane_head_ == lane_end_; }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/scenario/scenario.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
 
@@ -36,8 +36,9 @@ void ArrivalPump::request_done(const Request& request, TimeNs now) {
   arm();
 }
 
-SoloRig::SoloRig(const ScenarioSpec& scenario)
-    : source(make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size)),
+SoloRig::SoloRig(const InstanceSpec& scenario, SourceOptions options)
+    : source(make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size,
+                                 options)),
       pump(sim, *source) {}
 
 RunMetrics run_engine_alone(InferenceEngine& engine, Simulator& sim, ArrivalPump& pump) {

@@ -9,10 +9,11 @@
 
 #include "sim/core/simulator.hpp"
 #include "sim/engine/inference_engine.hpp"
+#include "workloads/workload.hpp"
 
 namespace kvsim {
 
-struct ScenarioSpec;
+struct InstanceSpec;
 
 // Same-time events of every engine: what finishes runs first (its resources
 // come back), then arrivals, then what starts. Engines use 0 for "done" and
@@ -59,7 +60,7 @@ class ArrivalPump final : public EngineUplink {
 // what `kvsim run` does, and what an engine's scenario-only constructor
 // builds for tests and studies.
 struct SoloRig {
-  explicit SoloRig(const ScenarioSpec& scenario);
+  explicit SoloRig(const InstanceSpec& scenario, SourceOptions options = {});
   Simulator sim;
   std::unique_ptr<RequestSource> source;
   ArrivalPump pump;

@@ -3,11 +3,11 @@
 #include <algorithm>
 
 #include "sim/core/served_metrics.hpp"
-#include "sim/scenario/scenario.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
 
-EngineShell::EngineShell(std::string_view engine_kind, const ScenarioSpec& scenario, Simulator& sim,
+EngineShell::EngineShell(std::string_view engine_kind, const InstanceSpec& scenario, Simulator& sim,
                          EngineUplink& uplink, RunSink* sink)
     : engine_kind_(engine_kind),
       scenario_(scenario),

@@ -14,11 +14,11 @@
 #include "sim/core/served_metrics.hpp"
 #include "sim/core/simulator.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/serve/run_sink.hpp"
+#include "sim/engine/run_sink.hpp"
 
 namespace kvsim {
 
-struct ScenarioSpec;
+struct InstanceSpec;
 
 // A request as it leaves an engine, in the engine's own terms.
 struct LeavingRequest {
@@ -62,7 +62,7 @@ class EngineShell {
   // `engine_kind` is the engine's registry name (RunMetrics::engine). `sink`
   // may be null (rows are dropped). `uplink` hears of every request that
   // leaves.
-  EngineShell(std::string_view engine_kind, const ScenarioSpec& scenario, Simulator& sim,
+  EngineShell(std::string_view engine_kind, const InstanceSpec& scenario, Simulator& sim,
               EngineUplink& uplink, RunSink* sink);
   EngineShell(const EngineShell&) = delete;
   EngineShell& operator=(const EngineShell&) = delete;
@@ -134,7 +134,7 @@ class EngineShell {
 
  private:
   std::string_view engine_kind_;
-  const ScenarioSpec& scenario_;
+  const InstanceSpec& scenario_;
   Simulator& sim_;
   EngineUplink& uplink_;
   NullRunSink null_sink_;

@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/cache/genie_buffer_sizing.hpp"
-#include "sim/cache/policy_registry.hpp"
-#include "sim/scenario/scenario.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
 namespace {
@@ -13,49 +11,29 @@ Bytes share(Bytes bytes, int64_t sessions) {
   return sessions <= 1 ? bytes : (bytes + sessions - 1) / sessions;
 }
 
-// The update mode whose buffer layout a scenario's policy uses.
-std::string buffer_mode(const ScenarioSpec& s) {
-  return s.cache.policy == "sliding_window" ? s.cache.update_mode : s.cache.policy;
-}
-
 }  // namespace
 
-HtpAddressSpaceUse htp_address_space_use(const ScenarioSpec& s) {
+HtpAddressSpaceUse htp_address_space_use(const InstanceSpec& s) {
   HtpAddressSpaceUse use;
   const int64_t sessions = std::max<int64_t>(1, s.htp.npu_sessions);
-  const GenieBufferBytes buffers =
-      genie_buffer_bytes(s.model, buffer_mode(s), s.cache.ctx_size, s.cache.ar_variants,
-                         kv_dtype_bytes(s.cache.dtype), s.cache.pointer_shift_headroom);
+  const Bytes buffers = s.policy().device_buffers()->buffer_bytes(s.model, s.kv.dtype_bytes());
   use.weights = share(s.model.weight_bytes(), sessions);
-  use.kv_buffers = share(buffers.total(), sessions);
+  use.kv_buffers = share(buffers, sessions);
   use.limit = s.device.htp ? s.device.htp->address_space_bytes : 0;
   return use;
 }
 
-void genie_address_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+void genie_address_cross_checks(const InstanceSpec& s, config::LoadContext& ctx) {
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
-  const bool htp = s.device.htp.has_value();  // the device is an HTP (its family gave it VTCM)
-  if (!htp) {
-    if (is_genie_policy(s.cache)) {
-      ctx.diagnostics.error(
-          at("kv_cache.policy"), "kv_cache.policy",
-          fmt::format("'{}'{} is Genie's on-device KV update (seed 002) for kind: htp devices; "
-                      "{} is kind {}",
-                      s.cache.policy,
-                      s.cache.policy == "sliding_window" ? " over " + s.cache.update_mode : "",
-                      s.device.name, s.device.kind),
-          "paged, chunk_lru, or sliding_window with update_mode: paged");
-    }
-    return;
-  }
-  if (!s.device.htp || !is_genie_policy(s.cache)) return;  // reported by genie_cross_checks
+  const DeviceBufferContract* buffers = s.policy().device_buffers();
+  if (!s.device.htp || buffers == nullptr) return;  // the engine's refusal says why
   const HtpAddressSpaceUse use = htp_address_space_use(s);
   // The phone's LPDDR holds every session's share (the paged pool check of
   // cross_checks does not apply to a phone).
   const int64_t sessions = std::max<int64_t>(1, s.htp.npu_sessions);
   const Bytes whole = s.model.weight_bytes() + use.kv_buffers * sessions;
   const auto ddr_budget =
-      static_cast<Bytes>(static_cast<double>(s.device.memory_bytes) * s.cache.memory_fraction);
+      static_cast<Bytes>(static_cast<double>(s.device.memory_bytes) * s.kv.memory_fraction);
   if (whole > ddr_budget) {
     ctx.diagnostics.error(
         at("model"), "model",
@@ -63,7 +41,7 @@ void genie_address_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx)
                     "x {} = {} by {}",
                     s.model.name, s.device.name, format_bytes(s.model.weight_bytes()),
                     format_bytes(use.kv_buffers * sessions), format_bytes(whole),
-                    format_bytes(s.device.memory_bytes), s.cache.memory_fraction,
+                    format_bytes(s.device.memory_bytes), s.kv.memory_fraction,
                     format_bytes(ddr_budget), format_bytes(whole - ddr_budget)),
         "a smaller or more quantised model, a smaller ctx_size, or a phone with more memory");
   }
@@ -75,11 +53,11 @@ void genie_address_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx)
       fmt::format("{} does not fit the NPU address space of {}: weights {} + KV buffers {} ({}, "
                   "ctx_size {}, {}) = {}{} exceed {} by {}",
                   s.model.name, s.device.name, format_bytes(use.weights),
-                  format_bytes(use.kv_buffers), buffer_mode(s), s.cache.ctx_size, s.cache.dtype,
-                  format_bytes(use.total()),
+                  format_bytes(use.kv_buffers), buffers->buffer_layout(), buffers->ctx_size(),
+                  s.kv.dtype, format_bytes(use.total()),
                   sessions > 1 ? fmt::format(" per session (npu_sessions {})", sessions) : "",
                   format_bytes(use.limit), format_bytes(use.total() - use.limit)),
-      fmt::format("a smaller model or ctx_size{}{}", s.cache.dtype == "int8" ? "" : ", int8 KV",
+      fmt::format("a smaller model or ctx_size{}{}", s.kv.dtype == "int8" ? "" : ", int8 KV",
                   needed > sessions && needed <= 16
                       ? fmt::format(", or htp.npu_sessions: {} (the model split over sessions, "
                                     "each with its own address space)",

@@ -1,19 +1,14 @@
 #pragma once
-// Cross-field checks that tie a scenario to the kind of its device,
-// called once from cross_checks in sim/scenario.cpp:
-//   - on a kind: htp device the model's weights plus Genie's KV buffers must
-//     fit the NPU session's address space (about 3.5 GB, shared/data README),
-//     per session when `htp.npu_sessions` splits the model;
-//   - Genie's on-device policies (shift_concat, pointer_shift, smart_mask,
-//     sliding_window over one of them) run on kind: htp devices only. (The
-//     converse, an HTP device with a server policy, is in
-//     sim/genie/genie_checks.cpp, as is a VTCM request over the VTCM.)
+// The genie engine's memory checks (seed 002, shared/data README): the
+// model's weights plus Genie's KV buffers must fit the NPU session's
+// address space (about 3.5 GB), per session when `htp.npu_sessions` splits
+// the model, and the phone's memory as a whole.
 #include "base/reader.hpp"
 #include "base/units.hpp"
 
 namespace kvsim {
 
-struct ScenarioSpec;
+struct InstanceSpec;
 
 // What one NPU session maps for the scenario's model and cache.
 struct HtpAddressSpaceUse {
@@ -25,9 +20,10 @@ struct HtpAddressSpaceUse {
 };
 
 // Per session: weights / npu_sessions + buffers / npu_sessions (a session
-// holds its layers' weights and their KV buffers), rounded up.
-HtpAddressSpaceUse htp_address_space_use(const ScenarioSpec& s);
+// holds its layers' weights and their KV buffers), rounded up. The policy
+// must offer device buffers.
+HtpAddressSpaceUse htp_address_space_use(const InstanceSpec& s);
 
-void genie_address_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx);
+void genie_address_cross_checks(const InstanceSpec& s, config::LoadContext& ctx);
 
 }  // namespace kvsim

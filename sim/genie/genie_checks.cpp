@@ -4,19 +4,19 @@
 
 #include <algorithm>
 
-#include "sim/cache/policy_registry.hpp"
+#include "devices/device_family.hpp"
 #include "sim/genie/genie_address_checks.hpp"
 #include "sim/genie/genie_passes.hpp"
-#include "sim/scenario/scenario.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
 namespace {
 
-bool is_dialog(const ScenarioSpec& s) {
-  return s.workload && s.workload->kind == "dialog";
+const DialogWorkloadSpec* dialog_of(const InstanceSpec& s) {
+  return s.workload ? std::get_if<DialogWorkloadSpec>(&s.workload->body) : nullptr;
 }
 
-void vtcm_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+void vtcm_checks(const InstanceSpec& s, config::LoadContext& ctx) {
   const Bytes vtcm = s.device.htp->vtcm_bytes;
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
   const auto over = [&](const std::string& key, Bytes request, const std::string& who) {
@@ -43,13 +43,14 @@ void vtcm_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
 
 // Without a sliding window the longest turn must fit an empty cache, or
 // even a context reset could not serve it.
-void context_checks(const ScenarioSpec& s, const DialogWorkloadSpec& d, config::LoadContext& ctx) {
+void context_checks(const InstanceSpec& s, const DialogWorkloadSpec& d, config::LoadContext& ctx) {
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
-  std::vector<int64_t> variants = s.cache.ar_variants;
-  std::sort(variants.begin(), variants.end());
+  const DeviceBufferContract& buffers = *s.policy().device_buffers();
+  const std::vector<int64_t>& variants = buffers.ar_variants();
   if (variants.empty()) return;
   if (variants.front() != 1) {
-    ctx.diagnostics.error(at("kv_cache.ar_variants"), "kv_cache.ar_variants",
+    const std::string key = s.policy().key_path("ar_variants");
+    ctx.diagnostics.error(at(key), key,
                           fmt::format("a dialog decodes one token per pass, but the smallest "
                                       "variant is AR-{}",
                                       variants.front()),
@@ -63,11 +64,10 @@ void context_checks(const ScenarioSpec& s, const DialogWorkloadSpec& d, config::
                     d.speculative->draft_tokens, d.speculative->draft_tokens + 1, variants.back()),
         fmt::format("1..{}", variants.back() - 1));
   }
-  const int64_t ctx_size = s.cache.ctx_size;
-  const bool windowed = s.cache.policy == "sliding_window";
-  const int64_t held_limit = windowed && s.cache.window > 0
-                                 ? std::min(s.cache.window, ctx_size - variants.back())
-                                 : ctx_size - variants.back();
+  const int64_t ctx_size = buffers.ctx_size();
+  const bool windowed = buffers.window() > 0;
+  const int64_t held_limit = windowed ? std::min(buffers.window(), ctx_size - variants.back())
+                                      : ctx_size - variants.back();
   if (d.session_cache.restore && d.session_cache.tokens > held_limit && !windowed) {
     ctx.diagnostics.error(
         at("workload.session_cache.tokens"), "workload.session_cache.tokens",
@@ -91,55 +91,39 @@ void context_checks(const ScenarioSpec& s, const DialogWorkloadSpec& d, config::
 
 }  // namespace
 
-void genie_cross_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
-  auto at = [&](const std::string& key) { return ctx.location_of(key); };
-  const bool htp = s.device.htp.has_value();  // the device is an HTP (its family gave it VTCM)
-  if (!htp) {
-    if (is_dialog(s)) {
-      ctx.diagnostics.error(at("workload.kind"), "workload.kind",
-                            fmt::format("a dialog runs on a phone NPU, but {} is kind {}",
-                                        s.device.name, s.device.kind),
-                            "a kind: htp device (snapdragon-8-gen3, snapdragon-8-elite, ...)");
-    }
-    if (s.htp.present) {
-      ctx.diagnostics.error(
-          at("htp"), "htp",
-          fmt::format("applies to kind: htp devices, {} is kind {}", s.device.name, s.device.kind),
-          "remove it");
-    }
-    return;
-  }
-  if (!is_dialog(s)) {
-    ctx.diagnostics.error(
-        at("workload.kind"), "workload.kind",
-        fmt::format("{} is an HTP (phone NPU): it runs one user's dialog, not kind {}",
-                    s.device.name, s.workload ? s.workload->kind : "?"),
-        "kind: dialog");
-  }
-  if (!is_genie_policy(s.cache)) {
-    ctx.diagnostics.error(
-        at("kv_cache.policy"), "kv_cache.policy",
-        fmt::format("'{}' is not an on-device policy; {} runs Genie's KV update modes",
-                    s.cache.policy, s.device.name),
-        "shift_concat, pointer_shift, smart_mask, or sliding_window with one of them");
-  }
-  if (s.device.htp) {
-    vtcm_checks(s, ctx);
-    // seed 002 splits the KV tensors over the update threads; the device
-    // file says how many CPU threads Genie may take.
-    if (s.cache.update_threads > s.device.htp->max_update_threads) {
-      ctx.diagnostics.error(
-          at("kv_cache.update_threads"), "kv_cache.update_threads",
-          fmt::format("{} threads, but {} allows {} KV update threads", s.cache.update_threads,
-                      s.device.name, s.device.htp->max_update_threads),
-          fmt::format("1..{}", s.device.htp->max_update_threads));
-    }
-  }
-  if (is_dialog(s) && ctx.diagnostics.empty())
-    context_checks(s, std::get<DialogWorkloadSpec>(s.workload->body), ctx);
+std::optional<EngineRefusal> genie_engine_refusal(const InstanceSpec& s) {
+  if (device_family_of(s.device).graph_executor(s.device) == nullptr)
+    return EngineRefusal{
+        "device", fmt::format("it runs static graphs on an NPU graph executor, which {} (kind {}) "
+                              "does not declare (kind: htp devices do)",
+                              s.device.name, s.device.kind)};
+  if (dialog_of(s) == nullptr)
+    return EngineRefusal{"workload.kind",
+                         fmt::format("it runs one user's `kind: dialog`, not kind {}",
+                                     s.workload ? s.workload->kind : "?")};
+  return std::nullopt;
 }
 
-void genie_engine_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
+void genie_cross_checks(const InstanceSpec& s, config::LoadContext& ctx) {
+  auto at = [&](const std::string& key) { return ctx.location_of(key); };
+  const DeviceBufferContract* buffers = s.policy().device_buffers();
+  if (!s.device.htp || buffers == nullptr) return;  // the engine's refusal says why
+  vtcm_checks(s, ctx);
+  // seed 002 splits the KV tensors over the update threads; the device
+  // file says how many CPU threads Genie may take.
+  if (buffers->update_threads() > s.device.htp->max_update_threads) {
+    const std::string key = s.policy().key_path("update_threads");
+    ctx.diagnostics.error(
+        at(key), key,
+        fmt::format("{} threads, but {} allows {} KV update threads", buffers->update_threads(),
+                    s.device.name, s.device.htp->max_update_threads),
+        fmt::format("1..{}", s.device.htp->max_update_threads));
+  }
+  if (const DialogWorkloadSpec* d = dialog_of(s); d != nullptr && ctx.diagnostics.empty())
+    context_checks(s, *d, ctx);
+}
+
+void genie_engine_checks(const InstanceSpec& s, config::LoadContext& ctx) {
   genie_cross_checks(s, ctx);
   genie_address_cross_checks(s, ctx);
 }

@@ -160,7 +160,7 @@ void GenieEngine::Impl::start_pass(GeniePassKind kind, PassShape shape, TimeNs d
     if (span.host_read_bytes > 0) {
       // KV of layers kept in host memory (llama_cells, n_gpu_layers): the
       // CPU running those layers reads it at its copy bandwidth.
-      const TimeNs host = timing_.cpu_copy_time(span.host_read_bytes, s_.cache.update_threads);
+      const TimeNs host = timing_.cpu_copy_time(span.host_read_bytes, update_threads_);
       r.timing.latency += host;
       r.timing.memory += host;
     }
@@ -344,7 +344,7 @@ void GenieEngine::Impl::span_update(const KvUpdatePlan& plan, const KvUpdatePlan
 // the host, priced as one kernel_launch of the device file; a variant change
 // switches the executing graph (its realignment bytes are in bytes_moved).
 TimeNs GenieEngine::Impl::update_time(const KvUpdatePlan& plan) const {
-  TimeNs t = timing_.cpu_copy_time(plan.bytes_moved(), s_.cache.update_threads);
+  TimeNs t = timing_.cpu_copy_time(plan.bytes_moved(), update_threads_);
   t += static_cast<TimeNs>(plan.pointer_updates) * s_.device.kernel_launch;
   if (plan.variant_before != plan.variant_after) t += timing_.variant_switch_time();
   // llama_cells: the K-shift and the defragmentation are graphs of their

@@ -22,8 +22,8 @@
 #include "sim/core/metrics.hpp"
 #include "sim/engine/arrival_pump.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/scenario/scenario.hpp"
-#include "sim/serve/run_sink.hpp"
+#include "sim/engine/run_sink.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
 
@@ -70,12 +70,12 @@ class GenieEngine final : public InferenceEngine {
   // `sink` may be null (rows are dropped). Throws std::invalid_argument when
   // the scenario is not an HTP dialog scenario (cross-checks reject that
   // first) or the on-device policy is not available in this build.
-  GenieEngine(const ScenarioSpec& scenario, RunSink* sink);
+  GenieEngine(const InstanceSpec& scenario, RunSink* sink);
   // Tests: the same with a given policy instead of the one kv_cache names.
-  GenieEngine(const ScenarioSpec& scenario, RunSink* sink, std::unique_ptr<GenieKvPolicy> policy);
+  GenieEngine(const InstanceSpec& scenario, RunSink* sink, std::unique_ptr<GenieKvPolicy> policy);
   // A component on a shared clock: `sim` and `uplink` (whoever submits the
   // turns) outlive the engine. One turn at a time: a dialog is sequential.
-  GenieEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink);
+  GenieEngine(const InstanceSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink);
   ~GenieEngine() override;
   GenieEngine(const GenieEngine&) = delete;
   GenieEngine& operator=(const GenieEngine&) = delete;

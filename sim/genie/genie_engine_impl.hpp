@@ -32,7 +32,7 @@ namespace kvsim {
 
 class GenieEngine::Impl {
  public:
-  Impl(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink,
+  Impl(const InstanceSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink,
        std::unique_ptr<GenieKvPolicy> policy);
 
   void start();
@@ -42,7 +42,7 @@ class GenieEngine::Impl {
   // Time to draft `drafts` tokens for a verify pass starting at `position`.
   TimeNs draft_time(int64_t drafts, int64_t position) const;
 
-  const ScenarioSpec& s_;
+  const InstanceSpec& s_;
   EngineShell shell_;
   Simulator& sim_;
   const DialogWorkloadSpec& dialog_;
@@ -54,6 +54,7 @@ class GenieEngine::Impl {
   VtcmSessions vtcm_;
   GenieCacheShape shape_;
   std::vector<int64_t> variants_;
+  int64_t update_threads_ = 1;  // CPU threads splitting each KV update (seed 002)
   bool windowed_ = false;
   Bytes vtcm_request_ = 0;
   std::vector<int32_t> co_runner_ids_;

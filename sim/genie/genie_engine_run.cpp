@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/cache/policy_registry.hpp"
 #include "sim/genie/genie_engine_impl.hpp"
-#include "sim/genie/genie_engine_numerics.hpp"
+#include "sim/genie/genie_metrics.hpp"
 
 namespace kvsim {
 
@@ -15,24 +14,30 @@ using namespace dialog_detail;  // this file's own engine internals
 
 namespace {
 
-std::unique_ptr<GenieKvPolicy> scenario_policy(const ScenarioSpec& s) {
-  auto policy = make_genie_policy(s.cache, s.model);
-  if (!policy) {
+// The policy's on-device buffers: the genie engine's contract (the
+// scenario's engine checks refuse a policy without them first).
+const DeviceBufferContract& buffers_of(const InstanceSpec& s) {
+  const DeviceBufferContract* buffers = s.policy().device_buffers();
+  if (buffers == nullptr)
     throw std::invalid_argument(fmt::format(
-        "kv_cache.policy '{}' is not an on-device policy: a dialog on an HTP needs shift_concat, "
-        "pointer_shift, smart_mask or sliding_window over one of them",
-        s.cache.policy));
-  }
-  return policy;
+        "kv_cache.policy '{}' keeps no on-device buffers: the genie engine runs Genie's update "
+        "modes (shift_concat, pointer_shift, smart_mask, sliding_window over one of them) and "
+        "llama_cells",
+        s.policy().display_name()));
+  return *buffers;
 }
 
-const DialogWorkloadSpec& dialog_spec(const ScenarioSpec& s) {
+std::unique_ptr<GenieKvPolicy> scenario_policy(const InstanceSpec& s) {
+  return buffers_of(s).make(s.model, s.kv.dtype_bytes());
+}
+
+const DialogWorkloadSpec& dialog_spec(const InstanceSpec& s) {
   if (!s.workload || !std::holds_alternative<DialogWorkloadSpec>(s.workload->body))
     throw std::invalid_argument("the dialog engine needs a `kind: dialog` workload");
   return std::get<DialogWorkloadSpec>(s.workload->body);
 }
 
-const HtpSpec& htp_of(const ScenarioSpec& s) {
+const HtpSpec& htp_of(const InstanceSpec& s) {
   if (!s.device.htp)
     throw std::invalid_argument(
         fmt::format("the dialog engine needs a kind: htp device, not '{}'", s.device.name));
@@ -41,17 +46,17 @@ const HtpSpec& htp_of(const ScenarioSpec& s) {
 
 }  // namespace
 
-GenieEngine::Impl::Impl(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink,
+GenieEngine::Impl::Impl(const InstanceSpec& scenario, Simulator& sim, EngineUplink& uplink,
                         RunSink* sink, std::unique_ptr<GenieKvPolicy> policy)
     : s_(scenario),
       shell_("genie", scenario, sim, uplink, sink),
       sim_(sim),
       dialog_(dialog_spec(scenario)),
       policy_(std::move(policy)),
-      timing_(scenario.device, scenario.model, kv_dtype_bytes(scenario.cache.dtype),
-              scenario.htp.logits),
+      timing_(scenario.device, scenario.model, scenario.kv.dtype_bytes(), scenario.htp.logits),
       vtcm_(htp_of(scenario)) {
-  shape_ = genie_cache_shape(s_.cache, s_.model);
+  shape_ = buffers_of(s_).shape(s_.model, s_.kv.dtype_bytes());
+  update_threads_ = buffers_of(s_).update_threads();
   variants_ = shape_.ar_variants;
   std::sort(variants_.begin(), variants_.end());
   windowed_ = policy_->makes_room();
@@ -60,13 +65,12 @@ GenieEngine::Impl::Impl(const ScenarioSpec& scenario, Simulator& sim, EngineUpli
   vtcm_.add_session("llm", vtcm_request_, s_.htp.vtcm_min);
   for (const CoRunnerConfig& c : s_.htp.co_runners)
     co_runner_ids_.push_back(vtcm_.add_session(c.name, c.vtcm_request, c.vtcm_min));
-  if (auto numerics = make_genie_numerics_observer(s_)) observers_.push_back(std::move(numerics));
   if (dialog_.speculative && dialog_.speculative->drafter == Drafter::eagle_head &&
       !dialog_.speculative->draft_cost_per_token) {
     ModelSpec head = s_.model;
     head.num_hidden_layers = 1;
     if (head.layer_attention.size() > 1) head.layer_attention.resize(1);
-    draft_timing_.emplace(s_.device, head, kv_dtype_bytes(s_.cache.dtype));
+    draft_timing_.emplace(s_.device, head, s_.kv.dtype_bytes());
   }
 }
 
@@ -121,10 +125,7 @@ void GenieEngine::Impl::start() {
 RunMetrics GenieEngine::Impl::finish() {
   if (!stopped_ || turn_) throw std::logic_error("the dialog run ended with a turn in flight");
 
-  RunMetrics m = shell_.common_metrics(s_.cache.policy == "sliding_window"
-                                           ? fmt::format("sliding_window({})", s_.cache.update_mode)
-                                           : std::string(policy_->name()),
-                                       passes_, end_time_);
+  RunMetrics m = shell_.common_metrics(s_.policy().display_name(), passes_, end_time_);
   const GenieAccounting acc = policy_->accounting();
   m.kv_cache.capacity_tokens = policy_->capacity_tokens(1);
   m.kv_cache.kv_bytes_per_token = shape_.column_bytes();
@@ -132,25 +133,25 @@ RunMetrics GenieEngine::Impl::finish() {
   m.kv_cache.mean_used_bytes = kv_used_.mean(static_cast<double>(end_time_));
   m.kv_cache.bytes_moved = acc.bytes_moved;
   m.kv_cache.pointer_updates = acc.pointer_updates;
-  m.kv_cache.buffer_bytes = acc.buffer_bytes;
-  m.kv_cache.compactions = acc.compactions;
-  m.kv_cache.variant_switches = acc.variant_switches;
-  m.kv_cache.rewinds = acc.rewinds;
   m.kv_cache.window_evicted_tokens = acc.window_evicted_tokens;
-  m.kv_cache.attention_read_tokens = attention_read_;
-  m.kv_cache.attention_useful_tokens = attention_useful_;
-  m.kv_cache.context_resets = context_resets_;
-  m.kv_cache.session_io_bytes = session_io_bytes_;
+  GenieRunMetrics& g = m.part<GenieRunMetrics>();
+  g.buffer_bytes = acc.buffer_bytes;
+  g.compactions = acc.compactions;
+  g.variant_switches = acc.variant_switches;
+  g.rewinds = acc.rewinds;
+  g.attention_read_tokens = attention_read_;
+  g.attention_useful_tokens = attention_useful_;
+  g.context_resets = context_resets_;
+  g.session_io_bytes = session_io_bytes_;
   m.memory.device_bytes = s_.device.memory_bytes;
   m.memory.weights_bytes = s_.model.weight_bytes();
   m.memory.kv_bytes = acc.buffer_bytes;
-  const std::vector<RunMetrics::Session> sessions = vtcm_.report();
-  m.memory.vtcm_bytes = sessions.front().vtcm_granted_bytes;
-  m.vtcm.requested_bytes = vtcm_request_;
-  m.vtcm.granted_bytes = sessions.front().vtcm_granted_bytes;
-  m.vtcm.wait_ms = vtcm_.total_wait_ms();
-  m.vtcm.sessions_waited = vtcm_.sessions_waited();
-  m.sessions = sessions;
+  g.sessions = vtcm_.report();
+  g.vtcm_bytes = g.sessions.front().vtcm_granted_bytes;
+  g.vtcm.requested_bytes = vtcm_request_;
+  g.vtcm.granted_bytes = g.sessions.front().vtcm_granted_bytes;
+  g.vtcm.wait_ms = vtcm_.total_wait_ms();
+  g.vtcm.sessions_waited = vtcm_.sessions_waited();
   policy_->report(m);
   for (const auto& o : observers_) o->report(m);
   return m;
@@ -161,7 +162,7 @@ RunMetrics GenieEngine::Impl::finish() {
 PoolSizing GenieEngine::Impl::memory_plan() const {
   PoolSizing p;
   p.budget =
-      static_cast<Bytes>(static_cast<double>(s_.device.memory_bytes) * s_.cache.memory_fraction);
+      static_cast<Bytes>(static_cast<double>(s_.device.memory_bytes) * s_.kv.memory_fraction);
   p.weights_bytes = s_.model.weight_bytes();
   p.kv_budget = policy_->accounting().buffer_bytes;
   p.kv_bytes_per_token = shape_.column_bytes();
@@ -171,15 +172,15 @@ PoolSizing GenieEngine::Impl::memory_plan() const {
 
 // ---------------------------------------------------------------------------
 
-GenieEngine::GenieEngine(const ScenarioSpec& scenario, RunSink* sink)
+GenieEngine::GenieEngine(const InstanceSpec& scenario, RunSink* sink)
     : GenieEngine(scenario, sink, scenario_policy(scenario)) {}
 
-GenieEngine::GenieEngine(const ScenarioSpec& scenario, RunSink* sink,
+GenieEngine::GenieEngine(const InstanceSpec& scenario, RunSink* sink,
                          std::unique_ptr<GenieKvPolicy> policy)
     : solo_(std::make_unique<SoloRig>(scenario)),
       impl_(std::make_unique<Impl>(scenario, solo_->sim, solo_->pump, sink, std::move(policy))) {}
 
-GenieEngine::GenieEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink,
+GenieEngine::GenieEngine(const InstanceSpec& scenario, Simulator& sim, EngineUplink& uplink,
                          RunSink* sink)
     : impl_(std::make_unique<Impl>(scenario, sim, uplink, sink, scenario_policy(scenario))) {}
 

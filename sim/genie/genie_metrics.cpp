@@ -1,14 +1,15 @@
 // The dialog engine's part of metrics.json (seed 002): what the Genie
 // buffers' updates did, the VTCM the LLM asked for and got, and the list of
 // HTP sessions (written only for a run that had sessions).
+#include "sim/genie/genie_metrics.hpp"
+
 #include "sim/core/metrics.hpp"
-#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {
 
 void write_genie_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
-  const auto& k = m.kv_cache;
+  const GenieRunMetrics& k = m.parts.get_or_zero<GenieRunMetrics>();
   metrics_object(doc, "kv_cache")
       .before("window_evicted_tokens")
       .put("buffer_bytes", k.buffer_bytes)
@@ -20,17 +21,17 @@ void write_genie_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
       .put("attention_useful_tokens", k.attention_useful_tokens)
       .put("context_resets", k.context_resets)
       .put("session_io_bytes", k.session_io_bytes);
-  metrics_object(doc, "memory").after("kv_bytes").put("vtcm_bytes", m.memory.vtcm_bytes);
+  metrics_object(doc, "memory").after("kv_bytes").put("vtcm_bytes", k.vtcm_bytes);
   nlohmann::ordered_json vtcm;
-  vtcm["requested_bytes"] = m.vtcm.requested_bytes;
-  vtcm["granted_bytes"] = m.vtcm.granted_bytes;
-  vtcm["wait_ms"] = m.vtcm.wait_ms;
-  vtcm["sessions_waited"] = m.vtcm.sessions_waited;
+  vtcm["requested_bytes"] = k.vtcm.requested_bytes;
+  vtcm["granted_bytes"] = k.vtcm.granted_bytes;
+  vtcm["wait_ms"] = k.vtcm.wait_ms;
+  vtcm["sessions_waited"] = k.vtcm.sessions_waited;
   MetricsObject top(doc);
   top.after("memory").put("vtcm", std::move(vtcm));
-  if (m.sessions.empty()) return;
+  if (k.sessions.empty()) return;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const auto& session : m.sessions) {
+  for (const auto& session : k.sessions) {
     nlohmann::ordered_json e;
     e["name"] = session.name;
     e["vtcm_requested_bytes"] = session.vtcm_requested_bytes;

@@ -91,10 +91,10 @@ bool VtcmSessions::waiting(int32_t session) const {
   return sessions_.at(static_cast<size_t>(session)).wait_since >= 0;
 }
 
-std::vector<RunMetrics::Session> VtcmSessions::report() const {
-  std::vector<RunMetrics::Session> out;
+std::vector<GenieRunMetrics::Session> VtcmSessions::report() const {
+  std::vector<GenieRunMetrics::Session> out;
   for (const State& s : sessions_) {
-    RunMetrics::Session r;
+    GenieRunMetrics::Session r;
     r.name = s.name;
     r.vtcm_requested_bytes = s.request;
     r.vtcm_granted_bytes = std::max<Bytes>(s.smallest_grant, 0);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "devices/htp_vtcm_allocator.hpp"
-#include "sim/core/metrics.hpp"
+#include "sim/genie/genie_metrics.hpp"
 
 namespace kvsim {
 
@@ -44,7 +44,7 @@ class VtcmSessions {
 
   // Per session, in registration order: request, smallest grant it ran with,
   // time waited, acquisitions.
-  std::vector<RunMetrics::Session> report() const;
+  std::vector<GenieRunMetrics::Session> report() const;
   // Sessions that waited at least once.
   int64_t sessions_waited() const;
   double total_wait_ms() const;

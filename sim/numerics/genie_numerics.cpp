@@ -8,18 +8,11 @@
 #include "kernels/attention.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/numerics/synthetic_kv.hpp"
-#include "sim/scenario/scenario.hpp"
 #include "sim/serve/step_observer.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim::numerics {
 namespace {
-
-kernels::GenieUpdateMode mode_of(const std::string& name) {
-  if (name == "shift_concat") return kernels::GenieUpdateMode::shift_concat;
-  if (name == "smart_mask") return kernels::GenieUpdateMode::smart_mask;
-  if (name == "pointer_shift") return kernels::GenieUpdateMode::pointer_shift;
-  throw std::invalid_argument(fmt::format("genie numerics: '{}' is not a Genie update mode", name));
-}
 
 SyntheticShape synthetic_shape(const GenieNumericsParams& p) {
   SyntheticShape s;
@@ -57,10 +50,18 @@ void replay_update(const KvUpdatePlan& plan, kernels::GenieKvBuffer& b, const fl
   }
 }
 
-GenieNumericsParams genie_numerics_params(const ScenarioSpec& s) {
+GenieNumericsParams genie_numerics_params(const InstanceSpec& s) {
   GenieNumericsParams p;
-  const GenieCacheShape full = genie_cache_shape(s.cache, s.model);
+  // The policy says which update mode's buffers its plans drive.
+  const DeviceBufferContract* buffers = s.policy().device_buffers();
+  const std::optional<kernels::GenieUpdateMode> mode =
+      buffers != nullptr ? buffers->numerics_mode() : std::nullopt;
+  if (!mode)
+    throw std::invalid_argument(fmt::format(
+        "genie numerics: '{}' drives no Genie update mode's buffers", s.policy().display_name()));
+  const GenieCacheShape full = buffers->shape(s.model, s.kv.dtype_bytes());
   p.shape = full;
+  p.mode = *mode;
   const NumericsConfig& n = s.numerics;
   p.shape.layers = std::min(n.shadow_layers, full.layers);
   p.shape.kv_heads = std::min(n.shadow_heads, full.kv_heads);
@@ -69,7 +70,7 @@ GenieNumericsParams genie_numerics_params(const ScenarioSpec& s) {
       std::clamp<int64_t>(s.model.num_attention_heads / std::max<int64_t>(1, full.kv_heads), 1, 4);
   p.q_heads = p.shape.kv_heads * group;
   p.plan_column_bytes = full.column_bytes();
-  p.dtype = kernels::parse_kv_dtype(s.cache.dtype).value_or(kernels::KvDtype::fp16);
+  p.dtype = kernels::parse_kv_dtype(s.kv.dtype).value_or(kernels::KvDtype::fp16);
   p.tolerance = n.tolerance;
   p.seed = s.seed;
   return p;
@@ -84,8 +85,7 @@ GenieNumericsChecker::GenieNumericsChecker(const GenieNumericsParams& params) : 
   const int64_t first_variant = *std::min_element(variants.begin(), variants.end());
   for (int64_t l = 0; l < p_.shape.layers; ++l)
     buffers_.emplace_back(p_.shape.ctx_size, p_.shape.kv_heads, p_.shape.head_dim, p_.dtype,
-                          mode_of(p_.shape.update_mode), first_variant, int8_,
-                          p_.shape.pointer_shift_headroom);
+                          p_.mode, first_variant, int8_, p_.shape.pointer_shift_headroom);
 }
 
 uint64_t GenieNumericsChecker::kernel_bytes_moved() const {

@@ -28,7 +28,7 @@
 #include "sim/cache/genie_policy.hpp"
 
 namespace kvsim {
-struct ScenarioSpec;
+struct InstanceSpec;
 struct RunMetrics;
 }  // namespace kvsim
 
@@ -36,8 +36,10 @@ namespace kvsim::numerics {
 
 struct GenieNumericsParams {
   // Shadow geometry (layers, kv_heads, head_dim at the reduced width;
-  // ctx_size, ar_variants, headroom, window and update_mode as the policy's).
+  // ctx_size, ar_variants, headroom and window as the policy's; `mode`, the
+  // update mode whose buffers its plans drive).
   GenieCacheShape shape;
+  kernels::GenieUpdateMode mode = kernels::GenieUpdateMode::pointer_shift;  // whose buffers
   int64_t q_heads = 4;  // grouped-query heads per check (a multiple of kv_heads)
   // Bytes of one column at the policy's (full) width, to compare plans with
   // the kernel's bytes in columns; 0: the shadow's own (tests at full width).
@@ -51,7 +53,7 @@ struct GenieNumericsParams {
 // numerics.shadow and tolerance of the scenario, the policy's ctx_size,
 // variants, headroom, window and mode, the KV dtype (int8 uses one
 // tensor-wide scale and offset, pad = offset, as QNN's quantParam[0]).
-GenieNumericsParams genie_numerics_params(const ScenarioSpec& scenario);
+GenieNumericsParams genie_numerics_params(const InstanceSpec& scenario);
 
 // Drives one layer's buffer through an update plan, in the plan's order:
 // clear, evict the oldest, rewind the newest, realign to the next variant,

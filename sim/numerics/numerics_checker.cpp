@@ -9,18 +9,18 @@
 #include "kernels/attention.hpp"
 #include "kernels/kv_fp8.hpp"
 #include "kernels/store_kvcache.hpp"
-#include "sim/scenario/scenario.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim::numerics {
 
-CheckerParams checker_params(const ScenarioSpec& s, const PoolSizing& sizing) {
+CheckerParams checker_params(const InstanceSpec& s, const PoolSizing& sizing) {
   CheckerParams p;
   p.num_blocks = sizing.num_blocks;
-  p.block_size = s.cache.block_size;
-  p.dtype = *kernels::parse_kv_dtype(s.cache.dtype);
+  p.block_size = s.policy().block_pool()->block_size();
+  p.dtype = *kernels::parse_kv_dtype(s.kv.dtype);
   // The synthetic K and V lie in [-1, 1): a calibration of the tensor finds
   // amax 1 (vLLM's k_scale / v_scale from calibration data).
-  if (s.cache.kv_scale == "per_tensor" && kernels::kv_dtype_has_row_params(p.dtype) &&
+  if (s.kv.kv_scale == "per_tensor" && kernels::kv_dtype_has_row_params(p.dtype) &&
       p.dtype != kernels::KvDtype::int8)
     p.fp8_tensor_scale = kernels::fp8_tensor_scale(1.0f, p.dtype == kernels::KvDtype::fp8_e5m2
                                                              ? kernels::Fp8Format::e5m2

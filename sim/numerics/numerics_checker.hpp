@@ -41,7 +41,7 @@ struct CheckerParams {
   int64_t queries_per_check = 4;  // the last new tokens of each sequence
 };
 
-CheckerParams checker_params(const ScenarioSpec& scenario, const PoolSizing& sizing);
+CheckerParams checker_params(const InstanceSpec& scenario, const PoolSizing& sizing);
 
 class NumericsChecker : public StepObserver {
  public:

@@ -2,10 +2,10 @@
 
 #include "devices/device_family.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
-#include "sim/cache/policy_registry.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/routing_registry.hpp"
+#include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/engine_registry.hpp"
 #include "workloads/workload_params.hpp"
 
@@ -20,7 +20,7 @@ std::vector<config::ComponentInfo> engine_infos() {
 
 std::vector<config::ComponentInfo> policy_kind_infos() {
   std::vector<config::ComponentInfo> infos = cache_policy_infos();
-  infos.insert(infos.begin(), kv_cache_section_info());  // the keys they share
+  infos.insert(infos.begin(), kv_cache_section_info(cache_policy_names()));  // the keys they share
   return infos;
 }
 

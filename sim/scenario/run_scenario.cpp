@@ -6,11 +6,19 @@
 #include "sim/scenario/engine_registry.hpp"
 
 namespace kvsim {
+namespace {
+
+std::unique_ptr<InferenceEngine> make_instance_engine(const InstanceSpec& s, Simulator& sim,
+                                                      EngineUplink& uplink, RunSink* sink) {
+  return engine_for(s).make(s, sim, uplink, sink);
+}
+
+}  // namespace
 
 ScenarioRunResult run_scenario(const ScenarioSpec& scenario, RunSink* sink,
                                std::function<void(const RunProgress&)> progress) {
   if (scenario.cluster) {
-    ClusterRun cluster(scenario, sink);
+    ClusterRun cluster(scenario, *scenario.cluster, make_instance_engine, sink);
     ScenarioRunResult r;
     r.metrics = cluster.run();
     r.sizing = cluster.memory_plan();
@@ -18,10 +26,10 @@ ScenarioRunResult run_scenario(const ScenarioSpec& scenario, RunSink* sink,
   }
   Simulator sim;
   const std::unique_ptr<RequestSource> source =
-      make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size);
+      make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size,
+                          SourceOptions{engine_for(scenario).turns_carry_history});
   ArrivalPump pump(sim, *source);
-  const std::unique_ptr<InferenceEngine> engine =
-      engine_for(scenario).make(scenario, sim, pump, sink);
+  const std::unique_ptr<InferenceEngine> engine = make_instance_engine(scenario, sim, pump, sink);
   if (progress) engine->set_progress(std::move(progress));
   ScenarioRunResult r;
   r.metrics = run_engine_alone(*engine, sim, pump);
@@ -29,8 +37,9 @@ ScenarioRunResult run_scenario(const ScenarioSpec& scenario, RunSink* sink,
   return r;
 }
 
-std::string engine_name_for(const ScenarioSpec& scenario) {
-  return std::string(engine_for(scenario).name);
+std::unique_ptr<InferenceEngine> make_engine(const InstanceSpec& s, Simulator& sim,
+                                             EngineUplink& uplink, RunSink* sink) {
+  return make_instance_engine(s, sim, uplink, sink);
 }
 
 }  // namespace kvsim

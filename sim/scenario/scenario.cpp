@@ -7,15 +7,14 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "kernels/kv_layout.hpp"
 #include "models/model_resolve.hpp"
 #include "models/pipeline_stages.hpp"
-#include "sim/cache/kv_cache_groups.hpp"
-#include "sim/cache/policy_registry.hpp"
 #include "sim/cluster/cluster_spec.hpp"
+#include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/engine_registry.hpp"
 #include "sim/scenario/scenario_sections.hpp"
 #include "sim/scenario/vllm_names.hpp"
+#include "sim/serve/serving_engine_spec.hpp"
 
 namespace kvsim {
 namespace fs = std::filesystem;
@@ -152,7 +151,8 @@ void pipeline_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
 
 // Second pass: checks that need several values (DESIGN practice 5). Each
 // problem points at the key the user most likely has to change.
-void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
+void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
+                  config::LoadContext& ctx) {
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
   const ModelSpec& m = s.model;
   if (const std::string why = m.tensor_parallel_problem(s.tp, s.ep); !why.empty()) {
@@ -175,87 +175,39 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
                           fmt::format("1..{}", s.device.max_tensor_parallel));
   }
   pipeline_checks(s, ctx);
-  // A latent cache (MLA) is one row of kv_lora_rank + rope per token and
-  // layer, not K and V per head: the K/V layouts' constraints do not apply.
-  BlockGeometry g{m.num_hidden_layers, s.cache.block_size, m.kv_heads_per_rank(s.tp), m.head_dim,
-                  kv_dtype_bytes(s.cache.dtype)};
-  if (auto layout = m.mla.enabled() ? nullptr : make_kv_layout(s.cache.layout)) {
-    if (auto why = layout->reject(g)) {
-      ctx.diagnostics.error(at("kv_cache.block_size"), "kv_cache.block_size", *why,
-                            fmt::format("layout {}", s.cache.layout));
-    }
-  }
-  if (s.cache.kv_scale == "per_tensor" && s.cache.dtype.rfind("fp8", 0) != 0) {
+  if (s.kv.kv_scale == "per_tensor" && !s.kv.fp8()) {
     ctx.diagnostics.error(
         at("kv_cache.kv_scale"), "kv_cache.kv_scale",
-        fmt::format("a per-tensor scale is for fp8 KV; dtype {} has none", s.cache.dtype),
+        fmt::format("a per-tensor scale is for fp8 KV; dtype {} has none", s.kv.dtype),
         "dtype: fp8 | fp8_e4m3 | fp8_e5m2, or kv_scale: per_token");
   }
-  // The KV cache groups of a hybrid model are laid out over all its layers;
-  // a pipeline stage holding a slice of them is not modelled.
-  if (s.pp > 1 && policy_groups_kv_by_attention(s.cache.policy) && kv_cache_groups(m).hybrid()) {
-    ctx.diagnostics.error(
-        at("parallel.pipeline"), "parallel.pipeline",
-        fmt::format("{} mixes sliding-window and full layers: its per-attention-type KV cache "
-                    "groups are not split across pipeline stages",
-                    m.name),
-        "pipeline: 1 with this model and policy");
-  }
-  const PoolSizing sz = size_paged_pool(m, s.pool_input());
-  // The KV cache groups of a hybrid model (sim/cache/hybrid_paged_policy.hpp)
-  // keep no chain of tiers below the device.
-  if (sz.groups.hybrid() && !s.kv_tiers.empty()) {
-    ctx.diagnostics.error(
-        at("kv_tiers"), "kv_tiers",
-        fmt::format("{} mixes sliding-window and full layers: its KV cache groups keep no tiers "
-                    "below the device",
-                    m.name),
-        "no kv_tiers section with this model");
-  }
-  if (sz.num_blocks < 1 && !s.device.htp) {  // an HTP: sim/genie/genie_address_checks.cpp
-    ctx.diagnostics.error(
-        at("model"), "model",
-        fmt::format(
-            "{} does not fit on {}: {} x {} = {} for weights {} + activations {} leaves {} for KV, "
-            "less than one block of {}",
-            m.name, s.device.name, format_bytes(s.device.memory_bytes), s.cache.memory_fraction,
-            format_bytes(sz.budget), format_bytes(sz.weights_bytes),
-            format_bytes(sz.activation_reserve), format_bytes(sz.kv_budget),
-            format_bytes(sz.block_bytes)),
-        "a larger memory_fraction, more tensor parallelism, a smaller model or a bigger device");
-  }
-  if (s.numerics.mode != "off" && s.numerics.shadow_head_dim % 2 != 0) {
+  if (s.numerics.on() && s.numerics.shadow_head_dim % 2 != 0) {
     ctx.diagnostics.error(at("numerics.shadow.head_dim"), "numerics.shadow.head_dim",
                           fmt::format("{} is odd: RoPE rotates pairs", s.numerics.shadow_head_dim),
                           "an even number");
   }
-  if (s.numerics.mode != "off") {
-    // The shadow pool has every block of the real pool at the shadow width.
-    const NumericsConfig& n = s.numerics;
-    const Bytes shadow = sz.num_blocks * 2 * std::min(n.shadow_layers, m.num_hidden_layers) *
-                         s.cache.block_size * std::min(n.shadow_heads, m.kv_heads_per_rank(s.tp)) *
-                         n.shadow_head_dim * kv_dtype_bytes(s.cache.dtype);
-    constexpr Bytes kShadowLimit = 2LL << 30;
-    if (shadow > kShadowLimit) {
-      ctx.diagnostics.error(at("numerics.shadow"), "numerics.shadow",
-                            fmt::format("the shadow pool would take {} ({} blocks)",
-                                        format_bytes(shadow), sz.num_blocks),
-                            fmt::format("at most {}: fewer shadow layers, heads or head_dim",
-                                        format_bytes(kShadowLimit)));
-    }
+  // The engine, then what the policy and the engine check of the rest.
+  s.engine = resolve_engine(s, engine, ctx);
+  const EngineKind* kind = find_engine(s.engine);
+  // The policy checks itself under its engine's contract, or (no engine
+  // takes the scenario) under the first contract it offers, so its own
+  // errors come with the engine's.
+  s.policy().check(s,
+                   kind != nullptr                          ? kind->contract
+                   : s.policy().device_buffers() != nullptr ? EngineContract::device_buffers
+                                                            : EngineContract::block_pool,
+                   ctx);
+  if (kind == nullptr) return;
+  if (!s.kv_tiers.empty()) {
+    const BlockPoolContract* pool = s.policy().block_pool();
+    if (pool == nullptr || !pool->keeps_prefix_blocks())
+      ctx.diagnostics.error(at("kv_tiers"), "kv_tiers",
+                            fmt::format("tiers hold prefix-cached blocks; kv_cache.policy '{}' "
+                                        "keeps none",
+                                        s.policy().display_name()),
+                            "kv_cache: {policy: paged, prefix_caching: true}");
   }
-  run_cache_policy_checks(s.cache.policy, s, ctx);
-  // Each engine checks that what it would run belongs together (the genie
-  // engine also that a server device gets no phone dialog).
-  for (const auto& engine : engine_kinds())
-    if (engine.checks) engine.checks(s, ctx);
-  if (s.numerics.mode != "off" && !policy_supports_numerics(s.cache)) {
-    ctx.diagnostics.error(
-        at("numerics.mode"), "numerics.mode",
-        fmt::format("numerics checks run on the paged policy in this build, not '{}'",
-                    s.cache.policy),
-        "off, or kv_cache.policy: paged");
-  }
+  kind->checks(s, ctx);
 }
 
 ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
@@ -303,9 +255,14 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
     }
     p.finish();
   }
-  read_kv_cache_section(top, s);
-  read_kv_tiers_section(top, s.cache, s.kv_tiers);
-  read_scheduler_section(top, s);
+  s.kv = read_kv_cache_section(top);
+  read_kv_tiers_section(top, s.kv_tiers);
+  s.scheduler = read_scheduler_section(top);
+  std::optional<std::string> engine;
+  if (top.has("engine"))
+    engine = top.choice("engine", std::nullopt, engine_names());
+  else
+    top.ignore({"engine"});
   s.workload = parse_workload(top.child("workload"));
   {
     MapReader n(top.child("numerics"));
@@ -351,51 +308,53 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
   const Node cluster = top.child("cluster");
   top.finish();
   // Cross-field checks only make sense on values that parsed.
-  if (ctx.diagnostics.empty()) cross_checks(s, ctx);
+  if (ctx.diagnostics.empty()) cross_checks(s, engine, ctx);
   ctx.diagnostics.throw_if_any();
   if (cluster.defined()) {
     // Each instance group is the file itself with the group's sections laid
     // over it, read and checked as a scenario of its own.
     s.cluster = read_cluster_section(
         cluster, root.raw(),
-        [&](const YAML::Node& doc) {
+        [&](const YAML::Node& doc) -> InstanceSpec {
           return parse_scenario(Node(doc, "", root.file(), &ctx), configs_dir, ctx);
+        },
+        [](const InstanceSpec& group) -> std::string {
+          const EngineKind& kind = engine_for(group);
+          return kind.routable ? "" : fmt::format("the {} engine runs one user", kind.name);
         },
         ctx);
   }
   return s;
 }
 
-}  // namespace
-
-PoolSizingInput ScenarioSpec::pool_input() const {
-  PoolSizingInput in;
-  in.device_memory = device.memory_bytes;
-  in.memory_fraction = cache.memory_fraction;
-  in.tp = tp;
-  in.ep = ep;
-  in.pp = pp;
-  in.pipeline_layers = pipeline_layers;
-  in.block_size = cache.block_size;
-  in.kv_dtype_bytes = kv_dtype_bytes(cache.dtype);
-  in.max_batched_tokens = scheduler.max_batched_tokens;
-  in.max_num_seqs = scheduler.max_num_seqs;
-  in.activation_reserve = cache.activation_reserve;
-  in.swap_space = cache.swap_space;
-  in.kv_groups_by_attention = policy_groups_kv_by_attention(cache.policy);
-  if (cache.policy == "chunk_lru") {
-    // Seed 003's split: the main pool takes the place of memory_fraction
-    // (weights, activations and the main KV pool), the chunk pool is its own.
-    in.memory_fraction = cache.main_pool_fraction;
-    in.chunk_pool_fraction = cache.chunk_pool_fraction;
+// `--set kv_cache.policy=NEW` (a compare's `--vary`) keeps the old policy's
+// own keys as that policy's settings (rehome_policy_keys), before any
+// override is applied.
+void rehome_for_overrides(YAML::Node& doc, const std::vector<std::string>& overrides,
+                          const std::string& file, config::LoadContext& ctx) {
+  std::optional<std::string> policy;
+  std::vector<std::string> paths;
+  for (const std::string& o : overrides) {
+    const size_t eq = o.find('=');
+    if (eq == std::string::npos) continue;
+    auto trimmed = [](std::string t) {
+      const size_t b = t.find_first_not_of(" \t");
+      const size_t e = t.find_last_not_of(" \t");
+      return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+    };
+    paths.push_back(trimmed(o.substr(0, eq)));
+    if (paths.back() == "kv_cache.policy") policy = trimmed(o.substr(eq + 1));
   }
-  return in;
+  if (policy) rehome_policy_keys(doc, *policy, file, ctx, paths);
 }
+
+}  // namespace
 
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   config::LoadContext ctx;
   YAML::Node doc = config::load_file(path, ctx);
   ctx.diagnostics.throw_if_any();
+  rehome_for_overrides(doc, overrides, path, ctx);
   for (const auto& o : overrides) config::apply_override(doc, o, ctx);
   apply_vllm_names(doc, path, ctx);
   ctx.diagnostics.throw_if_any();
@@ -415,6 +374,7 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
                           "invalid YAML: " + config::yaml_error_text(e));
   }
   if (ctx.diagnostics.empty()) {
+    rehome_for_overrides(doc, overrides, file, ctx);
     for (const auto& o : overrides) config::apply_override(doc, o, ctx);
     apply_vllm_names(doc, file, ctx);
   }

@@ -4,100 +4,12 @@
 
 #include <algorithm>
 
-#include "sim/cache/policy_registry.hpp"
 #include "sim/core/metrics.hpp"
+#include "sim/scenario/metrics_document.hpp"
 
 namespace kvsim {
 using config::MapReader;
 using config::Node;
-
-void read_kv_cache_section(MapReader& top, ScenarioSpec& s) {
-  MapReader r(top.child("kv_cache"));
-  const std::vector<std::string> policies = cache_policy_names();
-  config::ComponentInfo shared = kv_cache_section_info();
-  const Node policy = r.child("policy");
-  bool known = !policy.defined();  // absent: the declared default
-  if (policy.defined()) {
-    const auto name = policy.as_string();
-    if (name) {
-      const auto planned = planned_cache_policy_names();
-      if (std::find(planned.begin(), planned.end(), *name) != planned.end()) {
-        std::string list;
-        for (const auto& p : policies) list += (list.empty() ? "" : ", ") + p;
-        policy.error(
-            fmt::format("policy '{}' is specified (SPEC 6) but not implemented in this build",
-                        *name),
-            "available: " + list);
-      } else if (policy.as_choice(policies)) {
-        s.cache.policy = *name;
-        known = true;
-      }
-    }
-  }
-  // `policy` is read above (a planned policy has its own message).
-  std::erase_if(shared.params, [](const config::ParamSpec& p) { return p.key == "policy"; });
-  s.cache.assign(config::read_params(r, shared));
-  if (known) {
-    s.cache.assign(read_cache_policy_params(r, s.cache.policy));
-  } else {
-    // Which keys belong is unknown without a policy: only its error counts.
-    for (const auto& info : cache_policy_infos())
-      for (const auto& p : info.params) r.declare(p.key);
-  }
-  r.finish();
-}
-
-config::ComponentInfo serving_engine_info() {
-  using namespace config;
-  return {"engine",
-          "serving",
-          "continuous batching of many requests on a server device (vLLM's scheduler, seed 001); "
-          "its keys are the `scheduler:` section",
-          {int_param("max_num_seqs", 256, 1, 1 << 20, "sequences", "sequences running at once"),
-           int_param("max_batched_tokens", 8192, 1, 1 << 24, "tokens", "tokens per engine step"),
-           bool_param("chunked_prefill", true, "split a long prompt over several steps"),
-           int_param("max_model_len", 0, 0, 1LL << 32, "tokens",
-                     "longest sequence (0: the model's max_position_embeddings)")}};
-}
-
-void read_scheduler_section(MapReader& top, ScenarioSpec& s) {
-  MapReader r(top.child("scheduler"));
-  const config::ParamValues v = config::read_params(r, serving_engine_info());
-  s.scheduler.max_num_seqs = v.integer("max_num_seqs");
-  s.scheduler.max_batched_tokens = v.integer("max_batched_tokens");
-  s.scheduler.chunked_prefill = v.boolean("chunked_prefill");
-  s.scheduler.max_model_len = v.integer("max_model_len");
-  r.finish();
-}
-
-void serving_engine_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
-  auto at = [&](const std::string& key) { return ctx.location_of(key); };
-  const ModelSpec& m = s.model;
-  if (s.scheduler.max_model_len > m.max_position_embeddings) {
-    ctx.diagnostics.error(at("scheduler.max_model_len"), "scheduler.max_model_len",
-                          fmt::format("{} is beyond the model's max_position_embeddings {}",
-                                      s.scheduler.max_model_len, m.max_position_embeddings),
-                          fmt::format("0..{}", m.max_position_embeddings));
-  }
-  if (s.scheduler.max_batched_tokens < s.scheduler.max_num_seqs && s.scheduler.chunked_prefill) {
-    // vLLM requires it so that every running sequence can decode in one step.
-    ctx.diagnostics.error(at("scheduler.max_batched_tokens"), "scheduler.max_batched_tokens",
-                          fmt::format("{} is below max_num_seqs {}", s.scheduler.max_batched_tokens,
-                                      s.scheduler.max_num_seqs),
-                          "max_batched_tokens >= max_num_seqs");
-  }
-  if (s.workload) {
-    const WorkloadBounds wb = workload_bounds(*s.workload);
-    if (!s.scheduler.chunked_prefill && wb.max_prompt_tokens > s.scheduler.max_batched_tokens) {
-      ctx.diagnostics.error(
-          at("scheduler.max_batched_tokens"), "scheduler.max_batched_tokens",
-          fmt::format("without chunked prefill a {}-token prompt (the workload's longest) "
-                      "needs max_batched_tokens >= {}",
-                      wb.max_prompt_tokens, wb.max_prompt_tokens),
-          "raise max_batched_tokens or set chunked_prefill: true");
-    }
-  }
-}
 
 void read_expect_section(MapReader& top, ScenarioSpec& s) {
   const Node ex = top.child("expect");

@@ -6,7 +6,6 @@
 #include <memory>
 #include <stdexcept>
 
-#include "sim/cache/policy_registry.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/core/served_metrics.hpp"
 
@@ -48,40 +47,55 @@ void add_decodes(StepTotals& totals, int64_t decodes, int64_t context) {
 }
 }  // namespace
 
-ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink)
-    : ServingEngine(scenario, sink, std::make_unique<SoloRig>(scenario)) {}
+namespace {
+// The policy's block pool: the serving engine's contract (the scenario's
+// engine checks refuse a policy without one first).
+const BlockPoolContract& block_pool_of(const InstanceSpec& s) {
+  const BlockPoolContract* pool = s.policy().block_pool();
+  if (pool == nullptr)
+    throw std::logic_error(fmt::format(
+        "the serving engine needs a block pool; policy '{}' has none", s.policy().display_name()));
+  return *pool;
+}
+}  // namespace
 
-ServingEngine::ServingEngine(const ScenarioSpec& scenario, RunSink* sink,
-                             std::unique_ptr<SoloRig> rig)
-    : ServingEngine(scenario, rig->sim, rig->pump, sink) {
+ServingEngine::ServingEngine(const InstanceSpec& scenario, RunSink* sink,
+                             StepObserverFactory observers)
+    : ServingEngine(scenario, sink, observers,
+                    std::make_unique<SoloRig>(scenario, SourceOptions{kTurnsCarryHistory})) {}
+
+ServingEngine::ServingEngine(const InstanceSpec& scenario, RunSink* sink,
+                             StepObserverFactory observers, std::unique_ptr<SoloRig> rig)
+    : ServingEngine(scenario, rig->sim, rig->pump, sink, observers) {
   solo_ = std::move(rig);
 }
 
-ServingEngine::ServingEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink,
-                             RunSink* sink)
-    : scenario_(scenario), shell_("serving", scenario, sim, uplink, sink), sim_(sim) {
-  sizing_ = size_paged_pool(scenario.model, scenario.pool_input());
-  policy_ = make_cache_policy(scenario.cache, sizing_);
-  if (!policy_)
-    throw std::logic_error(fmt::format("no cache policy named '{}'", scenario.cache.policy));
+ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, EngineUplink& uplink,
+                             RunSink* sink, StepObserverFactory observers)
+    : scenario_(scenario),
+      pool_(block_pool_of(scenario)),
+      shell_("serving", scenario, sim, uplink, sink),
+      sim_(sim) {
+  sizing_ = pool_.size(scenario.model, scenario.pool_input());
+  policy_ = pool_.make(scenario, sizing_);
   if (!scenario.kv_tiers.empty()) {
     // A tier's block is the whole instance's: every rank's share.
-    policy_->attach_tiers(make_tier_chain(scenario.kv_tiers, sizing_.instance_block_bytes,
-                                          scenario.cache.block_size));
+    policy_->attach_tiers(
+        make_tier_chain(scenario.kv_tiers, sizing_.instance_block_bytes, pool_.block_size()));
   }
   timing_ = std::make_unique<PipelineTiming>(
       scenario.device, scenario.model,
-      TimingModel::Params{scenario.tp, kv_dtype_bytes(scenario.cache.dtype), scenario.ep,
+      TimingModel::Params{scenario.tp, scenario.kv.dtype_bytes(), scenario.ep,
                           scenario.expert_skew},
       PipelineParams{scenario.pp, scenario.micro_batches, scenario.pipeline_network_link,
                      sizing_.stage_layers, scenario.pipeline_layers});
-  numerics_ = make_numerics_observer(scenario, sizing_);
+  if (observers != nullptr) numerics_ = observers(scenario, sizing_);
   per_sequence_pricing_ = has_sliding_layers(scenario.model);
   SchedulerParams sp;
   sp.max_num_seqs = scenario.scheduler.max_num_seqs;
   sp.max_batched_tokens = scenario.scheduler.max_batched_tokens;
   sp.chunked_prefill = scenario.scheduler.chunked_prefill;
-  sp.swap = scenario.cache.preemption == "swap";
+  sp.swap = pool_.swap_preemption();
   // Decodes in bulk need a step that reads no sequence one by one: no
   // observer of every item, a price from the batch's sums alone, and a
   // policy that counts in-place room.
@@ -147,7 +161,7 @@ void ServingEngine::submit(Request request) {
   Sequence* seq = new_sequence(std::move(request));
   shell_.count_arrival();
   const int64_t total = seq->prompt_len() + seq->output_len();
-  const int64_t blocks = sizing_.blocks_for_sequence(total, scenario_.cache.block_size);
+  const int64_t blocks = sizing_.blocks_for_sequence(total, pool_.block_size());
   // A request that can never be served is refused at the door, as vLLM
   // refuses prompts beyond max_model_len or larger than the whole cache.
   if (seq->prompt_len() < 1 || seq->output_len() < 1 || total > scenario_.max_model_len() ||

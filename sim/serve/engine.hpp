@@ -18,25 +18,35 @@
 #include "sim/engine/arrival_pump.hpp"
 #include "sim/engine/engine_shell.hpp"
 #include "sim/engine/inference_engine.hpp"
-#include "sim/scenario/scenario.hpp"
-#include "sim/serve/run_sink.hpp"
+#include "sim/engine/run_sink.hpp"
 #include "sim/serve/scheduler.hpp"
 #include "sim/serve/step_observer.hpp"
+#include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
 
 class ServingEngine final : public InferenceEngine {
  public:
+  // It keeps nothing of a request once it leaves: a dialog's turns must
+  // carry their conversation (SourceOptions).
+  static constexpr bool kTurnsCarryHistory = true;
+
   // A component on a shared clock: `sim` and `uplink` (whoever submits the
   // requests) outlive the engine. `sink` may be null (rows are dropped).
-  ServingEngine(const ScenarioSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink);
+  // `observers` makes the step observer (the numerics checker) for the
+  // engine's pool; none watches without it. The policy runs through its
+  // block pool (BlockPoolContract).
+  ServingEngine(const InstanceSpec& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink,
+                StepObserverFactory observers = nullptr);
   // Alone on a clock of its own, fed by the scenario's workload; run() runs it.
-  ServingEngine(const ScenarioSpec& scenario, RunSink* sink);
+  ServingEngine(const InstanceSpec& scenario, RunSink* sink,
+                StepObserverFactory observers = nullptr);
   // The engine keeps a reference to its scenario, so a temporary one would
   // dangle: refused at compile time.
-  ServingEngine(ScenarioSpec&& scenario, Simulator& sim, EngineUplink& uplink,
-                RunSink* sink) = delete;
-  ServingEngine(ScenarioSpec&& scenario, RunSink* sink) = delete;
+  ServingEngine(InstanceSpec&& scenario, Simulator& sim, EngineUplink& uplink, RunSink* sink,
+                StepObserverFactory observers = nullptr) = delete;
+  ServingEngine(InstanceSpec&& scenario, RunSink* sink,
+                StepObserverFactory observers = nullptr) = delete;
   ~ServingEngine() override;
   ServingEngine(const ServingEngine&) = delete;
   ServingEngine& operator=(const ServingEngine&) = delete;
@@ -74,7 +84,8 @@ class ServingEngine final : public InferenceEngine {
   size_t pooled_sequences() const { return sequences_made_; }
 
  private:
-  ServingEngine(const ScenarioSpec& scenario, RunSink* sink, std::unique_ptr<SoloRig> rig);
+  ServingEngine(const InstanceSpec& scenario, RunSink* sink, StepObserverFactory observers,
+                std::unique_ptr<SoloRig> rig);
 
   void kick();
   void start_step();
@@ -88,7 +99,8 @@ class ServingEngine final : public InferenceEngine {
   void recycle(Sequence* seq);
 
   std::unique_ptr<SoloRig> solo_;  // alone only; declared first, it outlives the shell
-  const ScenarioSpec& scenario_;
+  const InstanceSpec& scenario_;
+  const BlockPoolContract& pool_;  // the policy's block pool
   EngineShell shell_;
   Simulator& sim_;
   PoolSizing sizing_;

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "sim/serve/engine.hpp"
+#include "sim/serve/pipeline_metrics.hpp"
+#include "sim/serve/serving_metrics.hpp"
 
 namespace kvsim {
 
@@ -26,33 +28,34 @@ RunMetrics ServingEngine::finish() {
   m.requests.preempted = preempted_requests_;
   m.requests.preemptions = static_cast<int64_t>(scheduler_->preemptions());
   const CacheAccounting acc = policy_->accounting();
-  m.kv_cache.block_bytes = sizing_.block_bytes;
-  m.kv_cache.block_size = scenario_.cache.block_size;
-  m.kv_cache.num_blocks = sizing_.num_blocks;
+  ServingPoolMetrics& pool = m.part<ServingPoolMetrics>();
+  pool.block_bytes = sizing_.block_bytes;
+  pool.block_size = pool_.block_size();
+  pool.num_blocks = sizing_.num_blocks;
   m.kv_cache.capacity_tokens = sizing_.capacity_tokens;
   m.kv_cache.kv_bytes_per_token = sizing_.kv_bytes_per_token;
   m.kv_cache.peak_used_bytes = kv_used_.peak();
   m.kv_cache.mean_used_bytes = kv_used_.mean(static_cast<double>(total));
-  m.kv_cache.fragmentation = frag_time_ > 0 ? frag_integral_ / frag_time_ : 0.0;
-  m.kv_cache.prefix_hit_rate = acc.prefix_query_tokens > 0
-                                   ? static_cast<double>(acc.prefix_hit_tokens) /
-                                         static_cast<double>(acc.prefix_query_tokens)
-                                   : 0.0;
-  m.kv_cache.recompute_hit_rate = acc.recompute_query_tokens > 0
-                                      ? static_cast<double>(acc.recompute_hit_tokens) /
-                                            static_cast<double>(acc.recompute_query_tokens)
-                                      : 0.0;
+  pool.fragmentation = frag_time_ > 0 ? frag_integral_ / frag_time_ : 0.0;
+  pool.prefix_hit_rate = acc.prefix_query_tokens > 0
+                             ? static_cast<double>(acc.prefix_hit_tokens) /
+                                   static_cast<double>(acc.prefix_query_tokens)
+                             : 0.0;
+  pool.recompute_hit_rate = acc.recompute_query_tokens > 0
+                                ? static_cast<double>(acc.recompute_hit_tokens) /
+                                      static_cast<double>(acc.recompute_query_tokens)
+                                : 0.0;
   m.kv_cache.bytes_moved = acc.bytes_moved;
   m.kv_cache.pointer_updates = acc.pointer_updates;
-  m.kv_cache.evictions = acc.evictions;
-  m.kv_cache.swapped_bytes = acc.swapped_bytes;
+  pool.evictions = acc.evictions;
+  pool.swapped_bytes = acc.swapped_bytes;
   m.kv_cache.window_evicted_tokens = acc.window_evicted_tokens;
   m.memory.device_bytes = scenario_.device.memory_bytes;
   m.memory.weights_bytes = sizing_.weights_bytes;
   m.memory.kv_bytes = sizing_.num_blocks * sizing_.block_bytes;
-  m.memory.activation_reserve_bytes = sizing_.activation_reserve;
+  pool.activation_reserve_bytes = sizing_.activation_reserve;
   if (timing_->stages() > 1) {
-    PipelineMetrics p;
+    PipelineMetrics& p = m.part<PipelineMetrics>();
     p.stages = timing_->stages();
     p.micro_batches = scenario_.micro_batches;
     p.devices = scenario_.tp * scenario_.pp;
@@ -65,7 +68,6 @@ RunMetrics ServingEngine::finish() {
     p.binding_stage_layers = sizing_.stage_layers;
     p.binding_stage_weights_bytes = sizing_.weights_bytes;
     p.stage_link_bytes = stage_link_bytes_;
-    m.pipeline = p;
   }
   policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
   if (numerics_) numerics_->report(m);

@@ -1,14 +1,16 @@
 // metrics.json's `pipeline` object: written for a pipeline-parallel run only,
 // so a one-stage run's file keeps exactly its keys.
+#include "sim/serve/pipeline_metrics.hpp"
+
 #include "sim/core/metrics.hpp"
-#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {
 
 void write_pipeline(const RunMetrics& m, nlohmann::ordered_json& doc) {
-  if (!m.pipeline) return;
-  const PipelineMetrics& p = *m.pipeline;
+  const PipelineMetrics* found = m.find<PipelineMetrics>();
+  if (found == nullptr) return;
+  const PipelineMetrics& p = *found;
   MetricsObject o = metrics_object(doc, "pipeline");
   o.put("stages", p.stages)
       .put("micro_batches", p.micro_batches)

@@ -1,13 +1,14 @@
-// The serving engine's part of metrics.json: the paged pool's geometry and
-// what its blocks did (SPEC 9 kv_cache.*, memory.activation_reserve_bytes).
+// The serving engine's part of metrics.json: the pool's geometry and what
+// its blocks did (SPEC 9 kv_cache.*, memory.activation_reserve_bytes).
+#include "sim/serve/serving_metrics.hpp"
+
 #include "sim/core/metrics.hpp"
-#include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
 namespace {
 
 void write_serving_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
-  const auto& k = m.kv_cache;
+  const ServingPoolMetrics& k = m.parts.get_or_zero<ServingPoolMetrics>();
   metrics_object(doc, "kv_cache")
       .before("capacity_tokens")
       .put("block_bytes", k.block_bytes)
@@ -22,7 +23,7 @@ void write_serving_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
       .put("swapped_bytes", k.swapped_bytes);
   metrics_object(doc, "memory")
       .at_end()
-      .put("activation_reserve_bytes", m.memory.activation_reserve_bytes);
+      .put("activation_reserve_bytes", k.activation_reserve_bytes);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 
 namespace kvsim {
 
-struct ScenarioSpec;
+struct InstanceSpec;
 
 // A check an observer runs on the simulation failed (a numerics mismatch):
 // the run stops and `kvsim run` exits 1, like a failed expectation.
@@ -48,9 +48,10 @@ class StepObserver {
   virtual void report(RunMetrics& metrics) const { (void)metrics; }
 };
 
-// The numerics checker a scenario asks for (`numerics.mode`), or nullptr
-// when it asks for none (mode off). Defined in sim/numerics/.
-std::unique_ptr<StepObserver> make_numerics_observer(const ScenarioSpec& scenario,
-                                                     const PoolSizing& sizing);
+// What the engine is given to watch its steps (the assembly passes the
+// numerics checker `numerics.mode` asks for, sim/numerics/): nullptr
+// from it, or no factory, for none.
+using StepObserverFactory = std::unique_ptr<StepObserver> (*)(const InstanceSpec& s,
+                                                              const PoolSizing& sizing);
 
 }  // namespace kvsim

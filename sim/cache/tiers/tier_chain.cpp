@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/core/metrics.hpp"
 
 namespace kvsim {
@@ -163,9 +164,10 @@ void TierChain::report(RunMetrics& m, int64_t query_tokens, int64_t prefix_hit_t
   auto rate = [&](int64_t tokens) {
     return query_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(query_tokens) : 0.0;
   };
+  KvTiersMetrics& tiers = m.part<KvTiersMetrics>();
   int64_t lower = 0;
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    RunMetrics::KvTierMetrics* out = m.kv_tiers.tier(tiers_[i]->name());
+    KvTierMetrics* out = tiers.tier(tiers_[i]->name());
     if (!out) throw std::logic_error(fmt::format("no metrics for tier {}", tiers_[i]->name()));
     const Moved& mv = moved_[i];
     out->hit_rate = rate(mv.hit_tokens_first);
@@ -176,8 +178,8 @@ void TierChain::report(RunMetrics& m, int64_t query_tokens, int64_t prefix_hit_t
     out->blocks_held = tiers_[i]->blocks_held();
     lower += mv.hit_tokens_first;
   }
-  m.kv_tiers.device_hit_rate = rate(prefix_hit_tokens - lower);
-  m.kv_tiers.load_time_s = static_cast<double>(load_time_) / 1e9;
+  tiers.device_hit_rate = rate(prefix_hit_tokens - lower);
+  tiers.load_time_s = static_cast<double>(load_time_) / 1e9;
 }
 
 }  // namespace kvsim

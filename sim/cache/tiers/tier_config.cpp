@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "sim/cache/policy_registry.hpp"
-
 namespace kvsim {
 
 config::ComponentInfo kv_tiers_section_info() {
@@ -21,7 +19,7 @@ config::ComponentInfo kv_tiers_section_info() {
                          "tier` lists an item's keys); a tier of capacity 0 is left out")}};
 }
 
-void read_kv_tiers_section(config::MapReader& top, const CacheConfig& cache, KvTiersConfig& out) {
+void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out) {
   const config::Node section = top.child("kv_tiers");
   if (!section.defined()) return;
   config::MapReader r(section);
@@ -92,17 +90,6 @@ void read_kv_tiers_section(config::MapReader& top, const CacheConfig& cache, KvT
     // (a compare can switch a tier off with capacity=0).
     if (p.capacity > 0) out.tiers.push_back(p);
   }
-  if (!out.tiers.empty() && !policy_keeps_prefix_blocks(cache)) {
-    section.error(fmt::format("tiers hold prefix-cached blocks; kv_cache.policy '{}'{} has none",
-                              cache.policy, cache.prefix_caching ? "" : " without prefix_caching"),
-                  "kv_cache: {policy: paged, prefix_caching: true}");
-  }
-}
-
-bool policy_keeps_prefix_blocks(const CacheConfig& cache) {
-  const CachePolicyComponent* policy = find_cache_policy(cache.policy);
-  return policy != nullptr && policy->info.find("prefix_caching") != nullptr &&
-         cache.prefix_caching;
 }
 
 std::unique_ptr<TierChain> make_tier_chain(const KvTiersConfig& config, Bytes block_bytes,

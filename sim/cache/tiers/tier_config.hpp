@@ -18,7 +18,6 @@
 
 #include "base/params.hpp"
 #include "base/reader.hpp"
-#include "sim/cache/cache_config.hpp"
 #include "sim/cache/tiers/kv_tier.hpp"
 #include "sim/cache/tiers/tier_chain.hpp"
 
@@ -34,13 +33,9 @@ struct KvTiersConfig {
 config::ComponentInfo kv_tiers_section_info();
 
 // Reads `kv_tiers:` of `top` into `out`. Errors (at their line): a tier name
-// twice or out of order (dram, ssd, global), tiers under a policy without a
-// prefix-cached block pool.
-void read_kv_tiers_section(config::MapReader& top, const CacheConfig& cache, KvTiersConfig& out);
-
-// Tiers take the blocks a prefix cache keeps: true when the policy declares
-// prefix_caching and has it on.
-bool policy_keeps_prefix_blocks(const CacheConfig& cache);
+// twice or out of order (dram, ssd, global). Whether the policy keeps
+// blocks tiers can take is the scenario's cross-check.
+void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out);
 
 // The chain of one instance: a tier per entry, each block `block_bytes`
 // (all ranks). `global_pool`, when given, replaces the `global` entry (the

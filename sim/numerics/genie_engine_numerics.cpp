@@ -1,7 +1,6 @@
-#include "sim/genie/genie_engine_numerics.hpp"
+#include "sim/numerics/genie_engine_numerics.hpp"
 
 #include "sim/numerics/genie_numerics.hpp"
-#include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
 namespace {
@@ -11,7 +10,7 @@ namespace {
 // buffers must follow the cache) and checks one update in sample_every.
 class GenieNumericsObserver final : public GenieObserver {
  public:
-  explicit GenieNumericsObserver(const ScenarioSpec& s)
+  explicit GenieNumericsObserver(const InstanceSpec& s)
       : checker_(numerics::genie_numerics_params(s)),
         sample_every_(s.numerics.mode == "full" ? 1 : s.numerics.sample_every) {}
 
@@ -31,8 +30,8 @@ class GenieNumericsObserver final : public GenieObserver {
 
 }  // namespace
 
-std::unique_ptr<GenieObserver> make_genie_numerics_observer(const ScenarioSpec& scenario) {
-  if (scenario.numerics.mode == "off") return nullptr;
+std::unique_ptr<GenieObserver> make_genie_numerics_observer(const InstanceSpec& scenario) {
+  if (!scenario.numerics.on()) return nullptr;
   return std::make_unique<GenieNumericsObserver>(scenario);
 }
 

@@ -11,6 +11,6 @@
 namespace kvsim {
 
 // nullptr when numerics.mode is off.
-std::unique_ptr<GenieObserver> make_genie_numerics_observer(const ScenarioSpec& scenario);
+std::unique_ptr<GenieObserver> make_genie_numerics_observer(const InstanceSpec& scenario);
 
 }  // namespace kvsim

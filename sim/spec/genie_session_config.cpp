@@ -1,4 +1,4 @@
-#include "sim/genie/genie_session_config.hpp"
+#include "sim/spec/genie_session_config.hpp"
 
 #include <fmt/format.h>
 

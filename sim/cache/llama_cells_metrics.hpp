@@ -1,0 +1,29 @@
+#pragma once
+// llama_cells' counters (seed 004): its sizing by ggml type, the context
+// shifts with their K-shift passes, the defragmentations and how find_slot
+// placed the micro-batches; and the section that writes them (only for a run
+// of this policy, so every other run's file is unchanged).
+#include <cstdint>
+#include <string>
+
+#include "base/units.hpp"
+#include "sim/core/metrics_section.hpp"
+
+namespace kvsim {
+
+struct LlamaCellsMetrics {
+  std::string type_k, type_v;
+  bool v_trans = true;
+  int64_t kv_size = 0;
+  Bytes k_l_bytes = 0, v_l_bytes = 0, device_bytes = 0, host_bytes = 0, cell_bytes = 0;
+  int64_t context_shifts = 0, discarded_tokens = 0, kshift_passes = 0, kshift_cells = 0;
+  Bytes kshift_bytes = 0;
+  int64_t defrags = 0, defrag_moves = 0;
+  Bytes defrag_bytes = 0;
+  int64_t slots_contiguous = 0, slots_scattered = 0, max_n = 0;
+  Bytes host_read_bytes = 0;
+};
+
+MetricsSection llama_cells_metrics_section();
+
+}  // namespace kvsim

@@ -1,0 +1,277 @@
+// llama_cells (seed 004) as a policy: llama.cpp's unified cell cache with
+// ggml K/V types. Under the genie engine one dialog drives it through AR-n
+// passes (sim/cache/llama_cells_policy.cpp: context shift, K-shift,
+// defragmentation); under the serving engine many sequences share its
+// cells as llama-server's parallel slots do (sim/cache/llama_cells_pool.cpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/ggml_kv_type.hpp"
+#include "sim/cache/genie_buffer_sizing.hpp"
+#include "sim/cache/llama_cells_pool.hpp"
+#include "sim/cache/llama_kv_sizing.hpp"
+#include "sim/policies/genie_buffer_spec.hpp"
+#include "sim/policies/policy_registry.hpp"
+#include "sim/spec/instance_spec.hpp"
+
+namespace kvsim {
+namespace {
+
+class LlamaCellsSpec final : public PolicySpec,
+                             public DeviceBufferContract,
+                             public BlockPoolContract {
+ public:
+  explicit LlamaCellsSpec(const PolicyValues& v) : buffers_(GenieBufferSettings::from(v.values)) {
+    set_read(v.values, v.paths);
+    llama_.type_k = v.values.string("type_k");
+    llama_.type_v = v.values.string("type_v");
+    llama_.v_trans = v.values.boolean("v_trans");
+    llama_.n_keep = v.values.integer("n_keep");
+    llama_.n_discard = v.values.integer("n_discard");
+    llama_.defrag_thold = v.values.number("defrag_thold");
+    llama_.n_gpu_layers = v.values.integer("n_gpu_layers");
+  }
+
+  std::string_view name() const override { return "llama_cells"; }
+  const DeviceBufferContract* device_buffers() const override { return this; }
+  const BlockPoolContract* block_pool() const override { return this; }
+
+  // Its types (a quantized V only untransposed, rows of whole blocks), and
+  // per engine: AR-n micro-batches that fit next to n_keep on the dialog
+  // engine; one device, llama.cpp's sequence limit and cells that fit the
+  // budget on the serving engine. Numerics run in `kvsim generate --policy
+  // llama_cells`.
+  void check(const InstanceSpec& s, EngineContract engine,
+             config::LoadContext& ctx) const override {
+    const auto at = [&](const std::string& key) { return ctx.location_of(key); };
+    const auto tv = kernels::parse_ggml_type(llama_.type_v);
+    if (tv && llama_.v_trans && kernels::ggml_type_traits(*tv).quantized) {
+      const std::string key = key_path("type_v");
+      ctx.diagnostics.error(at(key), key,
+                            fmt::format("a {} V cache cannot be stored transposed: llama.cpp "
+                                        "quantizes V only with flash attention",
+                                        llama_.type_v),
+                            "f16, bf16 or f32, or v_trans: false");
+    }
+    const int64_t row = s.model.head_dim * s.model.num_key_value_heads;
+    for (const auto& [k, type] :
+         {std::pair{"type_k", llama_.type_k}, std::pair{"type_v", llama_.type_v}}) {
+      const auto t = kernels::parse_ggml_type(type);
+      if (t && row % kernels::ggml_type_traits(*t).block_values != 0) {
+        const std::string key = key_path(k);
+        ctx.diagnostics.error(
+            at(key), key,
+            fmt::format("{} stores blocks of {} values; a row of {} (KV heads x head_dim) is not "
+                        "whole blocks",
+                        type, kernels::ggml_type_traits(*t).block_values, row),
+            "f16, bf16 or f32");
+      }
+    }
+    if (s.numerics.on())
+      ctx.diagnostics.error(at("numerics.mode"), "numerics.mode",
+                            fmt::format("'{}' checks Genie's buffers; llama_cells' numerics run "
+                                        "in kvsim generate --policy llama_cells",
+                                        s.numerics.mode),
+                            "off");
+    if (engine == EngineContract::device_buffers) {
+      check_genie_buffers(buffers_, *this, s, ctx);
+      const int64_t largest = buffers_.largest_variant();
+      if (llama_.n_keep + largest > buffers_.ctx_size) {
+        const std::string key = key_path("n_keep");
+        ctx.diagnostics.error(at(key), key,
+                              fmt::format("keeping {} tokens leaves no room for an AR-{} "
+                                          "micro-batch in ctx_size {}",
+                                          llama_.n_keep, largest, buffers_.ctx_size),
+                              fmt::format("0..{}", buffers_.ctx_size - largest));
+      }
+      return;
+    }
+    if (s.tp != 1)
+      ctx.diagnostics.error(at("parallel.tensor"), "parallel.tensor",
+                            fmt::format("llama.cpp splits a model by layers, not by heads: "
+                                        "tensor parallel {}",
+                                        s.tp),
+                            "1");
+    if (s.pp != 1)
+      ctx.diagnostics.error(at("parallel.pipeline"), "parallel.pipeline",
+                            "llama.cpp's cell cache runs on one device here", "1");
+    if (s.scheduler.max_num_seqs > kLlamaMaxSeqs) {
+      const bool written = ctx.locations.count("scheduler.max_num_seqs") > 0;
+      const std::string key = written ? "scheduler.max_num_seqs" : key_path("policy");
+      ctx.diagnostics.error(
+          at(key), key,
+          written ? fmt::format("{} sequences, but llama.cpp's cells hold at most {} sequence ids "
+                                "(llama-server's parallel slots)",
+                                s.scheduler.max_num_seqs, kLlamaMaxSeqs)
+                  : fmt::format("llama.cpp's cells hold at most {} sequence ids (llama-server's "
+                                "parallel slots), below the serving engine's default "
+                                "max_num_seqs {}",
+                                kLlamaMaxSeqs, s.scheduler.max_num_seqs),
+          fmt::format("scheduler.max_num_seqs: 1..{}", kLlamaMaxSeqs));
+    }
+    if (ctx.diagnostics.empty()) {
+      const PoolSizing sz = size(s.model, s.pool_input());
+      const Bytes cells = sz.num_blocks * sz.block_bytes;
+      if (cells > sz.kv_budget) {
+        const std::string key = key_path("ctx_size");
+        ctx.diagnostics.error(
+            at(key), key,
+            fmt::format("{} cells of {} take {}, but {} x {} = {} for weights {} + activations "
+                        "{} leaves {}",
+                        sz.num_blocks, format_bytes(sz.block_bytes), format_bytes(cells),
+                        format_bytes(s.device.memory_bytes), s.kv.memory_fraction,
+                        format_bytes(sz.budget), format_bytes(sz.weights_bytes),
+                        format_bytes(sz.activation_reserve), format_bytes(sz.kv_budget)),
+            "a smaller ctx_size, a quantized type_k / type_v, or a larger memory_fraction");
+      }
+    }
+  }
+
+  // On-device (the dialog engine): Genie's shape with llama.cpp's cells.
+  int64_t ctx_size() const override { return buffers_.ctx_size; }
+  const std::vector<int64_t>& ar_variants() const override { return buffers_.ar_variants; }
+  int64_t update_threads() const override { return buffers_.update_threads; }
+  GenieCacheShape shape(const ModelSpec& model, Bytes dtype_bytes) const override {
+    GenieCacheShape s;
+    s.layers = model.num_hidden_layers;
+    s.kv_heads = model.num_key_value_heads;
+    s.head_dim = model.head_dim;
+    s.dtype_bytes = dtype_bytes;
+    s.ctx_size = buffers_.ctx_size;
+    s.ar_variants = buffers_.ar_variants;
+    s.llama = llama_;
+    return s;
+  }
+  std::unique_ptr<GenieKvPolicy> make(const ModelSpec& model, Bytes dtype_bytes) const override {
+    return make_llama_cells_policy(shape(model, dtype_bytes));
+  }
+  std::string_view buffer_layout() const override { return "llama_cells"; }
+  Bytes buffer_bytes(const ModelSpec& model, Bytes dtype_bytes) const override {
+    return genie_buffer_bytes(model, buffers_.ctx_size, buffers_.ctx_size, buffers_.ar_variants,
+                              dtype_bytes)
+        .total();
+  }
+
+  // Served (llama-server): kv_size = ctx_size cells of one token each,
+  // allocated whole at start as llama_kv_cache_init does.
+  int64_t block_size() const override { return 1; }
+  PoolSizing size(const ModelSpec& model, PoolSizingInput in) const override {
+    in.block_size = 1;
+    PoolSizing sz = size_paged_pool(model, in);
+    const LlamaKvSizing cells = llama_cells_sizing(shape(model, in.kv_dtype_bytes));
+    sz.kv_bytes_per_token = cells.cell_bytes();
+    sz.block_bytes = cells.cell_bytes();
+    sz.instance_block_bytes = cells.cell_bytes();
+    sz.num_blocks = cells.kv_size;
+    sz.capacity_tokens = cells.kv_size;
+    sz.host_blocks = 0;
+    return sz;
+  }
+  // `kvsim capacity --policy llama_cells`: ggml types as --kv-dtype
+  // (type_k = type_v), one allocation of n_ctx = context cells
+  // (llama_kv_cache_init); capacity tokens are the cells the budget left
+  // after weights and activations holds, shared by the sequences of a
+  // unified cache.
+  std::vector<std::string> capacity_dtypes() const override {
+    std::vector<std::string> names = kernels::ggml_type_names();
+    std::stable_partition(names.begin(), names.end(),
+                          [](const std::string& n) { return n == "f16"; });
+    return names;
+  }
+  Bytes capacity_dtype_bytes(const std::string& dtype) const override {
+    (void)dtype;  // the cells size themselves (capacity); the pool gives the budget
+    return 2;
+  }
+  std::string capacity_layout_problem(int64_t tp, int64_t pp) const override {
+    if (tp != 1) return "llama.cpp splits a model by layers, not by heads";
+    if (pp != 1) return "llama.cpp's cell cache runs on one device here";
+    return "";
+  }
+  PoolCapacity capacity(const ModelSpec& model, const std::string& dtype, int64_t context,
+                        const PoolSizing& pool) const override {
+    const auto type = kernels::parse_ggml_type(dtype);
+    if (!type) throw std::invalid_argument(fmt::format("'{}' is not a ggml type", dtype));
+    const LlamaKvSizing cells = llama_kv_sizing(model, context, *type, *type);
+    PoolCapacity c;
+    c.own_row = true;
+    c.kv_bytes_per_token = cells.cell_bytes();
+    c.kv_bytes_at_context = cells.total_bytes();
+    const Bytes left = pool.budget - pool.weights_bytes - pool.activation_reserve;
+    c.capacity_tokens = left > 0 ? left / cells.cell_bytes() : 0;
+    c.max_concurrent_seqs = c.capacity_tokens / context;
+    c.fits = left >= c.kv_bytes_at_context;
+    c.shortfall_bytes = c.fits ? 0 : c.kv_bytes_at_context - std::max<Bytes>(left, 0);
+    if (c.fits)
+      c.note = fmt::format("llama.cpp cells: {} K and V, {} at n_ctx {}", dtype,
+                           format_bytes(c.kv_bytes_at_context), context);
+    else if (left <= 0)
+      c.note = fmt::format("does not fit: weights {} + activations {} already exceed the budget {}",
+                           format_bytes(pool.weights_bytes), format_bytes(pool.activation_reserve),
+                           format_bytes(pool.budget));
+    else
+      c.note = fmt::format("does not fit: the {} cache at n_ctx {} is {} beyond the budget", dtype,
+                           context, format_bytes(c.shortfall_bytes));
+    return c;
+  }
+  std::string capacity_sizing_text() const override {
+    return "llama.cpp's cell cache (seed 004): one allocation of n_ctx = context cells, per "
+           "layer k_l and v_l of n_embd_k_gqa x n_ctx values of the ggml type (blocks of 32 "
+           "for the quantized types); capacity tokens = cells the budget left after weights "
+           "and activations holds.\n\n";
+  }
+
+  std::unique_ptr<KvCachePolicy> make(const InstanceSpec& s,
+                                      const PoolSizing& sizing) const override {
+    (void)sizing;
+    LlamaCellsPoolParams p;
+    p.sizing = llama_cells_sizing(shape(s.model, s.kv.dtype_bytes()));
+    p.defrag_thold = llama_.defrag_thold;
+    p.v_trans = llama_.v_trans;
+    p.max_seqs = std::min<int64_t>(s.scheduler.max_num_seqs, kLlamaMaxSeqs);
+    p.column_bytes = s.model.kv_bytes_per_token(s.kv.dtype_bytes(), 1);
+    return std::make_unique<LlamaCellsPool>(p);
+  }
+
+ private:
+  GenieBufferSettings buffers_;
+  LlamaCellsShape llama_;
+};
+
+}  // namespace
+
+PolicyEntry llama_cells_policy_entry() {
+  using namespace config;
+  ComponentInfo info{"policy", "llama_cells",
+                     "llama.cpp's unified cell cache: find_slot, context shift with K-shift, "
+                     "defragmentation, ggml K/V types (seed 004)",
+                     genie_buffer_params()};
+  const std::vector<std::string> types = kernels::ggml_type_names();
+  info.params.push_back(choice_param("type_k", std::string("f16"), types,
+                                     "ggml type of the cached keys (llama.cpp --cache-type-k)"));
+  info.params.push_back(choice_param(
+      "type_v", std::string("f16"), types,
+      "ggml type of the cached values (llama.cpp --cache-type-v; quantized needs v_trans false)"));
+  info.params.push_back(bool_param(
+      "v_trans", true,
+      "values stored transposed, as llama.cpp does without flash attention (n padded to 32 "
+      "cells; false: flash attention, n padded to 256)"));
+  info.params.push_back(int_param("n_keep", 0, 0, 1 << 22, "tokens",
+                                  "tokens a context shift keeps at the start (llama.cpp --keep)"));
+  info.params.push_back(int_param(
+      "n_discard", 0, 0, 1 << 22, "tokens",
+      "tokens a context shift drops after n_keep (0: half of the rest, as llama.cpp main)"));
+  info.params.push_back(number_param(
+      "defrag_thold", 0.1, -1.0, 1.0, "fraction",
+      "defragment when 1 - used/n exceeds it (n >= 128 cells); below 0 never (llama.cpp "
+      "--defrag-thold)"));
+  info.params.push_back(int_param(
+      "n_gpu_layers", -1, -1, 1 << 16, "layers",
+      "layers whose KV is on the accelerator, the last ones (llama.cpp -ngl); the rest is in "
+      "host memory, read by the CPU; -1 all"));
+  return {info, "", [](const PolicyValues& v) -> std::shared_ptr<PolicySpec> {
+            return std::make_shared<LlamaCellsSpec>(v);
+          }};
+}
+
+}  // namespace kvsim

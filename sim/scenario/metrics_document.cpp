@@ -1,0 +1,37 @@
+#include "sim/scenario/metrics_document.hpp"
+
+#include "sim/cache/chunk_lru_metrics.hpp"
+#include "sim/cache/llama_cells_metrics.hpp"
+#include "sim/cache/tiers/tier_metrics.hpp"
+#include "sim/cluster/cluster_metrics.hpp"
+#include "sim/genie/genie_metrics.hpp"
+#include "sim/serve/pipeline_metrics.hpp"
+#include "sim/serve/serving_metrics.hpp"
+
+namespace kvsim {
+
+const std::vector<MetricsSection>& metrics_sections() {
+  static const std::vector<MetricsSection> sections = {
+      run_metrics_section(),       serving_metrics_section(),     genie_metrics_section(),
+      chunk_lru_metrics_section(), llama_cells_metrics_section(), goodput_metrics_section(),
+      kv_tiers_metrics_section(),  pipeline_metrics_section(),    cluster_metrics_section(),
+      provenance_metrics_section()};
+  return sections;
+}
+
+nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {
+  nlohmann::ordered_json j;
+  for (const MetricsSection& section : metrics_sections()) section.write(m, j);
+  return j;
+}
+
+std::vector<std::string> metric_key_names() {
+  // Sections written only for their own runs list their keys too.
+  RunMetrics sample;
+  sample.part<ClusterMetrics>();
+  sample.part<PipelineMetrics>();
+  sample.part<LlamaCellsMetrics>();
+  return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
+}
+
+}  // namespace kvsim

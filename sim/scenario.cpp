@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "devices/device_formats.hpp"
 #include "kernels/kv_layout.hpp"
 #include "models/model_resolve.hpp"
 #include "models/pipeline_stages.hpp"
@@ -175,6 +176,13 @@ void cross_checks(ScenarioSpec& s, config::LoadContext& ctx) {
                           fmt::format("1..{}", s.device.max_tensor_parallel));
   }
   pipeline_checks(s, ctx);
+  // fp8 / fp4 formats need the part's tensor cores (devices/device_formats.hpp).
+  if (const std::string why = weights_format_problem(s.device, m.weights_dtype); !why.empty())
+    ctx.diagnostics.error(at("model"), "model", why,
+                          "16-bit or int8 weights on this part, or a device with the format");
+  if (const std::string why = kv_format_problem(s.device, s.cache.dtype); !why.empty())
+    ctx.diagnostics.error(at("kv_cache.dtype"), "kv_cache.dtype", why,
+                          "fp16, bf16 or int8 on this part, or a device with matrix_fp8");
   // A latent cache (MLA) is one row of kv_lora_rank + rope per token and
   // layer, not K and V per head: the K/V layouts' constraints do not apply.
   BlockGeometry g{m.num_hidden_layers, s.cache.block_size, m.kv_heads_per_rank(s.tp), m.head_dim,

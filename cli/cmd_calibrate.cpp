@@ -16,7 +16,11 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 
+#include <fmt/format.h>
+
+#include "base/diagnostics.hpp"
 #include "base/source_paths.hpp"
 #include "cli/commands.hpp"
 #include "cli/studies/calibration.hpp"
@@ -32,6 +36,7 @@ struct CalibrateOptions {
   bool force = false;
   bool fit = false;
   bool cv = false;
+  std::vector<std::string> hold_out;  // devices whose rows no fit sees
 };
 
 std::string configs_dir() {
@@ -58,6 +63,10 @@ std::string command_line(const CalibrateOptions& o) {
   for (const auto& m : o.measurements) c += " " + m;
   if (o.cv) c += " --cv";
   if (o.fit && !o.cv) c += " --fit";
+  if (!o.hold_out.empty()) {
+    c += " --hold-out ";
+    for (size_t i = 0; i < o.hold_out.size(); ++i) c += (i ? "," : "") + o.hold_out[i];
+  }
   return c;
 }
 
@@ -66,7 +75,7 @@ int run_calibrate(const CalibrateOptions& o) {
   const std::string out = o.out.empty() ? fresh_output_folder() : o.out;
   std::string measurements;
   for (const auto& m : o.measurements) measurements += (measurements.empty() ? "" : " ") + m;
-  if (!o.fit && !o.cv) {
+  if (!o.fit && !o.cv && o.hold_out.empty()) {
     const CalibrationReport report = calibrate_rows(rows, configs_dir(), measurements);
     write_calibration(report, out, o.force);
     std::cout << calibration_table_text(report) << "report: " << out
@@ -74,7 +83,21 @@ int run_calibrate(const CalibrateOptions& o) {
     return kExitOk;
   }
   const std::string command = command_line(o);
-  const CvReport report = cross_validate(rows, configs_dir(), o.cv);
+  // A held-out device must be one the rows name, or the check holds nothing out.
+  std::set<std::string> hold(o.hold_out.begin(), o.hold_out.end());
+  for (const std::string& d : hold) {
+    bool named = false;
+    for (const MeasurementRow& r : rows) named = named || row_device_name(r) == d;
+    if (!named) {
+      config::Diagnostic diag;
+      diag.where.file = "--hold-out";
+      diag.key_path = "--hold-out";
+      diag.problem = fmt::format("no row of the measurements names device '{}'", d);
+      diag.allowed = "a device of the rows' device column";
+      throw config::ConfigError({diag});
+    }
+  }
+  const CvReport report = cross_validate(rows, configs_dir(), o.cv, hold);
   OutputDir dir(out, o.force);
   write_file_atomically(dir.file("calibration.md"), cv_markdown(report, o.cv, command));
   write_file_atomically(dir.file("fit.json"), fit_json_text(report, command));
@@ -101,6 +124,10 @@ Command add_calibrate_command(CLI::App& app) {
                 "fit each device's parameters jointly on its rows (least squares on relative "
                 "error)");
   cmd->add_flag("--cv", o->cv, "the fit plus leave-one-out per device: error on held-out rows");
+  cmd->add_option("--hold-out", o->hold_out,
+                  "devices (comma-separated) whose rows no fit sees, predicted from their "
+                  "design's other parts or their vendor's other designs (implies --fit)")
+      ->delimiter(',');
   cmd->add_option("--out", o->out, "output folder (default: a new out/calibration/<UTC time>)");
   cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
   return {cmd, [o] { return run_calibrate(*o); }};

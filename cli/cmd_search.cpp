@@ -38,6 +38,11 @@ int run_search_command(const SearchCommandOptions& o) {
   for (size_t c = 0; c < r.candidates.size(); ++c)
     std::cout << fmt::format("{:>3} {}: {}\n", c, r.candidates[c].variant.label,
                              r.candidates[c].reason);
+  for (const auto& p : r.per_device)
+    std::cout << (p.chosen ? fmt::format("fewest on {}: {} ({} devices)\n", p.device,
+                                         r.candidates[*p.chosen].variant.label,
+                                         r.candidates[*p.chosen].total_devices)
+                           : fmt::format("fewest on {}: none meets the SLO\n", p.device));
   if (r.chosen)
     std::cout << "chosen: " << r.candidates[*r.chosen].variant.label << "\n";
   else

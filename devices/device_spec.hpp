@@ -30,11 +30,20 @@ struct DeviceSpec {
   std::string kind;  // the device family's name (devices/device_family.hpp): "accelerator", "htp"
   std::string description;
   std::string notes;  // optional free text: calibration fits and their error (shared/data README)
+  // The silicon design the part shares with its siblings ("nvidia-hopper":
+  // H100 and H200): calibration fits one set of efficiencies for all of
+  // them. Empty: the part is fitted alone.
+  std::string architecture;
+  // What the device link is (nvlink, infinity_fabric, hccs, pcie); empty
+  // when the file does not say. `pcie`: the part has no peer fabric.
+  std::string device_link_fabric;
 
   Bytes memory_bytes = 0;             // device memory (HBM) per device
   int64_t memory_bandwidth = 0;       // bytes/s
   int64_t matrix_fp16_ops = 0;        // cube peak, FLOP/s, fp16/bf16
   int64_t matrix_int8_ops = 0;        // cube peak, OP/s, int8 (w8a8)
+  int64_t matrix_fp8_ops = 0;         // tensor-core peak, FLOP/s, fp8 (0: the part has none)
+  int64_t matrix_fp4_ops = 0;         // tensor-core peak, FLOP/s, fp4 (0: the part has none)
   int64_t vector_fp16_ops = 0;        // vector unit peak, FLOP/s
   int64_t device_link_bandwidth = 0;  // bytes/s per direction (HCCS), for all-reduce
   TimeNs device_link_latency = 0;     // per collective step

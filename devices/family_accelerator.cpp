@@ -3,7 +3,10 @@
 // link for tensor-parallel all-reduce and a host link for swap, each op priced
 // by a roofline (devices/timing_model.hpp). The Ascend 910B/310P files are of
 // this family; a GPU of the same shape (H100: HBM3, NVLink, PCIe) is a device
-// file of it too (tests/test_device_families.cpp loads one).
+// file of it too (configs/devices/h100-sxm5.yaml and its siblings). A part
+// with fp8 (fp4) tensor cores gives `matrix_fp8` (`matrix_fp4`); fp8 weights
+// run their projections there, and a part without the key refuses them at
+// scenario load (devices/device_formats.hpp).
 #include <fmt/format.h>
 
 #include <array>
@@ -45,8 +48,12 @@ const OpPlacement& placement(OpKind kind) {
   return placement_of(kPlacement, kind);
 }
 
-constexpr int64_t kMinBandwidth = 1'000'000;              // 1 MB/s
-constexpr int64_t kMaxBandwidth = 1'000'000'000'000'000;  // 1 PB/s
+constexpr int64_t kMinBandwidth = 1'000'000;                // 1 MB/s
+constexpr int64_t kMaxBandwidth = 1'000'000'000'000'000;    // 1 PB/s
+constexpr int64_t kMinOpsRate = 1'000'000'000;              // 1 GOPS
+constexpr int64_t kMaxOpsRate = 1'000'000'000'000'000'000;  // 1 EOPS
+
+const std::vector<std::string> kFabrics = {"nvlink", "infinity_fabric", "hccs", "pcie"};
 
 config::ComponentInfo make_info() {
   using namespace config;
@@ -57,6 +64,21 @@ config::ComponentInfo make_info() {
       "HBM accelerator (Ascend 910B/310P, a GPU): matrix, vector, copy engine, device and host "
       "links; `ascend` is its old name";
   info.params = common_device_params();
+  info.params.push_back(optional_param(
+      string_param("architecture", std::nullopt,
+                   "the silicon design the part shares with its siblings (nvidia-hopper: H100 "
+                   "and H200); calibration fits one set of efficiencies for all of them")));
+  info.params.push_back(optional_param(ops_rate_param(
+      "matrix_fp8", std::nullopt, kMinOpsRate, kMaxOpsRate,
+      "matrix unit peak, fp8 (dense); absent: the part has no fp8, and fp8 weights or KV are "
+      "refused")));
+  info.params.push_back(optional_param(
+      ops_rate_param("matrix_fp4", std::nullopt, kMinOpsRate, kMaxOpsRate,
+                     "matrix unit peak, fp4 (dense); absent: fp4 weights are refused")));
+  info.params.push_back(optional_param(
+      choice_param("device_link_fabric", std::nullopt, kFabrics,
+                   "what the device link is; pcie: no peer fabric, so the device link is "
+                   "the PCIe link and no faster than host_link_bandwidth")));
   info.params.push_back(bandwidth_param("device_link_bandwidth", std::nullopt, kMinBandwidth,
                                         kMaxBandwidth,
                                         "effective per-direction device link (HCCS, NVLink)"));
@@ -92,6 +114,18 @@ class AcceleratorFamily final : public DeviceFamily {
     const auto& params = info().params;
     SourcedReader n(r, spec, "");
     read_common_numbers(n, params, spec);
+    spec.architecture = r.string("architecture", std::string());
+    for (auto [key, field] : {std::pair{"matrix_fp8", &DeviceSpec::matrix_fp8_ops},
+                              std::pair{"matrix_fp4", &DeviceSpec::matrix_fp4_ops}}) {
+      if (r.has(key))
+        spec.*field = n.integer(declared(params, key));
+      else
+        r.ignore({key});
+    }
+    if (r.has("device_link_fabric"))
+      spec.device_link_fabric = r.choice("device_link_fabric", std::nullopt, kFabrics);
+    else
+      r.ignore({"device_link_fabric"});
     spec.device_link_bandwidth = n.integer(declared(params, "device_link_bandwidth"));
     spec.device_link_latency = n.integer(declared(params, "device_link_latency"));
     spec.host_link_bandwidth = n.integer(declared(params, "host_link_bandwidth"));
@@ -106,21 +140,41 @@ class AcceleratorFamily final : public DeviceFamily {
     }
     spec.max_tensor_parallel = n.integer(declared(params, "max_tensor_parallel"));
     read_efficiencies(r, spec);
+    // A PCIe-only part all-reduces over PCIe: a device link faster than its
+    // host link is an NVLink (or HCCS) figure on a part that has none.
+    if (spec.device_link_fabric == "pcie" && spec.host_link_bandwidth > 0 &&
+        spec.device_link_bandwidth > spec.host_link_bandwidth) {
+      r.child("device_link_bandwidth")
+          .error(fmt::format("{:.1f} GB/s is faster than the part's PCIe link ({:.1f} GB/s, "
+                             "host_link_bandwidth): an NVLink-class figure on a part whose "
+                             "device_link_fabric is pcie",
+                             static_cast<double>(spec.device_link_bandwidth) / 1e9,
+                             static_cast<double>(spec.host_link_bandwidth) / 1e9),
+                 "at most host_link_bandwidth, or device_link_fabric: nvlink | "
+                 "infinity_fabric | hccs for a part with a peer fabric");
+    }
   }
 
   Engine engine_of(OpKind kind) const override { return placement(kind).engine; }
   OpClass class_of(OpKind kind) const override { return placement(kind).cls; }
 
   // w8a8 runs its projections on the int8 matrix unit (twice the fp16 rate
-  // on Ascend); attention stays fp16 because the KV cache and activations do.
-  // Transfers and collectives do their little arithmetic (the all-reduce sum)
-  // on the vector unit.
+  // on Ascend), fp8 (fp4) weights on the fp8 (fp4) tensor cores where the
+  // part has them, with activations quantised to the same format as
+  // TensorRT-LLM's and vLLM's fp8 GEMMs do; a part without them dequantises
+  // into 16-bit GEMMs (a scenario refuses that pairing; the fallback keeps a
+  // bare DeviceSpec timeable). Attention stays on the 16-bit rate: paged KV
+  // kernels dequantise fp8 KV into 16-bit math. Transfers and collectives do
+  // their little arithmetic (the all-reduce sum) on the vector unit.
   int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
                        Bytes /*kv_dtype_bytes*/) const override {
     const OpPlacement& p = placement(kind);
     if (p.engine != Engine::matrix) return d.vector_fp16_ops;
-    return model.weights_dtype == "w8a8" && p.cls == OpClass::gemm ? d.matrix_int8_ops
-                                                                   : d.matrix_fp16_ops;
+    if (p.cls != OpClass::gemm) return d.matrix_fp16_ops;
+    if (model.weights_dtype == "w8a8") return d.matrix_int8_ops;
+    if (model.weights_dtype == "fp8" && d.matrix_fp8_ops > 0) return d.matrix_fp8_ops;
+    if (model.weights_dtype == "fp4" && d.matrix_fp4_ops > 0) return d.matrix_fp4_ops;
+    return d.matrix_fp16_ops;
   }
 
   std::vector<std::string> problems(const DeviceSpec& d) const override {

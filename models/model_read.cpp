@@ -43,8 +43,9 @@ std::string weights_dtype_from_torch(const config::Node& value) {
   if (*text == "float16") return "fp16";
   if (*text == "bfloat16") return "bf16";
   if (*text == "float32") return "fp32";
-  value.error(fmt::format("torch dtype '{}' has no kvsim weight format", *text),
-              "float16, bfloat16, float32; or set weights_dtype: fp32|fp16|bf16|w8a8|w4a16");
+  value.error(
+      fmt::format("torch dtype '{}' has no kvsim weight format", *text),
+      "float16, bfloat16, float32; or set weights_dtype: fp32|fp16|bf16|w8a8|w4a16|fp8|fp4");
   return {};
 }
 

@@ -167,8 +167,9 @@ double ModelSpec::expected_experts_touched(int64_t tokens) const {
 double ModelSpec::linear_weight_bytes_per_parameter() const {
   if (quant.enabled()) return quant.bytes_per_weight();
   if (weights_dtype == "fp32") return 4.0;
-  if (weights_dtype == "w8a8") return 1.0;
+  if (weights_dtype == "w8a8" || weights_dtype == "fp8") return 1.0;
   if (weights_dtype == "w4a16") return 0.5 + 2.0 / 128.0;
+  if (weights_dtype == "fp4") return 0.5 + 1.0 / 16.0;
   return 2.0;  // fp16, bf16
 }
 

@@ -32,7 +32,7 @@ struct ModelSpec {
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3 family)
   // RoPE convention: "rotate_half" (Hugging Face Llama) or "adjacent_pairs" (llama2.c).
   std::string rope_style = "rotate_half";
-  // Storage of the weights: fp32 | fp16 | bf16 | w8a8 | w4a16.
+  // Storage of the weights: fp32 | fp16 | bf16 | w8a8 | w4a16 | fp8 | fp4.
   std::string weights_dtype = "fp16";
   // RMSNorm weights per decoder layer: 2 (Llama, Qwen), 4 (Gemma 2/3 add a
   // norm after attention and around the MLP).
@@ -84,8 +84,9 @@ struct ModelSpec {
   Bytes activation_bytes() const;
 
   // Added for step_ops and capacity planning.
-  // Average bytes per linear weight: fp32 4, fp16/bf16 2, w8a8 1,
-  // w4a16 0.5 + 2/128 (one fp16 scale per 128-weight group) = 0.515625;
+  // Average bytes per linear weight: fp32 4, fp16/bf16 2, w8a8 and fp8 1,
+  // w4a16 0.5 + 2/128 (one fp16 scale per 128-weight group) = 0.515625,
+  // fp4 0.5 + 1/16 (one e4m3 scale per 16 weights) = 0.5625;
   // with a quantization_config, WeightQuant::bytes_per_weight().
   double linear_weight_bytes_per_parameter() const;
   // Bytes per embedding / lm_head / norm / bias element: 4 for fp32, else 2
@@ -131,7 +132,11 @@ void read_model_shape_extras(config::MapReader& r, ModelSpec& m, bool model_type
 Bytes kv_dtype_bytes(const std::string& dtype);
 inline const std::vector<std::string> kKvDtypeNames = {"fp16",     "bf16",     "int8", "fp8",
                                                        "fp8_e4m3", "fp8_e5m2", "fp32"};
-inline const std::vector<std::string> kWeightsDtypeNames = {"fp32", "fp16", "bf16", "w8a8",
-                                                            "w4a16"};
+// fp8: e4m3 linear weights with per-tensor scales (ModelOpt / llm-compressor
+// FP8 checkpoints, TensorRT-LLM's and vLLM's `fp8`); fp4: NVFP4, e2m1 weights
+// with one e4m3 scale per 16 (ModelOpt NVFP4). Both keep embeddings, the LM
+// head and norms in 16-bit, as those exports do.
+inline const std::vector<std::string> kWeightsDtypeNames = {"fp32",  "fp16", "bf16", "w8a8",
+                                                            "w4a16", "fp8",  "fp4"};
 
 }  // namespace kvsim

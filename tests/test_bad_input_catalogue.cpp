@@ -466,6 +466,47 @@ const BadInput kCatalogue[] = {
     {"GenerateStepsZero", "generate --steps 0", "--steps", "steps"},
     {"GenerateCtxSizeOne", "generate --ctx-size 1 --policy smart_mask", "--ctx-size", "ctx-size"},
     {"GenerateModelUnknown", "generate --model llama-3-8b", "--model", "model"},
+    // ---- GPU devices: formats and fabrics a part lacks, node sizes it does not allow
+    {"Fp8WeightsOnAnA100",
+     "run {base} --out {out} --set device=a100-sxm4 --set model=llama-3.1-8b-fp8", "--set model",
+     "matrix_fp8"},
+    {"Fp8KvOnAnA100", "run {base} --out {out} --set device=a100-sxm4 --set kv_cache.dtype=fp8",
+     "kv_cache.dtype", "matrix_fp8"},
+    {"Fp8KvOnA910b2", "run {base} --out {out} --set kv_cache.dtype=fp8_e5m2", "kv_cache.dtype",
+     "matrix_fp8"},
+    {"Fp4WeightsOnAnH100",
+     "run {base} --out {out} --set device=h100-sxm5 --set model=llama-3.1-8b-fp4", "--set model",
+     "matrix_fp4"},
+    {"TensorSixteenOnAnH100Node",
+     "run {base} --out {out} --set device=h100-sxm5 --set parallel.tensor=16", "parallel.tensor",
+     "1..8"},
+    {"NvlinkOnAPcieOnlyPart", "validate {bad}", "bad.yaml:", "device_link_bandwidth",
+     "name: h100-pcie\nkind: accelerator\n"
+     "memory: {value: 80GB, source: \"V: x\"}\n"
+     "memory_bandwidth: {value: 2TB/s, source: \"V: x\"}\n"
+     "matrix_fp16: {value: 756TFLOPS, source: \"V: x\"}\n"
+     "matrix_int8: {value: 1513TOPS, source: \"V: x\"}\n"
+     "vector_fp16: {value: 102TFLOPS, source: \"V: x\"}\n"
+     "device_link_fabric: pcie\n"
+     "device_link_bandwidth: {value: 450GB/s, source: \"V: NVLink's figure\"}\n"
+     "device_link_latency: {value: 10us, source: \"A: x\"}\n"
+     "host_link_bandwidth: {value: 64GB/s, source: \"D: x\"}\n"
+     "kernel_launch: {value: 3us, source: \"A: x\"}\n"
+     "step_overhead: {value: 1ms, source: \"A: x\"}\n"
+     "max_tensor_parallel: {value: 8, source: \"A: x\"}\n"
+     "efficiency:\n"
+     "  gemm: {compute: {value: 0.7, source: \"A\"}, memory: {value: 0.8, source: \"A\"}}\n"
+     "  attention: {compute: {value: 0.5, source: \"A\"}, memory: {value: 0.7, source: \"A\"}}\n"
+     "  elementwise: {compute: {value: 0.5, source: \"A\"}, memory: {value: 0.7, source: \"A\"}}\n"
+     "  transfer: {compute: {value: 1.0, source: \"A\"}, memory: {value: 0.8, source: \"A\"}}\n"
+     "  collective: {compute: {value: 0.5, source: \"A\"}, memory: {value: 0.7, source: \"A\"}}\n"},
+    {"CalibrateHoldOutUnknownDevice", "calibrate {aux} --hold-out h999 --out {out}", "--hold-out",
+     "h999", nullptr,
+     "id,device,model,metric,value,unit\nr1,a100-sxm4 "
+     "x1,Llama-2-7B,output_throughput,5,tokens/s\n"},
+    {"CalibrateUnknownArrival", "calibrate {aux} --out {out}", "aux.txt:2", "arrival", nullptr,
+     "id,device,model,metric,value,unit,arrival\nr1,a100-sxm4 x1,Llama-2-7B,output_throughput,5,"
+     "tokens/s,burst\n"},
     // ---- list and describe
     {"ListUnknownKind", "list nothing", "what", "nothing"},
     {"DescribeUnknown", "describe no-such-component", "describe", "no-such-component"},

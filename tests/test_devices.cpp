@@ -131,11 +131,11 @@ TEST(DeviceFiles, EveryShippedFileParsesAndEveryNumberHasALabelledSource) {
       EXPECT_FALSE(source_label(it->second).empty())
           << key << ": source does not start with V:, D:, M:, 3P: or A: -> " << it->second;
     }
-    // Optional keys a file may give: the links a cluster moves KV over and the
-    // pass-shape exponent.
+    // Optional keys a file may give: the links a cluster moves KV over, the
+    // pass-shape exponent, and the fp8 / fp4 tensor-core rates of a GPU.
     size_t optional_keys = 0;
     for (const char* key : {"host_link_latency", "network_link_bandwidth", "network_link_latency",
-                            "matrix_tokens_exponent"})
+                            "matrix_tokens_exponent", "matrix_fp8", "matrix_fp4"})
       optional_keys += d.sources.count(key);
     EXPECT_EQ(d.sources.size(), expected_number_keys().size() + optional_keys);
     EXPECT_GT(d.memory_bytes, 0);

@@ -49,9 +49,16 @@ std::string small_scenario(const std::string& mode, const std::string& dtype) {
   s.replace(s.find("DTYPE"), 5, dtype);
   // A pool of about 135 blocks whatever the dtype (84 for fp32), so requests
   // are preempted and swapped.
-  const bool one_byte = dtype == "int8" || dtype.rfind("fp8", 0) == 0;
-  const std::string fraction = one_byte ? "0.2374" : dtype == "fp32" ? "0.2405" : "0.2395";
+  const bool fp8 = dtype.rfind("fp8", 0) == 0;
+  const bool one_byte = dtype == "int8" || fp8;
+  // fp8 KV needs a part with fp8 (devices/device_formats.hpp): the H100's
+  // 80 GB, at the fraction that leaves the 910B2's 64 GiB pool.
+  const std::string fraction = fp8               ? "0.2039"
+                               : one_byte        ? "0.2374"
+                               : dtype == "fp32" ? "0.2405"
+                                                 : "0.2395";
   s.replace(s.find("FRACTION"), 8, fraction);
+  if (fp8) s.replace(s.find("ascend-910b2"), 12, "h100-sxm5");
   return s;
 }
 
@@ -128,6 +135,7 @@ TEST(NumericsScenario, Fp8PerTensorScaleRunsTheFullCheck) {
 TEST(NumericsScenario, VllmKvCacheDtypeIsAnAliasOfKvCacheDtype) {
   std::string text = small_scenario("off", "fp16");
   text.replace(text.find("dtype: fp16, "), 13, "");
+  text.replace(text.find("ascend-910b2"), 12, "h100-sxm5");  // a part with fp8
   text += "kv_cache_dtype: fp8\n";
   const ScenarioSpec s = testing::scenario_from_text(text);
   EXPECT_EQ(s.kv.dtype, "fp8");

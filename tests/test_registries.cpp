@@ -33,14 +33,19 @@ TEST(Registries, ListTheExpectedNames) {
 
 TEST(Registries, ShippedConfigsAreAllListed) {
   EXPECT_EQ(list_config_names(testing::configs_dir(), "devices"),
-            (Names{"ascend-310p", "ascend-910b", "ascend-910b2", "ascend-910b3", "ascend-910b4",
-                   "ascend-910c", "snapdragon-8-elite", "snapdragon-8-gen2", "snapdragon-8-gen3",
+            (Names{"a100-sxm4", "ascend-310p", "ascend-910b", "ascend-910b2", "ascend-910b3",
+                   "ascend-910b4", "ascend-910c", "b200", "h100-sxm5", "h200-sxm", "mi300x",
+                   "snapdragon-8-elite", "snapdragon-8-gen2", "snapdragon-8-gen3",
                    "xeon-platinum-8480"}));
   EXPECT_EQ(list_config_names(testing::configs_dir(), "models"),
-            (Names{"deepseek-v3", "gemma-2-9b", "gemma-3-27b", "gemma-3-4b", "llama-2-7b",
-                   "llama-2-7b-awq", "llama-3-8b", "llama-3.2-1b", "llama-3.2-3b", "mixtral-8x7b",
-                   "phi-3.5-mini", "qwen2.5-7b", "qwen2.5-7b-instruct-gptq-int4", "qwen3-14b",
-                   "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b", "stories260k"}));
+            (Names{"deepseek-v3",    "gemma-2-9b",      "gemma-3-27b",
+                   "gemma-3-4b",     "llama-2-70b",     "llama-2-7b",
+                   "llama-2-7b-awq", "llama-3-8b",      "llama-3.1-405b",
+                   "llama-3.1-8b",   "llama-3.2-1b",    "llama-3.2-3b",
+                   "llama-3.3-70b",  "mistral-7b",      "mixtral-8x7b",
+                   "phi-3.5-mini",   "qwen2.5-7b",      "qwen2.5-7b-instruct-gptq-int4",
+                   "qwen3-14b",      "qwen3-235b-a22b", "qwen3-30b-a3b",
+                   "qwen3-32b",      "qwen3-8b",        "stories260k"}));
 }
 
 TEST(Registries, UnknownPolicyErrorListsTheAvailableOnes) {

@@ -123,6 +123,9 @@ config::ComponentInfo trace_map_info() {
                                "the trace file (required); relative to the YAML file's folder")),
        number_param("time_scale", 1.0, 1e-6, 1e6, "",
                     "simulated gap = trace gap * time_scale (0.5 replays twice as fast)"),
+       number_param("rate_scale", 1.0, 1e-6, 1e6, "",
+                    "simulated gap = trace gap / rate_scale (0.25: a quarter of the trace's "
+                    "rate, one instance's share of four; what kvsim search ladders)"),
        number_param("start_s", 0.0, 0.0, kMaxSeconds, "seconds",
                     "replay from this long after the trace's first record"),
        optional_param(number_param("duration_s", std::nullopt, 1e-9, kMaxSeconds, "seconds",
@@ -167,7 +170,7 @@ void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
   trace.format = values.string("format");
   // path: its own reader, below (relative to the YAML file's folder)
   const config::Node path_node = t.child("path");
-  trace.time_scale = values.number("time_scale");
+  trace.time_scale = values.number("time_scale") / values.number("rate_scale");
   trace.start = seconds_to_ns(values.number("start_s"));
   if (values.has("duration_s")) trace.duration = seconds_to_ns(values.number("duration_s"));
   if (values.has("max_requests")) trace.max_requests = values.integer("max_requests");

@@ -126,7 +126,7 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
       errors.add(1, 1, name, "the header has no such column",
                  "needed: " + all +
                      "; optional: weights,kv_dtype,context,batch,input_tokens,"
-                     "output_tokens,software,source");
+                     "output_tokens,software,source,prefix_hit,arrival");
     }
   }
   errors.throw_if_any();
@@ -202,6 +202,13 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
       else
         row.prefix_hit = v;
     }
+    if (const CsvField* f = cell("arrival"); f != nullptr && !f->text.empty()) {
+      if (f->text != "closed" && f->text != "static_batch" && f->text != "all_at_once")
+        errors.add(line_no, f->col, "arrival", fmt::format("'{}' is not an arrival", f->text),
+                   "closed, static_batch, all_at_once, or empty (closed)");
+      else
+        row.arrival = f->text;
+    }
     row.file = path;
     if (const CsvField* f = cell("value")) {
       size_t used = 0;
@@ -266,7 +273,8 @@ std::string row_device_name(const MeasurementRow& row) {
 
 std::optional<Prediction> predict_row(const MeasurementRow& row, const std::string& configs_dir,
                                       const DeviceSpec* device) {
-  std::optional<Prediction> p = predict_ascend_row(row, configs_dir, device);
+  std::optional<Prediction> p = predict_static_batch_row(row, configs_dir, device);
+  if (!p) p = predict_ascend_row(row, configs_dir, device);
   if (!p) p = predict_htp_row(row, configs_dir, device);
   return p;
 }

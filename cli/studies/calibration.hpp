@@ -28,6 +28,14 @@ struct MeasurementRow {
   // Optional column: the fraction of every prompt that is a prefix shared by
   // all requests (vllm-ascend's prefix-cache benchmark, prefix_ratio).
   std::optional<double> prefix_hit;
+  // Optional column: how the benchmark loads the engine. "closed" (empty):
+  // `batch` clients each sending its next request when the last one ends
+  // (vllm bench serve --max-concurrency); "static_batch": one batch of
+  // `batch` requests run to completion together (TensorRT-LLM's
+  // gptSessionBenchmark, vLLM's benchmark_latency); "all_at_once": `batch`
+  // requests all queued at the start and served by continuous batching
+  // (trtllm-bench throughput, vLLM's benchmark_throughput).
+  std::string arrival;
   std::string file;  // the CSV the row came from
   int64_t line = 0;  // 1-based line in the CSV, for messages
 };
@@ -53,7 +61,13 @@ std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
                                              const DeviceSpec* device = nullptr);
 std::optional<Prediction> predict_htp_row(const MeasurementRow& row, const std::string& configs_dir,
                                           const DeviceSpec* device = nullptr);
-// predict_ascend_row, then predict_htp_row.
+// A static-batch row on an accelerator (cli/studies/calibration_static_batch.cpp).
+std::optional<Prediction> predict_static_batch_row(const MeasurementRow& row,
+                                                   const std::string& configs_dir,
+                                                   const DeviceSpec* device = nullptr);
+// The same with every decode step priced (tests hold the sampled sum to it).
+double static_batch_exact_value(const MeasurementRow& row, const std::string& configs_dir);
+// predict_static_batch_row, predict_ascend_row, then predict_htp_row.
 std::optional<Prediction> predict_row(const MeasurementRow& row, const std::string& configs_dir,
                                       const DeviceSpec* device = nullptr);
 
@@ -76,6 +90,37 @@ std::optional<RowPricer> prepare_htp_row(const MeasurementRow& row, const std::s
 std::optional<RowPricer> prepare_ascend_row(const MeasurementRow& row,
                                             const std::string& configs_dir,
                                             const DeviceSpec& device);
+// A static batch: every price re-prices its steps (no serving run).
+std::optional<RowPricer> prepare_static_batch_row(const MeasurementRow& row,
+                                                  const std::string& configs_dir,
+                                                  const DeviceSpec& device);
+
+// The device column: `NAME [xN] [(tp=T)]` ("h100-sxm5 x8 (tp=2)": 8 GPUs
+// as 4 instances of tensor parallelism 2); tp defaults to N.
+struct DeviceColumn {
+  std::string name;
+  int64_t count = 1;
+  int64_t tp = 1;
+};
+std::optional<DeviceColumn> parse_device_column(const std::string& text);
+std::string lower_ascii(std::string s);
+
+// A serving engine's own per-step host work (scheduling, input preparation,
+// output processing), by the software the row names: the first entry of
+// configs/calibration/engine_step_overheads.csv whose `software` the row's
+// software column starts with (case-insensitive). Rows of an engine the
+// table does not list keep the device file's step_overhead.
+struct EngineStepOverhead {
+  std::string software;
+  TimeNs step_overhead = 0;
+  // The engine's KV cache rule, when it has one: this fraction of the
+  // memory left after the weights (trtllm-bench's
+  // --kv_cache_free_gpu_mem_fraction); unset: the scenario's memory_fraction.
+  std::optional<double> kv_cache_free_fraction;
+  std::string source;
+};
+std::optional<EngineStepOverhead> find_engine_step_overhead(const std::string& software,
+                                                            const std::string& configs_dir);
 
 // The device file a row names: the device column's first word, lower case
 // ("ascend-910b3 x4 (tp=4)" -> "ascend-910b3").

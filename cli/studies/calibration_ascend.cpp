@@ -23,36 +23,13 @@
 #include <stdexcept>
 
 #include "cli/studies/calibration.hpp"
+#include "devices/timing_model.hpp"
 #include "models/model_resolve.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
 namespace kvsim {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-struct DeviceColumn {
-  std::string name;
-  int64_t count = 1;
-  int64_t tp = 1;
-};
-
-std::optional<DeviceColumn> parse_device_column(const std::string& text) {
-  static const std::regex pattern(
-      R"(^\s*(\S+)\s*(?:x\s*(\d+))?\s*(?:\(\s*tp\s*=\s*(\d+)\s*\))?\s*$)", std::regex::icase);
-  std::smatch m;
-  if (!std::regex_match(text, m, pattern)) return std::nullopt;
-  DeviceColumn d;
-  d.name = lower(m[1].str());
-  if (m[2].matched) d.count = std::stoll(m[2].str());
-  d.tp = m[3].matched ? std::stoll(m[3].str()) : d.count;
-  return d;
-}
 
 // Requests per client: the first wave is all prefill; more waves make the
 // figure a steady state (a benchmark sends several prompts per client).
@@ -65,14 +42,32 @@ struct AscendRowScenario {
   DeviceColumn device;
   std::string model, kv_dtype;
   int64_t batch = 1, requests = 0;
+  // The row's engine's per-step host work, in place of the device file's
+  // (cli/studies/calibration_engines.cpp); none: the device file's.
+  std::optional<EngineStepOverhead> engine;
 };
+
+// An accelerator-family device file (Ascend parts and GPUs); the Ascend
+// names are known to be without loading the file.
+bool accelerator_device(const std::string& name, const std::string& configs_dir) {
+  if (name.rfind("ascend-", 0) == 0) return true;
+  const std::string path = configs_dir + "/devices/" + name + ".yaml";
+  if (!std::filesystem::exists(path)) return false;
+  config::LoadContext ctx;
+  const DeviceSpec d = load_device_file(path, ctx);
+  return ctx.diagnostics.empty() && d.kind == "accelerator";
+}
 
 std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
                                                      const std::string& configs_dir,
                                                      const DeviceSpec* device_spec) {
   const auto device = parse_device_column(row.device);
-  if (!device || device->name.rfind("ascend-", 0) != 0) return std::nullopt;
-  const bool throughput = row.metric == "output_throughput";
+  if (!device || row.arrival == "static_batch") return std::nullopt;
+  if (device_spec != nullptr ? device_spec->kind != "accelerator"
+                             : !accelerator_device(device->name, configs_dir))
+    return std::nullopt;
+  const bool throughput =
+      row.metric == "output_throughput" || row.metric == "output_throughput_per_device";
   const bool request_rate = row.metric == "request_throughput";
   const bool decode = row.metric == "decode_rate";
   const bool ttft = row.metric.rfind("ttft", 0) == 0;
@@ -83,29 +78,57 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
     throw std::runtime_error(
         fmt::format("no device file configs/devices/{}.yaml for '{}'", device->name, row.device));
   // The model as users name it, in the row's weights format (models/model_resolve.hpp).
-  const std::string model = row.weights.empty() ? row.model : row.model + "-" + lower(row.weights);
+  const std::string model =
+      row.weights.empty() ? row.model : row.model + "-" + lower_ascii(row.weights);
   if (find_model(model, configs_dir).path.empty()) {
     (void)load_model_by_name(model, "", configs_dir);  // throws, naming the files looked for
   }
   if (!row.input_tokens || !row.output_tokens)
     throw std::runtime_error("the row gives no input_tokens/output_tokens to run");
   const int64_t batch = row.batch.value_or(1);
-  const int64_t requests = std::max<int64_t>(batch * kWavesPerClient, 4);
-  const std::string kv_dtype = row.kv_dtype.empty() ? "fp16" : lower(row.kv_dtype);
+  // Every request queued at the start (trtllm-bench throughput, vLLM's
+  // benchmark_throughput): `batch` requests, one per client.
+  const bool all_at_once = row.arrival == "all_at_once";
+  const int64_t requests = all_at_once ? batch : std::max<int64_t>(batch * kWavesPerClient, 4);
+  const std::string kv_dtype = row.kv_dtype.empty() ? "fp16" : lower_ascii(row.kv_dtype);
 
   // vLLM's serving defaults: 256 sequences, chunked prefill of 8192 tokens.
+  // Requests queued at once run as many at a time as the cache holds, up
+  // to trtllm-bench's cap of 4096 (tensorrt_llm/bench/build/tuning.py,
+  // finetune_setting: min(kv_cache_max_requests, 4096)); every running
+  // sequence must fit one step's tokens, as vLLM requires.
+  const int64_t seqs = all_at_once ? std::min<int64_t>(batch, 4096) : std::max<int64_t>(256, batch);
+  // An engine that sizes its KV cache from the memory left after the
+  // weights: the same bytes as a fraction of the whole device.
+  std::string memory_fraction;
+  const std::optional<EngineStepOverhead> engine =
+      find_engine_step_overhead(row.software, configs_dir);
+  if (engine && engine->kv_cache_free_fraction) {
+    const DeviceSpec on = device_spec != nullptr ? *device_spec : [&] {
+      config::LoadContext ctx;
+      return load_device_file(configs_dir + "/devices/" + device->name + ".yaml", ctx);
+    }();
+    const double mem = static_cast<double>(on.memory_bytes);
+    const double weights = static_cast<double>(
+        load_model_by_name(model, "", configs_dir).weight_bytes_per_rank(device->tp));
+    if (mem > weights) {
+      const double f = (weights + *engine->kv_cache_free_fraction * (mem - weights)) / mem;
+      memory_fraction = fmt::format(", memory_fraction: {:.4f}", std::min(f, 0.99));
+    }
+  }
   const std::string yaml = fmt::format(
       "name: calibrate-{id}\nseed: 42\ndevice: {device}\nmodel: {model}\n"
       "parallel: {{tensor: {tp}}}\n"
-      "kv_cache: {{policy: paged, dtype: {kv}, block_size: 128{caching}}}\n"
-      "scheduler: {{max_num_seqs: {seqs}, max_batched_tokens: 8192}}\n"
+      "kv_cache: {{policy: paged, dtype: {kv}, block_size: 128{caching}{fraction}}}\n"
+      "scheduler: {{max_num_seqs: {seqs}, max_batched_tokens: {tokens}}}\n"
       "workload:\n  kind: fixed\n  requests: {requests}\n"
       "  arrival: {{process: closed, concurrency: {batch}}}\n"
       "  input_tokens: {input}\n  output_tokens: {output}\n{prefix}",
       fmt::arg("id", row.id), fmt::arg("device", device->name), fmt::arg("model", model),
       fmt::arg("tp", device->tp), fmt::arg("kv", kv_dtype),
       fmt::arg("caching", row.prefix_hit ? ", prefix_caching: true" : ""),
-      fmt::arg("seqs", std::max<int64_t>(256, batch)), fmt::arg("requests", requests),
+      fmt::arg("fraction", memory_fraction), fmt::arg("seqs", seqs),
+      fmt::arg("tokens", std::max<int64_t>(8192, seqs)), fmt::arg("requests", requests),
       fmt::arg("batch", batch), fmt::arg("input", *row.input_tokens),
       fmt::arg("output", *row.output_tokens),
       fmt::arg("prefix",
@@ -120,17 +143,28 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
   out.kv_dtype = kv_dtype;
   out.batch = batch;
   out.requests = requests;
+  out.engine = engine;
+  if (out.engine) out.spec.device.step_overhead = out.engine->step_overhead;
   return out;
 }
 
-Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& run) {
+Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& run,
+                          std::vector<StepWork>* steps = nullptr) {
   ServingEngine engine(run.spec, nullptr);
+  if (steps != nullptr)
+    engine.set_step_recorder([steps](const StepWork& w) { steps->push_back(w); });
   const RunMetrics m = engine.run();
   if (m.requests.completed != run.requests)
     throw std::runtime_error(fmt::format("only {} of {} requests completed (rejected {})",
                                          m.requests.completed, run.requests, m.requests.rejected));
   Prediction p;
-  if (row.metric == "output_throughput") p.value = m.throughput.output_tokens_per_s;
+  // Instances of tp devices each serve `batch` clients: a system's
+  // throughput is theirs times the instances (count / tp).
+  const double instances =
+      static_cast<double>(std::max<int64_t>(1, run.device.count / run.device.tp));
+  if (row.metric == "output_throughput") p.value = m.throughput.output_tokens_per_s * instances;
+  if (row.metric == "output_throughput_per_device")
+    p.value = m.throughput.output_tokens_per_s / static_cast<double>(run.device.tp);
   if (row.metric == "request_throughput") p.value = m.throughput.requests_per_s;
   if (row.metric == "decode_rate")
     p.value = m.latency_ms.tpot.mean > 0 ? 1000.0 / m.latency_ms.tpot.mean : 0.0;
@@ -154,22 +188,61 @@ std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
   return run_ascend_row(row, *run);
 }
 
-// A serving run's batches depend on its timing (a closed loop refills as
-// requests finish), so the engine runs again at every price; only reading
-// the scenario is done once.
+// A closed loop's batches depend on its timing (it refills as requests
+// finish), so the engine runs again at every price; only reading the
+// scenario is done once. Every request queued at the start is another
+// matter: the scheduler's choices depend on the queue and the cache, never
+// on the clock, so the run's steps are recorded once and a price re-prices
+// them (prepare_row holds the result to a full run).
 std::optional<RowPricer> prepare_ascend_row(const MeasurementRow& row,
                                             const std::string& configs_dir,
                                             const DeviceSpec& device) {
   std::optional<AscendRowScenario> run = ascend_row_scenario(row, configs_dir, &device);
   if (!run) return std::nullopt;
-  const Prediction first = run_ascend_row(row, *run);
+  const bool replayable =
+      row.arrival == "all_at_once" && !row.prefix_hit && run->spec.pp == 1 &&
+      (row.metric == "output_throughput" || row.metric == "output_throughput_per_device");
+  auto steps = std::make_shared<std::vector<StepWork>>();
+  const Prediction first = run_ascend_row(row, *run, replayable ? steps.get() : nullptr);
   RowPricer pricer;
   pricer.scenario = first.scenario;
   pricer.recorded = first.value;
   auto shared = std::make_shared<const AscendRowScenario>(std::move(*run));
+  if (replayable) {
+    // The recorded value is tokens / time at the device it ran on: the
+    // tokens are what that time produced, whatever the device.
+    const ScenarioSpec& spec = shared->spec;
+    double first_ns = 0;
+    {
+      const TimingModel tm(spec.device, spec.model,
+                           {.tp = spec.tp,
+                            .kv_dtype_bytes = spec.kv.dtype_bytes(),
+                            .ep = spec.ep,
+                            .expert_skew = spec.expert_skew});
+      for (const StepWork& w : *steps)
+        first_ns += static_cast<double>(std::max<TimeNs>(tm.step_latency(w), 1));
+    }
+    const double value_times_ns = first.value * first_ns;
+    pricer.price = [shared, steps, value_times_ns](const DeviceSpec& d) {
+      const ScenarioSpec& sp = shared->spec;
+      DeviceSpec dd = d;
+      if (shared->engine) dd.step_overhead = shared->engine->step_overhead;
+      const TimingModel tm(dd, sp.model,
+                           {.tp = sp.tp,
+                            .kv_dtype_bytes = sp.kv.dtype_bytes(),
+                            .ep = sp.ep,
+                            .expert_skew = sp.expert_skew});
+      double ns = 0;
+      for (const StepWork& w : *steps)
+        ns += static_cast<double>(std::max<TimeNs>(tm.step_latency(w), 1));
+      return value_times_ns / ns;
+    };
+    return pricer;
+  }
   pricer.price = [shared, row](const DeviceSpec& d) {
     AscendRowScenario at = *shared;
     at.spec.device = d;
+    if (at.engine) at.spec.device.step_overhead = at.engine->step_overhead;
     return run_ascend_row(row, at).value;
   };
   return pricer;

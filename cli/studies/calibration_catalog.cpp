@@ -24,7 +24,17 @@ std::string calibration_family(const DeviceSpec& device) {
   // the same graph executor. What differs between SoCs is the LPDDR part and
   // the HMX clock and width. Every other kind is fitted device by device.
   if (device.kind == "htp") return "hexagon-htp";
+  // A part that names its silicon design (H100 and H200: nvidia-hopper)
+  // shares its efficiencies with the other parts of that design.
+  if (!device.architecture.empty()) return device.architecture;
   return device.name;
+}
+
+std::string calibration_lineage(const DeviceSpec& device) {
+  // "nvidia-hopper" -> "nvidia": the vendor, whose other designs inform a
+  // design no row has been fitted on. Without an architecture: the kind.
+  if (device.architecture.empty()) return device.kind;
+  return device.architecture.substr(0, device.architecture.find('-'));
 }
 
 std::vector<FitParameter> fit_parameters(const DeviceSpec& device) {
@@ -52,6 +62,26 @@ std::vector<FitParameter> fit_parameters(const DeviceSpec& device) {
         FitParameter{"step_overhead", 0.5,
                      "A: one Genie graph execution (several context-binary parts) ~0.5 ms", 0.01,
                      50.0, true, "ms", true},
+    };
+  }
+  if (!device.architecture.empty()) {
+    // A GPU design: every efficiency is the silicon's and its kernels',
+    // shared by the parts of the design (the H200 is the H100's die with
+    // HBM3e). The per-step host work is the engine's, priced from its own
+    // source (configs/calibration/engine_step_overheads.csv), not fitted.
+    return {
+        efficiency("efficiency.gemm.memory", 0.8,
+                   "A: weight streaming in decode reaches ~80% of HBM peak on GPUs", 0.3, true),
+        efficiency("efficiency.attention.memory", 0.7,
+                   "A: paged KV reads gather blocks, below streaming efficiency", 0.05, true),
+        efficiency("efficiency.gemm.compute", 0.7,
+                   "A: large GEMMs reach 60-80% of tensor-core peak", 0.1, true),
+        efficiency("efficiency.attention.compute", 0.5,
+                   "A: FlashAttention-style kernels reach about half of tensor-core peak", 0.05,
+                   true),
+        FitParameter{"matrix_tokens_exponent", 0.0,
+                     "A: no batch-shape dependence until rows at two batch sizes show one", -1.0,
+                     1.0, false, "", true},
     };
   }
   return {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/studies/calibration.hpp"
 #include "cli/studies/calibration_fit.hpp"
@@ -53,12 +54,17 @@ std::string format_value(const FittedParameter& p) {
 std::vector<FitParameter> family_priors(const DeviceSpec& device,
                                         const std::vector<const DeviceFit*>& others) {
   std::vector<FitParameter> params = fit_parameters(device);
+  // A GPU design's parameters are all shared by its parts; a design no row
+  // pins takes them from its vendor's other designs (`others` then holds
+  // no part of its own design).
+  const bool design = !device.architecture.empty();
   for (FitParameter& p : params) {
-    if (p.shared) continue;  // fitted on the whole family's rows together
+    if (p.shared && !design) continue;  // fitted on the whole family's rows together
     double sum = 0, weights = 0;
     std::vector<std::string> from;
     for (const DeviceFit* f : others) {
-      if (f->fitted.kind != device.kind) continue;
+      if (calibration_lineage(f->fitted) != calibration_lineage(device)) continue;
+      if (design && calibration_family(f->fitted) == calibration_family(device)) continue;
       for (const FittedParameter& q : f->params) {
         if (q.param.key != p.key || !q.constrained) continue;
         const double sd = std::max(q.relative_std, 0.02);
@@ -70,7 +76,9 @@ std::vector<FitParameter> family_priors(const DeviceSpec& device,
     if (from.empty()) continue;
     const double mean = sum / weights;
     p.assumed = std::clamp(p.log_scale ? std::exp(mean) : mean, p.lo, p.hi);
-    p.assumed_source = "A: as fitted on the same device family: " + rows_list(from);
+    p.assumed_source = std::string(design ? "A: as fitted on the vendor's other designs: "
+                                          : "A: as fitted on the same device family: ") +
+                       rows_list(from);
   }
   return params;
 }
@@ -79,7 +87,8 @@ std::vector<FitParameter> family_priors(const DeviceSpec& device,
 
 CvReport cross_validate(const std::vector<MeasurementRow>& rows,
                         const std::function<DeviceSpec(const std::string&)>& load_device,
-                        const RowPredictor& predict, bool leave_one_out) {
+                        const RowPredictor& predict, bool leave_one_out,
+                        const std::set<std::string>& hold_out_devices) {
   CvReport report;
   std::vector<std::string> order;
   std::map<std::string, std::vector<MeasurementRow>> by_device;
@@ -111,10 +120,32 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
   // Pass 1: every device of a family that shares nothing on its own rows,
   // from the catalog's assumed values (what its kind's siblings take as
   // priors in pass 2).
+  // The rows a fit sees: a held-out device's are predicted, never fitted on.
+  auto fit_rows = [&](const std::string& name) {
+    return hold_out_devices.count(name) ? std::vector<MeasurementRow>{} : by_device[name];
+  };
   std::map<std::string, DeviceFit> own;
   for (const std::string& name : order)
     if (!load_errors.count(name) && !shares(name))
-      own[name] = fit_device(starts[name], by_device[name], predict, fit_parameters(starts[name]));
+      own[name] = fit_device(starts[name], fit_rows(name), predict, fit_parameters(starts[name]));
+  // Pass 1 for the GPU designs too: each design jointly on its own rows from
+  // the catalog's values, which its vendor's other designs take as priors in
+  // pass 2.
+  for (const std::string& family : family_order) {
+    const std::vector<std::string>& names = families[family];
+    if (starts[names.front()].architecture.empty()) continue;
+    std::vector<DeviceSpec> design_starts;
+    std::vector<std::vector<MeasurementRow>> design_rows;
+    std::vector<std::vector<FitParameter>> design_params;
+    for (const std::string& name : names) {
+      design_starts.push_back(starts[name]);
+      design_rows.push_back(fit_rows(name));
+      design_params.push_back(fit_parameters(starts[name]));
+    }
+    std::vector<DeviceFit> fits = fit_family(design_starts, design_rows, predict, design_params);
+    for (size_t d = 0; d < names.size(); ++d)
+      if (!fits[d].row_ids.empty()) own[names[d]] = std::move(fits[d]);
+  }
 
   std::map<std::string, CvEntry> entries;
   std::map<std::string, int64_t> predicted_rows;
@@ -139,13 +170,28 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
     std::vector<std::vector<FitParameter>> params;
     for (const std::string& name : names) {
       family_starts.push_back(starts[name]);
-      family_rows.push_back(by_device[name]);
+      family_rows.push_back(fit_rows(name));
       std::vector<const DeviceFit*> others;
       for (const auto& [other, fit] : own)
         if (other != name) others.push_back(&fit);
       params.push_back(family_priors(starts[name], others));
     }
     std::vector<DeviceFit> full = fit_family(family_starts, family_rows, predict, params);
+    for (size_t d = 0; d < names.size(); ++d) {
+      if (!hold_out_devices.count(names[d])) continue;
+      for (const auto& r : by_device[names[d]]) {
+        CvEntry e;
+        e.row = r;
+        e.device = names[d];
+        try {
+          e.by_device = predict(r, full[d].fitted);
+          if (!e.by_device) e.not_predicted = "the predictor does not handle this row";
+        } catch (const std::exception& ex) {
+          e.not_predicted = ex.what();
+        }
+        entries[r.id] = std::move(e);
+      }
+    }
     for (size_t d = 0; d < names.size(); ++d) {
       for (const auto& r : family_rows[d]) {
         CvEntry e;
@@ -184,9 +230,10 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
     }
     for (DeviceFit& f : full) report.fits.push_back(std::move(f));
   }
-  std::vector<double> held, in;
+  std::vector<double> held, in, by_device_errors;
   for (const MeasurementRow& r : rows) {
     CvEntry& e = entries[r.id];
+    if (e.by_device) by_device_errors.push_back(std::abs(error_pct(*e.by_device, r.value)));
     if (predicted_rows[e.device] >= kCvMinRows && e.in_sample) {
       in.push_back(std::abs(error_pct(*e.in_sample, r.value)));
       if (e.held_out) held.push_back(std::abs(error_pct(*e.held_out, r.value)));
@@ -198,23 +245,35 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
   report.max_abs_in_sample_pct = in.empty() ? 0 : *std::max_element(in.begin(), in.end());
   report.median_abs_held_out_pct = median(held);
   report.max_abs_held_out_pct = held.empty() ? 0 : *std::max_element(held.begin(), held.end());
+  report.by_device_rows = static_cast<int64_t>(by_device_errors.size());
+  report.median_abs_by_device_pct = median(by_device_errors);
+  report.max_abs_by_device_pct =
+      by_device_errors.empty()
+          ? 0
+          : *std::max_element(by_device_errors.begin(), by_device_errors.end());
+  for (const std::string& name : hold_out_devices) report.held_out_devices.push_back(name);
   return report;
 }
 
 namespace {
 
-std::vector<std::string> header(bool loo) {
+std::vector<std::string> header(bool loo, bool by_device) {
   std::vector<std::string> h = {"id",        "device", "model",          "metric",
                                 "published", "fitted", "in-sample err %"};
   if (loo) {
     h.push_back("held out");
     h.push_back("held-out err %");
   }
+  if (by_device) {
+    h.push_back("device held out");
+    h.push_back("device held-out err %");
+  }
   h.push_back("unit");
   return h;
 }
 
 std::vector<std::vector<std::string>> cells(const CvReport& report, bool loo) {
+  const bool by_device = !report.held_out_devices.empty();
   std::vector<std::vector<std::string>> out;
   for (const CvEntry& e : report.entries) {
     const auto& r = e.row;
@@ -224,11 +283,15 @@ std::vector<std::vector<std::string>> cells(const CvReport& report, bool loo) {
         r.model + (r.weights.empty() ? "" : " " + r.weights),
         r.metric,
         fmt::format("{:g}", r.value),
-        e.in_sample ? fmt::format("{:.4g}", *e.in_sample) : "not predicted",
+        e.in_sample ? fmt::format("{:.4g}", *e.in_sample) : (e.by_device ? "-" : "not predicted"),
         e.in_sample ? fmt::format("{:+.1f}", error_pct(*e.in_sample, r.value)) : "-"};
     if (loo) {
       c.push_back(e.held_out ? fmt::format("{:.4g}", *e.held_out) : "-");
       c.push_back(e.held_out ? fmt::format("{:+.1f}", error_pct(*e.held_out, r.value)) : "-");
+    }
+    if (by_device) {
+      c.push_back(e.by_device ? fmt::format("{:.4g}", *e.by_device) : "-");
+      c.push_back(e.by_device ? fmt::format("{:+.1f}", error_pct(*e.by_device, r.value)) : "-");
     }
     c.push_back(r.unit);
     out.push_back(std::move(c));
@@ -245,6 +308,15 @@ std::string summary(const CvReport& report, bool loo) {
   if (loo)
     s += fmt::format("; leave-one-out median {:.1f}%, max {:.1f}%", report.median_abs_held_out_pct,
                      report.max_abs_held_out_pct);
+  if (!report.held_out_devices.empty()) {
+    std::string devices;
+    for (const auto& d : report.held_out_devices) devices += (devices.empty() ? "" : ", ") + d;
+    s += fmt::format(
+        "; devices held out ({}, fitted on none of their rows): {} rows, median {:.1f}%, max "
+        "{:.1f}%",
+        devices, report.by_device_rows, report.median_abs_by_device_pct,
+        report.max_abs_by_device_pct);
+  }
   return s;
 }
 
@@ -266,9 +338,11 @@ std::string params_text(const DeviceFit& f) {
 }  // namespace
 
 std::string cv_table_text(const CvReport& report, bool loo) {
-  std::string out = aligned_columns_text(header(loo), cells(report, loo));
+  std::string out =
+      aligned_columns_text(header(loo, !report.held_out_devices.empty()), cells(report, loo));
   for (const auto& e : report.entries)
-    if (!e.in_sample) out += fmt::format("  {}: not predicted: {}\n", e.row.id, e.not_predicted);
+    if (!e.in_sample && !e.by_device)
+      out += fmt::format("  {}: not predicted: {}\n", e.row.id, e.not_predicted);
   out += "\n";
   for (const auto& f : report.fits) out += params_text(f);
   return out + summary(report, loo) + "\n";
@@ -281,7 +355,7 @@ std::string cv_markdown(const CvReport& report, bool loo, const std::string& com
       loo ? "leave-one-out" : "joint fit", command,
       loo ? "Held out: the row predicted by a fit on the device's other rows only. " : "",
       summary(report, loo));
-  md += markdown_table(header(loo), cells(report, loo));
+  md += markdown_table(header(loo, !report.held_out_devices.empty()), cells(report, loo));
   md += "\n```\n";
   for (const auto& f : report.fits) md += params_text(f);
   md += "```\n";
@@ -297,6 +371,12 @@ std::string fit_json_text(const CvReport& report, const std::string& command) {
   j["max_abs_in_sample_pct"] = report.max_abs_in_sample_pct;
   j["median_abs_held_out_pct"] = report.median_abs_held_out_pct;
   j["max_abs_held_out_pct"] = report.max_abs_held_out_pct;
+  if (!report.held_out_devices.empty()) {
+    j["held_out_devices"] = report.held_out_devices;
+    j["by_device_rows"] = report.by_device_rows;
+    j["median_abs_by_device_pct"] = report.median_abs_by_device_pct;
+    j["max_abs_by_device_pct"] = report.max_abs_by_device_pct;
+  }
   j["devices"] = nlohmann::ordered_json::array();
   for (const auto& f : report.fits) {
     nlohmann::ordered_json d;
@@ -337,6 +417,7 @@ std::string fit_json_text(const CvReport& report, const std::string& command) {
     r["published"] = e.row.value;
     r["in_sample"] = e.in_sample ? nlohmann::ordered_json(*e.in_sample) : nullptr;
     r["held_out"] = e.held_out ? nlohmann::ordered_json(*e.held_out) : nullptr;
+    if (e.by_device) r["device_held_out"] = *e.by_device;
     if (!e.not_predicted.empty()) r["not_predicted"] = e.not_predicted;
     j["rows"].push_back(std::move(r));
   }

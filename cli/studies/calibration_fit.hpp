@@ -21,6 +21,7 @@
 // not constrain it) keeps its assumed value and is reported as assumed.
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct FitParameter {
 // The devices whose fits share parameters: one name per hardware design
 // ("hexagon-htp" for every HTP generation); a device alone is its own.
 std::string calibration_family(const DeviceSpec& device);
+// Whose fits inform a family's parameters its rows leave open: the vendor of
+// a part with an architecture ("nvidia"), else the device kind.
+std::string calibration_lineage(const DeviceSpec& device);
 
 // The parameters a device family's fit varies, with their assumed values.
 std::vector<FitParameter> fit_parameters(const DeviceSpec& device);
@@ -96,6 +100,9 @@ struct CvEntry {
   std::string device;
   std::optional<double> in_sample;  // predicted by the fit on every row of the device
   std::optional<double> held_out;   // predicted by the fit without this row
+  // A row of a device held out whole (--hold-out): predicted by the fit on
+  // the other devices' rows only.
+  std::optional<double> by_device;
   std::string not_predicted;
 };
 
@@ -106,6 +113,10 @@ struct CvReport {
   double median_abs_held_out_pct = 0, max_abs_held_out_pct = 0;
   double median_abs_in_sample_pct = 0, max_abs_in_sample_pct = 0;
   int64_t counted_rows = 0;
+  // Over the rows of the devices held out whole.
+  std::vector<std::string> held_out_devices;
+  int64_t by_device_rows = 0;
+  double median_abs_by_device_pct = 0, max_abs_by_device_pct = 0;
 };
 constexpr int64_t kCvMinRows = 3;
 
@@ -121,12 +132,16 @@ std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::strin
 // `configs_dir`, fits it on all its rows and, when `leave_one_out`, once more
 // per row without it. Every row is prepared once (prepare_row;
 // cli/studies/calibration_rows.cpp).
+// With `hold_out_devices`, those devices' rows are left out of every fit and
+// predicted by it (the held-out-by-device check: a part's efficiencies from
+// its design's other parts, or its vendor's other designs).
 CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
-                        bool leave_one_out);
+                        bool leave_one_out, const std::set<std::string>& hold_out_devices = {});
 // Same with a given predictor and devices (tests).
 CvReport cross_validate(const std::vector<MeasurementRow>& rows,
                         const std::function<DeviceSpec(const std::string&)>& load_device,
-                        const RowPredictor& predict, bool leave_one_out);
+                        const RowPredictor& predict, bool leave_one_out,
+                        const std::set<std::string>& hold_out_devices = {});
 
 std::string cv_table_text(const CvReport& report, bool leave_one_out);
 std::string cv_markdown(const CvReport& report, bool leave_one_out, const std::string& command);

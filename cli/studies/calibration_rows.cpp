@@ -13,7 +13,8 @@ namespace kvsim {
 
 std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::string& configs_dir,
                                      const DeviceSpec& device) {
-  std::optional<RowPricer> pricer = prepare_ascend_row(row, configs_dir, device);
+  std::optional<RowPricer> pricer = prepare_static_batch_row(row, configs_dir, device);
+  if (!pricer) pricer = prepare_ascend_row(row, configs_dir, device);
   if (!pricer) pricer = prepare_htp_row(row, configs_dir, device);
   if (!pricer) {
     // Not recordable (or not handled at all): the predictor runs every time.
@@ -46,7 +47,7 @@ std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::strin
 }
 
 CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
-                        bool leave_one_out) {
+                        bool leave_one_out, const std::set<std::string>& hold_out_devices) {
   auto load = [&](const std::string& name) {
     config::LoadContext ctx;
     DeviceSpec d = load_device_file(configs_dir + "/devices/" + name + ".yaml", ctx);
@@ -74,7 +75,7 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::stri
     if (!it->second.pricer) return std::nullopt;
     return it->second.pricer->price(d);
   };
-  return cross_validate(rows, load, predict, leave_one_out);
+  return cross_validate(rows, load, predict, leave_one_out, hold_out_devices);
 }
 
 }  // namespace kvsim

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -134,6 +135,34 @@ void judge_candidates(const SweepSpec& spec, SearchResult& r) {
                                (x.total_devices == b.total_devices && better_tpd))
                             : (better_tpd || (same_tpd && x.total_devices < b.total_devices));
     if (better) r.chosen = c;
+  }
+  // The same choice among each device's candidates (a `device` axis).
+  for (size_t c = 0; c < r.candidates.size(); ++c) {
+    std::string device;
+    for (const std::string& set : r.candidates[c].variant.sets)
+      if (set.rfind("device=", 0) == 0) device = set.substr(7);
+    if (device.empty()) continue;
+    auto it = std::find_if(r.per_device.begin(), r.per_device.end(),
+                           [&](const SearchResult::PerDevice& p) { return p.device == device; });
+    if (it == r.per_device.end()) {
+      r.per_device.push_back({device, std::nullopt});
+      it = r.per_device.end() - 1;
+    }
+    const auto& x = r.candidates[c];
+    if (!x.eligible) continue;
+    if (!it->chosen) {
+      it->chosen = c;
+      continue;
+    }
+    const auto& b = r.candidates[*it->chosen];
+    const bool better = by_devices
+                            ? (x.total_devices < b.total_devices ||
+                               (x.total_devices == b.total_devices &&
+                                x.best_throughput_per_device > b.best_throughput_per_device))
+                            : (x.best_throughput_per_device > b.best_throughput_per_device ||
+                               (x.best_throughput_per_device == b.best_throughput_per_device &&
+                                x.total_devices < b.total_devices));
+    if (better) it->chosen = c;
   }
   for (size_t c = 0; c < r.candidates.size(); ++c) {
     auto& cand = r.candidates[c];

@@ -49,6 +49,14 @@ struct SearchResult {
   std::vector<SearchProbe> probes;  // by candidate, then rate
   std::optional<size_t> chosen;     // a candidate index
   std::vector<ParetoPoint> front;   // index: a probe index
+  // When `device` is a grid axis: per device, in grid order, the candidate
+  // the objective chooses among that device's (none when none is eligible),
+  // so a search across device kinds answers how many of each kind.
+  struct PerDevice {
+    std::string device;
+    std::optional<size_t> chosen;
+  };
+  std::vector<PerDevice> per_device;
 };
 
 // The SLO verdict of one probe's metrics, with the reason.

@@ -101,6 +101,17 @@ std::string json_text(const SweepSpec& spec, const SearchResult& r) {
   doc["objective"] = spec.search->objective;
   doc["target_rate_per_s"] = r.target_rate;
   doc["chosen"] = r.chosen ? Json(r.candidates[*r.chosen].variant.label) : Json(nullptr);
+  if (!r.per_device.empty()) {
+    Json per = Json::array();
+    for (const auto& p : r.per_device) {
+      Json j;
+      j["device"] = p.device;
+      j["chosen"] = p.chosen ? Json(r.candidates[*p.chosen].variant.label) : Json(nullptr);
+      j["total_devices"] = p.chosen ? Json(r.candidates[*p.chosen].total_devices) : Json(nullptr);
+      per.push_back(std::move(j));
+    }
+    doc["per_device"] = per;
+  }
   Json cands = Json::array();
   for (const auto& c : r.candidates) {
     Json j;
@@ -136,6 +147,12 @@ std::string markdown_text(const SweepSpec& spec, const SearchResult& r) {
   std::string md = "# Search " + spec.name + "\n\n" + summary_line(spec, r) + "\n\n";
   md += r.chosen ? "**Chosen:** " + r.candidates[*r.chosen].variant.label + "\n\n"
                  : std::string("**No configuration meets the SLO.**\n\n");
+  for (const auto& p : r.per_device)
+    md += p.chosen ? fmt::format("- {}: {} ({} devices)\n", p.device,
+                                 r.candidates[*p.chosen].variant.label,
+                                 r.candidates[*p.chosen].total_devices)
+                   : fmt::format("- {}: none meets the SLO\n", p.device);
+  if (!r.per_device.empty()) md += "\n";
   md +=
       "Instances split the target rate evenly (no router is modelled). A candidate that "
       "does not load is not run; one that misses the SLO at a rate is not run higher.\n\n";

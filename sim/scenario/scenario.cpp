@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "devices/device_formats.hpp"
 #include "models/model_resolve.hpp"
 #include "models/pipeline_stages.hpp"
 #include "sim/cluster/cluster_spec.hpp"
@@ -175,6 +176,13 @@ void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
                           fmt::format("1..{}", s.device.max_tensor_parallel));
   }
   pipeline_checks(s, ctx);
+  // fp8 / fp4 formats need the part's tensor cores (devices/device_formats.hpp).
+  if (const std::string why = weights_format_problem(s.device, m.weights_dtype); !why.empty())
+    ctx.diagnostics.error(at("model"), "model", why,
+                          "16-bit or int8 weights on this part, or a device with the format");
+  if (const std::string why = kv_format_problem(s.device, s.kv.dtype); !why.empty())
+    ctx.diagnostics.error(at("kv_cache.dtype"), "kv_cache.dtype", why,
+                          "fp16, bf16 or int8 on this part, or a device with matrix_fp8");
   if (s.kv.kv_scale == "per_tensor" && !s.kv.fp8()) {
     ctx.diagnostics.error(
         at("kv_cache.kv_scale"), "kv_cache.kv_scale",

@@ -243,6 +243,7 @@ void ServingEngine::start_step() {
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
   step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
+  if (step_recorder_) step_recorder_(work_);
   if (timing_->stages() > 1)
     stage_link_bytes_ += timing_->boundary_bytes(static_cast<double>(batch_.total_tokens)) *
                          static_cast<double>(timing_->stages() - 1);

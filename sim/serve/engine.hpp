@@ -79,6 +79,11 @@ class ServingEngine final : public InferenceEngine {
   void set_bulk_decodes(bool on);
   // Decodes advanced in bulk so far, all steps together.
   int64_t bulk_decodes() const { return bulk_decodes_; }
+  // Called with every step's work as the step is priced: a calibration
+  // records a run whose schedule does not depend on timing and re-prices it.
+  void set_step_recorder(std::function<void(const StepWork&)> recorder) {
+    step_recorder_ = std::move(recorder);
+  }
   // Sequence objects ever allocated: bounded by the requests in flight at
   // once, not by the requests served (a memory check for long runs).
   size_t pooled_sequences() const { return sequences_made_; }
@@ -140,6 +145,7 @@ class ServingEngine final : public InferenceEngine {
   std::vector<CommittingItem> committing_items_;
   StepWork work_;
   TimeNs step_latency_ = 0;
+  std::function<void(const StepWork&)> step_recorder_;
 
   // What only a paged pool measures; the shell has the rest.
   int64_t preempted_requests_ = 0;

@@ -54,6 +54,12 @@ class DeviceFamily {
     (void)device;
     return nullptr;
   }
+  // The silicon design whose efficiencies its devices share, for a fit
+  // (`kvsim calibrate`): the device's `architecture` when it names one, else
+  // the device itself.
+  virtual std::string calibration_design(const DeviceSpec& device) const {
+    return device.architecture.empty() ? device.name : device.architecture;
+  }
 
   // Reads every key of the device map but name, kind, description and notes.
   virtual void read(config::MapReader& root, DeviceSpec& spec) const = 0;

@@ -159,6 +159,14 @@ class HtpFamily final : public DeviceFamily {
   const HtpSpec* graph_executor(const DeviceSpec& device) const override {
     return device.htp ? &*device.htp : nullptr;
   }
+  // The Hexagon NPU generations (v73, v75, v79) are one design: the same HMX
+  // tile engine, the same VTCM-fed attention kernels in Genie's AR-n graphs,
+  // the same graph executor. What differs between SoCs is the LPDDR part and
+  // the HMX clock and width.
+  std::string calibration_design(const DeviceSpec& device) const override {
+    (void)device;
+    return "hexagon-htp";
+  }
 
   void read(config::MapReader& r, DeviceSpec& spec) const override {
     SourcedReader n(r, spec, "");

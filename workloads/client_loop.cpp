@@ -151,7 +151,8 @@ void parse_benchmark_clients(config::MapReader& reader, WorkloadSpec& spec) {
         cap.as_int(static_cast<int64_t>(cap_spec.min), static_cast<int64_t>(cap_spec.max));
   const ArrivalProcess* arrival = arrival_of(spec);
   if (arrival == nullptr || arrival->closed_loop() == nullptr) return;
-  if (spec.kind == "chat" || spec.kind == "dialog") {
+  if (std::holds_alternative<ChatWorkloadSpec>(spec.body) ||
+      std::holds_alternative<DialogWorkloadSpec>(spec.body)) {
     reader.child("arrival").child_at("process").error(
         fmt::format("process: closed does not apply to kind: {} (its turns already follow their "
                     "session's completions)",

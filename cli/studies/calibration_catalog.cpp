@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cli/studies/calibration_fit.hpp"
+#include "devices/device_family.hpp"
 
 namespace kvsim {
 namespace {
@@ -19,15 +20,10 @@ FitParameter efficiency(const std::string& key, double assumed, std::string why,
 }  // namespace
 
 std::string calibration_family(const DeviceSpec& device) {
-  // The Hexagon NPU generations (v73, v75, v79) are one design: the same HMX
-  // tile engine, the same VTCM-fed attention kernels in Genie's AR-n graphs,
-  // the same graph executor. What differs between SoCs is the LPDDR part and
-  // the HMX clock and width. Every other kind is fitted device by device.
-  if (device.kind == "htp") return "hexagon-htp";
-  // A part that names its silicon design (H100 and H200: nvidia-hopper)
-  // shares its efficiencies with the other parts of that design.
-  if (!device.architecture.empty()) return device.architecture;
-  return device.name;
+  // The device family says which devices share one design (the Hexagon
+  // generations; a GPU part naming its architecture, H100 and H200:
+  // nvidia-hopper); every other device is fitted on its own.
+  return device_family_of(device).calibration_design(device);
 }
 
 std::string calibration_lineage(const DeviceSpec& device) {
@@ -38,7 +34,7 @@ std::string calibration_lineage(const DeviceSpec& device) {
 }
 
 std::vector<FitParameter> fit_parameters(const DeviceSpec& device) {
-  if (device.kind == "htp") {
+  if (device_family_of(device).graph_executor(device) != nullptr) {
     // Per device: weight streaming (its own LPDDR part and controller) and
     // the HMX rate (clock, width). Shared by the family: how the pass shape
     // moves the HMX's efficiency, the attention kernels (masked attention

@@ -52,7 +52,8 @@ class SearchSource : public TaskSource {
     const size_t c = o.index / n;
     SearchProbe p{c, spec_.search->rates[o.index % n], o, false, {}};
     if (o.metrics.is_null()) {
-      p.why = fmt::format("{}: {}", o.status, o.message);
+      p.why = o.reason.empty() ? fmt::format("{}: {}", o.status, o.message)
+                               : fmt::format("{} ({}): {}", o.status, o.reason, o.message);
     } else {
       p.meets = probe_meets_slo(o.metrics, spec_.search->slo, &p.why);
     }
@@ -94,6 +95,11 @@ void judge_candidates(const SweepSpec& spec, SearchResult& r) {
         first_miss = &p;
     }
     std::string missed;
+    if (first_miss && first_miss->outcome.status == "failed") {
+      cand.reason = fmt::format("undetermined: the probe at {}/s {}",
+                                format_set_value(first_miss->rate, false), first_miss->why);
+      continue;
+    }
     if (first_miss) {
       missed = fmt::format("missed at {}/s ({})", format_set_value(first_miss->rate, false),
                            first_miss->why);
@@ -119,7 +125,14 @@ void judge_candidates(const SweepSpec& spec, SearchResult& r) {
   // The choice: fewest devices (then throughput per device), or throughput
   // per device (then fewest devices); the lower index breaks a full tie.
   const bool by_devices = s.objective == "least_devices";
-  for (size_t c = 0; c < r.candidates.size(); ++c) {
+  for (const auto& p : r.probes) {
+    if (p.outcome.status != "failed") continue;
+    if (p.outcome.reason == "internal")
+      ++r.failed_internal;
+    else
+      ++r.failed_environment;
+  }
+  for (size_t c = 0; c < r.candidates.size() && !r.undetermined(); ++c) {
     const auto& x = r.candidates[c];
     if (!x.eligible) continue;
     if (!r.chosen) {
@@ -196,6 +209,8 @@ SearchResult run_search(const SweepSpec& spec, const SweepOptions& options) {
       throw config::ConfigError({d});
     }
   }
+  announce_large_grid(spec, "search", options.quiet);
+  sweep_variant_count(spec);
   check_sweep_loads(spec);
   SearchResult r;
   r.folder = options.out.empty() ? "out/search-" + safe_path_component(spec.name) : options.out;
@@ -218,7 +233,7 @@ SearchResult run_search(const SweepSpec& spec, const SweepOptions& options) {
   pool.base = spec.base;
   pool.jobs = options.jobs > 0 ? options.jobs : default_jobs();
   pool.on_outcome = [&](const VariantOutcome& o) { progress.tick(o); };
-  run_variant_pool(source, pool);
+  run_variant_pool(source, pool, r.candidates.size());
   r.probes = std::move(source.probes);
   std::sort(r.probes.begin(), r.probes.end(), [](const SearchProbe& a, const SearchProbe& b) {
     return a.candidate != b.candidate ? a.candidate < b.candidate : a.rate < b.rate;

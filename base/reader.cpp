@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "base/input_file.hpp"
 #include "base/yaml_error.hpp"
 
 namespace kvsim::config {
@@ -27,6 +28,9 @@ Node::Node(YAML::Node node, std::string key_path, std::string file, LoadContext*
       ctx_(ctx) {}
 
 Location Node::location() const {
+  // A key `--set KEY=null` removed has no line either: the flag removed it.
+  for (const auto& p : ctx_->removed_paths)
+    if (path_ == p || path_.rfind(p + ".", 0) == 0) return {"--set " + p, 1, 1};
   // A value given with --set has no line in any file: point at the flag.
   for (const auto& p : ctx_->overridden_paths) {
     if (path_ == p || path_.rfind(p + ".", 0) == 0) {
@@ -223,7 +227,8 @@ void MapReader::ignore(std::initializer_list<std::string_view> keys) {
 Node MapReader::required_or_default(std::string_view key, bool has_default) {
   Node c = child(key);
   if (!c.defined() && !has_default && valid_) {
-    Location where = map_.location();
+    const bool removed = map_.context().removed_paths.count(c.path()) > 0;
+    Location where = removed ? c.location() : map_.location();
     map_.context().diagnostics.error(where, c.path(), "is required but missing");
   }
   return c;
@@ -427,16 +432,48 @@ std::string yaml_error_text(const YAML::Exception& e) {
   return e.msg;
 }
 
+namespace {
+// The line of the second "---" document marker, when yaml-cpp gives the
+// second document no mark (an empty document).
+int second_document_line(const std::string& text) {
+  int line = 1, markers = 0;
+  bool content = false;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view l(text.data() + at, end - at);
+    if (l.rfind("---", 0) == 0) {
+      if (content || ++markers > 1) return line;
+    } else if (!l.empty() && l[0] != '#' &&
+               l.find_first_not_of(" \t\r") != std::string_view::npos) {
+      content = true;
+    }
+    at = end + 1;
+    ++line;
+  }
+  return line;
+}
+}  // namespace
+
 YAML::Node load_file(const std::string& path, LoadContext& ctx) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    ctx.diagnostics.error(
-        {path, 0, 0}, "",
-        std::filesystem::exists(path, ec) ? "is not a regular file" : "file not found");
+  std::string text;
+  if (const std::string problem = read_input_file(path, text); !problem.empty()) {
+    ctx.diagnostics.error({path, 0, 0}, "", problem == "not found" ? "file not found" : problem);
     return YAML::Node(YAML::NodeType::Undefined);
   }
   try {
-    YAML::Node doc = YAML::LoadFile(path);
+    // Every document is parsed: yaml-cpp's Load would read the first and
+    // drop the rest silently, so a second one is an error at its start.
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      const YAML::Mark m = docs[1].Mark();
+      ctx.diagnostics.error(
+          {path, m.is_null() ? second_document_line(text) : m.line + 1,
+           m.is_null() ? 1 : m.column + 1},
+          "", "a second YAML document: kvsim reads one document per file",
+          "one document (remove the '---' line and what follows, or split the file)");
+      return YAML::Node(YAML::NodeType::Undefined);
+    }
+    YAML::Node doc = docs.empty() ? YAML::Node() : docs.front();
     check_duplicate_keys(doc, path, ctx);
     return doc;
   } catch (const YAML::Exception& e) {
@@ -486,6 +523,8 @@ bool remove_key(YAML::Node& root, const std::string& path, const std::vector<std
     return false;
   }
   cur.remove(parts.back());
+  ctx.removed_paths.insert(path);
+  ctx.diagnostics.note_removed(path);
   return true;
 }
 

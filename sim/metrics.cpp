@@ -49,6 +49,11 @@ void write_run_metrics(const RunMetrics& m, nlohmann::ordered_json& j) {
   l["tpot"] = latency_json(m.latency_ms.tpot);
   l["e2e"] = latency_json(m.latency_ms.e2e);
   l["itl"] = latency_json(m.latency_ms.itl);
+  // No request completed: no latency was measured, and 0 ms would read as
+  // the best possible one (an `expect` max would pass). null says "none".
+  if (m.requests.completed == 0)
+    for (auto& section : l)
+      for (auto& v : section) v = nullptr;
   auto& t = j["throughput"];
   t["output_tokens_per_s"] = m.throughput.output_tokens_per_s;
   t["total_tokens_per_s"] = m.throughput.total_tokens_per_s;
@@ -126,6 +131,7 @@ std::vector<std::string> metric_key_names() {
   // Sections written only for their own runs list their keys too: a cluster
   // run's cluster.* (sim/cluster/cluster_metrics.cpp), llama_cells.*.
   RunMetrics sample;
+  sample.requests.completed = 1;  // latency keys are null without a completed request
   sample.cluster.emplace();
   sample.pipeline.emplace();
   sample.llama_cells.present = true;

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <sstream>
 
 #include "base/input_file.hpp"
 #include "base/yaml_error.hpp"
@@ -433,25 +436,39 @@ std::string yaml_error_text(const YAML::Exception& e) {
 }
 
 namespace {
-// The line of the second "---" document marker, when yaml-cpp gives the
-// second document no mark (an empty document).
-int second_document_line(const std::string& text) {
-  int line = 1, markers = 0;
-  bool content = false;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    const std::string_view l(text.data() + at, end - at);
-    if (l.rfind("---", 0) == 0) {
-      if (content || ++markers > 1) return line;
-    } else if (!l.empty() && l[0] != '#' &&
-               l.find_first_not_of(" \t\r") != std::string_view::npos) {
-      content = true;
-    }
-    at = end + 1;
-    ++line;
+
+// Counts the documents of a stream, by the parser's events: where the second
+// one starts, if there is one. Two documents at most are asked for (the
+// parser's own LoadAll loops forever on some malformed text, such as ", e ").
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second = mark;
   }
-  return line;
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// The start of a second document in `text`, when there is one.
+std::optional<YAML::Mark> second_document(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  if (!parser.HandleNextDocument(starts) || !parser.HandleNextDocument(starts)) return std::nullopt;
+  return starts.second;
 }
+
 }  // namespace
 
 YAML::Node load_file(const std::string& path, LoadContext& ctx) {
@@ -461,19 +478,16 @@ YAML::Node load_file(const std::string& path, LoadContext& ctx) {
     return YAML::Node(YAML::NodeType::Undefined);
   }
   try {
-    // Every document is parsed: yaml-cpp's Load would read the first and
-    // drop the rest silently, so a second one is an error at its start.
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1) {
-      const YAML::Mark m = docs[1].Mark();
-      ctx.diagnostics.error(
-          {path, m.is_null() ? second_document_line(text) : m.line + 1,
-           m.is_null() ? 1 : m.column + 1},
-          "", "a second YAML document: kvsim reads one document per file",
-          "one document (remove the '---' line and what follows, or split the file)");
+    YAML::Node doc = YAML::Load(text);
+    // yaml-cpp reads the first document and drops the rest silently: a
+    // second one is an error at its start.
+    if (const auto second = second_document(text)) {
+      ctx.diagnostics.error({path, second->line + 1, second->column + 1}, "",
+                            "a second YAML document: kvsim reads one document per file",
+                            "one document (remove the '---' line and what follows, or split the "
+                            "file)");
       return YAML::Node(YAML::NodeType::Undefined);
     }
-    YAML::Node doc = docs.empty() ? YAML::Node() : docs.front();
     check_duplicate_keys(doc, path, ctx);
     return doc;
   } catch (const YAML::Exception& e) {

@@ -3,11 +3,11 @@
 // cannot be read or a metric changes type.
 #include <fmt/format.h>
 
-#include <cmath>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "reports/input_error.hpp"
 #include "reports/metrics_check.hpp"
 #include "sim/metrics.hpp"
@@ -50,32 +50,14 @@ int run_check(const CheckCliOptions& o) {
 
 }  // namespace
 
-// A tolerance is a finite number >= 0: NaN compares false with every
-// difference, so `--abs-tol nan` would pass them all; infinity likewise.
-const CLI::Validator kTolerance(
-    [](std::string& text) {
-      double v = 0;
-      try {
-        size_t used = 0;
-        v = std::stod(text, &used);
-        if (used != text.size()) return std::string("'" + text + "' is not a number");
-      } catch (const std::exception&) {
-        return std::string("'" + text + "' is not a number");
-      }
-      if (!std::isfinite(v) || v < 0)
-        return std::string("'" + text + "' is not a finite number >= 0");
-      return std::string();
-    },
-    "FINITE >= 0");
-
 Command add_check_command(CLI::App& app) {
   auto o = std::make_shared<CheckCliOptions>();
   auto* cmd = app.add_subcommand("check", "compare a metrics.json with a baseline");
   cmd->add_option("metrics", o->metrics, "metrics.json of the run to check")->required();
   cmd->add_option("--baseline", o->baseline, "metrics.json to compare against")->required();
   cmd->add_option("--rel-tol", o->check.rel_tol, "relative tolerance (0.01 = 1%)")
-      ->check(kTolerance);
-  cmd->add_option("--abs-tol", o->check.abs_tol, "absolute tolerance")->check(kTolerance);
+      ->check(finite_range(0.0));
+  cmd->add_option("--abs-tol", o->check.abs_tol, "absolute tolerance")->check(finite_range(0.0));
   cmd->add_option("--keys", o->keys,
                   "only keys matching these glob patterns, comma separated (latency_ms.*)")
       ->delimiter(',');

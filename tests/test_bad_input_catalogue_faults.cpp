@@ -192,6 +192,15 @@ std::vector<FaultRow> catalogue() {
        true,
        "ulimit -v 4000000; ulimit -t 60;",
        false},
+      // A large grid is announced before its variants are loaded (here the
+      // load then fails at the axis none of whose values loads).
+      {"SweepAnnouncesALargeGrid",
+       {{"base.yaml", kBase},
+        {"s.yaml", "name: s\nbase: base.yaml\ngrid:\n  seed: " + values(1, 1000) +
+                       "\n  parallel.tensor: [3]\nmetrics: [requests.completed]\n"}},
+       "sweep s.yaml --out {dir}/out",
+       2,
+       {"kvsim sweep s: 1000 variants; each is loaded once", "parallel.tensor"}},
       {"CompareOfABillionVariants",
        {{"base.yaml", kBase}},
        "compare base.yaml --quiet --out {dir}/out --vary seed=" + comma_values(1, 1000) +
@@ -237,6 +246,18 @@ std::vector<FaultRow> catalogue() {
        "check a.json --baseline b.json --abs-tol inf",
        2,
        {"--abs-tol", "finite"}},
+      // The same NaN through another flag's range (found while fixing the above).
+      {"CapacityMemoryFractionNan",
+       {},
+       "capacity --device ascend-910b2 --model llama-3.2-1b --context 1024 --out {dir}/out "
+       "--memory-fraction nan",
+       2,
+       {"--memory-fraction", "finite"}},
+      {"GenerateDefragThresholdNan",
+       {},
+       "generate --defrag-thold nan",
+       2,
+       {"--defrag-thold", "finite"}},
       // ---- 11. --trace failures are exit 2 and leave nothing
       // Found by fuzz_trace_writer_path: a path written as a folder's was
       // written as a file beside it (exit 3 before the rule).
@@ -321,6 +342,16 @@ std::vector<FaultRow> catalogue() {
        "run base.yaml --quiet --out {dir}/out",
        2,
        {"base.yaml:1", "second YAML document"}},
+      // Found by fuzz_sweep_yaml: counting documents with yaml-cpp's LoadAll
+      // never ended on this text; the count is now two parser steps at most.
+      {"ValidateTextThatLoopedTheDocumentCount",
+       {{"bad.yaml", ", e "}},
+       "validate bad.yaml",
+       2,
+       {"bad.yaml:1:"},
+       {"internal error"},
+       true,
+       "ulimit -t 20;"},
       {"ValidateASecondYamlDocument",
        {{"base.yaml", kBase + "---\nname: second\n"}},
        "validate base.yaml",

@@ -100,20 +100,25 @@ TEST_F(RunFaults, AHandledSignalRemovesGnuplotsTemporaryFolder) {
     ADD_FAILURE() << "left in the temporary folder: " << e.path().filename().string();
 }
 
-// Two runs of one scenario write the same report.html: a chart of spans
-// (an on-device dialog's passes) names no temporary file.
+// Two runs of one scenario write the same report.html: charts of spans (an
+// on-device dialog's passes, llama.cpp's cells, chunk_lru's numerics run)
+// name no temporary file.
 TEST_F(RunFaults, ReportHtmlIsTheSameRunToRun) {
   if (!find_gnuplot()) GTEST_SKIP() << "gnuplot not found: no charts to compare";
-  const std::string scenario =
-      std::string(KVSIM_SOURCE_DIR) + "/configs/scenarios/htp-llama3.2-3b-elite-smart-mask.yaml";
-  for (const char* out : {"a", "b"}) {
-    const auto r = kvsim("run " + scenario + " --quiet --no-expect --out " + path(out));
-    ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name : {"htp-llama3.2-3b-elite-smart-mask", "htp-llama-cells-long-dialog",
+                           "rag-910b2-chunk-lru-numerics"}) {
+    SCOPED_TRACE(name);
+    const std::string scenario =
+        std::string(KVSIM_SOURCE_DIR) + "/configs/scenarios/" + name + ".yaml";
+    for (const char* out : {"a", "b"}) {
+      const auto r = kvsim("run " + scenario + " --quiet --no-expect --force --out " + path(out));
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+    }
+    const std::string a = read(path("a/report.html"));
+    EXPECT_NE(a.find("<svg"), std::string::npos);
+    EXPECT_EQ(a.find("kvsim-gnuplot-"), std::string::npos);
+    EXPECT_TRUE(a == read(path("b/report.html"))) << "report.html differs between two runs";
   }
-  const std::string a = read(path("a/report.html"));
-  EXPECT_NE(a.find("<svg"), std::string::npos);
-  EXPECT_EQ(a.find("kvsim-gnuplot-"), std::string::npos);
-  EXPECT_TRUE(a == read(path("b/report.html"))) << "report.html differs between two runs";
 }
 
 // A global pool of one byte holds no block: nothing is written into it.

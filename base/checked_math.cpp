@@ -38,6 +38,14 @@ std::string simulated_span_text() {
                      static_cast<double>(kMaxSimulatedTimeNs) / 1e9 / (365.25 * 86400));
 }
 
+void throw_duration_overflow(const char* what, double ns, double limit_ns) {
+  throw UnrepresentableQuantity(fmt::format(
+      "{} would take {:.4g} ns, beyond {:.4g} ns ({:.1f} days) that a duration may be: the "
+      "device's rates, bandwidths or efficiencies are too small for this work (an efficiency is "
+      "at least 0.001 of peak)",
+      what, ns, limit_ns, limit_ns / 1e9 / 86400));
+}
+
 void throw_unrepresentable(const config::Location& where, const std::string& key_path,
                            const std::string& problem, const std::string& limit) {
   config::Diagnostic d;

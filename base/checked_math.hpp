@@ -7,6 +7,7 @@
 // wrap either.
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "base/diagnostics.hpp"
@@ -28,6 +29,18 @@ std::optional<int64_t> round_in_range(double value, int64_t min, int64_t max);
 
 // "2^62 ns (146.1 years)": the time limit as messages state it.
 std::string simulated_span_text();
+
+// A quantity computed from the input while a run goes (an op's duration from
+// a device's rates and efficiencies) that int64 nanoseconds cannot hold: the
+// input is at fault (exit 2), but no file position is known any more, so the
+// message names the quantity, its value and the limit.
+class UnrepresentableQuantity : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws UnrepresentableQuantity for an op (or a step) of `ns` nanoseconds.
+[[noreturn]] void throw_duration_overflow(const char* what, double ns, double limit_ns);
 
 // Throws config::ConfigError with one diagnostic: `key_path` at `where`
 // cannot be represented, naming the limit.

@@ -32,6 +32,8 @@ ConfigError::ConfigError(std::vector<Diagnostic> diagnostics)
 
 void Diagnostics::error(Location where, std::string key_path, std::string problem,
                         std::string allowed) {
+  for (const std::string& removed : removed_)
+    if (removed == key_path) where = {"--set " + key_path, 1, 1};
   items_.push_back({std::move(where), std::move(key_path), std::move(problem), std::move(allowed)});
 }
 

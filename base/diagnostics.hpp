@@ -37,6 +37,9 @@ class ConfigError : public std::runtime_error {
 class Diagnostics {
  public:
   void error(Location where, std::string key_path, std::string problem, std::string allowed = {});
+  // A key `--set KEY=null` removed: an error about it (it is required) is
+  // located at the flag, whichever reader finds it missing.
+  void note_removed(const std::string& key_path) { removed_.push_back(key_path); }
   bool empty() const { return items_.empty(); }
   size_t size() const { return items_.size(); }
   const std::vector<Diagnostic>& all() const { return items_; }
@@ -46,6 +49,7 @@ class Diagnostics {
 
  private:
   std::vector<Diagnostic> items_;
+  std::vector<std::string> removed_;
 };
 
 // The closest candidate to `key` by edit distance, or "" when none is close.

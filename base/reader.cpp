@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <sstream>
 
+#include "base/input_file.hpp"
 #include "base/yaml_error.hpp"
 
 namespace kvsim::config {
@@ -27,6 +31,9 @@ Node::Node(YAML::Node node, std::string key_path, std::string file, LoadContext*
       ctx_(ctx) {}
 
 Location Node::location() const {
+  // A key `--set KEY=null` removed has no line either: the flag removed it.
+  for (const auto& p : ctx_->removed_paths)
+    if (path_ == p || path_.rfind(p + ".", 0) == 0) return {"--set " + p, 1, 1};
   // A value given with --set has no line in any file: point at the flag.
   for (const auto& p : ctx_->overridden_paths) {
     if (path_ == p || path_.rfind(p + ".", 0) == 0) {
@@ -223,7 +230,8 @@ void MapReader::ignore(std::initializer_list<std::string_view> keys) {
 Node MapReader::required_or_default(std::string_view key, bool has_default) {
   Node c = child(key);
   if (!c.defined() && !has_default && valid_) {
-    Location where = map_.location();
+    const bool removed = map_.context().removed_paths.count(c.path()) > 0;
+    Location where = removed ? c.location() : map_.location();
     map_.context().diagnostics.error(where, c.path(), "is required but missing");
   }
   return c;
@@ -427,16 +435,59 @@ std::string yaml_error_text(const YAML::Exception& e) {
   return e.msg;
 }
 
+namespace {
+
+// Counts the documents of a stream, by the parser's events: where the second
+// one starts, if there is one. Two documents at most are asked for (the
+// parser's own LoadAll loops forever on some malformed text, such as ", e ").
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  YAML::Mark second;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// The start of a second document in `text`, when there is one.
+std::optional<YAML::Mark> second_document(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  if (!parser.HandleNextDocument(starts) || !parser.HandleNextDocument(starts)) return std::nullopt;
+  return starts.second;
+}
+
+}  // namespace
+
 YAML::Node load_file(const std::string& path, LoadContext& ctx) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    ctx.diagnostics.error(
-        {path, 0, 0}, "",
-        std::filesystem::exists(path, ec) ? "is not a regular file" : "file not found");
+  std::string text;
+  if (const std::string problem = read_input_file(path, text); !problem.empty()) {
+    ctx.diagnostics.error({path, 0, 0}, "", problem == "not found" ? "file not found" : problem);
     return YAML::Node(YAML::NodeType::Undefined);
   }
   try {
-    YAML::Node doc = YAML::LoadFile(path);
+    YAML::Node doc = YAML::Load(text);
+    // yaml-cpp reads the first document and drops the rest silently: a
+    // second one is an error at its start.
+    if (const auto second = second_document(text)) {
+      ctx.diagnostics.error({path, second->line + 1, second->column + 1}, "",
+                            "a second YAML document: kvsim reads one document per file",
+                            "one document (remove the '---' line and what follows, or split the "
+                            "file)");
+      return YAML::Node(YAML::NodeType::Undefined);
+    }
     check_duplicate_keys(doc, path, ctx);
     return doc;
   } catch (const YAML::Exception& e) {
@@ -486,6 +537,8 @@ bool remove_key(YAML::Node& root, const std::string& path, const std::vector<std
     return false;
   }
   cur.remove(parts.back());
+  ctx.removed_paths.insert(path);
+  ctx.diagnostics.note_removed(path);
   return true;
 }
 

@@ -30,6 +30,8 @@ struct LoadContext {
   std::map<std::string, Location> locations;
   // Key paths set by --set: their errors point at the command line.
   std::set<std::string> overridden_paths;
+  // Key paths `--set KEY=null` removed: a "required" error names the flag.
+  std::set<std::string> removed_paths;
   // A key path given on the command line under another name (a vLLM name,
   // say): errors say the --set the user wrote.
   std::map<std::string, std::string> set_as;
@@ -127,8 +129,9 @@ class MapReader {
   bool finished_ = false;
 };
 
-// Loads a YAML (or JSON) file; parse errors and missing files become
-// diagnostics (with line and column) and an undefined node.
+// Loads a YAML (or JSON) file; parse errors, missing or unreadable files and
+// a second document in the file become diagnostics (with line and column)
+// and an undefined node.
 YAML::Node load_file(const std::string& path, LoadContext& ctx);
 // Records an error for every key written twice in one map (yaml-cpp would
 // keep the first silently); load_file() calls it.

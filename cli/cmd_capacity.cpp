@@ -14,6 +14,7 @@
 
 #include "base/source_paths.hpp"
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/studies/capacity_chunk_pool.hpp"
 #include "cli/studies/capacity_plan.hpp"
 #include "cli/studies/slo_search.hpp"
@@ -242,17 +243,17 @@ Command add_capacity_command(CLI::App& app) {
                       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   o->memory_fraction =
       cmd->add_option("--memory-fraction", o->query.memory_fraction, "share of memory (0.9)")
-          ->check(CLI::Range(0.01, 1.0));
+          ->check(finite_range(0.01, 1.0));
   cmd->add_option("--policy", o->query.policy,
                   "paged, chunk_lru for seed 003's main/chunk pool split, or llama_cells for "
                   "llama.cpp's cell cache with ggml --kv-dtype types (default paged)")
       ->check(CLI::IsMember(capacity_policy_names()));
   cmd->add_option("--main-pool-fraction", o->query.main_pool_fraction,
                   "chunk_lru: share of memory for weights, activations and main KV (0.70)")
-      ->check(CLI::Range(0.01, 1.0));
+      ->check(finite_range(0.01, 1.0));
   cmd->add_option("--chunk-pool-fraction", o->query.chunk_pool_fraction,
                   "chunk_lru: share of memory for cached chunks (0.15)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_range(0.0, 1.0));
   cmd->add_option("--ep", o->query.eps,
                   "expert-parallel sizes, multiples of --tp (default 1; models without experts "
                   "make ep 1 rows only)")

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "reports/input_error.hpp"
 #include "reports/metrics_check.hpp"
 #include "sim/core/metrics.hpp"
@@ -55,9 +56,8 @@ Command add_check_command(CLI::App& app) {
   cmd->add_option("metrics", o->metrics, "metrics.json of the run to check")->required();
   cmd->add_option("--baseline", o->baseline, "metrics.json to compare against")->required();
   cmd->add_option("--rel-tol", o->check.rel_tol, "relative tolerance (0.01 = 1%)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--abs-tol", o->check.abs_tol, "absolute tolerance")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_range(0.0));
+  cmd->add_option("--abs-tol", o->check.abs_tol, "absolute tolerance")->check(finite_range(0.0));
   cmd->add_option("--keys", o->keys,
                   "only keys matching these glob patterns, comma separated (latency_ms.*)")
       ->delimiter(',');

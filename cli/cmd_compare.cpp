@@ -28,6 +28,7 @@ struct CompareOptions {
 int run_compare_command(const CompareOptions& o) {
   std::vector<VaryAxis> axes;
   for (const auto& v : o.vary) axes.push_back(parse_vary(v));
+  check_vary_axes(axes);  // before anything is loaded
   std::string out = o.out;
   if (out.empty())
     out = "out/compare-" + safe_path_component(load_scenario(o.scenario, o.sets).name);

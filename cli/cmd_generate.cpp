@@ -19,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/generate/llama2_chunk_reuse.hpp"
 #include "cli/generate/llama2_generate.hpp"
+#include "cli/number_checks.hpp"
 #include "kernels/ggml_kv_type.hpp"
 #include "sim/policies/policy_registry.hpp"
 
@@ -141,7 +142,7 @@ Command add_generate_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--defrag-thold", a->defrag_thold,
                   "llama_cells: defragment above this fragmentation; < 0 never (default 0.1)")
-      ->check(CLI::Range(-1.0, 1.0));
+      ->check(finite_range(-1.0, 1.0));
   cmd->add_option("--checkpoint", a->checkpoint, "llama2.c .bin (default: shared data)");
   cmd->add_option("--tokenizer", a->tokenizer, "llama2.c tokenizer .bin (default: shared data)");
   return {cmd, [a] { return run_generate(*a); }};

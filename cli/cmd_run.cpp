@@ -117,7 +117,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");
   cmd->add_flag("--no-expect", o->no_expect,
                 "skip the scenario's expect block (exit 0 unless the run fails)");
-  cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");
+  cmd->add_flag("--force", o->force,
+                "replace a user's folder at --out (a user's file at --trace) kvsim did not write; "
+                "never a device, FIFO, socket, link or an input of the run");
   return {cmd, [o] { return run(*o); }};
 }
 

@@ -32,9 +32,19 @@ int run_search_command(const SearchCommandOptions& o) {
   options.jobs = o.jobs;
   options.force = o.force;
   options.progress = !o.quiet && isatty(STDERR_FILENO);
+  options.quiet = o.quiet;
   options.kvsim_binary = std::filesystem::read_symlink("/proc/self/exe").string();
   const SearchResult r = run_search(spec, options);
-  if (o.quiet) return kExitOk;
+  const int exit_code = r.failed_environment > 0 ? kExitBadInput
+                        : r.failed_internal > 0  ? kExitInternal
+                                                 : kExitOk;
+  if (exit_code != kExitOk)
+    std::cerr << fmt::format(
+        "kvsim: error: search {}: {} probes failed ({} environment, {} internal; search.md "
+        "says why): no configuration is chosen or ruled out\n",
+        spec.name, r.failed_environment + r.failed_internal, r.failed_environment,
+        r.failed_internal);
+  if (o.quiet) return exit_code;
   for (size_t c = 0; c < r.candidates.size(); ++c)
     std::cout << fmt::format("{:>3} {}: {}\n", c, r.candidates[c].variant.label,
                              r.candidates[c].reason);
@@ -45,11 +55,13 @@ int run_search_command(const SearchCommandOptions& o) {
                            : fmt::format("fewest on {}: none meets the SLO\n", p.device));
   if (r.chosen)
     std::cout << "chosen: " << r.candidates[*r.chosen].variant.label << "\n";
+  else if (r.undetermined())
+    std::cout << "chosen: undetermined (probes failed; see above)\n";
   else
     std::cout << "chosen: none (no configuration meets the SLO)\n";
   std::cout << "report: " << r.folder
             << "/ (search.md, search.html, search.json, search.csv, probes/)\n";
-  return kExitOk;
+  return exit_code;
 }
 
 }  // namespace

@@ -31,9 +31,23 @@ int run_sweep_command(const SweepCommandOptions& o) {
   options.force = o.force;
   options.resume = o.resume;
   options.progress = !o.quiet && isatty(STDERR_FILENO);
+  options.quiet = o.quiet;
   options.kvsim_binary = std::filesystem::read_symlink("/proc/self/exe").string();
   const SweepResult r = run_sweep(spec, options, mpi.world());
-  if (mpi.world().rank != 0 || o.quiet) return kExitOk;
+  if (mpi.world().rank != 0) return kExitOk;
+  // A variant the environment or kvsim failed is no verdict on its
+  // configuration: the sweep is incomplete, which is not success.
+  const int exit_code = r.failed_environment > 0 ? kExitBadInput
+                        : r.failed_internal > 0  ? kExitInternal
+                                                 : kExitOk;
+  if (exit_code != kExitOk) {
+    std::cerr << fmt::format(
+        "kvsim: error: sweep {}: {} variants failed ({} environment, {} internal; sweep.csv "
+        "says why): `kvsim sweep {} --resume` runs them again\n",
+        spec.name, r.failed_environment + r.failed_internal, r.failed_environment,
+        r.failed_internal, o.file);
+  }
+  if (o.quiet) return exit_code;
   std::map<std::string, size_t> counts;
   for (const auto& out : r.outcomes) ++counts[out.status];
   std::cout << fmt::format("sweep {}: {} variants", spec.name, r.variants.size());
@@ -41,7 +55,7 @@ int run_sweep_command(const SweepCommandOptions& o) {
   if (r.resumed > 0) std::cout << fmt::format(" ({} taken from the journal)", r.resumed);
   std::cout << "\nreport: " << r.folder
             << "/ (sweep.csv, sweep.json, sweep.md, sweep.html, variants/NNNN)\n";
-  return kExitOk;
+  return exit_code;
 }
 
 }  // namespace

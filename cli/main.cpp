@@ -5,12 +5,19 @@
 #include <string>
 
 #include "base/build_info.hpp"
+#include "base/checked_math.hpp"
 #include "cli/commands.hpp"
+#include "cli/studies/failure_class.hpp"
 #include "reports/output_dir.hpp"
 #include "sim/serve/step_observer.hpp"
 
 int main(int argc, char** argv) {
   using namespace kvsim::cli;
+  using kvsim::FailureClass;
+  using kvsim::tell_failure_class;
+  // A sweep's worker: dies with its parent and tells it why it failed
+  // (cli/studies/failure_class.hpp).
+  kvsim::adopt_worker_parent();
   CLI::App app{"kvsim: a discrete-event simulator of KV-cache behaviour on NPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kvsim ") + kvsim::build_info::version() +
@@ -49,6 +56,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "kvsim: error: " << e.what() << "\n";
+    tell_failure_class(FailureClass::internal);  // a worker's command line is kvsim's own
     return kExitBadInput;
   }
 
@@ -58,20 +66,35 @@ int main(int argc, char** argv) {
     }
   } catch (const kvsim::config::ConfigError& e) {
     print_config_error(e);
+    tell_failure_class(FailureClass::invalid_configuration);
     return kExitBadInput;
   } catch (const kvsim::CheckFailed& e) {
     std::cerr << "kvsim: check failed: " << e.what() << "\n";
     return kExitExpect;
   } catch (const kvsim::OutputRefused& e) {
     std::cerr << "kvsim: error: " << e.what() << "\n";
+    tell_failure_class(FailureClass::environment);  // what is at the path, not the scenario
     return kExitBadInput;
   } catch (const std::filesystem::filesystem_error& e) {
     // An output folder that cannot be created or written (permissions, a
     // full disk) is the environment's fault: exit 2 with the OS's text.
     std::cerr << "kvsim: error: " << e.path1().string() << ": " << e.code().message() << "\n";
+    tell_failure_class(FailureClass::environment);
+    return kExitBadInput;
+  } catch (const kvsim::UnrepresentableQuantity& e) {
+    // A quantity the input made too large to hold (an op's duration): the
+    // input is at fault, though no file position is known any more.
+    std::cerr << "kvsim: error: " << e.what() << "\n";
+    tell_failure_class(FailureClass::invalid_configuration);
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    // The machine's memory, not the input: exit 2 with what to do.
+    std::cerr << "kvsim: error: out of memory (free memory, or make the run smaller)\n";
+    tell_failure_class(FailureClass::environment);
     return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "kvsim: internal error: " << e.what() << "\n";
+    tell_failure_class(FailureClass::internal);
     return kExitInternal;
   }
   return kExitInternal;

@@ -20,6 +20,9 @@ constexpr int64_t kMaxOpsRate = 1'000'000'000'000'000'000;  // 1 EOPS
 constexpr TimeNs kMaxLaunch = kNsPerS;
 constexpr TimeNs kMaxStepOverhead = 10 * kNsPerS;
 
+// The lowest efficiency a device file may state (SourcedReader::efficiency).
+constexpr double kMinEfficiency = 0.001;
+
 constexpr std::string_view kOpClassKeys[] = {"gemm", "attention", "elementwise", "transfer",
                                              "collective"};
 
@@ -33,6 +36,12 @@ config::Node SourcedReader::value(std::string_view key) {
     if (source.find_first_not_of(" \t") == std::string::npos) {
       v.error("the source note is empty",
               "a note that says where the number comes from, e.g. \"V: datasheet ...\"");
+    } else if (source_label(source).empty()) {
+      // The label says what kind of source it is (DESIGN: every number in a
+      // device file has a source): a note without one cannot be audited.
+      v.error(fmt::format("the source note '{}' has no label", source.substr(0, 40)),
+              "a note that begins with V: (datasheet), D: (derived), M: (measured), 3P: (a "
+              "third party's figure) or A: (an assumption)");
     } else {
       spec_.sources[path] = source;
     }
@@ -73,8 +82,12 @@ double SourcedReader::efficiency(std::string_view key) {
   if (!v.defined()) return 1.0;
   const std::optional<double> x = v.as_double(0.0, 1.0);
   if (!x) return 1.0;
-  if (*x <= 0.0) {
-    v.error("an efficiency of 0 would make the op never finish", "a fraction in (0, 1]");
+  // Below a thousandth of peak no kernel runs (the lowest any device file
+  // states is 0.05); such a figure only makes op times absurd, or past
+  // what a duration can hold.
+  if (*x < kMinEfficiency) {
+    v.error(fmt::format("{} is below {} of peak: no kernel is that slow", *x, kMinEfficiency),
+            "a fraction in [0.001, 1]");
     return 1.0;
   }
   return *x;
@@ -120,8 +133,9 @@ std::vector<config::ParamSpec> efficiency_params() {
   for (std::string_view c : kOpClassKeys) {
     for (std::string_view part : {"compute", "memory"}) {
       out.push_back(config::number_param(
-          fmt::format("efficiency.{}.{}", c, part), std::nullopt, 0.0, 1.0, "fraction of peak",
-          fmt::format("fraction of the peak {} rate {} ops reach, in (0, 1]", part, c)));
+          fmt::format("efficiency.{}.{}", c, part), std::nullopt, kMinEfficiency, 1.0,
+          "fraction of peak",
+          fmt::format("fraction of the peak {} rate {} ops reach, in [0.001, 1]", part, c)));
     }
   }
   return out;

@@ -4,15 +4,21 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/checked_math.hpp"
 #include "base/units.hpp"
 
 namespace kvsim {
 
 // Durations are integer nanoseconds, rounded up: an op never takes less than
 // its roofline. The small slack keeps an exact quotient (say 1000.0000000001
-// from floating-point division) from rounding up a whole nanosecond.
+// from floating-point division) from rounding up a whole nanosecond. A
+// duration past kMaxSimulatedTimeNs (or not a number) is never cast: a tiny
+// efficiency or rate from the input is an error, not an op that wraps to a
+// negative time and drops out of the step.
 inline TimeNs ceil_ns(double ns) {
   if (ns <= 0) return 0;
+  if (!(ns < static_cast<double>(kMaxSimulatedTimeNs)))
+    throw_duration_overflow("an op", ns, static_cast<double>(kMaxSimulatedTimeNs));
   // std::ceil without a library call (x86-64's baseline has no rounding
   // instruction): truncate, then one up if that was below. Exact while the
   // value fits in 63 bits, as every duration here does.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "base/checked_math.hpp"
 #include "devices/device_family.hpp"
 #include "models/step_ops.hpp"
 
@@ -14,7 +15,10 @@ namespace {
 
 TimeNs seconds_to_ns(double seconds) {
   if (!(seconds > 0.0)) return 0;
-  return static_cast<TimeNs>(std::ceil(seconds * static_cast<double>(kNsPerS)));
+  const double ns = std::ceil(seconds * static_cast<double>(kNsPerS));
+  if (!(ns < static_cast<double>(kMaxSimulatedTimeNs)))
+    throw_duration_overflow("an HTP pass part", ns, static_cast<double>(kMaxSimulatedTimeNs));
+  return static_cast<TimeNs>(ns);
 }
 
 double safe_rate(int64_t rate, double efficiency) {

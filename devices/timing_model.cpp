@@ -110,6 +110,13 @@ void TimingModel::flatten_step_graph(const StepGraph& g) {
 
 TimeNs TimingModel::longest_path(const std::array<TimeNs, kOpKindCount>& duration,
                                  bool allow_layer_skip) const {
+  // No path is longer than every op end to end: below the simulated span,
+  // no finish time below can wrap.
+  double all_ops = 0;
+  for (size_t k = 0; k < kOpKindCount; ++k)
+    all_ops += static_cast<double>(vertices_per_kind_[k]) * static_cast<double>(duration[k]);
+  if (!(all_ops < static_cast<double>(kMaxSimulatedTimeNs)))
+    throw_duration_overflow("a step", all_ops, static_cast<double>(kMaxSimulatedTimeNs));
   TimeNs* finish = finish_.data();
   const uint32_t* preds = preds_.data();
   const uint32_t* begin = pred_begin_.data();

@@ -2,7 +2,8 @@
 // path, YAML text or a dict, apply --set-style overrides, run it with the
 // GIL released, and return the metrics as a dict and the per-request and
 // timeline rows as columns (dicts of lists, which pandas.DataFrame takes).
-// It runs the same loader and engine as `kvsim run`; it writes no files.
+// It runs the same loader and engine as `kvsim run`, and checks the
+// scenario's `expect` block as it does; it writes no files.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -16,6 +17,7 @@
 #include "cli/studies/run_provenance.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/engine/run_sink.hpp"
+#include "sim/scenario/expect.hpp"
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/run_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -140,23 +142,42 @@ LoadedScenario load(const py::object& scenario, const std::vector<std::string>& 
   throw py::type_error("scenario: a path, YAML text or a dict");
 }
 
+// Raised by run() when the scenario's `expect` block fails, as `kvsim run`
+// exits 1: a failed expectation is never a silent success.
+// A plain pointer: the module holds the reference, and nothing is released
+// after the interpreter has gone.
+PyObject*& expect_failed_type() {
+  static PyObject* type = nullptr;
+  return type;
+}
+
 py::dict run(const py::object& scenario, const std::vector<std::string>& overrides,
-             const std::string& configs_dir_arg) {
+             const std::string& configs_dir_arg, bool check_expect) {
   const std::string configs_dir = configs_dir_arg.empty() ? KVSIM_CONFIG_DIR : configs_dir_arg;
   LoadedScenario loaded = load(scenario, overrides, configs_dir);
   ColumnSink sink;
   std::string metrics_text;
+  std::vector<std::string> failures;
   {
     // The simulation touches no Python object: other threads run meanwhile.
     py::gil_scoped_release release;
     ScenarioRunResult result = run_scenario(loaded.spec, &sink);
     result.metrics.provenance = loaded.provenance;
-    metrics_text = metrics_to_json(result.metrics).dump();
+    const auto metrics = metrics_to_json(result.metrics);
+    metrics_text = metrics.dump();
+    failures = check_expectations(loaded.spec.expect, metrics);
+  }
+  if (check_expect && !failures.empty()) {
+    std::string text;
+    for (const auto& f : failures) text += (text.empty() ? "" : "\n") + f;
+    PyErr_SetString(expect_failed_type(), text.c_str());
+    throw py::error_already_set();
   }
   py::dict out;
   out["metrics"] = py::module_::import("json").attr("loads")(metrics_text);
   out["requests"] = sink.request_columns();
   out["timeline"] = sink.timeline_columns();
+  out["expect_failures"] = failures;
   return out;
 }
 
@@ -167,12 +188,18 @@ PYBIND11_MODULE(kvsim, m) {
   m.doc() = "kvsim: KV-cache simulator for NPUs. kvsim.run(scenario, overrides=[...])";
   // Input errors surface as ValueError with kvsim's file:line:col message.
   py::register_exception<kvsim::config::ConfigError>(m, "ConfigError", PyExc_ValueError);
+  kvsim::python::expect_failed_type() =
+      PyErr_NewException("kvsim.ExpectFailed", PyExc_AssertionError, nullptr);
+  m.attr("ExpectFailed") = py::reinterpret_borrow<py::object>(kvsim::python::expect_failed_type());
   m.def("run", &kvsim::python::run, py::arg("scenario"),
         py::arg("overrides") = std::vector<std::string>{}, py::arg("configs_dir") = std::string(),
+        py::arg("check_expect") = true,
         "Run a scenario (a path, YAML text or a dict) with `overrides` like --set "
         "(['kv_cache.block_size=64']); returns {'metrics': dict, 'requests': columns, "
-        "'timeline': columns}. device: and model: names resolve in `configs_dir` (default: "
-        "the configs/ of the source tree kvsim was built from).");
+        "'timeline': columns, 'expect_failures': [lines]}. A failed `expect` raises "
+        "kvsim.ExpectFailed (an AssertionError) unless check_expect=False. device: and model: "
+        "names resolve in `configs_dir` (default: the configs/ of the source tree kvsim was "
+        "built from).");
   m.def("version", [] { return std::string(kvsim::build_info::version()); });
   m.def("commit", [] { return std::string(kvsim::build_info::commit()); });
 }

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "reports/output_rule.hpp"
+
 namespace kvsim {
 namespace fs = std::filesystem;
 
@@ -57,16 +59,18 @@ ChartSeries cdf_series(std::string label, std::vector<double> values, size_t max
 
 namespace {
 
-// Removes the temporary folder whatever happens.
+// Removes the temporary folder whatever happens, a signal included
+// (reports/output_rule.hpp).
 struct TempFolder {
   std::string path;
+  TemporaryPath owner;
   TempFolder() {
-    std::string tmpl = (fs::temp_directory_path() / "kvsim-gnuplot-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) path = tmpl;
-  }
-  ~TempFolder() {
     std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
+    std::string tmpl = (fs::temp_directory_path(ec) / "kvsim-gnuplot-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) != nullptr) {
+      path = tmpl;
+      owner = TemporaryPath(path);
+    }
   }
 };
 
@@ -74,11 +78,15 @@ std::string quoted(const std::string& s) {
   return fmt::format("'{}'", chart_safe_label(s));
 }
 
-// Runs `gnuplot script` with stdin/stdout/stderr on /dev/null; true on exit 0.
-bool run_gnuplot(const std::string& gnuplot, const std::string& script) {
+// Runs `gnuplot script` in the folder `dir`, with stdin/stdout/stderr on
+// /dev/null; true on exit 0. The script names its files relative to `dir`,
+// so nothing of the temporary folder's random name reaches the SVG (gnuplot
+// writes a plot's data file into its <title> when the plot has no title).
+bool run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script) {
   const pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
     const int null_fd = open("/dev/null", O_RDWR);
     if (null_fd >= 0) {
       dup2(null_fd, STDIN_FILENO);
@@ -105,12 +113,13 @@ std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::s
   TempFolder tmp;
   if (tmp.path.empty()) return std::nullopt;
   const std::string svg_path = tmp.path + "/chart.svg";
+  const std::string svg_name = "chart.svg";  // the script's names are relative
   std::string script = fmt::format(
       "set terminal svg size {},{} font 'sans,11' background rgb 'white'\n"
       "set output '{}'\nset termoption noenhanced\nset title {}\nset xlabel {}\nset ylabel {}\n"
       "set grid ytics lc rgb '#dddddd'\nset key below horizontal noopaque\nset border 3\n"
       "set tics nomirror\nset yrange [0:*]\n",
-      chart.width, chart.height, svg_path, quoted(chart.title), quoted(chart.x_label),
+      chart.width, chart.height, svg_name, quoted(chart.title), quoted(chart.x_label),
       quoted(chart.y_label));
   // The legend sits below the plot, off the curves.
   if (chart.log_x) script += "set logscale x\n";
@@ -130,7 +139,7 @@ std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::s
     script += ") rotate by -20\nset palette defined (";
     for (int i = 0; i < 8; ++i) script += fmt::format("{}{} '{}'", i ? ", " : "", i, kColours[i]);
     script += ")\nset cbrange [0:7]\nunset colorbox\n";
-    script += "plot '" + tmp.path + "/bars.dat' using 1:2:3 with boxes lc palette\n";
+    script += "plot 'bars.dat' using 1:2:3 with boxes lc palette notitle\n";
   } else if (chart.kind == ChartSpec::Kind::spans) {
     const size_t rows = chart.series.size();
     script += fmt::format("unset key\nset yrange [-0.7:{}-0.3]\nset ytics (", rows);
@@ -138,21 +147,21 @@ std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::s
       script += fmt::format("{}{} {}", k ? ", " : "", quoted(chart.series[k].label), k);
     script += ")\nset grid xtics lc rgb '#dddddd'\nplot ";
     for (size_t k = 0; k < rows; ++k) {
-      const std::string file = fmt::format("{}/series{}.dat", tmp.path, k);
-      std::ofstream data(file);
+      const std::string file = fmt::format("series{}.dat", k);
+      std::ofstream data(tmp.path + "/" + file);
       const auto& s = chart.series[k];
       for (size_t i = 0; i < s.x.size() && i < s.x_end.size(); ++i)
         data << fmt::format("{:.9g} {} {:.9g}\n", s.x[i], k, s.x_end[i] - s.x[i]);
       if (s.x.empty()) data << "0 " << k << " 0\n";
-      script += fmt::format("{}'{}' using 1:2:3:(0) with vectors nohead lw 9 lc rgb '{}'",
+      script += fmt::format("{}'{}' using 1:2:3:(0) with vectors nohead lw 9 lc rgb '{}' notitle",
                             k ? ", " : "", file, kColours[k % 8]);
     }
     script += "\n";
   } else {
     script += "plot ";
     for (size_t k = 0; k < chart.series.size(); ++k) {
-      const std::string file = fmt::format("{}/series{}.dat", tmp.path, k);
-      std::ofstream data(file);
+      const std::string file = fmt::format("series{}.dat", k);
+      std::ofstream data(tmp.path + "/" + file);
       const auto& s = chart.series[k];
       for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
         data << fmt::format("{:.9g} {:.9g}\n", s.x[i], s.y[i]);
@@ -168,7 +177,7 @@ std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::s
     out << script;
     if (!out) return std::nullopt;
   }
-  if (!run_gnuplot(gnuplot, script_path)) return std::nullopt;
+  if (!run_gnuplot(gnuplot, tmp.path, "chart.gp")) return std::nullopt;
   std::ifstream in(svg_path);
   std::stringstream text;
   text << in.rdbuf();

@@ -1,5 +1,7 @@
 #include "reports/metrics_check.hpp"
 
+#include "base/input_file.hpp"
+
 #include <fmt/format.h>
 #include <fnmatch.h>
 
@@ -110,16 +112,13 @@ nlohmann::ordered_json read_metrics_file(const std::string& path) {
 
 nlohmann::ordered_json read_json_file(const std::string& path) {
   // A directory or a device (/dev/zero never ends) is refused unread.
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    throw_input_error(path, "", "is not a regular file", "a metrics.json file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw_input_error(path, "", "cannot read the file", "a metrics.json file");
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
+  std::string s;
+  if (const std::string problem = read_input_file(path, s); !problem.empty())
+    throw_input_error(path, "",
+                      problem.find("not a regular file") != std::string::npos
+                          ? problem
+                          : "cannot read the file: " + problem,
+                      "a metrics.json file");
   // A metrics.json is a few levels deep; a document nested far deeper would
   // only exhaust the stack of the code that walks it (a crash, not an error).
   constexpr int kMaxDepth = 64;

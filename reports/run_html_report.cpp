@@ -9,7 +9,8 @@
 namespace kvsim {
 namespace {
 
-std::vector<std::string> latency_row(const char* name, const LatencySummary& l) {
+std::vector<std::string> latency_row(const char* name, const LatencySummary& l, bool none) {
+  if (none) return {name, "none", "none", "none", "none", "none", "none", "none"};
   return {name,
           fmt::format("{:.2f}", l.mean),
           fmt::format("{:.2f}", l.p50),
@@ -35,15 +36,16 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
       "</p>\n";
 
   body += "<h2>Requests and latency</h2>\n";
+  const bool none = m.requests.completed == 0;  // no request, no latency
   body +=
       html_table({"requests", "arrived", "completed", "rejected", "preempted", "preemptions"},
                  {{"count", std::to_string(m.requests.arrived),
                    std::to_string(m.requests.completed), std::to_string(m.requests.rejected),
                    std::to_string(m.requests.preempted), std::to_string(m.requests.preemptions)}});
-  body +=
-      html_table({"ms", "mean", "p50", "p90", "p95", "p99", "max", "std"},
-                 {latency_row("TTFT", m.latency_ms.ttft), latency_row("TPOT", m.latency_ms.tpot),
-                  latency_row("ITL", m.latency_ms.itl), latency_row("E2E", m.latency_ms.e2e)});
+  body += html_table(
+      {"ms", "mean", "p50", "p90", "p95", "p99", "max", "std"},
+      {latency_row("TTFT", m.latency_ms.ttft, none), latency_row("TPOT", m.latency_ms.tpot, none),
+       latency_row("ITL", m.latency_ms.itl, none), latency_row("E2E", m.latency_ms.e2e, none)});
   body += html_table({"throughput", "output tokens/s", "total tokens/s", "requests/s"},
                      {{"", fmt::format("{:.1f}", m.throughput.output_tokens_per_s),
                        fmt::format("{:.1f}", m.throughput.total_tokens_per_s),

@@ -13,7 +13,11 @@ std::string metrics_json_text(const RunMetrics& m) {
 }
 
 namespace {
-std::string latency_line(const char* name, const LatencySummary& s) {
+// `none` when no request completed: a latency of no request is no number.
+std::string latency_line(const char* name, const LatencySummary& s, bool none) {
+  if (none)
+    return fmt::format("  {:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", name, "none", "none",
+                       "none", "none", "none", "none", "none");
   return fmt::format("  {:<6} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}\n",
                      name, s.mean, s.p50, s.p90, s.p95, s.p99, s.max, s.std);
 }
@@ -47,10 +51,10 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
       m.requests.preemptions);
   out += fmt::format("  {:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "ms", "mean", "p50",
                      "p90", "p95", "p99", "max", "std");
-  out += latency_line("TTFT", m.latency_ms.ttft);
-  out += latency_line("TPOT", m.latency_ms.tpot);
-  out += latency_line("ITL", m.latency_ms.itl);
-  out += latency_line("E2E", m.latency_ms.e2e);
+  out += latency_line("TTFT", m.latency_ms.ttft, m.requests.completed == 0);
+  out += latency_line("TPOT", m.latency_ms.tpot, m.requests.completed == 0);
+  out += latency_line("ITL", m.latency_ms.itl, m.requests.completed == 0);
+  out += latency_line("E2E", m.latency_ms.e2e, m.requests.completed == 0);
   out += fmt::format("throughput: {:.1f} output tok/s, {:.1f} total tok/s, {:.3f} req/s\n",
                      m.throughput.output_tokens_per_s, m.throughput.total_tokens_per_s,
                      m.throughput.requests_per_s);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -10,6 +11,10 @@ namespace kvsim {
 namespace {
 
 constexpr int kRequestsPid = 1, kEnginePid = 2;
+// The first line of every trace this writer makes, and the start of its last
+// record: together, the marker that lets a later run replace the file.
+constexpr std::string_view kFirstLine = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+constexpr std::string_view kGeneratorRecord = "],\"otherData\":{\"generator\":\"kvsim\",";
 constexpr int kStepsTid = 1, kUpdatesTid = 2, kTransfersTid = 3, kVtcmTid = 4;
 
 // Trace timestamps are microseconds; kvsim's nanoseconds keep three decimals.
@@ -40,15 +45,38 @@ bool TraceRunSink::Sampler::keep() {
   return true;
 }
 
-TraceRunSink::TraceRunSink(const std::string& path, const std::string& title, uint64_t max_events)
-    : out_(path + ".partial"),
+bool TraceRunSink::written_by_kvsim(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(kFirstLine.size(), '\0');
+  if (!in.read(head.data(), static_cast<std::streamsize>(head.size())) || head != kFirstLine)
+    return false;
+  // The generator record is the last line, well within the last 4 KiB.
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+  in.seekg(from);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  if (!in.read(tail.data(), static_cast<std::streamsize>(tail.size()))) return false;
+  const size_t at = tail.rfind(kGeneratorRecord);
+  return at != std::string::npos && tail.find('\n', at) == tail.size() - 1;
+}
+
+TraceRunSink::TraceRunSink(const std::string& path, const std::string& title, uint64_t max_events,
+                           bool force)
+    : target_(output_target("--trace", path, OutputShape::file, force)),
       path_(path),
       requests_(max_events / 2 / 5),  // ~5 events per request
       steps_(max_events / 4),
       others_(max_events / 8),
       counters_(max_events / 8) {
-  if (!out_) throw std::runtime_error(fmt::format("cannot open the trace file {}", path));
-  out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  target_.kvsim_wrote_file = &TraceRunSink::written_by_kvsim;
+  refuse_unless_writable(target_);
+  temp_ = TemporaryPath(temporary_sibling(target_.path));
+  out_.open(temp_.path(), std::ios::binary | std::ios::trunc);
+  if (!out_)
+    throw std::filesystem::filesystem_error("cannot write the trace", target_.path,
+                                            std::error_code(errno, std::generic_category()));
+  out_ << kFirstLine;
   event(metadata("process_name", kRequestsPid, 0, "requests: " + title));
   event(metadata("process_name", kEnginePid, 0, "engine: " + title));
   event(metadata("thread_name", kEnginePid, kStepsTid, "steps / passes"));
@@ -142,23 +170,29 @@ void TraceRunSink::close() {
   const auto sampled = [](const Sampler& s) {
     return fmt::format(R"({{"seen":{},"kept":{}}})", s.seen(), s.kept());
   };
-  out_ << fmt::format(
-      "\n],\"otherData\":{{\"generator\":\"kvsim\",\"time_unit\":\"us of simulated time\","
-      "\"sampling\":\"every event until half of a kind's budget is spent, then every 2nd, "
-      "4th, ...\",\"requests\":{},\"steps\":{},\"spans\":{},\"counters\":{}}}}}\n",
-      sampled(requests_), sampled(steps_), sampled(others_), sampled(counters_));
+  out_ << "\n"
+       << kGeneratorRecord
+       << fmt::format(
+              "\"time_unit\":\"us of simulated time\","
+              "\"sampling\":\"every event until half of a kind's budget is spent, then every 2nd, "
+              "4th, ...\",\"requests\":{},\"steps\":{},\"spans\":{},\"counters\":{}}}}}\n",
+              sampled(requests_), sampled(steps_), sampled(others_), sampled(counters_));
   out_.flush();
-  if (!out_) throw std::runtime_error(fmt::format("cannot write the trace file {}", path_));
+  const int write_error = errno ? errno : EIO;
+  if (!out_)
+    throw std::filesystem::filesystem_error("cannot write the trace", target_.path,
+                                            std::error_code(write_error, std::generic_category()));
   out_.close();
-  // The file appears whole or not at all.
-  if (std::rename((path_ + ".partial").c_str(), path_.c_str()) != 0)
-    throw std::runtime_error(fmt::format("cannot write the trace file {}", path_));
+  // The file appears whole or not at all, and only where the rule still
+  // allows it (something may have been put there while the run went).
+  refuse_unless_writable(target_);
+  std::filesystem::rename(temp_.path(), target_.path);
+  temp_.release();
 }
 
 TraceRunSink::~TraceRunSink() {
-  if (closed_) return;
-  out_.close();
-  std::remove((path_ + ".partial").c_str());
+  if (out_.is_open()) out_.close();
+  // temp_ removes the unfinished file.
 }
 
 }  // namespace kvsim

@@ -15,9 +15,11 @@
 // run; the file's otherData
 // says how many were seen and kept.
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "reports/output_rule.hpp"
 #include "sim/engine/run_sink.hpp"
 
 namespace kvsim {
@@ -26,18 +28,27 @@ class TraceRunSink final : public RunSink {
  public:
   static constexpr uint64_t kDefaultMaxEvents = 400'000;
 
-  // Throws std::runtime_error when the file cannot be opened.
+  // Throws OutputRefused when the output rule (reports/output_rule.hpp)
+  // does not let `path` be written (`force`: a user's regular file may be
+  // replaced), std::filesystem::filesystem_error when the temporary file
+  // beside it cannot be created.
   TraceRunSink(const std::string& path, const std::string& title,
-               uint64_t max_events = kDefaultMaxEvents);
-  ~TraceRunSink() override;  // without close(), the partial file is removed
+               uint64_t max_events = kDefaultMaxEvents, bool force = false);
+  ~TraceRunSink() override;  // without close(), the temporary file is removed
   TraceRunSink(const TraceRunSink&) = delete;
   TraceRunSink& operator=(const TraceRunSink&) = delete;
   void request(const RequestRow& row) override;
   void timeline(const TimelineRow& row) override;
   bool wants_spans() const override { return true; }
   void span(const SpanRow& row) override;
-  // Ends the JSON document; throws std::runtime_error when a write failed.
+  // Ends the JSON document and renames it into place; throws
+  // std::filesystem::filesystem_error when a write failed (a full disk),
+  // OutputRefused when the destination may no longer be replaced.
   void close();
+
+  // Whether the regular file at `path` is a trace kvsim wrote: it begins
+  // with this writer's first line and ends with its generator record.
+  static bool written_by_kvsim(const std::filesystem::path& path);
 
   // Keeps every event until half the budget is spent, then every 2nd, ...
   class Sampler {
@@ -55,6 +66,8 @@ class TraceRunSink final : public RunSink {
  private:
   void event(const std::string& json);
 
+  OutputTarget target_;
+  TemporaryPath temp_;
   std::ofstream out_;
   std::string path_;
   bool first_ = true;

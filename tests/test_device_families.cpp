@@ -40,11 +40,11 @@ kernel_launch: {value: 5us, source: "A: CUDA kernel launch; to be calibrated"}
 step_overhead: {value: 1ms, source: "A: scheduler and host prep per step; to be calibrated"}
 max_tensor_parallel: {value: 8, source: "V: HGX H100 8-GPU NVLink domain"}
 efficiency:
-  gemm: {compute: {value: 0.7, source: "A"}, memory: {value: 0.8, source: "A"}}
-  attention: {compute: {value: 0.5, source: "A"}, memory: {value: 0.8, source: "A"}}
-  elementwise: {compute: {value: 0.5, source: "A"}, memory: {value: 0.7, source: "A"}}
-  transfer: {compute: {value: 1.0, source: "A"}, memory: {value: 0.8, source: "A"}}
-  collective: {compute: {value: 1.0, source: "A"}, memory: {value: 0.7, source: "A"}}
+  gemm: {compute: {value: 0.7, source: "A: assumed for the test"}, memory: {value: 0.8, source: "A: assumed for the test"}}
+  attention: {compute: {value: 0.5, source: "A: assumed for the test"}, memory: {value: 0.8, source: "A: assumed for the test"}}
+  elementwise: {compute: {value: 0.5, source: "A: assumed for the test"}, memory: {value: 0.7, source: "A: assumed for the test"}}
+  transfer: {compute: {value: 1.0, source: "A: assumed for the test"}, memory: {value: 0.8, source: "A: assumed for the test"}}
+  collective: {compute: {value: 1.0, source: "A: assumed for the test"}, memory: {value: 0.7, source: "A: assumed for the test"}}
 )";
 
 std::string messages(const config::LoadContext& ctx) {

@@ -61,21 +61,24 @@ TEST_F(OutputSafety, AFolderKvsimWroteIsReplacedAndAnEmptyOneTaken) {
   EXPECT_TRUE(fs::exists(path("empty/metrics.json")));
 }
 
-TEST_F(OutputSafety, AnOutputOfAnEarlierKvsimWithoutTheMarkerIsReplaced) {
+// Files with kvsim's names are no proof that kvsim wrote them (a user's
+// hand-written report.md, a folder laid out like a compare's): only the
+// .kvsim marker is, so such a folder is kept unless --force.
+TEST_F(OutputSafety, AFolderOfKvsimNamedFilesWithoutTheMarkerIsKept) {
   fs::create_directories(path("old/01-base"));
-  write("old/metrics.json", "{}");
-  write("old/report.md", "#");
+  write("old/compare.csv", "mine\n");
   write("old/01-base/metrics.json", "{}");
   auto r = kvsim("run " + scenario() + " --quiet --out " + path("old"));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_FALSE(fs::exists(path("old/01-base")));
-  // One file of the user's among them and it is not kvsim's any more.
-  fs::create_directories(path("mixed"));
-  write("mixed/metrics.json", "{}");
-  write("mixed/todo.txt", "x");
-  r = kvsim("run " + scenario() + " --quiet --out " + path("mixed"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(fs::exists(path("mixed/todo.txt")));
+  EXPECT_NE(r.output.find("no .kvsim marker"), std::string::npos) << r.output;
+  EXPECT_EQ(read(path("old/compare.csv")), "mine\n");
+  EXPECT_TRUE(fs::exists(path("old/01-base/metrics.json")));
+  fs::create_directories(path("notes"));
+  write("notes/report.md", "# my notes\n");
+  r = kvsim("run " + scenario() + " --quiet --out " + path("notes"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(read(path("notes/report.md")), "# my notes\n");
+  EXPECT_FALSE(fs::exists(path("notes/.kvsim")));
 }
 
 TEST_F(OutputSafety, TheWorkingFolderAndItsParentsAreNeverReplaced) {
@@ -176,9 +179,11 @@ TEST_F(OutputSafety, TwoRunsIntoOneFolderAtOnceLeaveOneWholeOutput) {
   }
 }
 
-// SIGINT (Ctrl-C), SIGTERM (kill) and SIGHUP (a closed terminal) each remove
-// the run's temporary folder and lock; SIGKILL cannot be caught, and its
-// leftovers are cleaned by the next run (LeftoversOfDeadRuns... above).
+// SIGINT (Ctrl-C), SIGTERM (kill) and SIGHUP (a closed terminal), and the
+// other signals that end a process by default (QUIT, USR1, USR2, PIPE, ALRM,
+// XFSZ, XCPU), each remove the run's temporary folder and lock; SIGKILL
+// cannot be caught, and its leftovers are cleaned by the next run
+// (LeftoversOfDeadRuns... above).
 class InterruptedRun : public OutputSafety, public ::testing::WithParamInterface<int> {};
 
 TEST_P(InterruptedRun, LeavesNoTemporaryFolder) {
@@ -207,11 +212,11 @@ TEST_P(InterruptedRun, LeavesNoTemporaryFolder) {
   EXPECT_FALSE(fs::exists(path("long")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, InterruptedRun, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+INSTANTIATE_TEST_SUITE_P(Signals, InterruptedRun,
+                         ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+                                           SIGPIPE, SIGALRM, SIGXFSZ, SIGXCPU),
                          [](const ::testing::TestParamInfo<int>& p) {
-                           return std::string(p.param == SIGINT    ? "SIGINT"
-                                              : p.param == SIGTERM ? "SIGTERM"
-                                                                   : "SIGHUP");
+                           return std::string("SIG") + sigabbrev_np(p.param);
                          });
 
 TEST_F(OutputSafety, CapacityWritesAFreshFolderPerInvocation) {

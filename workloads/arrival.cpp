@@ -14,9 +14,6 @@
 namespace kvsim {
 namespace {
 
-// Highest accepted rate: one arrival per nanosecond is the clock's resolution.
-constexpr double kMaxRatePerS = 1e9;
-
 double mean_gap_ns(double rate_per_s) {
   return static_cast<double>(kNsPerS) / rate_per_s;
 }

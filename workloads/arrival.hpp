@@ -14,6 +14,10 @@
 
 namespace kvsim {
 
+// Highest accepted `rate_per_s`: one arrival per nanosecond is the clock's
+// resolution.
+constexpr double kMaxRatePerS = 1e9;
+
 // `process: closed` (benchmark clients, as `vllm bench serve
 // --max-concurrency` with no request rate): `concurrency` clients each send
 // their next request `think_time` after their previous one completes.

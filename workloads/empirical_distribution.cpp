@@ -7,7 +7,9 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "base/input_file.hpp"
 #include "workloads/distribution_impl.hpp"
 
 namespace kvsim::detail {
@@ -64,12 +66,13 @@ std::vector<int64_t> read_csv(const config::Node& path_node, const std::string& 
                     "a CSV file, relative to the YAML file's folder");
     return values;
   }
-  std::ifstream in(file);
-  if (!in) {
-    path_node.error(fmt::format("cannot read '{}'", file),
+  std::string text;
+  if (const std::string problem = read_input_file(file, text); !problem.empty()) {
+    path_node.error(fmt::format("cannot read '{}': {}", file, problem),
                     "a CSV file, relative to the YAML file's folder");
     return values;
   }
+  std::istringstream in(text);
   const int64_t cap =
       reader.rules().kind == QuantityKind::tokens ? kMaxTokensPerValue : kMaxDurationValue;
   std::string line;
@@ -78,6 +81,7 @@ std::vector<int64_t> read_csv(const config::Node& path_node, const std::string& 
   int bad_lines = 0;
   while (std::getline(in, line)) {
     ++line_number;
+    if (line_number == 1) strip_utf8_bom(line);
     const std::string_view cell = trim(line);
     if (cell.empty()) continue;
     const ParsedQuantity q = parse_cell(cell, reader.rules());

@@ -9,6 +9,7 @@
 
 #include "base/checked_math.hpp"
 #include "base/diagnostics.hpp"
+#include "base/input_file.hpp"
 
 namespace kvsim {
 namespace {
@@ -28,6 +29,7 @@ TraceFileReader::TraceFileReader(const TraceWorkloadSpec& spec)
   else if (!std::filesystem::is_regular_file(status))
     problem = "is not a regular file";
   if (!problem) {
+    remember_input_file(spec_.path);
     in_.open(spec_.path, std::ios::binary);
     if (!in_) problem = "cannot be opened";
   }
@@ -81,8 +83,9 @@ void TraceFileReader::start_pass() {
   if (!format_->header) return;
   // The first non-blank line must be the header: its column names locate the
   // fields (always an error, whatever on_error says: no line could be read).
-  while (std::getline(in_, line_)) {
+  while (read_line()) {
     ++line_number_;
+    if (line_number_ == 1) strip_utf8_bom(line_);
     if (line_.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string problem = format_->read_header(line_, columns_);
     if (!problem.empty())
@@ -93,8 +96,20 @@ void TraceFileReader::start_pass() {
        fmt::format("a header line such as {}", format_->header));
 }
 
+bool TraceFileReader::read_line() {
+  try {
+    if (std::getline(in_, line_)) return true;
+  } catch (const std::ios_base::failure&) {
+    in_.setstate(std::ios::badbit);
+  }
+  if (in_.bad())
+    throw_at(std::max<int64_t>(line_number_ + 1, 1), spec_.key_path + ".path",
+             "cannot be read (an input/output error)", "a readable regular file");
+  return false;
+}
+
 bool TraceFileReader::read_record(TraceRecord& out) {
-  while (std::getline(in_, line_)) {
+  while (read_line()) {
     ++line_number_;
     ++lines_read_;
     out.line = line_number_;

@@ -42,6 +42,9 @@ class TraceFileReader {
   // order checked); false at the end of the file.
   bool read_record(TraceRecord& out);
   void start_pass();
+  // std::getline on the file; a read error (an I/O error, a file such as
+  // /proc/self/mem) is a config::ConfigError at the line, not an internal one.
+  bool read_line();
   [[noreturn]] void throw_at(int64_t line, std::string key_path, std::string problem,
                              std::string allowed) const;
   [[noreturn]] void fail(int64_t line, const std::string& problem, const std::string& allowed);

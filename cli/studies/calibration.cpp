@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "base/diagnostics.hpp"
 #include "base/input_file.hpp"
@@ -86,6 +87,38 @@ class RowErrors {
   std::vector<config::Diagnostic> all_;
 };
 
+// The unit each predicted metric is computed in, and the units a row may
+// state it in with their factor to that unit: a published figure is
+// converted once, here, and a unit that is not one of these is an error at
+// its cell (a TTFT in seconds is not a TTFT in milliseconds).
+struct MetricUnits {
+  const char* prefix;  // the metric, or the start of its name (ttft_...)
+  const char* unit;    // what the predictors produce
+  std::vector<std::pair<std::string, double>> accepted;
+};
+
+const std::vector<MetricUnits>& metric_units() {
+  static const std::vector<MetricUnits> table = {
+      {"ttft", "ms", {{"ms", 1.0}, {"s", 1000.0}, {"us", 1e-3}}},
+      {"decode_rate", "tokens/s", {{"tokens/s", 1.0}, {"tok/s", 1.0}, {"tokens/min", 1.0 / 60}}},
+      {"output_throughput",
+       "tokens/s",
+       {{"tokens/s", 1.0}, {"tok/s", 1.0}, {"tokens/min", 1.0 / 60}}},
+      {"request_throughput",
+       "requests/s",
+       {{"requests/s", 1.0}, {"req/s", 1.0}, {"requests/min", 1.0 / 60}}},
+  };
+  return table;
+}
+
+const MetricUnits* units_of(const std::string& metric) {
+  for (const MetricUnits& m : metric_units()) {
+    const std::string_view p(m.prefix);
+    if (p == "ttft" ? metric.rfind("ttft", 0) == 0 : metric == p) return &m;
+  }
+  return nullptr;
+}
+
 const std::vector<std::string> kRequiredColumns = {"id",     "device", "model",
                                                    "metric", "value",  "unit"};
 
@@ -100,11 +133,12 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
     errors.add(1, 1, "measurements", problem, allowed);
     errors.throw_if_any();
   }
-  std::ifstream in(path);
-  if (!in) {
-    errors.add(1, 1, "measurements", "cannot open the file", allowed);
+  std::string contents;
+  if (const std::string problem = read_input_file(path, contents); !problem.empty()) {
+    errors.add(1, 1, "measurements", problem, allowed);
     errors.throw_if_any();
   }
+  std::istringstream in(contents);
   std::string line;
   std::vector<CsvField> fields;
   int64_t bad_col = 0;
@@ -114,6 +148,7 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
     errors.throw_if_any();
   }
   if (!line.empty() && line.back() == '\r') line.pop_back();
+  strip_utf8_bom(line);
   if (!split_csv_line(line, fields, bad_col)) {
     errors.add(1, bad_col, "header", "unterminated quote", "");
     errors.throw_if_any();
@@ -225,6 +260,20 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
         row.value = v;
     } else {
       errors.add(line_no, end_col(), "value", "is missing (the row is too short)", "");
+    }
+    if (const MetricUnits* units = units_of(row.metric); units != nullptr && !row.unit.empty()) {
+      const auto it = std::find_if(units->accepted.begin(), units->accepted.end(),
+                                   [&](const auto& u) { return u.first == row.unit; });
+      if (it == units->accepted.end()) {
+        std::string units_list;
+        for (const auto& u : units->accepted)
+          units_list += (units_list.empty() ? "" : ", ") + u.first;
+        errors.add(line_no, cell("unit")->col, "unit",
+                   fmt::format("'{}' is not a unit of {}", row.unit, row.metric), units_list);
+      } else {
+        row.value *= it->second;
+        row.unit = units->unit;
+      }
     }
     if (!row.id.empty() && !ids.insert(row.id).second)
       errors.add(line_no, cell("id")->col, "id", fmt::format("'{}' appears twice", row.id),

@@ -47,7 +47,25 @@ VaryAxis parse_vary(const std::string& text) {
   return axis;
 }
 
+void check_vary_axes(const std::vector<VaryAxis>& axes) {
+  double count = 1;
+  std::string product;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (axes[j].key == axes[i].key)
+        vary_error(fmt::format("'{}' is varied twice; give its values in one --vary", axes[i].key));
+    count *= static_cast<double>(axes[i].values.size());
+    product += (product.empty() ? "" : " x ") + std::to_string(axes[i].values.size());
+  }
+  if (count > static_cast<double>(kMaxCompareVariants))
+    throw_input_error(
+        "--vary", "vary",
+        fmt::format("{:.0f} variants ({}), more than a compare runs", count, product),
+        fmt::format("at most {} variants; `kvsim sweep` runs larger grids", kMaxCompareVariants));
+}
+
 std::vector<CompareVariant> expand_variants(const std::vector<VaryAxis>& axes) {
+  check_vary_axes(axes);
   std::vector<CompareVariant> out = {CompareVariant{}};
   for (const auto& axis : axes) {
     std::vector<CompareVariant> next;

@@ -35,6 +35,15 @@ struct CompareVariant {
 // The cartesian product, first axis outermost.
 std::vector<CompareVariant> expand_variants(const std::vector<VaryAxis>& axes);
 
+// The most variants one compare runs (each is loaded first and run in this
+// process, and its folder listed side by side): a larger grid is a sweep's.
+constexpr size_t kMaxCompareVariants = 1000;
+
+// Throws config::ConfigError at --vary when a key is varied twice (the
+// second would silently override the first in every label) or the grid has
+// more than kMaxCompareVariants variants.
+void check_vary_axes(const std::vector<VaryAxis>& axes);
+
 // A column of the side-by-side table.
 struct CompareColumn {
   std::string key;    // metrics.json key

@@ -1,5 +1,7 @@
 #include "cli/studies/run_folder.hpp"
 
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "cli/studies/run_provenance.hpp"
@@ -15,13 +17,23 @@ namespace kvsim {
 RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,
                                 std::function<void(const RunProgress&)> progress, bool force,
                                 const RunProvenance* provenance, const std::string& trace_path) {
+  if (!trace_path.empty()) {
+    // The folder is replaced whole at the end: a trace inside it would go too.
+    const OutputTarget folder = output_target("--out", out, OutputShape::folder, force);
+    const OutputTarget trace = output_target("--trace", trace_path, OutputShape::file, force);
+    if (trace.path == folder.path || trace.path.string().rfind(folder.path.string() + "/", 0) == 0)
+      throw OutputRefused(fmt::format(
+          "--trace {}: is inside --out {}, which is replaced whole ({})", trace.path.string(),
+          folder.path.string(), "a trace path outside the output folder"));
+  }
   OutputDir dir(out, force);
   RunFolderResult result;
   CsvRunSink csv(dir.file("requests.csv"), dir.file("timeline.csv"));
   std::vector<RunSink*> sinks = {&csv, &result.series};
   std::unique_ptr<TraceRunSink> trace;
   if (!trace_path.empty()) {
-    trace = std::make_unique<TraceRunSink>(trace_path, spec.name);
+    trace = std::make_unique<TraceRunSink>(trace_path, spec.name, TraceRunSink::kDefaultMaxEvents,
+                                           force);
     sinks.push_back(trace.get());
   }
   FanOutRunSink sink(sinks);

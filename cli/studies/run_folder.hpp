@@ -24,7 +24,8 @@ struct RunFolderResult {
 // `provenance`, when given, goes into metrics.json and scenario.resolved.yaml
 // so that `kvsim run --from` can run the folder's scenario again.
 // `trace_path`, when not empty, receives the run as Chrome trace-event JSON
-// (reports/trace_writer.hpp). Nothing is read back from the CSV files: the
+// (reports/trace_writer.hpp), under the same output rule (`force` applies to
+// it too); it may not lie inside `out`. Nothing is read back from the CSV files: the
 // reports come from the series streamed beside them, so memory stays flat
 // whatever the run's length.
 RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out,

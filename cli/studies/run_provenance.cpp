@@ -30,14 +30,10 @@ std::string absolute(const std::string& path) {
 
 std::string read_text(const std::string& path) {
   // A directory reads as nothing and /dev/zero forever: refused first.
-  if (const std::string problem = input_file_problem(path); !problem.empty())
+  std::string text;
+  if (const std::string problem = read_input_file(path, text); !problem.empty())
     throw_input_error(path, "", problem, "a metrics.json or scenario.resolved.yaml");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw_input_error(path, "", "cannot read the file", "a metrics.json or scenario.resolved.yaml");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return text;
 }
 
 RunProvenance from_metrics(const std::string& path) {

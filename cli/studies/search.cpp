@@ -53,7 +53,8 @@ class SearchSource : public TaskSource {
     const size_t c = o.index / n;
     SearchProbe p{c, spec_.search->rates[o.index % n], o, false, {}};
     if (o.metrics.is_null()) {
-      p.why = fmt::format("{}: {}", o.status, o.message);
+      p.why = o.reason.empty() ? fmt::format("{}: {}", o.status, o.message)
+                               : fmt::format("{} ({}): {}", o.status, o.reason, o.message);
     } else {
       p.meets = probe_meets_slo(o.metrics, spec_.search->slo, &p.why);
     }
@@ -95,6 +96,11 @@ void judge_candidates(const SweepSpec& spec, SearchResult& r) {
         first_miss = &p;
     }
     std::string missed;
+    if (first_miss && first_miss->outcome.status == "failed") {
+      cand.reason = fmt::format("undetermined: the probe at {}/s {}",
+                                format_set_value(first_miss->rate, false), first_miss->why);
+      continue;
+    }
     if (first_miss) {
       missed = fmt::format("missed at {}/s ({})", format_set_value(first_miss->rate, false),
                            first_miss->why);
@@ -120,21 +126,25 @@ void judge_candidates(const SweepSpec& spec, SearchResult& r) {
   // The choice: fewest devices (then throughput per device), or throughput
   // per device (then fewest devices); the lower index breaks a full tie.
   const bool by_devices = s.objective == "least_devices";
-  for (size_t c = 0; c < r.candidates.size(); ++c) {
+  for (const auto& p : r.probes) {
+    if (p.outcome.status != "failed") continue;
+    if (p.outcome.reason == "internal")
+      ++r.failed_internal;
+    else
+      ++r.failed_environment;
+  }
+  const auto better = [by_devices](const SearchCandidate& x, const SearchCandidate& b) {
+    const bool better_tpd = x.best_throughput_per_device > b.best_throughput_per_device;
+    const bool same_tpd = x.best_throughput_per_device == b.best_throughput_per_device;
+    return by_devices ? (x.total_devices < b.total_devices ||
+                         (x.total_devices == b.total_devices && better_tpd))
+                      : (better_tpd || (same_tpd && x.total_devices < b.total_devices));
+  };
+  // A failed probe leaves the search undetermined: nothing is chosen, overall
+  // or per device.
+  for (size_t c = 0; c < r.candidates.size() && !r.undetermined(); ++c) {
     const auto& x = r.candidates[c];
-    if (!x.eligible) continue;
-    if (!r.chosen) {
-      r.chosen = c;
-      continue;
-    }
-    const auto& b = r.candidates[*r.chosen];
-    const auto better_tpd = x.best_throughput_per_device > b.best_throughput_per_device;
-    const auto same_tpd = x.best_throughput_per_device == b.best_throughput_per_device;
-    const bool better = by_devices
-                            ? (x.total_devices < b.total_devices ||
-                               (x.total_devices == b.total_devices && better_tpd))
-                            : (better_tpd || (same_tpd && x.total_devices < b.total_devices));
-    if (better) r.chosen = c;
+    if (x.eligible && (!r.chosen || better(x, r.candidates[*r.chosen]))) r.chosen = c;
   }
   // The same choice among each device's candidates (a `device` axis).
   for (size_t c = 0; c < r.candidates.size(); ++c) {
@@ -149,20 +159,8 @@ void judge_candidates(const SweepSpec& spec, SearchResult& r) {
       it = r.per_device.end() - 1;
     }
     const auto& x = r.candidates[c];
-    if (!x.eligible) continue;
-    if (!it->chosen) {
-      it->chosen = c;
-      continue;
-    }
-    const auto& b = r.candidates[*it->chosen];
-    const bool better = by_devices
-                            ? (x.total_devices < b.total_devices ||
-                               (x.total_devices == b.total_devices &&
-                                x.best_throughput_per_device > b.best_throughput_per_device))
-                            : (x.best_throughput_per_device > b.best_throughput_per_device ||
-                               (x.best_throughput_per_device == b.best_throughput_per_device &&
-                                x.total_devices < b.total_devices));
-    if (better) it->chosen = c;
+    if (r.undetermined() || !x.eligible) continue;
+    if (!it->chosen || better(x, r.candidates[*it->chosen])) it->chosen = c;
   }
   for (size_t c = 0; c < r.candidates.size(); ++c) {
     auto& cand = r.candidates[c];
@@ -225,6 +223,8 @@ SearchResult run_search(const SweepSpec& spec, const SweepOptions& options) {
       throw config::ConfigError({d});
     }
   }
+  announce_large_grid(spec, "search", options.quiet);
+  sweep_variant_count(spec);
   check_sweep_loads(spec);
   SearchResult r;
   r.folder = options.out.empty() ? "out/search-" + safe_path_component(spec.name) : options.out;
@@ -247,7 +247,7 @@ SearchResult run_search(const SweepSpec& spec, const SweepOptions& options) {
   pool.base = spec.base;
   pool.jobs = options.jobs > 0 ? options.jobs : default_jobs();
   pool.on_outcome = [&](const VariantOutcome& o) { progress.tick(o); };
-  run_variant_pool(source, pool);
+  run_variant_pool(source, pool, r.candidates.size());
   r.probes = std::move(source.probes);
   std::sort(r.probes.begin(), r.probes.end(), [](const SearchProbe& a, const SearchProbe& b) {
     return a.candidate != b.candidate ? a.candidate < b.candidate : a.rate < b.rate;

@@ -57,6 +57,10 @@ struct SearchResult {
     std::optional<size_t> chosen;
   };
   std::vector<PerDevice> per_device;
+  // Probes the environment or kvsim failed (status "failed"): the search is
+  // then undetermined, no candidate is chosen and no "none meets" is said.
+  size_t failed_environment = 0, failed_internal = 0;
+  bool undetermined() const { return failed_environment + failed_internal > 0; }
 };
 
 // The SLO verdict of one probe's metrics, with the reason.

@@ -12,6 +12,14 @@
 
 namespace kvsim {
 namespace {
+
+// No choice is made when a probe failed for a reason other than the SLO.
+std::string undetermined_text(const SearchResult& r) {
+  return fmt::format(
+      "Undetermined: {} probes failed ({} environment, {} internal), so no configuration is "
+      "chosen and none is ruled out; `kvsim search` again once they can run.",
+      r.failed_environment + r.failed_internal, r.failed_environment, r.failed_internal);
+}
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kProbeMetrics[] = {"throughput.output_tokens_per_s",
@@ -112,6 +120,8 @@ std::string json_text(const SweepSpec& spec, const SearchResult& r) {
     }
     doc["per_device"] = per;
   }
+  doc["undetermined"] = r.undetermined();
+  doc["failed_probes"] = {{"environment", r.failed_environment}, {"internal", r.failed_internal}};
   Json cands = Json::array();
   for (const auto& c : r.candidates) {
     Json j;
@@ -145,13 +155,15 @@ std::string summary_line(const SweepSpec& spec, const SearchResult& r) {
 
 std::string markdown_text(const SweepSpec& spec, const SearchResult& r) {
   std::string md = "# Search " + spec.name + "\n\n" + summary_line(spec, r) + "\n\n";
-  md += r.chosen ? "**Chosen:** " + r.candidates[*r.chosen].variant.label + "\n\n"
-                 : std::string("**No configuration meets the SLO.**\n\n");
+  md += r.chosen           ? "**Chosen:** " + r.candidates[*r.chosen].variant.label + "\n\n"
+        : r.undetermined() ? undetermined_text(r) + "\n\n"
+                           : std::string("**No configuration meets the SLO.**\n\n");
   for (const auto& p : r.per_device)
-    md += p.chosen ? fmt::format("- {}: {} ({} devices)\n", p.device,
-                                 r.candidates[*p.chosen].variant.label,
-                                 r.candidates[*p.chosen].total_devices)
-                   : fmt::format("- {}: none meets the SLO\n", p.device);
+    md += p.chosen           ? fmt::format("- {}: {} ({} devices)\n", p.device,
+                                           r.candidates[*p.chosen].variant.label,
+                                           r.candidates[*p.chosen].total_devices)
+          : r.undetermined() ? fmt::format("- {}: undetermined\n", p.device)
+                             : fmt::format("- {}: none meets the SLO\n", p.device);
   if (!r.per_device.empty()) md += "\n";
   md +=
       "Instances split the target rate evenly (no router is modelled). A candidate that "
@@ -173,7 +185,9 @@ std::string html_text(const SweepSpec& spec, const SearchResult& r) {
                      html_escape(summary_line(spec, r)) + "</p>\n";
   body += r.chosen ? "<p><strong>Chosen:</strong> " +
                          html_escape(r.candidates[*r.chosen].variant.label) + "</p>\n"
-                   : std::string("<p><strong>No configuration meets the SLO.</strong></p>\n");
+          : r.undetermined()
+              ? "<p>" + html_escape(undetermined_text(r)) + "</p>\n"
+              : std::string("<p><strong>No configuration meets the SLO.</strong></p>\n");
   XySeries met{"probes meeting the SLO", {}, {}, false}, front{"Pareto front", {}, {}, true};
   for (const auto& p : r.probes) {
     const auto ttft = metric_value(p.outcome.metrics, "latency_ms.ttft.p99");

@@ -11,6 +11,7 @@
 #include "reports/input_error.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
+#include "workloads/arrival.hpp"
 
 namespace kvsim {
 
@@ -87,8 +88,12 @@ SloSearchResult search_max_rate(const std::string& workload_path,
   double lo = 0, hi = 0;
   if (probe(start)) {
     lo = start;
-    for (double rate = start * 2; static_cast<int>(r.probes.size()) < options.max_probes;
-         rate *= 2) {
+    // Doubling stops at the highest rate a scenario may state: met there,
+    // the SLO holds at every rate (hi stays 0), and no probe is made at a
+    // rate the user's scenario could not have written.
+    for (double rate = std::min(start * 2, kMaxRatePerS);
+         rate > lo && static_cast<int>(r.probes.size()) < options.max_probes;
+         rate = std::min(rate * 2, kMaxRatePerS)) {
       if (!probe(rate)) {
         hi = rate;
         break;

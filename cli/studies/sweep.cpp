@@ -3,9 +3,15 @@
 
 #include <fmt/format.h>
 
+#include <xxhash.h>
+
 #include <deque>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 
+#include "base/input_file.hpp"
+#include "cli/studies/failure_class.hpp"
 #include "cli/studies/sweep_report.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -56,6 +62,7 @@ std::optional<VariantOutcome> preload_variant(const std::string& base, size_t in
     o.label = label;
     o.sets = sets;
     o.status = "rejected";
+    o.reason = failure_class_name(FailureClass::invalid_configuration);
     o.exit_code = 2;
     const auto& d = e.diagnostics();
     o.message = d.empty() ? e.what() : d.front().key_path + ": " + d.front().problem;
@@ -87,11 +94,50 @@ void check_sweep_loads(const SweepSpec& spec) {
   }
 }
 
+std::string sweep_inputs_digest(const SweepSpec& spec) {
+  std::error_code ec;
+  const std::string sweep_file = fs::weakly_canonical(fs::absolute(spec.file, ec), ec).string();
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const std::string& input : input_files_read()) {
+    if (input == sweep_file) continue;
+    XXH3_64bits_update(state, input.data(), input.size() + 1);
+    // Whole contents up to 64 MiB; a larger file (a long trace) by its size
+    // and modification time, so a resume does not read gigabytes first.
+    const auto size = fs::file_size(input, ec);
+    if (!ec && size <= (uint64_t{64} << 20)) {
+      std::ifstream in(input, std::ios::binary);
+      char buffer[1 << 16];
+      while (in.read(buffer, sizeof buffer) || in.gcount() > 0)
+        XXH3_64bits_update(state, buffer, static_cast<size_t>(in.gcount()));
+    } else {
+      const auto stamp = fs::last_write_time(input, ec).time_since_epoch().count();
+      const uint64_t parts[2] = {static_cast<uint64_t>(size), static_cast<uint64_t>(stamp)};
+      XXH3_64bits_update(state, parts, sizeof parts);
+    }
+  }
+  const uint64_t digest = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return fmt::format("{:016x}", digest);
+}
+
+void announce_large_grid(const SweepSpec& spec, const char* command, bool quiet) {
+  const size_t n = sweep_variant_count(spec);
+  if (quiet || n < kAnnouncedSweepVariants) return;
+  std::cerr << fmt::format(
+      "kvsim {} {}: {} variants; each is loaded once before any runs (this takes a while)\n",
+      command, spec.name, n);
+}
+
 SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const MpiWorld& world) {
   SweepResult result;
   result.folder = options.out.empty() ? "out/sweep-" + safe_path_component(spec.name) : options.out;
+  announce_large_grid(spec, "sweep", options.quiet || world.rank != 0);
   result.variants = expand_sweep(spec);
   check_sweep_loads(spec);
+  // After check_sweep_loads, which loads the base with every axis value
+  // alone on every rank alike: the same files, the same digest everywhere.
+  const std::string digest = sweep_inputs_digest(spec);
   const std::string variants_dir = result.folder + "/variants";
   if (world.rank == 0) {
     // A folder kvsim did not write is refused before anything is removed.
@@ -106,11 +152,26 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
   mpi_barrier(world);
 
   std::map<size_t, VariantOutcome> done;
+  std::vector<VariantOutcome> mine;
+  std::vector<std::pair<const SweepVariant*, int64_t>> runnable;
+  for (const auto& v : result.variants) {
+    if (static_cast<int>(v.index % world.size) != world.rank) continue;
+    int64_t devices = 0;
+    if (auto rejected = preload_variant(spec.base, v.index, v.label, v.sets, &devices)) {
+      mine.push_back(std::move(*rejected));
+      continue;
+    }
+    runnable.emplace_back(&v, devices);
+  }
+  for (auto& o : mine) o.inputs_digest = digest;
   if (options.resume) {
     for (auto& [index, o] : read_journals(result.folder)) {
       // A journal line counts only for the same variant (the file may have
-      // changed since): same index, same assignments.
-      if (index < result.variants.size() && o.sets == result.variants[index].sets)
+      // changed since): same index, same assignments, the same input files
+      // (an edited base is another scenario), and a verdict that stands (a
+      // variant the environment failed runs again).
+      if (index < result.variants.size() && o.sets == result.variants[index].sets &&
+          o.inputs_digest == digest && outcome_is_final(o))
         done.emplace(index, std::move(o));
     }
   }
@@ -118,33 +179,34 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
   const SweepJournal journal(result.folder + (world.active
                                                   ? fmt::format("/journal-{:04}.jsonl", world.rank)
                                                   : std::string("/journal.jsonl")));
+  std::erase_if(mine, [&](const VariantOutcome& o) { return done.count(o.index) > 0; });
+  for (const auto& o : mine) journal.append(o);
   std::deque<VariantTask> tasks;
-  std::vector<VariantOutcome> mine;
-  for (const auto& v : result.variants) {
-    if (done.count(v.index) || static_cast<int>(v.index % world.size) != world.rank) continue;
-    int64_t devices = 0;
-    if (auto rejected = preload_variant(spec.base, v.index, v.label, v.sets, &devices)) {
-      journal.append(*rejected);
-      mine.push_back(std::move(*rejected));
-      continue;
-    }
+  for (const auto& [v, devices] : runnable) {
+    if (done.count(v->index)) continue;
     tasks.push_back(
-        {v.index, v.label, v.sets, variants_dir + "/" + variant_folder_name(v.index), devices});
+        {v->index, v->label, v->sets, variants_dir + "/" + variant_folder_name(v->index), devices});
   }
   SweepProgress progress(result.variants.size(), done.size() + mine.size(),
                          options.progress && world.rank == 0);
+  const size_t task_count = tasks.size();
   SweepSource source(std::move(tasks));
   PoolOptions pool;
   pool.kvsim_binary = options.kvsim_binary;
   pool.base = spec.base;
   pool.jobs = jobs_for(options, world);
   pool.on_outcome = [&](const VariantOutcome& o) {
-    journal.append(o);
+    VariantOutcome recorded = o;
+    recorded.inputs_digest = digest;
+    journal.append(recorded);
     progress.tick(o);
   };
-  run_variant_pool(source, pool);
+  run_variant_pool(source, pool, task_count);
   result.ran = source.outcomes.size();
-  for (auto& o : source.outcomes) mine.push_back(std::move(o));
+  for (auto& o : source.outcomes) {
+    o.inputs_digest = digest;
+    mine.push_back(std::move(o));
+  }
 
   // Rank 0 gathers every rank's outcomes (their journals may sit on another
   // host's disk) and writes the files.
@@ -161,6 +223,13 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
     if (!done.count(v.index))
       throw std::logic_error(fmt::format("sweep: variant {} has no outcome", v.index));
     result.outcomes.push_back(done.at(v.index));
+    const VariantOutcome& o = result.outcomes.back();
+    if (o.status == "failed") {
+      if (o.reason == failure_class_name(FailureClass::internal))
+        ++result.failed_internal;
+      else
+        ++result.failed_environment;
+    }
   }
   write_sweep_files(spec, result);
   return result;

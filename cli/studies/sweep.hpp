@@ -23,16 +23,28 @@ struct SweepOptions {
   bool resume = false;       // keep the journal's finished variants
   bool force = false;        // write into --out even if kvsim did not write it
   bool progress = false;     // progress line on stderr
+  bool quiet = false;        // no announcement of a large grid
   std::string kvsim_binary;  // the executable spawned per variant
 };
 
 struct SweepResult {
   std::string folder;
   std::vector<SweepVariant> variants;
-  std::vector<VariantOutcome> outcomes;  // in variant order (rank 0 only under MPI)
-  size_t resumed = 0;                    // taken from the journal
-  size_t ran = 0;                        // run by this process
+  std::vector<VariantOutcome> outcomes;                // in variant order (rank 0 only under MPI)
+  size_t resumed = 0;                                  // taken from the journal
+  size_t ran = 0;                                      // run by this process
+  size_t failed_environment = 0, failed_internal = 0;  // outcomes failed, by reason
 };
+
+// A digest of every input file read while loading the sweep's variants (the
+// base scenario and the device, model and data files it names), not the
+// sweep file itself: a journal line written under another digest was a run
+// of other inputs, and --resume runs that variant again.
+std::string sweep_inputs_digest(const SweepSpec& spec);
+
+// Prints "kvsim sweep NAME: N variants ..." on stderr when the grid is large
+// (kAnnouncedSweepVariants), before its variants are loaded.
+void announce_large_grid(const SweepSpec& spec, const char* command, bool quiet);
 
 // Loads the base with the file's `set:` and each axis value alone: a base
 // or `set:` that does not load, or an axis none of whose values loads (an

@@ -29,7 +29,7 @@ std::string csv_cell(const std::string& text) {
 std::vector<std::string> table_headers(const SweepSpec& spec) {
   std::vector<std::string> h = {"variant"};
   for (const auto& k : sweep_axis_keys(spec)) h.push_back(k);
-  h.insert(h.end(), {"status", "devices"});
+  h.insert(h.end(), {"status", "reason", "devices"});
   for (const auto& m : spec.metrics) h.push_back(m);
   h.push_back("message");
   return h;
@@ -43,6 +43,7 @@ std::vector<std::vector<std::string>> table_rows(const SweepSpec& spec, const Sw
     std::vector<std::string> row = {fmt::format("{}", v.index)};
     row.insert(row.end(), v.axis_values.begin(), v.axis_values.end());
     row.push_back(o.status);
+    row.push_back(o.reason);
     row.push_back(o.devices > 0 ? fmt::format("{}", o.devices) : "");
     for (const auto& m : spec.metrics) row.push_back(metric_cell(o.metrics, m));
     row.push_back(o.message);
@@ -84,6 +85,7 @@ std::string json_text(const SweepSpec& spec, const SweepResult& r) {
     for (size_t k = 0; k < keys.size(); ++k) values[keys[k]] = v.axis_values[k];
     j["values"] = values;
     j["status"] = o.status;
+    j["reason"] = o.reason;
     j["devices"] = o.devices;
     j["folder"] = "variants/" + variant_folder_name(v.index);
     Json metrics = Json::object();

@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,8 +13,6 @@
 #include <mutex>
 #include <thread>
 
-extern char** environ;
-
 namespace kvsim {
 namespace {
 namespace fs = std::filesystem;
@@ -24,18 +20,6 @@ using Json = nlohmann::ordered_json;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The last non-empty line of a child's stderr, without the "kvsim: " prefix.
-std::string last_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  for (const char* prefix : {"kvsim: error: ", "kvsim: internal error: ", "kvsim: "}) {
-    if (last.rfind(prefix, 0) == 0) return last.substr(std::string(prefix).size());
-  }
-  return last;
 }
 
 }  // namespace
@@ -46,9 +30,11 @@ Json outcome_to_json(const VariantOutcome& o) {
   j["label"] = o.label;
   j["sets"] = o.sets;
   j["status"] = o.status;
+  j["reason"] = o.reason;
   j["exit_code"] = o.exit_code;
   j["message"] = o.message;
   j["devices"] = o.devices;
+  j["inputs"] = o.inputs_digest;
   j["metrics"] = o.metrics;
   return j;
 }
@@ -59,9 +45,13 @@ VariantOutcome outcome_from_json(const Json& j) {
   o.label = j.at("label").get<std::string>();
   o.sets = j.at("sets").get<std::vector<std::string>>();
   o.status = j.at("status").get<std::string>();
+  // Journals written before reasons were recorded: a rejection there may
+  // have been the environment's, so it is not trusted (it runs again).
+  o.reason = j.contains("reason") ? j.at("reason").get<std::string>() : std::string("unknown");
   o.exit_code = j.at("exit_code").get<int>();
   o.message = j.at("message").get<std::string>();
   o.devices = j.at("devices").get<int64_t>();
+  if (j.contains("inputs")) o.inputs_digest = j.at("inputs").get<std::string>();
   o.metrics = j.at("metrics");
   return o;
 }
@@ -121,96 +111,69 @@ void remove_journals(const std::string& dir) {
   }
 }
 
-VariantOutcome run_variant_process(const VariantTask& task, const PoolOptions& options) {
-  VariantOutcome o;
-  o.index = task.index;
-  o.label = task.label;
-  o.sets = task.sets;
-  o.devices = task.devices;
-  std::vector<std::string> args = {options.kvsim_binary, "run", options.base, "--quiet", "--out",
-                                   task.folder};
-  for (const auto& s : task.sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string log = task.folder + ".log";
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int rc =
-      posix_spawn(&pid, options.kvsim_binary.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    o.status = "failed";
-    o.exit_code = -1;
-    o.message = fmt::format("cannot start {}: {}", options.kvsim_binary, std::strerror(rc));
-    return o;
-  }
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(wstatus)) {
-    o.exit_code = WEXITSTATUS(wstatus);
-  } else {
-    o.exit_code = 128 + (WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
-  }
-  const std::string metrics_path = task.folder + "/metrics.json";
-  if ((o.exit_code == 0 || o.exit_code == 1) && fs::is_regular_file(metrics_path)) {
-    o.status = o.exit_code == 0 ? "ok" : "expect_failed";
-    std::ifstream in(metrics_path);
-    o.metrics = Json::parse(in);
-    o.metrics["sim"].erase("wall_s");  // the host's time: not part of a reproducible sweep
-    if (o.exit_code == 1) o.message = last_line(log);
-  } else {
-    o.status = o.exit_code == 2 ? "rejected" : "failed";
-    o.message = last_line(log);
-    if (o.message.empty()) o.message = fmt::format("exit status {}", o.exit_code);
-  }
-  return o;
+bool outcome_is_final(const VariantOutcome& o) {
+  if (o.status == "ok" || o.status == "expect_failed") return true;
+  return o.status == "rejected" && o.reason == "invalid_configuration";
 }
 
-void run_variant_pool(TaskSource& source, const PoolOptions& options) {
+void run_variant_pool(TaskSource& source, const PoolOptions& options, size_t max_tasks) {
   std::mutex mutex;
   std::condition_variable changed;
   int running = 0;
   std::exception_ptr error;
+  // Whatever a worker meets (a spawn that fails, memory that runs out while
+  // it copies a task) stops the pool with that error rather than leaving a
+  // thread by an exception, which would end the process (std::terminate).
   const auto worker = [&] {
     std::unique_lock lock(mutex);
-    while (!error) {
-      if (auto task = source.next()) {
-        ++running;
-        lock.unlock();
-        VariantOutcome o;
-        try {
-          o = run_variant_process(*task, options);
-        } catch (...) {
+    bool counted = false;  // this thread's variant is in `running`
+    try {
+      while (!error) {
+        if (auto task = source.next()) {
+          ++running;
+          counted = true;
+          lock.unlock();
+          VariantOutcome o = run_variant_process(*task, options);
           lock.lock();
           --running;
-          error = std::current_exception();
+          counted = false;
+          source.done(o);
+          if (options.on_outcome) options.on_outcome(o);
           changed.notify_all();
-          return;
+          continue;
         }
-        lock.lock();
-        --running;
-        source.done(o);
-        if (options.on_outcome) options.on_outcome(o);
-        changed.notify_all();
-        continue;
+        if (running == 0) break;
+        changed.wait(lock);
       }
-      if (running == 0) break;
-      changed.wait(lock);
+    } catch (...) {
+      if (!lock.owns_lock()) lock.lock();
+      if (counted) --running;
+      if (!error) error = std::current_exception();
     }
     changed.notify_all();
   };
+  // One thread per job waits for one child: never more threads than jobs or
+  // variants, and as many as the system gives (each needs a stack).
+  const size_t wanted =
+      std::max<size_t>(1, std::min(static_cast<size_t>(std::max(1, options.jobs)), max_tasks));
   std::vector<std::thread> threads;
-  for (int i = 0; i < std::max(1, options.jobs); ++i) threads.emplace_back(worker);
+  std::exception_ptr start_error;
+  for (size_t i = 0; i < wanted; ++i) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error&) {
+      start_error = std::current_exception();
+      break;
+    } catch (const std::bad_alloc&) {
+      start_error = std::current_exception();
+      break;
+    }
+  }
+  if (threads.empty() && start_error) {
+    throw std::filesystem::filesystem_error(
+        fmt::format("cannot start a worker thread (--jobs {})", options.jobs),
+        std::error_code(EAGAIN, std::generic_category()));
+  }
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
 }

@@ -29,12 +29,18 @@ struct VariantOutcome {
   size_t index = 0;
   std::string label;
   std::vector<std::string> sets;
-  // ok | expect_failed (metrics valid) | rejected (exit 2 at load: does not
-  // fit, a value out of range) | failed (exit 3, a signal, no metrics.json)
+  // ok | expect_failed (metrics valid) | rejected (the configuration is
+  // invalid: does not fit, a value out of range) | failed (the environment
+  // broke: a full disk, a folder held by another process, a signal from
+  // outside; or an internal error). cli/studies/failure_class.hpp.
   std::string status;
+  // Why a variant is rejected or failed: invalid_configuration (rejected
+  // only), environment or internal; empty when it ran.
+  std::string reason;
   int exit_code = 0;
   std::string message;
   int64_t devices = 0;             // tensor-parallel ranks of the variant
+  std::string inputs_digest;       // of the input files it ran on (sweep_inputs_digest)
   nlohmann::ordered_json metrics;  // metrics.json (null unless ok/expect_failed)
 };
 
@@ -77,8 +83,16 @@ struct PoolOptions {
   std::function<void(const VariantOutcome&)> on_outcome;
 };
 
-// Runs until the source has nothing left and no variant runs.
-void run_variant_pool(TaskSource& source, const PoolOptions& options);
+// Runs until the source has nothing left and no variant runs, on at most
+// options.jobs threads (each waits for one child; fewer when the system
+// will not create more, and an environment error when it creates none).
+// `max_tasks` caps the threads: no more than there are variants.
+void run_variant_pool(TaskSource& source, const PoolOptions& options,
+                      size_t max_tasks = static_cast<size_t>(-1));
+
+// Whether the journal's verdict on a variant stands on --resume: a result
+// or a rejection of the configuration; a failure runs again.
+bool outcome_is_final(const VariantOutcome& o);
 
 // One variant in a child process, waiting for it.
 VariantOutcome run_variant_process(const VariantTask& task, const PoolOptions& options);

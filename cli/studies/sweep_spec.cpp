@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 
+#include "base/checked_math.hpp"
 #include "base/reader.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/scenario/metrics_document.hpp"
@@ -30,12 +31,15 @@ Location key_location(const YAML::Node& key, const std::string& file) {
 // A scenario path relative to the sweep file, else a name under
 // configs/scenarios/ (as devices and models resolve, SPEC 4b).
 std::string resolve_base(const Node& node, const std::string& text, const std::string& file) {
+  // error_code forms: a name the filesystem cannot even look up (too long,
+  // say) is a base that does not exist, reported here at its line.
+  std::error_code ec;
   const fs::path rel = fs::path(file).parent_path() / text;
-  if (fs::is_regular_file(rel)) return rel.lexically_normal().string();
-  if (fs::is_regular_file(text)) return text;
+  if (fs::is_regular_file(rel, ec)) return rel.lexically_normal().string();
+  if (fs::is_regular_file(text, ec)) return text;
   const std::string dir = find_configs_dir(file);
   const fs::path named = fs::path(dir) / "scenarios" / (text + ".yaml");
-  if (fs::is_regular_file(named)) return named.string();
+  if (fs::is_regular_file(named, ec)) return named.string();
   const auto names = list_config_names(dir, "scenarios");
   std::string allowed = "a scenario path (relative to the sweep file) or one of:";
   for (const auto& n : names) allowed += " " + n;
@@ -122,6 +126,9 @@ SweepSpec load_sweep(const std::string& path, bool allow_search) {
     if (!v.is_scalar()) return v.error("expected a scalar value", "a number, word or string");
     spec.sets.push_back(key + "=" + v.raw().Scalar());
   });
+  spec.grid_location = top.has("grid")     ? top.child("grid").location()
+                       : top.has("ranges") ? top.child("ranges").location()
+                                           : Location{path, 1, 1};
   each_dotted_key(top.child("grid"), path, spec, [&](const std::string& key, const Node& v) {
     SweepAxis axis{key, {}};
     for (const Node& item : v.items()) {
@@ -201,7 +208,34 @@ std::string format_set_value(double v, bool integer) {
   return fmt::format("{}", v);
 }
 
+size_t sweep_variant_count(const SweepSpec& spec) {
+  int64_t count = 1;
+  double approx = 1;  // for the message, when the count itself overflows
+  std::string product;
+  bool overflow = false;
+  const auto times = [&](size_t n, const std::string& what) {
+    approx *= static_cast<double>(n);
+    const auto next = checked_mul(count, static_cast<int64_t>(n));
+    overflow = overflow || !next || *next > static_cast<int64_t>(kMaxSweepVariants);
+    if (next) count = *next;
+    product += (product.empty() ? "" : " x ") + fmt::format("{} {}", n, what);
+  };
+  for (const auto& axis : spec.grid) times(axis.values.size(), axis.key);
+  if (spec.sample) times(static_cast<size_t>(spec.sample->count), "samples");
+  if (overflow) {
+    config::Diagnostic d;
+    d.where = spec.grid_location;
+    d.key_path = spec.grid.empty() ? "sample.count" : "grid";
+    d.problem = fmt::format("{:.0f} variants ({}), more than a sweep runs", approx, product);
+    d.allowed =
+        fmt::format("at most {} variants; split the grid into several sweeps", kMaxSweepVariants);
+    throw config::ConfigError({d});
+  }
+  return static_cast<size_t>(count);
+}
+
 std::vector<SweepVariant> expand_sweep(const SweepSpec& spec) {
+  sweep_variant_count(spec);
   std::vector<std::vector<std::string>> points(1);
   for (const auto& axis : spec.grid) {
     std::vector<std::vector<std::string>> next;

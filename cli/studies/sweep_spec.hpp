@@ -62,7 +62,19 @@ struct SweepSpec {
   // Where each key of set/grid/ranges was written, to point variant load
   // errors back at the sweep file instead of at `--set`.
   std::map<std::string, config::Location> key_locations;
+  config::Location grid_location;  // the `grid:` (or `ranges:`) key, for its size
 };
+
+// The most variants a sweep or search expands: each is loaded once before
+// any runs and listed in every report, so a grid past this is refused at
+// its `grid:` key rather than exhausting memory (split it into sweeps).
+constexpr size_t kMaxSweepVariants = 100000;
+// A grid this large is announced before its variants are loaded.
+constexpr size_t kAnnouncedSweepVariants = 1000;
+
+// The number of variants (axis sizes and samples multiplied, overflow
+// checked). Throws config::ConfigError above kMaxSweepVariants.
+size_t sweep_variant_count(const SweepSpec& spec);
 
 // The metrics collected when the file names none.
 const std::vector<std::string>& default_sweep_metrics();
@@ -78,7 +90,8 @@ struct SweepVariant {
   std::vector<std::string> sets;         // spec.sets then this variant's assignments
 };
 
-// Grid (first axis outermost) x samples (inner), in a fixed order.
+// Grid (first axis outermost) x samples (inner), in a fixed order. Throws
+// as sweep_variant_count does.
 std::vector<SweepVariant> expand_sweep(const SweepSpec& spec);
 
 // Names of the columns of axis_values: grid keys then range keys.

@@ -49,6 +49,11 @@ void write_run_metrics(const RunMetrics& m, nlohmann::ordered_json& j) {
   l["tpot"] = latency_json(m.latency_ms.tpot);
   l["e2e"] = latency_json(m.latency_ms.e2e);
   l["itl"] = latency_json(m.latency_ms.itl);
+  // No request completed: no latency was measured, and 0 ms would read as
+  // the best possible one (an `expect` max would pass). null says "none".
+  if (m.requests.completed == 0)
+    for (auto& section : l)
+      for (auto& v : section) v = nullptr;
   auto& t = j["throughput"];
   t["output_tokens_per_s"] = m.throughput.output_tokens_per_s;
   t["total_tokens_per_s"] = m.throughput.total_tokens_per_s;

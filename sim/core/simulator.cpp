@@ -1,5 +1,9 @@
 #include "sim/core/simulator.hpp"
 
+#include <fmt/format.h>
+
+#include "base/checked_math.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -62,7 +66,12 @@ void Simulator::refuse_schedule_in(TimeNs delay) const {
     throw std::logic_error("Simulator::schedule_in: negative delay " + std::to_string(delay) +
                            " ns");
   }
-  throw std::logic_error("Simulator::schedule_in: now + delay overflows the clock");
+  // A delay this long comes from the input (durations of ops on a device
+  // far too slow for the work): exit 2 with the figures, not a wrapped clock.
+  throw UnrepresentableQuantity(fmt::format(
+      "the simulated clock would pass int64 nanoseconds ({} ns now + a delay of {} ns): the "
+      "run's durations are too long to represent ({} at most)",
+      now(), delay, simulated_span_text()));
 }
 
 bool Simulator::cancel(EventHandle handle) {

@@ -16,7 +16,12 @@ std::vector<std::string> check_expectations(const std::vector<Expectation>& expe
         fmt::format("{}:{}:{}: expect.{}", e.where.file, e.where.line, e.where.col, e.metric);
     const std::optional<double> v = metric_value(metrics, e.metric);
     if (!v) {
-      failures.push_back(fmt::format("{}: metric is missing from metrics.json", where));
+      const auto* node = find_metric(metrics, e.metric);
+      failures.push_back(node != nullptr && node->is_null()
+                             ? fmt::format("{}: has no value (none: no request completed, so no "
+                                           "latency was measured)",
+                                           where)
+                             : fmt::format("{}: metric is missing from metrics.json", where));
       continue;
     }
     if (e.min && *v < *e.min)

@@ -28,6 +28,7 @@ nlohmann::ordered_json metrics_to_json(const RunMetrics& m) {
 std::vector<std::string> metric_key_names() {
   // Sections written only for their own runs list their keys too.
   RunMetrics sample;
+  sample.requests.completed = 1;  // latency keys are null without a completed request
   sample.part<ClusterMetrics>();
   sample.part<PipelineMetrics>();
   sample.part<LlamaCellsMetrics>();

@@ -51,6 +51,8 @@ std::vector<std::string> list_config_names(const std::string& configs_dir,
 
 namespace {
 
+constexpr size_t kMaxAliasChain = 16;
+
 // A `device:` or `model:` value: a name under configs/<kind>/, a path, or an
 // inline map. Returns the node to parse (from whichever file it lives in).
 std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
@@ -114,6 +116,16 @@ std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
     alias.finish();
     if (!target.is_scalar() || target.raw().Scalar() == *text) {
       target.error("an alias must name another file", "alias: <name>");
+      return std::nullopt;
+    }
+    // Each alias followed keeps its file here: a chain this long is a cycle
+    // (a.yaml names b.yaml, which names a.yaml), not a recursion to the end
+    // of the stack.
+    if (keep_alive.size() > kMaxAliasChain) {
+      target.error(fmt::format("more than {} aliases in a chain: the aliases name each other "
+                               "in a cycle",
+                               kMaxAliasChain),
+                   "an alias that leads to a device or model file");
       return std::nullopt;
     }
     return resolve_ref(target, kind, configs_dir, ctx, keep_alive, is_json);

@@ -51,6 +51,10 @@ void read_expect_section(MapReader& top, ScenarioSpec& s) {
     if (!e.min && !e.max && !e.equals && !e.approx) {
       b.node().error("no bound given", "min, max, equals, or approx with rel/abs");
     }
+    // No value meets min above max: the expectation could only ever fail.
+    if (e.min && e.max && *e.min > *e.max)
+      b.node().error(fmt::format("min {} is above max {}: no value can meet both", *e.min, *e.max),
+                     "min <= max");
     s.expect.push_back(e);
   }
 }

@@ -77,6 +77,17 @@ class ModuleRuns(unittest.TestCase):
         with self.assertRaises(TypeError):
             kvsim.run(42)
 
+    def test_a_failed_expect_is_an_error_as_on_the_command_line(self):
+        # `kvsim run` exits 1 when an expectation fails; kvsim.run raises.
+        failing = ["expect={requests.completed: {max: 1}}", "workload.sessions=40"]
+        with self.assertRaises(kvsim.ExpectFailed) as caught:
+            kvsim.run(DEFAULT, failing)
+        self.assertIn("expect.requests.completed", str(caught.exception))
+        self.assertTrue(issubclass(kvsim.ExpectFailed, AssertionError))
+        r = kvsim.run(DEFAULT, failing, check_expect=False)
+        self.assertEqual(len(r["expect_failures"]), 1)
+        self.assertEqual(kvsim.run(DEFAULT, ["workload.sessions=40"])["expect_failures"], [])
+
     def test_a_run_releases_the_gil(self):
         ticks = [0]
         stop = threading.Event()

@@ -71,7 +71,9 @@ void TierChain::put(int tier, const BlockHash& hash, std::vector<BlockHash>& evi
   t.put(hash, evicted);
   Moved& m = moved_[static_cast<size_t>(tier)];
   ++m.puts;
-  m.bytes_written += t.block_bytes();
+  // A tier smaller than one block (a 1-byte pool) holds nothing: the block
+  // is dropped at once and nothing is written.
+  if (t.capacity_blocks() > 0) m.bytes_written += t.block_bytes();
 }
 
 void TierChain::demote(const BlockHash& hash, int from, int level) {

@@ -23,6 +23,7 @@
 #include <stdexcept>
 
 #include "cli/studies/calibration.hpp"
+#include "devices/device_family.hpp"
 #include "devices/timing_model.hpp"
 #include "models/model_resolve.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -47,15 +48,19 @@ struct AscendRowScenario {
   std::optional<EngineStepOverhead> engine;
 };
 
-// An accelerator-family device file (Ascend parts and GPUs); the Ascend
-// names are known to be without loading the file.
-bool accelerator_device(const std::string& name, const std::string& configs_dir) {
-  if (name.rfind("ascend-", 0) == 0) return true;
+// A device no graph executor runs (Ascend parts, GPUs): its rows are priced
+// by replaying the serving engine; a graph executor's (the Hexagon NPU's)
+// by its passes (calibration_catalog.cpp).
+bool served_device(const DeviceSpec& d) {
+  return device_family_of(d).graph_executor(d) == nullptr;
+}
+
+bool served_device(const std::string& name, const std::string& configs_dir) {
   const std::string path = configs_dir + "/devices/" + name + ".yaml";
   if (!std::filesystem::exists(path)) return false;
   config::LoadContext ctx;
   const DeviceSpec d = load_device_file(path, ctx);
-  return ctx.diagnostics.empty() && d.kind == "accelerator";
+  return ctx.diagnostics.empty() && served_device(d);
 }
 
 std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
@@ -63,8 +68,8 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
                                                      const DeviceSpec* device_spec) {
   const auto device = parse_device_column(row.device);
   if (!device || row.arrival == "static_batch") return std::nullopt;
-  if (device_spec != nullptr ? device_spec->kind != "accelerator"
-                             : !accelerator_device(device->name, configs_dir))
+  if (device_spec != nullptr ? !served_device(*device_spec)
+                             : !served_device(device->name, configs_dir))
     return std::nullopt;
   const bool throughput =
       row.metric == "output_throughput" || row.metric == "output_throughput_per_device";

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/units.hpp"
+#include "sim/cache/llama_kv_sizing.hpp"
 #include "sim/core/metrics_section.hpp"
 
 namespace kvsim {
@@ -22,6 +23,16 @@ struct LlamaCellsMetrics {
   Bytes defrag_bytes = 0;
   int64_t slots_contiguous = 0, slots_scattered = 0, max_n = 0;
   Bytes host_read_bytes = 0;
+
+  // The sizing figures, as llama_kv_cache_unified sizes its tensors.
+  void set_sizing(const LlamaKvSizing& z) {
+    kv_size = z.kv_size;
+    k_l_bytes = z.k_l_bytes();
+    v_l_bytes = z.v_l_bytes();
+    device_bytes = z.device_bytes();
+    host_bytes = z.host_bytes();
+    cell_bytes = z.cell_bytes();
+  }
 };
 
 MetricsSection llama_cells_metrics_section();

@@ -250,12 +250,7 @@ void LlamaCellsPolicy::report(RunMetrics& m) const {
   o.type_k = shape_.llama.type_k;
   o.type_v = shape_.llama.type_v;
   o.v_trans = shape_.llama.v_trans;
-  o.kv_size = sizing_.kv_size;
-  o.k_l_bytes = sizing_.k_l_bytes();
-  o.v_l_bytes = sizing_.v_l_bytes();
-  o.device_bytes = sizing_.device_bytes();
-  o.host_bytes = sizing_.host_bytes();
-  o.cell_bytes = sizing_.cell_bytes();
+  o.set_sizing(sizing_);
   o.context_shifts = counters_.context_shifts;
   o.discarded_tokens = counters_.discarded_tokens;
   o.kshift_passes = counters_.kshift_passes;

@@ -184,12 +184,7 @@ void LlamaCellsPool::report(RunMetrics& m) const {
   o.type_k = std::string(kernels::ggml_type_traits(z.type_k).name);
   o.type_v = std::string(kernels::ggml_type_traits(z.type_v).name);
   o.v_trans = p_.v_trans;
-  o.kv_size = z.kv_size;
-  o.k_l_bytes = z.k_l_bytes();
-  o.v_l_bytes = z.v_l_bytes();
-  o.device_bytes = z.device_bytes();
-  o.host_bytes = z.host_bytes();
-  o.cell_bytes = z.cell_bytes();
+  o.set_sizing(z);
   o.defrags = counters_.defrags;
   o.defrag_moves = counters_.defrag_moves;
   o.defrag_bytes = counters_.defrag_bytes;

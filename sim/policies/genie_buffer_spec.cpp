@@ -73,16 +73,19 @@ void GenieModeSpec::check(const InstanceSpec& s, EngineContract engine,
   check_genie_buffers(buffers_, *this, s, ctx);
 }
 
-GenieCacheShape GenieModeSpec::shape(const ModelSpec& model, Bytes dtype_bytes) const {
+GenieCacheShape GenieBufferSettings::shape(const ModelSpec& model, Bytes dtype_bytes) const {
   GenieCacheShape s;
-  // On the HTP a model runs on one NPU: no tensor parallelism splits the heads.
   s.layers = model.num_hidden_layers;
   s.kv_heads = model.num_key_value_heads;
   s.head_dim = model.head_dim;
   s.dtype_bytes = dtype_bytes;
-  s.ctx_size = buffers_.ctx_size;
-  s.ar_variants = buffers_.ar_variants;
+  s.ctx_size = ctx_size;
+  s.ar_variants = ar_variants;
   return s;
+}
+
+GenieCacheShape GenieModeSpec::shape(const ModelSpec& model, Bytes dtype_bytes) const {
+  return buffers_.shape(model, dtype_bytes);
 }
 
 std::unique_ptr<GenieKvPolicy> GenieModeSpec::make(const ModelSpec& model,

@@ -24,6 +24,9 @@ struct GenieBufferSettings {
   int64_t update_threads = 0;
   static GenieBufferSettings from(const config::ParamValues& v);
   int64_t largest_variant() const { return ar_variants.empty() ? 1 : ar_variants.back(); }
+  // The buffers' shape for `model`: every layer and KV head on one NPU (no
+  // tensor parallelism splits the heads on the HTP).
+  GenieCacheShape shape(const ModelSpec& model, Bytes dtype_bytes) const;
 };
 
 // The checks of every Genie buffer (seed 002): each AR variant leaves a

@@ -133,13 +133,7 @@ class LlamaCellsSpec final : public PolicySpec,
   const std::vector<int64_t>& ar_variants() const override { return buffers_.ar_variants; }
   int64_t update_threads() const override { return buffers_.update_threads; }
   GenieCacheShape shape(const ModelSpec& model, Bytes dtype_bytes) const override {
-    GenieCacheShape s;
-    s.layers = model.num_hidden_layers;
-    s.kv_heads = model.num_key_value_heads;
-    s.head_dim = model.head_dim;
-    s.dtype_bytes = dtype_bytes;
-    s.ctx_size = buffers_.ctx_size;
-    s.ar_variants = buffers_.ar_variants;
+    GenieCacheShape s = buffers_.shape(model, dtype_bytes);
     s.llama = llama_;
     return s;
   }

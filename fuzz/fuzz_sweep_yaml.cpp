@@ -14,16 +14,21 @@
 #include "base/diagnostics.hpp"
 #include "cli/studies/sweep_spec.hpp"
 #include "fuzz/fuzz_input.hpp"
+#include "sim/core/metrics.hpp"
 #include "sim/core/metrics_section.hpp"
 
 // The scenario loader and the engines' metrics sections (all of sim/) are
 // not linked: a sweep's `base:` is resolved against the repository's
 // configs/ folder by these stand-ins, and its `metrics:` are checked against
-// the keys sim/metrics.cpp writes itself (the sections' keys read as unknown).
+// the keys sim/core/metrics.cpp writes itself (the components' keys read as
+// unknown).
 namespace kvsim {
-const std::vector<MetricsSection>& metrics_sections() {
-  static const std::vector<MetricsSection> none;
-  return none;
+std::vector<std::string> metric_key_names() {
+  RunMetrics sample;
+  sample.requests.completed = 1;  // latency keys are null without a completed request
+  nlohmann::ordered_json doc;
+  run_metrics_section().write(sample, doc);
+  return metric_leaf_keys(doc, /*numeric_only=*/true);
 }
 std::string find_configs_dir(const std::string&) {
   return KVSIM_FUZZ_CONFIGS_DIR;

@@ -49,10 +49,7 @@ int run_search_command(const SearchCommandOptions& o) {
     std::cout << fmt::format("{:>3} {}: {}\n", c, r.candidates[c].variant.label,
                              r.candidates[c].reason);
   for (const auto& p : r.per_device)
-    std::cout << (p.chosen ? fmt::format("fewest on {}: {} ({} devices)\n", p.device,
-                                         r.candidates[*p.chosen].variant.label,
-                                         r.candidates[*p.chosen].total_devices)
-                           : fmt::format("fewest on {}: none meets the SLO\n", p.device));
+    std::cout << fmt::format("fewest on {}: {}\n", p.device, per_device_text(r, p));
   if (r.chosen)
     std::cout << "chosen: " << r.candidates[*r.chosen].variant.label << "\n";
   else if (r.undetermined())

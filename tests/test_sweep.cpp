@@ -196,6 +196,20 @@ search: {rates: [1, 2, 4], slo: {tpot_p99_ms: 0.001}}
 namespace kvsim {
 namespace {
 
+// One device's answer names its choice, or says none meets the SLO only when
+// every probe ran: a probe the environment failed leaves it undetermined.
+TEST(SearchPerDevice, AFailedProbeLeavesEveryDeviceUndetermined) {
+  SearchResult r;
+  r.candidates.resize(1);
+  r.candidates[0].variant.label = "device=h100-sxm5,tp=2";
+  r.candidates[0].total_devices = 4;
+  const SearchResult::PerDevice chosen{"h100-sxm5", 0}, none{"ascend-910b2", std::nullopt};
+  EXPECT_EQ(per_device_text(r, chosen), "device=h100-sxm5,tp=2 (4 devices)");
+  EXPECT_EQ(per_device_text(r, none), "none meets the SLO");
+  r.failed_environment = 1;
+  EXPECT_EQ(per_device_text(r, none), "undetermined");
+}
+
 // kvsim validate reads a file under a sweeps/ folder as a sweep (every
 // shipped one passes) instead of as a scenario.
 TEST(SweepValidate, ShippedSweepsValidateAsSweeps) {

@@ -70,4 +70,8 @@ SearchResult run_search(const SweepSpec& spec, const SweepOptions& options);
 
 void write_search_files(const SweepSpec& spec, const SearchResult& result);
 
+// One device's answer: "LABEL (N devices)", "undetermined" or "none meets
+// the SLO" (the command's summary and search.md say it alike).
+std::string per_device_text(const SearchResult& r, const SearchResult::PerDevice& p);
+
 }  // namespace kvsim

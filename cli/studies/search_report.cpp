@@ -159,11 +159,7 @@ std::string markdown_text(const SweepSpec& spec, const SearchResult& r) {
         : r.undetermined() ? undetermined_text(r) + "\n\n"
                            : std::string("**No configuration meets the SLO.**\n\n");
   for (const auto& p : r.per_device)
-    md += p.chosen           ? fmt::format("- {}: {} ({} devices)\n", p.device,
-                                           r.candidates[*p.chosen].variant.label,
-                                           r.candidates[*p.chosen].total_devices)
-          : r.undetermined() ? fmt::format("- {}: undetermined\n", p.device)
-                             : fmt::format("- {}: none meets the SLO\n", p.device);
+    md += fmt::format("- {}: {}\n", p.device, per_device_text(r, p));
   if (!r.per_device.empty()) md += "\n";
   md +=
       "Instances split the target rate evenly (no router is modelled). A candidate that "
@@ -224,6 +220,13 @@ std::string html_text(const SweepSpec& spec, const SearchResult& r) {
 }
 
 }  // namespace
+
+std::string per_device_text(const SearchResult& r, const SearchResult::PerDevice& p) {
+  if (p.chosen)
+    return fmt::format("{} ({} devices)", r.candidates[*p.chosen].variant.label,
+                       r.candidates[*p.chosen].total_devices);
+  return r.undetermined() ? "undetermined" : "none meets the SLO";
+}
 
 void write_search_files(const SweepSpec& spec, const SearchResult& r) {
   const std::string dir = r.folder + "/";

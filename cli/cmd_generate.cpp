@@ -10,6 +10,7 @@
 // [--defrag-thold X]), and a run longer than --ctx-size shifts its context.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -17,10 +18,10 @@
 #include "base/input_file.hpp"
 #include "base/source_paths.hpp"
 #include "cli/commands.hpp"
-#include "cli/generate/llama2_chunk_reuse.hpp"
 #include "cli/generate/llama2_generate.hpp"
 #include "cli/number_checks.hpp"
 #include "kernels/ggml_kv_type.hpp"
+#include "kernels/llama2_chunk_reuse.hpp"
 #include "sim/policies/policy_registry.hpp"
 
 namespace kvsim::cli {
@@ -36,6 +37,46 @@ struct GenerateArgs {
   int64_t n_keep = 0;
   double defrag_thold = 0.1;
 };
+
+// The drift of chunk_lru's options against a full prefill of the same
+// prompt (kernels/llama2_chunk_reuse.hpp): the seed's mask, a chunk alone,
+// and CacheBlend's selective recompute at three ratios; the greedy
+// continuation compared over up to 16 positions the model has room for.
+void print_chunk_reuse_drift(const kernels::Llama2Weights& w, const kernels::Llama2Tokenizer& t,
+                             const GenerateArgs& a, kernels::KvDtype dtype) {
+  struct Variant {
+    const char* name;
+    kernels::ChunkAttention attention;
+    double ratio;
+  };
+  const Variant variants[] = {
+      {"isolated", kernels::ChunkAttention::isolated, 0.0},
+      {"system_prompt", kernels::ChunkAttention::system_prompt, 0.0},
+      {"system_prompt + recompute 0.15", kernels::ChunkAttention::system_prompt, 0.15},
+      {"system_prompt + recompute 0.30", kernels::ChunkAttention::system_prompt, 0.30},
+      {"system_prompt + recompute 1.00", kernels::ChunkAttention::system_prompt, 1.0},
+  };
+  kernels::ChunkReuseOptions co;
+  co.block_size = a.block_size;
+  co.kv_dtype = dtype;
+  const int64_t prompt_tokens =
+      kernels::chunk_reuse_logits_for_text(w, t, a.prompt, co).prompt_tokens;
+  co.generated_tokens = std::clamp<int64_t>(w.config.seq_len - prompt_tokens, 0, 16);
+  std::cout << fmt::format(
+      "chunk reuse vs full prefill (virtual position {}, greedy continuation over {} "
+      "positions):\n  {:<32} {:>8} {:>7} {:>12} {:>12} {:>12} {:>12} {:>7}\n",
+      co.virtual_pos_start, co.generated_tokens, "chunk_lru option", "segments", "tokens",
+      "recomputed", "KV max|d|", "KV mean|d|", "logit max|d|", "top-1");
+  for (const Variant& v : variants) {
+    co.attention = v.attention;
+    co.recompute_ratio = v.ratio;
+    const kernels::ChunkReuseResult r = kernels::chunk_reuse_logits_for_text(w, t, a.prompt, co);
+    std::cout << fmt::format(
+        "  {:<32} {:>8} {:>7} {:>12} {:>12.6g} {:>12.6g} {:>12.6g} {:>3}/{:<3}\n", v.name, r.units,
+        r.prompt_tokens, r.recomputed_tokens, r.kv_max_abs_diff, r.kv_mean_abs_diff, r.max_abs_diff,
+        r.top1_agreements, r.generated);
+  }
+}
 
 int run_generate(const GenerateArgs& a) {
   namespace fs = std::filesystem;
@@ -80,18 +121,10 @@ int run_generate(const GenerateArgs& a) {
           r.drift.mean_abs_diff, r.drift.compared, r.drift.top1_agree ? "agrees" : "differs");
     }
     // A policy that reuses chunks by content (seed 003) changes what the
-    // model computes: report by how much.
+    // model computes: report by how much, under each of chunk_lru's options.
     const std::shared_ptr<const PolicySpec> spec = make_policy_spec(a.policy);
-    if (spec->block_pool() != nullptr && spec->block_pool()->reuses_chunks()) {
-      kernels::ChunkReuseOptions co;
-      co.block_size = a.block_size;
-      co.kv_dtype = o.kv_dtype;
-      const kernels::ChunkReuseResult cr = kernels::chunk_reuse_logits_for_text(w, t, a.prompt, co);
-      std::cout << fmt::format(
-          "chunk reuse vs full recompute ({} cached segments, {} prompt tokens, virtual position "
-          "{}): logits max |diff| {:.6g}, mean |diff| {:.6g}\n",
-          cr.units, cr.prompt_tokens, co.virtual_pos_start, cr.max_abs_diff, cr.mean_abs_diff);
-    }
+    if (spec->block_pool() != nullptr && spec->block_pool()->reuses_chunks())
+      print_chunk_reuse_drift(w, t, a, o.kv_dtype);
   } catch (const std::runtime_error& e) {  // unreadable files
     std::cerr << "kvsim: error: " << e.what() << "\n";
     return kExitBadInput;

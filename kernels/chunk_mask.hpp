@@ -10,6 +10,17 @@
 
 namespace kvsim::kernels {
 
+// How a chunk's KV is computed where it is cached, which decides what its
+// cache key must cover (sim/cache/chunk_prompt.hpp).
+enum class ChunkAttention {
+  // Seed 003 §1.2 and §3.7: a chunk token sees the system prompt and its own
+  // chunk causally (chunk_isolated_mask below). The KV then depends on the
+  // system prompt, so the key covers it.
+  system_prompt,
+  // The chunk alone, attending only itself: the key is its content only.
+  isolated,
+};
+
 constexpr int32_t kSystemPromptChunk = -1;
 constexpr int32_t kQuestionChunk = -2;
 

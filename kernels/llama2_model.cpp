@@ -111,42 +111,68 @@ Llama2Weights load_llama2_checkpoint(const std::string& path) {
   return w;
 }
 
-std::vector<float> llama2_forward_with(const Llama2Weights& w, const int32_t* tokens, int64_t n,
-                                       int64_t pos0, int64_t rope_offset,
-                                       const Llama2Attention& attend, const char* caller) {
+WeightMatrix llama2_embed(const Llama2Weights& w, const int32_t* tokens, int64_t n,
+                          const char* caller) {
   const Llama2Config& c = w.config;
-  const int64_t hs = c.head_size();
-  WeightMatrix x(n, c.dim), xb, q, k, v, att(n, c.dim), h1, h3;
+  WeightMatrix x(n, c.dim);
   for (int64_t i = 0; i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
       throw std::out_of_range(fmt::format("{}: token id outside the vocabulary", caller));
     x.row(i) = w.token_embedding.row(tokens[i]);
   }
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const auto li = static_cast<size_t>(l);
-    rmsnorm(x, w.rms_att[li], w.norm_eps, xb);
-    q.noalias() = xb * w.wq[li].transpose();
-    k.noalias() = xb * w.wk[li].transpose();
-    v.noalias() = xb * w.wv[li].transpose();
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t pos = rope_offset + pos0 + i;
-      apply_rope(q.row(i).data(), c.n_heads, hs, pos, w.rope_theta, w.rope_style);
-      apply_rope(k.row(i).data(), c.n_kv_heads, hs, pos, w.rope_theta, w.rope_style);
-    }
-    attend(l, q, k, v, att);
-    x.noalias() += att * w.wo[li].transpose();
-    rmsnorm(x, w.rms_ffn[li], w.norm_eps, xb);
-    h1.noalias() = xb * w.w1[li].transpose();
-    h3.noalias() = xb * w.w3[li].transpose();
-    // SwiGLU: silu(w1 x) * (w3 x).
-    h1 = (h1.array() / (1.0f + (-h1.array()).exp())) * h3.array();
-    x.noalias() += h1 * w.w2[li].transpose();
+  return x;
+}
+
+void llama2_qkv(const Llama2Weights& w, int64_t layer, const WeightMatrix& x,
+                std::span<const int64_t> positions, Llama2LayerState& st) {
+  const Llama2Config& c = w.config;
+  const auto li = static_cast<size_t>(layer);
+  const int64_t hs = c.head_size();
+  rmsnorm(x, w.rms_att[li], w.norm_eps, st.xb);
+  st.q.noalias() = st.xb * w.wq[li].transpose();
+  st.k.noalias() = st.xb * w.wk[li].transpose();
+  st.v.noalias() = st.xb * w.wv[li].transpose();
+  for (int64_t i = 0; i < x.rows(); ++i) {
+    const int64_t pos = positions[static_cast<size_t>(i)];
+    apply_rope(st.q.row(i).data(), c.n_heads, hs, pos, w.rope_theta, w.rope_style);
+    apply_rope(st.k.row(i).data(), c.n_kv_heads, hs, pos, w.rope_theta, w.rope_style);
   }
-  WeightMatrix last = x.bottomRows(1);
+}
+
+void llama2_layer_rest(const Llama2Weights& w, int64_t layer, WeightMatrix& x,
+                       Llama2LayerState& st) {
+  const auto li = static_cast<size_t>(layer);
+  x.noalias() += st.att * w.wo[li].transpose();
+  rmsnorm(x, w.rms_ffn[li], w.norm_eps, st.xb);
+  st.h1.noalias() = st.xb * w.w1[li].transpose();
+  st.h3.noalias() = st.xb * w.w3[li].transpose();
+  // SwiGLU: silu(w1 x) * (w3 x).
+  st.h1 = (st.h1.array() / (1.0f + (-st.h1.array()).exp())) * st.h3.array();
+  x.noalias() += st.h1 * w.w2[li].transpose();
+}
+
+std::vector<float> llama2_logits(const Llama2Weights& w, const WeightMatrix& x) {
+  WeightMatrix last = x.bottomRows(1), xb;
   rmsnorm(last, w.rms_final, w.norm_eps, xb);
   const WeightMatrix& cls = w.config.shared_classifier ? w.token_embedding : w.classifier;
   Eigen::RowVectorXf logits = xb.row(0) * cls.transpose();
   return std::vector<float>(logits.data(), logits.data() + logits.size());
+}
+
+std::vector<float> llama2_forward_with(const Llama2Weights& w, const int32_t* tokens, int64_t n,
+                                       int64_t pos0, int64_t rope_offset,
+                                       const Llama2Attention& attend, const char* caller) {
+  WeightMatrix x = llama2_embed(w, tokens, n, caller);
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) positions[static_cast<size_t>(i)] = rope_offset + pos0 + i;
+  Llama2LayerState st;
+  st.att.resize(n, w.config.dim);
+  for (int64_t l = 0; l < w.config.n_layers; ++l) {
+    llama2_qkv(w, l, x, positions, st);
+    attend(l, st.q, st.k, st.v, st.att);
+    llama2_layer_rest(w, l, x, st);
+  }
+  return llama2_logits(w, x);
 }
 
 std::vector<float> llama2_forward(const Llama2Weights& w, KvPool& pool,

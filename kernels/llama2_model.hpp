@@ -61,6 +61,22 @@ using Llama2Attention =
     std::function<void(int64_t layer, const WeightMatrix& q, const WeightMatrix& k,
                        const WeightMatrix& v, WeightMatrix& att)>;
 
+// The pass's steps, for passes that change which rows go on between layers
+// (kernels/llama2_selective_recompute.hpp): the rows' embeddings; a layer's
+// RMSNorm, QKV and RoPE at `positions` (one per row of x) into `st`; after
+// the attention has filled st.att, the output projection and SwiGLU into x;
+// the last row's logits.
+struct Llama2LayerState {
+  WeightMatrix xb, q, k, v, att, h1, h3;
+};
+WeightMatrix llama2_embed(const Llama2Weights& w, const int32_t* tokens, int64_t n,
+                          const char* caller);
+void llama2_qkv(const Llama2Weights& w, int64_t layer, const WeightMatrix& x,
+                std::span<const int64_t> positions, Llama2LayerState& st);
+void llama2_layer_rest(const Llama2Weights& w, int64_t layer, WeightMatrix& x,
+                       Llama2LayerState& st);
+std::vector<float> llama2_logits(const Llama2Weights& w, const WeightMatrix& x);
+
 // The forward pass shared by every KV store: embedding, then per layer
 // RMSNorm, QKV, RoPE at rope_offset + pos0.., `attend`, output projection and
 // SwiGLU; returns the last token's logits. `caller` names the entry point in

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <random>
 
-#include "cli/generate/llama2_chunk_reuse.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/chunk_mask.hpp"
 #include "kernels/chunk_remap.hpp"
 #include "kernels/kv_layout.hpp"
+#include "kernels/llama2_chunk_reuse.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/chunk_prompt.hpp"
@@ -217,13 +217,20 @@ TEST(ChunkReuseStories260K, LogitDifferenceIsReportedAndZeroWithoutChunks) {
   if (!have_stories()) GTEST_SKIP() << "shared data absent: " << kStories.string();
   const auto w = kernels::load_llama2_checkpoint((kStories / "stories260K.bin").string());
   const kernels::Llama2Tokenizer tok((kStories / "tok512.bin").string(), w.config.vocab_size);
-  const auto multi = kernels::chunk_reuse_logits_for_text(
-      w, tok, "Lily had a red ball##Tom liked to play in the park##What did Lily do?", {});
+  const std::string text = "Lily had a red ball##Tom liked to play in the park##What did Lily do?";
+  kernels::ChunkReuseOptions isolated;
+  isolated.attention = kernels::ChunkAttention::isolated;
+  const auto multi = kernels::chunk_reuse_logits_for_text(w, tok, text, isolated);
   EXPECT_EQ(multi.units, 2);
   EXPECT_TRUE(std::isfinite(multi.max_abs_diff));
   EXPECT_GT(multi.max_abs_diff, 1e-3) << "isolated chunks change the model's output";
   EXPECT_GT(multi.mean_abs_diff, 0.0);
   EXPECT_LE(multi.mean_abs_diff, multi.max_abs_diff);
+  // Under the seed's mask the one chunk sees the system prompt just before
+  // it, as a full prefill shows it: only the rotations' rounding is left.
+  const auto seed_mask = kernels::chunk_reuse_logits_for_text(w, tok, text, {});
+  EXPECT_LT(seed_mask.max_abs_diff, 1e-3);
+  EXPECT_LT(seed_mask.max_abs_diff, multi.max_abs_diff / 10);
   const auto single = kernels::chunk_reuse_logits_for_text(w, tok, "Lily had a red ball", {});
   EXPECT_EQ(single.units, 0);
   EXPECT_EQ(single.max_abs_diff, 0.0);
@@ -234,8 +241,10 @@ TEST(ChunkReuseStories260K, LogitDifferenceIsReportedAndZeroWithoutChunks) {
                            " generate --policy chunk_lru --steps 40 --prompt "
                            "'Lily had a red ball##Tom liked to play##What did Lily do?'");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("chunk reuse vs full recompute (2 cached segments"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("chunk reuse vs full prefill"), std::string::npos) << r.output;
+  for (const char* option :
+       {"isolated", "system_prompt + recompute 0.15", "system_prompt + recompute 1.00"})
+    EXPECT_NE(r.output.find(option), std::string::npos) << option << "\n" << r.output;
 }
 
 }  // namespace

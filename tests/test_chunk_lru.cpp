@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "sim/cache/chunk_lru_metrics.hpp"
 #include "sim/cache/chunk_lru_policy.hpp"
 #include "sim/cache/chunk_prompt.hpp"
 #include "sim/cache/pool_sizing.hpp"
@@ -161,10 +162,13 @@ TEST(ChunkLruPolicy, ShuffledChunksHitWhereverTheyAppear) {
   EXPECT_EQ(p.stats().hits, 0);
   StepWork first;
   ASSERT_TRUE(p.take_pending_work(first));
-  // Each miss is prefilled alone (no context), then copied and re-rotated.
+  // Each miss is prefilled at the virtual position, a chunk after the
+  // system prompt attending its 6 + 2 keys (seed 003's mask), then copied
+  // and re-rotated.
   ASSERT_EQ(first.seqs.size(), 3u);
+  EXPECT_EQ(first.seqs[0].context_before, 0);
   EXPECT_EQ(first.seqs[1].query_tokens, 9 + 2);
-  EXPECT_EQ(first.seqs[1].context_before, 0);
+  EXPECT_EQ(first.seqs[1].context_before, 6 + 2);
   EXPECT_FALSE(first.seqs[1].samples);
   const int64_t placed = 8 + 11 + 7;  // every segment with its separator
   EXPECT_EQ(first.kv_copy_bytes, placed * kBytesPerToken);
@@ -318,6 +322,68 @@ TEST(ChunkLruSizing, TheSeedsExampleWithTheLayerCountExplicit) {
   EXPECT_EQ(full.chunk_pool_blocks, 19660 / 32);  // 614 blocks
   EXPECT_EQ(full.chunk_pool_blocks * 16, 9824);   // tokens: 32x fewer than the seed says
   EXPECT_EQ(full.chunk_pool_bytes, 614LL * 8 * 1024 * 1024);
+}
+
+// Seed 003's key rule: a chunk computed attending the system prompt is
+// valid only after the same system prompt, so its key covers it; a chunk
+// computed alone is found after any.
+TEST(ChunkLruPolicy, TheKeyCoversTheSystemPromptOnlyWhenTheChunkAttendedIt) {
+  const auto sys1 = content(1, 6), sys2 = content(50, 6), doc = content(100, 9);
+  const auto q = content(900, 3);
+  for (const ChunkAttention attention : {ChunkAttention::system_prompt, ChunkAttention::isolated}) {
+    ChunkLruParams pp = params(64, 64);
+    pp.attention = attention;
+    ChunkLruPolicy p(pp);
+    serve(p, chunked({sys1, doc, q}));
+    serve(p, chunked({sys2, doc, q}));  // another system prompt, the same document
+    const bool seed_mask = attention == ChunkAttention::system_prompt;
+    EXPECT_EQ(p.stats().hits, seed_mask ? 0 : 1);
+    EXPECT_EQ(p.stats().misses, seed_mask ? 4 : 3);
+    serve(p, chunked({sys1, doc, q}));  // the first system prompt again: both hit
+    EXPECT_EQ(p.stats().hits, seed_mask ? 2 : 3);
+    p.check_drained();
+  }
+  // The keys themselves: the system prompt by content either way.
+  const auto prompt = chunked({sys1, doc, q});
+  const auto segs = split_chunked_prompt(prompt.data(), static_cast<int64_t>(prompt.size()));
+  const auto seeded = chunk_segment_keys(prompt.data(), segs, ChunkAttention::system_prompt);
+  const auto alone = chunk_segment_keys(prompt.data(), segs, ChunkAttention::isolated);
+  ASSERT_EQ(seeded.size(), 2u);
+  EXPECT_EQ(seeded[0], chunk_content_hash(sys1.data(), 6));
+  EXPECT_EQ(alone[1], chunk_content_hash(doc.data(), 9));
+  EXPECT_EQ(seeded[1], chained_block_hash(seeded[0], doc.data(), 9));
+}
+
+// CacheBlend's recompute is priced as prefills ahead of the step: per
+// placed segment ceil(r x tokens) at the segment's end, then one layer's
+// pass over every placed token (ceil(P / layers) tokens through all).
+TEST(ChunkLruPolicy, SelectiveRecomputeIsPricedAsThePartialPrefillItIs) {
+  ChunkLruParams pp = params(64, 64);
+  pp.recompute_ratio = 0.25;
+  pp.model_layers = 4;
+  ChunkLruPolicy p(pp);
+  const auto sys = content(1, 6), a = content(100, 9), q = content(900, 3);
+  serve(p, chunked({sys, a, q}));
+  StepWork pass;
+  ASSERT_TRUE(p.take_pending_work(pass));
+  // Two misses (8 and 11 tokens with separators), then the recompute.
+  ASSERT_EQ(pass.seqs.size(), 2u + 2u + 1u);
+  EXPECT_EQ(pass.seqs[2].query_tokens, 2);  // ceil(0.25 x 8)
+  EXPECT_EQ(pass.seqs[2].context_before, 8 - 2);
+  EXPECT_EQ(pass.seqs[3].query_tokens, 3);  // ceil(0.25 x 11)
+  EXPECT_EQ(pass.seqs[3].context_before, 8 + 11 - 3);
+  EXPECT_EQ(pass.seqs[4].query_tokens, 5);  // ceil(19 / 4)
+  EXPECT_EQ(pass.seqs[4].context_before, 19 - 5);
+  EXPECT_EQ(p.stats().recompute_tokens, 5);
+  RunMetrics m;
+  p.report(m);
+  EXPECT_EQ(m.part<ChunkLruMetrics>().chunk_recompute_tokens, 5);
+  // Ratio 0 adds nothing.
+  ChunkLruPolicy plain(params(64, 64));
+  serve(plain, chunked({sys, a, q}));
+  StepWork none;
+  ASSERT_TRUE(plain.take_pending_work(none));
+  EXPECT_EQ(none.seqs.size(), 2u);
 }
 
 }  // namespace

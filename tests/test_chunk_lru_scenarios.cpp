@@ -115,8 +115,10 @@ workload:
   const int64_t cached = segs.back().begin;
   const int64_t question = static_cast<int64_t>(r.prompt.size()) - cached;
   StepWork pass;
+  // A chunk after the system prompt attends its keys (seed 003's mask).
   for (size_t i = 0; i + 1 < segs.size(); ++i)
-    pass.seqs.push_back({segs[i].length + kChunkSeparatorLength, 0, false});
+    pass.seqs.push_back({segs[i].length + kChunkSeparatorLength,
+                         i == 0 ? 0 : segs[0].length + kChunkSeparatorLength, false});
   pass.kv_copy_bytes = cached * s.model.kv_bytes_per_token(2, 1);
   pass.rerope_tokens = cached;
   StepWork step;

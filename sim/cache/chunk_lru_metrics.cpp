@@ -19,7 +19,9 @@ void write_chunk_lru_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
       .put("chunk_evictions", k.chunk_evictions)
       .put("chunk_bytes_copied", k.chunk_bytes_copied)
       .put("chunk_rope_tokens", k.chunk_rope_tokens)
-      .put("chunk_fallbacks", k.chunk_fallbacks);
+      .put("chunk_fallbacks", k.chunk_fallbacks)
+      .put("chunk_recompute_tokens", k.chunk_recompute_tokens)
+      .put("chunk_system_prompt_context", k.chunk_system_prompt_context);
   metrics_object(doc, "memory")
       .at_end()
       .put("main_pool_bytes", k.main_pool_bytes)

@@ -12,9 +12,11 @@ namespace kvsim {
 struct ChunkLruMetrics {
   double chunk_hit_rate = 0;
   int64_t chunk_hits = 0, chunk_misses = 0, chunk_evictions = 0;
-  Bytes chunk_bytes_copied = 0;   // chunk pool -> main pool
-  int64_t chunk_rope_tokens = 0;  // keys re-rotated to their real position
-  int64_t chunk_fallbacks = 0;    // prompts without separator, plain prefill
+  Bytes chunk_bytes_copied = 0;             // chunk pool -> main pool
+  int64_t chunk_rope_tokens = 0;            // keys re-rotated to their real position
+  int64_t chunk_fallbacks = 0;              // prompts without separator, plain prefill
+  int64_t chunk_recompute_tokens = 0;       // placed tokens recomputed (CacheBlend)
+  int64_t chunk_system_prompt_context = 0;  // system-prompt keys missed chunks attended
   Bytes main_pool_bytes = 0, chunk_pool_bytes = 0;
 };
 

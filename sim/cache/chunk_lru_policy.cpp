@@ -1,6 +1,7 @@
 #include "sim/cache/chunk_lru_policy.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/cache/chunk_lru_metrics.hpp"
@@ -48,12 +49,8 @@ PrefixHit ChunkLruPolicy::lookup_prefix(const TokenView& tokens,
       split_chunked_prompt(tokens.prompt_ids(), tokens.prompt_len);
   if (segments.size() < 2) return hit;  // no separator: plain prefill
   const size_t units = segments.size() - 1;
-  if (memo.size() != units) {
-    memo.clear();
-    for (size_t i = 0; i < units; ++i)
-      memo.push_back(
-          chunk_content_hash(tokens.prompt_ids() + segments[i].begin, segments[i].length));
-  }
+  if (memo.size() != units)
+    memo = chunk_segment_keys(tokens.prompt_ids(), segments, params_.attention);
   hit.hashes = memo;
   hit.segment_tokens.reserve(units);
   for (size_t i = 0; i < units; ++i)
@@ -91,9 +88,9 @@ SeqSlot ChunkLruPolicy::apply_admit(const AdmitPlan& plan) {
     ++stats_.no_separator;
     return slot;
   }
-  auto isolated_prefill = [&](int64_t tokens) {
+  auto isolated_prefill = [&](int64_t tokens, int64_t context) {
     stats_.isolated_prefill_tokens += tokens;
-    if (pending_.seqs.size() < kMaxPendingPrefills) pending_.seqs.push_back({tokens, 0, false});
+    add_prefill(tokens, context);
   };
   int64_t position = 0;  // real position of the segment's first token
   for (size_t i = 0; i < hit.segment_tokens.size(); ++i) {
@@ -105,20 +102,56 @@ SeqSlot ChunkLruPolicy::apply_admit(const AdmitPlan& plan) {
       // Not cached: prefilled alone at its real position, straight into the
       // main pool (no copy, no re-rotation).
       ++stats_.oversized;
-      isolated_prefill(placed);
+      isolated_prefill(placed, 0);
     } else if (chunk_pool_.touch(hash)) {
       ++stats_.hits;
       stats_.hit_tokens += placed;
       copy_into_main(placed);
     } else {
       ++stats_.misses;
-      isolated_prefill(unit);  // at virtual_pos_start, into the chunk pool
+      // At virtual_pos_start, into the chunk pool; a chunk after the system
+      // prompt reads the system prompt's keys too (seed 003 §3.7).
+      const int64_t context =
+          i > 0 && params_.attention == ChunkAttention::system_prompt ? hit.segment_tokens[0] : 0;
+      stats_.system_prompt_context += context;
+      isolated_prefill(unit, context);
       chunk_pool_.insert(hash, unit, params_.keep_eviction_log ? &eviction_log_ : nullptr);
       copy_into_main(placed);
     }
     position += unit;
   }
+  price_recompute(hit);
   return slot;
+}
+
+void ChunkLruPolicy::add_prefill(int64_t tokens, int64_t context) {
+  if (tokens > 0 && pending_.seqs.size() < kMaxPendingPrefills)
+    pending_.seqs.push_back({tokens, context, false});
+}
+
+// CacheBlend's two parts, as prefills ahead of the step: one layer over every
+// placed token (priced as ceil(P / layers) tokens through all layers: its
+// matmuls exactly, its attention as if those tokens saw all P keys, an upper
+// bound), then per segment its recomputed tokens, each priced as the
+// segment's last tokens (they attend everything before them; an upper bound
+// on where in the segment they sit).
+void ChunkLruPolicy::price_recompute(const PrefixHit& hit) {
+  if (params_.recompute_ratio <= 0) return;
+  int64_t position = 0;
+  for (size_t i = 0; i < hit.segment_tokens.size(); ++i) {
+    const int64_t placed = std::min(hit.segment_tokens[i], hit.cached_tokens - position);
+    if (placed <= 0) break;
+    const auto k = std::min<int64_t>(
+        placed,
+        static_cast<int64_t>(std::ceil(params_.recompute_ratio * static_cast<double>(placed))));
+    stats_.recompute_tokens += k;
+    add_prefill(k, position + placed - k);
+    position += hit.segment_tokens[i];
+  }
+  const int64_t all = std::min(position, hit.cached_tokens);
+  const int64_t layers = std::max<int64_t>(params_.model_layers, 1);
+  const int64_t selecting = (all + layers - 1) / layers;
+  add_prefill(selecting, all - selecting);
 }
 
 CacheAccounting ChunkLruPolicy::accounting() const {
@@ -158,6 +191,8 @@ void ChunkLruPolicy::report(RunMetrics& m) const {
   k.chunk_bytes_copied = stats_.bytes_copied;
   k.chunk_rope_tokens = stats_.rope_tokens;
   k.chunk_fallbacks = stats_.no_separator + stats_.oversized;
+  k.chunk_recompute_tokens = stats_.recompute_tokens;
+  k.chunk_system_prompt_context = stats_.system_prompt_context;
   // Token-weighted like prefix_hit_rate (same denominator: the prompt
   // tokens looked up), so the two compare directly.
   k.chunk_hit_rate = stats_.query_tokens > 0 ? static_cast<double>(stats_.hit_tokens) /

@@ -7,12 +7,20 @@
 //   chained prefix hashes: the seed drops prefix caching for these prompts.
 // - Admission walks the segments in order. A hit is copied from the chunk
 //   pool into newly allocated main-pool blocks and its keys re-rotated from
-//   the virtual position to the real one. A miss is prefilled alone at
-//   `virtual_pos_start` (attending only to itself: a content-only key cannot
-//   depend on what precedes the chunk), inserted into the chunk pool after
-//   evicting least-recently-used chunks until its blocks are free, then
-//   copied and re-rotated like a hit. The question is then prefilled by the
-//   scheduler as ordinary tokens attending to everything before it.
+//   the virtual position to the real one. A miss is prefilled at
+//   `virtual_pos_start` attending the system prompt and causally itself
+//   (seed 003 §3.7's mask; its key then covers the system prompt, see
+//   ChunkAttention), or with `chunk_attention: isolated` only itself,
+//   inserted into the chunk pool after evicting least-recently-used chunks
+//   until its blocks are free, then copied and re-rotated like a hit. The
+//   question is then prefilled by the scheduler as ordinary tokens
+//   attending to everything before it.
+// - `recompute_ratio` r > 0 (CacheBlend, Yao et al., EuroSys 2025): every
+//   placed segment's ceil(r x tokens) tokens whose KV deviates most are
+//   recomputed at their real positions attending everything before them,
+//   after a first-layer pass over all placed tokens that finds them, so
+//   part of the cross-chunk attention is restored (the selection itself is
+//   kernels/llama2_selective_recompute.hpp; here it is priced).
 // - A prompt without a separator is a plain prefill (counted as a fallback);
 //   a chunk longer than max_chunk_tokens, or larger than the whole chunk
 //   pool, is not cached: it is prefilled alone at its real position straight
@@ -28,6 +36,7 @@
 #include <vector>
 
 #include "sim/cache/chunk_pool.hpp"
+#include "sim/cache/chunk_prompt.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
@@ -41,8 +50,11 @@ struct ChunkLruParams {
   PagedParams main;  // the main pool (prefix caching is off: chunks replace it)
   int64_t chunk_blocks = 0;
   int64_t max_chunks = 0;
-  int64_t max_chunk_tokens = 0;    // longer chunks are not cached
-  int64_t virtual_pos_start = 0;   // where missed chunks are computed
+  int64_t max_chunk_tokens = 0;   // longer chunks are not cached
+  int64_t virtual_pos_start = 0;  // where missed chunks are computed
+  ChunkAttention attention = ChunkAttention::system_prompt;
+  double recompute_ratio = 0;      // of each placed segment's tokens (CacheBlend)
+  int64_t model_layers = 1;        // the recompute's selecting pass is one layer of them
   bool keep_eviction_log = false;  // record evicted hashes in order (tests)
   // Which chunk the chunk pool evicts first (seed 003: `lru`); a name of
   // eviction_order_names(). The main pool's order is main.eviction.
@@ -59,6 +71,8 @@ struct ChunkStats {
   int64_t isolated_prefill_tokens = 0;  // computed alone (misses and oversized chunks)
   Bytes bytes_copied = 0;               // chunk pool -> main pool, per rank
   int64_t rope_tokens = 0;              // keys re-rotated to their real position
+  int64_t recompute_tokens = 0;         // placed tokens recomputed (recompute_ratio)
+  int64_t system_prompt_context = 0;    // system-prompt keys missed chunks attended
 };
 
 class ChunkLruPolicy final : public KvCachePolicy {
@@ -115,6 +129,8 @@ class ChunkLruPolicy final : public KvCachePolicy {
 
  private:
   void copy_into_main(int64_t tokens);
+  void add_prefill(int64_t tokens, int64_t context);
+  void price_recompute(const PrefixHit& hit);
 
   ChunkLruParams params_;
   PagedPolicy main_;

@@ -45,13 +45,15 @@ void ChunkLruNumericsChecker::place_chunks(const Sequence& seq, const ChunkLruPo
   const auto& table_ref = policy.block_table(seq.slot);
   const std::vector<int32_t> table(table_ref.begin(), table_ref.end());
   const SyntheticShape& sh = params().shape;
+  // The policy's keys (a chunk after the system prompt may be keyed by both).
+  const std::vector<BlockHash> keys =
+      chunk_segment_keys(tokens.prompt_ids(), segments, policy.params().attention);
   int64_t position = 0;
   for (size_t i = 0; i + 1 < segments.size(); ++i) {
     const int64_t unit = segments[i].length + kChunkSeparatorLength;
     const int64_t placed = std::min(unit, cached - position);
     if (placed <= 0) break;
-    const BlockHash hash =
-        chunk_content_hash(tokens.prompt_ids() + segments[i].begin, segments[i].length);
+    const BlockHash& hash = keys[i];
     const auto& held = policy.chunk_pool().blocks_of(hash);
     if (held.empty()) {
       // Not cached (over max_chunk_tokens): prefilled at its real position.
@@ -61,17 +63,22 @@ void ChunkLruNumericsChecker::place_chunks(const Sequence& seq, const ChunkLruPo
       const bool current = std::all_of(blocks.begin(), blocks.end(), [&](int32_t b) {
         return owned_[static_cast<size_t>(b)] && block_owner_[static_cast<size_t>(b)] == hash;
       });
+      // A chunk computed after the system prompt sits past it in the virtual
+      // span (kernels/llama2_chunk_reuse.hpp).
+      const int64_t after = i > 0 && policy.params().attention == ChunkAttention::system_prompt
+                                ? segments[0].length + kChunkSeparatorLength
+                                : 0;
       if (!current) {
-        // Computed alone at the virtual position, into its chunk blocks.
-        write_rows(chunk_pool_, blocks, 0, tokens, position, unit, virtual_pos_start_);
+        // Computed at its virtual position, into its chunk blocks.
+        write_rows(chunk_pool_, blocks, 0, tokens, position, unit, virtual_pos_start_ + after);
         for (int32_t b : blocks) {
           block_owner_[static_cast<size_t>(b)] = hash;
           owned_[static_cast<size_t>(b)] = 1;
         }
       }
-      kernels::remap_chunk(
-          chunk_pool_, shadow_pool(),
-          {blocks, 0, virtual_position(), table, position, placed, sh.rope_theta, sh.rope_style});
+      kernels::remap_chunk(chunk_pool_, shadow_pool(),
+                           {blocks, 0, virtual_position() + after, table, position, placed,
+                            sh.rope_theta, sh.rope_style});
     }
     position += unit;
   }

@@ -13,6 +13,11 @@
 namespace kvsim {
 namespace {
 
+// The choice's names (chunk_attention's declared choices).
+ChunkAttention chunk_attention_named(const std::string& name) {
+  return name == "isolated" ? ChunkAttention::isolated : ChunkAttention::system_prompt;
+}
+
 config::ComponentInfo chunk_lru_policy_info() {
   using namespace config;
   // The main pool is a paged pool (without prefix caching: chunks take its
@@ -29,6 +34,15 @@ config::ComponentInfo chunk_lru_policy_info() {
                                      "the chunk pool; the rest of memory stays in reserve"));
   info.params.push_back(int_param("virtual_pos_start", 4096, 0, 1LL << 31, "tokens",
                                   "position where missed chunks are computed"));
+  info.params.push_back(choice_param(
+      "chunk_attention", std::string("system_prompt"), {"system_prompt", "isolated"},
+      "what a missed chunk attends where it is computed: the system prompt and itself (seed "
+      "003's mask; the key then covers the system prompt) or only itself"));
+  info.params.push_back(number_param(
+      "recompute_ratio", 0.0, 0.0, 1.0, "fraction of each placed segment's tokens",
+      "CacheBlend selective recompute: the tokens whose KV deviates most are recomputed at "
+      "their real positions attending everything before them (0: plain reuse, 1: a full "
+      "prefill)"));
   info.params.push_back(
       int_param("max_chunks", 1 << 20, 1, 1LL << 31, "chunks", "chunks the index can hold"));
   info.params.push_back(
@@ -44,7 +58,9 @@ class ChunkLruSpec final : public PolicySpec, public BlockPoolContract {
         chunk_fraction_(v.values.number("chunk_pool_fraction")),
         virtual_pos_start_(v.values.integer("virtual_pos_start")),
         max_chunks_(v.values.integer("max_chunks")),
-        max_chunk_tokens_(v.values.integer("max_chunk_tokens")) {
+        max_chunk_tokens_(v.values.integer("max_chunk_tokens")),
+        attention_(chunk_attention_named(v.values.string("chunk_attention"))),
+        recompute_ratio_(v.values.number("recompute_ratio")) {
     set_read(v.values, v.paths);
   }
 
@@ -94,7 +110,6 @@ class ChunkLruSpec final : public PolicySpec, public BlockPoolContract {
   }
   std::unique_ptr<KvCachePolicy> make(const InstanceSpec& s,
                                       const PoolSizing& sizing) const override {
-    (void)s;
     ChunkLruParams p;
     p.main.num_blocks = sizing.num_blocks;
     p.main.block_size = pool_.block_size;
@@ -107,18 +122,25 @@ class ChunkLruSpec final : public PolicySpec, public BlockPoolContract {
     p.max_chunks = max_chunks_;
     p.max_chunk_tokens = max_chunk_tokens_;
     p.virtual_pos_start = virtual_pos_start_;
+    p.attention = attention_;
+    p.recompute_ratio = recompute_ratio_;
+    p.model_layers = s.model.num_hidden_layers;
     return std::make_unique<ChunkLruPolicy>(p);
   }
   bool swap_preemption() const override { return pool_.swap; }
   bool reuses_chunks() const override { return true; }
   ServingNumerics numerics() const override { return ServingNumerics::chunks; }
   int64_t virtual_pos_start() const override { return virtual_pos_start_; }
+  ChunkAttention chunk_attention() const override { return attention_; }
+  double chunk_recompute_ratio() const override { return recompute_ratio_; }
   std::string layout() const override { return pool_.layout; }
 
  private:
   PagedPoolSettings pool_;
   double main_fraction_, chunk_fraction_;
   int64_t virtual_pos_start_, max_chunks_, max_chunk_tokens_;
+  ChunkAttention attention_;
+  double recompute_ratio_;
 };
 
 }  // namespace
@@ -129,6 +151,8 @@ ChunkLruParams declared_chunk_lru_params() {
   p.max_chunks = info.default_of<int64_t>("max_chunks");
   p.max_chunk_tokens = info.default_of<int64_t>("max_chunk_tokens");
   p.virtual_pos_start = info.default_of<int64_t>("virtual_pos_start");
+  p.attention = chunk_attention_named(info.default_of<std::string>("chunk_attention"));
+  p.recompute_ratio = info.default_of<double>("recompute_ratio");
   return p;
 }
 

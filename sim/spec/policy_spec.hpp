@@ -20,6 +20,7 @@
 #include "base/params.hpp"
 #include "base/reader.hpp"
 #include "base/units.hpp"
+#include "kernels/chunk_mask.hpp"
 #include "kernels/genie_kv_buffer.hpp"
 #include "models/model_spec.hpp"
 #include "sim/cache/genie_policy.hpp"
@@ -85,6 +86,11 @@ class BlockPoolContract {
   virtual ServingNumerics numerics() const { return ServingNumerics::none; }
   // seed 003: where a missed chunk is computed (numerics of chunks only).
   virtual int64_t virtual_pos_start() const { return 0; }
+  // seed 003: what a missed chunk attends; CacheBlend's recompute ratio.
+  virtual kernels::ChunkAttention chunk_attention() const {
+    return kernels::ChunkAttention::system_prompt;
+  }
+  virtual double chunk_recompute_ratio() const { return 0; }
   // The block layout's name (seed 000: ksana or atb), for its shape checks.
   virtual std::string layout() const { return "ksana"; }
 

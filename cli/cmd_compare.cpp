@@ -1,4 +1,5 @@
-// kvsim compare SCENARIO --vary KEY=V1,V2[,...] [--vary ...] [--out DIR] [--set KEY=VALUE]...
+// kvsim compare SCENARIO --vary KEY=V1,V2[,...] [--vary ...] [--variant "LABEL: K=V; K=V"]...
+//                [--out DIR] [--set KEY=VALUE]...
 // Runs every variant of the grid on the same request stream and writes the
 // side-by-side comparison (SPEC 3).
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/studies/compare_report.hpp"
+#include "reports/input_error.hpp"
 #include "reports/output_dir.hpp"
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -20,13 +22,17 @@ namespace {
 
 struct CompareOptions {
   std::string scenario, out;
-  std::vector<std::string> vary, sets;
+  std::vector<std::string> vary, variants, sets;
   bool quiet = false;
   bool force = false;
 };
 
 int run_compare_command(const CompareOptions& o) {
+  if (o.vary.empty() && o.variants.empty())
+    throw_input_error("--vary", "vary", "no variant to run",
+                      "--vary KEY=V1,V2[,...] or --variant \"LABEL: KEY=VALUE[; ...]\"");
   std::vector<VaryAxis> axes;
+  if (!o.variants.empty()) axes.push_back(parse_named_variants(o.variants));
   for (const auto& v : o.vary) axes.push_back(parse_vary(v));
   check_vary_axes(axes);  // before anything is loaded
   std::string out = o.out;
@@ -41,13 +47,20 @@ int run_compare_command(const CompareOptions& o) {
       },
       o.force);
   if (!o.quiet) {
-    const auto& cols = compare_columns();
+    const auto cols = compare_columns(r);
     // TTFT and TPOT p99 and output tokens/s always, then the columns that
     // differ most between the variants (bytes moved for update modes, hit
     // rates for cache policies, ...).
     std::vector<size_t> shown = {1, 3, 5};
+    // A run that measured its output drift (numerics.reuse_quality) shows
+    // it beside the latencies: the trade a cache option makes.
+    const auto first = metrics_to_json(r.metrics[0]);
+    for (size_t c = 0; c < cols.size(); ++c)
+      if (cols[c].key.starts_with("reuse_quality.") && metric_value(first, cols[c].key))
+        shown.push_back(c);
+    const size_t limit = shown.size() + 3;
     for (const size_t c : most_different_columns(r, 6)) {
-      if (shown.size() >= 6) break;
+      if (shown.size() >= limit) break;
       if (std::find(shown.begin(), shown.end(), c) == shown.end()) shown.push_back(c);
     }
     size_t width = 8;
@@ -86,8 +99,10 @@ Command add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compare", "run variants of a scenario side by side");
   cmd->add_option("scenario", o->scenario, "scenario YAML file")->required();
   cmd->add_option("--vary", o->vary,
-                  "KEY=V1,V2,...: one axis of the grid (repeatable; ratios against the first)")
-      ->required();
+                  "KEY=V1,V2,...: one axis of the grid (repeatable; ratios against the first)");
+  cmd->add_option("--variant", o->variants,
+                  "\"LABEL: KEY=VALUE[; KEY=VALUE...]\": one named variant (repeatable; "
+                  "together they are the first axis)");
   cmd->add_option("--out", o->out, "output folder (default out/compare-<scenario name>)");
   cmd->add_option("--set", o->sets, "override a key in every variant (repeatable)");
   cmd->add_flag("--quiet", o->quiet, "print nothing but errors");

@@ -165,9 +165,12 @@ std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::s
       const auto& s = chart.series[k];
       for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
         data << fmt::format("{:.9g} {:.9g}\n", s.x[i], s.y[i]);
-      script += fmt::format("{}'{}' using 1:2 with {} lw 2 lc rgb '{}' title {}", k ? ", " : "",
-                            file, chart.kind == ChartSpec::Kind::steps ? "steps" : "lines",
-                            kColours[k % 8], quoted(s.label));
+      script +=
+          fmt::format("{}'{}' using 1:2 with {} lw 2 lc rgb '{}' title {}", k ? ", " : "", file,
+                      chart.kind == ChartSpec::Kind::steps    ? "steps"
+                      : chart.kind == ChartSpec::Kind::points ? "points pt 7 ps 1.5"
+                                                              : "lines",
+                      kColours[k % 8], quoted(s.label));
     }
     script += "\n";
   }

@@ -20,7 +20,8 @@ struct ChartSeries {
 
 struct ChartSpec {
   // spans: one row per series (labelled on the y axis), a bar per span.
-  enum class Kind { lines, steps, bars, spans };
+  // points: a marker per (x, y), e.g. one series per variant of a compare.
+  enum class Kind { lines, steps, bars, spans, points };
   Kind kind = Kind::lines;
   std::string title, x_label, y_label;
   std::vector<ChartSeries> series;      // lines/steps: one line each

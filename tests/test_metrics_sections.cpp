@@ -11,6 +11,7 @@
 #include "scenario_helpers.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/core/metrics_section.hpp"
+#include "sim/numerics/reuse_quality_probe.hpp"
 #include "sim/scenario/metrics_document.hpp"
 #include "tests/support/metric_parts.hpp"
 
@@ -46,11 +47,11 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 10u);
+  EXPECT_EQ(metrics_sections().size(), 11u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
   EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",
-                           "kv_tiers", "pipeline", "cluster", "provenance"}));
+                           "kv_tiers", "pipeline", "cluster", "reuse_quality", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);
@@ -62,6 +63,14 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   // Likewise the pipeline's, in pipeline-parallel runs only.
   pipeline_metrics_section().write(RunMetrics{}, solo);
   EXPECT_FALSE(solo.contains("pipeline"));
+  // And the reuse-quality probe's, in runs that probed (after `numerics`).
+  Json probed = metrics_to_json(RunMetrics{});
+  EXPECT_FALSE(probed.contains("reuse_quality"));
+  RunMetrics with_probe;
+  with_probe.part<ReuseQualityMetrics>().requests = 3;
+  probed = metrics_to_json(with_probe);
+  ASSERT_TRUE(probed.contains("reuse_quality"));
+  EXPECT_EQ(probed["reuse_quality"]["requests"], 3);
   // The run's section alone knows no family's keys.
   Json run_only;
   run_metrics_section().write(RunMetrics{}, run_only);
@@ -75,7 +84,8 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
        {"kv_cache.block_bytes", "kv_cache.chunk_fallbacks", "kv_cache.rewinds",
         "kv_cache.session_io_bytes", "memory.activation_reserve_bytes", "memory.chunk_pool_bytes",
         "vtcm.sessions_waited", "workload.skipped_records", "cluster.transfer.bytes",
-        "pipeline.stage_link_bytes"})
+        "pipeline.stage_link_bytes", "kv_cache.chunk_recompute_tokens",
+        "reuse_quality.top1_agreement"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
 }
 
@@ -119,7 +129,9 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
                                            "chunk_evictions",
                                            "chunk_bytes_copied",
                                            "chunk_rope_tokens",
-                                           "chunk_fallbacks"}));
+                                           "chunk_fallbacks",
+                                           "chunk_recompute_tokens",
+                                           "chunk_system_prompt_context"}));
   EXPECT_EQ(keys_of(j["kv_tiers"]),
             (Names{"device_hit_rate", "load_time_s", "dram", "ssd", "global"}));
   EXPECT_EQ(keys_of(j["kv_tiers"]["ssd"]), (Names{"hit_rate", "hit_tokens", "bytes_read",

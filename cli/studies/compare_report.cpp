@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -36,7 +37,7 @@ std::string folder_safe(const std::string& text) {
 VaryAxis parse_vary(const std::string& text) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0) vary_error(fmt::format("'{}' is not KEY=VALUES", text));
-  VaryAxis axis{text.substr(0, eq), {}};
+  VaryAxis axis{text.substr(0, eq), {}, {}};
   std::stringstream values(text.substr(eq + 1));
   std::string v;
   while (std::getline(values, v, ',')) {
@@ -44,6 +45,38 @@ VaryAxis parse_vary(const std::string& text) {
     axis.values.push_back(v);
   }
   if (axis.values.empty()) vary_error(fmt::format("'{}' has no values", text));
+  return axis;
+}
+
+VaryAxis parse_named_variants(const std::vector<std::string>& texts) {
+  const auto bad = [](const std::string& problem) {
+    throw_input_error("--variant", "variant", problem, "\"LABEL: KEY=VALUE[; KEY=VALUE...]\"");
+  };
+  const auto trim = [](const std::string& t) {
+    const size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+  };
+  VaryAxis axis{"variant", {}, {}};
+  for (const std::string& text : texts) {
+    const size_t colon = text.find(':');
+    const std::string label = colon == std::string::npos ? "" : trim(text.substr(0, colon));
+    if (label.empty()) bad(fmt::format("'{}' has no label before ':'", text));
+    if (std::find(axis.values.begin(), axis.values.end(), label) != axis.values.end())
+      bad(fmt::format("the label '{}' is given twice", label));
+    std::vector<std::string> sets;
+    std::stringstream parts(text.substr(colon + 1));
+    std::string part;
+    while (std::getline(parts, part, ';')) {
+      part = trim(part);
+      if (part.empty()) continue;
+      if (part.find('=') == std::string::npos || part.front() == '=')
+        bad(fmt::format("'{}' in '{}' is not KEY=VALUE", part, text));
+      sets.push_back(part);
+    }
+    if (sets.empty()) bad(fmt::format("'{}' sets no key", text));
+    axis.values.push_back(label);
+    axis.sets.push_back(std::move(sets));
+  }
   return axis;
 }
 
@@ -70,11 +103,19 @@ std::vector<CompareVariant> expand_variants(const std::vector<VaryAxis>& axes) {
   for (const auto& axis : axes) {
     std::vector<CompareVariant> next;
     for (const auto& base : out) {
-      for (const auto& value : axis.values) {
+      for (size_t i = 0; i < axis.values.size(); ++i) {
+        const std::string& value = axis.values[i];
         CompareVariant v = base;
-        const std::string assignment = axis.key + "=" + value;
-        v.sets.push_back(assignment);
-        v.label += (v.label.empty() ? "" : " ") + assignment;
+        if (axis.sets.empty()) {
+          const std::string assignment = axis.key + "=" + value;
+          v.sets.push_back(assignment);
+          v.label += (v.label.empty() ? "" : " ") + assignment;
+          v.folder_name += (v.folder_name.empty() ? "" : "_") + assignment;
+        } else {
+          v.sets.insert(v.sets.end(), axis.sets[i].begin(), axis.sets[i].end());
+          v.label += (v.label.empty() ? "" : " ") + value;
+          v.folder_name += (v.folder_name.empty() ? "" : "_") + value;
+        }
         v.short_label += (v.short_label.empty() ? "" : " ") + value;
         next.push_back(std::move(v));
       }
@@ -82,16 +123,15 @@ std::vector<CompareVariant> expand_variants(const std::vector<VaryAxis>& axes) {
     out = std::move(next);
   }
   for (size_t i = 0; i < out.size(); ++i) {
-    std::string name;
-    for (const auto& s : out[i].sets) name += (name.empty() ? "" : "_") + s;
+    const std::string& name = out[i].folder_name;
     out[i].folder = fmt::format("{:02}-{}", i + 1, folder_safe(name.empty() ? "base" : name));
     if (out[i].label.empty()) out[i].label = out[i].short_label = "base";
   }
   return out;
 }
 
-const std::vector<CompareColumn>& compare_columns() {
-  static const std::vector<CompareColumn> columns = {
+std::vector<CompareColumn> compare_columns(const CompareResult& r) {
+  static const std::vector<CompareColumn> every = {
       {"latency_ms.ttft.p50", "TTFT p50 ms"},
       {"latency_ms.ttft.p99", "TTFT p99 ms"},
       {"latency_ms.tpot.p50", "TPOT p50 ms"},
@@ -102,6 +142,9 @@ const std::vector<CompareColumn>& compare_columns() {
       {"kv_cache.peak_used_bytes", "peak KV bytes"},
       {"kv_cache.prefix_hit_rate", "prefix hit rate"},
       {"kv_cache.chunk_hit_rate", "chunk hit rate"},
+      {"reuse_quality.logits_mean_abs_diff", "logit mean |d|"},
+      {"reuse_quality.kv_mean_abs_diff", "KV mean |d|"},
+      {"reuse_quality.top1_agreement", "top-1 agreement"},
       {"kv_cache.bytes_moved", "bytes moved"},
       {"kv_cache.pointer_updates", "pointer updates"},
       {"kv_cache.swapped_bytes", "swapped bytes"},
@@ -113,11 +156,18 @@ const std::vector<CompareColumn>& compare_columns() {
       {"goodput.requests_per_s", "goodput req/s"},
       {"vtcm.wait_ms", "VTCM wait ms"},
   };
+  std::vector<nlohmann::ordered_json> docs;
+  for (const auto& m : r.metrics) docs.push_back(metrics_to_json(m));
+  std::vector<CompareColumn> columns;
+  for (const CompareColumn& c : every)
+    if (std::any_of(docs.begin(), docs.end(),
+                    [&](const auto& d) { return metric_value(d, c.key).has_value(); }))
+      columns.push_back(c);
   return columns;
 }
 
 std::vector<size_t> most_different_columns(const CompareResult& r, size_t count) {
-  const auto& columns = compare_columns();
+  const auto columns = compare_columns(r);
   std::vector<nlohmann::ordered_json> docs;
   for (const auto& m : r.metrics) docs.push_back(metrics_to_json(m));
   std::vector<std::pair<double, size_t>> spread;

@@ -19,17 +19,28 @@ namespace kvsim {
 struct VaryAxis {
   std::string key;
   std::vector<std::string> values;
+  // Named variants (--variant): value i stands for the assignments sets[i]
+  // instead of key=values[i]. Empty for a --vary axis.
+  std::vector<std::vector<std::string>> sets;
 };
 
 // "kv_cache.block_size=64,128" -> {key, values}. Throws config::ConfigError
 // pointing at --vary.
 VaryAxis parse_vary(const std::string& text);
 
+// Every --variant "LABEL: KEY=VALUE[; KEY=VALUE...]" as one axis, key
+// "variant", in the order given: variants that differ in several keys at
+// once (a policy and its options) without a grid of their products.
+// Throws config::ConfigError pointing at --variant on a malformed one or a
+// label given twice.
+VaryAxis parse_named_variants(const std::vector<std::string>& texts);
+
 struct CompareVariant {
   std::string label;              // "kv_cache.block_size=64 preemption=swap"
   std::string short_label;        // the values only ("swap 64"), for chart labels
   std::string folder;             // folder name inside the compare folder
   std::vector<std::string> sets;  // the --set assignments of this variant
+  std::string folder_name;        // its assignments (a named variant's label) joined
 };
 
 // The cartesian product, first axis outermost.
@@ -49,8 +60,6 @@ struct CompareColumn {
   std::string key;    // metrics.json key
   std::string title;  // short heading
 };
-const std::vector<CompareColumn>& compare_columns();
-
 struct CompareResult {
   std::string folder;  // final path
   std::vector<CompareVariant> variants;
@@ -58,7 +67,12 @@ struct CompareResult {
   std::vector<RunSeries> series;    // per variant: what its charts show (bounded)
 };
 
-// Indices into compare_columns() of the columns whose values differ most
+// The columns a compare shows: those whose key at least one variant's
+// metrics.json has (a section written only for some runs, such as
+// reuse_quality, is left out when no variant wrote it).
+std::vector<CompareColumn> compare_columns(const CompareResult& r);
+
+// Indices into compare_columns(r) of the columns whose values differ most
 // between the variants (largest max/min ratio, a column with a zero and a
 // non-zero value first), at most `count`, none whose values are all equal.
 std::vector<size_t> most_different_columns(const CompareResult& r, size_t count);

@@ -20,7 +20,7 @@ std::vector<std::vector<double>> column_values(const CompareResult& r) {
   for (const auto& m : r.metrics) {
     const Json j = metrics_to_json(m);
     std::vector<double> row;
-    for (const auto& c : compare_columns()) row.push_back(metric_value(j, c.key).value_or(0.0));
+    for (const auto& c : compare_columns(r)) row.push_back(metric_value(j, c.key).value_or(0.0));
     out.push_back(std::move(row));
   }
   return out;
@@ -97,6 +97,27 @@ std::optional<CaptionedChart> rate_curve(const CompareResult& r,
   return CaptionedChart{c, caption + "), in that order"};
 }
 
+// With numerics.reuse_quality: each variant's output drift from a full
+// prefill against its TTFT, the trade a cache option makes.
+std::optional<CaptionedChart> quality_against_ttft(const CompareResult& r,
+                                                   const std::vector<CompareVariant>& variants) {
+  ChartSpec c;
+  c.kind = ChartSpec::Kind::points;
+  c.title = "Output drift from a full prefill against TTFT";
+  c.x_label = "TTFT p50 (ms)";
+  c.y_label = "logits mean |diff|";
+  for (size_t i = 0; i < r.metrics.size(); ++i) {
+    const auto j = metrics_to_json(r.metrics[i]);
+    const auto drift = metric_value(j, "reuse_quality.logits_mean_abs_diff");
+    if (!drift) continue;
+    c.series.push_back({variants[i].short_label, {r.metrics[i].latency_ms.ttft.p50}, {*drift}, {}});
+  }
+  if (c.series.size() < 2) return std::nullopt;
+  return CaptionedChart{c,
+                        "One point per variant: down is closer to a full prefill's output "
+                        "(numerics.reuse_quality), left is a faster first token"};
+}
+
 }  // namespace
 
 std::optional<double> compare_ratio(double value, double first) {
@@ -106,7 +127,7 @@ std::optional<double> compare_ratio(double value, double first) {
 
 void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const CompareResult& result,
                          const std::vector<VaryAxis>& axes, const std::vector<std::string>& sets) {
-  const auto& columns = compare_columns();
+  const auto columns = compare_columns(result);
   const auto values = column_values(result);
 
   // compare.json
@@ -202,6 +223,8 @@ void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const Compare
         {bar_chart(columns[c].title, bytes ? "GiB" : columns[c].title, bars), caption});
   }
   if (const auto curve = rate_curve(result, axes)) charts.push_back(*curve);
+  if (const auto quality = quality_against_ttft(result, result.variants))
+    charts.push_back(*quality);
   if (enough_for_cdf(runs)) {
     charts.push_back({ttft_cdf_chart(runs), "TTFT CDF per variant"});
     charts.push_back({tpot_cdf_chart(runs), "TPOT CDF per variant"});

@@ -5,6 +5,7 @@
 #include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/cluster/cluster_metrics.hpp"
 #include "sim/genie/genie_metrics.hpp"
+#include "sim/numerics/reuse_quality_probe.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
 
@@ -12,10 +13,10 @@ namespace kvsim {
 
 const std::vector<MetricsSection>& metrics_sections() {
   static const std::vector<MetricsSection> sections = {
-      run_metrics_section(),       serving_metrics_section(),     genie_metrics_section(),
-      chunk_lru_metrics_section(), llama_cells_metrics_section(), goodput_metrics_section(),
-      kv_tiers_metrics_section(),  pipeline_metrics_section(),    cluster_metrics_section(),
-      provenance_metrics_section()};
+      run_metrics_section(),           serving_metrics_section(),     genie_metrics_section(),
+      chunk_lru_metrics_section(),     llama_cells_metrics_section(), goodput_metrics_section(),
+      kv_tiers_metrics_section(),      pipeline_metrics_section(),    cluster_metrics_section(),
+      reuse_quality_metrics_section(), provenance_metrics_section()};
   return sections;
 }
 
@@ -32,6 +33,7 @@ std::vector<std::string> metric_key_names() {
   sample.part<ClusterMetrics>();
   sample.part<PipelineMetrics>();
   sample.part<LlamaCellsMetrics>();
+  sample.part<ReuseQualityMetrics>();
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 

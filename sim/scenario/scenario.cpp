@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "devices/device_formats.hpp"
+#include "kernels/llama2_model.hpp"
 #include "models/model_resolve.hpp"
 #include "models/pipeline_stages.hpp"
 #include "sim/cluster/cluster_spec.hpp"
@@ -164,8 +165,55 @@ void pipeline_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
 
 // Second pass: checks that need several values (DESIGN practice 5). Each
 // problem points at the key the user most likely has to change.
+// numerics.reuse_quality: {checkpoint, requests, generated_tokens}; the
+// checkpoint's path is relative to the YAML file's folder (like a trace's)
+// and is opened before anything is written.
+void read_reuse_quality(const Node& node, NumericsConfig& n) {
+  if (!node.defined()) return;
+  MapReader q(node);
+  const Node path = q.child("checkpoint_path");
+  n.quality_requests = q.integer("requests", 8, 1, 4096);
+  n.quality_generated = q.integer("generated_tokens", 8, 1, 256);
+  q.finish();
+  n.quality_key_path = path.path();
+  if (!path.defined()) {
+    node.error("checkpoint_path is required",
+               "checkpoint_path: a llama2.c .bin such as "
+               "../../../shared/data/models/stories260K/stories260K.bin");
+    return;
+  }
+  const auto text = path.as_string();
+  if (!text) return;
+  fs::path file(*text);
+  if (file.is_relative()) file = fs::path(path.file()).parent_path() / file;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    path.error(fmt::format("no file at '{}'", file.lexically_normal().string()),
+               "a llama2.c checkpoint (.bin), relative to the YAML file's folder");
+    return;
+  }
+  // Read it now, so a file that is no checkpoint fails before anything runs.
+  try {
+    const kernels::Llama2Weights w = kernels::load_llama2_checkpoint(file.string());
+    if (2 * n.quality_generated >= w.config.seq_len)
+      node.error(fmt::format("generated_tokens {} leaves too few of the model's {} positions "
+                             "for the prompt",
+                             n.quality_generated, w.config.seq_len),
+                 fmt::format("generated_tokens below {}", w.config.seq_len / 2));
+  } catch (const std::runtime_error& e) {
+    path.error(e.what(), "a llama2.c checkpoint (.bin), such as stories260K.bin");
+    return;
+  }
+  n.quality_checkpoint = file.lexically_normal().string();
+}
+
 void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
                   config::LoadContext& ctx) {
+  if (!s.numerics.quality_checkpoint.empty() && s.policy().block_pool() == nullptr)
+    ctx.diagnostics.error(
+        ctx.location_of(s.numerics.quality_key_path), s.numerics.quality_key_path,
+        fmt::format("measures the KV a serving block pool reuses; {} has none", s.policy().name()),
+        "a block-pool policy (paged, chunk_lru, ...), or no reuse_quality");
   auto at = [&](const std::string& key) { return ctx.location_of(key); };
   const ModelSpec& m = s.model;
   if (const std::string why = m.tensor_parallel_problem(s.tp, s.ep); !why.empty()) {
@@ -296,6 +344,7 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
       s.numerics.shadow_head_dim = sh.integer("head_dim", 16, 2, 1024);
       sh.finish();
     }
+    read_reuse_quality(n.child("reuse_quality"), s.numerics);
     n.finish();
   }
   {

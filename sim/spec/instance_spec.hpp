@@ -41,6 +41,12 @@ struct NumericsConfig {
   int64_t shadow_layers = 2;  // capped at the model's layers
   int64_t shadow_heads = 2;   // KV heads, capped at the model's KV heads per rank
   int64_t shadow_head_dim = 16;
+  // numerics.reuse_quality: what reusing cached KV does to a real model's
+  // output (sim/numerics/reuse_quality_probe.hpp); off without a checkpoint.
+  std::string quality_checkpoint;  // a llama2.c .bin (stories260K), resolved
+  std::string quality_key_path;    // for errors about it
+  int64_t quality_requests = 8;    // the first requests to finish
+  int64_t quality_generated = 8;   // greedy positions compared after each prompt
   bool on() const { return mode != "off"; }
 };
 

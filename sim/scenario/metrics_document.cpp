@@ -5,6 +5,7 @@
 #include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/cluster/cluster_metrics.hpp"
 #include "sim/genie/genie_metrics.hpp"
+#include "sim/serve/kv_layout_host_cost.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
 
@@ -15,7 +16,7 @@ const std::vector<MetricsSection>& metrics_sections() {
       run_metrics_section(),       serving_metrics_section(),     genie_metrics_section(),
       chunk_lru_metrics_section(), llama_cells_metrics_section(), goodput_metrics_section(),
       kv_tiers_metrics_section(),  pipeline_metrics_section(),    cluster_metrics_section(),
-      provenance_metrics_section()};
+      kv_layout_metrics_section(), provenance_metrics_section()};
   return sections;
 }
 
@@ -32,6 +33,7 @@ std::vector<std::string> metric_key_names() {
   sample.part<ClusterMetrics>();
   sample.part<PipelineMetrics>();
   sample.part<LlamaCellsMetrics>();
+  sample.part<KvLayoutMetrics>();
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 

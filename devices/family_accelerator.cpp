@@ -95,6 +95,11 @@ config::ComponentInfo make_info() {
       "per-direction network port (RoCE) of one device, for KV between instances")));
   info.params.push_back(optional_param(duration_param(
       "network_link_latency", std::nullopt, 0, kNsPerS, "fixed cost of one network transfer")));
+  // Optional: only kv_cache.layout atb reads it (its per-layer block tables
+  // are built on the host every step, seed 000).
+  info.params.push_back(optional_param(bandwidth_param(
+      "host_memory_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+      "host DRAM bandwidth of one CPU socket serving the device, for host-side step work")));
   info.params.push_back(int_param("max_tensor_parallel", std::nullopt, 1, 1024, "devices",
                                   "devices one node can group for tensor parallelism"));
   for (auto& p : efficiency_params()) info.params.push_back(std::move(p));
@@ -132,7 +137,8 @@ class AcceleratorFamily final : public DeviceFamily {
     for (auto [key, field] :
          {std::pair{"host_link_latency", &DeviceSpec::host_link_latency},
           std::pair{"network_link_bandwidth", &DeviceSpec::network_link_bandwidth},
-          std::pair{"network_link_latency", &DeviceSpec::network_link_latency}}) {
+          std::pair{"network_link_latency", &DeviceSpec::network_link_latency},
+          std::pair{"host_memory_bandwidth", &DeviceSpec::host_memory_bandwidth}}) {
       if (r.has(key))
         spec.*field = n.integer(declared(params, key));
       else

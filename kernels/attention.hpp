@@ -32,6 +32,18 @@ void paged_varlen_attention(const KvPool& pool, int64_t layer, const float* q,
                             std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
                             float scale, float* out);
 
+// paged_varlen_attention through the ATB kcache/vcache view of the same
+// pool (seed 000, ATB PagedAttention): atb_block_tables[s] holds one
+// layer's ATB ids (b * layers * 2 + layer for Ksana block b,
+// atb_block_table in kernels/kv_layout.hpp), so no layer is passed. The
+// same arithmetic as paged_varlen_attention: the same bits when the ids
+// name the same rows.
+void paged_varlen_attention_atb(const KvPool& pool, const float* q,
+                                std::span<const int32_t> cu_seqlens_q,
+                                std::span<const int32_t> seqlens_k,
+                                std::span<const std::span<const int32_t>> atb_block_tables,
+                                int64_t q_heads, float scale, float* out);
+
 // flash_attn_with_kvcache for decode (seed 001): one query per sequence over
 // cache_seqlens[s] cached keys (the new token's K/V already stored).
 void paged_decode_attention(const KvPool& pool, int64_t layer, const float* q,

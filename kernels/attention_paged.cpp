@@ -19,17 +19,35 @@ void check_heads(const KvPool& pool, int64_t q_heads) {
     throw std::invalid_argument("attention: q_heads must be a positive multiple of kv_heads");
 }
 
-// Loads rows [first, first + n) of one block's K or V for a head into m (n x d).
-void load_block(const KvPool& pool, int32_t block, KvPart part, int64_t layer, int64_t head,
-                int64_t n, RowMat& m) {
-  m.resize(n, pool.head_dim());
-  for (int64_t t = 0; t < n; ++t) pool.read_row(block, part, layer, t, head, m.row(t).data());
+// How a block table's entry names K and V rows: a Ksana block id read at
+// one layer, or an ATB kcache/vcache id, whose layer is in the id (seed 000).
+struct KsanaRows {
+  const KvPool& pool;
+  int64_t layer;
+  void read(int32_t block, KvPart part, int64_t token, int64_t head, float* dst) const {
+    pool.read_row(block, part, layer, token, head, dst);
+  }
+};
+struct AtbRows {
+  const KvPool& pool;
+  void read(int32_t atb_block, KvPart part, int64_t token, int64_t head, float* dst) const {
+    pool.atb_read_row(part, atb_block, token, head, dst);
+  }
+};
+
+// Loads rows [0, n) of one block's K or V for a head into m (n x d).
+template <class Rows>
+void load_block(const Rows& kv_rows, int64_t d, int32_t block, KvPart part, int64_t head, int64_t n,
+                RowMat& m) {
+  m.resize(n, d);
+  for (int64_t t = 0; t < n; ++t) kv_rows.read(block, part, t, head, m.row(t).data());
 }
 
 // One sequence, one KV head: queries [q_len, group] rows, FlashAttention over blocks.
-void varlen_one(const KvPool& pool, int64_t layer, const float* q, int64_t q_len, int64_t k_len,
-                std::span<const int32_t> table, int64_t q_heads, int64_t kh, float scale,
-                float* out) {
+template <class Rows>
+void varlen_one(const KvPool& pool, const Rows& kv_rows, const float* q, int64_t q_len,
+                int64_t k_len, std::span<const int32_t> table, int64_t q_heads, int64_t kh,
+                float scale, float* out) {
   const int64_t d = pool.head_dim();
   const int64_t group = q_heads / pool.kv_heads();
   const int64_t bt = pool.block_tokens();
@@ -51,8 +69,8 @@ void varlen_one(const KvPool& pool, int64_t layer, const float* q, int64_t q_len
     for (int64_t b0 = 0; b0 <= last_visible; b0 += bt) {
       const int64_t n = std::min(bt, k_len - b0);
       const int32_t block = table[static_cast<size_t>(b0 / bt)];
-      load_block(pool, block, KvPart::key, layer, kh, n, kb);
-      load_block(pool, block, KvPart::value, layer, kh, n, vb);
+      load_block(kv_rows, d, block, KvPart::key, kh, n, kb);
+      load_block(kv_rows, d, block, KvPart::value, kh, n, vb);
       s.noalias() = qt * kb.transpose();
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t visible = k_len - q_len + q0 + r / group;  // last key this query sees
@@ -78,13 +96,13 @@ void varlen_one(const KvPool& pool, int64_t layer, const float* q, int64_t q_len
   }
 }
 
-}  // namespace
-
-void paged_varlen_attention(const KvPool& pool, int64_t layer, const float* q,
-                            std::span<const int32_t> cu_seqlens_q,
-                            std::span<const int32_t> seqlens_k,
-                            std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
-                            float scale, float* out) {
+// Both addressings run the same arithmetic in the same order: only where
+// a row is read from differs.
+template <class Rows>
+void varlen_all(const KvPool& pool, const Rows& rows, const float* q,
+                std::span<const int32_t> cu_seqlens_q, std::span<const int32_t> seqlens_k,
+                std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
+                float scale, float* out) {
   check_heads(pool, q_heads);
   const int64_t d = pool.head_dim();
   for (size_t s = 0; s + 1 < cu_seqlens_q.size(); ++s) {
@@ -95,9 +113,29 @@ void paged_varlen_attention(const KvPool& pool, int64_t layer, const float* q,
     if (static_cast<int64_t>(block_tables[s].size()) * pool.block_tokens() < k_len)
       throw std::invalid_argument("attention: block table shorter than the context");
     for (int64_t kh = 0; kh < pool.kv_heads(); ++kh)
-      varlen_one(pool, layer, q + q0 * q_heads * d, q_len, k_len, block_tables[s], q_heads, kh,
+      varlen_one(pool, rows, q + q0 * q_heads * d, q_len, k_len, block_tables[s], q_heads, kh,
                  scale, out + q0 * q_heads * d);
   }
+}
+
+}  // namespace
+
+void paged_varlen_attention(const KvPool& pool, int64_t layer, const float* q,
+                            std::span<const int32_t> cu_seqlens_q,
+                            std::span<const int32_t> seqlens_k,
+                            std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
+                            float scale, float* out) {
+  varlen_all(pool, KsanaRows{pool, layer}, q, cu_seqlens_q, seqlens_k, block_tables, q_heads, scale,
+             out);
+}
+
+void paged_varlen_attention_atb(const KvPool& pool, const float* q,
+                                std::span<const int32_t> cu_seqlens_q,
+                                std::span<const int32_t> seqlens_k,
+                                std::span<const std::span<const int32_t>> atb_block_tables,
+                                int64_t q_heads, float scale, float* out) {
+  varlen_all(pool, AtbRows{pool}, q, cu_seqlens_q, seqlens_k, atb_block_tables, q_heads, scale,
+             out);
 }
 
 }  // namespace kvsim::kernels

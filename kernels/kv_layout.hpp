@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,14 +45,28 @@ struct KvCoordinate {
   int64_t dim;
 };
 
+// Why a layout refuses a geometry: which kv_cache key the user changes
+// (block_size when another block size would do, layout when none would),
+// what is wrong and what is allowed.
+struct LayoutRejection {
+  std::string key;  // "block_size" or "layout"
+  std::string why;
+  std::string allowed;
+};
+
 class KvLayout {
  public:
   virtual ~KvLayout() = default;
   virtual std::string_view name() const = 0;
   // Why this geometry cannot be used with the layout, or nullopt when it can.
-  virtual std::optional<std::string> reject(const BlockGeometry& g) const = 0;
+  virtual std::optional<LayoutRejection> reject(const BlockGeometry& g) const = 0;
   // Byte offset of an element from the pool base.
   virtual int64_t byte_offset(const BlockGeometry& g, const KvCoordinate& c) const = 0;
+  // Block-table entries the host writes every step for a sequence holding
+  // `blocks` blocks, beyond the one table the engine keeps anyway: ksana 0
+  // (the kernels take the Ksana ids), atb blocks * layers (a table per
+  // layer, seed 000 step 2).
+  virtual int64_t host_table_entries(const BlockGeometry& g, int64_t blocks) const = 0;
 };
 
 // Seed 000, the Ksana side.
@@ -60,6 +75,12 @@ int64_t ksana_block_base(const BlockGeometry& g, int64_t block);
 int64_t atb_block_id(const BlockGeometry& g, int64_t block, int64_t layer);
 int64_t atb_kcache_base(const BlockGeometry& g);
 int64_t atb_vcache_base(const BlockGeometry& g);
+// Seed 000 step 2, once per layer and step: the ATB block table of one
+// layer from a sequence's Ksana block ids, [b0 * layers * 2 + layer, ...]
+// into `out` (resized). ATB block tables are int32: throws
+// std::overflow_error for an id past INT32_MAX.
+void atb_block_table(const BlockGeometry& g, std::span<const int32_t> ksana_blocks, int64_t layer,
+                     std::vector<int32_t>& out);
 // Offset within a kcache/vcache view of (atb block id, token, head, dim).
 int64_t atb_view_offset(const BlockGeometry& g, KvPart part, int64_t atb_block, int64_t token,
                         int64_t head, int64_t dim);

@@ -38,9 +38,45 @@ const uint8_t* KvPool::row(int64_t block, KvPart part, int64_t layer, int64_t to
   return data_.get() + off;
 }
 
+int64_t KvPool::atb_slab(KvPart part, int64_t atb_block) const {
+  // atb_vcache_base is `layers` slabs: the vcache id b * layers * 2 + l
+  // lands on block b's V slab of layer l (seed 000).
+  const int64_t slab = atb_block + (part == KvPart::value ? g_.layers : 0);
+  if (atb_block < 0 || slab >= num_blocks_ * 2 * g_.layers)
+    throw std::out_of_range("KvPool: ATB block id outside the kcache/vcache view");
+  return slab;
+}
+
 const uint8_t* KvPool::atb_row(KvPart part, int64_t atb_block, int64_t token, int64_t head) const {
+  (void)atb_slab(part, atb_block);
   // atb_view_offset includes the kcache/vcache base of the view.
   return data_.get() + atb_view_offset(g_, part, atb_block, token, head, 0);
+}
+
+uint8_t* KvPool::atb_row(KvPart part, int64_t atb_block, int64_t token, int64_t head) {
+  return const_cast<uint8_t*>(std::as_const(*this).atb_row(part, atb_block, token, head));
+}
+
+void KvPool::atb_write_row(KvPart part, int64_t atb_block, int64_t token, int64_t head,
+                           const float* src) {
+  uint8_t* dst = atb_row(part, atb_block, token, head);
+  const Int8Params p = encode_row(dtype_, src, g_.head_dim, dst, fp8_tensor_scale_);
+  // The side table is indexed like the rows, slab by slab: the view's slab
+  // number is the row's (block * 2 + part) * layers + layer.
+  if (kv_dtype_has_row_params(dtype_))
+    params_[static_cast<size_t>(
+        (atb_slab(part, atb_block) * g_.block_tokens + token) * g_.kv_heads + head)] = p;
+}
+
+void KvPool::atb_read_row(KvPart part, int64_t atb_block, int64_t token, int64_t head,
+                          float* dst) const {
+  const uint8_t* src = atb_row(part, atb_block, token, head);
+  const Int8Params p =
+      kv_dtype_has_row_params(dtype_)
+          ? params_[static_cast<size_t>(
+                (atb_slab(part, atb_block) * g_.block_tokens + token) * g_.kv_heads + head)]
+          : Int8Params{};
+  decode_row(dtype_, src, g_.head_dim, p, dst);
 }
 
 int64_t KvPool::param_index(int64_t block, KvPart part, int64_t layer, int64_t token,

@@ -37,8 +37,14 @@ class KvPool {
   // Row (head_dim elements) of (block, K/V, layer, token in block, head), Ksana addressing.
   uint8_t* row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head);
   const uint8_t* row(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head) const;
-  // The same row through the ATB kcache/vcache view (seed 000).
+  // The same row through the ATB kcache/vcache view (seed 000). Throws
+  // std::out_of_range for an id whose slab lies outside the buffer.
   const uint8_t* atb_row(KvPart part, int64_t atb_block, int64_t token, int64_t head) const;
+  uint8_t* atb_row(KvPart part, int64_t atb_block, int64_t token, int64_t head);
+  // Encodes / decodes one row addressed through the ATB view: what ATB's
+  // ReshapeAndCache and PagedAttention do with a kcache/vcache slot.
+  void atb_write_row(KvPart part, int64_t atb_block, int64_t token, int64_t head, const float* src);
+  void atb_read_row(KvPart part, int64_t atb_block, int64_t token, int64_t head, float* dst) const;
 
   Int8Params& params(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head);
   const Int8Params& params(int64_t block, KvPart part, int64_t layer, int64_t token,
@@ -78,6 +84,10 @@ class KvPool {
 
  private:
   int64_t param_index(int64_t block, KvPart part, int64_t layer, int64_t token, int64_t head) const;
+  // The slab (one block_tokens x heads x head_dim piece) an ATB view id
+  // names, counted from the pool base: the vcache view starts `layers`
+  // slabs in. Checked against the buffer.
+  int64_t atb_slab(KvPart part, int64_t atb_block) const;
   int64_t rows_per_block() const { return 2 * g_.layers * g_.block_tokens * g_.kv_heads; }
 
   BlockGeometry g_;

@@ -1,6 +1,9 @@
 // Ascend ATB kcache/vcache view of the Ksana pool (seed 000, conversion step 2).
 #include <fmt/format.h>
 
+#include <limits>
+#include <stdexcept>
+
 #include "kernels/kv_layout.hpp"
 
 namespace kvsim {
@@ -8,6 +11,17 @@ namespace kvsim {
 int64_t atb_block_id(const BlockGeometry& g, int64_t block, int64_t layer) {
   // [b0 * layer_num * 2 + layer_idx, ...]
   return block * g.layers * 2 + layer;
+}
+
+void atb_block_table(const BlockGeometry& g, std::span<const int32_t> ksana_blocks, int64_t layer,
+                     std::vector<int32_t>& out) {
+  out.resize(ksana_blocks.size());
+  for (size_t i = 0; i < ksana_blocks.size(); ++i) {
+    const int64_t id = atb_block_id(g, ksana_blocks[i], layer);
+    if (id > std::numeric_limits<int32_t>::max())
+      throw std::overflow_error("atb_block_table: an ATB block id exceeds int32");
+    out[i] = static_cast<int32_t>(id);
+  }
 }
 
 int64_t atb_kcache_base(const BlockGeometry&) {
@@ -31,17 +45,41 @@ namespace {
 class AtbLayout final : public KvLayout {
  public:
   std::string_view name() const override { return "atb"; }
-  std::optional<std::string> reject(const BlockGeometry& g) const override {
-    // CANN ATB PagedAttentionOperation constraints: block_size % 16 == 0, and
-    // block_size * head_size <= 128 * 128 (hardware limit; 128 recommended).
-    if (g.block_tokens % 16 != 0) {
-      return fmt::format("ATB paged attention needs block_size % 16 == 0, got {}", g.block_tokens);
-    }
-    if (g.block_tokens * g.head_dim > 128 * 128) {
-      return fmt::format("ATB paged attention needs block_size * head_dim <= 16384, got {} * {}",
-                         g.block_tokens, g.head_dim);
-    }
+  std::optional<LayoutRejection> reject(const BlockGeometry& g) const override {
+    // CANN ATB PagedAttentionOperation's constraints (CANN 8.0.RC2 ATB API
+    // reference, PagedAttentionOperation): head_size in (0, 256];
+    // block_size % 16 == 0; block_size * head_size <= 128 * 128 (a hardware
+    // limit; block_size 128 recommended).
+    constexpr int64_t kMaxHeadDim = 256, kBlockAlign = 16, kMaxBlockTimesHead = 128 * 128;
+    if (g.head_dim <= 0 || g.head_dim > kMaxHeadDim)
+      return LayoutRejection{
+          "layout",
+          fmt::format("ATB paged attention takes head_dim in (0, {}], the model has {}",
+                      kMaxHeadDim, g.head_dim),
+          fmt::format("layout ksana for this model; atb for a head_dim up to {}", kMaxHeadDim)};
+    const int64_t largest = kMaxBlockTimesHead / g.head_dim / kBlockAlign * kBlockAlign;
+    const std::string allowed =
+        largest >= kBlockAlign
+            ? fmt::format(
+                  "block_size a multiple of {} up to {} (block_size * head_dim <= {} "
+                  "with head_dim {}; 128 recommended), or layout ksana",
+                  kBlockAlign, largest, kMaxBlockTimesHead, g.head_dim)
+            : "layout ksana";
+    if (g.block_tokens % kBlockAlign != 0)
+      return LayoutRejection{"block_size",
+                             fmt::format("ATB paged attention needs block_size % {} == 0, got {}",
+                                         kBlockAlign, g.block_tokens),
+                             allowed};
+    if (g.block_tokens * g.head_dim > kMaxBlockTimesHead)
+      return LayoutRejection{
+          "block_size",
+          fmt::format("ATB paged attention needs block_size * head_dim <= {}, got {} * {}",
+                      kMaxBlockTimesHead, g.block_tokens, g.head_dim),
+          allowed};
     return std::nullopt;
+  }
+  int64_t host_table_entries(const BlockGeometry& g, int64_t blocks) const override {
+    return blocks * g.layers;
   }
   int64_t byte_offset(const BlockGeometry& g, const KvCoordinate& c) const override {
     return atb_view_offset(g, c.part, atb_block_id(g, c.block, c.layer), c.token, c.head, c.dim);

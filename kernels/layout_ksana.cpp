@@ -12,7 +12,10 @@ namespace {
 class KsanaLayout final : public KvLayout {
  public:
   std::string_view name() const override { return "ksana"; }
-  std::optional<std::string> reject(const BlockGeometry&) const override { return std::nullopt; }
+  std::optional<LayoutRejection> reject(const BlockGeometry&) const override {
+    return std::nullopt;
+  }
+  int64_t host_table_entries(const BlockGeometry&, int64_t) const override { return 0; }
   int64_t byte_offset(const BlockGeometry& g, const KvCoordinate& c) const override {
     // Block shape [2, layers, block_tokens, heads, head_dim], row-major.
     const int64_t part = static_cast<int64_t>(c.part);

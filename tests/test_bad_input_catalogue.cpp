@@ -55,6 +55,14 @@ workload:
   "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n" \
   "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"
 
+// A scenario on the ATB layout (line 5) of `device`, `model` and `block`.
+#define ATB_SCENARIO(device, model, block)                                                      \
+  "name: atb\nseed: 1\ndevice: " device "\nmodel: " model                                       \
+  "\nkv_cache: {policy: paged, layout: atb, block_size: " block                                 \
+  "}\n"                                                                                         \
+  "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n" \
+  "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"
+
 constexpr const char* kHugeHfConfig =
     R"({"hidden_size": 1048576, "num_hidden_layers": 65536, "num_attention_heads": 1024,
 "num_key_value_heads": 1024, "intermediate_size": 16777216, "vocab_size": 16777216,
@@ -172,6 +180,18 @@ const BadInput kCatalogue[] = {
      "name: l\nhidden_size: 1048576\nnum_hidden_layers: 1024\nnum_attention_heads: 8192\n"
      "num_key_value_heads: 8192\nhead_dim: 128\nintermediate_size: 1024\nvocab_size: 16\n"
      "max_position_embeddings: 1073741824\n"},
+    // ---- run: kv_cache.layout atb, shapes ATB PagedAttention refuses (seed 000)
+    {"AtbBlockSizeNotMultipleOf16", "run {bad} --out {out}", "bad.yaml:5:", "kv_cache.block_size",
+     ATB_SCENARIO("ascend-910b2", "llama-3.2-1b", "40")},
+    {"AtbBlockSizeTimesHeadDimTooLarge", "run {bad} --out {out}",
+     "bad.yaml:5:", "kv_cache.block_size", ATB_SCENARIO("ascend-910b2", "llama-3.2-1b", "512")},
+    {"AtbHeadDimAbove256", "run {bad} --out {out}", "bad.yaml:5:", "kv_cache.layout",
+     ATB_SCENARIO("ascend-910b2", "aux.yaml", "16"),
+     "name: l\nhidden_size: 2560\nnum_hidden_layers: 4\nnum_attention_heads: 8\n"
+     "num_key_value_heads: 8\nhead_dim: 320\nintermediate_size: 8192\nvocab_size: 128256\n"
+     "max_position_embeddings: 8192\n"},
+    {"AtbOnDeviceWithoutHostMemoryBandwidth", "run {bad} --out {out}",
+     "bad.yaml:5:", "kv_cache.layout", ATB_SCENARIO("ascend-910b3", "llama-3.2-1b", "128")},
     // ---- run: trace workloads
     {"TraceIsADirectory", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.path",
      "name: tr\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "kernels/attention.hpp"
@@ -40,13 +41,18 @@ CheckerParams checker_params(const InstanceSpec& s, const PoolSizing& sizing) {
   p.sample_every = n.sample_every;
   p.sample_sequences = n.mode == "sampled";
   p.tolerance = n.tolerance;
+  p.layout = s.policy().block_pool()->layout();
   return p;
 }
 
 NumericsChecker::NumericsChecker(const CheckerParams& params)
+    : NumericsChecker(params, make_checker_kv_view(params.layout)) {}
+
+NumericsChecker::NumericsChecker(const CheckerParams& params, std::unique_ptr<CheckerKvView> view)
     : p_(params),
       pool_(params.num_blocks, params.shape.layers, params.block_size, params.shape.kv_heads,
-            params.shape.head_dim, params.dtype, params.fp8_tensor_scale) {}
+            params.shape.head_dim, params.dtype, params.fp8_tensor_scale),
+      view_(std::move(view)) {}
 
 std::vector<int32_t> NumericsChecker::block_table_of(const Sequence& seq,
                                                      const KvCachePolicy& policy) const {
@@ -58,7 +64,6 @@ void NumericsChecker::write_new_tokens(const Sequence& seq, const std::vector<in
                                        int64_t first, int64_t n) {
   const SyntheticShape& sh = p_.shape;
   const int64_t row = sh.kv_heads * sh.head_dim;
-  const std::vector<int64_t> slots = kernels::slot_mapping_for(table, p_.block_size, first, n);
   const TokenView tokens = seq.tokens();
   std::vector<float> k(static_cast<size_t>(n * row)), v(k.size());
   for (int64_t l = 0; l < sh.layers; ++l) {
@@ -66,7 +71,7 @@ void NumericsChecker::write_new_tokens(const Sequence& seq, const std::vector<in
       synthetic_rows(sh, Tensor::key, tokens.at(first + i), first + i, l, k.data() + i * row);
       synthetic_rows(sh, Tensor::value, tokens.at(first + i), first + i, l, v.data() + i * row);
     }
-    kernels::store_kvcache(pool_, l, k.data(), v.data(), slots);
+    view_->store(pool_, l, table, first, n, k.data(), v.data());
   }
 }
 
@@ -105,17 +110,18 @@ void NumericsChecker::check(const Sequence& seq, Shadow& shadow, const std::vect
   const TokenView tokens = seq.tokens();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::vector<float> q(static_cast<size_t>(nq * qrow)), out(q.size()), ref(q.size());
-  const std::span<const int32_t> tables[1] = {table};
-  const int32_t cu[2] = {0, static_cast<int32_t>(nq)};
-  const int32_t seqlen[1] = {static_cast<int32_t>(k_len)};
   extend_reference(seq, shadow, k_len);
   for (int64_t l = 0; l < sh.layers; ++l) {
     for (int64_t i = 0; i < nq; ++i) {
       const int64_t pos = k_len - nq + i;
       synthetic_rows(sh, Tensor::query, tokens.at(pos), pos, l, q.data() + i * qrow);
     }
-    kernels::paged_varlen_attention(pool_, l, q.data(), cu, seqlen, tables, sh.q_heads, scale,
-                                    out.data());
+    view_->attend(pool_, l, table, q.data(), nq, k_len, sh.q_heads, scale, out.data());
+    for (const float x : out) {
+      uint32_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      output_digest_ = (output_digest_ ^ bits) * 0x100000001b3ULL;
+    }
     // The reference: the sequence's own history, stored and loaded in the
     // cache's dtype (so only bookkeeping, not rounding, can differ).
     const auto& k = shadow.ref_k[static_cast<size_t>(l)];

@@ -7,7 +7,10 @@
 // followed sequence and compares it with a dense reference computed from
 // the sequence's own token history. The shadow pool has all num_blocks
 // blocks of the real pool, in the Ksana layout, at the shadow width
-// (numerics.shadow).
+// (numerics.shadow). The kernels address it through the view of the
+// policy's kv_cache.layout (sim/numerics/checker_kv_view.hpp): under `atb`
+// they are handed each layer's ATB block table and read the kcache/vcache
+// view of the same bytes (seed 000).
 //
 // `full` follows every sequence and checks it every step; with every_step
 // false it checks every sequence one step in sample_every (chunk_lru's
@@ -15,10 +18,13 @@
 // paged policy's `sampled` follows a sample of whole sequences instead:
 // sim/numerics/sampled_numerics_checker.hpp.
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "kernels/kv_pool.hpp"
+#include "sim/numerics/checker_kv_view.hpp"
 #include "sim/numerics/synthetic_kv.hpp"
 #include "sim/serve/step_observer.hpp"
 
@@ -39,6 +45,9 @@ struct CheckerParams {
   bool sample_sequences = false;
   double tolerance = 1e-4;
   int64_t queries_per_check = 4;  // the last new tokens of each sequence
+  // kv_cache.layout: how `full` hands the kernels its block ids (the
+  // sampled checker reads the Ksana view).
+  std::string layout = "ksana";
 };
 
 CheckerParams checker_params(const InstanceSpec& scenario, const PoolSizing& sizing);
@@ -46,6 +55,8 @@ CheckerParams checker_params(const InstanceSpec& scenario, const PoolSizing& siz
 class NumericsChecker : public StepObserver {
  public:
   explicit NumericsChecker(const CheckerParams& params);
+  // With a view of its own instead of params.layout's (tests inject faults).
+  NumericsChecker(const CheckerParams& params, std::unique_ptr<CheckerKvView> view);
 
   // Throws std::runtime_error naming the request, step and error on a failed check.
   void on_step_done(const ScheduledBatch& batch, const KvCachePolicy& policy, TimeNs now) override;
@@ -54,6 +65,10 @@ class NumericsChecker : public StepObserver {
 
   uint64_t checks() const { return checks_; }
   double max_abs_err() const { return max_abs_err_; }
+  // FNV-1a over the bits of every attention output checked, in order: two
+  // runs whose kernels gave the same outputs bit for bit have the same.
+  uint64_t output_digest() const { return output_digest_; }
+  const CheckerKvView& view() const { return *view_; }
   const kernels::KvPool& pool() const { return pool_; }
 
  protected:
@@ -92,6 +107,8 @@ class NumericsChecker : public StepObserver {
 
   CheckerParams p_;
   kernels::KvPool pool_;
+  std::unique_ptr<CheckerKvView> view_;
+  uint64_t output_digest_ = 0xcbf29ce484222325ULL;
   std::unordered_map<uint64_t, Shadow> shadows_;  // by request id
   uint64_t step_ = 0;
   uint64_t checks_ = 0;

@@ -26,9 +26,22 @@ void check_block_layout(const PagedPoolSettings& pool, const PolicySpec& keys,
   const BlockGeometry g{m.num_hidden_layers, pool.block_size, m.kv_heads_per_rank(s.tp), m.head_dim,
                         s.kv.dtype_bytes()};
   if (auto layout = make_kv_layout(pool.layout)) {
-    if (auto why = layout->reject(g)) {
-      const std::string key = keys.key_path("block_size");
-      ctx.diagnostics.error(ctx.location_of(key), key, *why, fmt::format("layout {}", pool.layout));
+    if (auto no = layout->reject(g)) {
+      const std::string key = keys.key_path(no->key);
+      ctx.diagnostics.error(ctx.location_of(key), key,
+                            fmt::format("{} (kv_cache.layout {})", no->why, pool.layout),
+                            no->allowed);
+    }
+    // The tables it builds on the host each step are priced from the host's
+    // memory bandwidth (sim/serve/kv_layout_host_cost.hpp).
+    if (layout->host_table_entries(g, 1) > 0 && s.device.host_memory_bandwidth <= 0) {
+      const std::string key = keys.key_path("layout");
+      ctx.diagnostics.error(
+          ctx.location_of(key), key,
+          fmt::format("layout {} builds a block table per layer on the host every step, priced "
+                      "from the device's host_memory_bandwidth, which {} does not give",
+                      pool.layout, s.device.name),
+          "layout ksana, or a device file with host_memory_bandwidth");
     }
   }
 }

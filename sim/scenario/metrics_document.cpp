@@ -6,6 +6,7 @@
 #include "sim/cluster/cluster_metrics.hpp"
 #include "sim/genie/genie_metrics.hpp"
 #include "sim/numerics/reuse_quality_probe.hpp"
+#include "sim/serve/kv_layout_host_cost.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
 
@@ -13,10 +14,10 @@ namespace kvsim {
 
 const std::vector<MetricsSection>& metrics_sections() {
   static const std::vector<MetricsSection> sections = {
-      run_metrics_section(),           serving_metrics_section(),     genie_metrics_section(),
-      chunk_lru_metrics_section(),     llama_cells_metrics_section(), goodput_metrics_section(),
-      kv_tiers_metrics_section(),      pipeline_metrics_section(),    cluster_metrics_section(),
-      reuse_quality_metrics_section(), provenance_metrics_section()};
+      run_metrics_section(),       serving_metrics_section(),       genie_metrics_section(),
+      chunk_lru_metrics_section(), llama_cells_metrics_section(),   goodput_metrics_section(),
+      kv_tiers_metrics_section(),  pipeline_metrics_section(),      cluster_metrics_section(),
+      kv_layout_metrics_section(), reuse_quality_metrics_section(), provenance_metrics_section()};
   return sections;
 }
 
@@ -33,6 +34,7 @@ std::vector<std::string> metric_key_names() {
   sample.part<ClusterMetrics>();
   sample.part<PipelineMetrics>();
   sample.part<LlamaCellsMetrics>();
+  sample.part<KvLayoutMetrics>();
   sample.part<ReuseQualityMetrics>();
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }

@@ -89,6 +89,7 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
                           scenario.expert_skew},
       PipelineParams{scenario.pp, scenario.micro_batches, scenario.pipeline_network_link,
                      sizing_.stage_layers, scenario.pipeline_layers});
+  layout_cost_ = KvLayoutHostCost::make(scenario);
   if (observers != nullptr) numerics_ = observers(scenario, sizing_);
   per_sequence_pricing_ = has_sliding_layers(scenario.model);
   SchedulerParams sp;
@@ -102,7 +103,8 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
   // An observer that watches only some sequences (sampled numerics) sees
   // those one by one and the others wherever they start or fill a block.
   const bool observed_in_full = numerics_ && !numerics_->watches_selectively();
-  bulk_decodes_allowed_ = !observed_in_full && !per_sequence_pricing_ &&
+  // A layout's host tables are counted over every sequence of the step.
+  bulk_decodes_allowed_ = !observed_in_full && !per_sequence_pricing_ && !layout_cost_ &&
                           !policy_->caps_attention_context() && policy_->counts_in_place_room();
   sp.bulk_decodes = bulk_decodes_allowed_;
   if (numerics_ && !observed_in_full)
@@ -243,6 +245,8 @@ void ServingEngine::start_step() {
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
   step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
+  // The host builds the layout's tables before the step is launched.
+  if (layout_cost_) step_latency_ += layout_cost_->step(batch_, *policy_);
   if (step_recorder_) step_recorder_(work_);
   if (timing_->stages() > 1)
     stage_link_bytes_ += timing_->boundary_bytes(static_cast<double>(batch_.total_tokens)) *

@@ -19,6 +19,7 @@
 #include "sim/engine/engine_shell.hpp"
 #include "sim/engine/inference_engine.hpp"
 #include "sim/engine/run_sink.hpp"
+#include "sim/serve/kv_layout_host_cost.hpp"
 #include "sim/serve/scheduler.hpp"
 #include "sim/serve/step_observer.hpp"
 #include "sim/spec/instance_spec.hpp"
@@ -114,6 +115,8 @@ class ServingEngine final : public InferenceEngine {
   // One stage: the TimingModel's price exactly; more: stage by stage
   // (devices/pipeline_timing.hpp).
   std::unique_ptr<PipelineTiming> timing_;
+  // The layout's per-step host work (ATB block tables), null when none.
+  std::unique_ptr<KvLayoutHostCost> layout_cost_;
 
   // Sequences are pooled: a finished one is reused for a later request, so
   // memory follows the number in flight, not the number served.

@@ -191,7 +191,7 @@ const BadInput kCatalogue[] = {
      "num_key_value_heads: 8\nhead_dim: 320\nintermediate_size: 8192\nvocab_size: 128256\n"
      "max_position_embeddings: 8192\n"},
     {"AtbOnDeviceWithoutHostMemoryBandwidth", "run {bad} --out {out}",
-     "bad.yaml:5:", "kv_cache.layout", ATB_SCENARIO("ascend-910b3", "llama-3.2-1b", "128")},
+     "bad.yaml:5:", "kv_cache.layout", ATB_SCENARIO("ascend-910c", "llama-3.2-1b", "128")},
     // ---- run: trace workloads
     {"TraceIsADirectory", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.path",
      "name: tr\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
@@ -349,6 +349,9 @@ const BadInput kCatalogue[] = {
      "--set kv_cache.recompute_ratio", "[0, 1]"},
     {"SetRecomputeRatioOnPaged", "run {base} --out {out} --set kv_cache.recompute_ratio=0.1",
      "--set kv_cache.recompute_ratio", "chunk_lru"},
+    {"SampledNumericsUnderAtb",
+     "run {base} --out {out} --set kv_cache.layout=atb --set numerics.mode=sampled",
+     "--set numerics.mode", "full"},
     // ---- numerics.reuse_quality
     {"ReuseQualityMissingCheckpoint",
      "run {base} --out {out} --set numerics.reuse_quality.checkpoint_path=nosuch.bin",

@@ -209,6 +209,17 @@ void read_reuse_quality(const Node& node, NumericsConfig& n) {
 
 void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
                   config::LoadContext& ctx) {
+  // `sampled` on a paged pool follows its sequences in shadow slots of its
+  // own, not the policy's block ids, so it has no ATB table to read through
+  // (seed 000): a run that asks for both would check the Ksana view only.
+  if (const BlockPoolContract* pool = s.policy().block_pool();
+      pool != nullptr && s.numerics.mode == "sampled" && pool->layout() == "atb" &&
+      pool->numerics() == ServingNumerics::block_tables)
+    ctx.diagnostics.error(
+        ctx.location_of("numerics.mode"), "numerics.mode",
+        "sampled follows sequences in shadow slots of its own and cannot read "
+        "through the ATB view that kv_cache.layout: atb asks for",
+        "full (stores and reads through the kcache/vcache view), or layout ksana");
   if (!s.numerics.quality_checkpoint.empty() && s.policy().block_pool() == nullptr)
     ctx.diagnostics.error(
         ctx.location_of(s.numerics.quality_key_path), s.numerics.quality_key_path,

@@ -386,5 +386,29 @@ TEST(ChunkLruPolicy, SelectiveRecomputeIsPricedAsThePartialPrefillItIs) {
   EXPECT_EQ(none.seqs.size(), 2u);
 }
 
+// A request re-admitted after a recompute preemption finds its own chunks
+// again: that counts as a lookup (hits) but not in the hit rate, which is of
+// first admissions as the paged pool's prefix_hit_rate is.
+TEST(ChunkLruPolicy, AReadmissionIsCountedApartFromTheHitRate) {
+  ChunkLruPolicy p(params(64, 64));
+  const auto prompt = chunked({content(1, 6), content(100, 9), content(900, 3)});
+  serve(p, prompt);
+  std::vector<BlockHash> memo;
+  PrefixHit hit = p.lookup_prefix(view(prompt), memo);
+  hit.readmission = true;
+  const int64_t cached = hit.cached_tokens;
+  const SeqSlot s = p.apply_admit(p.plan_admit(std::move(hit), 3));
+  EXPECT_EQ(p.stats().hits, 2);
+  EXPECT_EQ(p.stats().hit_tokens, 0);
+  EXPECT_EQ(p.stats().recompute_hit_tokens, cached);
+  const CacheAccounting a = p.accounting();
+  EXPECT_EQ(a.prefix_hit_tokens, 0);
+  EXPECT_EQ(a.prefix_query_tokens, static_cast<int64_t>(prompt.size()));
+  EXPECT_EQ(a.recompute_hit_tokens, cached);
+  EXPECT_EQ(a.recompute_query_tokens, static_cast<int64_t>(prompt.size()));
+  p.release(s);
+  p.check_drained();
+}
+
 }  // namespace
 }  // namespace kvsim

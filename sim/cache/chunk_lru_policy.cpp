@@ -83,7 +83,10 @@ SeqSlot ChunkLruPolicy::apply_admit(const AdmitPlan& plan) {
   main_plan.new_blocks = plan.new_blocks;
   const SeqSlot slot = main_.apply_admit(main_plan);
   const PrefixHit& hit = plan.hit;
-  stats_.query_tokens += hit.tokens_queried;
+  // First admissions make the hit rate; a re-admission after a recompute
+  // preemption finds its own chunks again and is counted apart, as the
+  // paged pool counts it (CacheAccounting::recompute_*).
+  (hit.readmission ? stats_.recompute_query_tokens : stats_.query_tokens) += hit.tokens_queried;
   if (hit.segment_tokens.empty()) {
     ++stats_.no_separator;
     return slot;
@@ -105,7 +108,7 @@ SeqSlot ChunkLruPolicy::apply_admit(const AdmitPlan& plan) {
       isolated_prefill(placed, 0);
     } else if (chunk_pool_.touch(hash)) {
       ++stats_.hits;
-      stats_.hit_tokens += placed;
+      (hit.readmission ? stats_.recompute_hit_tokens : stats_.hit_tokens) += placed;
       copy_into_main(placed);
     } else {
       ++stats_.misses;
@@ -163,6 +166,8 @@ CacheAccounting ChunkLruPolicy::accounting() const {
   // the main pool itself does no prefix caching).
   a.prefix_query_tokens = stats_.query_tokens;
   a.prefix_hit_tokens = stats_.hit_tokens;
+  a.recompute_query_tokens = stats_.recompute_query_tokens;
+  a.recompute_hit_tokens = stats_.recompute_hit_tokens;
   return a;
 }
 

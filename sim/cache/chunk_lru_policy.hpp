@@ -61,11 +61,14 @@ struct ChunkLruParams {
   std::string eviction = "lru";
 };
 // Seed 003 get_stats(), per admission (a request re-admitted after a
-// recompute preemption looks its chunks up again).
+// recompute preemption looks its chunks up again: hits and misses count
+// every lookup, the hit rate's tokens only first admissions).
 struct ChunkStats {
   int64_t hits = 0, misses = 0;         // segments found / not found in the chunk pool
-  int64_t hit_tokens = 0;               // tokens served from the chunk pool
-  int64_t query_tokens = 0;             // tokens of the prompts looked up
+  int64_t hit_tokens = 0;               // tokens served from the chunk pool (first admissions)
+  int64_t query_tokens = 0;             // tokens of the prompts looked up (first admissions)
+  int64_t recompute_hit_tokens = 0;     // the same two for re-admissions after a
+  int64_t recompute_query_tokens = 0;   //   recompute preemption
   int64_t no_separator = 0;             // prompts without a separator: plain prefill
   int64_t oversized = 0;                // chunks not cached (over max_chunk_tokens or the pool)
   int64_t isolated_prefill_tokens = 0;  // computed alone (misses and oversized chunks)

@@ -1,7 +1,9 @@
 #include "reports/output_rule.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
@@ -27,6 +29,50 @@ constexpr size_t kSlots = 1024;
 std::array<std::atomic<char*>, kSlots> g_temp_paths{};
 std::array<std::atomic<pid_t>, kSlots> g_children{};
 
+// getdents64's record (linux/dirent.h; glibc declares no wrapper before 2.30).
+struct LinuxDirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[1];
+};
+
+bool is_dot_or_dotdot(const char* n) {
+  return n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
+}
+
+// `name` under the open folder `parent`, a file or a whole folder, with
+// system calls alone (openat, getdents64, unlinkat, lseek, close: safe in a
+// signal handler, unlike std::filesystem, which allocates). Each pass reads
+// the folder from its start again, since removing entries while reading
+// may skip some; a folder deeper than 32 levels is left.
+void remove_at(int parent, const char* name, int depth) {
+  if (::unlinkat(parent, name, 0) == 0 || errno == ENOENT) return;  // a file, a link, gone
+  if (depth > 32) return;
+  const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  alignas(8) char buf[4096];
+  for (int pass = 0; pass < 64; ++pass) {
+    bool removed_any = false;
+    ::lseek(fd, 0, SEEK_SET);
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+      if (n <= 0) break;
+      for (long off = 0; off < n;) {
+        const auto* d = reinterpret_cast<const LinuxDirent64*>(buf + off);
+        off += d->d_reclen;
+        if (is_dot_or_dotdot(d->d_name)) continue;
+        remove_at(fd, d->d_name, depth + 1);
+        removed_any = true;
+      }
+    }
+    if (!removed_any) break;
+  }
+  ::close(fd);
+  ::unlinkat(parent, name, AT_REMOVEDIR);
+}
+
 constexpr int kCleanupSignals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGPIPE, SIGALRM, SIGUSR1,
                                    SIGUSR2, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGABRT};
 
@@ -37,9 +83,7 @@ extern "C" void remove_temporaries_and_reraise(int sig) {
   }
   for (auto& slot : g_temp_paths) {
     char* p = slot.exchange(nullptr);
-    if (p == nullptr) continue;
-    std::error_code ec;
-    fs::remove_all(p, ec);
+    if (p != nullptr) remove_tree_signal_safe(p);
   }
   std::signal(sig, SIG_DFL);
   std::raise(sig);
@@ -89,6 +133,12 @@ const char* kind_of(const struct stat& st) {
 }
 
 }  // namespace
+
+void remove_tree_signal_safe(const char* path) {
+  const int saved = errno;
+  remove_at(AT_FDCWD, path, 0);
+  errno = saved;
+}
 
 OutputTarget output_target(const std::string& flag, const std::string& path, OutputShape shape,
                            bool force) {

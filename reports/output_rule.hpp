@@ -63,6 +63,11 @@ void refuse_unless_writable(const OutputTarget& target);
 constexpr const char* kOutputMarker = ".kvsim";
 const char* output_marker_text();
 
+// Removes `path` (a file, or a folder and everything in it) with system
+// calls alone, so a signal handler may call it while another thread is in
+// malloc; a best effort that reports nothing.
+void remove_tree_signal_safe(const char* path);
+
 // A temporary path (a file or a folder) removed when this object goes, when
 // the process ends by one of the signals above, or never if released.
 class TemporaryPath {

@@ -4,15 +4,18 @@
 // (it carries .kvsim) is replaced; names from YAML become one safe path
 // component; leftovers of dead runs are cleaned; a second writer is refused;
 // an interrupted run removes its temporary folder.
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "report_test_helpers.hpp"
 #include "reports/output_dir.hpp"
+#include "reports/output_rule.hpp"
 
 namespace kvsim {
 namespace {
@@ -29,6 +32,29 @@ class OutputSafety : public testing::TempFolderTest {
                                 " run " + args);
   }
 };
+
+// What the signal handler removes a temporary folder with: system calls
+// only (no allocation), the whole tree, files, links (not their targets) and
+// folders nested past a read buffer's worth of entries.
+TEST_F(OutputSafety, TheSignalSafeRemovalTakesAWholeTreeAndNoLinkTarget) {
+  const fs::path root = dir_ / ".out.tmp-1";
+  fs::create_directories(root / "a" / "b" / "c");
+  for (int i = 0; i < 300; ++i)  // more entries than one getdents64 buffer holds
+    std::ofstream(root / "a" / fmt::format("file-with-a-long-name-{:04}.csv", i)) << i;
+  std::ofstream(root / "a" / "b" / "c" / "deep.json") << "{}";
+  const fs::path outside = dir_ / "keep.txt";
+  std::ofstream(outside) << "mine";
+  fs::create_symlink(outside, root / "a" / "link");
+  fs::create_directory_symlink(dir_, root / "dirlink");
+  remove_tree_signal_safe(root.c_str());
+  EXPECT_FALSE(fs::exists(root));
+  EXPECT_TRUE(fs::is_regular_file(outside));
+  EXPECT_TRUE(fs::is_directory(dir_));
+  remove_tree_signal_safe((dir_ / "never-there").c_str());  // nothing to do, no error
+  std::ofstream(dir_ / "one.txt") << "x";
+  remove_tree_signal_safe((dir_ / "one.txt").c_str());
+  EXPECT_FALSE(fs::exists(dir_ / "one.txt"));
+}
 
 TEST_F(OutputSafety, AFileAtOutIsRefusedAndKept) {
   const std::string target = write("notes.txt", "my notes\n");

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
 #include <set>
 
 #include "base/diagnostics.hpp"
+#include "base/source_paths.hpp"
 #include "cli/studies/search.hpp"
 #include "cli/studies/sweep_report.hpp"
 #include "cli/studies/sweep_spec.hpp"
@@ -212,10 +215,33 @@ TEST(SearchPerDevice, AFailedProbeLeavesEveryDeviceUndetermined) {
 
 // kvsim validate reads a file under a sweeps/ folder as a sweep (every
 // shipped one passes) instead of as a scenario.
+// Whether the sweep's `base:` scenario replays shared data (../shared/data,
+// referenced in place) that this checkout does not have beside it.
+bool needs_absent_shared_data(const std::filesystem::path& sweep) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(KVSIM_SHARED_DATA_DIR, ec)) return false;
+  std::ifstream in(sweep);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("base:")) continue;
+    std::string name = line.substr(5);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name = name.substr(0, name.find_first_of(" \t#"));
+    std::ifstream base(std::filesystem::path(KVSIM_SOURCE_DIR) / "configs/scenarios" /
+                       (name + ".yaml"));
+    const std::string text((std::istreambuf_iterator<char>(base)), {});
+    return text.find("shared/data/") != std::string::npos;
+  }
+  return false;
+}
+
 TEST(SweepValidate, ShippedSweepsValidateAsSweeps) {
   const std::filesystem::path dir = std::filesystem::path(KVSIM_SOURCE_DIR) / "configs/sweeps";
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (needs_absent_shared_data(e.path())) {
+      std::cout << "skipped (shared data absent): " << e.path() << "\n";
+      continue;
+    }
     const auto r =
         testing::run_command(std::string(KVSIM_BINARY) + " validate " + e.path().string());
     EXPECT_EQ(r.exit_code, 0) << e.path() << "\n" << r.output;

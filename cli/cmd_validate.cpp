@@ -1,6 +1,10 @@
 // kvsim validate FILE..., kvsim list devices|models|scenarios|KIND [--params],
 // kvsim describe NAME
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -44,6 +48,38 @@ Command add_validate_command(CLI::App& app) {
 
 namespace {
 
+// `name  what it is`, the names in one column; names alone with `names_only`.
+void print_rows(const std::vector<std::pair<std::string, std::string>>& rows,
+                bool names_only = false) {
+  size_t width = 0;
+  for (const auto& r : rows) width = std::max(width, r.first.size());
+  for (const auto& [name, what] : rows) {
+    if (names_only || what.empty())
+      std::cout << name << "\n";
+    else
+      std::cout << fmt::format("{:<{}}  {}\n", name, width, what);
+  }
+}
+
+// The top-level `description:` of a config file (its one line), without
+// parsing the file: listing must not fail on a file that does not load.
+std::string config_description(const std::string& configs, const std::string& kind,
+                               const std::string& name) {
+  for (const char* ext : {".yaml", ".json"}) {
+    std::ifstream in(std::filesystem::path(configs) / kind / (name + ext));
+    if (!in) continue;
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("description:")) continue;
+      std::string d = line.substr(12);
+      d.erase(0, d.find_first_not_of(" \t"));
+      if (d.size() >= 2 && (d.front() == '"' || d.front() == '\'') && d.back() == d.front())
+        d = d.substr(1, d.size() - 2);
+      return d;
+    }
+  }
+  return "";
+}
+
 void print_component(const config::ComponentInfo& info, bool markdown) {
   if (markdown) {
     std::cout << "<!-- params:" << catalog_marker_key(info) << " -->\n";
@@ -62,6 +98,7 @@ Command add_list_command(CLI::App& app) {
     std::string what;
     bool params = false;
     bool markdown = false;
+    bool names = false;
   };
   auto o = std::make_shared<Options>();
   std::vector<std::string> kinds = {"devices", "models", "scenarios"};
@@ -78,6 +115,7 @@ Command add_list_command(CLI::App& app) {
              }())
       ->check(CLI::IsMember(kinds));
   cmd->add_flag("--params", o->params, "print each component's parameter table");
+  cmd->add_flag("--names", o->names, "names only, one a line (for scripts)");
   cmd->add_flag("--markdown", o->markdown,
                 "with --params: the blocks docs/yaml.md holds, between their markers (all kinds "
                 "when no kind is given)");
@@ -85,28 +123,39 @@ Command add_list_command(CLI::App& app) {
             const auto catalog = component_catalog();
             if (o->what.empty()) {
               if (!o->params || !o->markdown) {
-                std::cerr << "kvsim: error: list: say what to list (or --params --markdown)\n";
-                return kExitBadInput;
+                // What there is to list, each with what it holds.
+                std::vector<std::pair<std::string, std::string>> rows = {
+                    {"devices", "device files under configs/devices"},
+                    {"models", "model files under configs/models"},
+                    {"scenarios", "scenarios under configs/scenarios"}};
+                for (const auto& kind : catalog) rows.push_back({kind.name, kind.doc});
+                std::cout << "kvsim list KIND (--params: parameter tables; --names: bare names):\n";
+                print_rows(rows);
+                return kExitOk;
               }
               for (const auto& kind : catalog)
                 for (const auto& info : kind.infos) print_component(info, true);
               return kExitOk;
             }
+            std::vector<std::pair<std::string, std::string>> rows;
             for (const auto& kind : catalog) {
               if (kind.name != o->what) continue;
               for (const auto& info : kind.infos) {
                 if (o->params)
                   print_component(info, o->markdown);
                 else if (info.kind != "section")
-                  std::cout << info.name << "\n";
+                  rows.push_back({info.name, info.doc});
               }
+              if (!o->params) print_rows(rows, o->names);
               return kExitOk;
             }
             // Names under ./configs when run from a checkout, else this build's tree.
             std::string configs = KVSIM_CONFIG_DIR;
             std::error_code ec;
             if (std::filesystem::is_directory("configs/devices", ec)) configs = "configs";
-            for (const auto& n : list_config_names(configs, o->what)) std::cout << n << "\n";
+            for (const auto& n : list_config_names(configs, o->what))
+              rows.push_back({n, config_description(configs, o->what, n)});
+            print_rows(rows, o->names);
             return kExitOk;
           }};
 }

@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
       add_sweep_command(app),    add_search_command(app),   add_describe_command(app),
   };
 
+  // No command at all: what the commands are, each with its one line.
+  if (argc == 1) {
+    std::cout << app.help();
+    return kExitOk;
+  }
   // A first word that is no command: say so and list them (CLI11 would only
   // say that a subcommand is required).
   if (argc > 1 && argv[1][0] != '-') {

@@ -340,6 +340,9 @@ const BadInput kCatalogue[] = {
      "twice"},
     {"CompareVariantBadValue", "compare {base} --out {out} --variant 'a: kv_cache.block_size=0'",
      "--set kv_cache.block_size", "kv_cache.block_size"},
+    {"SetBothNamesOfOneKey",
+     "run {base} --out {out} --set block_size=32 --set kv_cache.block_size=64", "--set block_size",
+     "kv_cache.block_size"},
     // ---- chunk_lru's options (seed 003, CacheBlend)
     {"SetChunkAttentionUnknown",
      "run {base} --out {out} --set kv_cache.policy=chunk_lru --set kv_cache.chunk_attention=all",

@@ -212,12 +212,33 @@ TEST_F(Cli, ValidateAcceptsEveryShippedConfig) {
 }
 
 TEST_F(Cli, ListPolicies) {
-  const auto r = run("list policies");
+  const auto r = run("list policies --names");
   EXPECT_EQ(r.exit_code, 0);
   // The on-device family of seed 002 is listed with the others.
   EXPECT_NE(r.output.find("paged\npointer_shift\nshift_concat\nsliding_window\nsmart_mask\n"),
             std::string::npos)
       << r.output;
+}
+
+// What a new user types first: each item comes with its one line.
+TEST_F(Cli, ListsAndNoCommandSayWhatEachItemIs) {
+  const auto policies = run("list policies");
+  EXPECT_EQ(policies.exit_code, 0);
+  EXPECT_NE(policies.output.find("position-independent chunk reuse in a second LRU pool"),
+            std::string::npos)
+      << policies.output;
+  const auto devices = run("list devices");
+  EXPECT_NE(devices.output.find("Huawei Ascend 910B2, one NPU of an 8-NPU Atlas 800 A2 server"),
+            std::string::npos)
+      << devices.output;
+  const auto kinds = run("list");
+  EXPECT_EQ(kinds.exit_code, 0) << kinds.output;
+  for (const char* kind : {"devices", "models", "scenarios", "policies"})
+    EXPECT_NE(kinds.output.find(kind), std::string::npos) << kind << "\n" << kinds.output;
+  const auto none = testing::run_command(std::string(KVSIM_BINARY));
+  EXPECT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_NE(none.output.find("run variants of a scenario side by side"), std::string::npos)
+      << none.output;
 }
 
 }  // namespace

@@ -118,6 +118,37 @@ TEST_F(Compare, CommandLineWritesEverythingAndBadInputLeavesNoFolder) {
 
 // compare.csv carries each value as metrics.json has it (no rounding to a
 // few digits), so scripts reading it get the same numbers.
+// An axis of offered load (workload.arrival.rate_per_s) gets the latency
+// against throughput chart.
+TEST_F(Compare, ARateAxisDrawsLatencyAgainstThroughput) {
+  const std::string scenario = write("s.yaml", testing::small_scenario("cmp-rate", 20));
+  (void)run_compare(scenario, {}, {parse_vary("workload.arrival.rate_per_s=2,8")}, path("out"));
+  std::ifstream in(path("out") + "/compare.html");
+  const std::string page((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(page.find("One point per workload.arrival.rate_per_s (2, 8)"), std::string::npos);
+  // Not for an axis that is no rate.
+  (void)run_compare(scenario, {}, {parse_vary("kv_cache.block_size=32,64")}, path("out2"));
+  std::ifstream other(path("out2") + "/compare.html");
+  const std::string page2((std::istreambuf_iterator<char>(other)), {});
+  EXPECT_EQ(page2.find("One point per"), std::string::npos);
+}
+
+// Named variants set several keys at once and form the first axis.
+TEST_F(Compare, NamedVariantsSetTheirKeysTogether) {
+  const std::string scenario = write("s.yaml", testing::small_scenario("cmp-named", 20));
+  const VaryAxis named = parse_named_variants(
+      {"small: kv_cache.block_size=32; scheduler.max_num_seqs=4", "large: kv_cache.block_size=64"});
+  const CompareResult r = run_compare(scenario, {}, {named, parse_vary("seed=1,2")}, path("out"));
+  ASSERT_EQ(r.variants.size(), 4u);
+  EXPECT_EQ(r.variants[0].label, "small seed=1");
+  EXPECT_EQ(r.variants[0].sets, (std::vector<std::string>{"kv_cache.block_size=32",
+                                                          "scheduler.max_num_seqs=4", "seed=1"}));
+  EXPECT_EQ(r.variants[3].short_label, "large 2");
+  EXPECT_EQ(r.variants[1].folder, "02-small_seed=2");
+  EXPECT_EQ(metrics_to_json(r.metrics[0])["kv_cache"]["block_size"], 32);
+  EXPECT_EQ(metrics_to_json(r.metrics[2])["kv_cache"]["block_size"], 64);
+}
+
 TEST_F(Compare, CsvValuesReadBackAsTheMetricsAtFullPrecision) {
   const std::string scenario = write("s.yaml", testing::small_scenario("cmp-csv", 20));
   const CompareResult r =

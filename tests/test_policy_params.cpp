@@ -195,7 +195,7 @@ TEST_F(PolicyParamsCli, ListPoliciesParamsPrintsEachTable) {
   EXPECT_NE(r.output.find("| `block_size` | integer | `128` | tokens | 1..65536 |"),
             std::string::npos)
       << r.output;
-  const auto names = run("list policies");
+  const auto names = run("list policies --names");
   EXPECT_EQ(
       names.output,
       "chunk_lru\nllama_cells\npaged\npointer_shift\nshift_concat\nsliding_window\nsmart_mask\n");

@@ -249,7 +249,7 @@ TEST_F(WorkloadParamsCli, ListAndDescribeCoverWorkloadsArrivalsAndDistributions)
     const auto r = run(std::string("list ") + kind + " --params");
     EXPECT_EQ(r.exit_code, 0) << kind << r.output;
   }
-  EXPECT_EQ(run("list arrivals").output, "closed\nconstant\ngamma\npoisson\n");
+  EXPECT_EQ(run("list arrivals --names").output, "closed\nconstant\ngamma\npoisson\n");
   const auto d = run("describe lognormal");
   EXPECT_EQ(d.exit_code, 0) << d.output;
   EXPECT_NE(d.output.find("| `mean` | quantity | `required` | tokens or time, as the key it "

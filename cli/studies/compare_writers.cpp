@@ -68,14 +68,16 @@ bool all_numeric(const std::vector<std::string>& values) {
 }
 
 // One axis of offered load (a key naming a rate, such as
-// workload.arrival.rate, with numeric values): latency against the
+// workload.arrival.rate_per_s, with numeric values): latency against the
 // throughput each load reached, the curve a serving study reads capacity
 // from.
 std::optional<CaptionedChart> rate_curve(const CompareResult& r,
                                          const std::vector<VaryAxis>& axes) {
-  if (axes.size() != 1 || !axes[0].key.ends_with("rate") || !all_numeric(axes[0].values) ||
-      r.metrics.size() < 2)
-    return std::nullopt;
+  if (axes.size() != 1 || !all_numeric(axes[0].values) || r.metrics.size() < 2) return std::nullopt;
+  // The key's last part names a rate: rate_per_s (workload.arrival's), a
+  // trace's rate_scale.
+  const std::string& key = axes[0].key;
+  if (!key.substr(key.find_last_of('.') + 1).starts_with("rate")) return std::nullopt;
   ChartSpec c;
   c.title = "Latency against throughput along " + axes[0].key;
   c.x_label = "throughput (requests/s)";

@@ -86,6 +86,13 @@ void apply_vllm_names(YAML::Node& doc, const std::string& file, config::LoadCont
     const std::string key = r.name.kvsim.substr(dot + 1);
     const YAML::Node existing = view[section];
     const bool set_here = ctx.overridden_paths.count(vllm) > 0;
+    if (set_here && ctx.overridden_paths.count(r.name.kvsim) > 0) {
+      // Both names through --set: which one was meant is not for kvsim to
+      // guess (and a run's --from could not replay it).
+      located.error(fmt::format("is vLLM's name for {}, which --set also gives", r.name.kvsim),
+                    fmt::format("one of --set {} or --set {}", vllm, r.name.kvsim));
+      continue;
+    }
     if (existing.IsDefined() && existing.IsMap() && existing[key].IsDefined()) {
       // A --set wins over the file, under either name; two names in one file
       // is ambiguous.

@@ -366,6 +366,10 @@ const BadInput kCatalogue[] = {
      "run {base} --out {out} --set numerics.reuse_quality.checkpoint_path={aux} "
      "--set numerics.reuse_quality.requests=0",
      "--set numerics.reuse_quality.requests", "[1, 4096]", nullptr, "not a checkpoint"},
+    {"ReuseQualityInACluster",
+     "run {base} --out {out} --set cluster.groups.a.count=2 "
+     "--set numerics.reuse_quality.checkpoint_path={aux}",
+     "--set numerics.reuse_quality.checkpoint_path", "cluster", nullptr, "not a checkpoint"},
     {"ReuseQualityNotACheckpoint",
      "run {base} --out {out} --set numerics.reuse_quality.checkpoint_path={aux}", "aux.txt",
      "checkpoint", nullptr, "not a checkpoint"},

@@ -387,6 +387,12 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
                             (pipeline_link == "auto" && s.tp * s.pp > s.device.max_tensor_parallel);
   const Node cluster = top.child("cluster");
   top.finish();
+  // The probe reports one instance's reuse; a cluster's metrics merge its
+  // instances' and would drop it.
+  if (cluster.defined() && !s.numerics.quality_key_path.empty())
+    ctx.diagnostics.error(ctx.location_of(s.numerics.quality_key_path), s.numerics.quality_key_path,
+                          "measures one serving instance; a cluster run does not report it",
+                          "no cluster: section, or no numerics.reuse_quality");
   // Cross-field checks only make sense on values that parsed.
   if (ctx.diagnostics.empty()) cross_checks(s, engine, ctx);
   ctx.diagnostics.throw_if_any();

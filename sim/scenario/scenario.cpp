@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "devices/device_formats.hpp"
-#include "kernels/llama2_model.hpp"
 #include "models/model_resolve.hpp"
 #include "models/pipeline_stages.hpp"
 #include "sim/cluster/cluster_spec.hpp"
@@ -165,48 +164,6 @@ void pipeline_checks(const ScenarioSpec& s, config::LoadContext& ctx) {
 
 // Second pass: checks that need several values (DESIGN practice 5). Each
 // problem points at the key the user most likely has to change.
-// numerics.reuse_quality: {checkpoint, requests, generated_tokens}; the
-// checkpoint's path is relative to the YAML file's folder (like a trace's)
-// and is opened before anything is written.
-void read_reuse_quality(const Node& node, NumericsConfig& n) {
-  if (!node.defined()) return;
-  MapReader q(node);
-  const Node path = q.child("checkpoint_path");
-  n.quality_requests = q.integer("requests", 8, 1, 4096);
-  n.quality_generated = q.integer("generated_tokens", 8, 1, 256);
-  q.finish();
-  n.quality_key_path = path.path();
-  if (!path.defined()) {
-    node.error("checkpoint_path is required",
-               "checkpoint_path: a llama2.c .bin such as "
-               "../../../shared/data/models/stories260K/stories260K.bin");
-    return;
-  }
-  const auto text = path.as_string();
-  if (!text) return;
-  fs::path file(*text);
-  if (file.is_relative()) file = fs::path(path.file()).parent_path() / file;
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) {
-    path.error(fmt::format("no file at '{}'", file.lexically_normal().string()),
-               "a llama2.c checkpoint (.bin), relative to the YAML file's folder");
-    return;
-  }
-  // Read it now, so a file that is no checkpoint fails before anything runs.
-  try {
-    const kernels::Llama2Weights w = kernels::load_llama2_checkpoint(file.string());
-    if (2 * n.quality_generated >= w.config.seq_len)
-      node.error(fmt::format("generated_tokens {} leaves too few of the model's {} positions "
-                             "for the prompt",
-                             n.quality_generated, w.config.seq_len),
-                 fmt::format("generated_tokens below {}", w.config.seq_len / 2));
-  } catch (const std::runtime_error& e) {
-    path.error(e.what(), "a llama2.c checkpoint (.bin), such as stories260K.bin");
-    return;
-  }
-  n.quality_checkpoint = file.lexically_normal().string();
-}
-
 void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
                   config::LoadContext& ctx) {
   // `sampled` on a paged pool follows its sequences in shadow slots of its
@@ -355,7 +312,7 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
       s.numerics.shadow_head_dim = sh.integer("head_dim", 16, 2, 1024);
       sh.finish();
     }
-    read_reuse_quality(n.child("reuse_quality"), s.numerics);
+    read_reuse_quality_section(n.child("reuse_quality"), s.numerics);
     n.finish();
   }
   {

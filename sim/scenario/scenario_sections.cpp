@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
+#include "kernels/llama2_model.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/scenario/metrics_document.hpp"
 
 namespace kvsim {
+namespace fs = std::filesystem;
 using config::MapReader;
 using config::Node;
 
@@ -57,6 +60,48 @@ void read_expect_section(MapReader& top, ScenarioSpec& s) {
                      "min <= max");
     s.expect.push_back(e);
   }
+}
+
+// numerics.reuse_quality: {checkpoint_path, requests, generated_tokens}; the
+// checkpoint's path is relative to the YAML file's folder (like a trace's)
+// and is opened before anything is written.
+void read_reuse_quality_section(const Node& node, NumericsConfig& n) {
+  if (!node.defined()) return;
+  MapReader q(node);
+  const Node path = q.child("checkpoint_path");
+  n.quality_requests = q.integer("requests", 8, 1, 4096);
+  n.quality_generated = q.integer("generated_tokens", 8, 1, 256);
+  q.finish();
+  n.quality_key_path = path.path();
+  if (!path.defined()) {
+    node.error("checkpoint_path is required",
+               "checkpoint_path: a llama2.c .bin such as "
+               "../../../shared/data/models/stories260K/stories260K.bin");
+    return;
+  }
+  const auto text = path.as_string();
+  if (!text) return;
+  fs::path file(*text);
+  if (file.is_relative()) file = fs::path(path.file()).parent_path() / file;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    path.error(fmt::format("no file at '{}'", file.lexically_normal().string()),
+               "a llama2.c checkpoint (.bin), relative to the YAML file's folder");
+    return;
+  }
+  // Read it now, so a file that is no checkpoint fails before anything runs.
+  try {
+    const kernels::Llama2Weights w = kernels::load_llama2_checkpoint(file.string());
+    if (2 * n.quality_generated >= w.config.seq_len)
+      node.error(fmt::format("generated_tokens {} leaves too few of the model's {} positions "
+                             "for the prompt",
+                             n.quality_generated, w.config.seq_len),
+                 fmt::format("generated_tokens below {}", w.config.seq_len / 2));
+  } catch (const std::runtime_error& e) {
+    path.error(e.what(), "a llama2.c checkpoint (.bin), such as stories260K.bin");
+    return;
+  }
+  n.quality_checkpoint = file.lexically_normal().string();
 }
 
 }  // namespace kvsim

@@ -156,7 +156,8 @@ int run_capacity(CapacityCliOptions& o) {
       if (done) continue;
       std::vector<std::string> sets = o.sets;
       sets.push_back("device=" + r.device);
-      sets.push_back("model=" + r.model);
+      // The model as given: a file or a folder resolves where its name does not.
+      sets.push_back("model=" + (r.model_arg.empty() ? r.model : r.model_arg));
       sets.push_back("kv_cache.dtype=" + r.kv_dtype);
       sets.push_back(fmt::format("parallel.tensor={}", r.tp));
       if (r.ep > 1) sets.push_back(fmt::format("parallel.expert={}", r.ep));

@@ -3,6 +3,9 @@
 // while the top of its bracket does not.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "base/diagnostics.hpp"
 #include "cli/studies/capacity_plan.hpp"
 #include "cli/studies/slo_search.hpp"
@@ -215,6 +218,62 @@ TEST_F(SloSearch, CommandLineWritesTheTableAndTheSearch) {
   EXPECT_NE(r.output.find("--slo:1:1: slo: 'fast' is not a positive number"), std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(path("bad")));
+}
+
+// A model as users have it: a Hugging Face checkout's folder, in the table
+// and in --slo's runs (which name the model as it was given).
+class CapacityOwnModel : public TempFolderTest {
+ protected:
+  std::string hf_folder() const {
+    std::filesystem::create_directories(dir_ / "my-llama");
+    std::ofstream(dir_ / "my-llama" / "config.json")
+        << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+"intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
+"torch_dtype": "bfloat16", "rope_theta": 500000.0})";
+    return (dir_ / "my-llama").string();
+  }
+};
+
+TEST_F(CapacityOwnModel, AHuggingFaceFolderIsAModel) {
+  CapacityQuery q;
+  q.devices = {"ascend-910b2"};
+  q.models = {hf_folder()};
+  q.contexts = {4096};
+  const auto rows = capacity_rows(q, kConfigs);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].model, "my-llama");
+  EXPECT_EQ(rows[0].model_arg, hf_folder());
+  EXPECT_TRUE(rows[0].fits);
+  // The shape of llama-3-8b: 2 x 32 layers x 8 KV heads x 128 x 2 bytes a token.
+  EXPECT_EQ(rows[0].kv_bytes_per_token, 2 * 32 * 8 * 128 * 2);
+  const auto r = testing::run_command(
+      std::string(KVSIM_BINARY) + " capacity --device ascend-910b2 --model " + hf_folder() +
+      " --context 2048 --slo ttft_p99_ms=2000 --workload " + kConfigs +
+      "/scenarios/default.yaml --set workload.sessions=40 --out " + path("cap"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::is_regular_file(path("cap") + "/slo.json")) << r.output;
+}
+
+// A layout the model cannot take is a row with its reason beside the ones
+// it can; only when none can is it the command's error.
+TEST(Capacity, AnInvalidLayoutIsARowWithItsReason) {
+  CapacityQuery q;
+  q.devices = {"ascend-910b2"};
+  q.models = {"llama-3-8b"};
+  q.contexts = {4096};
+  q.tps = {1, 3, 2};
+  const auto rows = capacity_rows(q, kConfigs);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[0].fits);
+  EXPECT_FALSE(rows[1].fits);
+  EXPECT_EQ(rows[1].tp, 3);
+  EXPECT_NE(rows[1].note.find("invalid layout"), std::string::npos) << rows[1].note;
+  EXPECT_NE(rows[1].note.find("32 attention heads do not divide over 3"), std::string::npos);
+  EXPECT_EQ(rows[1].num_blocks, 0);
+  EXPECT_TRUE(rows[2].fits);
+  q.tps = {3};
+  EXPECT_THROW(capacity_rows(q, kConfigs), config::ConfigError);
 }
 
 }  // namespace

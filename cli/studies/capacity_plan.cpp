@@ -1,7 +1,9 @@
 #include "cli/studies/capacity_plan.hpp"
 
 #include <fmt/format.h>
+
 #include <yaml-cpp/yaml.h>
+#include <optional>
 
 #include <algorithm>
 #include <filesystem>
@@ -41,6 +43,9 @@ std::string resolve_path(const std::string& name, const std::string& configs_dir
       looks_like_path ? fs::path(name) : fs::path(configs_dir) / kind / (name + ".yaml");
   if (!looks_like_path && !fs::exists(path, ec))
     path = fs::path(configs_dir) / kind / (name + ".json");
+  // A Hugging Face checkout: the folder that holds config.json (as a
+  // scenario's `model:` takes it).
+  if (looks_like_path && kind == "models" && fs::is_directory(path, ec)) path /= "config.json";
   if (!fs::is_regular_file(path, ec)) {
     const auto names = list_config_names(configs_dir, kind);
     std::string allowed;
@@ -62,6 +67,40 @@ std::string resolve_path(const std::string& name, const std::string& configs_dir
     }
   }
   return path.string();
+}
+
+// Why tp x ep x pp cannot hold `model` on `device` (the flag to change, what
+// is wrong, what is allowed), or nothing when it can.
+struct LayoutProblem {
+  std::string flag, problem, allowed;
+};
+std::optional<LayoutProblem> layout_problem(const ModelSpec& model, const DeviceSpec& device,
+                                            int64_t tp, int64_t ep, int64_t pp) {
+  if (const std::string p = model.tensor_parallel_problem(tp, ep); !p.empty()) {
+    const bool expert = p.find("expert") != std::string::npos;
+    return LayoutProblem{
+        expert ? "--ep" : "--tp",
+        fmt::format("tensor parallel {}, expert parallel {} for {}: {}", tp, ep, model.name, p),
+        expert ? "1, or a multiple of --tp that divides the experts"
+               : "a size that divides the heads and the MLP"};
+  }
+  if (ep > device.max_tensor_parallel)
+    return LayoutProblem{"--ep",
+                         fmt::format("expert parallel {} exceeds {}'s max_tensor_parallel {}", ep,
+                                     device.name, device.max_tensor_parallel),
+                         fmt::format("1..{}", device.max_tensor_parallel)};
+  if (tp > device.max_tensor_parallel)
+    return LayoutProblem{"--tp",
+                         fmt::format("tensor parallel {} exceeds {}'s max_tensor_parallel {}", tp,
+                                     device.name, device.max_tensor_parallel),
+                         fmt::format("1..{}", device.max_tensor_parallel)};
+  if (const std::string p = pipeline_problem(model, pp); !p.empty())
+    return LayoutProblem{"--pp", fmt::format("pipeline {} for {}: {}", pp, model.name, p),
+                         fmt::format("1..{} (the model's layers)", model.num_hidden_layers)};
+  if (pp > 1 && device.htp)
+    return LayoutProblem{
+        "--pp", fmt::format("{} runs a model on one NPU session, not in stages", device.name), "1"};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -143,6 +182,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
       flag_error("--context", fmt::format("context {} is out of range", c),
                  fmt::format("1..{}", kMaxContextTokens));
   std::vector<CapacityRow> rows;
+  std::optional<LayoutProblem> first_problem;
+  int64_t valid_layouts = 0;
   for (const auto& device_name : q.devices) {
     const DeviceSpec device = resolve_device(device_name, configs_dir);
     for (const auto& model_name : q.models) {
@@ -151,32 +192,29 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
         for (const int64_t tp : q.tps) {
           for (const auto& [ep, pp] : ep_pps) {
             if (ep > 1 && !model.moe.enabled()) continue;  // no experts: the ep = 1 row stands
-            if (const std::string p = model.tensor_parallel_problem(tp, ep); !p.empty()) {
-              const bool expert = p.find("expert") != std::string::npos;
-              flag_error(expert ? "--ep" : "--tp",
-                         fmt::format("tensor parallel {}, expert parallel {} for {}: {}", tp, ep,
-                                     model.name, p),
-                         expert ? "1, or a multiple of --tp that divides the experts"
-                                : "a size that divides the heads and the MLP");
+            // A layout this model or device cannot take is a row saying why;
+            // when no combination asked for is possible, the first is the error.
+            if (const std::optional<LayoutProblem> bad =
+                    layout_problem(model, device, tp, ep, pp)) {
+              if (!first_problem) first_problem = bad;
+              for (const int64_t context : q.contexts) {
+                CapacityRow r;
+                r.device = device.name;
+                r.model = model.name;
+                r.model_arg = model_name;
+                r.kv_dtype = dtype;
+                r.context = context;
+                r.tp = tp;
+                r.ep = ep;
+                r.pp = pp;
+                r.device_bytes = device.memory_bytes;
+                r.fits = false;
+                r.note = "invalid layout: " + bad->problem;
+                rows.push_back(std::move(r));
+              }
+              continue;
             }
-            if (ep > device.max_tensor_parallel)
-              flag_error("--ep",
-                         fmt::format("expert parallel {} exceeds {}'s max_tensor_parallel {}", ep,
-                                     device.name, device.max_tensor_parallel),
-                         fmt::format("1..{}", device.max_tensor_parallel));
-            if (tp > device.max_tensor_parallel)
-              flag_error("--tp",
-                         fmt::format("tensor parallel {} exceeds {}'s max_tensor_parallel {}", tp,
-                                     device.name, device.max_tensor_parallel),
-                         fmt::format("1..{}", device.max_tensor_parallel));
-            if (const std::string p = pipeline_problem(model, pp); !p.empty())
-              flag_error("--pp", fmt::format("pipeline {} for {}: {}", pp, model.name, p),
-                         fmt::format("1..{} (the model's layers)", model.num_hidden_layers));
-            if (pp > 1 && device.htp)
-              flag_error(
-                  "--pp",
-                  fmt::format("{} runs a model on one NPU session, not in stages", device.name),
-                  "1");
+            ++valid_layouts;
             PoolSizingInput in;
             in.pp = pp;
             in.device_memory = device.memory_bytes;
@@ -200,6 +238,7 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
               CapacityRow r;
               r.device = device.name;
               r.model = model.name;
+              r.model_arg = model_name;
               r.kv_dtype = dtype;
               r.context = context;
               r.tp = tp;
@@ -271,6 +310,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
       }
     }
   }
+  if (valid_layouts == 0 && first_problem)
+    flag_error(first_problem->flag, first_problem->problem, first_problem->allowed);
   return rows;
 }
 

@@ -64,7 +64,8 @@ struct CapacityRow {
   Bytes device_bytes = 0, budget_bytes = 0, activation_reserve_bytes = 0;
   bool fits = true;           // weights + activations + one block within budget
   Bytes shortfall_bytes = 0;  // bytes missing for one block when it does not fit
-  std::string note;           // "does not fit: ...", "context exceeds ..."
+  std::string note;           // "does not fit: ...", "context exceeds ...", "invalid layout: ..."
+  std::string model_arg;      // the model as --model gave it (a name, a file, a folder)
   // kind: htp devices (cli/studies/capacity_genie.hpp gives the paged
   // columns their phone meaning): Genie buffers per update mode.
   bool htp = false;

@@ -13,7 +13,11 @@ namespace kvsim {
 std::string html_escape(std::string_view text);
 
 // A whole HTML document around `body_html` (already escaped/trusted markup).
-std::string html_document(std::string_view title, const std::string& body_html);
+// `scripts` are kvsim's own inline scripts (their text, no tags): each goes
+// at the end of the body and its SHA-256 into the page's
+// Content-Security-Policy, so they run and nothing else can.
+std::string html_document(std::string_view title, const std::string& body_html,
+                          const std::vector<std::string_view>& scripts = {});
 
 // A table; every header and cell is escaped. Cells that parse as numbers are
 // right-aligned.

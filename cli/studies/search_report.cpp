@@ -216,7 +216,7 @@ std::string html_text(const SweepSpec& spec, const SearchResult& r) {
   }
   body += "<h2>Candidates</h2>\n" + sortable_table_html(candidate_headers(), candidate_rows(r));
   body += "<h2>Probes</h2>\n" + sortable_table_html(probe_headers(), probe_rows(r));
-  return html_document("kvsim search " + spec.name, body + sortable_tables_script());
+  return html_document("kvsim search " + spec.name, body, {sortable_tables_script()});
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ std::vector<XySeries> rate_curves(const SweepSpec& spec, const SweepResult& r,
   return out;
 }
 
-const char* kSortScript = R"(<script>
+const char* kSortScript = R"(
 // Click a heading to sort by it; numbers sort as numbers, again to reverse.
 document.querySelectorAll('table.sortable th').forEach((th, col) => {
   th.style.cursor = 'pointer';
@@ -153,7 +153,6 @@ document.querySelectorAll('table.sortable th').forEach((th, col) => {
     rows.forEach(r => table.appendChild(r));
   });
 });
-</script>
 )";
 
 std::string html_text(const SweepSpec& spec, const SweepResult& r) {
@@ -195,7 +194,7 @@ std::string html_text(const SweepSpec& spec, const SweepResult& r) {
                            "output tokens/s", std::string(key), std::move(curves)});
   }
   body += "<h2>Variants</h2>\n" + sortable_table_html(table_headers(spec), table_rows(spec, r));
-  return html_document("kvsim sweep " + spec.name, body + sortable_tables_script());
+  return html_document("kvsim sweep " + spec.name, body, {sortable_tables_script()});
 }
 
 std::string markdown_text(const SweepSpec& spec, const SweepResult& r) {
@@ -240,7 +239,9 @@ double throughput_per_device(const VariantOutcome& o) {
 std::string sortable_table_html(const std::vector<std::string>& headers,
                                 const std::vector<std::vector<std::string>>& rows) {
   std::string t = html_table(headers, rows);
-  t.replace(0, 6, "<table class=\"sortable\"");  // html_table starts with "<table"
+  // html_table may wrap its <table> (a scrolling block): mark the table itself.
+  if (const size_t at = t.find("<table"); at != std::string::npos)
+    t.replace(at, 6, "<table class=\"sortable\"");
   return t;
 }
 

@@ -34,7 +34,17 @@ size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-class ReportInBrowser : public testing::TempFolderTest {};
+class ReportInBrowser : public testing::TempFolderTest {
+ protected:
+  // Loads check.html headless and returns the DOM it leaves with the log.
+  testing::CommandResult load_in_browser(const std::string& chromium) const {
+    return testing::run_command(
+        chromium + " --headless --no-sandbox --disable-gpu --allow-file-access-from-files" +
+        " --user-data-dir=" + path("profile") +
+        " --enable-logging=stderr --v=0 --virtual-time-budget=10000 --window-size=1100,900" +
+        " --dump-dom file://" + path("check.html"));
+  }
+};
 
 TEST_F(ReportInBrowser, ServingDialogAndCompareReportsRenderWithoutErrorsAndFixedWidth) {
   const std::string chromium = find_chromium();
@@ -83,11 +93,7 @@ names.forEach(function (name) {
 });
 </script></body></html>
 )");
-  const auto r = testing::run_command(
-      chromium + " --headless --no-sandbox --disable-gpu --allow-file-access-from-files" +
-      " --user-data-dir=" + path("profile") +
-      " --enable-logging=stderr --v=0 --virtual-time-budget=10000 --window-size=1100,900" +
-      " --dump-dom file://" + path("check.html"));
+  const auto r = load_in_browser(chromium);
   // Every message a page logged (CSP violations, script errors) is a CONSOLE line.
   std::stringstream lines(r.output);
   std::string line;
@@ -138,11 +144,7 @@ document.getElementById('sweep').addEventListener('load', function () {
 });
 </script></body></html>
 )");
-  const auto r = testing::run_command(
-      chromium + " --headless --no-sandbox --disable-gpu --allow-file-access-from-files" +
-      " --user-data-dir=" + path("profile") +
-      " --enable-logging=stderr --v=0 --virtual-time-budget=10000 --window-size=1100,900" +
-      " --dump-dom file://" + path("check.html"));
+  const auto r = load_in_browser(chromium);
   std::stringstream lines(r.output);
   std::string line;
   while (std::getline(lines, line)) EXPECT_EQ(line.find(":CONSOLE"), std::string::npos) << line;

@@ -103,6 +103,22 @@ std::optional<LayoutProblem> layout_problem(const ModelSpec& model, const Device
   return std::nullopt;
 }
 
+// A row's identity: which device, model (as given and as named), dtype,
+// context and layout it is for.
+CapacityRow row_for(const DeviceSpec& device, const ModelSpec& model, const std::string& model_arg,
+                    const std::string& dtype, int64_t context, int64_t tp, int64_t ep, int64_t pp) {
+  CapacityRow r;
+  r.device = device.name;
+  r.model = model.name;
+  r.model_arg = model_arg;
+  r.kv_dtype = dtype;
+  r.context = context;
+  r.tp = tp;
+  r.ep = ep;
+  r.pp = pp;
+  return r;
+}
+
 }  // namespace
 
 DeviceSpec resolve_device(const std::string& name, const std::string& configs_dir,
@@ -198,15 +214,7 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                     layout_problem(model, device, tp, ep, pp)) {
               if (!first_problem) first_problem = bad;
               for (const int64_t context : q.contexts) {
-                CapacityRow r;
-                r.device = device.name;
-                r.model = model.name;
-                r.model_arg = model_name;
-                r.kv_dtype = dtype;
-                r.context = context;
-                r.tp = tp;
-                r.ep = ep;
-                r.pp = pp;
+                CapacityRow r = row_for(device, model, model_name, dtype, context, tp, ep, pp);
                 r.device_bytes = device.memory_bytes;
                 r.fits = false;
                 r.note = "invalid layout: " + bad->problem;
@@ -235,15 +243,7 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                                                          pp)[static_cast<size_t>(s.binding_stage)])
                     : model;
             for (const int64_t context : q.contexts) {
-              CapacityRow r;
-              r.device = device.name;
-              r.model = model.name;
-              r.model_arg = model_name;
-              r.kv_dtype = dtype;
-              r.context = context;
-              r.tp = tp;
-              r.ep = ep;
-              r.pp = pp;
+              CapacityRow r = row_for(device, model, model_name, dtype, context, tp, ep, pp);
               r.binding_stage = s.binding_stage;
               r.stage_layers = s.stage_layers;
               r.weights_bytes = s.weights_bytes;

@@ -68,6 +68,7 @@ fuzz: fuzz-build
 bench: build
 	./$(BUILD)/bench_event_queue
 	./$(BUILD)/bench_whole_run
+	./$(BUILD)/bench_whole_command
 
 format:
 	find sim models devices workloads kernels reports tests bench -name '*.cpp' -o -name '*.hpp' | xargs clang-format -i

@@ -2,14 +2,18 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "reports/output_rule.hpp"
 
@@ -59,74 +63,37 @@ ChartSeries cdf_series(std::string label, std::vector<double> values, size_t max
 
 namespace {
 
-// Removes the temporary folder whatever happens, a signal included
-// (reports/output_rule.hpp).
-struct TempFolder {
-  std::string path;
-  TemporaryPath owner;
-  TempFolder() {
-    std::error_code ec;
-    std::string tmpl = (fs::temp_directory_path(ec) / "kvsim-gnuplot-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) {
-      path = tmpl;
-      owner = TemporaryPath(path);
-    }
-  }
-};
-
 std::string quoted(const std::string& s) {
   return fmt::format("'{}'", chart_safe_label(s));
 }
 
-// Runs `gnuplot script` in the folder `dir`, with stdin/stdout/stderr on
-// /dev/null; true on exit 0. The script names its files relative to `dir`,
-// so nothing of the temporary folder's random name reaches the SVG (gnuplot
-// writes a plot's data file into its <title> when the plot has no title).
-bool run_gnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script) {
-  const pid_t pid = fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
-    if (chdir(dir.c_str()) != 0) _exit(127);
-    const int null_fd = open("/dev/null", O_RDWR);
-    if (null_fd >= 0) {
-      dup2(null_fd, STDIN_FILENO);
-      dup2(null_fd, STDOUT_FILENO);
-      dup2(null_fd, STDERR_FILENO);
-    }
-    char* const argv[] = {const_cast<char*>("gnuplot"), const_cast<char*>(script.c_str()), nullptr};
-    execv(gnuplot.c_str(), argv);
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return false;
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+bool has_data(const ChartSpec& chart) {
+  for (const auto& s : chart.series)
+    if (!s.y.empty() || !s.x_end.empty()) return true;
+  return false;
 }
 
-}  // namespace
+constexpr const char* kColours[] = {"#0969da", "#cf222e", "#1a7f37", "#8250df",
+                                    "#bc4c00", "#1b7c83", "#6e7781", "#bf3989"};
 
-std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::string& gnuplot) {
-  bool any = false;
-  for (const auto& s : chart.series) any = any || !s.y.empty() || !s.x_end.empty();
-  if (!any) return std::nullopt;
-  TempFolder tmp;
-  if (tmp.path.empty()) return std::nullopt;
-  const std::string svg_path = tmp.path + "/chart.svg";
-  const std::string svg_name = "chart.svg";  // the script's names are relative
+// The script drawing chart `k` into `chart{k}.svg`, its data files written
+// into `dir` as `chart{k}_*.dat`. Every name is relative to `dir`, so nothing
+// of the temporary folder's random name reaches the SVG (gnuplot writes a
+// plot's data file into its <title> when the plot has no title). `reset`
+// first: one process draws every chart, and no setting carries over.
+std::string chart_script(const ChartSpec& chart, size_t k, const std::string& dir) {
+  const std::string name = fmt::format("chart{}", k);
   std::string script = fmt::format(
-      "set terminal svg size {},{} font 'sans,11' background rgb 'white'\n"
-      "set output '{}'\nset termoption noenhanced\nset title {}\nset xlabel {}\nset ylabel {}\n"
-      "set grid ytics lc rgb '#dddddd'\nset key below horizontal noopaque\nset border 3\n"
-      "set tics nomirror\nset yrange [0:*]\n",
-      chart.width, chart.height, svg_name, quoted(chart.title), quoted(chart.x_label),
+      "reset\nset terminal svg size {},{} font 'sans,11' background rgb 'white'\n"
+      "set output '{}.svg'\nset termoption noenhanced\nset title {}\nset xlabel {}\n"
+      "set ylabel {}\nset grid ytics lc rgb '#dddddd'\nset key below horizontal noopaque\n"
+      "set border 3\nset tics nomirror\nset yrange [0:*]\n",
+      chart.width, chart.height, name, quoted(chart.title), quoted(chart.x_label),
       quoted(chart.y_label));
   // The legend sits below the plot, off the curves.
   if (chart.log_x) script += "set logscale x\n";
-  static const char* kColours[] = {"#0969da", "#cf222e", "#1a7f37", "#8250df",
-                                   "#bc4c00", "#1b7c83", "#6e7781", "#bf3989"};
   if (chart.kind == ChartSpec::Kind::bars) {
-    std::ofstream data(tmp.path + "/bars.dat");
+    std::ofstream data(fmt::format("{}/{}_bars.dat", dir, name));
     const auto& ys = chart.series.at(0).y;
     for (size_t i = 0; i < ys.size(); ++i)
       data << i << ' ' << fmt::format("{:.9g}", ys[i]) << ' ' << (i % 8) << '\n';
@@ -139,55 +106,178 @@ std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::s
     script += ") rotate by -20\nset palette defined (";
     for (int i = 0; i < 8; ++i) script += fmt::format("{}{} '{}'", i ? ", " : "", i, kColours[i]);
     script += ")\nset cbrange [0:7]\nunset colorbox\n";
-    script += "plot 'bars.dat' using 1:2:3 with boxes lc palette notitle\n";
+    script += fmt::format("plot '{}_bars.dat' using 1:2:3 with boxes lc palette notitle\n", name);
   } else if (chart.kind == ChartSpec::Kind::spans) {
     const size_t rows = chart.series.size();
     script += fmt::format("unset key\nset yrange [-0.7:{}-0.3]\nset ytics (", rows);
-    for (size_t k = 0; k < rows; ++k)
-      script += fmt::format("{}{} {}", k ? ", " : "", quoted(chart.series[k].label), k);
+    for (size_t j = 0; j < rows; ++j)
+      script += fmt::format("{}{} {}", j ? ", " : "", quoted(chart.series[j].label), j);
     script += ")\nset grid xtics lc rgb '#dddddd'\nplot ";
-    for (size_t k = 0; k < rows; ++k) {
-      const std::string file = fmt::format("series{}.dat", k);
-      std::ofstream data(tmp.path + "/" + file);
-      const auto& s = chart.series[k];
+    for (size_t j = 0; j < rows; ++j) {
+      const std::string file = fmt::format("{}_series{}.dat", name, j);
+      std::ofstream data(dir + "/" + file);
+      const auto& s = chart.series[j];
       for (size_t i = 0; i < s.x.size() && i < s.x_end.size(); ++i)
-        data << fmt::format("{:.9g} {} {:.9g}\n", s.x[i], k, s.x_end[i] - s.x[i]);
-      if (s.x.empty()) data << "0 " << k << " 0\n";
+        data << fmt::format("{:.9g} {} {:.9g}\n", s.x[i], j, s.x_end[i] - s.x[i]);
+      if (s.x.empty()) data << "0 " << j << " 0\n";
       script += fmt::format("{}'{}' using 1:2:3:(0) with vectors nohead lw 9 lc rgb '{}' notitle",
-                            k ? ", " : "", file, kColours[k % 8]);
+                            j ? ", " : "", file, kColours[j % 8]);
     }
     script += "\n";
   } else {
     script += "plot ";
-    for (size_t k = 0; k < chart.series.size(); ++k) {
-      const std::string file = fmt::format("series{}.dat", k);
-      std::ofstream data(tmp.path + "/" + file);
-      const auto& s = chart.series[k];
+    for (size_t j = 0; j < chart.series.size(); ++j) {
+      const std::string file = fmt::format("{}_series{}.dat", name, j);
+      std::ofstream data(dir + "/" + file);
+      const auto& s = chart.series[j];
       for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
         data << fmt::format("{:.9g} {:.9g}\n", s.x[i], s.y[i]);
       script +=
-          fmt::format("{}'{}' using 1:2 with {} lw 2 lc rgb '{}' title {}", k ? ", " : "", file,
+          fmt::format("{}'{}' using 1:2 with {} lw 2 lc rgb '{}' title {}", j ? ", " : "", file,
                       chart.kind == ChartSpec::Kind::steps    ? "steps"
                       : chart.kind == ChartSpec::Kind::points ? "points pt 7 ps 1.5"
                                                               : "lines",
-                      kColours[k % 8], quoted(s.label));
+                      kColours[j % 8], quoted(s.label));
     }
     script += "\n";
   }
-  const std::string script_path = tmp.path + "/chart.gp";
-  {
-    std::ofstream out(script_path);
-    out << script;
-    if (!out) return std::nullopt;
-  }
-  if (!run_gnuplot(gnuplot, tmp.path, "chart.gp")) return std::nullopt;
-  std::ifstream in(svg_path);
+  return script + "unset output\n";
+}
+
+// The <svg> element gnuplot wrote to `path` (XML prolog stripped), or nullopt
+// when the file is missing or was cut short.
+std::optional<std::string> read_svg(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
   const std::string svg = text.str();
   const size_t start = svg.find("<svg");
-  if (start == std::string::npos) return std::nullopt;
+  if (start == std::string::npos || svg.find("</svg>", start) == std::string::npos)
+    return std::nullopt;
   return svg.substr(start);
+}
+
+// Writes all of `text` to `fd`. SIGPIPE (gnuplot gone) is blocked in this
+// thread meanwhile and a pending one consumed: a vanished child is a failed
+// chart, not a signal that ends the run (output_rule.cpp handles SIGPIPE as
+// a cleanup signal).
+bool write_all(int fd, const std::string& text) {
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  bool ok = true;
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (!ok) {
+    const timespec zero{};
+    while (sigtimedwait(&pipe_only, nullptr, &zero) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
+}
+
+}  // namespace
+
+ChartRenderer::ChartRenderer() : ChartRenderer(find_gnuplot().value_or(std::string())) {}
+
+ChartRenderer::ChartRenderer(std::string gnuplot) : gnuplot_(std::move(gnuplot)) {
+  if (gnuplot_.empty()) return;
+  std::error_code ec;
+  std::string tmpl = (fs::temp_directory_path(ec) / "kvsim-gnuplot-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) return;
+  dir_ = tmpl;
+  owner_ = TemporaryPath(dir_);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return;
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return;
+  }
+  if (pid == 0) {  // only async-signal-safe calls until execv
+    if (chdir(dir_.c_str()) != 0) _exit(127);
+    if (dup2(fds[0], STDIN_FILENO) < 0) _exit(127);
+    const int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+      dup2(null_fd, STDOUT_FILENO);
+      dup2(null_fd, STDERR_FILENO);
+    }
+    char* const argv[] = {const_cast<char*>("gnuplot"), nullptr};
+    execv(gnuplot_.c_str(), argv);
+    _exit(127);
+  }
+  close(fds[0]);
+  pid_ = pid;
+  script_fd_ = fds[1];
+}
+
+ChartRenderer::~ChartRenderer() {
+  finish();
+}
+
+bool ChartRenderer::finish() {
+  if (script_fd_ >= 0) close(script_fd_);  // end of script: gnuplot exits
+  script_fd_ = -1;
+  if (pid_ < 0) return false;
+  // A gnuplot that does not exit within kMaxWait of its script's end is
+  // stopped: the report goes without charts rather than never.
+  constexpr auto kMaxWait = std::chrono::seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + kMaxWait;
+  auto pause = std::chrono::microseconds(100);
+  int status = 0;
+  for (;;) {
+    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) break;
+    if (done < 0 && errno != EINTR) {
+      pid_ = -1;
+      return false;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(pid_, SIGKILL);
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+  pid_ = -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+std::vector<std::optional<std::string>> ChartRenderer::render(
+    const std::vector<ChartSpec>& charts) {
+  std::vector<std::optional<std::string>> svgs(charts.size());
+  if (!available()) return svgs;
+  std::string script;
+  for (size_t k = 0; k < charts.size(); ++k)
+    if (has_data(charts[k])) script += chart_script(charts[k], k, dir_);
+  const bool sent = write_all(script_fd_, script);
+  finish();
+  for (size_t k = 0; k < charts.size(); ++k)
+    if (has_data(charts[k])) svgs[k] = read_svg(fmt::format("{}/chart{}.svg", dir_, k));
+  // gnuplot stops at a script's first error: the charts after it are drawn
+  // again, each by a process of its own, so one bad chart costs only itself.
+  if (sent && charts.size() > 1)
+    for (size_t k = 0; k < charts.size(); ++k)
+      if (!svgs[k] && has_data(charts[k])) svgs[k] = ChartRenderer(gnuplot_).render({charts[k]})[0];
+  return svgs;
+}
+
+std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::string& gnuplot) {
+  return ChartRenderer(gnuplot).render({chart})[0];
 }
 
 }  // namespace kvsim

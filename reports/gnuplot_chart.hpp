@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "reports/output_rule.hpp"
+
 namespace kvsim {
 
 struct ChartSeries {
@@ -33,8 +35,37 @@ struct ChartSpec {
 // The gnuplot executable found on PATH, if any.
 std::optional<std::string> find_gnuplot();
 
-// Renders a chart to an inline <svg> element (XML prolog stripped), or
-// nullopt when gnuplot is missing, fails, or the chart has no data.
+// One gnuplot process for every chart of a page, started when the renderer
+// is made: made before a run, its start-up (loading gnuplot's ~150 shared
+// libraries, ~20 ms) overlaps the simulation instead of following it, and a
+// page of N charts costs one process, not N. The script reaches gnuplot on
+// its stdin; data files and SVGs live in a private temporary folder removed
+// whatever happens (reports/output_rule.hpp).
+class ChartRenderer {
+ public:
+  ChartRenderer();  // gnuplot from PATH; unavailable without it
+  explicit ChartRenderer(std::string gnuplot);
+  ~ChartRenderer();
+  ChartRenderer(const ChartRenderer&) = delete;
+  ChartRenderer& operator=(const ChartRenderer&) = delete;
+
+  bool available() const { return script_fd_ >= 0; }
+  // Draws the charts, once per renderer: each one's inline <svg> element
+  // (XML prolog stripped), or nullopt where the chart has no data or gnuplot
+  // failed on it.
+  std::vector<std::optional<std::string>> render(const std::vector<ChartSpec>& charts);
+
+ private:
+  bool finish();  // ends the script and reaps gnuplot; true on exit 0
+
+  std::string gnuplot_, dir_;
+  TemporaryPath owner_;
+  int pid_ = -1;
+  int script_fd_ = -1;
+};
+
+// One chart by a renderer of its own, or nullopt when gnuplot is missing,
+// fails, or the chart has no data.
 std::optional<std::string> render_chart_svg(const ChartSpec& chart, const std::string& gnuplot);
 
 // The label as it will appear in a chart: printable ASCII from a safe set,

@@ -313,13 +313,17 @@ bool chart_has_signal(const ChartSpec& chart) {
   return false;
 }
 
-std::string render_figures_html(const std::vector<CaptionedChart>& charts) {
-  const auto gnuplot = find_gnuplot();
-  if (!gnuplot) return html_charts_missing_note();
+std::string render_figures_html(const std::vector<CaptionedChart>& charts,
+                                ChartRenderer* renderer) {
+  ChartRenderer own(renderer ? std::string() : find_gnuplot().value_or(std::string()));
+  ChartRenderer& r = renderer ? *renderer : own;
+  if (!r.available()) return html_charts_missing_note();
+  std::vector<ChartSpec> specs;
+  for (const auto& [chart, caption] : charts) specs.push_back(chart);
+  const auto svgs = r.render(specs);
   std::string out = "<div class=\"charts\">\n";
-  for (const auto& [chart, caption] : charts) {
-    if (auto svg = render_chart_svg(chart, *gnuplot)) out += html_figure(*svg, caption);
-  }
+  for (size_t k = 0; k < charts.size(); ++k)
+    if (svgs[k]) out += html_figure(*svgs[k], charts[k].second);
   return out + "</div>\n";
 }
 

@@ -57,7 +57,9 @@ ChartSpec bar_chart(const std::string& title, const std::string& y_label,
 // True when some line of the chart has a non-zero value.
 bool chart_has_signal(const ChartSpec& chart);
 
-// Renders every chart into HTML figures, or the "no gnuplot" note.
-std::string render_figures_html(const std::vector<CaptionedChart>& charts);
+// Renders every chart into HTML figures, or the "no gnuplot" note: by
+// `renderer` when given (one started before the run), else by one made here.
+std::string render_figures_html(const std::vector<CaptionedChart>& charts,
+                                ChartRenderer* renderer = nullptr);
 
 }  // namespace kvsim

@@ -24,7 +24,7 @@ std::vector<std::string> latency_row(const char* name, const LatencySummary& l, 
 }  // namespace
 
 std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing,
-                            const RunSeries& series) {
+                            const RunSeries& series, ChartRenderer* charts) {
   std::string body = "<h1>" + html_escape(m.scenario) + "</h1>\n";
   if (!s.description.empty()) body += "<p>" + html_escape(s.description) + "</p>\n";
   const EngineReport& parts = engine_report(m);
@@ -54,7 +54,7 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
   body += "<p class=\"verdict\">" + html_escape(numerics_verdict(m)) + ".</p>\n";
 
   body += "<h2>Charts</h2>\n";
-  body += render_figures_html(parts.charts(m, {m.scenario, &series}));
+  body += render_figures_html(parts.charts(m, {m.scenario, &series}), charts);
   if (series.spans_dropped() > 0)
     body += fmt::format(
         "<p>The turn timeline keeps the run's first {} spans; {} later ones are "

@@ -37,6 +37,9 @@ RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out
     sinks.push_back(trace.get());
   }
   FanOutRunSink sink(sinks);
+  // gnuplot starts now and waits on its script while the run goes on: its
+  // start-up is off the run's tail (reports/gnuplot_chart.hpp).
+  ChartRenderer charts;
   // The engine follows the device kind (serving or on-device dialog).
   ScenarioRunResult run = run_scenario(spec, &sink, std::move(progress));
   result.metrics = std::move(run.metrics);
@@ -51,8 +54,9 @@ RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out
   write_file_atomically(dir.file("metrics.json"), metrics_json_text(result.metrics));
   write_file_atomically(dir.file("report.md"),
                         run_report_markdown(spec, result.metrics, result.sizing));
-  write_file_atomically(dir.file("report.html"),
-                        run_report_html(spec, result.metrics, result.sizing, result.series));
+  write_file_atomically(
+      dir.file("report.html"),
+      run_report_html(spec, result.metrics, result.sizing, result.series, &charts));
   dir.commit();
   result.folder = dir.final_path();
   return result;

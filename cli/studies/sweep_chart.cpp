@@ -24,6 +24,12 @@ double nice_step(double span, int ticks) {
   return 10 * p;
 }
 
+// A generous width of `text` at 11 px sans-serif: wider than any glyph run
+// of that many characters in the common fonts (~0.6 em per character).
+double text_width(const std::string& text) {
+  return 7.0 * static_cast<double>(text.size());
+}
+
 std::string tick_text(double v) {
   if (std::abs(v) >= 1e6 || (std::abs(v) < 1e-3 && v != 0)) return fmt::format("{:.2g}", v);
   return fmt::format("{:.6g}", v);
@@ -46,7 +52,15 @@ std::string render_xy_svg(const XyChart& c) {
   x1 += pad;
   if (y1 <= 0) y1 = 1;
   y1 *= 1.05;
-  const double left = 70, right = 170, top = 30, bottom = 45;
+  // The legend goes under the plot, one full line per series: a label is
+  // never cut (variants differing only at the end, fp16 against int8, stay
+  // apart), and the chart grows to hold the longest one.
+  const double left = 70, right = 20, top = 30, bottom = 45, legend_row = 16;
+  double longest = 0;
+  for (const auto& s : c.series) longest = std::max(longest, text_width(s.label));
+  const double width = std::max<double>(c.width, left + 20 + longest + right);
+  const double legend_h = legend_row * static_cast<double>(c.series.size()) + 6;
+  const double height = c.height + legend_h;
   const double w = c.width - left - right, h = c.height - top - bottom;
   const auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * w; };
   const auto py = [&](double y) { return top + h - y / y1 * h; };
@@ -54,7 +68,7 @@ std::string render_xy_svg(const XyChart& c) {
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"11\">\n",
-      c.width, c.height);
+      width, height);
   svg += fmt::format("<text x=\"{}\" y=\"16\" font-size=\"13\">{}</text>\n", left,
                      html_escape(c.title));
   const double xs = nice_step(x1 - x0, 6), ys = nice_step(y1, 5);
@@ -91,11 +105,11 @@ std::string render_xy_svg(const XyChart& c) {
     for (size_t i = 0; i < n; ++i)
       svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n",
                          px(s.x[i]), py(s.y[i]), colour);
-    const double ly = top + 12 + 16 * static_cast<double>(k);
+    const double ly = c.height + legend_row * static_cast<double>(k) + 12;
     svg += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text x=\"{:.1f}\" "
         "y=\"{:.1f}\">{}</text>\n",
-        left + w + 12, ly - 4, colour, left + w + 20, ly, html_escape(s.label));
+        left + 4, ly - 4, colour, left + 12, ly, html_escape(s.label));
   }
   return svg + "</svg>\n";
 }

@@ -85,6 +85,7 @@ int run(const RunOptions& o) {
   }
   if (!o.quiet) {
     std::cout << summary_table(spec, result.metrics);
+    if (const std::string w = overload_warning(result.load); !w.empty()) std::cout << w << "\n";
     std::cout << "report: " << result.folder
               << "/ (metrics.json, requests.csv, timeline.csv, report.md, report.html, "
                  "scenario.resolved.yaml)\n";

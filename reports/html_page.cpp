@@ -71,6 +71,7 @@ std::string html_document(std::string_view title, const std::string& body_html,
       "box-sizing:border-box;}\n"
       "figure svg{max-width:100%;height:auto;display:block;}\n"
       ".verdict{background:#dafbe1;border:1px solid #4ac26b;padding:.4em .6em;}\n"
+      ".warning{background:#fff8c5;border:1px solid #d4a72c;padding:.4em .6em;}\n"
       "figcaption{font-size:.85em;color:#57606a;}\n"
       ".note{background:#fff8c5;border:1px solid #d4a72c;padding:.6em;}\n"
       "pre{background:#f6f8fa;padding:.8em;overflow-x:auto;}\n"

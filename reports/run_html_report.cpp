@@ -24,7 +24,8 @@ std::vector<std::string> latency_row(const char* name, const LatencySummary& l, 
 }  // namespace
 
 std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing,
-                            const RunSeries& series, ChartRenderer* charts) {
+                            const RunSeries& series, ChartRenderer* charts,
+                            const std::string& warning) {
   std::string body = "<h1>" + html_escape(m.scenario) + "</h1>\n";
   if (!s.description.empty()) body += "<p>" + html_escape(s.description) + "</p>\n";
   const EngineReport& parts = engine_report(m);
@@ -36,6 +37,7 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
       "</p>\n";
 
   body += "<h2>Requests and latency</h2>\n";
+  if (!warning.empty()) body += "<p class=\"warning\">" + html_escape(warning) + ".</p>\n";
   const bool none = m.requests.completed == 0;  // no request, no latency
   body +=
       html_table({"requests", "arrived", "completed", "rejected", "preempted", "preemptions"},

@@ -71,10 +71,11 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
 }
 
 std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
-                                const PoolSizing& sizing) {
+                                const PoolSizing& sizing, const std::string& warning) {
   const PipelineMetrics* pipeline = m.find<PipelineMetrics>();
   std::string out = fmt::format("# {}\n\n", m.scenario);
   if (!s.description.empty()) out += s.description + "\n\n";
+  if (!warning.empty()) out += "> **" + warning + ".**\n\n";
   out += fmt::format("{} on {} (tensor parallel {}{}), policy `{}`, KV {} {}, seed {}.\n\n",
                      m.model, m.device, s.tp,
                      s.pp > 1 ? fmt::format(", pipeline parallel {}: layers {}", s.pp,

@@ -19,8 +19,9 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m);
 // checks passed, largest error), as the summary and the reports show them.
 std::string goodput_line(const RunMetrics& m);
 std::string numerics_verdict(const RunMetrics& m);
-// report.md: the scenario, the memory plan and the summary as Markdown.
+// report.md: the scenario, the memory plan and the summary as Markdown;
+// `warning` (reports/load_verdict.hpp), when not empty, leads it.
 std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
-                                const PoolSizing& sizing);
+                                const PoolSizing& sizing, const std::string& warning = {});
 
 }  // namespace kvsim

@@ -29,7 +29,8 @@ RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out
   OutputDir dir(out, force);
   RunFolderResult result;
   CsvRunSink csv(dir.file("requests.csv"), dir.file("timeline.csv"));
-  std::vector<RunSink*> sinks = {&csv, &result.series};
+  LoadVerdictSink load;
+  std::vector<RunSink*> sinks = {&csv, &result.series, &load};
   std::unique_ptr<TraceRunSink> trace;
   if (!trace_path.empty()) {
     trace = std::make_unique<TraceRunSink>(trace_path, spec.name, TraceRunSink::kDefaultMaxEvents,
@@ -43,6 +44,8 @@ RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out
   // The engine follows the device kind (serving or on-device dialog).
   ScenarioRunResult run = run_scenario(spec, &sink, std::move(progress));
   result.metrics = std::move(run.metrics);
+  result.load = load.verdict();
+  const std::string warning = overload_warning(result.load);
   result.sizing = run.sizing;
   csv.close();
   if (trace) trace->close();
@@ -53,10 +56,10 @@ RunFolderResult run_into_folder(const ScenarioSpec& spec, const std::string& out
   }
   write_file_atomically(dir.file("metrics.json"), metrics_json_text(result.metrics));
   write_file_atomically(dir.file("report.md"),
-                        run_report_markdown(spec, result.metrics, result.sizing));
+                        run_report_markdown(spec, result.metrics, result.sizing, warning));
   write_file_atomically(
       dir.file("report.html"),
-      run_report_html(spec, result.metrics, result.sizing, result.series, &charts));
+      run_report_html(spec, result.metrics, result.sizing, result.series, &charts, warning));
   dir.commit();
   result.folder = dir.final_path();
   return result;

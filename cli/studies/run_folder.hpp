@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "reports/load_verdict.hpp"
 #include "reports/run_series.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -18,6 +19,7 @@ struct RunFolderResult {
   PoolSizing sizing;
   std::string folder;  // final path
   RunSeries series;    // what the charts show, gathered while the run streamed (bounded)
+  std::optional<LoadVerdict> load;  // whether the offered load exceeded what was served
 };
 
 // `force`: replace `out` even when kvsim did not write it (reports/output_dir.hpp).

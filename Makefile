@@ -1,33 +1,54 @@
 # The two commands: `make run` and `make test`. Both install missing Debian
-# packages first (as root), then build with CMake.
-DEPS := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev \
-        libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev \
-        libxxhash-dev gnuplot-nox openmpi-bin libopenmpi-dev pybind11-dev python3-dev \
-        clang libclang-rt-14-dev chromium
+# packages first (as root, without their recommends), then build with CMake.
+# apt's and the build's output go to logs under $(BUILD)/, shown only when a
+# stage fails; each stage prints one line.
+#
+# What building kvsim and running a scenario need (gnuplot draws the charts
+# of report.html) ...
+RUN_DEPS := cmake g++ make libyaml-cpp-dev libfmt-dev libeigen3-dev libboost-graph-dev \
+            libcli11-dev nlohmann-json3-dev libxxhash-dev gnuplot-nox
+# ... and what the tests add: GoogleTest, Google Benchmark, MPI for sweeps over
+# ranks, pybind11 and pandas for the Python module, clang's libFuzzer, chromium
+# for the report pages' browser checks.
+TEST_DEPS := libgtest-dev libgmock-dev libbenchmark-dev openmpi-bin libopenmpi-dev pybind11-dev \
+             python3-dev python3-pandas clang libclang-rt-14-dev chromium
+DEPS := $(RUN_DEPS) $(TEST_DEPS)
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCENARIO ?= configs/scenarios/default.yaml
 
-.PHONY: deps build run test asan fuzz fuzz-build bench clean format
+.PHONY: deps run-deps build run test asan fuzz fuzz-build bench clean format
+
+# $(call install_missing,PACKAGES): apt-get installs those not yet installed.
+define install_missing
+@mkdir -p $(BUILD); missing=""; \
+for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+if [ -n "$$missing" ]; then \
+  echo "make: installing$$missing"; \
+  if ! { apt-get update && DEBIAN_FRONTEND=noninteractive \
+         apt-get install -y --no-install-recommends $$missing; } > $(BUILD)/apt.log 2>&1; then \
+    tail -40 $(BUILD)/apt.log; echo "make: apt-get failed (log: $(BUILD)/apt.log)" >&2; exit 1; \
+  fi; \
+fi
+endef
+
+run-deps:
+	$(call install_missing,$(RUN_DEPS))
 
 deps:
-	@missing=""; for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
-	fi
+	$(call install_missing,$(DEPS))
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKVSIM_TESTS=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Quiet but for the result: the build's output goes to $(BUILD)/make-run.log,
 # shown only when the build fails; then the run's summary table.
-run: deps
-	@mkdir -p $(BUILD); \
+run: run-deps
+	@echo "make: building kvsim (log: $(BUILD)/make-run.log)"; \
 	if ! { cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release && \
 	       cmake --build $(BUILD) -j $(JOBS) --target kvsim; } > $(BUILD)/make-run.log 2>&1; then \
-	  cat $(BUILD)/make-run.log; echo "make run: the build failed (log: $(BUILD)/make-run.log)" >&2; \
+	  tail -60 $(BUILD)/make-run.log; echo "make run: the build failed (log: $(BUILD)/make-run.log)" >&2; \
 	  exit 1; \
 	fi
 	@./$(BUILD)/kvsim run $(SCENARIO)

@@ -14,6 +14,7 @@
 #include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/config_ref.hpp"
 #include "sim/scenario/engine_registry.hpp"
+#include "sim/scenario/invalid_combination.hpp"
 #include "sim/scenario/scenario_sections.hpp"
 #include "sim/scenario/vllm_names.hpp"
 #include "sim/serve/serving_engine_spec.hpp"
@@ -326,9 +327,15 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
     ctx.diagnostics.error(ctx.location_of(s.numerics.quality_key_path), s.numerics.quality_key_path,
                           "measures one serving instance; a cluster run does not report it",
                           "no cluster: section, or no numerics.reuse_quality");
-  // Cross-field checks only make sense on values that parsed.
-  if (ctx.diagnostics.empty()) cross_checks(s, engine, ctx);
+  // Cross-field checks only make sense on values that parsed; what they
+  // find is a combination of valid values (sim/scenario/invalid_combination.hpp).
   ctx.diagnostics.throw_if_any();
+  cross_checks(s, engine, ctx);
+  try {
+    ctx.diagnostics.throw_if_any();
+  } catch (const config::ConfigError& e) {
+    throw InvalidCombination(e.diagnostics());
+  }
   if (cluster.defined()) {
     // Each instance group is the file itself with the group's sections laid
     // over it, read and checked as a scenario of its own.

@@ -25,6 +25,18 @@ bool looks_like_config_path(const std::string& text) {
   return text.find('/') != std::string::npos || text.ends_with(".yaml") || text.ends_with(".json");
 }
 
+std::string path_beside(const std::string& text, const std::string& relative_to) {
+  std::error_code ec;
+  const fs::path path(text);
+  if (!path.is_relative() || relative_to.empty()) return text;
+  const fs::path folder = fs::path(relative_to).parent_path();
+  if (folder.empty()) return text;
+  const fs::path beside = (folder / path).lexically_normal();
+  if (!fs::exists(beside, ec)) return text;
+  const std::string out = beside.string();
+  return out.find('/') == std::string::npos ? "./" + out : out;
+}
+
 ConfigRef locate_config(const std::string& text, const std::string& kind,
                         const std::string& configs_dir, const std::string& relative_to) {
   ConfigRef out;
@@ -34,11 +46,7 @@ ConfigRef locate_config(const std::string& text, const std::string& kind,
   // (too long, say) is a file that does not exist.
   std::error_code ec;
   if (looks_like_config_path(text)) {
-    fs::path path(text);
-    if (path.is_relative() && !relative_to.empty()) {
-      const fs::path beside = fs::path(relative_to).parent_path() / path;
-      if (fs::exists(beside, ec)) path = beside;
-    }
+    fs::path path(path_beside(text, relative_to));
     const bool folder = fs::is_directory(path, ec);
     if (models && folder) path /= "config.json";  // a Hugging Face checkout
     if (fs::is_regular_file(path, ec)) {

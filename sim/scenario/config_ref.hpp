@@ -28,6 +28,11 @@ struct ConfigRef {
 // rather than a name.
 bool looks_like_config_path(const std::string& text);
 
+// A relative path as the file `relative_to` means it: beside that file when
+// something is there, else as written (from the working directory). The
+// result keeps a '/' (./NAME), so it still reads as a path.
+std::string path_beside(const std::string& text, const std::string& relative_to);
+
 // `kind` is "devices" or "models". Never throws.
 ConfigRef locate_config(const std::string& text, const std::string& kind,
                         const std::string& configs_dir, const std::string& relative_to = {});

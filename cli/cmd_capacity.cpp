@@ -21,12 +21,15 @@
 #include "reports/html_page.hpp"
 #include "reports/output_dir.hpp"
 #include "sim/policies/policy_registry.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim::cli {
 namespace {
 
 struct CapacityCliOptions {
   CapacityQuery query;
+  // --device and --model as given (once or repeated), split in run_capacity.
+  std::vector<std::string> device_lists, model_lists;
   std::string out;  // empty: a fresh out/capacity[-N] per invocation
   bool force = false;
   std::string slo, workload;
@@ -47,6 +50,9 @@ struct SloRow {
   SloSearchResult result;
   int64_t ep = 1;
   int64_t pp = 1;
+  // Why this combination of a fleet was not searched (it does not fit, its
+  // layout is invalid, a phone NPU runs no serving rate); empty: searched.
+  std::string not_searched;
 };
 
 nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>& rows,
@@ -56,8 +62,19 @@ nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>&
   j["ttft_p99_ms"] = slo.ttft_p99_ms ? nlohmann::ordered_json(*slo.ttft_p99_ms) : nullptr;
   j["tpot_p99_ms"] = slo.tpot_p99_ms ? nlohmann::ordered_json(*slo.tpot_p99_ms) : nullptr;
   j["searches"] = nlohmann::ordered_json::array();
+  j["not_searched"] = nlohmann::ordered_json::array();
   for (const auto& r : rows) {
     nlohmann::ordered_json s;
+    if (!r.not_searched.empty()) {
+      j["not_searched"].push_back({{"device", r.device},
+                                   {"model", r.model},
+                                   {"kv_dtype", r.kv_dtype},
+                                   {"tp", r.tp},
+                                   {"ep", r.ep},
+                                   {"pp", r.pp},
+                                   {"reason", r.not_searched}});
+      continue;
+    }
     s["device"] = r.device;
     s["model"] = r.model;
     s["kv_dtype"] = r.kv_dtype;
@@ -84,21 +101,44 @@ std::string slo_markdown(const SloTarget& slo, const std::vector<SloRow>& rows) 
       slo.ttft_p99_ms ? fmt::format("{}", *slo.ttft_p99_ms) : "-",
       slo.tpot_p99_ms ? fmt::format("{}", *slo.tpot_p99_ms) : "-");
   std::vector<std::vector<std::string>> cells;
+  bool any_not_searched = false;
+  for (const auto& r : rows) any_not_searched = any_not_searched || !r.not_searched.empty();
   for (const auto& r : rows) {
     const auto& s = r.result;
-    cells.push_back(
-        {r.device, r.model, r.kv_dtype, parallel_label(r.tp, r.ep, r.pp),
-         s.found ? fmt::format("{:.3f}", s.best_rate) : "none",
-         fmt::format("[{:.3f}, {}]", s.lo,
-                     s.hi > 0 ? fmt::format("{:.3f}", s.hi) : std::string("not reached")),
-         std::to_string(s.probes.size())});
+    std::vector<std::string> row = {r.device, r.model, r.kv_dtype,
+                                    parallel_label(r.tp, r.ep, r.pp)};
+    if (r.not_searched.empty()) {
+      row.insert(row.end(),
+                 {s.found ? fmt::format("{:.3f}", s.best_rate) : "none",
+                  fmt::format("[{:.3f}, {}]", s.lo,
+                              s.hi > 0 ? fmt::format("{:.3f}", s.hi) : std::string("not reached")),
+                  std::to_string(s.probes.size())});
+      if (any_not_searched) row.push_back("");
+    } else {
+      row.insert(row.end(), {"-", "-", "0", "not searched: " + r.not_searched});
+    }
+    cells.push_back(std::move(row));
   }
-  return out + markdown_table({"device", "model", "kv", "tp", "max rate (req/s)",
-                               "bracket [meets, fails]", "runs"},
-                              cells);
+  std::vector<std::string> header = {
+      "device", "model", "kv", "tp", "max rate (req/s)", "bracket [meets, fails]", "runs"};
+  if (any_not_searched) header.push_back("note");
+  return out + markdown_table(header, cells);
 }
 
 int run_capacity(CapacityCliOptions& o) {
+  // A fleet of devices and a list of models, every element named once.
+  std::string device_names, model_names;
+  for (const auto& n : list_config_names(configs_dir(), "devices"))
+    device_names += (device_names.empty() ? "" : ", ") + n;
+  for (const auto& n : list_config_names(configs_dir(), "models"))
+    model_names += (model_names.empty() ? "" : ", ") + n;
+  o.query.devices = split_flag_list(
+      "--device", o.device_lists, "NAME[,NAME...], each a device file or one of: " + device_names);
+  o.query.models = split_flag_list(
+      "--model", o.model_lists,
+      "NAME[,NAME...], each a model YAML or JSON file, a Hugging Face folder with config.json, "
+      "or one of: " +
+          model_names);
   const std::shared_ptr<const PolicySpec> policy = capacity_policy(o.query);
   const std::vector<std::string> dtypes = policy->block_pool()->capacity_dtypes();
   // A policy with element types of its own (llama.cpp's ggml types) takes
@@ -139,24 +179,57 @@ int run_capacity(CapacityCliOptions& o) {
   SloTarget slo;
   if (!o.slo.empty()) {
     slo = parse_slo(o.slo);
+    // One search per device x model x dtype x layout of the fleet; the
+    // combinations that cannot serve a rate are rows saying why.
+    size_t searchable = 0;
+    std::string htp_device;
     for (const auto& r : rows) {
+      const bool can_search = !r.htp && r.fits;
+      SloRow* seen = nullptr;
+      for (auto& s : slo_rows)
+        if (s.device == r.device && s.model == r.model && s.kv_dtype == r.kv_dtype &&
+            s.tp == r.tp && s.ep == r.ep && s.pp == r.pp)
+          seen = &s;
+      if (seen != nullptr) {
+        // A combination that fits at some context is searched.
+        if (can_search && !seen->not_searched.empty()) {
+          seen->not_searched.clear();
+          ++searchable;
+        }
+        continue;
+      }
+      SloRow row{r.device, r.model, r.kv_dtype, r.tp, {}, r.ep, r.pp, {}};
       // The SLO search sweeps a serving workload's arrival rate; a phone NPU
       // runs one user's dialog (kvsim run on a dialog scenario instead).
-      if (resolve_device(r.device, configs_dir()).htp) {
-        std::cerr << "kvsim: error: --device " << r.device
-                  << ": --slo searches a serving arrival rate and works on Ascend devices only; "
-                     "an HTP device runs a dialog scenario (kvsim run)\n";
-        return kExitBadInput;
+      if (r.htp) {
+        htp_device = r.device;
+        row.not_searched =
+            "an HTP device runs one user's dialog, not a serving arrival rate (kvsim run)";
+      } else if (!r.fits) {
+        row.not_searched = r.note;
+      } else {
+        ++searchable;
       }
-      if (!r.fits) continue;
-      bool done = false;
-      for (const auto& s : slo_rows)
-        done = done || (s.device == r.device && s.model == r.model && s.kv_dtype == r.kv_dtype &&
-                        s.tp == r.tp && s.ep == r.ep && s.pp == r.pp);
-      if (done) continue;
+      slo_rows.push_back(std::move(row));
+    }
+    if (searchable == 0 && !htp_device.empty()) {
+      std::cerr << "kvsim: error: --device " << htp_device
+                << ": --slo searches a serving arrival rate and works on Ascend and GPU devices "
+                   "only; an HTP device runs a dialog scenario (kvsim run)\n";
+      return kExitBadInput;
+    }
+    for (auto& row : slo_rows) {
+      if (!row.not_searched.empty()) continue;
+      const CapacityRow* found = nullptr;
+      for (const auto& r : rows)
+        if (found == nullptr && r.fits && r.device == row.device && r.model == row.model &&
+            r.kv_dtype == row.kv_dtype && r.tp == row.tp && r.ep == row.ep && r.pp == row.pp)
+          found = &r;
+      const CapacityRow& r = *found;
       std::vector<std::string> sets = o.sets;
-      sets.push_back("device=" + r.device);
-      // The model as given: a file or a folder resolves where its name does not.
+      // The device and model as given: a file or a folder resolves where its
+      // name does not.
+      sets.push_back("device=" + (r.device_arg.empty() ? r.device : r.device_arg));
       sets.push_back("model=" + (r.model_arg.empty() ? r.model : r.model_arg));
       sets.push_back("kv_cache.dtype=" + r.kv_dtype);
       sets.push_back(fmt::format("parallel.tensor={}", r.tp));
@@ -173,8 +246,7 @@ int run_capacity(CapacityCliOptions& o) {
                {"chunk_pool_fraction", o.query.chunk_pool_fraction}})
         if (find_policy(o.query.policy)->info.find(key) != nullptr)
           sets.push_back(fmt::format("kv_cache.{}={}", key, value));
-      slo_rows.push_back({r.device, r.model, r.kv_dtype, r.tp,
-                          search_max_rate(o.workload, sets, slo), r.ep, r.pp});
+      row.result = search_max_rate(o.workload, sets, slo);
     }
   }
 
@@ -227,12 +299,12 @@ int run_capacity(CapacityCliOptions& o) {
 Command add_capacity_command(CLI::App& app) {
   auto o = std::make_shared<CapacityCliOptions>();
   auto* cmd = app.add_subcommand("capacity", "KV capacity table and SLO rate search");
-  cmd->add_option("--device", o->query.devices, "devices, comma separated")
-      ->required()
-      ->delimiter(',');
-  cmd->add_option("--model", o->query.models, "models, comma separated")
-      ->required()
-      ->delimiter(',');
+  cmd->add_option("--device", o->device_lists,
+                  "devices side by side, comma separated: names or device files")
+      ->required();
+  cmd->add_option("--model", o->model_lists,
+                  "models, comma separated: names, model YAML files or Hugging Face folders")
+      ->required();
   cmd->add_option("--context", o->query.contexts,
                   "context lengths in tokens (default 1024,8192,32768)")
       ->delimiter(',');

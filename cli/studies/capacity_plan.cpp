@@ -91,10 +91,12 @@ std::optional<LayoutProblem> layout_problem(const ModelSpec& model, const Device
 
 // A row's identity: which device, model (as given and as named), dtype,
 // context and layout it is for.
-CapacityRow row_for(const DeviceSpec& device, const ModelSpec& model, const std::string& model_arg,
-                    const std::string& dtype, int64_t context, int64_t tp, int64_t ep, int64_t pp) {
+CapacityRow row_for(const DeviceSpec& device, const std::string& device_arg, const ModelSpec& model,
+                    const std::string& model_arg, const std::string& dtype, int64_t context,
+                    int64_t tp, int64_t ep, int64_t pp) {
   CapacityRow r;
   r.device = device.name;
+  r.device_arg = device_arg;
   r.model = model.name;
   r.model_arg = model_arg;
   r.kv_dtype = dtype;
@@ -148,6 +150,31 @@ std::shared_ptr<const PolicySpec> capacity_policy(const CapacityQuery& q) {
   return spec;
 }
 
+std::vector<std::string> split_flag_list(const std::string& flag,
+                                         const std::vector<std::string>& given,
+                                         const std::string& allowed) {
+  std::vector<std::string> out;
+  for (const std::string& text : given) {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      const std::string item =
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item.empty())
+        flag_error(
+            flag,
+            text.empty() ? std::string("is empty") : fmt::format("'{}' has an empty element", text),
+            allowed);
+      if (std::find(out.begin(), out.end(), item) != out.end())
+        flag_error(flag, fmt::format("'{}' is given twice", item), allowed);
+      out.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> capacity_policy_names() {
   std::vector<std::string> names;
   for (const std::string& name : cache_policy_names())
@@ -194,7 +221,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                     layout_problem(model, device, tp, ep, pp)) {
               if (!first_problem) first_problem = bad;
               for (const int64_t context : q.contexts) {
-                CapacityRow r = row_for(device, model, model_name, dtype, context, tp, ep, pp);
+                CapacityRow r =
+                    row_for(device, device_name, model, model_name, dtype, context, tp, ep, pp);
                 r.device_bytes = device.memory_bytes;
                 r.fits = false;
                 r.note = "invalid layout: " + bad->problem;
@@ -223,7 +251,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                                                          pp)[static_cast<size_t>(s.binding_stage)])
                     : model;
             for (const int64_t context : q.contexts) {
-              CapacityRow r = row_for(device, model, model_name, dtype, context, tp, ep, pp);
+              CapacityRow r =
+                  row_for(device, device_name, model, model_name, dtype, context, tp, ep, pp);
               r.binding_stage = s.binding_stage;
               r.stage_layers = s.stage_layers;
               r.weights_bytes = s.weights_bytes;

@@ -78,6 +78,9 @@ TEST_F(FleetModels, AVariantThatDoesNotFitIsARowWithItsReason) {
   const std::string md = read(path("out") + "/compare.md");
   EXPECT_NE(md.find("| model=llama-3.1-405b parallel.tensor=1 | - |"), std::string::npos) << md;
   EXPECT_NE(md.find("does not fit on ascend-910b2"), std::string::npos);
+  const std::string html = read(path("out") + "/compare.html");
+  EXPECT_NE(html.find("<th>not run</th>"), std::string::npos);
+  EXPECT_NE(html.find("llama-3.1-405b does not fit on ascend-910b2"), std::string::npos);
   const auto j = read_json_file(path("out") + "/compare.json");
   ASSERT_EQ(j["rejected"].size(), 3u);
   EXPECT_EQ(j["rejected"][1]["label"], "model=llama-3.1-405b parallel.tensor=1");
@@ -103,6 +106,8 @@ TEST_F(FleetModels, CompareCommandKeepsGoingPastAVariantThatDoesNotFit) {
             path("none"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("llama-3.1-405b does not fit"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; none of the grid's 2 variants can run"), std::string::npos)
+      << r.output;
   EXPECT_FALSE(fs::exists(path("none")));
   // A name that resolves to nothing is bad input, not a row.
   r = kvsim("compare " + scenario + " --vary model=llama-3.2-1b,llama-3.2-1bb --out " +

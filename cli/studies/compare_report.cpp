@@ -234,7 +234,13 @@ CompareResult run_compare(const std::string& scenario_path, const std::vector<st
     result.variants.push_back(grid[i]);
     result.positions.push_back(i);
   }
-  if (specs.empty()) throw *first_rejected;  // nothing to compare
+  if (specs.empty()) {
+    // Nothing to compare: the first variant's problem is the grid's.
+    std::vector<config::Diagnostic> d = first_rejected->diagnostics();
+    if (grid.size() > 1 && !d.empty())
+      d.front().problem += fmt::format("; none of the grid's {} variants can run", grid.size());
+    throw InvalidCombination(std::move(d));
+  }
   OutputDir dir(out, force);
   for (size_t i = 0; i < specs.size(); ++i) {
     if (progress) progress(result.positions[i], result.variants[i].label);

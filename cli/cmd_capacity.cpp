@@ -8,6 +8,7 @@
 // arrival rate that meets the SLO per device x model x dtype x tp.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "cli/studies/capacity_plan.hpp"
 #include "cli/studies/slo_search.hpp"
 #include "reports/html_page.hpp"
+#include "reports/input_error.hpp"
 #include "reports/output_dir.hpp"
 #include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -28,8 +30,10 @@ namespace {
 
 struct CapacityCliOptions {
   CapacityQuery query;
-  // --device and --model as given (once or repeated), split in run_capacity.
-  std::vector<std::string> device_lists, model_lists;
+  // The list flags as given (once or repeated), split in run_capacity: CLI11's
+  // own splitting drops an empty element ("A,,B" would run A and B).
+  std::vector<std::string> device_lists, model_lists, context_lists, kv_dtype_lists, tp_lists,
+      ep_lists, pp_lists;
   std::string out;  // empty: a fresh out/capacity[-N] per invocation
   bool force = false;
   std::string slo, workload;
@@ -38,6 +42,25 @@ struct CapacityCliOptions {
   CLI::Option* memory_fraction = nullptr;
   CLI::Option* kv_dtype = nullptr;
 };
+
+// A list flag of integers: every element non-empty, given once, an integer
+// in [lo, hi].
+std::vector<int64_t> int_list(const std::string& flag, const std::vector<std::string>& given,
+                              std::vector<int64_t> fallback, int64_t lo, int64_t hi) {
+  if (given.empty()) return fallback;
+  const std::string allowed = fmt::format("N[,N...], each an integer in {}..{}", lo, hi);
+  std::vector<int64_t> out;
+  for (const std::string& item : split_flag_list(flag, given, allowed)) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size())
+      throw_input_error(flag, flag.substr(2), fmt::format("'{}' is not an integer", item), allowed);
+    if (v < lo || v > hi)
+      throw_input_error(flag, flag.substr(2), fmt::format("{} is out of range", v), allowed);
+    out.push_back(v);
+  }
+  return out;
+}
 
 std::string configs_dir() {
   std::error_code ec;
@@ -139,6 +162,15 @@ int run_capacity(CapacityCliOptions& o) {
       "NAME[,NAME...], each a model YAML or JSON file, a Hugging Face folder with config.json, "
       "or one of: " +
           model_names);
+  if (!o.kv_dtype_lists.empty())
+    o.query.kv_dtypes = split_flag_list("--kv-dtype", o.kv_dtype_lists,
+                                        "DTYPE[,DTYPE...]: fp16, bf16, int8, fp32; llama_cells: "
+                                        "f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1");
+  // --context as the rows bound it: 2^40 tokens, far past any model's window.
+  o.query.contexts = int_list("--context", o.context_lists, o.query.contexts, 1, int64_t{1} << 40);
+  o.query.tps = int_list("--tp", o.tp_lists, o.query.tps, 1, 64);
+  o.query.eps = int_list("--ep", o.ep_lists, o.query.eps, 1, 1024);
+  o.query.pps = int_list("--pp", o.pp_lists, o.query.pps, 1, 256);
   const std::shared_ptr<const PolicySpec> policy = capacity_policy(o.query);
   const std::vector<std::string> dtypes = policy->block_pool()->capacity_dtypes();
   // A policy with element types of its own (llama.cpp's ggml types) takes
@@ -305,13 +337,11 @@ Command add_capacity_command(CLI::App& app) {
   cmd->add_option("--model", o->model_lists,
                   "models, comma separated: names, model YAML files or Hugging Face folders")
       ->required();
-  cmd->add_option("--context", o->query.contexts,
-                  "context lengths in tokens (default 1024,8192,32768)")
-      ->delimiter(',');
-  o->kv_dtype = cmd->add_option("--kv-dtype", o->query.kv_dtypes,
+  cmd->add_option("--context", o->context_lists,
+                  "context lengths in tokens (default 1024,8192,32768)");
+  o->kv_dtype = cmd->add_option("--kv-dtype", o->kv_dtype_lists,
                                 "KV dtypes: fp16,bf16,int8,fp32 (default fp16); llama_cells: "
-                                "f16,bf16,f32,q8_0,q4_0,q4_1,q5_0,q5_1")
-                    ->delimiter(',');
+                                "f16,bf16,f32,q8_0,q4_0,q4_1,q5_0,q5_1");
   o->block_size = cmd->add_option("--block-size", o->query.block_size, "tokens per block (128)")
                       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   o->memory_fraction =
@@ -327,19 +357,13 @@ Command add_capacity_command(CLI::App& app) {
   cmd->add_option("--chunk-pool-fraction", o->query.chunk_pool_fraction,
                   "chunk_lru: share of memory for cached chunks (0.15)")
       ->check(finite_range(0.0, 1.0));
-  cmd->add_option("--ep", o->query.eps,
-                  "expert-parallel sizes, multiples of --tp (default 1; models without experts "
-                  "make ep 1 rows only)")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  cmd->add_option("--pp", o->query.pps,
-                  "pipeline-parallel sizes (default 1): stages of consecutive layers, tp devices "
-                  "each")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{256}));
-  cmd->add_option("--tp", o->query.tps, "tensor-parallel sizes (default 1)")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  cmd->add_option("--ep", o->ep_lists,
+                  "expert-parallel sizes 1..1024, multiples of --tp (default 1; models without "
+                  "experts make ep 1 rows only)");
+  cmd->add_option("--pp", o->pp_lists,
+                  "pipeline-parallel sizes 1..256 (default 1): stages of consecutive layers, tp "
+                  "devices each");
+  cmd->add_option("--tp", o->tp_lists, "tensor-parallel sizes 1..64 (default 1)");
   cmd->add_option("--out", o->out,
                   "output folder (default: out/capacity, or out/capacity-N when that exists)");
   cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");

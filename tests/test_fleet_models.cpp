@@ -194,7 +194,7 @@ TEST_F(FleetModels, CapacityTablesAFleetSideBySide) {
 }
 
 TEST_F(FleetModels, ABadFleetListIsExit2NamingTheFlagAndWhatItTakes) {
-  // Arguments, the message, and a name of the list of what is allowed.
+  // Arguments, the message, and a part of what is allowed (a shipped name, a range).
   const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
       {"--device ascend-910b2,ascend-910b9 --model llama-3-8b",
        "--device:1:1: device: no device named 'ascend-910b9', did you mean ", "h100-sxm5"},
@@ -210,6 +210,12 @@ TEST_F(FleetModels, ABadFleetListIsExit2NamingTheFlagAndWhatItTakes) {
        "--model:1:1: model: 'llama-3-8b,,qwen3-8b' has an empty element (NAME[,NAME...], each a "
        "model YAML or JSON file, a Hugging Face folder with config.json, or one of: ",
        "qwen3-32b"},
+      {"--device ascend-910b2 --model llama-3-8b --tp 1,,2",
+       "--tp:1:1: tp: '1,,2' has an empty element (N[,N...], each an integer in 1..64)", "1..64"},
+      {"--device ascend-910b2 --model llama-3-8b --context 1024,",
+       "--context:1:1: context: '1024,' has an empty element", "1..1099511627776"},
+      {"--device ascend-910b2 --model llama-3-8b --kv-dtype fp16,,int8",
+       "--kv-dtype:1:1: kv-dtype: 'fp16,,int8' has an empty element", "bf16"},
       {"--device ascend-910b2 --model ./no-such-folder",
        "--model:1:1: model: no model file './no-such-folder'", "qwen3-32b"},
   };
@@ -217,7 +223,7 @@ TEST_F(FleetModels, ABadFleetListIsExit2NamingTheFlagAndWhatItTakes) {
     const auto r = kvsim("capacity " + args + " --out " + path("bad"));
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
-    EXPECT_NE(r.output.find(listed), std::string::npos) << "lists the names: " << args;
+    EXPECT_NE(r.output.find(listed), std::string::npos) << "says what is allowed: " << args;
     EXPECT_FALSE(fs::exists(path("bad"))) << args;
   }
 }

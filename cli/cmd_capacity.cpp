@@ -8,6 +8,7 @@
 // arrival rate that meets the SLO per device x model x dtype x tp.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -19,14 +20,20 @@
 #include "cli/studies/capacity_plan.hpp"
 #include "cli/studies/slo_search.hpp"
 #include "reports/html_page.hpp"
+#include "reports/input_error.hpp"
 #include "reports/output_dir.hpp"
 #include "sim/policies/policy_registry.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvsim::cli {
 namespace {
 
 struct CapacityCliOptions {
   CapacityQuery query;
+  // The list flags as given (once or repeated), split in run_capacity: CLI11's
+  // own splitting drops an empty element ("A,,B" would run A and B).
+  std::vector<std::string> device_lists, model_lists, context_lists, kv_dtype_lists, tp_lists,
+      ep_lists, pp_lists;
   std::string out;  // empty: a fresh out/capacity[-N] per invocation
   bool force = false;
   std::string slo, workload;
@@ -35,6 +42,25 @@ struct CapacityCliOptions {
   CLI::Option* memory_fraction = nullptr;
   CLI::Option* kv_dtype = nullptr;
 };
+
+// A list flag of integers: every element non-empty, given once, an integer
+// in [lo, hi].
+std::vector<int64_t> int_list(const std::string& flag, const std::vector<std::string>& given,
+                              std::vector<int64_t> fallback, int64_t lo, int64_t hi) {
+  if (given.empty()) return fallback;
+  const std::string allowed = fmt::format("N[,N...], each an integer in {}..{}", lo, hi);
+  std::vector<int64_t> out;
+  for (const std::string& item : split_flag_list(flag, given, allowed)) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size())
+      throw_input_error(flag, flag.substr(2), fmt::format("'{}' is not an integer", item), allowed);
+    if (v < lo || v > hi)
+      throw_input_error(flag, flag.substr(2), fmt::format("{} is out of range", v), allowed);
+    out.push_back(v);
+  }
+  return out;
+}
 
 std::string configs_dir() {
   std::error_code ec;
@@ -47,6 +73,9 @@ struct SloRow {
   SloSearchResult result;
   int64_t ep = 1;
   int64_t pp = 1;
+  // Why this combination of a fleet was not searched (it does not fit, its
+  // layout is invalid, a phone NPU runs no serving rate); empty: searched.
+  std::string not_searched;
 };
 
 nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>& rows,
@@ -56,8 +85,19 @@ nlohmann::ordered_json slo_json(const SloTarget& slo, const std::vector<SloRow>&
   j["ttft_p99_ms"] = slo.ttft_p99_ms ? nlohmann::ordered_json(*slo.ttft_p99_ms) : nullptr;
   j["tpot_p99_ms"] = slo.tpot_p99_ms ? nlohmann::ordered_json(*slo.tpot_p99_ms) : nullptr;
   j["searches"] = nlohmann::ordered_json::array();
+  j["not_searched"] = nlohmann::ordered_json::array();
   for (const auto& r : rows) {
     nlohmann::ordered_json s;
+    if (!r.not_searched.empty()) {
+      j["not_searched"].push_back({{"device", r.device},
+                                   {"model", r.model},
+                                   {"kv_dtype", r.kv_dtype},
+                                   {"tp", r.tp},
+                                   {"ep", r.ep},
+                                   {"pp", r.pp},
+                                   {"reason", r.not_searched}});
+      continue;
+    }
     s["device"] = r.device;
     s["model"] = r.model;
     s["kv_dtype"] = r.kv_dtype;
@@ -84,21 +124,53 @@ std::string slo_markdown(const SloTarget& slo, const std::vector<SloRow>& rows) 
       slo.ttft_p99_ms ? fmt::format("{}", *slo.ttft_p99_ms) : "-",
       slo.tpot_p99_ms ? fmt::format("{}", *slo.tpot_p99_ms) : "-");
   std::vector<std::vector<std::string>> cells;
+  bool any_not_searched = false;
+  for (const auto& r : rows) any_not_searched = any_not_searched || !r.not_searched.empty();
   for (const auto& r : rows) {
     const auto& s = r.result;
-    cells.push_back(
-        {r.device, r.model, r.kv_dtype, parallel_label(r.tp, r.ep, r.pp),
-         s.found ? fmt::format("{:.3f}", s.best_rate) : "none",
-         fmt::format("[{:.3f}, {}]", s.lo,
-                     s.hi > 0 ? fmt::format("{:.3f}", s.hi) : std::string("not reached")),
-         std::to_string(s.probes.size())});
+    std::vector<std::string> row = {r.device, r.model, r.kv_dtype,
+                                    parallel_label(r.tp, r.ep, r.pp)};
+    if (r.not_searched.empty()) {
+      row.insert(row.end(),
+                 {s.found ? fmt::format("{:.3f}", s.best_rate) : "none",
+                  fmt::format("[{:.3f}, {}]", s.lo,
+                              s.hi > 0 ? fmt::format("{:.3f}", s.hi) : std::string("not reached")),
+                  std::to_string(s.probes.size())});
+      if (any_not_searched) row.push_back("");
+    } else {
+      row.insert(row.end(), {"-", "-", "0", "not searched: " + r.not_searched});
+    }
+    cells.push_back(std::move(row));
   }
-  return out + markdown_table({"device", "model", "kv", "tp", "max rate (req/s)",
-                               "bracket [meets, fails]", "runs"},
-                              cells);
+  std::vector<std::string> header = {
+      "device", "model", "kv", "tp", "max rate (req/s)", "bracket [meets, fails]", "runs"};
+  if (any_not_searched) header.push_back("note");
+  return out + markdown_table(header, cells);
 }
 
 int run_capacity(CapacityCliOptions& o) {
+  // A fleet of devices and a list of models, every element named once.
+  std::string device_names, model_names;
+  for (const auto& n : list_config_names(configs_dir(), "devices"))
+    device_names += (device_names.empty() ? "" : ", ") + n;
+  for (const auto& n : list_config_names(configs_dir(), "models"))
+    model_names += (model_names.empty() ? "" : ", ") + n;
+  o.query.devices = split_flag_list(
+      "--device", o.device_lists, "NAME[,NAME...], each a device file or one of: " + device_names);
+  o.query.models = split_flag_list(
+      "--model", o.model_lists,
+      "NAME[,NAME...], each a model YAML or JSON file, a Hugging Face folder with config.json, "
+      "or one of: " +
+          model_names);
+  if (!o.kv_dtype_lists.empty())
+    o.query.kv_dtypes = split_flag_list("--kv-dtype", o.kv_dtype_lists,
+                                        "DTYPE[,DTYPE...]: fp16, bf16, int8, fp32; llama_cells: "
+                                        "f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1");
+  // --context as the rows bound it: 2^40 tokens, far past any model's window.
+  o.query.contexts = int_list("--context", o.context_lists, o.query.contexts, 1, int64_t{1} << 40);
+  o.query.tps = int_list("--tp", o.tp_lists, o.query.tps, 1, 64);
+  o.query.eps = int_list("--ep", o.ep_lists, o.query.eps, 1, 1024);
+  o.query.pps = int_list("--pp", o.pp_lists, o.query.pps, 1, 256);
   const std::shared_ptr<const PolicySpec> policy = capacity_policy(o.query);
   const std::vector<std::string> dtypes = policy->block_pool()->capacity_dtypes();
   // A policy with element types of its own (llama.cpp's ggml types) takes
@@ -139,24 +211,57 @@ int run_capacity(CapacityCliOptions& o) {
   SloTarget slo;
   if (!o.slo.empty()) {
     slo = parse_slo(o.slo);
+    // One search per device x model x dtype x layout of the fleet; the
+    // combinations that cannot serve a rate are rows saying why.
+    size_t searchable = 0;
+    std::string htp_device;
     for (const auto& r : rows) {
+      const bool can_search = !r.htp && r.fits;
+      SloRow* seen = nullptr;
+      for (auto& s : slo_rows)
+        if (s.device == r.device && s.model == r.model && s.kv_dtype == r.kv_dtype &&
+            s.tp == r.tp && s.ep == r.ep && s.pp == r.pp)
+          seen = &s;
+      if (seen != nullptr) {
+        // A combination that fits at some context is searched.
+        if (can_search && !seen->not_searched.empty()) {
+          seen->not_searched.clear();
+          ++searchable;
+        }
+        continue;
+      }
+      SloRow row{r.device, r.model, r.kv_dtype, r.tp, {}, r.ep, r.pp, {}};
       // The SLO search sweeps a serving workload's arrival rate; a phone NPU
       // runs one user's dialog (kvsim run on a dialog scenario instead).
-      if (resolve_device(r.device, configs_dir()).htp) {
-        std::cerr << "kvsim: error: --device " << r.device
-                  << ": --slo searches a serving arrival rate and works on Ascend devices only; "
-                     "an HTP device runs a dialog scenario (kvsim run)\n";
-        return kExitBadInput;
+      if (r.htp) {
+        htp_device = r.device;
+        row.not_searched =
+            "an HTP device runs one user's dialog, not a serving arrival rate (kvsim run)";
+      } else if (!r.fits) {
+        row.not_searched = r.note;
+      } else {
+        ++searchable;
       }
-      if (!r.fits) continue;
-      bool done = false;
-      for (const auto& s : slo_rows)
-        done = done || (s.device == r.device && s.model == r.model && s.kv_dtype == r.kv_dtype &&
-                        s.tp == r.tp && s.ep == r.ep && s.pp == r.pp);
-      if (done) continue;
+      slo_rows.push_back(std::move(row));
+    }
+    if (searchable == 0 && !htp_device.empty()) {
+      std::cerr << "kvsim: error: --device " << htp_device
+                << ": --slo searches a serving arrival rate and works on Ascend and GPU devices "
+                   "only; an HTP device runs a dialog scenario (kvsim run)\n";
+      return kExitBadInput;
+    }
+    for (auto& row : slo_rows) {
+      if (!row.not_searched.empty()) continue;
+      const CapacityRow* found = nullptr;
+      for (const auto& r : rows)
+        if (found == nullptr && r.fits && r.device == row.device && r.model == row.model &&
+            r.kv_dtype == row.kv_dtype && r.tp == row.tp && r.ep == row.ep && r.pp == row.pp)
+          found = &r;
+      const CapacityRow& r = *found;
       std::vector<std::string> sets = o.sets;
-      sets.push_back("device=" + r.device);
-      // The model as given: a file or a folder resolves where its name does not.
+      // The device and model as given: a file or a folder resolves where its
+      // name does not.
+      sets.push_back("device=" + (r.device_arg.empty() ? r.device : r.device_arg));
       sets.push_back("model=" + (r.model_arg.empty() ? r.model : r.model_arg));
       sets.push_back("kv_cache.dtype=" + r.kv_dtype);
       sets.push_back(fmt::format("parallel.tensor={}", r.tp));
@@ -173,8 +278,7 @@ int run_capacity(CapacityCliOptions& o) {
                {"chunk_pool_fraction", o.query.chunk_pool_fraction}})
         if (find_policy(o.query.policy)->info.find(key) != nullptr)
           sets.push_back(fmt::format("kv_cache.{}={}", key, value));
-      slo_rows.push_back({r.device, r.model, r.kv_dtype, r.tp,
-                          search_max_rate(o.workload, sets, slo), r.ep, r.pp});
+      row.result = search_max_rate(o.workload, sets, slo);
     }
   }
 
@@ -227,19 +331,17 @@ int run_capacity(CapacityCliOptions& o) {
 Command add_capacity_command(CLI::App& app) {
   auto o = std::make_shared<CapacityCliOptions>();
   auto* cmd = app.add_subcommand("capacity", "KV capacity table and SLO rate search");
-  cmd->add_option("--device", o->query.devices, "devices, comma separated")
-      ->required()
-      ->delimiter(',');
-  cmd->add_option("--model", o->query.models, "models, comma separated")
-      ->required()
-      ->delimiter(',');
-  cmd->add_option("--context", o->query.contexts,
-                  "context lengths in tokens (default 1024,8192,32768)")
-      ->delimiter(',');
-  o->kv_dtype = cmd->add_option("--kv-dtype", o->query.kv_dtypes,
+  cmd->add_option("--device", o->device_lists,
+                  "devices side by side, comma separated: names or device files")
+      ->required();
+  cmd->add_option("--model", o->model_lists,
+                  "models, comma separated: names, model YAML files or Hugging Face folders")
+      ->required();
+  cmd->add_option("--context", o->context_lists,
+                  "context lengths in tokens (default 1024,8192,32768)");
+  o->kv_dtype = cmd->add_option("--kv-dtype", o->kv_dtype_lists,
                                 "KV dtypes: fp16,bf16,int8,fp32 (default fp16); llama_cells: "
-                                "f16,bf16,f32,q8_0,q4_0,q4_1,q5_0,q5_1")
-                    ->delimiter(',');
+                                "f16,bf16,f32,q8_0,q4_0,q4_1,q5_0,q5_1");
   o->block_size = cmd->add_option("--block-size", o->query.block_size, "tokens per block (128)")
                       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   o->memory_fraction =
@@ -255,19 +357,13 @@ Command add_capacity_command(CLI::App& app) {
   cmd->add_option("--chunk-pool-fraction", o->query.chunk_pool_fraction,
                   "chunk_lru: share of memory for cached chunks (0.15)")
       ->check(finite_range(0.0, 1.0));
-  cmd->add_option("--ep", o->query.eps,
-                  "expert-parallel sizes, multiples of --tp (default 1; models without experts "
-                  "make ep 1 rows only)")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  cmd->add_option("--pp", o->query.pps,
-                  "pipeline-parallel sizes (default 1): stages of consecutive layers, tp devices "
-                  "each")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{256}));
-  cmd->add_option("--tp", o->query.tps, "tensor-parallel sizes (default 1)")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  cmd->add_option("--ep", o->ep_lists,
+                  "expert-parallel sizes 1..1024, multiples of --tp (default 1; models without "
+                  "experts make ep 1 rows only)");
+  cmd->add_option("--pp", o->pp_lists,
+                  "pipeline-parallel sizes 1..256 (default 1): stages of consecutive layers, tp "
+                  "devices each");
+  cmd->add_option("--tp", o->tp_lists, "tensor-parallel sizes 1..64 (default 1)");
   cmd->add_option("--out", o->out,
                   "output folder (default: out/capacity, or out/capacity-N when that exists)");
   cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");

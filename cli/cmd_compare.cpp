@@ -39,6 +39,9 @@ int run_compare_command(const CompareOptions& o) {
   if (out.empty())
     out = "out/compare-" + safe_path_component(load_scenario(o.scenario, o.sets).name);
   const size_t total = expand_variants(axes).size();
+  // A variant whose values do not go together (a model that does not fit, a
+  // layout it cannot take) is a row saying why; only when every variant is
+  // such is the grid an error (exit 2).
   const bool show = !o.quiet && isatty(STDERR_FILENO);
   const CompareResult r = run_compare(
       o.scenario, o.sets, axes, out,
@@ -64,14 +67,19 @@ int run_compare_command(const CompareOptions& o) {
       if (std::find(shown.begin(), shown.end(), c) == shown.end()) shown.push_back(c);
     }
     size_t width = 8;
-    for (const auto& v : r.variants) width = std::max(width, v.label.size());
+    const std::vector<CompareRow> rows = compare_rows(r);
+    for (const auto& row : rows) width = std::max(width, row.variant->label.size());
     std::cout << fmt::format("{:<{}}", "variant", width);
     for (const size_t c : shown) std::cout << fmt::format(" {:>18}", cols[c].title);
     std::cout << "\n";
-    for (size_t i = 0; i < r.variants.size(); ++i) {
-      const auto j = metrics_to_json(r.metrics[i]);
+    for (const CompareRow& row : rows) {
+      std::cout << fmt::format("{:<{}}", row.variant->label, width);
+      if (!row.ran) {  // its values do not go together: not run
+        std::cout << " not run: " << *row.reason << "\n";
+        continue;
+      }
+      const auto j = metrics_to_json(r.metrics[*row.ran]);
       const auto j0 = metrics_to_json(r.metrics[0]);
-      std::cout << fmt::format("{:<{}}", r.variants[i].label, width);
       for (const size_t c : shown) {
         const double v = metric_value(j, cols[c].key).value_or(0);
         const double v0 = metric_value(j0, cols[c].key).value_or(0);
@@ -89,6 +97,12 @@ int run_compare_command(const CompareOptions& o) {
               << "/ (compare.json, compare.csv, compare.md, compare.html, one folder per "
                  "variant)\n";
   }
+  // The grid ran (exit 0) when one variant did; the others' rows say why not.
+  if (!r.rejected.empty())
+    std::cerr << fmt::format(
+        "kvsim: note: {} of {} variants not run: their values do not go together (compare.md "
+        "says why)\n",
+        r.rejected.size(), r.rejected.size() + r.variants.size());
   return kExitOk;
 }
 

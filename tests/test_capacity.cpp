@@ -13,6 +13,7 @@
 #include "reports/metrics_check.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/policies/policy_registry.hpp"
+#include "tests/support/hf_folders.hpp"
 
 namespace kvsim {
 namespace {
@@ -224,15 +225,7 @@ TEST_F(SloSearch, CommandLineWritesTheTableAndTheSearch) {
 // and in --slo's runs (which name the model as it was given).
 class CapacityOwnModel : public TempFolderTest {
  protected:
-  std::string hf_folder() const {
-    std::filesystem::create_directories(dir_ / "my-llama");
-    std::ofstream(dir_ / "my-llama" / "config.json")
-        << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-"intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
-"torch_dtype": "bfloat16", "rope_theta": 500000.0})";
-    return (dir_ / "my-llama").string();
-  }
+  std::string hf_folder() const { return testing::write_hf_llama_folder(dir_); }
 };
 
 TEST_F(CapacityOwnModel, AHuggingFaceFolderIsAModel) {

@@ -90,7 +90,7 @@ TEST_F(Cli, BadInputIsExitCode2WithFileLineColKeyPathAndNoOutput) {
       {"does_not_fit", "name: x\ndevice: ascend-910b4\nmodel: qwen3-32b\n",
        ":3:8: model: qwen3-32b does not fit on ascend-910b4"},
       {"unknown_device", "name: x\ndevice: ascend-91b2\nmodel: llama-3-8b\n",
-       ":2:9: device: no devices named 'ascend-91b2', did you mean 'ascend-910b2'?"},
+       ":2:9: device: no device named 'ascend-91b2', did you mean 'ascend-910b2'?"},
   };
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.name);

@@ -18,6 +18,7 @@
 #include "reports/input_error.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/policies/policy_registry.hpp"
+#include "sim/scenario/config_ref.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
@@ -33,40 +34,25 @@ constexpr int64_t kMaxContextTokens = int64_t{1} << 40;
   throw_input_error(flag, flag.substr(2), problem, allowed);
 }
 
-// configs/<kind>/NAME.yaml (or .json), following {alias: other} files.
-std::string resolve_path(const std::string& name, const std::string& configs_dir,
-                         const std::string& kind, const std::string& flag, int depth = 0) {
-  std::error_code ec;
-  const bool looks_like_path =
-      name.find('/') != std::string::npos || name.ends_with(".yaml") || name.ends_with(".json");
-  fs::path path =
-      looks_like_path ? fs::path(name) : fs::path(configs_dir) / kind / (name + ".yaml");
-  if (!looks_like_path && !fs::exists(path, ec))
-    path = fs::path(configs_dir) / kind / (name + ".json");
-  // A Hugging Face checkout: the folder that holds config.json (as a
-  // scenario's `model:` takes it).
-  if (looks_like_path && kind == "models" && fs::is_directory(path, ec)) path /= "config.json";
-  if (!fs::is_regular_file(path, ec)) {
-    const auto names = list_config_names(configs_dir, kind);
-    std::string allowed;
-    for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
-    const std::string near = config::closest_match(name, names);
-    const std::string what = kind.substr(0, kind.size() - 1);  // "devices" -> "device"
-    flag_error(flag,
-               near.empty() ? fmt::format("no {} named '{}'", what, name)
-                            : fmt::format("no {} named '{}', did you mean '{}'?", what, name, near),
-               allowed);
-  }
-  if (path.extension() == ".yaml" && depth < 4) {
+// The file a --device or --model names (the lookup scenarios use,
+// sim/scenario/config_ref.hpp), following {alias: other} files.
+ConfigRef resolve_path(const std::string& name, const std::string& configs_dir,
+                       const std::string& kind, const std::string& flag, int depth = 0) {
+  ConfigRef ref = locate_config(name, kind, configs_dir);
+  if (ref.path.empty()) flag_error(flag, ref.problem, ref.allowed);
+  if (fs::path(ref.path).extension() == ".yaml" && depth < 4) {
     try {
-      const YAML::Node doc = YAML::LoadFile(path.string());
-      if (doc.IsMap() && doc["alias"] && doc["alias"].IsScalar())
-        return resolve_path(doc["alias"].Scalar(), configs_dir, kind, flag, depth + 1);
+      const YAML::Node doc = YAML::LoadFile(ref.path);
+      if (doc.IsMap() && doc["alias"] && doc["alias"].IsScalar()) {
+        ConfigRef target = resolve_path(doc["alias"].Scalar(), configs_dir, kind, flag, depth + 1);
+        if (target.weights.empty()) target.weights = ref.weights;
+        return target;
+      }
     } catch (const YAML::Exception&) {
       // Parsed again below, where the error gets its file, line and column.
     }
   }
-  return path.string();
+  return ref;
 }
 
 // Why tp x ep x pp cannot hold `model` on `device` (the flag to change, what
@@ -105,10 +91,12 @@ std::optional<LayoutProblem> layout_problem(const ModelSpec& model, const Device
 
 // A row's identity: which device, model (as given and as named), dtype,
 // context and layout it is for.
-CapacityRow row_for(const DeviceSpec& device, const ModelSpec& model, const std::string& model_arg,
-                    const std::string& dtype, int64_t context, int64_t tp, int64_t ep, int64_t pp) {
+CapacityRow row_for(const DeviceSpec& device, const std::string& device_arg, const ModelSpec& model,
+                    const std::string& model_arg, const std::string& dtype, int64_t context,
+                    int64_t tp, int64_t ep, int64_t pp) {
   CapacityRow r;
   r.device = device.name;
+  r.device_arg = device_arg;
   r.model = model.name;
   r.model_arg = model_arg;
   r.kv_dtype = dtype;
@@ -124,7 +112,7 @@ CapacityRow row_for(const DeviceSpec& device, const ModelSpec& model, const std:
 DeviceSpec resolve_device(const std::string& name, const std::string& configs_dir,
                           const std::string& flag) {
   config::LoadContext ctx;
-  DeviceSpec d = load_device_file(resolve_path(name, configs_dir, "devices", flag), ctx);
+  DeviceSpec d = load_device_file(resolve_path(name, configs_dir, "devices", flag).path, ctx);
   ctx.diagnostics.throw_if_any();
   return d;
 }
@@ -133,18 +121,12 @@ ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
                         const std::string& flag) {
   // A name as users write it (a Hugging Face name, optionally ending in a
   // weights format) resolves to one shape file per model
-  // (models/model_resolve.hpp); a path or an unknown name goes on below.
-  const ModelLookup found = find_model(name, configs_dir);
-  const bool looks_like_path =
-      name.find('/') != std::string::npos || name.ends_with(".yaml") || name.ends_with(".json");
+  // (models/model_resolve.hpp), a path or folder to its file.
+  const ConfigRef ref = resolve_path(name, configs_dir, "models", flag);
   config::LoadContext ctx;
-  ModelSpec m = load_model_file(!looks_like_path && !found.path.empty()
-                                    ? found.path
-                                    : resolve_path(name, configs_dir, "models", flag),
-                                ctx);
+  ModelSpec m = load_model_file(ref.path, ctx);
   ctx.diagnostics.throw_if_any();
-  if (!looks_like_path && !found.weights.empty())
-    m = with_weights_format(std::move(m), found.weights, name);
+  if (!ref.weights.empty()) m = with_weights_format(std::move(m), ref.weights, name);
   return m;
 }
 
@@ -166,6 +148,31 @@ std::shared_ptr<const PolicySpec> capacity_policy(const CapacityQuery& q) {
     flag_error("--policy", fmt::format("'{}' keeps no block pool to size", q.policy),
                fmt::format("{}", fmt::join(capacity_policy_names(), ", ")));
   return spec;
+}
+
+std::vector<std::string> split_flag_list(const std::string& flag,
+                                         const std::vector<std::string>& given,
+                                         const std::string& allowed) {
+  std::vector<std::string> out;
+  for (const std::string& text : given) {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      const std::string item =
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item.empty())
+        flag_error(
+            flag,
+            text.empty() ? std::string("is empty") : fmt::format("'{}' has an empty element", text),
+            allowed);
+      if (std::find(out.begin(), out.end(), item) != out.end())
+        flag_error(flag, fmt::format("'{}' is given twice", item), allowed);
+      out.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> capacity_policy_names() {
@@ -214,7 +221,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                     layout_problem(model, device, tp, ep, pp)) {
               if (!first_problem) first_problem = bad;
               for (const int64_t context : q.contexts) {
-                CapacityRow r = row_for(device, model, model_name, dtype, context, tp, ep, pp);
+                CapacityRow r =
+                    row_for(device, device_name, model, model_name, dtype, context, tp, ep, pp);
                 r.device_bytes = device.memory_bytes;
                 r.fits = false;
                 r.note = "invalid layout: " + bad->problem;
@@ -243,7 +251,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
                                                          pp)[static_cast<size_t>(s.binding_stage)])
                     : model;
             for (const int64_t context : q.contexts) {
-              CapacityRow r = row_for(device, model, model_name, dtype, context, tp, ep, pp);
+              CapacityRow r =
+                  row_for(device, device_name, model, model_name, dtype, context, tp, ep, pp);
               r.binding_stage = s.binding_stage;
               r.stage_layers = s.stage_layers;
               r.weights_bytes = s.weights_bytes;

@@ -66,6 +66,7 @@ struct CapacityRow {
   Bytes shortfall_bytes = 0;  // bytes missing for one block when it does not fit
   std::string note;           // "does not fit: ...", "context exceeds ...", "invalid layout: ..."
   std::string model_arg;      // the model as --model gave it (a name, a file, a folder)
+  std::string device_arg;     // the device as --device gave it (a name or a file)
   // kind: htp devices (cli/studies/capacity_genie.hpp gives the paged
   // columns their phone meaning): Genie buffers per update mode.
   bool htp = false;
@@ -92,6 +93,13 @@ DeviceSpec resolve_device(const std::string& name, const std::string& configs_di
                           const std::string& flag = "--device");
 ModelSpec resolve_model(const std::string& name, const std::string& configs_dir,
                         const std::string& flag = "--model");
+
+// A comma-separated list flag (--device A,B; --model X,Y) as given, once or
+// repeated: every element non-empty and given once. Throws
+// config::ConfigError naming `flag` with `allowed` otherwise.
+std::vector<std::string> split_flag_list(const std::string& flag,
+                                         const std::vector<std::string>& given,
+                                         const std::string& allowed);
 
 // The policies `--policy` takes: those that keep a block pool.
 std::vector<std::string> capacity_policy_names();

@@ -11,6 +11,7 @@
 #include "cli/studies/run_folder.hpp"
 #include "reports/input_error.hpp"
 #include "reports/output_dir.hpp"
+#include "sim/scenario/invalid_combination.hpp"
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -190,21 +191,59 @@ std::vector<size_t> most_different_columns(const CompareResult& r, size_t count)
   return out;
 }
 
+std::vector<CompareRow> compare_rows(const CompareResult& r) {
+  std::vector<CompareRow> rows;
+  size_t ran = 0, rejected = 0;
+  while (ran < r.variants.size() || rejected < r.rejected.size()) {
+    const bool take_rejected =
+        rejected < r.rejected.size() && (ran >= r.variants.size() || ran >= r.positions.size() ||
+                                         r.rejected[rejected].position < r.positions[ran]);
+    if (take_rejected) {
+      rows.push_back({&r.rejected[rejected].variant, std::nullopt, &r.rejected[rejected].reason});
+      ++rejected;
+    } else {
+      rows.push_back({&r.variants[ran], ran, nullptr});
+      ++ran;
+    }
+  }
+  return rows;
+}
+
 CompareResult run_compare(const std::string& scenario_path, const std::vector<std::string>& sets,
                           const std::vector<VaryAxis>& axes, const std::string& out,
                           const std::function<void(size_t, const std::string&)>& progress,
                           bool force) {
   CompareResult result;
-  result.variants = expand_variants(axes);
+  const std::vector<CompareVariant> grid = expand_variants(axes);
   std::vector<ScenarioSpec> specs;
-  for (const auto& v : result.variants) {
+  std::optional<InvalidCombination> first_rejected;
+  for (size_t i = 0; i < grid.size(); ++i) {
     std::vector<std::string> all = sets;
-    all.insert(all.end(), v.sets.begin(), v.sets.end());
-    specs.push_back(load_scenario(scenario_path, all));
+    all.insert(all.end(), grid[i].sets.begin(), grid[i].sets.end());
+    try {
+      specs.push_back(load_scenario(scenario_path, all));
+    } catch (const InvalidCombination& e) {
+      // Valid values that do not go together: this variant's row says why.
+      std::string reason;
+      for (const auto& d : e.diagnostics())
+        reason += (reason.empty() ? "" : "; ") + d.key_path + ": " + d.problem;
+      result.rejected.push_back({i, grid[i], reason.empty() ? e.what() : reason});
+      if (!first_rejected) first_rejected = e;
+      continue;
+    }
+    result.variants.push_back(grid[i]);
+    result.positions.push_back(i);
+  }
+  if (specs.empty()) {
+    // Nothing to compare: the first variant's problem is the grid's.
+    std::vector<config::Diagnostic> d = first_rejected->diagnostics();
+    if (grid.size() > 1 && !d.empty())
+      d.front().problem += fmt::format("; none of the grid's {} variants can run", grid.size());
+    throw InvalidCombination(std::move(d));
   }
   OutputDir dir(out, force);
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (progress) progress(i, result.variants[i].label);
+    if (progress) progress(result.positions[i], result.variants[i].label);
     const std::string folder = dir.file(result.variants[i].folder);
     RunFolderResult run = run_into_folder(specs[i], folder);
     result.metrics.push_back(std::move(run.metrics));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,12 +61,33 @@ struct CompareColumn {
   std::string key;    // metrics.json key
   std::string title;  // short heading
 };
+// A variant whose values do not go together (a model that does not fit, a
+// tensor size that does not divide its heads: sim/scenario/invalid_combination.hpp).
+// It is not run; its row in every table says why.
+struct RejectedVariant {
+  size_t position = 0;  // its place in the grid (expand_variants order)
+  CompareVariant variant;
+  std::string reason;  // "model: llama-3.1-405b does not fit on ascend-910b2: ..."
+};
+
 struct CompareResult {
   std::string folder;  // final path
+  // The variants that ran, in grid order, and what each measured.
   std::vector<CompareVariant> variants;
-  std::vector<RunMetrics> metrics;  // per variant
-  std::vector<RunSeries> series;    // per variant: what its charts show (bounded)
+  std::vector<RunMetrics> metrics;        // per variant
+  std::vector<RunSeries> series;          // per variant: what its charts show (bounded)
+  std::vector<size_t> positions;          // per variant: its place in the grid
+  std::vector<RejectedVariant> rejected;  // in grid order
 };
+
+// One line of a side-by-side table in grid order: a variant that ran (its
+// index into variants/metrics) or one that was rejected (its reason).
+struct CompareRow {
+  const CompareVariant* variant = nullptr;
+  std::optional<size_t> ran;            // index into CompareResult::variants
+  const std::string* reason = nullptr;  // set when not run
+};
+std::vector<CompareRow> compare_rows(const CompareResult& r);
 
 // The columns a compare shows: those whose key at least one variant's
 // metrics.json has (a section written only for some runs, such as
@@ -78,7 +100,11 @@ std::vector<CompareColumn> compare_columns(const CompareResult& r);
 std::vector<size_t> most_different_columns(const CompareResult& r, size_t count);
 
 // Loads every variant first (bad input fails before anything runs), then
-// runs them in order. `progress` gets (index, label) before each run.
+// runs them in order. A variant whose values do not go together is a
+// rejected row and the others run; when every variant is rejected the first
+// one's InvalidCombination is thrown (nothing to compare). Any other load
+// error is bad input of the whole grid (config::ConfigError). `progress`
+// gets (grid index, label) before each run.
 CompareResult run_compare(const std::string& scenario_path, const std::vector<std::string>& sets,
                           const std::vector<VaryAxis>& axes, const std::string& out,
                           const std::function<void(size_t, const std::string&)>& progress = {},

@@ -152,14 +152,29 @@ void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const Compare
     }
     j["variants"].push_back(v);
   }
+  // Variants whose values do not go together: not run, with the reason.
+  j["rejected"] = Json::array();
+  for (const auto& r : result.rejected)
+    j["rejected"].push_back(
+        {{"label", r.variant.label}, {"sets", r.variant.sets}, {"reason", r.reason}});
   write_file_atomically(dir.file("compare.json"), j.dump(2) + "\n");
 
-  // compare.csv: values, then ratio.<key> columns, at full precision.
+  // compare.csv: values, then ratio.<key> columns, at full precision, one
+  // row per variant in grid order; with variants not run, a last column
+  // `rejected` gives why (their value cells are empty).
+  const std::vector<CompareRow> rows = compare_rows(result);
+  const bool any_rejected = !result.rejected.empty();
   std::string csv = "variant,folder";
   for (const auto& c : columns) csv += fmt::format(",{}", c.key);
   for (const auto& c : columns) csv += fmt::format(",ratio.{}", c.key);
-  csv += "\n";
-  for (size_t i = 0; i < result.variants.size(); ++i) {
+  csv += any_rejected ? ",rejected\n" : "\n";
+  for (const CompareRow& row : rows) {
+    if (!row.ran) {
+      csv += csv_cell(row.variant->label) + ",," + std::string(2 * columns.size(), ',') +
+             csv_cell(*row.reason) + "\n";
+      continue;
+    }
+    const size_t i = *row.ran;
     csv += fmt::format("{},{}", csv_cell(result.variants[i].label),
                        csv_cell(result.variants[i].folder));
     for (size_t c = 0; c < columns.size(); ++c)
@@ -168,19 +183,24 @@ void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const Compare
       const auto r = compare_ratio(values[i][c], values[0][c]);
       csv += r ? fmt::format(",{}", full_precision(*r)) : std::string(",");
     }
-    csv += "\n";
+    csv += any_rejected ? ",\n" : "\n";
   }
   write_file_atomically(dir.file("compare.csv"), csv);
 
   // Tables shared by the Markdown and the HTML: values, then ratios.
   std::vector<std::string> headers = {"variant"};
   for (const auto& c : columns) headers.push_back(c.title);
+  if (any_rejected) headers.push_back("not run");
   std::vector<std::vector<std::string>> value_rows, ratio_rows;
-  for (size_t i = 0; i < result.variants.size(); ++i) {
-    std::vector<std::string> vr = {result.variants[i].label}, rr = {result.variants[i].label};
+  for (const CompareRow& row : rows) {
+    std::vector<std::string> vr = {row.variant->label}, rr = {row.variant->label};
     for (size_t c = 0; c < columns.size(); ++c) {
-      vr.push_back(display(columns[c], values[i][c]));
-      rr.push_back(ratio_text(compare_ratio(values[i][c], values[0][c])));
+      vr.push_back(row.ran ? display(columns[c], values[*row.ran][c]) : "-");
+      rr.push_back(row.ran ? ratio_text(compare_ratio(values[*row.ran][c], values[0][c])) : "-");
+    }
+    if (any_rejected) {
+      vr.push_back(row.reason != nullptr ? *row.reason : "");
+      rr.push_back(row.reason != nullptr ? *row.reason : "");
     }
     value_rows.push_back(std::move(vr));
     ratio_rows.push_back(std::move(rr));
@@ -188,12 +208,16 @@ void write_compare_files(OutputDir& dir, const ScenarioSpec& base, const Compare
   std::string set_text;
   for (const auto& s : sets) set_text += (set_text.empty() ? "" : " ") + s;
   const std::string intro = fmt::format(
-      "{} variants of scenario {} ({} on {}, seed {}){}. Every variant replays the same "
+      "{} variants of scenario {} ({} on {}, seed {}){}{}. Every variant replays the same "
       "request stream unless a varied key changes the workload or the seed; chat turns "
       "after the first arrive a think time after the previous reply, so their arrival "
       "times follow each variant's latency.",
-      result.variants.size(), base.name, base.model.name, base.device.name, base.seed,
-      set_text.empty() ? "" : ", with " + set_text);
+      rows.size(), base.name, base.model.name, base.device.name, base.seed,
+      set_text.empty() ? "" : ", with " + set_text,
+      any_rejected ? fmt::format("; {} not run, their values do not go together (the table says "
+                                 "why)",
+                                 result.rejected.size())
+                   : "");
 
   std::string md = "# Comparison: " + base.name + "\n\n" + intro + "\n\n## Values\n\n" +
                    markdown_table(headers, value_rows) + "\n## Ratios against " +

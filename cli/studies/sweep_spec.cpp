@@ -12,6 +12,7 @@
 #include "base/checked_math.hpp"
 #include "base/reader.hpp"
 #include "sim/core/metrics.hpp"
+#include "sim/scenario/config_ref.hpp"
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -45,6 +46,13 @@ std::string resolve_base(const Node& node, const std::string& text, const std::s
   for (const auto& n : names) allowed += " " + n;
   node.error(fmt::format("no scenario '{}'", text), allowed);
   return {};
+}
+
+// A device or model path in a sweep file is relative to the file, as its
+// `base:` is (the lookup of sim/scenario/config_ref.hpp); names stay names.
+std::string sweep_value(const std::string& key, const std::string& value, const std::string& file) {
+  if ((key != "model" && key != "device") || !looks_like_config_path(value)) return value;
+  return path_beside(value, file);
 }
 
 // The keys of a map whose keys are dotted scenario paths (set, grid, ranges):
@@ -124,7 +132,7 @@ SweepSpec load_sweep(const std::string& path, bool allow_search) {
 
   each_dotted_key(top.child("set"), path, spec, [&](const std::string& key, const Node& v) {
     if (!v.is_scalar()) return v.error("expected a scalar value", "a number, word or string");
-    spec.sets.push_back(key + "=" + v.raw().Scalar());
+    spec.sets.push_back(key + "=" + sweep_value(key, v.raw().Scalar(), path));
   });
   spec.grid_location = top.has("grid")     ? top.child("grid").location()
                        : top.has("ranges") ? top.child("ranges").location()
@@ -135,7 +143,7 @@ SweepSpec load_sweep(const std::string& path, bool allow_search) {
       if (!item.is_scalar())
         item.error("expected a scalar value", "a number, word or string");
       else
-        axis.values.push_back(item.raw().Scalar());
+        axis.values.push_back(sweep_value(key, item.raw().Scalar(), path));
     }
     if (v.is_sequence() && axis.values.empty()) v.error("expected at least one value", "[a, b]");
     spec.grid.push_back(std::move(axis));

@@ -12,7 +12,9 @@
 #include "models/pipeline_stages.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/policies/policy_registry.hpp"
+#include "sim/scenario/config_ref.hpp"
 #include "sim/scenario/engine_registry.hpp"
+#include "sim/scenario/invalid_combination.hpp"
 #include "sim/scenario/scenario_sections.hpp"
 #include "sim/scenario/vllm_names.hpp"
 #include "sim/serve/serving_engine_spec.hpp"
@@ -68,40 +70,15 @@ std::optional<Node> resolve_ref(const Node& ref, const std::string& kind,
   if (ref.is_map()) return ref;
   const auto text = ref.as_string();
   if (!text) return std::nullopt;
-  fs::path path;
-  const bool looks_like_path =
-      text->find('/') != std::string::npos || text->ends_with(".yaml") || text->ends_with(".json");
-  std::error_code ec;
-  if (looks_like_path) {
-    path = fs::path(*text);
-    if (path.is_relative() && !ref.file().empty()) {
-      const fs::path beside = fs::path(ref.file()).parent_path() / path;
-      if (fs::exists(beside, ec)) path = beside;
-    }
-    // A Hugging Face checkout: the folder that holds config.json.
-    if (kind == "models" && fs::is_directory(path, ec)) path /= "config.json";
-  } else if (kind == "models") {
-    // A name as users write it: the HF repository name, optionally with a
-    // weights format (models/model_resolve.hpp).
-    const ModelLookup found = find_model(*text, configs_dir);
-    path = found.path.empty() ? fs::path(configs_dir) / kind / (*text + ".yaml")
-                              : fs::path(found.path);
-    if (weights != nullptr) *weights = found.weights;
-  } else {
-    path = fs::path(configs_dir) / kind / (*text + ".yaml");
-    if (!fs::exists(path, ec)) path = fs::path(configs_dir) / kind / (*text + ".json");
-  }
-  if (!fs::is_regular_file(path, ec)) {
-    const auto names = list_config_names(configs_dir, kind);
-    const std::string near = config::closest_match(*text, names);
-    std::string allowed;
-    for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
-    ref.error(near.empty()
-                  ? fmt::format("no {} named '{}' (looked for {})", kind, *text, path.string())
-                  : fmt::format("no {} named '{}', did you mean '{}'?", kind, *text, near),
-              allowed.empty() ? std::string("a path to a file") : allowed);
+  // The one lookup of names, files and Hugging Face folders
+  // (sim/scenario/config_ref.hpp), paths beside the file that names them.
+  const ConfigRef found = locate_config(*text, kind, configs_dir, ref.file());
+  if (found.path.empty()) {
+    ref.error(found.problem, found.allowed);
     return std::nullopt;
   }
+  if (weights != nullptr) *weights = found.weights;
+  const fs::path path(found.path);
   YAML::Node loaded = config::load_file(path.string(), ctx);
   if (!loaded.IsDefined()) return std::nullopt;
   keep_alive.push_back(loaded);
@@ -350,9 +327,15 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
     ctx.diagnostics.error(ctx.location_of(s.numerics.quality_key_path), s.numerics.quality_key_path,
                           "measures one serving instance; a cluster run does not report it",
                           "no cluster: section, or no numerics.reuse_quality");
-  // Cross-field checks only make sense on values that parsed.
-  if (ctx.diagnostics.empty()) cross_checks(s, engine, ctx);
+  // Cross-field checks only make sense on values that parsed; what they
+  // find is a combination of valid values (sim/scenario/invalid_combination.hpp).
   ctx.diagnostics.throw_if_any();
+  cross_checks(s, engine, ctx);
+  try {
+    ctx.diagnostics.throw_if_any();
+  } catch (const config::ConfigError& e) {
+    throw InvalidCombination(e.diagnostics());
+  }
   if (cluster.defined()) {
     // Each instance group is the file itself with the group's sections laid
     // over it, read and checked as a scenario of its own.

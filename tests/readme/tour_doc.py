@@ -42,7 +42,10 @@ class Command:
         self.quotes = []          # Quote, in document order
 
     def argv(self):
-        return shlex.split(self.text)
+        try:
+            return shlex.split(self.text)
+        except ValueError as e:
+            raise SystemExit(f"readme tour: line {self.line}: cannot split the command into words: {e}")
 
     def shell_text(self):
         if not self.heredoc:

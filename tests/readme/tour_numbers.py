@@ -11,6 +11,9 @@ Not results (never checked), by form:
   - a wall-clock time: a duration after "in about" / "about" or before
     "on N cores" (machines differ; the runner prints its own time instead);
   - the first column of a quoted table (the row's label) and its header;
+  - a number the command's inputs state beside a word the quote has next to
+    it ("8 replicas": `replica: {count: 8}` in the scenario; its text, the
+    scenario, sweep or CSV it names: tour_run.is_input);
   - a number in a quoted line ending with the marker `(derived)`: the line
     says what it is derived from, the numbers it is derived from are checked
     where they are quoted.
@@ -51,13 +54,14 @@ DERIVED_MARK = "(derived)"
 class Quoted:
     """A number a line states as a result."""
 
-    def __init__(self, text, value, decimals, tilde, unit, column):
+    def __init__(self, text, value, decimals, tilde, unit, column, context=()):
         self.text = text
         self.value = value
         self.decimals = decimals
         self.tilde = tilde
         self.unit = unit
         self.column = column
+        self.context = context    # the words next to it, for tour_run.is_input
 
     def tolerance(self):
         unit = 10.0 ** -self.decimals
@@ -100,6 +104,26 @@ def _is_wall_time(text, start, end):
     if re.match(r"^\s*(?:minutes?|min)\b", after) and re.search(r"about\s*$", before):
         return True
     return False
+
+
+CONTEXT_STOPWORDS = {"at", "the", "of", "and", "for", "with", "on", "in", "to", "is", "a", "an", "by",
+                     "its", "it", "from", "each", "per", "one", "all", "same", "then", "than"}
+
+
+def _context(body, start, end):
+    """Up to two words on each side of a number within its clause (units,
+    numbers and small words left out): "8 replicas" -> {"replica"}."""
+    def words(text):
+        out = []
+        for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*", text):
+            w = w.lower()
+            if w in CONTEXT_STOPWORDS or w in {u.lower() for u in SPACED_UNITS} or w in ATTACHED_UNITS:
+                continue
+            out.append(w[:-1] if len(w) > 3 and w.endswith("s") else w)
+        return out
+    before = re.split(r"[;:,()|]", body[:start])[-1]
+    after = re.split(r"[;:,()|]", body[end:])[0]
+    return tuple(words(before)[-2:] + words(after)[:2])
 
 
 def quoted_numbers(text, in_table=False):
@@ -150,7 +174,7 @@ def quoted_numbers(text, in_table=False):
             r = re.match(r"\s*(?:-|/|to)\s*[\d.,]+\s*([A-Za-z%]+)", body[e:])
             if r:
                 unit = r.group(1)
-        found.append(Quoted(token, float(digits), decimals, tilde, unit, s))
+        found.append(Quoted(token, float(digits), decimals, tilde, unit, s, _context(body, s, e)))
     return found, skipped
 
 

@@ -5,7 +5,8 @@ The rules (also in tests/readme/README.md):
 Not results (never checked), by form:
   - anything in `backticks` (names, keys, flags, paths);
   - a number that is part of a word: a letter, digit, `_`, `.` or a hyphen
-    after a letter before it (910B2, TP8, p99, fp16, llama-3-8b, AR-128), or
+    after a word with a letter before it (910B2, TP8, p99, fp16, llama-3-8b,
+    AR-128, T9A1-14), or
     letters after it that are not a unit (70B, 8B, 200GE, Q23t);
   - a number right after `=` (KEY=VALUE) or that is a version (v0.15.0);
   - a wall-clock time: a duration after "in about" / "about" or before
@@ -142,7 +143,8 @@ def quoted_numbers(text, in_table=False):
         prev2 = body[s - 2] if s > 1 else " "
         nxt = body[e] if e < len(body) else " "
         attached = re.match(r"[A-Za-z%]*", body[e:]).group(0)
-        if prev.isalnum() or prev in "_." or (prev == "-" and prev2.isalpha()):
+        word_before = re.search(r"[\w]*$", body[:max(s - 1, 0)]).group(0) if prev == "-" else ""
+        if prev.isalnum() or prev in "_." or re.search(r"[A-Za-z]", word_before):
             skipped.append((token, "part of a name"))
             continue
         if prev == "=":

@@ -66,6 +66,11 @@ foreach(entry ${tour_blocks})
   set_tests_properties(${test} PROPERTIES SKIP_RETURN_CODE 77 LABELS readme TIMEOUT ${timeout})
 endforeach()
 
+# The rules on fixed text: which numbers are results, when one matches, how
+# a block and its tables are read, what the fresh folder holds.
+add_test(NAME readme.rules COMMAND ${Python_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/readme/test_tour_rules.py)
+set_tests_properties(readme.rules PROPERTIES LABELS readme TIMEOUT 60)
+
 # The test of the test: the same check on a copy of README.md with one
 # quoted number edited must fail, at that number's line. One plain number,
 # one quoted with a tilde (one unit of its last digit), one in a table

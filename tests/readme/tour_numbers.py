@@ -10,7 +10,8 @@ Not results (never checked), by form:
     letters after it that are not a unit (70B, 8B, 200GE, Q23t);
   - a number right after `=` (KEY=VALUE) or that is a version (v0.15.0);
   - a wall-clock time: a duration after "in about" / "about" or before
-    "on N cores" (machines differ; the runner prints its own time instead);
+    "on N cores", and the N cores (machines differ; the runner prints its
+    own time instead);
   - the first column of a quoted table (the row's label) and its header;
   - a number the command's inputs state beside a word the quote has next to
     it ("8 replicas": `replica: {count: 8}` in the scenario; its text, the
@@ -165,6 +166,9 @@ def quoted_numbers(text, in_table=False):
         if _is_wall_time(body, s, e) or (attached in ("s", "ms") and
                                          re.search(r"(?:in about|about)\s*$", body[:s])):
             skipped.append((token, "a wall-clock time"))
+            continue
+        if re.match(r"\s*(?:cores?|CPUs?)\b", body[e:]):
+            skipped.append((token, "the machine"))
             continue
         tilde = bool(re.search(r"(?:~|about)\s*$", body[:s]))
         digits = token.replace(",", "")

@@ -63,7 +63,8 @@ def cmd_list(args):
                 for q in b.tables:
                     nums, _ = tour_numbers.quoted_numbers(q.text, True)
                     total_numbers += len(nums)
-                print(f"       {b.tables[0].line}-{b.tables[-1].line}: {len(b.tables)} table rows quoting the block")
+                print(f"       {b.tables[0].line}-{b.tables[-1].line}: "
+                      f"{len(b.tables)} table rows quoting the block")
     print(f"{total_cmds} commands run, {total_numbers} quoted numbers checked")
     return 0
 
@@ -97,7 +98,8 @@ def cmd_mutate(args):
     with open(args.doc, encoding="utf-8") as f:
         text = f.read()
     if text.count(args.old) != 1:
-        sys.stderr.write(f"readme tour: {args.doc} holds '{args.old}' {text.count(args.old)} times, not once\n")
+        sys.stderr.write(f"readme tour: {args.doc} holds '{args.old}' {text.count(args.old)} times, "
+                         "not once\n")
         return 2
     line = text[:text.index(args.old)].count("\n") + 1
     want = line + args.fail_line_offset

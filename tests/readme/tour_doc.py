@@ -7,8 +7,9 @@ quotes is the comment on its own last line plus the comment lines directly
 under it (up to the next command or the end of the block). A Markdown table
 that follows the block with only blank lines between quotes the block (all
 its commands' outputs), and so do the tables after a marker
-`<!-- tour: tables quote BLOCK -->`, up to the next shell block. A block's name is the document's heading or the bold
-lead-in (`**Compare.**`) it sits under.
+`<!-- tour: tables quote BLOCK -->`, up to the next shell block. A block's
+name is the document's heading or the bold lead-in (`**Compare.**`) it sits
+under, in three words.
 """
 
 import re

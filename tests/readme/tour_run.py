@@ -12,7 +12,6 @@ block wrote: a block that reads another block's output folder fails.
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys

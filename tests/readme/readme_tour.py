@@ -91,6 +91,10 @@ def _run(args, block):
 
 def cmd_run(args):
     code, _ = _run(args, find_block(load(args.doc), args.block))
+    if code == 0:
+        # What a passing block wrote is kept only while it is looked at: a
+        # failing block's folder stays for its output to be read.
+        tour_run.remove_view(args.work)
     return code
 
 
@@ -109,6 +113,7 @@ def cmd_mutate(args):
     code, stats = _run_capturing(args, block, messages)
     if code == tour_run.SKIP:
         return code
+    tour_run.remove_view(args.work)
     caught = [m for m in messages if m.lstrip().startswith(f"FAIL {block.doc}:{want}:")]
     for m in caught:
         print("caught:" + m)

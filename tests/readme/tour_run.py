@@ -101,6 +101,11 @@ def make_view(work, source, kvsim):
     return repo
 
 
+def remove_view(work):
+    if os.path.exists(os.path.join(work, MARKER)):
+        shutil.rmtree(work)
+
+
 def _snapshot(repo):
     seen = {}
     for root, dirs, files in os.walk(repo):

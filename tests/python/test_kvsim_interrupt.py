@@ -1,4 +1,4 @@
-"""Ctrl-C stops a long kvsim.run, hitcurve or sweep within a second or two
+"""Ctrl-C stops a long kvsim.run, compare, hitcurve or sweep within a second or two
 and raises KeyboardInterrupt, leaving no worker behind.
 
 Each case runs a child python3 that starts a long command, sends it SIGINT
@@ -37,6 +37,8 @@ CHILD = textwrap.dedent("""
 
 # Each of these takes well over ten seconds on two cores.
 LONG_RUN = f"kvsim.run({DEFAULT!r}, ['workload.sessions=200000', 'expect=null'])"
+LONG_COMPARE = (f"kvsim.compare({DEFAULT!r}, ['kv_cache.block_size=64,128'], "
+                "overrides=['workload.sessions=200000', 'expect=null'])")
 LONG_REPLAY = f"kvsim.hitcurve({DEFAULT!r}, [1e5], overrides=['workload.sessions=2000000'])"
 
 
@@ -91,6 +93,9 @@ class Interrupt(unittest.TestCase):
 
     def test_a_long_run_stops(self):
         self.interrupt(LONG_RUN)
+
+    def test_a_long_compare_stops(self):
+        self.interrupt(LONG_COMPARE)
 
     def test_a_long_cache_replay_stops(self):
         self.interrupt(LONG_REPLAY)

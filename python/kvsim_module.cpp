@@ -2,7 +2,7 @@
 // the command line's own commands (cli/cmd_*.cpp, the very functions `kvsim
 // <command>` runs, parsed from the same options) in this process, and says
 // how each ended as `kvsim` would: its exit code and what it printed. The
-// package's Python half (python/kvsim/__init__.py) turns arguments into the
+// package's Python half (python/kvsim/*.py) turns arguments into the
 // options, reads the files the command wrote and raises kvsim.Error.
 //
 // A command runs on a thread of its own with the GIL released; the calling

@@ -15,20 +15,17 @@ writes into a temporary folder that is read and removed. A bad input raises
 :class:`InputError` (a ``ValueError``; :class:`ConfigError` when kvsim's
 ``FILE:LINE:COL`` diagnostics say where) with the message ``kvsim`` prints;
 a failed ``expect`` raises :class:`ExpectFailed` (an ``AssertionError``).
-Ctrl-C stops a run, sweep or search within a second and raises
-``KeyboardInterrupt``. One command runs at a time in a process.
+Ctrl-C stops a command within a second and raises ``KeyboardInterrupt``. One command runs at a time in a process.
 """
 
-import contextlib
-import csv
-import io
 import json
-import math
 import os
-import shutil
-import tempfile
 
 from . import _kvsim
+from ._arguments import _comma, _flag, _folder, _items, _option, _path, _sets, _yaml_value
+from ._errors import (CheckFailed, ConfigError, Error, ExpectFailed, InputError,
+                      InternalError, OutOfMemory, _EXPECT_PREFIX, _raise)
+from ._tables import _files, _number, _records, _run_folder, read_table
 
 __all__ = [
     "run", "compare", "capacity", "sweep", "search", "calibrate", "hitcurve", "generate",
@@ -38,245 +35,8 @@ __all__ = [
 ]
 
 
-# ---- errors ----------------------------------------------------------------
-
-class Error(Exception):
-    """A kvsim command failed. ``exit_code`` is what ``kvsim`` would exit with,
-    ``stderr`` what it would print, ``result`` what the command wrote anyway
-    (a sweep with failed variants still writes its tables), else None."""
-
-    def __init__(self, message, exit_code=None, stderr="", result=None):
-        super().__init__(message)
-        self.exit_code = exit_code
-        self.stderr = stderr
-        self.result = result
-
-
-class InputError(Error, ValueError):
-    """Bad input (``kvsim`` exits 2): a file, a flag, an output folder that
-    kvsim may not replace. The message is the one ``kvsim`` prints after
-    ``kvsim: error:``."""
-
-
-class ConfigError(InputError):
-    """Bad input located in a file or a ``--set``: one ``FILE:LINE:COL:
-    key.path: problem (allowed)`` line per problem, also in ``diagnostics``
-    (dicts with file, line, col, key_path, problem, allowed)."""
-
-    def __init__(self, message, exit_code=None, stderr="", result=None, diagnostics=()):
-        super().__init__(message, exit_code, stderr, result)
-        self.diagnostics = list(diagnostics)
-
-
-class ExpectFailed(Error, AssertionError):
-    """The scenario's ``expect`` block failed (``kvsim run`` exits 1);
-    ``failures`` lists one line per failed expectation."""
-
-    def __init__(self, message, exit_code=1, stderr="", result=None, failures=()):
-        super().__init__(message, exit_code, stderr, result)
-        self.failures = list(failures)
-
-
-class CheckFailed(Error, AssertionError):
-    """A numerics check of the run failed (``kvsim`` exits 1)."""
-
-
-class InternalError(Error, RuntimeError):
-    """kvsim itself failed (``kvsim`` exits 3), or a study's variants failed
-    for a reason that is kvsim's."""
-
-
-class OutOfMemory(Error, MemoryError):
-    """The machine ran out of memory (``kvsim`` exits 2)."""
-
-
-_KINDS = {"input": InputError, "check": CheckFailed, "internal": InternalError,
-          "memory": OutOfMemory}
-_EXPECT_PREFIX = "kvsim: expect failed: "
-
-
-def _raise(outcome, result=None):
-    kind = outcome["kind"]
-    common = dict(exit_code=outcome["exit_code"], stderr=outcome["stderr"], result=result)
-    if kind == "config":
-        raise ConfigError(outcome["message"], diagnostics=outcome["diagnostics"], **common)
-    if kind == "" and outcome["exit_code"] == 1:
-        failures = [line[len(_EXPECT_PREFIX):] for line in outcome["stderr"].splitlines()
-                    if line.startswith(_EXPECT_PREFIX)]
-        raise ExpectFailed("\n".join(failures) or outcome["stderr"].strip(),
-                           failures=failures, **common)
-    raise _KINDS.get(kind, InternalError)(outcome["message"] or outcome["stderr"].strip(),
-                                          **common)
-
-
 def _command(args):
     return _kvsim.command([str(a) for a in args])
-
-
-# ---- arguments -------------------------------------------------------------
-
-def _path(value, what):
-    """A path given as str or os.PathLike, as a str."""
-    if isinstance(value, (str, os.PathLike)):
-        path = os.fspath(value)
-        if isinstance(path, str):
-            return path
-    raise TypeError(f"{what}: a path (str or os.PathLike), not {type(value).__name__}")
-
-
-def _items(value):
-    """One value or several, as a list (None: none)."""
-    if value is None:
-        return []
-    if isinstance(value, (str, os.PathLike, int, float)):
-        return [value]
-    return list(value)
-
-
-def _text(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return str(value)
-
-
-def _comma(value):
-    """A comma-separated option's value from one value or a list."""
-    return ",".join(_text(v) for v in _items(value))
-
-
-def _option(args, flag, value):
-    if value is not None:
-        args += [flag, _text(value)]
-
-
-def _flag(args, flag, on):
-    if on:
-        args.append(flag)
-
-
-def _sets(args, overrides, flag="--set"):
-    """--set K=V for each of `overrides`: strings "K=V", or a dict {K: V}."""
-    if isinstance(overrides, str):
-        overrides = [overrides]
-    if isinstance(overrides, dict):
-        overrides = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
-    for s in overrides or ():
-        args += [flag, s]
-
-
-def _yaml_value(value):
-    if isinstance(value, (dict, list, tuple, bool)) or value is None:
-        return json.dumps(value)
-    return _text(value)
-
-
-@contextlib.contextmanager
-def _folder(out, name):
-    """Where a command writes: `out` as given, or a temporary folder that is
-    removed after its files are read."""
-    if out is not None:
-        yield _path(out, "out")
-        return
-    tmp = tempfile.mkdtemp(prefix="kvsim-")
-    try:
-        yield os.path.join(tmp, name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-# ---- reading what a command wrote -------------------------------------------
-
-def _pandas():
-    try:
-        import pandas
-    except ImportError:
-        return None
-    return pandas
-
-
-def _number(text):
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
-
-
-_BOOLEANS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False,
-             "FALSE": False}
-
-
-def _columns(rows, header):
-    """Columns typed as pandas.read_csv types them: integers, floats (an
-    empty cell in a numeric column is NaN), booleans (true/false), else
-    strings (empty: None)."""
-    columns = {}
-    for i, name in enumerate(header):
-        cells = [row[i] if i < len(row) else "" for row in rows]
-        filled = [c for c in cells if c != ""]
-        if filled and len(filled) == len(cells) and all(c in _BOOLEANS for c in filled):
-            columns[name] = [_BOOLEANS[c] for c in cells]
-            continue
-        try:
-            values = [_number(c) for c in filled]
-        except ValueError:
-            columns[name] = [c if c != "" else None for c in cells]
-            continue
-        if len(filled) == len(cells) and all(isinstance(v, int) for v in values):
-            columns[name] = values
-        else:
-            columns[name] = [float(c) if c != "" else math.nan for c in cells]
-    return columns
-
-
-def read_table(path):
-    """A CSV file kvsim wrote, as a pandas.DataFrame when pandas is
-    importable, else a dict of columns (lists). Leading ``#`` lines (the
-    definition a file carries, as hitcurve.csv does) are skipped."""
-    with open(_path(path, "path"), newline="") as f:
-        text = f.read()
-    lines = text.splitlines(keepends=True)
-    while lines and lines[0].startswith("#"):
-        lines.pop(0)
-    text = "".join(lines)
-    pandas = _pandas()
-    if pandas is not None:
-        if not text.strip():
-            return pandas.DataFrame()
-        return pandas.read_csv(io.StringIO(text))
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
-        return {}
-    return _columns(rows[1:], rows[0])
-
-
-def _read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def _read_text(path):
-    with open(path) as f:
-        return f.read()
-
-
-def _files(folder):
-    """Every file at the top of a command's folder, by name: CSV as tables,
-    JSON parsed, Markdown and YAML as text (HTML pages and charts are left
-    to a browser: they stay in `out` when one is given)."""
-    files = {}
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
-        if not os.path.isfile(path) or name.startswith("."):
-            continue
-        if name.endswith(".csv"):
-            files[name] = read_table(path)
-        elif name.endswith(".json"):
-            files[name] = _read_json(path)
-        elif name.endswith((".md", ".yaml")):
-            files[name] = _read_text(path)
-    return files
 
 
 def _study(args, out, name, table):
@@ -291,22 +51,8 @@ def _study(args, out, name, table):
             result["folder"] = folder if out is not None else None
         if outcome["exit_code"] != 0:
             _raise(outcome, result)
-        return result, outcome, folder
+        return result
 
-
-def _run_folder(folder):
-    """A run folder's files: metrics.json, requests.csv, timeline.csv and
-    scenario.resolved.yaml (None where the folder has none: a compare's variant)."""
-    resolved = os.path.join(folder, "scenario.resolved.yaml")
-    return {
-        "metrics": _read_json(os.path.join(folder, "metrics.json")),
-        "requests": read_table(os.path.join(folder, "requests.csv")),
-        "timeline": read_table(os.path.join(folder, "timeline.csv")),
-        "resolved_scenario": _read_text(resolved) if os.path.isfile(resolved) else None,
-    }
-
-
-# ---- the commands ----------------------------------------------------------
 
 def _is_yaml_text(scenario):
     return "\n" in scenario or scenario.lstrip().startswith("{")
@@ -471,7 +217,7 @@ def capacity(device, model, *, context=None, kv_dtype=None, block_size=None,
         args += ["--workload", _path(workload, "workload")]
     _sets(args, overrides)
     _flag(args, "--force", force)
-    result, _, _ = _study(args, out, "capacity", "capacity.csv")
+    result = _study(args, out, "capacity", "capacity.csv")
     searches = (result.get("slo.json") or {}).get("searches")
     result["slo_table"] = None
     if searches is not None:
@@ -479,17 +225,6 @@ def capacity(device, model, *, context=None, kv_dtype=None, block_size=None,
                 for s in searches]
         result["slo_table"] = _records(rows)
     return result
-
-
-def _records(rows):
-    """A list of dicts as a table (DataFrame, or a dict of columns)."""
-    pandas = _pandas()
-    if pandas is not None:
-        return pandas.DataFrame(rows)
-    names = []
-    for r in rows:
-        names += [k for k in r if k not in names]
-    return {n: [r.get(n) for r in rows] for n in names}
 
 
 def sweep(file, *, jobs=None, out=None, resume=False, force=False):
@@ -512,7 +247,7 @@ def sweep(file, *, jobs=None, out=None, resume=False, force=False):
     _option(args, "--jobs", jobs)
     _flag(args, "--resume", resume)
     _flag(args, "--force", force)
-    result, _, _ = _study(args, out, "sweep", "sweep.csv")
+    result = _study(args, out, "sweep", "sweep.csv")
     return result
 
 
@@ -531,7 +266,7 @@ def search(file, *, jobs=None, out=None, force=False):
     args = ["search", _path(file, "file"), "--quiet"]
     _option(args, "--jobs", jobs)
     _flag(args, "--force", force)
-    result, _, _ = _study(args, out, "search", "search.csv")
+    result = _study(args, out, "search", "search.csv")
     result["chosen"] = result["search.json"].get("chosen")
     return result
 
@@ -556,7 +291,7 @@ def calibrate(measurements, *, fit=False, cv=False, hold_out=None, out=None, for
     if hold_out is not None:
         args += ["--hold-out", _comma(hold_out)]
     _flag(args, "--force", force)
-    result, _, _ = _study(args, out, "calibration", "calibration.csv")
+    result = _study(args, out, "calibration", "calibration.csv")
     return result
 
 
@@ -576,7 +311,7 @@ def hitcurve(scenario, capacity_tokens, *, overrides=(), out=None, force=False):
             _comma(capacity_tokens)]
     _sets(args, overrides)
     _flag(args, "--force", force)
-    result, _, _ = _study(args, out, "hitcurve", "hitcurve.csv")
+    result = _study(args, out, "hitcurve", "hitcurve.csv")
     return result
 
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/studies/search.hpp"
+#include "cli/studies/worker_executable.hpp"
 #include "reports/input_error.hpp"
 
 namespace kvsim::cli {
@@ -33,7 +34,7 @@ int run_search_command(const SearchCommandOptions& o) {
   options.force = o.force;
   options.progress = !o.quiet && isatty(STDERR_FILENO);
   options.quiet = o.quiet;
-  options.kvsim_binary = std::filesystem::read_symlink("/proc/self/exe").string();
+  options.kvsim_binary = worker_executable();
   const SearchResult r = run_search(spec, options);
   const int exit_code = r.failed_environment > 0 ? kExitBadInput
                         : r.failed_internal > 0  ? kExitInternal

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/studies/sweep.hpp"
+#include "cli/studies/worker_executable.hpp"
 
 namespace kvsim::cli {
 namespace {
@@ -32,7 +33,7 @@ int run_sweep_command(const SweepCommandOptions& o) {
   options.resume = o.resume;
   options.progress = !o.quiet && isatty(STDERR_FILENO);
   options.quiet = o.quiet;
-  options.kvsim_binary = std::filesystem::read_symlink("/proc/self/exe").string();
+  options.kvsim_binary = worker_executable();
   const SweepResult r = run_sweep(spec, options, mpi.world());
   if (mpi.world().rank != 0) return kExitOk;
   // A variant the environment or kvsim failed is no verdict on its

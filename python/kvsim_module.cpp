@@ -1,205 +1,285 @@
-// The `kvsim` Python module (SPEC 11 "Interfaces"): load a scenario from a
-// path, YAML text or a dict, apply --set-style overrides, run it with the
-// GIL released, and return the metrics as a dict and the per-request and
-// timeline rows as columns (dicts of lists, which pandas.DataFrame takes).
-// It runs the same loader and engine as `kvsim run`, and checks the
-// scenario's `expect` block as it does; it writes no files.
+// The C++ half of the `kvsim` Python package (SPEC 11 "Interfaces"): it runs
+// the command line's own commands (cli/cmd_*.cpp, the very functions `kvsim
+// <command>` runs, parsed from the same options) in this process, and says
+// how each ended as `kvsim` would: its exit code and what it printed. The
+// package's Python half (python/kvsim/*.py) turns arguments into the
+// options, reads the files the command wrote and raises kvsim.Error.
+//
+// A command runs on a thread of its own with the GIL released; the calling
+// thread checks for signals every 50 ms and, on Ctrl-C, asks the command to
+// stop (base/cancellation.hpp), waits for it and raises KeyboardInterrupt.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/build_info.hpp"
+#include "base/cancellation.hpp"
+#include "base/checked_math.hpp"
 #include "base/diagnostics.hpp"
 #include "base/source_paths.hpp"
-#include "cli/studies/run_provenance.hpp"
-#include "sim/core/metrics.hpp"
-#include "sim/engine/run_sink.hpp"
+#include "cli/commands.hpp"
+#include "cli/studies/run_folder.hpp"
+#include "cli/studies/worker_executable.hpp"
+#include "reports/output_rule.hpp"
 #include "sim/scenario/expect.hpp"
 #include "sim/scenario/metrics_document.hpp"
-#include "sim/scenario/run_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/serve/step_observer.hpp"
 
 namespace py = pybind11;
 
 namespace kvsim::python {
 namespace {
 
-// Rows as columns while the run streams them: one vector per column, so a
-// long run holds numbers, not Python objects, until it returns.
-struct ColumnSink final : RunSink {
-  struct {
-    std::vector<uint64_t> id, session;
-    std::vector<std::string> status;
-    std::vector<int32_t> turn, preemptions;
-    std::vector<double> arrival_ms, first_token_ms, finish_ms, ttft_ms, tpot_ms, e2e_ms;
-    std::vector<int64_t> prompt_tokens, output_tokens, cached_tokens;
-  } req;
-  struct {
-    std::vector<double> time_ms, step_ms;
-    std::vector<int64_t> running, waiting, swapped, blocks_used, kv_used_bytes, tokens_held,
-        step_tokens;
-  } tl;
+// How a command ended, as main() would have ended the process.
+struct Outcome {
+  int exit_code = 0;
+  std::string out, err;  // what it printed on stdout and stderr
+  // "" (exit 0 or a failed expectation), "config", "input", "check",
+  // "memory", "internal" or "cancelled".
+  std::string kind;
+  std::string message;  // the error's text without the "kvsim: error: " prefix
+  std::vector<config::Diagnostic> diagnostics;
+};
 
-  static double ms(TimeNs t) { return static_cast<double>(t) / 1e6; }
-  // A time that did not happen (a rejected request's first token) is NaN,
-  // as pandas expects a missing float.
-  static double ms_or_nan(TimeNs t) { return t < 0 ? std::nan("") : ms(t); }
+// Commands print with std::cout/std::cerr: while one runs both go to
+// strings, so one command runs at a time in this process.
+std::mutex& command_mutex() {
+  static std::mutex m;
+  return m;
+}
 
-  void request(const RequestRow& r) override {
-    const bool done = r.status == "completed";
-    req.id.push_back(r.id);
-    req.status.emplace_back(r.status);
-    req.session.push_back(r.session);
-    req.turn.push_back(r.turn);
-    req.arrival_ms.push_back(ms(r.arrival));
-    req.first_token_ms.push_back(ms_or_nan(r.first_token));
-    req.finish_ms.push_back(ms_or_nan(r.finished));
-    req.prompt_tokens.push_back(r.prompt_tokens);
-    req.output_tokens.push_back(r.output_tokens);
-    req.cached_tokens.push_back(r.cached_tokens);
-    req.preemptions.push_back(r.preemptions);
-    req.ttft_ms.push_back(done ? ms_or_nan(r.first_token - r.arrival) : std::nan(""));
-    req.tpot_ms.push_back(done && r.output_tokens > 1 ? ms(r.finished - r.first_token) /
-                                                            static_cast<double>(r.output_tokens - 1)
-                                                      : std::nan(""));
-    req.e2e_ms.push_back(done ? ms(r.finished - r.arrival) : std::nan(""));
-  }
-  void timeline(const TimelineRow& r) override {
-    tl.time_ms.push_back(ms(r.time));
-    tl.running.push_back(r.running);
-    tl.waiting.push_back(r.waiting);
-    tl.swapped.push_back(r.swapped);
-    tl.blocks_used.push_back(r.blocks_used);
-    tl.kv_used_bytes.push_back(r.kv_used_bytes);
-    tl.tokens_held.push_back(r.tokens_held);
-    tl.step_tokens.push_back(r.step_tokens);
-    tl.step_ms.push_back(ms(r.step_latency));
-  }
-
-  py::dict request_columns() const {
-    py::dict d;
-    d["id"] = req.id;
-    d["status"] = req.status;
-    d["session"] = req.session;
-    d["turn"] = req.turn;
-    d["arrival_ms"] = req.arrival_ms;
-    d["first_token_ms"] = req.first_token_ms;
-    d["finish_ms"] = req.finish_ms;
-    d["prompt_tokens"] = req.prompt_tokens;
-    d["output_tokens"] = req.output_tokens;
-    d["cached_tokens"] = req.cached_tokens;
-    d["preemptions"] = req.preemptions;
-    d["ttft_ms"] = req.ttft_ms;
-    d["tpot_ms"] = req.tpot_ms;
-    d["e2e_ms"] = req.e2e_ms;
-    return d;
-  }
-  py::dict timeline_columns() const {
-    py::dict d;
-    d["time_ms"] = tl.time_ms;
-    d["running"] = tl.running;
-    d["waiting"] = tl.waiting;
-    d["swapped"] = tl.swapped;
-    d["blocks_used"] = tl.blocks_used;
-    d["kv_used_bytes"] = tl.kv_used_bytes;
-    d["tokens_held"] = tl.tokens_held;
-    d["step_tokens"] = tl.step_tokens;
-    d["step_ms"] = tl.step_ms;
-    return d;
+struct CapturedStreams {
+  std::ostringstream out, err;
+  std::streambuf* old_out;
+  std::streambuf* old_err;
+  CapturedStreams()
+      : old_out(std::cout.rdbuf(out.rdbuf())), old_err(std::cerr.rdbuf(err.rdbuf())) {}
+  ~CapturedStreams() {
+    std::cout.rdbuf(old_out);
+    std::cerr.rdbuf(old_err);
   }
 };
 
-// A scenario given as a dict is written as JSON, which is YAML; a string
-// naming an existing file is a path; any other string is YAML text.
-struct LoadedScenario {
-  ScenarioSpec spec;
-  RunProvenance provenance;
-};
-
-LoadedScenario load(const py::object& scenario, const std::vector<std::string>& overrides,
-                    const std::string& configs_dir) {
-  LoadedScenario out;
-  if (py::isinstance<py::str>(scenario)) {
-    const std::string text = scenario.cast<std::string>();
-    std::error_code ec;
-    if (text.find('\n') == std::string::npos && std::filesystem::is_regular_file(text, ec)) {
-      out.spec = load_scenario(text, overrides);
-      out.provenance = describe_scenario(text, overrides);
-      return out;
+// The exception ladder of cli/main.cpp, each case with its exit code and
+// the text main() prints.
+template <class Body>
+Outcome guarded(Body&& body) {
+  std::lock_guard lock(command_mutex());
+  Outcome o;
+  CapturedStreams streams;
+  const auto fail = [&](int code, const char* kind, std::string message, const char* prefix) {
+    o.exit_code = code;
+    o.kind = kind;
+    o.message = std::move(message);
+    std::cerr << prefix << o.message << "\n";
+  };
+  try {
+    o.exit_code = body();
+  } catch (const Cancelled&) {
+    o.exit_code = -1;
+    o.kind = "cancelled";
+  } catch (const CLI::ParseError& e) {
+    fail(cli::kExitBadInput, "input", e.what(), "kvsim: error: ");
+  } catch (const config::ConfigError& e) {
+    cli::print_config_error(e);
+    o.exit_code = cli::kExitBadInput;
+    o.kind = "config";
+    o.diagnostics = e.diagnostics();
+    for (const auto& d : e.diagnostics()) o.message += (o.message.empty() ? "" : "\n") + d.format();
+  } catch (const CheckFailed& e) {
+    fail(cli::kExitExpect, "check", e.what(), "kvsim: check failed: ");
+  } catch (const OutputRefused& e) {
+    fail(cli::kExitBadInput, "input", e.what(), "kvsim: error: ");
+  } catch (const std::filesystem::filesystem_error& e) {
+    fail(cli::kExitBadInput, "input", e.path1().string() + ": " + e.code().message(),
+         "kvsim: error: ");
+  } catch (const UnrepresentableQuantity& e) {
+    fail(cli::kExitBadInput, "input", e.what(), "kvsim: error: ");
+  } catch (const std::bad_alloc&) {
+    fail(cli::kExitBadInput, "memory", "out of memory (free memory, or make the run smaller)",
+         "kvsim: error: ");
+  } catch (const std::exception& e) {
+    fail(cli::kExitInternal, "internal", e.what(), "kvsim: internal error: ");
+  }
+  o.out = streams.out.str();
+  o.err = streams.err.str();
+  // A command that printed its own error and returned non-zero (capacity's
+  // flag checks, a sweep with failed variants): its lines are the message.
+  if (o.kind.empty() && o.exit_code != 0) {
+    o.kind = o.exit_code == cli::kExitBadInput ? "input"
+             : o.exit_code == cli::kExitExpect ? ""
+                                               : "internal";
+    std::istringstream lines(o.err);
+    for (std::string line; std::getline(lines, line);) {
+      for (const char* prefix : {"kvsim: error: ", "kvsim: internal error: "})
+        if (line.rfind(prefix, 0) == 0) line = line.substr(std::string(prefix).size());
+      if (!line.empty()) o.message += (o.message.empty() ? "" : "\n") + line;
     }
-    out.spec = load_scenario_text(text, "<python>", configs_dir, overrides);
-    return out;
   }
-  if (py::isinstance<py::dict>(scenario)) {
-    const std::string text =
-        py::module_::import("json").attr("dumps")(scenario).cast<std::string>();
-    out.spec = load_scenario_text(text, "<python dict>", configs_dir, overrides);
-    return out;
-  }
-  throw py::type_error("scenario: a path, YAML text or a dict");
+  return o;
 }
 
-// Raised by run() when the scenario's `expect` block fails, as `kvsim run`
-// exits 1: a failed expectation is never a silent success.
-// A plain pointer: the module holds the reference, and nothing is released
-// after the interpreter has gone.
-PyObject*& expect_failed_type() {
-  static PyObject* type = nullptr;
-  return type;
-}
-
-py::dict run(const py::object& scenario, const std::vector<std::string>& overrides,
-             const std::string& configs_dir_arg, bool check_expect) {
-  const std::string configs_dir = configs_dir_arg.empty() ? KVSIM_CONFIG_DIR : configs_dir_arg;
-  LoadedScenario loaded = load(scenario, overrides, configs_dir);
-  ColumnSink sink;
-  std::string metrics_text;
-  std::vector<std::string> failures;
+// Runs `work` on a thread of its own, the GIL released, while this thread
+// checks for signals: a KeyboardInterrupt asks the work to stop and is
+// raised once it has.
+Outcome cancellable(std::function<Outcome()> work) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  Outcome result;
+  std::exception_ptr error;
+  std::thread worker([&] {
+    try {
+      result = work();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lock(m);
+    done = true;
+    cv.notify_all();
+  });
+  bool interrupted = false;
+  for (;;) {
+    {
+      py::gil_scoped_release release;
+      std::unique_lock lock(m);
+      if (cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) break;
+    }
+    // Python runs its signal handlers here (in the main thread only); a
+    // KeyboardInterrupt stays set while the work winds down.
+    if (!interrupted && PyErr_CheckSignals() != 0) {
+      interrupted = true;
+      request_cancel();
+    }
+  }
   {
-    // The simulation touches no Python object: other threads run meanwhile.
     py::gil_scoped_release release;
-    ScenarioRunResult result = run_scenario(loaded.spec, &sink);
-    result.metrics.provenance = loaded.provenance;
-    const auto metrics = metrics_to_json(result.metrics);
-    metrics_text = metrics.dump();
-    failures = check_expectations(loaded.spec.expect, metrics);
+    worker.join();
   }
-  if (check_expect && !failures.empty()) {
-    std::string text;
-    for (const auto& f : failures) text += (text.empty() ? "" : "\n") + f;
-    PyErr_SetString(expect_failed_type(), text.c_str());
+  if (interrupted) {
+    clear_cancel();
     throw py::error_already_set();
   }
-  py::dict out;
-  out["metrics"] = py::module_::import("json").attr("loads")(metrics_text);
-  out["requests"] = sink.request_columns();
-  out["timeline"] = sink.timeline_columns();
-  out["expect_failures"] = failures;
-  return out;
+  if (error) std::rethrow_exception(error);
+  return result;
+}
+
+py::dict to_dict(const Outcome& o) {
+  py::dict d;
+  d["exit_code"] = o.exit_code;
+  d["stdout"] = o.out;
+  d["stderr"] = o.err;
+  d["kind"] = o.kind;
+  d["message"] = o.message;
+  py::list diagnostics;
+  for (const auto& x : o.diagnostics) {
+    py::dict item;
+    item["file"] = x.where.file;
+    item["line"] = x.where.line;
+    item["col"] = x.where.col;
+    item["key_path"] = x.key_path;
+    item["problem"] = x.problem;
+    item["allowed"] = x.allowed;
+    diagnostics.append(item);
+  }
+  d["diagnostics"] = diagnostics;
+  return d;
+}
+
+using AddCommand = cli::Command (*)(CLI::App&);
+
+AddCommand command_named(const std::string& name) {
+  if (name == "run") return cli::add_run_command;
+  if (name == "compare") return cli::add_compare_command;
+  if (name == "capacity") return cli::add_capacity_command;
+  if (name == "sweep") return cli::add_sweep_command;
+  if (name == "search") return cli::add_search_command;
+  if (name == "calibrate") return cli::add_calibrate_command;
+  if (name == "hitcurve") return cli::add_hitcurve_command;
+  if (name == "generate") return cli::add_generate_command;
+  if (name == "validate") return cli::add_validate_command;
+  throw py::value_error("kvsim: no command '" + name + "' in the Python module");
+}
+
+// `kvsim ARGS...` in this process: ARGS[0] names the command.
+py::dict command(const std::vector<std::string>& args) {
+  if (args.empty()) throw py::value_error("command: the command's name first");
+  const AddCommand add = command_named(args[0]);
+  return to_dict(cancellable([add, args] {
+    return guarded([&] {
+      CLI::App app{"kvsim"};
+      app.require_subcommand(1);
+      const cli::Command cmd = add(app);
+      std::vector<std::string> argv_text = {"kvsim"};
+      argv_text.insert(argv_text.end(), args.begin(), args.end());
+      std::vector<const char*> argv;
+      for (const auto& a : argv_text) argv.push_back(a.c_str());
+      app.parse(static_cast<int>(argv.size()), argv.data());
+      return cmd.run();
+    });
+  }));
+}
+
+// `kvsim run` of a scenario given as YAML text (a Python string or dict):
+// the same loader on the text, the same run folder, the same check of its
+// `expect` block (exit 1 when one fails), without --from or a provenance.
+py::dict run_text(const std::string& text, const std::string& source,
+                  const std::string& configs_dir, const std::vector<std::string>& overrides,
+                  const std::string& out, bool force, const std::string& trace) {
+  return to_dict(cancellable([=] {
+    return guarded([&] {
+      const ScenarioSpec spec = load_scenario_text(
+          text, source, configs_dir.empty() ? KVSIM_CONFIG_DIR : configs_dir, overrides);
+      const RunFolderResult result = run_into_folder(spec, out, {}, force, nullptr, trace);
+      const auto failures = check_expectations(spec.expect, metrics_to_json(result.metrics));
+      for (const auto& f : failures) std::cerr << "kvsim: expect failed: " << f << "\n";
+      return failures.empty() ? cli::kExitOk : cli::kExitExpect;
+    });
+  }));
 }
 
 }  // namespace
 }  // namespace kvsim::python
 
-PYBIND11_MODULE(kvsim, m) {
-  m.doc() = "kvsim: KV-cache simulator for NPUs. kvsim.run(scenario, overrides=[...])";
-  // Input errors surface as ValueError with kvsim's file:line:col message.
-  py::register_exception<kvsim::config::ConfigError>(m, "ConfigError", PyExc_ValueError);
-  kvsim::python::expect_failed_type() =
-      PyErr_NewException("kvsim.ExpectFailed", PyExc_AssertionError, nullptr);
-  m.attr("ExpectFailed") = py::reinterpret_borrow<py::object>(kvsim::python::expect_failed_type());
-  m.def("run", &kvsim::python::run, py::arg("scenario"),
-        py::arg("overrides") = std::vector<std::string>{}, py::arg("configs_dir") = std::string(),
-        py::arg("check_expect") = true,
-        "Run a scenario (a path, YAML text or a dict) with `overrides` like --set "
-        "(['kv_cache.block_size=64']); returns {'metrics': dict, 'requests': columns, "
-        "'timeline': columns, 'expect_failures': [lines]}. A failed `expect` raises "
-        "kvsim.ExpectFailed (an AssertionError) unless check_expect=False. device: and model: "
-        "names resolve in `configs_dir` (default: the configs/ of the source tree kvsim was "
-        "built from).");
-  m.def("version", [] { return std::string(kvsim::build_info::version()); });
-  m.def("commit", [] { return std::string(kvsim::build_info::commit()); });
+PYBIND11_MODULE(_kvsim, m) {
+  m.doc() =
+      "The C++ half of the kvsim package: runs kvsim's commands in this process. Use the "
+      "`kvsim` package's functions instead.";
+  kvsim::set_worker_executable(KVSIM_PYTHON_WORKER_BINARY);
+  m.def("command", &kvsim::python::command, py::arg("args"),
+        "Runs `kvsim ARGS...` (ARGS[0] the command) in this process, the GIL released; returns "
+        "{'exit_code', 'stdout', 'stderr', 'kind', 'message', 'diagnostics'}. Ctrl-C stops it and "
+        "raises KeyboardInterrupt.");
+  m.def("run_text", &kvsim::python::run_text, py::arg("text"), py::arg("source"),
+        py::arg("configs_dir"), py::arg("overrides"), py::arg("out"), py::arg("force"),
+        py::arg("trace"),
+        "`kvsim run` of a scenario given as YAML text, into the run folder `out`; returns what "
+        "command() returns.");
+  m.def(
+      "set_worker_executable",
+      [](const std::string& path) {
+        kvsim::set_worker_executable(path.empty() ? KVSIM_PYTHON_WORKER_BINARY : path);
+      },
+      py::arg("path"),
+      "The kvsim executable sweeps and searches spawn per variant (default: the one built with "
+      "this module; an empty path restores it).");
+  m.def(
+      "worker_executable", [] { return kvsim::worker_executable(); },
+      "The kvsim executable sweeps and searches spawn per variant.");
+  m.def(
+      "version", [] { return std::string(kvsim::build_info::version()); }, "kvsim's version.");
+  m.def(
+      "commit", [] { return std::string(kvsim::build_info::commit()); },
+      "The commit kvsim was built from.");
 }

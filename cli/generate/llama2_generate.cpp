@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "base/cancellation.hpp"
 #include "cli/generate/llama2_cells.hpp"
 #include "cli/generate/llama2_genie.hpp"
 #include "sim/policies/policy_registry.hpp"
@@ -30,6 +31,7 @@ GenerateResult greedy_token_loop(const Llama2Tokenizer& tok, const GenerateOptio
   for (int64_t i = 1; i < n_prompt; ++i)
     r.text += tok.piece(prompt[static_cast<size_t>(i - 1)], prompt[static_cast<size_t>(i)]);
   for (int64_t pos = n_prompt - 1; pos < steps; ++pos) {
+    throw_if_cancelled();  // an embedding's stop request (base/cancellation.hpp)
     if (o.keep_logits) r.logits.push_back(logits);
     const int32_t token = r.tokens.back();
     int32_t next =

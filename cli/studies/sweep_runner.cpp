@@ -13,6 +13,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/cancellation.hpp"
+
 namespace kvsim {
 namespace {
 namespace fs = std::filesystem;
@@ -129,6 +131,9 @@ void run_variant_pool(TaskSource& source, const PoolOptions& options, size_t max
     bool counted = false;  // this thread's variant is in `running`
     try {
       while (!error) {
+        // A stop request (base/cancellation.hpp) starts no other variant,
+        // and the one it cut short is not recorded: --resume runs it again.
+        throw_if_cancelled();
         if (auto task = source.next()) {
           ++running;
           counted = true;
@@ -137,6 +142,7 @@ void run_variant_pool(TaskSource& source, const PoolOptions& options, size_t max
           lock.lock();
           --running;
           counted = false;
+          throw_if_cancelled();
           source.done(o);
           if (options.on_outcome) options.on_outcome(o);
           changed.notify_all();

@@ -4,7 +4,9 @@
 // this process (cli/studies/failure_class.hpp).
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/cancellation.hpp"
 #include "cli/studies/failure_class.hpp"
 #include "cli/studies/sweep_runner.hpp"
 #include "reports/output_rule.hpp"
@@ -69,6 +72,26 @@ bool signal_from_outside(int sig) {
          sig == SIGALRM;
 }
 
+// Returns when the child has exited, or has been sent SIGTERM because a
+// stop was asked for (base/cancellation.hpp): its descriptor (pidfd) wakes
+// the wait at once when it exits, and a stop is seen within 100 ms. Where
+// the kernel gives no pidfd the caller's waitpid alone waits, as before.
+void wait_for_child_or_cancel(pid_t pid) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, 100);
+    if (ready > 0) break;
+    if (ready < 0 && errno != EINTR) break;
+    if (cancel_requested()) {
+      ::kill(pid, SIGTERM);
+      break;
+    }
+  }
+  ::close(fd);
+}
+
 }  // namespace
 
 VariantOutcome run_variant_process(const VariantTask& task, const PoolOptions& options) {
@@ -120,6 +143,7 @@ VariantOutcome run_variant_process(const VariantTask& task, const PoolOptions& o
     return o;
   }
   register_child_process(pid);
+  wait_for_child_or_cancel(pid);
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }

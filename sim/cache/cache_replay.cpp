@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/cancellation.hpp"
+
 namespace kvsim {
 
 CacheReplayResult replay_through_cache(KvCachePolicy& policy, RequestSource& source) {
@@ -16,6 +18,8 @@ CacheReplayResult replay_through_cache(KvCachePolicy& policy, RequestSource& sou
         throw std::logic_error("cache replay: the request stream stalled before its end");
       break;
     }
+    // An embedding's stop request (base/cancellation.hpp), every 256 requests.
+    if (result.requests % 256 == 0) throw_if_cancelled();
     const Request request = source.take();
     const auto prompt_len = static_cast<int64_t>(request.prompt.size());
     ++result.requests;

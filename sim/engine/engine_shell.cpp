@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/cancellation.hpp"
+
 #include "sim/core/served_metrics.hpp"
 #include "sim/spec/instance_spec.hpp"
 
@@ -105,6 +107,9 @@ void EngineShell::write_timeline(const TimelineRow& step) {
 }
 
 void EngineShell::step_started(int64_t step, int64_t running, int64_t waiting) {
+  // An embedding's stop request (base/cancellation.hpp) lands within 256
+  // steps: a relaxed load, far below a step's cost.
+  if (step % 256 == 0) throw_if_cancelled();
   if (progress_ && step % 4096 == 0)
     progress_({arrived_, completed_, rejected_, running, waiting, sim_.now()});
 }

@@ -172,9 +172,9 @@ class PathsAndErrors(unittest.TestCase):
 
     def test_an_option_out_of_range_is_the_cli_parse_error(self):
         code, err = cli("capacity", "--device", "ascend-910b2", "--model", "llama-3-8b",
-                        "--tp", "100")
+                        "--block-size", "0")
         with self.assertRaises(kvsim.InputError) as caught:
-            kvsim.capacity("ascend-910b2", "llama-3-8b", tp=100)
+            kvsim.capacity("ascend-910b2", "llama-3-8b", block_size=0)
         self.assertNotIsInstance(caught.exception, kvsim.ConfigError)
         self.assertEqual(code, 2)
         self.assertEqual(err.strip(), "kvsim: error: " + str(caught.exception))

@@ -74,6 +74,40 @@ void CsvRunSink::timeline(const TimelineRow& r) {
   }
 }
 
+// A cluster's columns: the instance (or "cluster"), its group and role, the
+// one-instance columns (KV bytes of the instance's devices together, and
+// its pool's capacity), then what moves between and below the instances.
+void CsvRunSink::cluster_started(const std::vector<ClusterInstanceInfo>& instances) {
+  instances_ = instances;
+  timeline_ << "time_ms,instance,group,role,running,waiting,swapped,blocks_used,kv_used_bytes,"
+               "kv_capacity_bytes,tokens_held,step_tokens,step_ms,steps,step_seqs,"
+               "transfers_in_flight,transfer_bytes_in_flight,tier_blocks,pool_blocks\n";
+  timeline_header_written_ = true;
+}
+
+void CsvRunSink::cluster_timeline(const ClusterTimelineRow& c) {
+  const TimelineRow& r = c.state;
+  const bool cluster = c.instance < 0;
+  std::string who, group, role;
+  Bytes capacity = 0;
+  if (cluster) {
+    who = "cluster";
+    for (const ClusterInstanceInfo& i : instances_) capacity += i.kv_capacity_bytes;
+  } else {
+    const ClusterInstanceInfo& i = instances_.at(static_cast<size_t>(c.instance));
+    who = std::to_string(c.instance);
+    group = i.group;
+    role = i.role;
+    capacity = i.kv_capacity_bytes;
+  }
+  timeline_ << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                           ms_or_empty(r.time), who, group, role, r.running, r.waiting, r.swapped,
+                           r.blocks_used, r.kv_used_bytes, capacity, r.tokens_held, r.step_tokens,
+                           ms_or_empty(r.step_latency), r.steps, r.step_seqs, c.transfers_in_flight,
+                           c.transfer_bytes_in_flight, c.tier_blocks,
+                           c.pool_blocks < 0 ? std::string() : std::to_string(c.pool_blocks));
+}
+
 void CsvRunSink::close() {
   if (!timeline_header_written_) write_timeline_header(true);
   requests_.flush();

@@ -3,6 +3,8 @@
 // timeline.csv is in long format: at each row time one row per instance and
 // one for the cluster (instance "cluster"), with the instance's group and
 // role, so that pandas pivots it on (time_ms, instance).
+#include <fmt/format.h>
+
 #include <fstream>
 #include <string>
 #include <vector>
@@ -30,6 +32,9 @@ class CsvRunSink final : public RunSink {
   std::string requests_path_, timeline_path_;
   bool timeline_header_written_ = false;
   std::vector<ClusterInstanceInfo> instances_;  // a cluster's
+  Bytes cluster_capacity_ = 0;
+  fmt::memory_buffer cluster_rows_;  // not yet written
+  void flush_cluster_rows();
 };
 
 }  // namespace kvsim

@@ -7,7 +7,11 @@
 // memory did not grow with the trace's length. The global_pool runs add
 // mooncake-conversation-910b2-8x-global-pool.yaml's tiers (a DRAM tier per
 // replica, one pool all 64 share): their metadata is bounded by the tiers'
-// capacities, not by the trace. Counters:
+// capacities, not by the trace. The with_rows runs stream what `kvsim run`
+// streams while a cluster runs (timeline.csv's row per instance and for the
+// cluster at every interval, requests.csv, the charts' per-instance series)
+// to files in a temporary folder, so the cost of watching each instance is
+// in the figure. Counters:
 //   realtime_x   simulated seconds per wall second (>= 1000 is the target)
 //   requests     requests served per iteration
 //   steps        engine steps over all instances per iteration
@@ -15,11 +19,14 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 
 #include "base/source_paths.hpp"
+#include "reports/csv_sink.hpp"
+#include "reports/run_series.hpp"
 #include "sim/scenario/run_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -31,7 +38,8 @@ double max_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-void BM_ClusterMooncake(benchmark::State& state, const char* router, const char* file) {
+void BM_ClusterMooncake(benchmark::State& state, const char* router, const char* file,
+                        bool with_rows = false) {
   const std::string trace =
       std::string(KVSIM_SHARED_DATA_DIR) + "/traces/mooncake_conversation.jsonl";
   if (!std::filesystem::exists(trace)) {
@@ -46,9 +54,22 @@ void BM_ClusterMooncake(benchmark::State& state, const char* router, const char*
   double simulated = 0, wall = 0;
   int64_t requests = 0, steps = 0;
   for (auto _ : state) {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / fmt::format("kvsim-bench-cluster-{}", ::getpid());
+    std::filesystem::create_directories(dir);
     const auto t0 = std::chrono::steady_clock::now();
-    const kvsim::RunMetrics m = kvsim::run_scenario(spec, nullptr).metrics;
+    kvsim::RunMetrics m;
+    if (with_rows) {
+      kvsim::CsvRunSink csv((dir / "requests.csv").string(), (dir / "timeline.csv").string());
+      kvsim::RunSeries series;
+      kvsim::FanOutRunSink sink({&csv, &series});
+      m = kvsim::run_scenario(spec, &sink).metrics;
+      csv.close();
+    } else {
+      m = kvsim::run_scenario(spec, nullptr).metrics;
+    }
     wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::filesystem::remove_all(dir);
     simulated += m.sim.simulated_s;
     requests = m.requests.completed;
     steps = m.sim.steps;
@@ -65,6 +86,10 @@ constexpr const char* kGlobalPool = "mooncake-conversation-910b2-8x-global-pool"
 BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware, "prefix_aware", kReplicas)
     ->Args({64, 1})
     ->Args({64, 2})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware_with_rows, "prefix_aware", kReplicas, true)
+    ->Args({64, 1})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(BM_ClusterMooncake, round_robin, "round_robin", kReplicas)

@@ -35,10 +35,12 @@ class ProgressLine {
     if (now - last_ < std::chrono::milliseconds(500)) return;
     last_ = now;
     printed_ = true;
+    // A cluster's running and waiting requests sum over its instances.
+    const std::string where = p.instances > 1 ? fmt::format(" on {} instances", p.instances) : "";
     std::cerr << fmt::format(
-                     "\rkvsim: {} completed, {} rejected of {} arrived; {} running, {} waiting; "
+                     "\rkvsim: {} completed, {} rejected of {} arrived; {} running, {} waiting{}; "
                      "simulated {:.1f} s   ",
-                     p.completed, p.rejected, p.arrived, p.running, p.waiting,
+                     p.completed, p.rejected, p.arrived, p.running, p.waiting, where,
                      static_cast<double>(p.simulated) / 1e9)
               << std::flush;
   }

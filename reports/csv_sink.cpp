@@ -74,8 +74,89 @@ void CsvRunSink::timeline(const TimelineRow& r) {
   }
 }
 
+// A cluster's columns: the instance (or "cluster"), its group and role, the
+// one-instance columns (KV bytes of the instance's devices together, and
+// its pool's capacity), then what moves between and below the instances.
+void CsvRunSink::cluster_started(const std::vector<ClusterInstanceInfo>& instances) {
+  instances_ = instances;
+  cluster_capacity_ = 0;
+  for (const ClusterInstanceInfo& i : instances) cluster_capacity_ += i.kv_capacity_bytes;
+  timeline_ << "time_ms,instance,group,role,running,waiting,swapped,blocks_used,kv_used_bytes,"
+               "kv_capacity_bytes,tokens_held,step_tokens,step_ms,steps,step_seqs,"
+               "transfers_in_flight,transfer_bytes_in_flight,tier_blocks,pool_blocks\n";
+  timeline_header_written_ = true;
+}
+
+namespace {
+
+void put(fmt::memory_buffer& b, std::string_view text) {
+  b.append(text.data(), text.data() + text.size());
+}
+
+void put_int(fmt::memory_buffer& b, int64_t v) {
+  const fmt::format_int f(v);
+  b.append(f.data(), f.data() + f.size());
+  b.push_back(',');
+}
+
+// Milliseconds with three decimals, the nanoseconds rounded to the nearest
+// microsecond (half up): no floating point for a row's ~20 numbers.
+void put_ms(fmt::memory_buffer& b, TimeNs t) {
+  const int64_t us = (t + 500) / 1000;
+  const fmt::format_int whole(us / 1000);
+  b.append(whole.data(), whole.data() + whole.size());
+  const auto frac = static_cast<int>(us % 1000);
+  const char digits[5] = {'.', static_cast<char>('0' + frac / 100),
+                          static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10), ','};
+  b.append(digits, digits + 5);
+}
+
+}  // namespace
+
+// A cluster writes (instances + 1) rows an interval: appended to one buffer
+// piece by piece (a formatted row costs several times more) and written in
+// large pieces, with no string built per row.
+void CsvRunSink::cluster_timeline(const ClusterTimelineRow& c) {
+  const TimelineRow& r = c.state;
+  fmt::memory_buffer& b = cluster_rows_;
+  put_ms(b, r.time);
+  Bytes capacity = 0;
+  if (c.instance < 0) {
+    put(b, "cluster,,,");
+    capacity = cluster_capacity_;
+  } else {
+    const ClusterInstanceInfo& i = instances_.at(static_cast<size_t>(c.instance));
+    put_int(b, c.instance);
+    put(b, i.group);
+    b.push_back(',');
+    put(b, i.role);
+    b.push_back(',');
+    capacity = i.kv_capacity_bytes;
+  }
+  for (const int64_t v : {r.running, r.waiting, r.swapped, r.blocks_used, r.kv_used_bytes, capacity,
+                          r.tokens_held, r.step_tokens})
+    put_int(b, v);
+  put_ms(b, r.step_latency);
+  for (const int64_t v :
+       {r.steps, r.step_seqs, c.transfers_in_flight, c.transfer_bytes_in_flight, c.tier_blocks})
+    put_int(b, v);
+  if (c.pool_blocks >= 0) {
+    const fmt::format_int pool(c.pool_blocks);
+    b.append(pool.data(), pool.data() + pool.size());
+  }
+  b.push_back('\n');
+  if (b.size() >= (size_t{1} << 16)) flush_cluster_rows();
+}
+
+void CsvRunSink::flush_cluster_rows() {
+  timeline_.write(cluster_rows_.data(), static_cast<std::streamsize>(cluster_rows_.size()));
+  cluster_rows_.clear();
+}
+
 void CsvRunSink::close() {
   if (!timeline_header_written_) write_timeline_header(true);
+  flush_cluster_rows();
   requests_.flush();
   timeline_.flush();
   if (!requests_ || !timeline_) throw_write_error(!requests_ ? requests_path_ : timeline_path_);

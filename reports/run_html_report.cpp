@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/cluster_report.hpp"
 #include "reports/html_page.hpp"
 #include "reports/run_report.hpp"
 #include "reports/run_report_sections.hpp"
@@ -30,11 +31,10 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
   if (!s.description.empty()) body += "<p>" + html_escape(s.description) + "</p>\n";
   const EngineReport& parts = engine_report(m);
   const std::string geometry = parts.html_geometry(s);
-  body +=
-      "<p>" +
-      html_escape(fmt::format("{} on {} (tensor parallel {}), policy {}, KV {} {}, seed {}.",
-                              m.model, m.device, s.tp, m.policy, s.kv.dtype, geometry, m.seed)) +
-      "</p>\n";
+  body += "<p>" +
+          html_escape(fmt::format("{} on {} ({}), policy {}, KV {} {}, seed {}.", m.model, m.device,
+                                  deployment_phrase(s), m.policy, s.kv.dtype, geometry, m.seed)) +
+          "</p>\n";
 
   body += "<h2>Requests and latency</h2>\n";
   if (!warning.empty()) body += "<p class=\"warning\">" + html_escape(warning) + ".</p>\n";

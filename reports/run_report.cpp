@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/cluster_report.hpp"
 #include "reports/run_report_sections.hpp"
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
@@ -40,10 +41,11 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   // The engine that ran says how its cache is shaped (blocks, or ctx_size buffers).
   const EngineReport& parts = engine_report(m);
   const std::string geometry = parts.summary_geometry(s);
-  // A pipeline: tp devices per stage, stages.
-  const std::string devices =
-      s.pp > 1 ? fmt::format("{} x pp {}", s.tp, s.pp) : std::to_string(s.tp);
-  out += fmt::format("scenario {}  |  {} on {} x{}  |  policy {} ({}, {})\n", m.scenario, m.model,
+  // A pipeline: tp devices per stage, stages. A cluster: its groups.
+  const std::string devices = s.cluster  ? ", " + cluster_deployment(s)
+                              : s.pp > 1 ? fmt::format(" x{} x pp {}", s.tp, s.pp)
+                                         : fmt::format(" x{}", s.tp);
+  out += fmt::format("scenario {}  |  {} on {}{}  |  policy {} ({}, {})\n", m.scenario, m.model,
                      m.device, devices, m.policy, s.kv.dtype, geometry);
   out += fmt::format(
       "requests: {} arrived, {} completed, {} rejected, {} preempted ({} preemptions)\n",
@@ -76,13 +78,16 @@ std::string run_report_markdown(const ScenarioSpec& s, const RunMetrics& m,
   std::string out = fmt::format("# {}\n\n", m.scenario);
   if (!s.description.empty()) out += s.description + "\n\n";
   if (!warning.empty()) out += "> **" + warning + ".**\n\n";
-  out += fmt::format("{} on {} (tensor parallel {}{}), policy `{}`, KV {} {}, seed {}.\n\n",
-                     m.model, m.device, s.tp,
-                     s.pp > 1 ? fmt::format(", pipeline parallel {}: layers {}", s.pp,
-                                            pipeline != nullptr ? pipeline->layers : std::string())
-                              : std::string(),
+  out += fmt::format("{} on {} ({}{}), policy `{}`, KV {} {}, seed {}.\n\n", m.model, m.device,
+                     deployment_phrase(s),
+                     s.pp > 1 && !s.cluster
+                         ? fmt::format(", pipeline parallel {}: layers {}", s.pp,
+                                       pipeline != nullptr ? pipeline->layers : std::string())
+                         : std::string(),
                      m.policy, s.kv.dtype, engine_report(m).html_geometry(s), m.seed);
-  out += "## Memory plan (per device)\n\n| item | bytes | |\n| --- | ---: | --- |\n";
+  out += s.cluster ? "## Memory plan (per device of instance 0)\n\n"
+                   : "## Memory plan (per device)\n\n";
+  out += "| item | bytes | |\n| --- | ---: | --- |\n";
   out += fmt::format("| device memory | {} | {} |\n", m.memory.device_bytes,
                      format_bytes(m.memory.device_bytes));
   out += fmt::format("| budget (x {}) | {} | {} |\n", s.kv.memory_fraction, sizing.budget,

@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+#include "sim/cluster/cluster_metrics.hpp"
+
 namespace kvsim {
 namespace {
 
@@ -22,6 +24,8 @@ std::vector<std::string> engine_report_names() {
 }
 
 const EngineReport& engine_report(const RunMetrics& m) {
+  static const EngineReport cluster = cluster_engine_report();
+  if (m.find<ClusterMetrics>() != nullptr) return cluster;
   for (const EngineReport& r : engine_reports())
     if (r.engine == m.engine) return r;
   throw std::logic_error(fmt::format("no report parts for engine '{}' (there are: {})", m.engine,

@@ -35,7 +35,8 @@ struct EngineReport {
   std::vector<CaptionedChart> (*charts)(const RunMetrics& m, const LabelledSeries& run);
 };
 
-// The report parts of `m.engine`. Throws std::logic_error naming the engines
+// The report parts of `m.engine`, or of the cluster when the run was one
+// (its metrics carry cluster.*). Throws std::logic_error naming the engines
 // that have report parts when there are none for it.
 const EngineReport& engine_report(const RunMetrics& m);
 std::vector<std::string> engine_report_names();
@@ -43,5 +44,8 @@ std::vector<std::string> engine_report_names();
 // Defined beside each engine's report code.
 EngineReport serving_engine_report();  // reports/run_report_paged.cpp
 EngineReport genie_engine_report();    // reports/genie_report.cpp
+// A cluster of serving instances: the same figures labelled with what they
+// sum over, its groups and instances, its charts (reports/cluster_report.cpp).
+EngineReport cluster_engine_report();
 
 }  // namespace kvsim

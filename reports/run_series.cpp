@@ -85,12 +85,18 @@ void SeriesBucket::merge(const SeriesBucket& later) {
     waiting_max = later.waiting_max;
     swapped_max = later.swapped_max;
     tokens_held_max = later.tokens_held_max;
+    transfers_max = later.transfers_max;
+    tier_blocks_max = later.tier_blocks_max;
+    pool_blocks_max = later.pool_blocks_max;
   } else if (later.any) {
     kv_used_max = std::max(kv_used_max, later.kv_used_max);
     running_max = std::max(running_max, later.running_max);
     waiting_max = std::max(waiting_max, later.waiting_max);
     swapped_max = std::max(swapped_max, later.swapped_max);
     tokens_held_max = std::max(tokens_held_max, later.tokens_held_max);
+    transfers_max = std::max(transfers_max, later.transfers_max);
+    tier_blocks_max = std::max(tier_blocks_max, later.tier_blocks_max);
+    pool_blocks_max = std::max(pool_blocks_max, later.pool_blocks_max);
   }
   if (later.any) {
     kv_used_last = later.kv_used_last;
@@ -98,6 +104,9 @@ void SeriesBucket::merge(const SeriesBucket& later) {
     waiting_last = later.waiting_last;
     swapped_last = later.swapped_last;
     tokens_held_last = later.tokens_held_last;
+    transfers_last = later.transfers_last;
+    tier_blocks_last = later.tier_blocks_last;
+    pool_blocks_last = later.pool_blocks_last;
     prefix_query_last = later.prefix_query_last;
     prefix_hit_last = later.prefix_hit_last;
   }
@@ -117,7 +126,7 @@ void SeriesBucket::merge(const SeriesBucket& later) {
 SeriesBucket& RunSeries::bucket_at(TimeNs t) {
   t = std::max<TimeNs>(t, 0);
   // Halve the resolution until the time fits: pairs of buckets merge.
-  while (static_cast<size_t>(t / width_) >= kMaxBuckets) {
+  while (static_cast<size_t>(t / width_) >= max_buckets_) {
     std::vector<SeriesBucket> merged((buckets_.size() + 1) / 2);
     for (size_t i = 0; i < buckets_.size(); ++i) merged[i / 2].merge(buckets_[i]);
     buckets_ = std::move(merged);
@@ -128,7 +137,9 @@ SeriesBucket& RunSeries::bucket_at(TimeNs t) {
   return buckets_[index];
 }
 
-void RunSeries::timeline(const TimelineRow& r) {
+namespace {
+// One timeline row as a bucket of its own, to merge into the bucket it falls in.
+SeriesBucket row_bucket(const TimelineRow& r) {
   SeriesBucket row;
   row.any = true;
   row.kv_used_max = row.kv_used_last = static_cast<double>(r.kv_used_bytes);
@@ -142,7 +153,12 @@ void RunSeries::timeline(const TimelineRow& r) {
   row.step_seqs = static_cast<double>(r.step_seqs);
   row.prefix_query_last = r.prefix_query_tokens;
   row.prefix_hit_last = r.prefix_hit_tokens;
-  bucket_at(r.time).merge(row);
+  return row;
+}
+}  // namespace
+
+void RunSeries::timeline(const TimelineRow& r) {
+  bucket_at(r.time).merge(row_bucket(r));
 }
 
 void RunSeries::request(const RequestRow& r) {
@@ -157,7 +173,9 @@ void RunSeries::request(const RequestRow& r) {
 }
 
 void RunSeries::span(const SpanRow& r) {
-  if (r.track == "step") return;  // every serving step: already in the buckets
+  // Every serving step is already in the buckets; tier loads are part of
+  // their steps' time.
+  if (r.track == "step" || r.track == "tier_load") return;
   SeriesBucket& b = bucket_at(r.start);
   if (r.track == "kv_update") {
     b.bytes_moved += static_cast<double>(r.bytes);
@@ -174,6 +192,43 @@ void RunSeries::span(const SpanRow& r) {
   spans_.push_back({std::string(r.track), std::string(r.name), r.turn,
                     static_cast<double>(r.start) / 1e9,
                     static_cast<double>(r.start + r.duration) / 1e9, r.variant});
+}
+
+void RunSeries::cluster_started(const std::vector<ClusterInstanceInfo>& instances) {
+  infos_ = instances;
+  const size_t each =
+      std::clamp<size_t>(kMaxBuckets * 16 / std::max<size_t>(instances.size(), 1), 32, kMaxBuckets);
+  instances_.assign(instances.size(), RunSeries());
+  for (RunSeries& s : instances_) s.max_buckets_ = each;
+}
+
+void RunSeries::fold_cluster_row(const ClusterTimelineRow& r) {
+  SeriesBucket row = row_bucket(r.state);
+  row.transfers_max = row.transfers_last = static_cast<double>(r.transfers_in_flight);
+  row.tier_blocks_max = row.tier_blocks_last = static_cast<double>(r.tier_blocks);
+  row.pool_blocks_max = row.pool_blocks_last =
+      static_cast<double>(std::max<int64_t>(r.pool_blocks, 0));
+  bucket_at(r.state.time).merge(row);
+}
+
+void RunSeries::cluster_timeline(const ClusterTimelineRow& r) {
+  if (r.instance < 0) {
+    has_pool_ = has_pool_ || r.pool_blocks >= 0;
+    fold_cluster_row(r);
+  } else if (static_cast<size_t>(r.instance) < instances_.size()) {
+    instances_[static_cast<size_t>(r.instance)].fold_cluster_row(r);
+  }
+}
+
+void RunSeries::instance_span(int32_t instance, const SpanRow& r) {
+  // Steps are in the rows; what crossed a link (a prefill instance's KV to
+  // a decode instance, swaps) is summed where it started.
+  if (r.track != "kv_transfer" || instance < 0 ||
+      static_cast<size_t>(instance) >= instances_.size())
+    return;
+  instances_[static_cast<size_t>(instance)].bucket_at(r.start).transfer_bytes +=
+      static_cast<double>(r.bytes);
+  bucket_at(r.start).transfer_bytes += static_cast<double>(r.bytes);
 }
 
 bool RunSeries::has_spans_of(const std::string& track) const {
@@ -198,6 +253,19 @@ void FanOutRunSink::timeline(const TimelineRow& row) {
 void FanOutRunSink::span(const SpanRow& row) {
   for (RunSink* s : sinks_)
     if (s->wants_spans()) s->span(row);
+}
+
+void FanOutRunSink::cluster_started(const std::vector<ClusterInstanceInfo>& instances) {
+  for (RunSink* s : sinks_) s->cluster_started(instances);
+}
+
+void FanOutRunSink::cluster_timeline(const ClusterTimelineRow& row) {
+  for (RunSink* s : sinks_) s->cluster_timeline(row);
+}
+
+void FanOutRunSink::instance_span(int32_t instance, const SpanRow& row) {
+  for (RunSink* s : sinks_)
+    if (s->wants_spans()) s->instance_span(instance, row);
 }
 
 }  // namespace kvsim

@@ -45,6 +45,11 @@ struct SeriesBucket {
   int64_t prefix_query_last = 0, prefix_hit_last = 0;  // cumulative at the last row
   // From spans.
   double bytes_moved = 0, pointer_updates = 0, transfer_bytes = 0, vtcm_wait_ns = 0;
+  // A cluster's timeline: KV transfers in flight, blocks in the instance's
+  // own tiers below HBM, and in the global pool (the cluster's series).
+  double transfers_max = 0, transfers_last = 0;
+  double tier_blocks_max = 0, tier_blocks_last = 0;
+  double pool_blocks_max = 0, pool_blocks_last = 0;
 
   void merge(const SeriesBucket& later);
 };
@@ -65,6 +70,18 @@ class RunSeries final : public RunSink {
   void timeline(const TimelineRow& row) override;
   bool wants_spans() const override { return true; }
   void span(const SpanRow& row) override;
+  // A cluster run: the cluster's rows fill this series' buckets (so the
+  // one-instance charts show the cluster's totals), each instance's rows a
+  // series of its own, bounded alike (fewer buckets each when there are
+  // many instances: at most 16 x kMaxBuckets buckets together, 32 each).
+  void cluster_started(const std::vector<ClusterInstanceInfo>& instances) override;
+  void cluster_timeline(const ClusterTimelineRow& row) override;
+  void instance_span(int32_t instance, const SpanRow& row) override;
+  bool is_cluster() const { return !instances_.empty(); }
+  const std::vector<ClusterInstanceInfo>& cluster_instances() const { return infos_; }
+  const std::vector<RunSeries>& instance_series() const { return instances_; }
+  // Whether the cluster had a global pool (its rows carry the pool's blocks).
+  bool has_pool() const { return has_pool_; }
 
   double bucket_width_s() const { return static_cast<double>(width_) / 1e9; }
   const std::vector<SeriesBucket>& buckets() const { return buckets_; }
@@ -87,13 +104,18 @@ class RunSeries final : public RunSink {
 
  private:
   SeriesBucket& bucket_at(TimeNs t);
+  void fold_cluster_row(const ClusterTimelineRow& row);
 
+  size_t max_buckets_ = kMaxBuckets;
   TimeNs width_ = 1'000'000;  // 1 ms, doubled as needed
   std::vector<SeriesBucket> buckets_;
   BoundedDistribution ttft_, tpot_;
   std::vector<RequestPoint> points_;
   std::vector<KeptSpan> spans_;
   uint64_t spans_dropped_ = 0;
+  std::vector<ClusterInstanceInfo> infos_;
+  std::vector<RunSeries> instances_;  // a cluster's, one per instance
+  bool has_pool_ = false;
 };
 
 // Forwards every row to several sinks (CSV files, chart series, a trace).
@@ -104,6 +126,9 @@ class FanOutRunSink final : public RunSink {
   void timeline(const TimelineRow& row) override;
   bool wants_spans() const override { return wants_spans_; }
   void span(const SpanRow& row) override;
+  void cluster_started(const std::vector<ClusterInstanceInfo>& instances) override;
+  void cluster_timeline(const ClusterTimelineRow& row) override;
+  void instance_span(int32_t instance, const SpanRow& row) override;
 
  private:
   std::vector<RunSink*> sinks_;

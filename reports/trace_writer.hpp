@@ -8,7 +8,13 @@
 //   - process "engine": threads "steps" (a serving step with its batch size
 //     and tokens, or a dialog pass with its AR variant), "KV updates" (Genie
 //     updates with bytes moved and pointer updates), "KV transfers" (swap)
-//     and "VTCM" (waits for a grant); counters for the queue and KV in use.
+//     and "VTCM" (waits for a grant); counters for the queue and KV in use;
+//   - a cluster run: process "cluster" with the cluster's counters (queue,
+//     KV in use, KV transfers in flight, blocks in tiers and the global
+//     pool), then one process per instance ("instance 3: prefill (prefill,
+//     TP 1)") with threads "steps", "KV transfers" (swaps, and the KV a
+//     prefill instance sends to a decode instance), "tier loads" (a step's
+//     reads from each tier below HBM) and its own queue and KV counters.
 // Bounded: each kind of event keeps every one until half its budget is
 // spent, then every 2nd, every 4th, ... so a long run's file stays near
 // `max_events` events (a few dozen more at most) and still covers the whole
@@ -18,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "reports/output_rule.hpp"
 #include "sim/engine/run_sink.hpp"
@@ -41,6 +48,9 @@ class TraceRunSink final : public RunSink {
   void timeline(const TimelineRow& row) override;
   bool wants_spans() const override { return true; }
   void span(const SpanRow& row) override;
+  void cluster_started(const std::vector<ClusterInstanceInfo>& instances) override;
+  void cluster_timeline(const ClusterTimelineRow& row) override;
+  void instance_span(int32_t instance, const SpanRow& row) override;
   // Ends the JSON document and renames it into place; throws
   // std::filesystem::filesystem_error when a write failed (a full disk),
   // OutputRefused when the destination may no longer be replaced.
@@ -65,6 +75,9 @@ class TraceRunSink final : public RunSink {
 
  private:
   void event(const std::string& json);
+  void engine_metadata();  // the one engine's process, before its first event
+  void span_event(int pid, const SpanRow& r);
+  std::string instances_sampled() const;
 
   OutputTarget target_;
   TemporaryPath temp_;
@@ -72,9 +85,18 @@ class TraceRunSink final : public RunSink {
   std::string path_;
   bool first_ = true;
   bool closed_ = false;
+  bool engine_named_ = false;
+  std::string title_;
   // Event budgets: requests (4 to 6 events each), steps and passes, other
   // spans, counters.
   Sampler requests_, steps_, others_, counters_;
+  // A cluster: the budgets shared out, so that every instance keeps its
+  // share of steps and spans, and every row time keeps all of its rows.
+  uint64_t max_events_;
+  std::vector<Sampler> instance_steps_, instance_others_;
+  Sampler row_times_{1};
+  size_t instances_ = 0;
+  bool keep_row_time_ = false;
 };
 
 }  // namespace kvsim

@@ -110,6 +110,9 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
     e.ttft_p50_ms = p.latency_ms.ttft.p50;
     e.ttft_p99_ms = p.latency_ms.ttft.p99;
     e.peak_used_bytes = p.kv_cache.peak_used_bytes;
+    e.devices = inst.group->spec->tp * std::max<int64_t>(inst.group->spec->pp, 1);
+    e.kv_bytes_per_device = p.memory.kv_bytes;
+    e.weights_bytes_per_device = p.memory.weights_bytes;
     c.per_instance.push_back(std::move(e));
   }
   m.part<ClusterMetrics>() = std::move(c);
@@ -189,6 +192,9 @@ void write_cluster(const RunMetrics& m, nlohmann::ordered_json& j) {
     e["ttft_p50_ms"] = i.ttft_p50_ms;
     e["ttft_p99_ms"] = i.ttft_p99_ms;
     e["peak_used_bytes"] = i.peak_used_bytes;
+    e["devices"] = i.devices;
+    e["kv_bytes_per_device"] = i.kv_bytes_per_device;
+    e["weights_bytes_per_device"] = i.weights_bytes_per_device;
     list.push_back(std::move(e));
   }
   o["per_instance"] = std::move(list);

@@ -16,7 +16,10 @@ struct ClusterInstanceMetrics {
   std::string group, role;
   int64_t arrived = 0, completed = 0, rejected = 0, preemptions = 0, steps = 0;
   double prefix_hit_rate = 0, ttft_p50_ms = 0, ttft_p99_ms = 0;
-  Bytes peak_used_bytes = 0;
+  Bytes peak_used_bytes = 0;  // one device's share, as kv_cache.peak_used_bytes
+  // Its devices (tp x pp) and what each of them holds.
+  int64_t devices = 1;
+  Bytes kv_bytes_per_device = 0, weights_bytes_per_device = 0;
 };
 struct ClusterMetrics {
   int64_t instances = 0, prefill_instances = 0, decode_instances = 0;

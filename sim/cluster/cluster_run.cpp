@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/cache/tiers/tier_chain.hpp"
 #include "sim/cluster/routing_registry.hpp"
 
 namespace kvsim {
@@ -19,7 +20,8 @@ int64_t request_tokens(const Request& r) {
 
 struct ClusterRun::Handoff {
   Request request;  // the whole request, KV ready for its prompt
-  size_t decode = 0;
+  size_t from = 0, decode = 0;
+  Bytes bytes = 0;            // the KV it carries
   int64_t cached_tokens = 0;  // the prefill instance's prefix hit
   int32_t preemptions = 0;    // at the prefill instance
   bool delivered = false;
@@ -53,6 +55,7 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
                        MakeEngine make_engine, RunSink* sink)
     : scenario_(scenario),
       cluster_(cluster),
+      sink_(sink),
       // Its instances serve each request alone: a dialog's turns carry
       // their conversation.
       source_(make_request_source(*scenario.workload, scenario.seed, scenario.model.vocab_size,
@@ -65,6 +68,9 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
       inst->index = instances_.size();
       inst->group = &group;
       inst->uplink = std::make_unique<InstanceUplink>(*this, *inst);
+      inst->tap.run = this;
+      inst->tap.index = inst->index;
+      inst->tap.spans = sink_ != nullptr && sink_->wants_spans();
       inst->engine = make_engine(*group.spec, sim_, *inst->uplink, &inst->tap);
       inst->engine->mirror_itl(shell_.itl_histogram());
       (group.role == InstanceRole::decode ? decode_ : front_).push_back(inst->index);
@@ -83,9 +89,67 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
   decode_router_ =
       make_routing_policy(cluster_.decode_router.policy, cluster_.decode_router.params);
   pump_.connect([this](Request r) { submit(std::move(r)); }, [this] { arrivals_done(); });
+  if (sink_ != nullptr) build_timeline();
 }
 
 ClusterRun::~ClusterRun() = default;
+
+// The sink hears of the instances, then of their rows: one state per
+// instance, rows written as the clock leaves each interval.
+void ClusterRun::build_timeline() {
+  std::vector<ClusterInstanceInfo> infos;
+  std::vector<ClusterTimeline::Instance> shapes;
+  for (const auto& inst : instances_) {
+    const InstanceSpec& spec = *inst->group->spec;
+    const PoolSizing plan = inst->engine->memory_plan();
+    const int64_t pp = std::max<int64_t>(spec.pp, 1);
+    infos.push_back({inst->group->name, std::string(instance_role_name(inst->group->role)), spec.tp,
+                     pp, plan.num_blocks * plan.instance_block_bytes});
+    shapes.push_back(
+        {spec.tp * pp, plan.instance_block_bytes, inst->group->role != InstanceRole::decode});
+  }
+  sink_->cluster_started(infos);
+  auto tiers = [this](size_t i) -> int64_t {
+    const KvCachePolicy* cache = instances_[i]->engine->cache_policy();
+    const TierChain* chain = cache != nullptr ? cache->tiers() : nullptr;
+    int64_t blocks = 0;
+    if (chain != nullptr)
+      for (int t = 0; t < chain->size(); ++t)
+        if (!chain->shared(t)) blocks += chain->tier(t).blocks_held();
+    return blocks;
+  };
+  auto pool = [this]() -> int64_t { return pool_ ? pool_->blocks_held() : -1; };
+  timeline_ = std::make_unique<ClusterTimeline>(scenario_.output.timeline_interval,
+                                                std::move(shapes), *sink_, tiers, pool);
+}
+
+void ClusterRun::set_progress(std::function<void(const RunProgress&)> callback) {
+  progress_ = std::move(callback);
+  for (const auto& inst : instances_) {
+    Instance* at = inst.get();
+    at->engine->set_progress(
+        progress_ ? std::function<void(const RunProgress&)>([this, at](const RunProgress& p) {
+          at->running = p.running;
+          at->waiting = p.waiting;
+          report_progress();
+        })
+                  : std::function<void(const RunProgress&)>());
+  }
+}
+
+void ClusterRun::report_progress() {
+  RunProgress p;
+  p.arrived = shell_.arrived();
+  p.completed = shell_.completed();
+  p.rejected = shell_.rejected();
+  for (const auto& inst : instances_) {
+    p.running += inst->running;
+    p.waiting += inst->waiting;
+  }
+  p.simulated = sim_.now();
+  p.instances = static_cast<int64_t>(instances_.size());
+  progress_(p);
+}
 
 PoolSizing ClusterRun::memory_plan() const {
   return instances_.front()->engine->memory_plan();
@@ -168,6 +232,7 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
   h.request.kv_ready_tokens = static_cast<int64_t>(request.prompt.size());
   h.cached_tokens = row.cached_tokens;
   h.preemptions = row.preemptions;
+  h.from = from.index;
   h.decode = route(*decode_router_, decode_, h.request);
   Instance& to = *instances_[h.decode];
   ++to.outstanding_requests;
@@ -192,6 +257,22 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
   transfer_bytes_ += price.bytes;
   transfer_time_ += done - now;
   transfer_max_ = std::max(transfer_max_, done - now);
+  h.bytes = price.bytes;
+  if (timeline_) timeline_->transfer_started(h.from, h.decode, price.bytes, now);
+  if (from.tap.spans) {
+    // On the sending instance's track, from the link's start (after the
+    // transfers queued ahead of it) to the KV's arrival.
+    SpanRow span{"kv_transfer",
+                 "PD transfer",
+                 request.id,
+                 -1,
+                 start,
+                 done - start,
+                 h.request.kv_ready_tokens};
+    span.bytes = price.bytes;
+    span.seqs = static_cast<int64_t>(h.decode);  // the receiving instance
+    sink_->instance_span(static_cast<int32_t>(from.index), span);
+  }
   const uint64_t id = request.id;
   handoffs_.emplace(id, std::move(h));
   sim_.schedule_at(done, kArrivalPriority, [this, id] { deliver(id); });
@@ -200,6 +281,7 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
 void ClusterRun::deliver(uint64_t id) {
   Handoff& h = handoffs_.at(id);
   h.delivered = true;
+  if (timeline_) timeline_->transfer_arrived(h.from, h.decode, h.bytes, sim_.now());
   Instance& to = *instances_[h.decode];
   to.engine->submit(std::move(h.request));
   to.engine->arrivals_done();
@@ -210,6 +292,7 @@ RunMetrics ClusterRun::run() {
   for (const auto& inst : instances_) inst->engine->start();
   pump_.arm();
   sim_.run();
+  if (timeline_) timeline_->finish();
   if (!handoffs_.empty() || !outputs_.empty())
     throw std::logic_error(fmt::format("the cluster run ended with {} requests between instances",
                                        handoffs_.size() + outputs_.size()));

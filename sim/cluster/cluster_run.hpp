@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/cluster/cluster_spec.hpp"
+#include "sim/cluster/cluster_timeline.hpp"
 #include "sim/cluster/kv_link.hpp"
 #include "sim/cluster/routing_policy.hpp"
 #include "sim/core/simulator.hpp"
@@ -36,7 +37,10 @@ class ClusterRun {
                                                           EngineUplink& uplink, RunSink* sink);
   // `scenario` is the scenario's own instance (its workload feeds the
   // router); `cluster` its groups. `sink` may be null (rows are dropped).
-  // The cluster writes one requests.csv row per request, as one engine does.
+  // The cluster writes one requests.csv row per request, as one engine does,
+  // and gives the sink its instances (cluster_started), its timeline
+  // (ClusterTimeline) and each instance's spans, with the KV transfers
+  // between instances as spans of the sending instance.
   ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster, MakeEngine make_engine,
              RunSink* sink);
   ~ClusterRun();
@@ -51,6 +55,9 @@ class ClusterRun {
 
   // The memory plan of the first instance (for the report).
   PoolSizing memory_plan() const;
+  // Where the run stands, summed over the instances (each reports every
+  // few thousand of its steps). Before run().
+  void set_progress(std::function<void(const RunProgress&)> callback);
   size_t instances() const { return instances_.size(); }
   const InferenceEngine& engine(size_t i) const;
   // The global pool every mixed and prefill instance shares; null without.
@@ -60,25 +67,37 @@ class ClusterRun {
   class InstanceUplink;
   struct Handoff;  // a prefilled request on its way to a decode instance
 
-  // An instance's rows stop here: the cluster writes one row per request
-  // itself. The row of a leaving request is kept for the uplink call that
-  // follows it (EngineShell writes the row, then tells the uplink).
-  class RowTap final : public RunSink {
+  // An instance's request rows stop here: the cluster writes one row per
+  // request itself. The row of a leaving request is kept for the uplink call
+  // that follows it (EngineShell writes the row, then tells the uplink). Its
+  // timeline rows go to the cluster's timeline, its spans to the sink
+  // tagged with the instance.
+  class InstanceTap final : public RunSink {
    public:
     void request(const RequestRow& row) override { last = row; }
-    void timeline(const TimelineRow&) override {}
+    void timeline(const TimelineRow& row) override {
+      if (run->timeline_) run->timeline_->instance_row(index, row);
+    }
+    bool wants_spans() const override { return spans; }
+    void span(const SpanRow& row) override {
+      run->sink_->instance_span(static_cast<int32_t>(index), row);
+    }
     RequestRow last;
+    ClusterRun* run = nullptr;
+    size_t index = 0;
+    bool spans = false;
   };
 
   struct Instance {
     size_t index = 0;
     const InstanceGroup* group = nullptr;
-    RowTap tap;
+    InstanceTap tap;
     std::unique_ptr<InstanceUplink> uplink;
     std::unique_ptr<InferenceEngine> engine;
     int64_t outstanding_requests = 0, outstanding_tokens = 0;
-    bool touched = false;  // received a request at the current instant
-    TimeNs link_free = 0;  // its KV link's next free time (prefill)
+    bool touched = false;              // received a request at the current instant
+    TimeNs link_free = 0;              // its KV link's next free time (prefill)
+    int64_t running = 0, waiting = 0;  // at its last progress report
     ~Instance();
   };
 
@@ -89,12 +108,15 @@ class ClusterRun {
   void deliver(uint64_t id);
   size_t route(RoutingPolicy& router, const std::vector<size_t>& members, const Request& request);
   void check_conserved() const;
+  void build_timeline();
+  void report_progress();
   RunMetrics collect(std::vector<RunMetrics> per_instance);
   void collect_tiers(const std::vector<RunMetrics>& per, int64_t query_tokens, int64_t hit_tokens,
                      RunMetrics& m) const;
 
   const InstanceSpec& scenario_;
   const ClusterSpec& cluster_;
+  RunSink* sink_;  // may be null
   Simulator sim_;
   std::unique_ptr<RequestSource> source_;
   ArrivalPump pump_;
@@ -103,8 +125,10 @@ class ClusterRun {
   std::vector<size_t> front_;   // mixed or prefill instances
   std::vector<size_t> decode_;  // decode instances
   std::unique_ptr<RoutingPolicy> front_router_, decode_router_;
-  std::shared_ptr<KvTier> pool_;     // cluster.global_pool, shared by the front instances
-  std::vector<InstanceView> views_;  // scratch, one per member routed among
+  std::shared_ptr<KvTier> pool_;               // cluster.global_pool, shared by the front instances
+  std::vector<InstanceView> views_;            // scratch, one per member routed among
+  std::unique_ptr<ClusterTimeline> timeline_;  // with a sink only
+  std::function<void(const RunProgress&)> progress_;
 
   // Requests between the prefill instance and the decode instance, and the
   // full output of each request at a prefill instance (which is asked for

@@ -24,6 +24,7 @@ struct RunProgress {
   int64_t arrived = 0, completed = 0, rejected = 0;
   int64_t running = 0, waiting = 0;
   TimeNs simulated = 0;
+  int64_t instances = 1;  // a cluster: running and waiting sum over them
 };
 
 // The engine's way back to whoever feeds it requests.

@@ -3,7 +3,9 @@
 // memory does not grow with the number of finished requests. reports/ writes
 // them to CSV; tests and benchmarks use NullRunSink.
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/units.hpp"
 
@@ -48,10 +50,13 @@ struct TimelineRow {
 // timeline bar): a step or pass, a KV update or transfer, a wait for VTCM.
 // Engines emit them only to a sink that wants_spans().
 struct SpanRow {
-  std::string_view track;  // "step", "pass", "kv_update", "kv_transfer", "vtcm_wait"
-  std::string_view name;   // "step", "prefill", "decode", "swap", ...
-  uint64_t id = 0;         // step or pass number, or the request id
-  int32_t turn = -1;       // dialog turn, -1 elsewhere
+  // "step", "pass", "kv_update", "kv_transfer" (swap; between a cluster's
+  // instances), "tier_load" (a step's reads from one tier below HBM, named
+  // by the tier), "vtcm_wait"
+  std::string_view track;
+  std::string_view name;  // "step", "prefill", "decode", "swap", ...
+  uint64_t id = 0;        // step or pass number, or the request id
+  int32_t turn = -1;      // dialog turn, -1 elsewhere
   TimeNs start = 0, duration = 0;
   int64_t tokens = 0;           // tokens computed
   int64_t seqs = 0;             // sequences in the batch
@@ -59,6 +64,31 @@ struct SpanRow {
   Bytes bytes = 0;              // bytes moved / granted
   int64_t pointer_updates = 0;  // Genie KV update
   bool variant_switch = false;  // Genie KV update that changed the variant
+};
+
+// A cluster's instance as the reports name it (sim/cluster/cluster_run.hpp).
+struct ClusterInstanceInfo {
+  std::string group, role;      // role: mixed | prefill | decode
+  int64_t tp = 1, pp = 1;       // its devices: tp x pp
+  Bytes kv_capacity_bytes = 0;  // its KV pool, all of its devices together
+};
+
+// A cluster run's timeline (sim/cluster/cluster_timeline.hpp): the
+// instances' rows folded into output.timeline_interval buckets, then at each
+// bucket's last observation one row per instance (instance 0, 1, ...) and
+// one for the whole cluster (instance -1), all at the same time.
+struct ClusterTimelineRow {
+  int32_t instance = -1;  // -1: the cluster (sums over its instances)
+  // The instance's last row in the bucket (time is the bucket's last
+  // observation); kv_used_bytes is the instance's, all of its devices
+  // together, and the step columns sum the bucket's steps.
+  TimelineRow state;
+  // KV transfers this instance sends or awaits (the cluster: each once), the
+  // most in flight at once within the interval, and their bytes.
+  int64_t transfers_in_flight = 0;
+  Bytes transfer_bytes_in_flight = 0;
+  int64_t tier_blocks = 0;  // blocks held in its own tiers below HBM (dram, ssd)
+  int64_t pool_blocks = 0;  // the cluster's global pool (the cluster row; -1 elsewhere)
 };
 
 class RunSink {
@@ -69,6 +99,13 @@ class RunSink {
   // Spans cost the engine a little per step: only sinks that ask get them.
   virtual bool wants_spans() const { return false; }
   virtual void span(const SpanRow&) {}
+  // A cluster run calls these instead of timeline() and span(): first
+  // cluster_started() with its instances, then the rows of its timeline and
+  // each instance's spans (with wants_spans()). One instance's run never
+  // calls them.
+  virtual void cluster_started(const std::vector<ClusterInstanceInfo>&) {}
+  virtual void cluster_timeline(const ClusterTimelineRow&) {}
+  virtual void instance_span(int32_t, const SpanRow&) {}
 };
 
 class NullRunSink final : public RunSink {

@@ -19,6 +19,7 @@ ScenarioRunResult run_scenario(const ScenarioSpec& scenario, RunSink* sink,
                                std::function<void(const RunProgress&)> progress) {
   if (scenario.cluster) {
     ClusterRun cluster(scenario, *scenario.cluster, make_instance_engine, sink);
+    if (progress) cluster.set_progress(std::move(progress));
     ScenarioRunResult r;
     r.metrics = cluster.run();
     r.sizing = cluster.memory_plan();

@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "sim/cache/tiers/tier_chain.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/core/served_metrics.hpp"
 
@@ -399,8 +400,8 @@ void ServingEngine::reject(Sequence* seq) {
   recycle(seq);
 }
 
-// The step as a span (batch size, tokens) and the KV it moves over the host
-// link as a transfer beside it, for a trace.
+// The step as a span (batch size, tokens), the KV it moves over the host
+// link as a transfer beside it, and its loads from each tier, for a trace.
 void ServingEngine::span_step(TimeNs now) {
   SpanRow row{"step", "step",        static_cast<uint64_t>(steps_), -1,
               now,    step_latency_, batch_.total_tokens,           batch_.num_seqs()};
@@ -415,6 +416,16 @@ void ServingEngine::span_step(TimeNs now) {
     SpanRow in{"kv_transfer", "swap in", static_cast<uint64_t>(steps_), -1, now, step_latency_};
     in.bytes = batch_.swap_in_bytes;
     shell_.span(in);
+  }
+  // The tier hits it read back (before it, or layer by layer beside it).
+  if (const TierChain* chain = policy_->tiers()) {
+    for (int i = 0; i < chain->size(); ++i) {
+      if (chain->last_read_bytes(i) == 0) continue;
+      SpanRow load{"tier_load", chain->tier(i).name(),   static_cast<uint64_t>(steps_), -1,
+                   now,         chain->last_read_time(i)};
+      load.bytes = chain->last_read_bytes(i);
+      shell_.span(load);
+    }
   }
 }
 

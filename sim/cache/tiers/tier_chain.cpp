@@ -16,6 +16,8 @@ TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise,
   moved_.resize(tiers_.size());
   shared_.assign(tiers_.size(), false);
   pending_blocks_.assign(tiers_.size(), 0);
+  last_read_bytes_.assign(tiers_.size(), 0);
+  last_read_time_.assign(tiers_.size(), 0);
   const size_t levels = tiers_.size() + 1;
   left_.assign(levels, 0);
   landed_.assign(levels, 0);
@@ -130,8 +132,11 @@ TierLoad TierChain::take_load() {
   // One transfer per tier per step; tiers are read one after another (their
   // blocks cross the same host link into the device).
   for (int i = 0; i < size(); ++i) {
-    int64_t& blocks = pending_blocks_[static_cast<size_t>(i)];
-    load.time += tiers_[static_cast<size_t>(i)]->read_time(blocks);
+    const auto at = static_cast<size_t>(i);
+    int64_t& blocks = pending_blocks_[at];
+    last_read_time_[at] = tiers_[at]->read_time(blocks);
+    last_read_bytes_[at] = blocks * tiers_[at]->block_bytes();
+    load.time += last_read_time_[at];
     blocks = 0;
   }
   load_time_ += load.time;

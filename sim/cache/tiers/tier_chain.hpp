@@ -78,6 +78,10 @@ class TierChain final : public BlockEvictionListener {
   void load(const BlockHash& hash, int tier, bool first_admission);
   // The time of the loads since the last call (0 when none), and resets.
   TierLoad take_load();
+  // What the last take_load() read from tier `i` (a trace shows each as a
+  // transfer of its step): bytes and time, 0 when nothing.
+  Bytes last_read_bytes(int i) const { return last_read_bytes_[static_cast<size_t>(i)]; }
+  TimeNs last_read_time(int i) const { return last_read_time_[static_cast<size_t>(i)]; }
 
   // Adds kv_tiers.* to the run's metrics; `query_tokens` are the prompt
   // tokens looked up at first admissions (prefix_hit_rate's denominator).
@@ -104,6 +108,8 @@ class TierChain final : public BlockEvictionListener {
   std::vector<Moved> moved_;
   std::vector<bool> shared_;
   std::vector<int64_t> pending_blocks_;  // loads of the current step, per tier
+  std::vector<Bytes> last_read_bytes_;   // of the last take_load, per tier
+  std::vector<TimeNs> last_read_time_;
   TimeNs load_time_ = 0;
   // Blocks leaving each level (device = index 0, tier i = i + 1) and where
   // they went: into a tier, already there, or dropped.

@@ -14,40 +14,6 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int kSmallWidth = 300, kSmallHeight = 210;
 
-// A gauge over a series' buckets: the bucket's maximum, or the last value
-// before it when no row fell in it (as the one-instance charts draw it).
-using Gauge = double SeriesBucket::*;
-ChartSeries gauge_line(const std::string& label, const RunSeries& run, Gauge max_of, Gauge last_of,
-                       double scale = 1.0) {
-  ChartSeries s;
-  s.label = label;
-  const double width = run.bucket_width_s();
-  const SeriesBucket* previous = nullptr;
-  const auto& buckets = run.buckets();
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    const SeriesBucket& b = buckets[i];
-    double y = 0;
-    if (b.any)
-      y = b.*max_of / scale;
-    else if (previous != nullptr)
-      y = (*previous).*last_of / scale;
-    else
-      continue;
-    if (b.any) previous = &b;
-    s.x.push_back(static_cast<double>(i) * width);
-    s.y.push_back(y);
-  }
-  return s;
-}
-
-ChartSpec time_chart(std::string title, std::string y_label) {
-  ChartSpec c;
-  c.title = std::move(title);
-  c.x_label = "simulated time (s)";
-  c.y_label = std::move(y_label);
-  return c;
-}
-
 double end_of(const ChartSpec& c) {
   double end = 0;
   for (const auto& s : c.series)
@@ -67,7 +33,7 @@ ChartSpec spread_chart(const RunSeries& cluster, std::string title, std::string 
   ChartSpec c = time_chart(std::move(title), std::move(y_label));
   std::map<double, std::vector<double>> at;
   for (const RunSeries& s : cluster.instance_series()) {
-    const ChartSeries line = gauge_line("", s, max_of, last_of, scale);
+    const ChartSeries line = gauge_series("", s, max_of, last_of, scale);
     for (size_t k = 0; k < line.x.size(); ++k) at[line.x[k]].push_back(line.y[k]);
   }
   ChartSeries most{"most loaded instance", {}, {}, {}}, mean{"mean of the instances", {}, {}, {}},
@@ -93,7 +59,7 @@ ChartSpec spread_chart(const RunSeries& cluster, std::string title, std::string 
       for (size_t i = 0; i < cluster.instance_series().size(); ++i) {
         if (cluster.cluster_instances()[i].group != g) continue;
         const ChartSeries line =
-            gauge_line("", cluster.instance_series()[i], max_of, last_of, scale);
+            gauge_series("", cluster.instance_series()[i], max_of, last_of, scale);
         for (size_t k = 0; k < line.x.size(); ++k) {
           sums[line.x[k]].first += line.y[k];
           ++sums[line.x[k]].second;
@@ -119,7 +85,7 @@ ChartSpec instance_kv_chart(const RunSeries& cluster, size_t i) {
   c.width = kSmallWidth;
   c.height = kSmallHeight;
   c.series.push_back(
-      gauge_line("in use", s, &SeriesBucket::kv_used_max, &SeriesBucket::kv_used_last, kGiB));
+      gauge_series("in use", s, &SeriesBucket::kv_used_max, &SeriesBucket::kv_used_last, kGiB));
   const double cap = static_cast<double>(info.kv_capacity_bytes) / kGiB;
   if (cap > 0) c.series.push_back({"its pool", {0.0, end_of(c)}, {cap, cap}, {}});
   return c;
@@ -132,9 +98,9 @@ ChartSpec instance_queue_chart(const RunSeries& cluster, size_t i) {
   c.width = kSmallWidth;
   c.height = kSmallHeight;
   c.series.push_back(
-      gauge_line("running", s, &SeriesBucket::running_max, &SeriesBucket::running_last));
+      gauge_series("running", s, &SeriesBucket::running_max, &SeriesBucket::running_last));
   c.series.push_back(
-      gauge_line("waiting", s, &SeriesBucket::waiting_max, &SeriesBucket::waiting_last));
+      gauge_series("waiting", s, &SeriesBucket::waiting_max, &SeriesBucket::waiting_last));
   return c;
 }
 
@@ -164,8 +130,8 @@ std::vector<CaptionedChart> cluster_charts(const RunMetrics& m, const LabelledSe
   // The cluster's totals.
   ChartSpec kv =
       time_chart(fmt::format("KV cache memory in use ({}, all their devices)", over), "GiB");
-  kv.series.push_back(
-      gauge_line("in use", series, &SeriesBucket::kv_used_max, &SeriesBucket::kv_used_last, kGiB));
+  kv.series.push_back(gauge_series("in use", series, &SeriesBucket::kv_used_max,
+                                   &SeriesBucket::kv_used_last, kGiB));
   double capacity = 0;
   for (const ClusterInstanceInfo& i : series.cluster_instances())
     capacity += static_cast<double>(i.kv_capacity_bytes);
@@ -203,19 +169,19 @@ std::vector<CaptionedChart> cluster_charts(const RunMetrics& m, const LabelledSe
     ChartSpec t = time_chart(
         "KV transfers in flight, prefill to decode (peak within each interval)", "transfers");
     t.kind = ChartSpec::Kind::steps;
-    t.series.push_back(gauge_line("in flight", series, &SeriesBucket::transfers_max,
-                                  &SeriesBucket::transfers_last));
+    t.series.push_back(gauge_series("in flight", series, &SeriesBucket::transfers_max,
+                                    &SeriesBucket::transfers_last));
     out.push_back({t, "KV transfers between instances (queued on the link or crossing it)"});
   }
   ChartSpec below = time_chart("Blocks held below HBM", "blocks");
   const ChartSeries tiers =
-      gauge_line("the instances' own tiers", series, &SeriesBucket::tier_blocks_max,
-                 &SeriesBucket::tier_blocks_last);
+      gauge_series("the instances' own tiers", series, &SeriesBucket::tier_blocks_max,
+                   &SeriesBucket::tier_blocks_last);
   if (std::any_of(tiers.y.begin(), tiers.y.end(), [](double y) { return y > 0; }))
     below.series.push_back(tiers);
   if (series.has_pool())
-    below.series.push_back(gauge_line("the global pool", series, &SeriesBucket::pool_blocks_max,
-                                      &SeriesBucket::pool_blocks_last));
+    below.series.push_back(gauge_series("the global pool", series, &SeriesBucket::pool_blocks_max,
+                                        &SeriesBucket::pool_blocks_last));
   if (chart_has_signal(below))
     out.push_back({below, "KV blocks in each instance's tiers (summed) and in the shared pool"});
 

@@ -23,19 +23,6 @@ std::string layout_of(const InstanceSpec& g) {
   return g.pp > 1 ? fmt::format("TP {} x PP {}", g.tp, g.pp) : fmt::format("TP {}", g.tp);
 }
 
-int64_t block_size_of(const ScenarioSpec& s) {
-  const BlockPoolContract* pool = s.policy().block_pool();
-  return pool != nullptr ? pool->block_size() : 0;
-}
-
-std::string summary_geometry(const ScenarioSpec& s) {
-  return fmt::format("block {}", block_size_of(s));
-}
-
-std::string html_geometry(const ScenarioSpec& s) {
-  return fmt::format("in blocks of {} tokens", block_size_of(s));
-}
-
 const ClusterMetrics& cluster_of(const RunMetrics& m) {
   static const ClusterMetrics none;
   const ClusterMetrics* c = m.find<ClusterMetrics>();
@@ -241,9 +228,15 @@ std::string deployment_phrase(const ScenarioSpec& s) {
   return s.cluster ? cluster_deployment(s) : fmt::format("tensor parallel {}", s.tp);
 }
 
+// A cluster's instances are serving engines: their cache's geometry reads
+// as one instance's does; the figures and charts are the cluster's.
 EngineReport cluster_engine_report() {
-  return {"serving",     "steps",  summary_geometry, html_geometry,
-          summary_lines, markdown, html_tables,      cluster_charts};
+  EngineReport r = serving_engine_report();
+  r.summary_lines = summary_lines;
+  r.markdown = markdown;
+  r.html_tables = html_tables;
+  r.charts = cluster_charts;
+  return r;
 }
 
 }  // namespace kvsim

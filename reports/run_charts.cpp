@@ -31,11 +31,21 @@ ChartSeries bucket_series(const std::string& label, const RunSeries& run, F valu
   return s;
 }
 
+ChartSeries cumulative(ChartSeries s) {
+  double sum = 0;
+  for (double& y : s.y) {
+    sum += y;
+    y = sum;
+  }
+  return s;
+}
+
+}  // namespace
+
 // A gauge: the bucket's maximum, or the last value before it when no row
 // fell in it.
-using Gauge = double SeriesBucket::*;
 ChartSeries gauge_series(const std::string& label, const RunSeries& run, Gauge max_of,
-                         Gauge last_of, double scale = 1.0) {
+                         Gauge last_of, double scale) {
   return bucket_series(
       label, run, [&](const SeriesBucket& b, const SeriesBucket* prev) -> std::optional<double> {
         if (b.any) return b.*max_of / scale;
@@ -51,17 +61,6 @@ ChartSpec time_chart(std::string title, std::string y_label) {
   c.y_label = std::move(y_label);
   return c;
 }
-
-ChartSeries cumulative(ChartSeries s) {
-  double sum = 0;
-  for (double& y : s.y) {
-    sum += y;
-    y = sum;
-  }
-  return s;
-}
-
-}  // namespace
 
 ChartSpec kv_memory_chart(const std::vector<LabelledSeries>& runs,
                           std::optional<double> capacity_bytes) {

@@ -23,6 +23,14 @@ struct LabelledSeries {
 // A chart and its caption.
 using CaptionedChart = std::pair<ChartSpec, std::string>;
 
+// A gauge over a run's buckets: the bucket's maximum (`max_of`), or the
+// last value before it (`last_of`) when no row fell in it; divided by `scale`.
+using Gauge = double SeriesBucket::*;
+ChartSeries gauge_series(const std::string& label, const RunSeries& run, Gauge max_of,
+                         Gauge last_of, double scale = 1.0);
+// An empty chart over simulated time.
+ChartSpec time_chart(std::string title, std::string y_label);
+
 // KV memory in use (the peak within each time bucket); with `capacity_bytes`
 // the pool's capacity as a line.
 ChartSpec kv_memory_chart(const std::vector<LabelledSeries>& runs,

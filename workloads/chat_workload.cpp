@@ -95,7 +95,10 @@ class ChatSource final : public WorkloadSource {
     // true as soon as nothing more can come.
     session.history_tokens += user + output;
     session.next_turn = t + 1;
-    if (session.next_turn < session.turns && fits(session)) awaiting_.emplace(s, session);
+    if (session.next_turn < session.turns && fits(session)) {
+      request.session_continues = true;
+      awaiting_.emplace(s, session);
+    }
     return request;
   }
 

@@ -18,7 +18,14 @@ struct Request {
   // history, hashes to the same blocks.
   TokenContent output;
   uint64_t session = 0;       // chat session id (0 for single-shot requests)
-  int32_t turn = 0;           // 0-based turn within the session
+  int32_t turn = 0;           // 0-based turn (call) within the session
+  // The session this one branched from (an agent's sub-agent shares its
+  // parent's context), 0 when none.
+  uint64_t parent_session = 0;
+  // The session sends another call after this one completes: what a server
+  // that retains a session's KV between calls keys on (an agent framework
+  // knows whether its loop goes on). False for single-shot requests.
+  bool session_continues = false;
   int32_t prefix_group = -1;  // shared-prefix group, -1 when none
   // Prompt tokens whose KV arrives with the request (a decode instance of a
   // prefill/decode split receives it from the prefill instance): the

@@ -14,6 +14,7 @@
 #include "sim/cluster/cluster_metrics.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/serve/serving_metrics.hpp"
+#include "sim/serve/session_retention_metrics.hpp"
 #include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
@@ -100,6 +101,7 @@ std::string summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
     out += fmt::format("global pool: {} ({} blocks), shared by {} instances, {} blocks put\n",
                        format_bytes(c.global_pool.capacity_bytes), c.global_pool.capacity_blocks,
                        c.global_pool.instances, c.global_pool.puts);
+  out += session_retention_summary(m);  // summed over the instances
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "reports/run_report_sections.hpp"
 #include "sim/cache/chunk_lru_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
+#include "sim/serve/session_retention_metrics.hpp"
 
 namespace kvsim {
 namespace {
@@ -42,6 +43,7 @@ std::string summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
   out += fmt::format("memory per device: {} total, weights {}, activations {}, KV {}\n",
                      format_bytes(m.memory.device_bytes), format_bytes(m.memory.weights_bytes),
                      format_bytes(pool.activation_reserve_bytes), format_bytes(m.memory.kv_bytes));
+  out += session_retention_summary(m);
   return out;
 }
 

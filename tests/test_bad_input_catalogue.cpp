@@ -55,6 +55,17 @@ workload:
   "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n" \
   "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"
 
+// kBase with `scheduler.session_retention:` given `body` (line 6).
+#define RETENTION_SCENARIO(body)                                                     \
+  "name: ret\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"                  \
+  "kv_cache: {policy: paged, block_size: 64}\n"                                      \
+  "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048, session_retention: " body \
+  "}\n"                                                                              \
+  "workload:\n  kind: synthetic\n  requests: 6\n"                                    \
+  "  arrival: {process: poisson, rate_per_s: 20}\n"                                  \
+  "  input_tokens: {dist: uniform, min: 64, max: 256}\n"                             \
+  "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+
 // A scenario on the ATB layout (line 5) of `device`, `model` and `block`.
 #define ATB_SCENARIO(device, model, block)                                                      \
   "name: atb\nseed: 1\ndevice: " device "\nmodel: " model                                       \
@@ -117,6 +128,26 @@ const BadInput kCatalogue[] = {
      "--set scheduler.max_num_seqs", "scheduler.max_num_seqs"},
     {"SetMaxBatchedZero", "run {base} --out {out} --set scheduler.max_batched_tokens=0",
      "--set scheduler.max_batched_tokens", "scheduler.max_batched_tokens"},
+    // ---- run: scheduler.session_retention
+    {"SetRetentionTtlZero", "run {base} --out {out} --set scheduler.session_retention.ttl=0s",
+     "--set scheduler.session_retention.ttl", "scheduler.session_retention.ttl"},
+    {"RetentionTtlZero", "run {bad} --out {out}", "bad.yaml:6:", "scheduler.session_retention.ttl",
+     RETENTION_SCENARIO("{ttl: 0s}")},
+    {"RetentionTtlNegative", "run {bad} --out {out}",
+     "bad.yaml:6:", "scheduler.session_retention.ttl", RETENTION_SCENARIO("{ttl: -5s}")},
+    {"RetentionTtlMissing", "run {bad} --out {out}",
+     "bad.yaml:6:", "scheduler.session_retention.ttl", RETENTION_SCENARIO("{on_pressure: keep}")},
+    {"RetentionFractionZero", "run {bad} --out {out}",
+     "bad.yaml:6:", "scheduler.session_retention.max_pinned_fraction",
+     RETENTION_SCENARIO("{ttl: 30s, max_pinned_fraction: 0}")},
+    {"RetentionFractionAboveOne", "run {bad} --out {out}",
+     "bad.yaml:6:", "scheduler.session_retention.max_pinned_fraction",
+     RETENTION_SCENARIO("{ttl: 30s, max_pinned_fraction: 1.5}")},
+    {"RetentionOnPressureUnknown", "run {bad} --out {out}",
+     "bad.yaml:6:", "scheduler.session_retention.on_pressure",
+     RETENTION_SCENARIO("{ttl: 30s, on_pressure: drop}")},
+    {"RetentionUnknownKey", "run {bad} --out {out}", "bad.yaml:6:", "tll",
+     RETENTION_SCENARIO("{ttl: 30s, tll: 5s}")},
     {"SetEmptyKeyPart", "run {base} --out {out} --set kv_cache..block_size=64", "--set",
      "kv_cache..block_size"},
     {"SetNoValue", "run {base} --out {out} --set kv_cache.block_size=", "--set kv_cache.block_size",

@@ -47,12 +47,12 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 12u);
+  EXPECT_EQ(metrics_sections().size(), 13u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
-  EXPECT_EQ(owners,
-            (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput", "kv_tiers",
-                   "pipeline", "cluster", "kv_layout", "reuse_quality", "provenance"}));
+  EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",
+                           "kv_tiers", "pipeline", "cluster", "kv_layout", "reuse_quality",
+                           "session_retention", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);
@@ -86,7 +86,7 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
         "kv_cache.session_io_bytes", "memory.activation_reserve_bytes", "memory.chunk_pool_bytes",
         "vtcm.sessions_waited", "workload.skipped_records", "cluster.transfer.bytes",
         "pipeline.stage_link_bytes", "kv_cache.chunk_recompute_tokens",
-        "reuse_quality.top1_agreement"})
+        "reuse_quality.top1_agreement", "session_retention.saved_prompt_tokens"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
 }
 

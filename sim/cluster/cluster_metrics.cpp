@@ -12,6 +12,7 @@
 #include "sim/cluster/cluster_metrics.hpp"
 #include "sim/cluster/cluster_run.hpp"
 #include "sim/serve/serving_metrics.hpp"
+#include "sim/serve/session_retention_metrics.hpp"
 
 namespace kvsim {
 
@@ -35,6 +36,7 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
     const ServingPoolMetrics& p_pool = p.parts.get_or_zero<ServingPoolMetrics>();
     const Instance& inst = *instances_[i];
     m.requests.preempted += p.requests.preempted;
+    add_session_retention(p, m);  // scheduler.session_retention's counters, when on
     m.requests.preemptions += p.requests.preemptions;
     // Pools side by side: capacities and usage add up (the peak is the sum of
     // each pool's own peak, an upper bound of the cluster's simultaneous one).

@@ -7,6 +7,7 @@
 #include "sim/cluster/routing_registry.hpp"
 #include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/engine_registry.hpp"
+#include "sim/serve/session_retention_spec.hpp"
 #include "workloads/workload_params.hpp"
 
 namespace kvsim {
@@ -15,6 +16,7 @@ namespace {
 std::vector<config::ComponentInfo> engine_infos() {
   std::vector<config::ComponentInfo> infos;
   for (const auto& e : engine_kinds()) infos.push_back(e.info());
+  infos.push_back(session_retention_info());  // a section of the serving engine's
   return infos;
 }
 
@@ -29,7 +31,9 @@ std::vector<config::ComponentInfo> policy_kind_infos() {
 std::vector<ComponentKind> component_catalog() {
   return {
       {"policies", "kv_cache.policy and the keys of each", policy_kind_infos()},
-      {"engines", "the serving engine (scheduler:) and the genie engine (htp:)", engine_infos()},
+      {"engines",
+       "the serving engine (scheduler:, its session_retention:) and the genie engine (htp:)",
+       engine_infos()},
       {"workloads", "workload.kind and the keys of each", workload_infos()},
       {"arrivals", "arrival.process and the keys of each", arrival_infos()},
       {"distributions", "{dist: ...} of a length or a time and the keys of each",

@@ -9,15 +9,19 @@
 #include "sim/serve/kv_layout_host_cost.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
+#include "sim/serve/session_retention_metrics.hpp"
 
 namespace kvsim {
 
 const std::vector<MetricsSection>& metrics_sections() {
   static const std::vector<MetricsSection> sections = {
-      run_metrics_section(),       serving_metrics_section(),       genie_metrics_section(),
-      chunk_lru_metrics_section(), llama_cells_metrics_section(),   goodput_metrics_section(),
-      kv_tiers_metrics_section(),  pipeline_metrics_section(),      cluster_metrics_section(),
-      kv_layout_metrics_section(), reuse_quality_metrics_section(), provenance_metrics_section()};
+      run_metrics_section(),           serving_metrics_section(),
+      genie_metrics_section(),         chunk_lru_metrics_section(),
+      llama_cells_metrics_section(),   goodput_metrics_section(),
+      kv_tiers_metrics_section(),      pipeline_metrics_section(),
+      cluster_metrics_section(),       kv_layout_metrics_section(),
+      reuse_quality_metrics_section(), session_retention_metrics_section(),
+      provenance_metrics_section()};
   return sections;
 }
 
@@ -36,6 +40,7 @@ std::vector<std::string> metric_key_names() {
   sample.part<LlamaCellsMetrics>();
   sample.part<KvLayoutMetrics>();
   sample.part<ReuseQualityMetrics>();
+  sample.part<SessionRetentionMetrics>();
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 

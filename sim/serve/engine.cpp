@@ -112,7 +112,23 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
     sp.watched = [observer = numerics_.get()](const Sequence& seq) {
       return observer->watches(seq);
     };
+  if (const SessionRetentionConfig& r = scenario.scheduler.session_retention; r.on) {
+    retention_ = std::make_unique<SessionRetention>(r, *policy_, sim_, sizing_.num_blocks,
+                                                    pool_.block_size(), [this] { kick(); });
+    SessionRetention* retention = retention_.get();
+    sp.make_room = [retention](uint64_t session) { return retention->make_room(session); };
+    sp.admitted = [retention](const Sequence& seq, int64_t hit_tokens) {
+      retention->admitted(seq.request.session, seq.slot, hit_tokens);
+    };
+  }
   scheduler_ = std::make_unique<Scheduler>(sp, *policy_);
+}
+
+void ServingEngine::close_retention_if_done() {
+  if (retention_ &&
+      scheduler_->num_running() + scheduler_->num_waiting() + scheduler_->num_swapped() == 0 &&
+      !step_in_flight_ && shell_.uplink().requests_exhausted())
+    retention_->close();
 }
 
 ServingEngine::~ServingEngine() = default;
@@ -191,8 +207,10 @@ void ServingEngine::start_step() {
   if (batch_.empty()) {
     // Nothing runs and nothing can be admitted: the head of the queue can
     // never fit (arrival checks make this unreachable; guard anyway).
+    // Pins kept under pressure (on_pressure: keep) hold blocks until their
+    // expiry, which kicks the engine again: the head waits for them.
     if (scheduler_->num_running() == 0 && scheduler_->num_swapped() == 0 &&
-        scheduler_->num_waiting() > 0) {
+        scheduler_->num_waiting() > 0 && (!retention_ || retention_->pins() == 0)) {
       reject(scheduler_->reject_head());
       kick();
     }
@@ -374,6 +392,7 @@ void ServingEngine::on_step_done() {
   }
   count_bulk_until(summary.bulk_decodes);
   shell_.tokens_emitted_after(run_last, run_length);
+  if (retention_) close_retention_if_done();
   observe(now, 0, 0);
   kick();
 }
@@ -386,7 +405,10 @@ void ServingEngine::complete(Sequence* seq) {
   __builtin_prefetch(&seq->request.arrival);
   __builtin_prefetch(&seq->request.session);
   if (numerics_) numerics_->on_release(*seq);
-  scheduler_->finish(seq);
+  if (retention_ && retention_->wants(seq->request))
+    retention_->pin(seq->request, scheduler_->finish(seq, /*keep_slot=*/true));
+  else
+    scheduler_->finish(seq);
   seq->finished_at = sim_.now();
   if (seq->preemptions > 0) ++preempted_requests_;
   shell_.complete({seq->request, seq->first_token_at, seq->prompt_tokens, seq->output_tokens,

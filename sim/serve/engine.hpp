@@ -21,6 +21,7 @@
 #include "sim/engine/run_sink.hpp"
 #include "sim/serve/kv_layout_host_cost.hpp"
 #include "sim/serve/scheduler.hpp"
+#include "sim/serve/session_retention.hpp"
 #include "sim/serve/step_observer.hpp"
 #include "sim/spec/instance_spec.hpp"
 
@@ -60,7 +61,10 @@ class ServingEngine final : public InferenceEngine {
   std::string_view kind() const override { return "serving"; }
   void start() override { shell_.start(); }
   void submit(Request request) override;
-  void arrivals_done() override { kick(); }
+  void arrivals_done() override {
+    close_retention_if_done();
+    kick();
+  }
   RunMetrics finish() override;
   PoolSizing memory_plan() const override { return sizing_; }
   void set_progress(std::function<void(const RunProgress&)> callback) override {
@@ -88,6 +92,8 @@ class ServingEngine final : public InferenceEngine {
   // Sequence objects ever allocated: bounded by the requests in flight at
   // once, not by the requests served (a memory check for long runs).
   size_t pooled_sequences() const { return sequences_made_; }
+  // Session KV retention (scheduler.session_retention), null when off.
+  const SessionRetention* retention() const { return retention_.get(); }
 
  private:
   ServingEngine(const InstanceSpec& scenario, RunSink* sink, StepObserverFactory observers,
@@ -103,6 +109,9 @@ class ServingEngine final : public InferenceEngine {
   void span_step(TimeNs now);
   Sequence* new_sequence(Request&& request);
   void recycle(Sequence* seq);
+  // Once nothing is in flight and no request can come, no pin can be hit:
+  // they all go (so no expiry outlives the run's last event).
+  void close_retention_if_done();
 
   std::unique_ptr<SoloRig> solo_;  // alone only; declared first, it outlives the shell
   const InstanceSpec& scenario_;
@@ -112,6 +121,7 @@ class ServingEngine final : public InferenceEngine {
   PoolSizing sizing_;
   std::unique_ptr<KvCachePolicy> policy_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<SessionRetention> retention_;  // holds slots of policy_: declared after it
   // One stage: the TimingModel's price exactly; more: stage by stage
   // (devices/pipeline_timing.hpp).
   std::unique_ptr<PipelineTiming> timing_;

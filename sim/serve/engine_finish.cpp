@@ -19,7 +19,9 @@ RunMetrics ServingEngine::finish() {
         "the run ended with requests in flight: {} running, {} waiting, {} swapped",
         scheduler_->num_running(), scheduler_->num_waiting(), scheduler_->num_swapped()));
   }
-  // Every block must be back in the pool with no reference: fail loudly.
+  // Pins left (a run stopped before its last expiry) go first: every block
+  // must be back in the pool with no reference: fail loudly.
+  if (retention_) retention_->close();
   policy_->check_drained();
   observe(sim_.now(), 0, 0, /*force_row=*/true);
 
@@ -69,6 +71,7 @@ RunMetrics ServingEngine::finish() {
     p.binding_stage_weights_bytes = sizing_.weights_bytes;
     p.stage_link_bytes = stage_link_bytes_;
   }
+  if (retention_) m.part<SessionRetentionMetrics>() = retention_->metrics(total);
   policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
   if (numerics_) numerics_->report(m);
   if (layout_cost_) layout_cost_->report(m);

@@ -189,6 +189,8 @@ void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch
         scheduled = true;
         break;
       }
+      // Retained sessions' blocks go before any running request does.
+      if (params_.make_room && params_.make_room(0)) continue;
       // The most recently arrived is last in arrival order and not yet
       // scheduled in this step (we go front to back); it may be `seq` itself.
       Sequence* victim = preempt_latest(batch);
@@ -233,7 +235,9 @@ void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
   while (!swapped_.empty() && static_cast<int64_t>(num_running()) < params_.max_num_seqs &&
          budget > 0) {
     Sequence* seq = swapped_.front();
-    const SwapPlan plan = policy_.plan_swap_in(seq->host);
+    SwapPlan plan = policy_.plan_swap_in(seq->host);
+    while (!plan.fits && params_.make_room && params_.make_room(seq->request.session))
+      plan = policy_.plan_swap_in(seq->host);
     if (!plan.fits) break;
     seq->slot = policy_.apply_swap_in(seq->host, plan);
     seq->commit_horizon = 0;
@@ -287,11 +291,16 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
     return false;  // FCFS: the head waits for a step with room for its whole prompt
   }
   AdmitPlan plan = policy_.plan_admit(std::move(hit), arrived + tokens);
+  // Retained sessions' blocks (but the asking call's own) go before the
+  // head waits; the hit stays valid (released blocks stay cached).
+  while (!plan.fits && params_.make_room && params_.make_room(seq->request.session))
+    plan = policy_.plan_admit(std::move(plan.hit), arrived + tokens);
   if (!plan.fits) {
     policy_.give_back(std::move(plan.hit));
     return false;  // FCFS: nobody overtakes the head
   }
   seq->slot = policy_.apply_admit(plan);
+  if (params_.admitted) params_.admitted(*seq, plan.hit.cached_tokens);
   seq->commit_horizon = 0;
   seq->computed = plan.hit.cached_tokens + arrived;
   if (!seq->admitted_once) {
@@ -369,7 +378,7 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   if (swapped_.empty()) schedule_waiting(batch, budget);
 }
 
-void Scheduler::finish(Sequence* seq) {
+SeqSlot Scheduler::finish(Sequence* seq, bool keep_slot) {
   // The entry stays, marked, until the next schedule drops it with the
   // step's other finished ones: one pass instead of an erase each.
   // What the checks and the release read next is requested first, so its
@@ -410,7 +419,8 @@ void Scheduler::finish(Sequence* seq) {
     throw std::logic_error("finish() of a sequence with unsettled tokens");
   it->seq = nullptr;
   finished_at_.push_back(index);
-  policy_.release(seq->slot);
+  const SeqSlot kept = keep_slot ? seq->slot : kNoSeq;
+  if (!keep_slot) policy_.release(seq->slot);
   seq->slot = kNoSeq;
   seq->state = SeqState::finished;
   // Its hash memo goes to the next sequence admitted without one (a
@@ -420,6 +430,7 @@ void Scheduler::finish(Sequence* seq) {
     seq->block_hashes.clear();
     spare_memos_.push_back(std::move(seq->block_hashes));
   }
+  return kept;
 }
 
 Sequence* Scheduler::reject_head() {

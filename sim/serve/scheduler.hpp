@@ -33,6 +33,13 @@ struct SchedulerParams {
   // step's `items` (in-place room never reaches past a sequence's last
   // block: see KvCachePolicy::in_place_room).
   std::function<bool(const Sequence&)> watched;
+  // Session KV retention (sim/serve/session_retention.hpp), when on: asked
+  // for room (pins released) before an admission, a swap-in or a growth
+  // gives up, with the session of the call asking (0: a growth); true when
+  // it freed some, and the scheduler tries again. And told of every
+  // admission, once the call holds its own references.
+  std::function<bool(uint64_t spare_session)> make_room;
+  std::function<void(const Sequence&, int64_t hit_tokens)> admitted;
 };
 
 struct ScheduledSeq {
@@ -123,8 +130,10 @@ class Scheduler {
   static TokenView content_of(const void* scheduler, SeqSlot slot, int64_t generated) {
     return static_cast<const Scheduler*>(scheduler)->content(slot, generated);
   }
-  // Removes a finished sequence from the running set and releases its cache.
-  void finish(Sequence* seq);
+  // Removes a finished sequence from the running set and releases its
+  // cache; with `keep_slot` the slot stays held and is returned (the
+  // caller releases it later: a session's retained blocks), else kNoSeq.
+  SeqSlot finish(Sequence* seq, bool keep_slot = false);
   // The step built last ended at `now`: its samples, bulk decodes' too, came then.
   void step_done(TimeNs now) { last_step_end_ = now; }
   // Every running sequence's Sequence fields brought up to date (bulk steps

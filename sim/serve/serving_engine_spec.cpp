@@ -4,6 +4,8 @@
 
 #include <variant>
 
+#include "sim/serve/session_retention_spec.hpp"
+
 namespace kvsim {
 
 config::ComponentInfo serving_engine_info() {
@@ -16,18 +18,22 @@ config::ComponentInfo serving_engine_info() {
            int_param("max_batched_tokens", 8192, 1, 1 << 24, "tokens", "tokens per engine step"),
            bool_param("chunked_prefill", true, "split a long prompt over several steps"),
            int_param("max_model_len", 0, 0, 1LL << 32, "tokens",
-                     "longest sequence (0: the model's max_position_embeddings)")}};
+                     "longest sequence (0: the model's max_position_embeddings)"),
+           section_param("session_retention", false, "{ttl, on_pressure, max_pinned_fraction}",
+                         "pin a finished call's KV blocks for its session's next call (section "
+                         "scheduler.session_retention); absent: off")}};
 }
 
 SchedulerConfig read_scheduler_section(config::MapReader& top) {
   config::MapReader r(top.child("scheduler"));
   const config::ParamValues v = config::read_params(r, serving_engine_info());
-  r.finish();
   SchedulerConfig c;
   c.max_num_seqs = v.integer("max_num_seqs");
   c.max_batched_tokens = v.integer("max_batched_tokens");
   c.chunked_prefill = v.boolean("chunked_prefill");
   c.max_model_len = v.integer("max_model_len");
+  c.session_retention = read_session_retention(r);
+  r.finish();
   return c;
 }
 

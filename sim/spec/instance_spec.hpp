@@ -25,11 +25,23 @@ namespace kvsim {
 
 // `scheduler:`, the serving engine's section (sim/serve/serving_engine_spec.cpp
 // declares its keys and their defaults).
+// `scheduler.session_retention:` (sim/serve/session_retention_spec.cpp
+// declares its keys): a finished call's blocks held for its session's next
+// call. Off unless the section is given.
+struct SessionRetentionConfig {
+  enum class OnPressure : uint8_t { evict_oldest, keep };
+  bool on = false;
+  TimeNs ttl = 0;
+  OnPressure on_pressure = OnPressure::evict_oldest;
+  double max_pinned_fraction = 1.0;  // of the pool's blocks
+};
+
 struct SchedulerConfig {
   int64_t max_num_seqs = 0;
   int64_t max_batched_tokens = 0;
   bool chunked_prefill = false;
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
+  SessionRetentionConfig session_retention;
 };
 
 // SPEC 8: real kernels run through the policy's buffers on a reduced

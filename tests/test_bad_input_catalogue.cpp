@@ -262,6 +262,27 @@ const BadInput kCatalogue[] = {
      TRACE_SCENARIO("mooncake", ""),
      "{\"timestamp\": 10, \"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n"
      "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n"},
+    // Agentic traces: the session graph is checked whole before the run.
+    {"AgenticSessionGraphCycle", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("agentic", ""),
+     "{\"session_id\": \"r\", \"timestamp\": 0, \"input_length\": 10, \"output_length\": 3, "
+     "\"hash_ids\": [1]}\n"
+     "{\"session_id\": \"a\", \"parent_session_id\": \"b\", \"branch_call\": 0, \"delay\": 0, "
+     "\"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n"
+     "{\"session_id\": \"b\", \"parent_session_id\": \"a\", \"branch_call\": 0, \"delay\": 0, "
+     "\"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n"},
+    {"AgenticParentNeverAppears", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("agentic", ""),
+     "{\"session_id\": \"r\", \"timestamp\": 0, \"input_length\": 10, \"output_length\": 3, "
+     "\"hash_ids\": [1]}\n"
+     "{\"session_id\": \"c\", \"parent_session_id\": \"ghost\", \"branch_call\": 0, "
+     "\"delay\": 0, \"input_length\": 10, \"output_length\": 3, \"hash_ids\": [1]}\n"},
+    {"AgenticNegativeToolGap", "run {bad} --out {out}", "aux.txt:2:", "workload.trace",
+     TRACE_SCENARIO("agentic", ""),
+     "{\"session_id\": \"r\", \"timestamp\": 0, \"input_length\": 10, \"output_length\": 3, "
+     "\"hash_ids\": [1]}\n"
+     "{\"session_id\": \"r\", \"delay\": -5, \"input_length\": 10, \"output_length\": 3, "
+     "\"hash_ids\": [1]}\n"},
     {"AzureFebruary31", "run {bad} --out {out}", "aux.txt:3:", "workload.trace",
      TRACE_SCENARIO("azure", ""),
      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-28 00:00:00.0,10,2\n"

@@ -152,6 +152,7 @@ void parse_benchmark_clients(config::MapReader& reader, WorkloadSpec& spec) {
   const ArrivalProcess* arrival = arrival_of(spec);
   if (arrival == nullptr || arrival->closed_loop() == nullptr) return;
   if (std::holds_alternative<ChatWorkloadSpec>(spec.body) ||
+      std::holds_alternative<AgenticWorkloadSpec>(spec.body) ||
       std::holds_alternative<DialogWorkloadSpec>(spec.body)) {
     reader.child("arrival").child_at("process").error(
         fmt::format("process: closed does not apply to kind: {} (its turns already follow their "

@@ -32,6 +32,14 @@ enum class RandomStream : uint64_t {
   think_time = 10,     // gap between a turn's completion and the next turn
   system_tokens = 11,  // token ids of the chat system prompt
   user_tokens = 12,    // token ids of a chat turn's user message
+  // kind: agentic (agentic_workload.cpp)
+  tool_length = 13,     // a call's tool output length
+  tool_time = 14,       // from a call's completion to the next call
+  tool_tokens = 15,     // token ids of a call's tool output
+  fanout = 16,          // whether a call spawns sub-agents, and how many
+  subagent_calls = 17,  // calls of a sub-agent session
+  summary_length = 18,  // a sub-agent's result appended to its parent
+  summary_tokens = 19,  // token ids of that result
   // Benchmark clients (SPEC 5 closed arrivals), numbered apart from the others:
   client_think = 801,         // a closed-loop client's think time after a completion
   fixed_prefix_tokens = 802,  // token ids of a `kind: fixed` prefix group

@@ -26,6 +26,12 @@ struct TraceRecord {
   // Mooncake prefix hash ids, one per 512-token block of the input; empty for
   // formats without prefix information.
   std::vector<int64_t> hash_ids;
+  // The agentic format's session graph (trace_agentic.cpp); empty / -1 / 0
+  // for every other format.
+  std::string session_id, parent_session_id;
+  int64_t branch_call = -1;
+  TimeNs delay = 0;   // after the dependency completes
+  bool timed = true;  // the record carries a timestamp
 };
 
 // What a parser says about one line.
@@ -71,6 +77,7 @@ LineResult parse_mooncake_line(std::string_view line, const CsvColumns& columns,
 // both agree on every line (tests compare them).
 LineResult parse_mooncake_line_in_full(std::string_view line, const CsvColumns& columns,
                                        TraceRecord& out);
+LineResult parse_agentic_line(std::string_view line, const CsvColumns& columns, TraceRecord& out);
 std::string read_azure_header(std::string_view line, CsvColumns& columns);
 LineResult parse_azure_line(std::string_view line, const CsvColumns& columns, TraceRecord& out);
 std::string read_prefill_decode_header(std::string_view line, CsvColumns& columns);

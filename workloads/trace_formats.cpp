@@ -14,6 +14,10 @@ const std::vector<TraceFormat>& trace_format_table() {
   // write its line parser in its own trace_*.cpp and list it here; a test
   // compares trace_formats() with the documented names.
   static const std::vector<TraceFormat> table = {
+      {"agentic",
+       "agent sessions, JSONL: Mooncake fields + session_id, parent_session_id, branch_call, "
+       "timestamp (root's first call) or delay ms after the dependency completes",
+       nullptr, nullptr, detail::parse_agentic_line},
       {"azure",
        "Azure LLM inference trace 2023 (TIMESTAMP,ContextTokens,GeneratedTokens; wall clock)",
        "TIMESTAMP,ContextTokens,GeneratedTokens", detail::read_azure_header,

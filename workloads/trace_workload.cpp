@@ -13,6 +13,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "workloads/trace_agentic.hpp"
 #include "workloads/trace_file_reader.hpp"
 #include "workloads/workload_kinds.hpp"
 #include "workloads/workload_params.hpp"
@@ -176,6 +177,16 @@ void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
   if (values.has("max_requests")) trace.max_requests = values.integer("max_requests");
   trace.skip_malformed = values.string("on_error") == "skip";
   trace.loop = values.integer("loop");
+  // The agentic format replays whole session graphs: a window or a loop
+  // would cut sessions apart from their parents.
+  if (trace.format == "agentic") {
+    for (const char* key : {"start_s", "duration_s", "max_requests", "loop"})
+      if (const config::Node n = t.child(key); n.defined())
+        n.error(
+            "does not apply to format: agentic (sessions are replayed whole, with their "
+            "sub-agents)",
+            "leave it out; time_scale / rate_scale scale timestamps and delays");
+  }
   t.finish();
 
   if (!path_node.defined()) {
@@ -189,7 +200,10 @@ void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
       // Open it now, so `kvsim validate` and the pre-run checks catch a
       // missing file or a wrong header before any output is written.
       try {
-        TraceFileReader probe(trace);
+        if (trace.format == "agentic")
+          (void)load_agentic_trace(trace);  // the whole graph, checked before the run
+        else
+          TraceFileReader probe(trace);
       } catch (const config::ConfigError& e) {
         for (const config::Diagnostic& d : e.diagnostics()) {
           if (d.where.line == 0)  // the file itself: point at the YAML key
@@ -205,6 +219,8 @@ void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
 
 std::unique_ptr<WorkloadSource> make_trace_source(const WorkloadSpec& spec, uint64_t seed,
                                                   int64_t vocab_size) {
+  if (trace_of(spec).format == "agentic")
+    return make_agentic_trace_source(trace_of(spec), seed, vocab_size);
   return std::make_unique<TraceSource>(trace_of(spec), seed, vocab_size);
 }
 

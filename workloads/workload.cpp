@@ -17,6 +17,8 @@ namespace {
 // Every kind `kind:` accepts. Adding one: write its file (parse, bounds,
 // source) and list it here; a test compares workload_kinds() with the docs.
 constexpr detail::WorkloadKind kWorkloadKinds[] = {
+    {"agentic", detail::agentic_workload_info, detail::parse_agentic_workload,
+     detail::make_agentic_source, detail::agentic_bounds},
     {"chat", detail::chat_workload_info, detail::parse_chat_workload, detail::make_chat_source,
      detail::chat_bounds},
     {"dialog", detail::dialog_workload_info, detail::parse_dialog_workload,
@@ -130,9 +132,9 @@ std::vector<config::ComponentInfo> workload_kind_infos() {
 std::vector<config::ComponentInfo> workload_infos() {
   std::vector<config::ComponentInfo> infos = workload_kind_infos();
   infos.insert(infos.begin(), detail::workload_section_info());
-  for (auto* nested :
-       {detail::shared_prefix_info, detail::fixed_prefix_info, detail::rag_docs_info,
-        detail::speculative_info, detail::session_cache_info, detail::trace_map_info})
+  for (auto* nested : {detail::shared_prefix_info, detail::fixed_prefix_info, detail::rag_docs_info,
+                       detail::speculative_info, detail::session_cache_info, detail::trace_map_info,
+                       detail::agentic_fanout_info})
     infos.push_back(nested());
   return infos;
 }
@@ -179,6 +181,12 @@ std::unique_ptr<RequestSource> make_request_source(const WorkloadSpec& spec, uin
   if (options.turns_carry_history && std::holds_alternative<DialogWorkloadSpec>(spec.body))
     source = with_conversation_history(std::move(source));
   return detail::wrap_benchmark_clients(spec, std::move(source), seed);
+}
+
+bool workload_has_session_graph(const WorkloadSpec& spec) {
+  if (std::holds_alternative<AgenticWorkloadSpec>(spec.body)) return true;
+  const auto* trace = std::get_if<TraceWorkloadSpec>(&spec.body);
+  return trace != nullptr && trace->format == "agentic";
 }
 
 WorkloadBounds workload_bounds(const WorkloadSpec& spec) {

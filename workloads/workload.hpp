@@ -38,6 +38,11 @@ struct WorkloadBounds {
 };
 WorkloadBounds workload_bounds(const WorkloadSpec& spec);
 
+// Whether the stream's requests form a session graph of agent calls
+// (kind: agentic, or a trace in the agentic format): runs of such workloads
+// report per-session metrics (sim/engine/session_metrics.hpp).
+bool workload_has_session_graph(const WorkloadSpec& spec);
+
 std::vector<std::string> workload_kinds();        // {"chat", "synthetic", "trace"}
 std::vector<std::string> arrival_processes();     // {"constant", "gamma", "poisson"}
 std::vector<std::string> length_distributions();  // {"constant", "empirical", ...}

@@ -39,6 +39,13 @@ std::unique_ptr<WorkloadSource> make_chat_source(const WorkloadSpec& spec, uint6
                                                  int64_t vocab_size);
 WorkloadBounds chat_bounds(const WorkloadSpec& spec);
 
+config::ComponentInfo agentic_workload_info();
+config::ComponentInfo agentic_fanout_info();  // workload.fanout
+void parse_agentic_workload(config::MapReader& reader, WorkloadSpec& spec);
+std::unique_ptr<WorkloadSource> make_agentic_source(const WorkloadSpec& spec, uint64_t seed,
+                                                    int64_t vocab_size);
+WorkloadBounds agentic_bounds(const WorkloadSpec& spec);
+
 config::ComponentInfo trace_workload_info();
 config::ComponentInfo trace_map_info();  // workload.trace
 void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec);

@@ -7,6 +7,7 @@
 #include <string>
 #include <variant>
 
+#include "workloads/agentic_workload_spec.hpp"
 #include "workloads/arrival.hpp"
 #include "workloads/dialog_workload_spec.hpp"
 #include "workloads/distribution.hpp"
@@ -64,9 +65,9 @@ struct TraceWorkloadSpec {
 };
 
 struct WorkloadSpec {
-  std::string kind;  // "synthetic" | "chat" | "trace" | "rag" | "dialog"
+  std::string kind;  // "synthetic" | "chat" | "agentic" | "trace" | "rag" | "dialog" | "fixed"
   std::variant<SyntheticWorkloadSpec, ChatWorkloadSpec, TraceWorkloadSpec, RagWorkloadSpec,
-               DialogWorkloadSpec, FixedWorkloadSpec>
+               DialogWorkloadSpec, FixedWorkloadSpec, AgenticWorkloadSpec>
       body;
   // `workload.max_concurrency`: at most this many requests in flight; later
   // ones wait at the client (client_loop.cpp). Any kind.

@@ -6,6 +6,7 @@
 
 #include "sim/core/served_metrics.hpp"
 #include "sim/spec/instance_spec.hpp"
+#include "workloads/workload.hpp"
 
 namespace kvsim {
 
@@ -18,7 +19,9 @@ EngineShell::EngineShell(std::string_view engine_kind, const InstanceSpec& scena
       sink_(sink ? sink : &null_sink_),
       wall_start_(std::chrono::steady_clock::now()),
       slo_(scenario.slo),
-      spans_(sink_->wants_spans()) {}
+      spans_(sink_->wants_spans()) {
+  if (scenario.workload && workload_has_session_graph(*scenario.workload)) enable_session_metrics();
+}
 
 void EngineShell::start() {
   wall_start_ = std::chrono::steady_clock::now();
@@ -43,6 +46,7 @@ void EngineShell::complete(const LeavingRequest& r) {
   if (slo_.met(ttft, tpot, e2e)) ++met_slo_;
   sink_->request({q.id, "completed", q.arrival, r.first_token, now, r.prompt_tokens,
                   r.output_tokens, r.cached_tokens, r.preemptions, q.session, q.turn, r.started});
+  if (sessions_) sessions_->completed(q, now, r.prompt_tokens, r.output_tokens, r.cached_tokens);
   uplink_.request_done(q, now);
 }
 
@@ -129,6 +133,7 @@ RunMetrics EngineShell::common_metrics(std::string policy, int64_t steps, TimeNs
                        output_tokens_done_, last_completion_, arrived_, met_slo_},
                       m);
   m.numerics.mode = scenario_.numerics.mode;
+  if (sessions_) m.part<SessionMetrics>() = sessions_->summary();
   m.sim.events = sim_.events_processed();
   m.sim.steps = steps;
   m.sim.simulated_s = static_cast<double>(simulated) / 1e9;

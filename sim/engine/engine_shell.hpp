@@ -7,6 +7,7 @@
 // schedules work and what its cache reports.
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "sim/core/latency_histogram.hpp"
@@ -15,6 +16,7 @@
 #include "sim/core/simulator.hpp"
 #include "sim/engine/inference_engine.hpp"
 #include "sim/engine/run_sink.hpp"
+#include "sim/engine/session_metrics.hpp"
 
 namespace kvsim {
 
@@ -127,6 +129,15 @@ class EngineShell {
   int64_t completed() const { return completed_; }
   int64_t rejected() const { return rejected_; }
 
+  // Per-session metrics (metrics.json `agent_sessions`, session_metrics.hpp): on
+  // from the start for a workload with a session graph (kind: agentic, the
+  // agentic trace format), off otherwise so other runs keep their keys.
+  // Tests of hand-built runs switch it on here.
+  void enable_session_metrics() {
+    if (!sessions_) sessions_ = std::make_unique<SessionMetricsCollector>();
+  }
+  const SessionMetricsCollector* session_metrics() const { return sessions_.get(); }
+
   // The metrics every engine reports alike: the scenario header, requests,
   // latency and throughput, numerics.mode, and sim.* over
   // `simulated` nanoseconds of `steps` steps (or passes).
@@ -159,6 +170,7 @@ class EngineShell {
   TimeNs pending_step_time_ = 0;
   int64_t pending_step_seqs_ = 0;
   bool spans_ = false;
+  std::unique_ptr<SessionMetricsCollector> sessions_;
 };
 
 }  // namespace kvsim

@@ -4,6 +4,7 @@
 #include "sim/cache/llama_cells_metrics.hpp"
 #include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/cluster/cluster_metrics.hpp"
+#include "sim/engine/session_metrics.hpp"
 #include "sim/genie/genie_metrics.hpp"
 #include "sim/numerics/reuse_quality_probe.hpp"
 #include "sim/serve/kv_layout_host_cost.hpp"
@@ -21,7 +22,7 @@ const std::vector<MetricsSection>& metrics_sections() {
       kv_tiers_metrics_section(),      pipeline_metrics_section(),
       cluster_metrics_section(),       kv_layout_metrics_section(),
       reuse_quality_metrics_section(), session_retention_metrics_section(),
-      provenance_metrics_section()};
+      session_metrics_section(),       provenance_metrics_section()};
   return sections;
 }
 
@@ -41,6 +42,7 @@ std::vector<std::string> metric_key_names() {
   sample.part<KvLayoutMetrics>();
   sample.part<ReuseQualityMetrics>();
   sample.part<SessionRetentionMetrics>();
+  sample.part<SessionMetrics>();
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 

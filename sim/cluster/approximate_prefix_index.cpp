@@ -44,7 +44,7 @@ class ApproximatePrefixIndex final : public PrefixIndex {
   void attach(size_t instances, int64_t) override { grow(instances); }
 
   void overlaps(const Request& request, std::span<const InstanceView> instances,
-                std::vector<PrefixOverlap>& out) override {
+                std::vector<PrefixOverlap>& out, const std::vector<uint8_t>*) override {
     grow(instances.size());
     out.assign(instances.size(), PrefixOverlap{});
     hash_prompt(request);

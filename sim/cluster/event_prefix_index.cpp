@@ -55,7 +55,7 @@ class EventPrefixIndex final : public PrefixIndex {
   }
 
   void overlaps(const Request& request, std::span<const InstanceView> instances,
-                std::vector<PrefixOverlap>& out) override {
+                std::vector<PrefixOverlap>& out, const std::vector<uint8_t>*) override {
     out.assign(instances.size(), PrefixOverlap{});
     if (block_size_ <= 0 || slot_of_.empty()) return;
     const TokenView tokens = TokenView::of(request.prompt, request.output, 0);

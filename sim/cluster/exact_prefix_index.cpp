@@ -13,7 +13,7 @@ class ExactPrefixIndex final : public PrefixIndex {
   std::string_view kind() const override { return "exact"; }
 
   void overlaps(const Request& request, std::span<const InstanceView> instances,
-                std::vector<PrefixOverlap>& out) override {
+                std::vector<PrefixOverlap>& out, const std::vector<uint8_t>* wanted) override {
     out.assign(instances.size(), PrefixOverlap{});
     // Built as the engine builds it (a described prompt hashes from its
     // runs), so the lookups find the blocks the engine registered; hashed
@@ -22,7 +22,7 @@ class ExactPrefixIndex final : public PrefixIndex {
     memo_.clear();
     for (size_t i = 0; i < instances.size(); ++i) {
       const KvCachePolicy* cache = instances[i].cache;
-      if (cache == nullptr) continue;
+      if (cache == nullptr || (wanted != nullptr && (*wanted)[i] == 0)) continue;
       const PrefixHit hit = cache->lookup_prefix(tokens, memo_);
       const auto blocks = static_cast<int64_t>(hit.blocks.size() + hit.tier_hits.size());
       if (blocks == 0) continue;

@@ -41,12 +41,17 @@ class PrefixAwareRouting final : public RoutingPolicy {
     for (const InstanceView& v : instances) total += v.outstanding_tokens;
     const double bound =
         load_bound_ * static_cast<double>(total) / static_cast<double>(instances.size());
-    index_->overlaps(request, instances, overlaps_);
+    // Only the instances within the bound are looked up (the others cannot
+    // take the request).
+    within_.resize(instances.size());
+    for (size_t i = 0; i < instances.size(); ++i)
+      within_[i] = static_cast<double>(instances[i].outstanding_tokens + own) <= bound ? 1 : 0;
+    index_->overlaps(request, instances, overlaps_, &within_);
     size_t best = instances.size();
     Score best_hit;
     for (size_t i = 0; i < instances.size(); ++i) {
       const InstanceView& v = instances[i];
-      if (static_cast<double>(v.outstanding_tokens + own) > bound) continue;
+      if (within_[i] == 0) continue;
       const Score hit{overlaps_[i].own(), overlaps_[i].total()};
       if (best_hit < hit || (hit == best_hit && hit.total > 0 &&
                              v.outstanding_tokens < instances[best].outstanding_tokens)) {
@@ -67,6 +72,7 @@ class PrefixAwareRouting final : public RoutingPolicy {
   double load_bound_;
   std::unique_ptr<PrefixIndex> index_;
   std::vector<PrefixOverlap> overlaps_;
+  std::vector<uint8_t> within_;
 };
 
 }  // namespace

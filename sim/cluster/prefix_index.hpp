@@ -72,9 +72,12 @@ class PrefixIndex {
   // reached the router by then. Called before each routing.
   virtual void advance_to(TimeNs now) { (void)now; }
   // out[i]: the leading prompt tokens of `request` the index says
-  // instances[i] holds (out is resized to instances.size()).
+  // instances[i] holds (out is resized to instances.size()). With `wanted`,
+  // an instance whose entry is 0 may be left at no overlap (a router that
+  // has ruled it out spares the exact index its lookup).
   virtual void overlaps(const Request& request, std::span<const InstanceView> instances,
-                        std::vector<PrefixOverlap>& out) = 0;
+                        std::vector<PrefixOverlap>& out,
+                        const std::vector<uint8_t>* wanted = nullptr) = 0;
   // The router sent `request` to instances[pick] (the last overlaps() call
   // was about this request).
   virtual void routed(const Request& request, size_t pick) {

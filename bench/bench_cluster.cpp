@@ -39,7 +39,7 @@ double max_rss_mib() {
 }
 
 void BM_ClusterMooncake(benchmark::State& state, const char* router, const char* file,
-                        bool with_rows = false) {
+                        bool with_rows = false, const char* index = nullptr) {
   const std::string trace =
       std::string(KVSIM_SHARED_DATA_DIR) + "/traces/mooncake_conversation.jsonl";
   if (!std::filesystem::exists(trace)) {
@@ -47,10 +47,18 @@ void BM_ClusterMooncake(benchmark::State& state, const char* router, const char*
     return;
   }
   const std::string scenario = std::string(KVSIM_CONFIG_DIR) + "/scenarios/" + file + ".yaml";
-  const kvsim::ScenarioSpec spec = kvsim::load_scenario(
-      scenario, {fmt::format("cluster.groups.replica.count={}", state.range(0)),
-                 fmt::format("cluster.router.policy={}", router),
-                 fmt::format("workload.trace.loop={}", state.range(1))});
+  std::vector<std::string> sets = {fmt::format("cluster.groups.replica.count={}", state.range(0)),
+                                   fmt::format("cluster.router.policy={}", router),
+                                   fmt::format("workload.trace.loop={}", state.range(1))};
+  // An index other than the exact one: `kind` then its keys ("events,10ms").
+  if (index != nullptr) {
+    const std::string spec_text = index;
+    const auto comma = spec_text.find(',');
+    sets.push_back("cluster.router.index.kind=" + spec_text.substr(0, comma));
+    if (comma != std::string::npos)
+      sets.push_back("cluster.router.index.lag=" + spec_text.substr(comma + 1));
+  }
+  const kvsim::ScenarioSpec spec = kvsim::load_scenario(scenario, sets);
   double simulated = 0, wall = 0;
   int64_t requests = 0, steps = 0;
   for (auto _ : state) {
@@ -89,6 +97,17 @@ BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware, "prefix_aware", kReplicas)
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware_with_rows, "prefix_aware", kReplicas, true)
+    ->Args({64, 1})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+// Dynamo's cost over a KV-event index 10 ms behind: every block stored or
+// evicted on any of the 64 instances passes through the router's index.
+BENCHMARK_CAPTURE(BM_ClusterMooncake, kv_cost_events, "kv_cost", kReplicas, false, "events,10ms")
+    ->Args({64, 1})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ClusterMooncake, kv_cost_approximate, "kv_cost", kReplicas, false,
+                  "approximate")
     ->Args({64, 1})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);

@@ -422,6 +422,27 @@ const BadInput kCatalogue[] = {
      "run {base} --out {out} --set cluster.groups.a.count=2 "
      "--set numerics.reuse_quality.checkpoint_path={aux}",
      "--set numerics.reuse_quality.checkpoint_path", "cluster", nullptr, "not a checkpoint"},
+    // ---- cluster routers and their prefix indexes
+    {"RouterWeightOutOfRange",
+     "run {base} --out {out} --set cluster.groups.a.count=2 --set cluster.router.policy=weighted "
+     "--set cluster.router.prefix_weight=500",
+     "--set cluster.router.prefix_weight", "prefix_weight"},
+    {"RouterIndexUnknownKind",
+     "run {base} --out {out} --set cluster.groups.a.count=2 --set cluster.router.policy=kv_cost "
+     "--set cluster.router.index.kind=oracle",
+     "--set cluster.router.index.kind", "approximate, events, exact"},
+    {"RouterIndexNegativeLag",
+     "run {base} --out {out} --set cluster.groups.a.count=2 --set cluster.router.policy=kv_cost "
+     "--set cluster.router.index.kind=events --set cluster.router.index.lag=-1ms",
+     "--set cluster.router.index.lag", "lag"},
+    {"RouterTemperatureNegativeInFile", "run {bad} --out {out}", "bad.yaml:14", "temperature",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "cluster:\n  router: {policy: kv_cost, temperature: -1}\n  groups: {a: {count: 2}}\n"},
     {"ReuseQualityNotACheckpoint",
      "run {base} --out {out} --set numerics.reuse_quality.checkpoint_path={aux}", "aux.txt",
      "checkpoint", nullptr, "not a checkpoint"},

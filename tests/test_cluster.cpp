@@ -185,8 +185,9 @@ TEST(Routers, SessionAffinityKeepsASessionOnOneInstance) {
 }
 
 TEST(Routers, RegistryListsEveryPolicy) {
-  EXPECT_EQ(routing_policy_names(), (std::vector<std::string>{"least_loaded", "prefix_aware",
-                                                              "round_robin", "session_affinity"}));
+  EXPECT_EQ(routing_policy_names(),
+            (std::vector<std::string>{"kv_cost", "least_loaded", "prefix_aware", "round_robin",
+                                      "session_affinity", "weighted"}));
   EXPECT_THROW(make_routing_policy("nope", {}), std::invalid_argument);
 }
 

@@ -25,8 +25,9 @@ TEST(Registries, ListTheExpectedNames) {
   EXPECT_EQ(arrival_processes(), (Names{"closed", "constant", "gamma", "poisson"}));
   EXPECT_EQ(length_distributions(), (Names{"constant", "empirical", "exponential", "lognormal",
                                            "normal", "uniform", "zipf"}));
-  EXPECT_EQ(routing_policy_names(),
-            (Names{"least_loaded", "prefix_aware", "round_robin", "session_affinity"}));
+  EXPECT_EQ(routing_policy_names(), (Names{"kv_cost", "least_loaded", "prefix_aware", "round_robin",
+                                           "session_affinity", "weighted"}));
+  EXPECT_EQ(prefix_index_names(), (Names{"approximate", "events", "exact"}));
   EXPECT_EQ(event_queue_names(),
             (Names{"binary_heap", "quaternary_heap", "aligned_quaternary_heap", "radix_heap"}));
 }

@@ -55,7 +55,8 @@ void BlockPool::throw_release_of_free(BlockId b) {
 
 void BlockPool::forget_content(BlockId b) {
   const BlockHash& hash = hash_[static_cast<size_t>(b)];
-  by_hash_.erase(hash, b, hash_of());  // only if `b` is the canonical copy
+  const bool erased = by_hash_.erase(hash, b, hash_of());  // only if `b` is the canonical copy
+  if (erased && kv_events_ != nullptr) kv_events_->on_block_removed(hash);
   if (listener_) listener_->on_block_evicted(hash);
 }
 
@@ -256,6 +257,7 @@ void BlockPool::register_hash(BlockId b, const BlockHash& hash) {
   st.hashed = 1;
   hash_[static_cast<size_t>(b)] = hash;
   if (order_uses_content_) order_->on_content(b, hash.low);  // else a no-op by contract
+  if (kv_events_ != nullptr) kv_events_->on_block_stored(hash);
 }
 
 void BlockPool::throw_pending_not_allowed() {
@@ -271,6 +273,7 @@ void BlockPool::register_pending(BlockId b, const BlockHash& hash) {
   st.pending = 0;
   hash_[static_cast<size_t>(b)] = hash;
   order_->on_content(b, hash.low);
+  if (kv_events_ != nullptr) kv_events_->on_block_stored(hash);
 }
 
 std::vector<BlockId> BlockPool::free_queue() const {

@@ -37,6 +37,20 @@ class BlockEvictionListener {
   virtual void on_block_evicted(const BlockHash& hash) = 0;
 };
 
+// Told when a content hash becomes findable in the pool (a block registered
+// as the canonical holder of its content) and when it stops being findable
+// (that block reused for other content): vLLM's KV events publisher emits
+// BlockStored and BlockRemoved at the same two places of its block pool,
+// and a router's event-fed prefix index (sim/cluster/event_prefix_index.cpp)
+// consumes them. Pending blocks (pending_hashes.hpp) have no hash to tell, so
+// a pool with this listener takes none (the paged policy stops deferring).
+class KvEventListener {
+ public:
+  virtual ~KvEventListener() = default;
+  virtual void on_block_stored(const BlockHash& hash) = 0;
+  virtual void on_block_removed(const BlockHash& hash) = 0;
+};
+
 struct BlockPoolParams {
   int64_t num_blocks = 0;
   std::string eviction = "lru";  // a name of eviction_order_names()
@@ -134,7 +148,8 @@ class BlockPool {
   bool mark_pending(BlockId block, uint32_t tag = 0) {
     BlockState& st = state_[static_cast<size_t>(block)];
     if (st.hashed) return false;  // content of a full block never changes
-    if (listener_ != nullptr || order_uses_content_) throw_pending_not_allowed();
+    if (listener_ != nullptr || kv_events_ != nullptr || order_uses_content_)
+      throw_pending_not_allowed();
     st.hashed = 1;
     st.pending = 1;
     hash_[static_cast<size_t>(block)] = BlockHash{tag, 0};  // no map entry reads it
@@ -158,6 +173,9 @@ class BlockPool {
   const EvictionOrder& eviction_order() const { return *order_; }
   // Null (the default) or a listener that outlives the pool.
   void set_eviction_listener(BlockEvictionListener* listener) { listener_ = listener; }
+  // Null (the default: one untaken branch where a hash is registered or
+  // erased) or a listener that outlives the pool.
+  void set_kv_event_listener(KvEventListener* listener) { kv_events_ = listener; }
   // Free blocks, next to reuse first (tests).
   std::vector<BlockId> free_queue() const;
   // Throws std::logic_error when the order holds a block that is referenced,
@@ -242,6 +260,7 @@ class BlockPool {
   uint64_t evictions_ = 0;
   BlockHashTable by_hash_;
   BlockEvictionListener* listener_ = nullptr;
+  KvEventListener* kv_events_ = nullptr;
   // order_->uses_content(), asked once: an order's answer never changes,
   // and a block fill would otherwise make a virtual call to learn it.
   bool order_uses_content_ = true;
@@ -315,7 +334,8 @@ class BlockPool::PendingMarks {
 };
 
 inline BlockPool::PendingMarks BlockPool::pending_marks() {
-  return {state_.data(), hash_.data(), listener_ == nullptr && !order_uses_content_};
+  return {state_.data(), hash_.data(),
+          listener_ == nullptr && kv_events_ == nullptr && !order_uses_content_};
 }
 
 }  // namespace kvsim

@@ -358,6 +358,14 @@ class KvCachePolicy {
   // The attached chain, read-only (a cluster balances its shared pool
   // against every chain's puts); nullptr without one.
   virtual const TierChain* tiers() const { return nullptr; }
+  // KV events (block_pool.hpp KvEventListener): a policy with a prefix cache
+  // tells `listener` of every content hash its device pool makes findable or
+  // drops, before the run. False (the default) when it publishes none. Its
+  // tiers below the device publish nothing.
+  virtual bool set_kv_event_listener(KvEventListener* listener) {
+    (void)listener;
+    return false;
+  }
 };
 
 }  // namespace kvsim

@@ -410,6 +410,16 @@ void PagedPolicy::attach_tiers(std::unique_ptr<TierChain> chain) {
   pool_.set_eviction_listener(tiers_.get());
 }
 
+bool PagedPolicy::set_kv_event_listener(KvEventListener* listener) {
+  if (!prefix_caching_) return false;  // no content is ever findable
+  if (listener != nullptr && defer_) {
+    materialise_all();
+    defer_ = false;
+  }
+  pool_.set_kv_event_listener(listener);
+  return true;
+}
+
 bool PagedPolicy::share_tier(std::shared_ptr<KvTier> shared) {
   return tiers_ && tiers_->share_tier(std::move(shared));
 }

@@ -99,6 +99,9 @@ class PagedPolicy final : public PagedPolicyBase {
   TierLoad take_tier_load() override;
   bool share_tier(std::shared_ptr<KvTier> shared) override;
   const TierChain* tiers() const override { return tiers_.get(); }
+  // The pool's own hashes: deferral stops (a pending block has no hash to
+  // publish), which changes no answer (pending_hashes.hpp).
+  bool set_kv_event_listener(KvEventListener* listener) override;
   // Content hashes of a held sequence's full blocks known so far (prefix
   // caching on), and how many of its leading blocks are registered.
   const std::vector<BlockHash>& content_hashes(SeqSlot seq) const;

@@ -73,6 +73,10 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
       inst->tap.spans = sink_ != nullptr && sink_->wants_spans();
       inst->engine = make_engine(*group.spec, sim_, *inst->uplink, &inst->tap);
       inst->engine->mirror_itl(shell_.itl_histogram());
+      if (const BlockPoolContract* pool = group.spec->policy().block_pool()) {
+        inst->block_size = pool->block_size();
+        inst->num_blocks = inst->engine->memory_plan().num_blocks;
+      }
       (group.role == InstanceRole::decode ? decode_ : front_).push_back(inst->index);
       instances_.push_back(std::move(inst));
     }
@@ -85,9 +89,12 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
                                            instances_[i]->group->name));
     }
   }
-  front_router_ = make_routing_policy(cluster_.router.policy, cluster_.router.params);
-  decode_router_ =
-      make_routing_policy(cluster_.decode_router.policy, cluster_.decode_router.params);
+  front_router_ = make_routing_policy(cluster_.router.policy, cluster_.router.params,
+                                      cluster_.router.index, scenario_.seed);
+  decode_router_ = make_routing_policy(cluster_.decode_router.policy, cluster_.decode_router.params,
+                                       cluster_.decode_router.index, scenario_.seed);
+  attach_index(*front_router_, front_);
+  attach_index(*decode_router_, decode_);
   pump_.connect([this](Request r) { submit(std::move(r)); }, [this] { arrivals_done(); });
   if (sink_ != nullptr) build_timeline();
 }
@@ -155,13 +162,41 @@ PoolSizing ClusterRun::memory_plan() const {
   return instances_.front()->engine->memory_plan();
 }
 
+void ClusterRun::attach_index(RoutingPolicy& router, const std::vector<size_t>& members) {
+  PrefixIndex* index = router.prefix_index();
+  if (index == nullptr || members.empty()) return;
+  index->attach(members.size(), instances_[members.front()]->block_size);
+  if (!index->wants_events()) return;
+  for (size_t m = 0; m < members.size(); ++m) {
+    Instance& inst = *instances_[members[m]];
+    inst.events.index = index;
+    inst.events.sim = &sim_;
+    inst.events.member = m;
+    // The reader refuses a group whose cache publishes no events.
+    if (!inst.engine->publish_kv_events(&inst.events))
+      throw std::logic_error(
+          fmt::format("instance {} ({}) publishes no KV events", inst.index, inst.group->name));
+  }
+}
+
+int64_t ClusterRun::request_blocks(const Instance& inst, const Request& request) const {
+  if (inst.block_size <= 0) return 0;
+  return (request_tokens(request) + inst.block_size - 1) / inst.block_size;
+}
+
 size_t ClusterRun::route(RoutingPolicy& router, const std::vector<size_t>& members,
                          const Request& request) {
+  if (PrefixIndex* index = router.prefix_index()) index->advance_to(sim_.now());
   views_.clear();
   for (size_t i : members) {
     const Instance& inst = *instances_[i];
-    views_.push_back(
-        {inst.outstanding_requests, inst.outstanding_tokens, inst.engine->cache_policy()});
+    InstanceView v{inst.outstanding_requests, inst.outstanding_tokens, inst.engine->cache_policy()};
+    v.block_size = inst.block_size;
+    v.outstanding_blocks = inst.outstanding_blocks;
+    if (v.cache != nullptr && inst.num_blocks > 0)
+      v.kv_utilization =
+          1.0 - static_cast<double>(v.cache->free_blocks()) / static_cast<double>(inst.num_blocks);
+    views_.push_back(v);
   }
   const size_t pick = router.pick(request, views_);
   if (pick >= members.size())
@@ -181,6 +216,7 @@ void ClusterRun::submit(Request request) {
   }
   ++inst.outstanding_requests;
   inst.outstanding_tokens += request_tokens(request);
+  inst.outstanding_blocks += request_blocks(inst, request);
   inst.touched = true;
   inst.engine->submit(std::move(request));
 }
@@ -196,6 +232,7 @@ void ClusterRun::arrivals_done() {
 void ClusterRun::on_left(Instance& from, const Request& request, const RequestRow& row) {
   --from.outstanding_requests;
   from.outstanding_tokens -= request_tokens(request);
+  from.outstanding_blocks -= request_blocks(from, request);
   const bool completed = row.status == "completed";
   const InstanceRole role = from.group->role;
   if (role == InstanceRole::prefill && completed) {
@@ -237,6 +274,7 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
   Instance& to = *instances_[h.decode];
   ++to.outstanding_requests;
   to.outstanding_tokens += request_tokens(h.request);
+  to.outstanding_blocks += request_blocks(to, h.request);
 
   const InstanceSpec& spec = *from.group->spec;
   const KvLink link = kv_link_of(spec.device, cluster_.transfer.link).value();

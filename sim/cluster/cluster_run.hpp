@@ -19,6 +19,7 @@
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/cluster_timeline.hpp"
 #include "sim/cluster/kv_link.hpp"
+#include "sim/cluster/prefix_index.hpp"
 #include "sim/cluster/routing_policy.hpp"
 #include "sim/core/simulator.hpp"
 #include "sim/engine/arrival_pump.hpp"
@@ -66,6 +67,20 @@ class ClusterRun {
  private:
   class InstanceUplink;
   struct Handoff;  // a prefilled request on its way to a decode instance
+  // One instance's KV events, passed to the prefix index of the router that
+  // routes among its group, stamped with the clock.
+  class EventTap final : public KvEventListener {
+   public:
+    void on_block_stored(const BlockHash& hash) override {
+      index->on_event(member, KvEventKind::stored, hash, sim->now());
+    }
+    void on_block_removed(const BlockHash& hash) override {
+      index->on_event(member, KvEventKind::removed, hash, sim->now());
+    }
+    PrefixIndex* index = nullptr;
+    const Simulator* sim = nullptr;
+    size_t member = 0;  // its position among the router's instances
+  };
 
   // An instance's request rows stop here: the cluster writes one row per
   // request itself. The row of a leaving request is kept for the uplink call
@@ -95,6 +110,9 @@ class ClusterRun {
     std::unique_ptr<InstanceUplink> uplink;
     std::unique_ptr<InferenceEngine> engine;
     int64_t outstanding_requests = 0, outstanding_tokens = 0;
+    int64_t outstanding_blocks = 0;          // each request's tokens rounded up to blocks
+    int64_t block_size = 0, num_blocks = 0;  // of its pool (0 without one)
+    EventTap events;
     bool touched = false;              // received a request at the current instant
     TimeNs link_free = 0;              // its KV link's next free time (prefill)
     int64_t running = 0, waiting = 0;  // at its last progress report
@@ -107,6 +125,10 @@ class ClusterRun {
   void start_transfer(Instance& from, const Request& request, const RequestRow& row);
   void deliver(uint64_t id);
   size_t route(RoutingPolicy& router, const std::vector<size_t>& members, const Request& request);
+  // Before the run: the router's prefix index learns of its members, and
+  // hears their KV events when it asks for them.
+  void attach_index(RoutingPolicy& router, const std::vector<size_t>& members);
+  int64_t request_blocks(const Instance& inst, const Request& request) const;
   void check_conserved() const;
   void build_timeline();
   void report_progress();

@@ -22,6 +22,21 @@ namespace {
 constexpr std::string_view kGroupSections[] = {"device", "parallel", "kv_cache", "kv_tiers",
                                                "scheduler"};
 
+// `index:` of a router: a kind and its keys, read as a router is.
+PrefixIndexConfig read_prefix_index(const Node& node) {
+  PrefixIndexConfig ix;
+  MapReader r(node);
+  const auto names = prefix_index_names();
+  ix.kind = r.choice("kind", std::string(kDefaultPrefixIndex), names);
+  if (std::find(names.begin(), names.end(), ix.kind) == names.end())
+    ix.kind = std::string(kDefaultPrefixIndex);  // the error is recorded
+  const config::ComponentInfo& info = prefix_index_info(ix.kind);
+  ix.params = config::read_params(r, info);
+  config::report_foreign_keys(r, info, prefix_index_infos(), {"kind"});
+  r.finish();
+  return ix;
+}
+
 RouterConfig read_router(const Node& node, std::string_view fallback) {
   RouterConfig rc;
   MapReader r(node);
@@ -32,6 +47,8 @@ RouterConfig read_router(const Node& node, std::string_view fallback) {
   const config::ComponentInfo& info = routing_policy_info(rc.policy);
   rc.params = config::read_params(r, info);
   config::report_foreign_keys(r, info, routing_policy_infos(), {"policy"});
+  rc.index = info.find("index") != nullptr ? read_prefix_index(r.child("index"))
+                                           : prefix_index_defaults(kDefaultPrefixIndex);
   r.finish();
   return rc;
 }
@@ -181,6 +198,17 @@ config::ComponentInfo global_pool_info() {
                         "prefill); on_evict: what an instance's device or tiers above evict")}};
 }
 
+config::ComponentInfo prefix_index_section_info() {
+  using namespace config;
+  return {"router index",
+          "index",
+          "`index:` of a router that routes by prefix: the kind, then that kind's keys",
+          {choice_param("kind", std::string(kDefaultPrefixIndex), prefix_index_names(),
+                        "exact: every cache read at the instant of routing; events: KV events "
+                        "applied after a lag; approximate: the router's own LRU of the prompts "
+                        "it routed")}};
+}
+
 config::ComponentInfo cluster_group_info() {
   using namespace config;
   return {"cluster group",
@@ -284,6 +312,18 @@ std::shared_ptr<const ClusterSpec> read_cluster_section(
     } else if (group.role != InstanceRole::decode && spec->global_pool.enabled()) {
       reach_global_pool(spec->global_pool, group, *s, where, pool_node, !pool_reached);
       pool_reached = true;
+    }
+    // An index fed by KV events needs instances whose caches publish them.
+    const bool routed_by_events =
+        (group.role == InstanceRole::decode ? spec->decode_router : spec->router).index.kind ==
+        "events";
+    const BlockPoolContract* pool_contract = s->policy().block_pool();
+    if (routed_by_events && (pool_contract == nullptr || !pool_contract->publishes_kv_events(*s))) {
+      where.error(fmt::format("group '{}' is routed by KV events, but kv_cache.policy '{}' "
+                              "publishes none",
+                              group.name, s->policy().display_name()),
+                  "kv_cache: {policy: paged, prefix_caching: true} (a model without sliding "
+                  "layers), or router index: {kind: exact} or {kind: approximate}");
     }
     if (const std::string why = refuse_group(*s); !why.empty())
       where.error(

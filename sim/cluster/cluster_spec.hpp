@@ -18,6 +18,7 @@
 #include "base/params.hpp"
 #include "base/reader.hpp"
 #include "sim/cache/tiers/kv_tier.hpp"
+#include "sim/cluster/prefix_index.hpp"
 
 namespace kvsim {
 
@@ -59,6 +60,9 @@ struct GlobalPoolConfig {
 struct RouterConfig {
   std::string policy;
   config::ParamValues params;
+  // `index:` of a policy that declares one (prefix_index.hpp); `exact`
+  // otherwise.
+  PrefixIndexConfig index;
 };
 
 struct ClusterSpec {
@@ -77,6 +81,8 @@ struct ClusterSpec {
 config::ComponentInfo cluster_section_info();
 config::ComponentInfo cluster_group_info();
 config::ComponentInfo global_pool_info();
+// The keys `index:` of a router shares (`kind`) before its kind's own.
+config::ComponentInfo prefix_index_section_info();
 
 // Reads `cluster:` (node `cluster` of the document `root`). Each group's
 // document (root without `cluster:`, the group's sections laid over it) is

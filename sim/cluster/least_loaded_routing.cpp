@@ -43,8 +43,8 @@ config::ComponentInfo least_loaded_routing_info() {
                         "load counted as outstanding prompt + output tokens, or requests")}};
 }
 
-std::unique_ptr<RoutingPolicy> make_least_loaded_routing(const config::ParamValues& params) {
-  return std::make_unique<LeastLoadedRouting>(params.string("by") == "tokens");
+std::unique_ptr<RoutingPolicy> make_least_loaded_routing(const RoutingPolicyArgs& args) {
+  return std::make_unique<LeastLoadedRouting>(args.params.string("by") == "tokens");
 }
 
 }  // namespace kvsim

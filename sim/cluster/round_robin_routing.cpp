@@ -25,7 +25,7 @@ config::ComponentInfo round_robin_routing_info() {
   return {"router", "round_robin", "request k to instance k mod N, blind to load and cache", {}};
 }
 
-std::unique_ptr<RoutingPolicy> make_round_robin_routing(const config::ParamValues&) {
+std::unique_ptr<RoutingPolicy> make_round_robin_routing(const RoutingPolicyArgs&) {
   return std::make_unique<RoundRobinRouting>();
 }
 

@@ -20,9 +20,22 @@ struct InstanceView {
   int64_t outstanding_requests = 0;  // routed to it and not yet left it
   int64_t outstanding_tokens = 0;    // prompt + output tokens of those requests
   // The instance's cache, for the longest cached prefix (lookup_prefix is
-  // const); nullptr when the engine has none a router could read.
+  // const); nullptr when the engine has none a router could read. Only the
+  // `exact` prefix index reads it (prefix_index.hpp).
   const KvCachePolicy* cache = nullptr;
+  int64_t block_size = 0;  // tokens per KV block of the instance (0: none)
+  // KV blocks those requests hold at their end: each one's prompt + output
+  // tokens rounded up to blocks, counted by the router as it routes and as
+  // requests leave (NVIDIA Dynamo's router tracks its workers' active
+  // blocks the same way, from the requests it sent, not from the engine).
+  int64_t outstanding_blocks = 0;
+  // Blocks of the instance's pool in use, as a fraction of them (vLLM's
+  // kv_cache_usage: 1 - free / total, cached free blocks counting as free),
+  // read at the instant of routing.
+  double kv_utilization = 0;
 };
+
+class PrefixIndex;
 
 class RoutingPolicy {
  public:
@@ -31,6 +44,10 @@ class RoutingPolicy {
   // The index in `instances` (never empty) that serves `request`. May keep
   // state of its own (a cursor); called once per request, in arrival order.
   virtual size_t pick(const Request& request, std::span<const InstanceView> instances) = 0;
+  // The prefix index it routes by (prefix_index.hpp), or nullptr: the
+  // cluster attaches it to the instances, feeds it their KV events when it
+  // asks for them, and advances it to the clock before each pick.
+  virtual PrefixIndex* prefix_index() { return nullptr; }
 };
 
 // The least loaded of `instances` by outstanding tokens (`by_tokens`) or

@@ -13,16 +13,18 @@ namespace {
 
 struct Registered {
   config::ComponentInfo (*info)();
-  std::unique_ptr<RoutingPolicy> (*make)(const config::ParamValues&);
+  std::unique_ptr<RoutingPolicy> (*make)(const RoutingPolicyArgs&);
 };
 
 // One line per policy, kept in name order.
 const std::vector<Registered>& table() {
   static const std::vector<Registered> t = {
+      {kv_cost_routing_info, make_kv_cost_routing},
       {least_loaded_routing_info, make_least_loaded_routing},
       {prefix_aware_routing_info, make_prefix_aware_routing},
       {round_robin_routing_info, make_round_robin_routing},
       {session_affinity_routing_info, make_session_affinity_routing},
+      {weighted_routing_info, make_weighted_routing},
   };
   return t;
 }
@@ -68,7 +70,15 @@ config::ParamValues routing_policy_defaults(std::string_view name) {
 
 std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name,
                                                    const config::ParamValues& params) {
-  return find(name).make(params);
+  return make_routing_policy(name, params, PrefixIndexConfig{}, 0);
+}
+
+std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name,
+                                                   const config::ParamValues& params,
+                                                   const PrefixIndexConfig& index, uint64_t seed) {
+  PrefixIndexConfig ix = index;
+  if (ix.params.all().empty()) ix.params = prefix_index_defaults(ix.kind).params;
+  return find(name).make(RoutingPolicyArgs{params, ix, seed});
 }
 
 }  // namespace kvsim

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/params.hpp"
+#include "sim/cluster/prefix_index.hpp"
 #include "sim/cluster/routing_policy.hpp"
 
 namespace kvsim {
@@ -28,5 +29,11 @@ config::ParamValues routing_policy_defaults(std::string_view name);
 // registered (the reader checks the YAML value first: a caller's bug).
 std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name,
                                                    const config::ParamValues& params);
+// The same with the policy's prefix index (its `index:` map; the kind's
+// defaults when `index.params` is empty, ignored by a policy that declares
+// none) and the scenario's seed (for a policy that samples).
+std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name,
+                                                   const config::ParamValues& params,
+                                                   const PrefixIndexConfig& index, uint64_t seed);
 
 }  // namespace kvsim

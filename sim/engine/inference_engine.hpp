@@ -76,6 +76,13 @@ class InferenceEngine {
     (void)tier;
     return false;
   }
+  // Before start(): the engine's cache tells `listener` of the blocks it
+  // makes findable and drops (KV events, a router's event-fed index). False
+  // when its cache publishes none.
+  virtual bool publish_kv_events(KvEventListener* listener) {
+    (void)listener;
+    return false;
+  }
 };
 
 }  // namespace kvsim

@@ -99,6 +99,10 @@ std::unique_ptr<KvCachePolicy> PagedSpec::make(const InstanceSpec& s,
   return std::make_unique<PagedPolicy>(p);
 }
 
+bool PagedSpec::publishes_kv_events(const InstanceSpec& s) const {
+  return prefix_caching_ && !s.pool_sizing().groups.hybrid();
+}
+
 PolicyEntry paged_policy_entry() {
   config::ComponentInfo info{"policy", "paged",
                              "vLLM's paged KV cache: fixed-size blocks, LRU reuse (seed 001)",

@@ -21,6 +21,8 @@ class PagedSpec final : public PolicySpec, public BlockPoolContract {
                                       const PoolSizing& sizing) const override;
   bool swap_preemption() const override { return pool_.swap; }
   bool keeps_prefix_blocks() const override { return prefix_caching_; }
+  // PagedPolicy does; the hybrid policy (a group per attention type) not yet.
+  bool publishes_kv_events(const InstanceSpec& s) const override;
   ServingNumerics numerics() const override { return ServingNumerics::block_tables; }
   std::string layout() const override { return pool_.layout; }
 

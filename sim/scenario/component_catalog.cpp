@@ -26,6 +26,12 @@ std::vector<config::ComponentInfo> policy_kind_infos() {
   return infos;
 }
 
+std::vector<config::ComponentInfo> prefix_index_catalog_infos() {
+  std::vector<config::ComponentInfo> infos = prefix_index_infos();
+  infos.insert(infos.begin(), prefix_index_section_info());  // the key they share
+  return infos;
+}
+
 }  // namespace
 
 std::vector<ComponentKind> component_catalog() {
@@ -46,6 +52,8 @@ std::vector<ComponentKind> component_catalog() {
        {cluster_section_info(), cluster_group_info(), global_pool_info()}},
       {"routers", "cluster.router.policy (and decode_router) and the keys of each",
        routing_policy_infos()},
+      {"indexes", "cluster.router.index.kind: what a router knows of the cached prefixes",
+       prefix_index_catalog_infos()},
       {"tiers",
        "kv_tiers: tiers of KV blocks below device HBM, and the keys of each tier",
        {kv_tiers_section_info(), kv_tier_info()}},

@@ -76,6 +76,9 @@ class ServingEngine final : public InferenceEngine {
   bool share_kv_tier(std::shared_ptr<KvTier> tier) override {
     return policy_->share_tier(std::move(tier));
   }
+  bool publish_kv_events(KvEventListener* listener) override {
+    return policy_->set_kv_event_listener(listener);
+  }
 
   const PoolSizing& sizing() const { return sizing_; }
   // Decodes advanced in bulk (the default wherever the step allows it) or

@@ -80,6 +80,13 @@ class BlockPoolContract {
   virtual bool swap_preemption() const { return false; }
   // Its cache keeps blocks by content that tiers below the device can take.
   virtual bool keeps_prefix_blocks() const { return false; }
+  // Its cache publishes KV events on instance `s` (a block's hash findable
+  // or dropped; KvCachePolicy::set_kv_event_listener), which a router's
+  // `events` prefix index needs.
+  virtual bool publishes_kv_events(const InstanceSpec& s) const {
+    (void)s;
+    return false;
+  }
   // What it reuses is whole chunks in a pool beside the main one (seed 003),
   // not the leading blocks of a prompt: a hit-rate curve sizes that pool.
   virtual bool reuses_chunks() const { return false; }

@@ -47,12 +47,12 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 12u);
+  EXPECT_EQ(metrics_sections().size(), 13u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
-  EXPECT_EQ(owners,
-            (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput", "kv_tiers",
-                   "pipeline", "cluster", "kv_layout", "reuse_quality", "provenance"}));
+  EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",
+                           "kv_tiers", "pipeline", "cluster", "kv_layout", "reuse_quality",
+                           "agent_sessions", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);

@@ -19,7 +19,8 @@ using testing::parse_trace;
 using testing::TempTrace;
 
 TEST(TraceFormats, TableListsTheFormats) {
-  EXPECT_EQ(trace_formats(), (std::vector<std::string>{"azure", "mooncake", "prefill_decode_csv"}));
+  EXPECT_EQ(trace_formats(),
+            (std::vector<std::string>{"agentic", "azure", "mooncake", "prefill_decode_csv"}));
 }
 
 std::string mooncake_line(const std::string& ts, const std::string& in, const std::string& out,

@@ -79,7 +79,7 @@ TEST(WorkloadParams, AKeyOfAnotherKindNamesItsOwner) {
       trace + ", turns: 2}",
   };
   const std::vector<std::string> expected = {
-      "workload.sessions: not a parameter of workload 'synthetic' (it belongs to chat)",
+      "workload.sessions: not a parameter of workload 'synthetic' (it belongs to agentic, chat)",
       "workload.requests: not a parameter of workload 'chat' (it belongs to fixed, rag, "
       "synthetic)",
       "workload.sys_prompt_tokens: not a parameter of workload 'dialog' (it belongs to rag)",
@@ -153,8 +153,8 @@ TEST(WorkloadParams, TheCatalogListsKindsArrivalsAndDistributions) {
   for (const auto& kind : component_catalog())
     for (const auto& info : kind.infos)
       if (info.kind != "section") names[kind.name].insert(info.name);
-  EXPECT_EQ(names["workloads"],
-            (std::set<std::string>{"chat", "dialog", "fixed", "rag", "synthetic", "trace"}));
+  EXPECT_EQ(names["workloads"], (std::set<std::string>{"agentic", "chat", "dialog", "fixed", "rag",
+                                                       "synthetic", "trace"}));
   EXPECT_EQ(names["arrivals"], (std::set<std::string>{"closed", "constant", "gamma", "poisson"}));
   EXPECT_EQ(names["distributions"],
             (std::set<std::string>{"constant", "empirical", "exponential", "lognormal", "normal",
@@ -239,7 +239,7 @@ TEST_F(WorkloadParamsCli, AForeignWorkloadKeyIsExit2) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(file.string() +
                           ":4:42: workload.sessions: not a parameter of workload 'synthetic' (it "
-                          "belongs to chat)"),
+                          "belongs to agentic, chat)"),
             std::string::npos)
       << r.output;
 }

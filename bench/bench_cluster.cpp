@@ -11,7 +11,8 @@
 // streams while a cluster runs (timeline.csv's row per instance and for the
 // cluster at every interval, requests.csv, the charts' per-instance series)
 // to files in a temporary folder, so the cost of watching each instance is
-// in the figure. Counters:
+// in the figure. The agentic runs replay agentic-910b2-8x-replicas.yaml's
+// generated agent sessions on 64 replicas (no shared data needed). Counters:
 //   realtime_x   simulated seconds per wall second (>= 1000 is the target)
 //   requests     requests served per iteration
 //   steps        engine steps over all instances per iteration
@@ -88,6 +89,36 @@ void BM_ClusterMooncake(benchmark::State& state, const char* router, const char*
   state.counters["max_rss_mib"] = max_rss_mib();
 }
 
+// The agentic workload of agentic-910b2-8x-replicas.yaml (generated: no
+// shared data) on 64 replicas, the session arrival rate scaled with the
+// replicas (8x) so each replica sees the load it sees in the scenario. The
+// sets after the router pick its index ("kind" and its keys).
+void BM_ClusterAgentic(benchmark::State& state, const char* router, const char* index_kind,
+                       const char* lag) {
+  const std::string scenario =
+      std::string(KVSIM_CONFIG_DIR) + "/scenarios/agentic-910b2-8x-replicas.yaml";
+  std::vector<std::string> sets = {fmt::format("cluster.groups.replica.count={}", state.range(0)),
+                                   fmt::format("cluster.router.policy={}", router),
+                                   "workload.arrival.rate_per_s=48",
+                                   fmt::format("workload.sessions={}", state.range(1))};
+  if (index_kind != nullptr)
+    sets.push_back(fmt::format("cluster.router.index.kind={}", index_kind));
+  if (lag != nullptr) sets.push_back(fmt::format("cluster.router.index.lag={}", lag));
+  const kvsim::ScenarioSpec spec = kvsim::load_scenario(scenario, sets);
+  double simulated = 0, wall = 0;
+  int64_t requests = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const kvsim::RunMetrics m = kvsim::run_scenario(spec, nullptr).metrics;
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    simulated += m.sim.simulated_s;
+    requests = m.requests.completed;
+  }
+  state.counters["realtime_x"] = wall > 0 ? simulated / wall : 0;
+  state.counters["requests"] = static_cast<double>(requests);
+  state.counters["max_rss_mib"] = max_rss_mib();
+}
+
 constexpr const char* kReplicas = "mooncake-conversation-910b2-8x-replicas";
 constexpr const char* kGlobalPool = "mooncake-conversation-910b2-8x-global-pool";
 
@@ -118,6 +149,19 @@ BENCHMARK_CAPTURE(BM_ClusterMooncake, round_robin, "round_robin", kReplicas)
 BENCHMARK_CAPTURE(BM_ClusterMooncake, prefix_aware_global_pool, "prefix_aware", kGlobalPool)
     ->Args({64, 1})
     ->Args({64, 2})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+
+BENCHMARK_CAPTURE(BM_ClusterAgentic, session_affinity, "session_affinity", nullptr, nullptr)
+    ->Args({64, 4800})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ClusterAgentic, kv_cost_events, "kv_cost", "events", "50ms")
+    ->Args({64, 4800})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ClusterAgentic, prefix_aware, "prefix_aware", nullptr, nullptr)
+    ->Args({64, 4800})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

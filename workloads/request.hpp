@@ -17,8 +17,8 @@ struct Request {
   // Deterministic so that a chat's next turn, which carries this reply in its
   // history, hashes to the same blocks.
   TokenContent output;
-  uint64_t session = 0;       // chat session id (0 for single-shot requests)
-  int32_t turn = 0;           // 0-based turn (call) within the session
+  uint64_t session = 0;  // chat session id (0 for single-shot requests)
+  int32_t turn = 0;      // 0-based turn (call) within the session
   // The session this one branched from (an agent's sub-agent shares its
   // parent's context), 0 when none.
   uint64_t parent_session = 0;

@@ -35,6 +35,7 @@
 
 #include "base/diagnostics.hpp"
 #include "workloads/distribution.hpp"
+#include "workloads/mooncake_record_fields.hpp"
 #include "workloads/trace_format.hpp"
 #include "workloads/trace_workload.hpp"
 #include "workloads/workload_kinds.hpp"
@@ -70,14 +71,6 @@ std::string read_ms(const json& v, const char* field, const char* meaning, TimeN
     return fmt::format("\"{}\" is {}: {} is >= 0 ms", field, v.dump(), meaning);
   out = static_cast<TimeNs>(std::llround(ms * 1e6));
   return {};
-}
-
-std::string read_count(const json& object, const char* field, const char* kind, int64_t& out) {
-  const auto it = object.find(field);
-  if (it == object.end()) return fmt::format("the field \"{}\" is missing", field);
-  if (!it->is_number_integer())
-    return fmt::format("\"{}\" is {}, not a whole number", field, it->dump());
-  return parse_token_count(std::to_string(it->get<int64_t>()), field, kind, out);
 }
 
 // Deeper than a record's shape needs (one object holding one list): refused
@@ -159,19 +152,8 @@ LineResult parse_agentic_line(std::string_view line, const CsvColumns& columns, 
     return malformed(p);
   if (auto p = read_count(object, "output_length", "output", out.output_tokens); !p.empty())
     return malformed(p);
-  const auto ids = object.find("hash_ids");
-  if (ids == object.end()) return malformed("the field \"hash_ids\" is missing");
-  if (!ids->is_array()) return malformed("\"hash_ids\" is not a list");
-  for (const json& id : *ids) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0)
-      return malformed(fmt::format("\"hash_ids\" holds {}, not a whole number >= 0", id.dump()));
-    out.hash_ids.push_back(id.get<int64_t>());
-  }
-  const int64_t expected = (out.input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
-  if (static_cast<int64_t>(out.hash_ids.size()) != expected)
-    return malformed(fmt::format(
-        "\"hash_ids\" has {} ids but input_length {} needs ceil({} / {}) = {}", out.hash_ids.size(),
-        out.input_tokens, out.input_tokens, kMooncakeBlockTokens, expected));
+  if (auto p = read_hash_ids(object, out.input_tokens, out.hash_ids); !p.empty())
+    return malformed(p);
   return {};
 }
 

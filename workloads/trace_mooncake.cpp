@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "workloads/distribution.hpp"
+#include "workloads/mooncake_record_fields.hpp"
 #include "workloads/trace_format.hpp"
 
 namespace kvsim::detail {
@@ -65,15 +66,6 @@ json parse_line_json(std::string_view line, std::string& problem) {
   json value = json::parse(line.begin(), line.end(), check, /*allow_exceptions=*/false);
   if (value.is_discarded()) problem = "not valid JSON";
   return problem.empty() ? value : json(json::value_t::discarded);
-}
-
-// A token count field as the shared CSV rule checks it (>= 1, bounded).
-std::string read_count(const json& object, const char* field, const char* kind, int64_t& out) {
-  const auto it = object.find(field);
-  if (it == object.end()) return fmt::format("the field \"{}\" is missing", field);
-  if (!it->is_number_integer())
-    return fmt::format("\"{}\" is {}, not a whole number", field, it->dump());
-  return parse_token_count(std::to_string(it->get<int64_t>()), field, kind, out);
 }
 
 // The shape every line of the published traces has, read without building
@@ -220,6 +212,35 @@ class FlatRecordScanner {
 
 }  // namespace
 
+// A token count field (mooncake_record_fields.hpp) as the shared CSV rule checks it (>= 1,
+// bounded).
+std::string read_count(const json& object, const char* field, const char* kind, int64_t& out) {
+  const auto it = object.find(field);
+  if (it == object.end()) return fmt::format("the field \"{}\" is missing", field);
+  if (!it->is_number_integer())
+    return fmt::format("\"{}\" is {}, not a whole number", field, it->dump());
+  return parse_token_count(std::to_string(it->get<int64_t>()), field, kind, out);
+}
+
+std::string read_hash_ids(const json& object, int64_t input_tokens, std::vector<int64_t>& ids) {
+  const auto it = object.find("hash_ids");
+  if (it == object.end()) return "the field \"hash_ids\" is missing";
+  if (!it->is_array()) return "\"hash_ids\" is not a list";
+  ids.clear();
+  for (const json& id : *it) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0)
+      return fmt::format("\"hash_ids\" holds {}, not a whole number >= 0", id.dump());
+    ids.push_back(id.get<int64_t>());
+  }
+  // One id per 512-token block (the trace's own invariant): a request whose
+  // ids do not cover its input cannot be given content.
+  const int64_t expected = (input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
+  if (static_cast<int64_t>(ids.size()) != expected)
+    return fmt::format("\"hash_ids\" has {} ids but input_length {} needs ceil({} / {}) = {}",
+                       ids.size(), input_tokens, input_tokens, kMooncakeBlockTokens, expected);
+  return {};
+}
+
 LineResult parse_mooncake_line(std::string_view line, const CsvColumns& columns, TraceRecord& out) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {LineKind::blank, {}};
   if (FlatRecordScanner(line).scan(out)) return {};
@@ -250,22 +271,8 @@ LineResult parse_mooncake_line_in_full(std::string_view line, const CsvColumns& 
   if (auto p = read_count(object, "output_length", "output", out.output_tokens); !p.empty())
     return malformed(p);
 
-  const auto ids = object.find("hash_ids");
-  if (ids == object.end()) return malformed("the field \"hash_ids\" is missing");
-  if (!ids->is_array()) return malformed("\"hash_ids\" is not a list");
-  out.hash_ids.clear();
-  for (const json& id : *ids) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0)
-      return malformed(fmt::format("\"hash_ids\" holds {}, not a whole number >= 0", id.dump()));
-    out.hash_ids.push_back(id.get<int64_t>());
-  }
-  // One id per 512-token block (the trace's own invariant): a request whose
-  // ids do not cover its input cannot be given content.
-  const int64_t expected = (out.input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
-  if (static_cast<int64_t>(out.hash_ids.size()) != expected)
-    return malformed(fmt::format(
-        "\"hash_ids\" has {} ids but input_length {} needs ceil({} / {}) = {}", out.hash_ids.size(),
-        out.input_tokens, out.input_tokens, kMooncakeBlockTokens, expected));
+  if (auto p = read_hash_ids(object, out.input_tokens, out.hash_ids); !p.empty())
+    return malformed(p);
   return {};
 }
 

@@ -75,8 +75,6 @@ class AgenticSource final : public WorkloadSource {
  public:
   AgenticSource(AgenticWorkloadSpec spec, uint64_t seed, int64_t vocab_size)
       : spec_(std::move(spec)), seed_(seed), vocabulary_(static_cast<uint64_t>(vocab_size)) {
-    append_tokens(system_prompt_, tokens(RandomStream::system_tokens, 0, 0),
-                  spec_.system_prompt_tokens);
     start_next_root();
   }
 
@@ -106,8 +104,8 @@ class AgenticSource final : public WorkloadSource {
     request.parent_session = session.ordinal == 0 ? 0 : session.root->id;
     request.prefix_group = spec_.system_prompt_tokens > 0 ? 0 : -1;
     build_prompt(session, t, request.prompt);
-    append_tokens(request.output, tokens(RandomStream::output_tokens, session.key(), t),
-                  output_length(session.key(), t));
+    append_described(request.output, tokens(RandomStream::output_tokens, session.key(), t),
+                     output_length(session.key(), t));
     session.next_call = t + 1;
     request.session_continues = session.next_call < session.calls;
     // A call with a follow-up, and a sub-agent's last call (its parent joins
@@ -193,7 +191,7 @@ class AgenticSource final : public WorkloadSource {
   }
   void append_part(TokenContent& out, RandomStream stream, uint64_t key, int32_t t,
                    int64_t count) const {
-    append_tokens(out, tokens(stream, key, t), count);
+    append_described(out, tokens(stream, key, t), count);
   }
   // Call j of a session as later calls carry it: new tokens, reply, tool
   // output, then (a root's fan-out) every sub-agent's result.
@@ -213,8 +211,16 @@ class AgenticSource final : public WorkloadSource {
                                child_key));
     }
   }
+  // Described, not generated (TokenContent::append_stream): a call's prompt
+  // is its whole history, so generating it cost each call as many token
+  // draws as its context, where a description costs a run per part; the
+  // engine hashes a block inside a run from the run's key, and every call
+  // of a session describes the same parts with the same keys, so a
+  // history's blocks hash alike in every call that carries them (the
+  // replies included: a call's output is described too).
   void build_prompt(const AgenticSession& s, int32_t t, TokenContent& out) const {
-    out.mutable_ids().insert(out.mutable_ids().end(), system_prompt_.begin(), system_prompt_.end());
+    out.reserve_runs(static_cast<size_t>(3 * (s.branch_call + t) + 4));
+    append_part(out, RandomStream::system_tokens, 0, 0, spec_.system_prompt_tokens);
     if (s.ordinal != 0) {  // the parent's history up to the branching call's reply
       AgenticSession parent;
       parent.root = s.root;
@@ -285,7 +291,6 @@ class AgenticSource final : public WorkloadSource {
   AgenticWorkloadSpec spec_;
   uint64_t seed_;
   FastModulo vocabulary_;
-  std::vector<int32_t> system_prompt_;
   uint64_t taken_ = 0;
   uint64_t next_index_ = 0;  // next root to draw
   uint64_t next_id_ = 1;     // Request::session of the next root

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "sim/core/metrics.hpp"
 #include "workloads/request.hpp"
@@ -39,7 +40,12 @@ SessionMetrics SessionMetricsCollector::summary() const {
   std::map<uint64_t, TimeNs> tree_done;
   double share_sum = 0;
   int64_t shares = 0;
-  for (const auto& [id, s] : sessions_) {
+  std::vector<uint64_t> ids;
+  ids.reserve(sessions_.size());
+  for (const auto& entry : sessions_) ids.push_back(entry.first);
+  std::sort(ids.begin(), ids.end());
+  for (const uint64_t id : ids) {
+    const Session& s = sessions_.at(id);
     m.calls += s.calls;
     m.engine_s += static_cast<double>(s.engine) / 1e9;
     m.tool_wait_s += static_cast<double>(s.tool_wait) / 1e9;

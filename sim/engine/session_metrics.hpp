@@ -24,7 +24,7 @@
 // Written only for runs whose workload has a session graph (kind: agentic,
 // trace format agentic): every other run's metrics.json keeps its keys.
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "base/units.hpp"
@@ -64,7 +64,10 @@ class SessionMetricsCollector {
     int64_t calls = 0;
     int64_t previous_context = 0;  // prompt + output of the last completed call
   };
-  std::map<uint64_t, Session> sessions_;
+  // By session id. Hashed, not ordered: a call's completion looks its
+  // session up among every session seen (tens of thousands on a cluster),
+  // and summary() sorts the ids once so its sums run in id order.
+  std::unordered_map<uint64_t, Session> sessions_;
   int64_t followup_calls_ = 0, history_tokens_ = 0, reprefilled_ = 0;
 };
 

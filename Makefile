@@ -69,7 +69,7 @@ asan: deps
 # $(BUILD)-fuzz/crash-* (docs/fuzzing.md: reproducing, long local runs).
 FUZZ_SECONDS ?= 20
 FUZZERS := yaml_config hf_config trace_mooncake trace_azure trace_prefill_decode_csv \
-           check_json calibration_csv llama2_checkpoint trace_writer_path sweep_yaml
+           check_json calibration_csv llama2_checkpoint trace_writer_path sweep_yaml trace_agentic
 
 fuzz-build: deps
 	cmake -S fuzz -B $(BUILD)-fuzz -DCMAKE_CXX_COMPILER=clang++

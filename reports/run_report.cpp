@@ -4,6 +4,7 @@
 
 #include "reports/cluster_report.hpp"
 #include "reports/run_report_sections.hpp"
+#include "sim/engine/session_metrics.hpp"
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
 
@@ -62,6 +63,7 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
                      m.throughput.requests_per_s);
   out += goodput_line(m);
   out += "\n";
+  out += session_summary(m);
   out += parts.summary_lines(s, m);
   if (m.numerics.mode != "off") {
     out += numerics_verdict(m);

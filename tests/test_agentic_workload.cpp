@@ -13,6 +13,7 @@
 #include <queue>
 #include <set>
 
+#include "sim/core/metrics.hpp"
 #include "sim/engine/session_metrics.hpp"
 #include "support/test_paths.hpp"
 #include "workload_helpers.hpp"
@@ -353,6 +354,15 @@ TEST(AgenticSessionMetrics, AHandBuiltRun) {
   EXPECT_EQ(m.history_tokens, 110);
   EXPECT_EQ(m.reprefilled_tokens, 50);
   EXPECT_DOUBLE_EQ(m.reprefilled_tokens_per_call, 50.0);
+
+  // The summary's line carries the same figures; a run without sessions has none.
+  RunMetrics run;
+  EXPECT_EQ(session_summary(run), "");
+  run.part<SessionMetrics>() = m;
+  EXPECT_EQ(session_summary(run),
+            "agent sessions: 2 roots (3 sessions counting sub-agents), 4 calls; end to end p50 "
+            "1.0 s, p99 6.0 s; tool waits 17% of a session's span; 50.0 history tokens prefilled "
+            "again per follow-up call\n");
 }
 
 }  // namespace

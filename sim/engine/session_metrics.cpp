@@ -1,6 +1,8 @@
 // Per-session metrics (session_metrics.hpp has the definitions).
 #include "sim/engine/session_metrics.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -123,6 +125,19 @@ void write_sessions(const RunMetrics& m, nlohmann::ordered_json& doc) {
 
 MetricsSection session_metrics_section() {
   return {"agent_sessions", write_sessions};
+}
+
+std::string session_summary(const RunMetrics& m) {
+  const SessionMetrics* found = m.find<SessionMetrics>();
+  if (found == nullptr) return {};
+  const SessionMetrics& s = *found;
+  return fmt::format(
+      "agent sessions: {} roots ({} sessions counting sub-agents), {} calls; end to end p50 {:.1f} "
+      "s, "
+      "p99 {:.1f} s; tool waits {:.0f}% of a session's span; {:.1f} history tokens prefilled "
+      "again per follow-up call\n",
+      s.roots, s.sessions, s.calls, s.e2e_ms_p50 / 1e3, s.e2e_ms_p99 / 1e3,
+      100.0 * s.tool_wait_share, s.reprefilled_tokens_per_call);
 }
 
 }  // namespace kvsim

@@ -24,6 +24,7 @@
 // Written only for runs whose workload has a session graph (kind: agentic,
 // trace format agentic): every other run's metrics.json keeps its keys.
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -72,5 +73,9 @@ class SessionMetricsCollector {
 };
 
 MetricsSection session_metrics_section();
+// The summary's line of an agentic run ("" for any other run): the root
+// sessions' end-to-end time, the tool waits' share and the history
+// prefilled again, the figures a user compares routers and TTLs by.
+std::string session_summary(const RunMetrics& m);
 
 }  // namespace kvsim

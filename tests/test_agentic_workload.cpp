@@ -4,6 +4,7 @@
 // does not depend on completion order; the trace's session graph and its bad
 // inputs; per-session metrics on a hand-built run.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -219,8 +220,8 @@ TEST(AgenticWorkload, BoundsCoverEveryPrompt) {
 
 // ---- the agentic trace format
 
-std::string trace_yaml(const std::string& path) {
-  return "trace: {format: agentic, path: " + path + "}\n";
+std::string trace_yaml(const std::string& path, const std::string& more = "") {
+  return "trace: {format: agentic, path: " + path + more + "}\n";
 }
 
 TEST(AgenticTrace, ReplaysTheSmallExampleWithItsJoinAndDelays) {
@@ -253,14 +254,16 @@ TEST(AgenticTrace, ReplaysTheSmallExampleWithItsJoinAndDelays) {
 }
 
 // Parses a trace of `lines` and returns the diagnostics' text.
-std::string trace_errors(const std::string& lines) {
-  const auto dir = std::filesystem::temp_directory_path() / "kvsim_agentic_test";
+std::string trace_errors(const std::string& lines, const std::string& more = "") {
+  // A folder per process: ctest runs each test in its own, side by side.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kvsim_agentic_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "bad.jsonl";
   std::ofstream(file) << lines;
   config::LoadContext ctx;
   const auto spec = parse_workload(
-      config::Node(YAML::Load(trace_yaml(file.string())), "workload", "t.yaml", &ctx));
+      config::Node(YAML::Load(trace_yaml(file.string(), more)), "workload", "t.yaml", &ctx));
   EXPECT_EQ(spec, nullptr);
   std::string text;
   for (const auto& d : ctx.diagnostics.all()) text += d.format() + "\n";
@@ -313,6 +316,27 @@ TEST(AgenticTrace, OtherGraphMistakesAreRefused) {
       trace_errors(R"({"session_id": "r", "input_length": 10, "output_length": 3, "hash_ids": [1]})"
                    "\n")
           .find("without a \"timestamp\""),
+      std::string::npos);
+}
+
+TEST(AgenticTrace, TimesBeyondTheSimulatedSpanOnceScaledAreRefused) {
+  // 1e12 ms is a valid delay, but slowed down a million-fold it would wrap
+  // int64 nanoseconds (found by fuzz_trace_agentic): refused at its line.
+  const std::string text = trace_errors(
+      kRoot +
+          R"({"session_id": "r", "delay": 1e12, "input_length": 10, "output_length": 3, "hash_ids": [1]})"
+          "\n",
+      ", time_scale: 1e6");
+  EXPECT_NE(text.find("bad.jsonl:2:"), std::string::npos) << text;
+  EXPECT_NE(text.find("delay times time_scale 1000000 lies beyond"), std::string::npos) << text;
+  EXPECT_NE(
+      trace_errors(
+          R"({"session_id": "r", "timestamp": 1e12, "input_length": 10, "output_length": 3, "hash_ids": [1]})"
+          "\n"
+          R"({"session_id": "s", "timestamp": 0, "input_length": 10, "output_length": 3, "hash_ids": [1]})"
+          "\n",
+          ", time_scale: 1e6")
+          .find("bad.jsonl:1:"),
       std::string::npos);
 }
 

@@ -33,6 +33,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "base/checked_math.hpp"
 #include "base/diagnostics.hpp"
 #include "workloads/distribution.hpp"
 #include "workloads/mooncake_record_fields.hpp"
@@ -307,6 +308,20 @@ std::shared_ptr<const AgenticTrace> load_agentic_trace(const TraceWorkloadSpec& 
     if (s.parent == 0) origin = std::min(origin, s.start);
   for (auto& s : trace->sessions)
     if (s.parent == 0) s.start -= origin;
+  // Every start and delay stays in the simulated span once scaled (a delay
+  // of 1e12 ms slowed down a million-fold would wrap), so the replay's sums
+  // of a few of them stay in int64 (kMaxSimulatedTimeNs).
+  auto check_scaled = [&](TimeNs t, int64_t at_line, const char* what) {
+    if (!round_in_range(static_cast<double>(t) * spec.time_scale, 0, kMaxSimulatedTimeNs))
+      fail_at(spec, at_line,
+              fmt::format("agentic trace: this call's {} times time_scale {} lies beyond {}", what,
+                          spec.time_scale, simulated_span_text()),
+              "a smaller time_scale, or shorter timestamps and delays");
+  };
+  for (const auto& s : trace->sessions) {
+    if (s.parent == 0) check_scaled(s.start, s.calls.front().line, "timestamp");
+    for (const AgenticTraceCall& c : s.calls) check_scaled(c.delay, c.line, "delay");
+  }
   return trace;
 }
 
@@ -330,7 +345,8 @@ bool later(const Pending& a, const Pending& b) {
 class AgenticTraceSource final : public WorkloadSource {
  public:
   AgenticTraceSource(const TraceWorkloadSpec& spec, uint64_t seed, int64_t vocab_size)
-      : trace_(load_agentic_trace(spec)),
+      : spec_(spec),
+        trace_(load_agentic_trace(spec)),
         scale_(spec.time_scale),
         seed_(seed),
         vocabulary_(static_cast<uint64_t>(vocab_size)) {
@@ -376,7 +392,7 @@ class AgenticTraceSource final : public WorkloadSource {
     const auto k = static_cast<size_t>(request.turn);
     st.done_through = request.turn;
     for (uint64_t child : s.children[k])
-      push({now + scaled(trace_->sessions[child - 1].calls[0].delay), child, 0});
+      push({after(now, trace_->sessions[child - 1].calls[0]), child, 0});
     if (k + 1 < s.calls.size()) {
       st.pending = static_cast<int32_t>(s.children[k].size());
       if (st.pending == 0) release(s, k + 1, now);
@@ -399,17 +415,31 @@ class AgenticTraceSource final : public WorkloadSource {
     int32_t done_through = -1;
     int32_t pending = 0;  // sub-agents the next call still waits for
   };
+  // In range: load_agentic_trace checked every start and delay scaled.
   TimeNs scaled(TimeNs t) const {
     return static_cast<TimeNs>(std::llround(static_cast<double>(t) * scale_));
+  }
+  // A completion plus a delay: a long chain of long delays may still leave
+  // the simulated span, an error at the call's line, never a wrap.
+  TimeNs after(TimeNs now, const AgenticTraceCall& call) const {
+    const std::optional<int64_t> at = checked_add(now, scaled(call.delay));
+    if (!at || *at > kMaxSimulatedTimeNs)
+      fail_at(spec_, call.line,
+              fmt::format("agentic trace: this call would arrive beyond {} (its dependency's "
+                          "completion plus its delay)",
+                          simulated_span_text()),
+              "a smaller time_scale, or shorter delays");
+    return *at;
   }
   void push(const Pending& p) {
     ready_.push_back(p);
     std::push_heap(ready_.begin(), ready_.end(), later);
   }
   void release(const AgenticTraceSession& s, size_t call, TimeNs now) {
-    push({now + scaled(s.calls[call].delay), s.id, static_cast<int32_t>(call)});
+    push({after(now, s.calls[call]), s.id, static_cast<int32_t>(call)});
   }
 
+  TraceWorkloadSpec spec_;  // its path and key path, for errors while replaying
   std::shared_ptr<const AgenticTrace> trace_;
   double scale_;
   uint64_t seed_;

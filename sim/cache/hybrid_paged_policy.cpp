@@ -109,6 +109,11 @@ SeqSlot HybridPagedPolicy::apply_admit(const AdmitPlan& plan) {
     slots.push_back(sliding_[g]->apply_admit(sliding[g]));
   }
   for (BlockId b : held) pool_->release(b);
+  // The full group registered the blocks this step computes (vLLM V1's
+  // cache_blocks at allocation, paged_policy_scheduled.cpp); every group
+  // does, so a later admission of this pass finds the whole hit.
+  const std::vector<BlockHash>& hashes = full_->content_hashes(s);
+  for (size_t g = 0; g < sliding_.size(); ++g) sliding_[g]->register_scheduled(slots[g], hashes);
   if (sliding_slots_.size() <= static_cast<size_t>(s))
     sliding_slots_.resize(static_cast<size_t>(s) + 1);
   sliding_slots_[static_cast<size_t>(s)] = std::move(slots);
@@ -136,8 +141,11 @@ void HybridPagedPolicy::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_
   for (GrowPlan& p : plans) p.fits = true;
   full_->apply_grow(s, plans[0], new_tokens);
   const std::vector<SeqSlot>& slots = slots_of(s);
-  for (size_t g = 0; g < sliding_.size(); ++g)
+  const std::vector<BlockHash>& hashes = full_->content_hashes(s);
+  for (size_t g = 0; g < sliding_.size(); ++g) {
     sliding_[g]->apply_grow(slots[g], plans[g + 1], new_tokens);
+    sliding_[g]->register_scheduled(slots[g], hashes);  // as in apply_admit
+  }
 }
 
 void HybridPagedPolicy::commit(SeqSlot s, const TokenView& tokens, int64_t computed_tokens) {

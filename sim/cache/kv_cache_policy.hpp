@@ -95,6 +95,9 @@ struct PrefixHit {
   std::vector<BlockId> blocks;    // the blocks holding them, in order
   std::vector<BlockHash> hashes;  // hashes of the full blocks of the known content
   int64_t tokens_queried = 0;     // tokens looked up (for the hit rate)
+  // The content looked up (it outlives the admission): a policy that
+  // registers blocks when it allocates them reads their runs from it.
+  TokenView content;
   // chunk_lru (seed 003): `hashes` are the content hashes of the prompt's
   // segments before the question and these their token counts (separator
   // included); empty for block-prefix policies.
@@ -271,7 +274,9 @@ class KvCachePolicy {
   }
 
   // A step finished: the first `computed_tokens` tokens of `tokens` now have
-  // their KV in the cache (full blocks become reusable by content).
+  // their KV in the cache (full blocks become reusable by content). A policy
+  // may have made some findable already, when the step that computes them
+  // allocated them (PagedPolicy does, as vLLM V1: docs/vllm-rules.md).
   virtual void commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) = 0;
   // Ahead of a run of commits: does what commit(seq, tokens,
   // computed_tokens) will do that depends on nothing else (hashing the

@@ -88,6 +88,7 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
     }
   }
   hit.cached_tokens = static_cast<int64_t>(hit.blocks.size() + hit.tier_hits.size()) * block_size();
+  hit.content = tokens;
   return hit;
 }
 
@@ -151,6 +152,12 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   const std::vector<BlockId>& table = seq(s).block_table;
   for (int64_t b = on_device; b < on_device + loaded; ++b)
     pool_.register_hash(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
+  // The blocks this step computes are findable from now on, by the next
+  // admission of this pass too (vLLM V1: paged_policy_scheduled.cpp).
+  if (prefix_caching_) {
+    if (defer_) touch_admitted(plan.hit, content);
+    register_scheduled(s, content);
+  }
   if (plan.hit.readmission) {
     recompute_query_tokens_ += plan.hit.tokens_queried;
     recompute_hit_tokens_ += plan.hit.cached_tokens;
@@ -159,11 +166,6 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
     prefix_hit_tokens_ += plan.hit.cached_tokens;
   }
   return s;
-}
-
-void PagedPolicy::apply_grow(SeqSlot s, const GrowPlan& plan, int64_t new_tokens) {
-  PagedPolicyBase::apply_grow(s, plan, new_tokens);
-  if (plan.new_blocks > 0) note_tail(s, content_[static_cast<size_t>(s)]);
 }
 
 void PagedPolicy::hash_more_blocks(SeqContent& content, const TokenView& tokens, int64_t full) {

@@ -8,6 +8,18 @@
 // swap-in. Blocks a decode fills inside a described output are registered
 // without their hash until someone could look them up
 // (paged_policy_deferred.cpp, pending_hashes.hpp): every answer is the same.
+//
+// When a block becomes findable follows vLLM V1 (docs/vllm-rules.md): a
+// full block whose content the scheduled tokens fix is registered when it
+// is allocated for them, before the step runs, so a request admitted later
+// in the same scheduling pass finds it (vllm/v1/core/kv_cache_manager.py
+// KVCacheManager.allocate_slots, which calls cache_blocks up to
+// min(num_computed + num_new, request.num_tokens), at commit 003df29;
+// nano-vllm's BlockManager.allocate and may_append register at allocation
+// too). Those are the blocks whose hashes the admission's lookup computed
+// (the known content: the prompt, and what a re-admitted sequence had
+// generated); a block a decode fills is registered by the commit after the
+// step (paged_policy_scheduled.cpp says why nobody can tell).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -55,8 +67,11 @@ class PagedPolicy final : public PagedPolicyBase {
   void give_back(PrefixHit&& hit) override { spare_hit_hashes_ = std::move(hit.hashes); }
   AdmitPlan plan_admit(PrefixHit hit, int64_t new_tokens) const override;
   SeqSlot apply_admit(const AdmitPlan& plan) override;
-  // The base's, and the sequence's new last block noted beside its content.
+  // The base's, and the sequence's new last block noted beside its content;
+  // the blocks the growth's tokens fill whose hashes are known are
+  // registered now (register_scheduled).
   void apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) override;
+  bool grow_in_place(SeqSlot seq, int64_t new_tokens) override;
   // Inline: the scheduler's bulk decodes call it, directly, at most of a
   // step's new blocks (Scheduler::bulk_loop_for).
   SettledGrowth settle_and_grow(SeqSlot s, int64_t settled, int64_t new_tokens) override {
@@ -212,6 +227,13 @@ class PagedPolicy final : public PagedPolicyBase {
   void materialise_all();
   // Blocks a swap-in must copy: those whose content is no longer on device.
   int64_t blocks_to_copy(HostSlot h) const;
+  // vLLM V1's cache_blocks at allocation (paged_policy_scheduled.cpp):
+  // registers the sequence's blocks that its tokens held (computed or
+  // scheduled) fill and whose hashes are known, from registered_blocks on.
+  void register_scheduled(SeqSlot s, SeqContent& content);
+  // At admission, before any of its blocks is registered: the runs of every
+  // block whose hash the lookup computed are touched for registration.
+  void touch_admitted(const PrefixHit& hit, const SeqContent& content) const;
 
   bool prefix_caching_;
   bool defer_;  // defer_output_hashes, where it is exact

@@ -63,6 +63,12 @@ class PagedWindowPolicy final : public PagedPolicyBase {
   // the ones that leave the window (freed blocks keep their hash in the
   // pool). `hashes` are the sequence's chained content hashes.
   void register_hashes(SeqSlot seq, const std::vector<BlockHash>& hashes, int64_t full_blocks);
+  // register_hashes below the blocks the tokens held (computed or scheduled)
+  // fill: at allocation, as the full group registers them (vLLM V1,
+  // paged_policy_scheduled.cpp).
+  void register_scheduled(SeqSlot s, const std::vector<BlockHash>& hashes) {
+    register_hashes(s, hashes, seq(s).tokens / block_size());
+  }
   // First block the next token's window needs after `computed_tokens`.
   int64_t first_block_in_window(int64_t computed_tokens) const;
   int64_t window() const { return window_; }

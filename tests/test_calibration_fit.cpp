@@ -5,8 +5,12 @@
 // benchmark the 910C file is fitted on.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "cli/studies/calibration_fit.hpp"
@@ -206,6 +210,103 @@ TEST(CalibrationFit, AFamilySharesWhatOneDesignHasInCommon) {
     ASSERT_TRUE(e.in_sample && e.held_out);
     EXPECT_NEAR(*e.held_out / e.row.value, 1.0, 0.03);
   }
+}
+
+// The per-device figures a report prints are each device's own rows': with
+// two devices held out whole (fitted on the third's rows only), each held-out
+// device's median and max are those of its own rows' errors, not of the pool,
+// and the leave-one-out ones likewise; the table text and fit.json carry them.
+TEST(CalibrationFit, PerDeviceFiguresAreEachDevicesOwnRows) {
+  DeviceSpec base = device("snapdragon-8-elite");
+  auto model_time = [](const MeasurementRow& r, const DeviceSpec& s) {
+    const double w = static_cast<double>(*r.batch) * 1e8;          // weight bytes
+    const double kv = static_cast<double>(*r.input_tokens) * 1e6;  // KV bytes
+    const double bw = static_cast<double>(s.memory_bandwidth);
+    return w / (bw * s.memory_efficiency[0]) + kv / (bw * s.memory_efficiency[1]);
+  };
+  RowPredictor predict = [&](const MeasurementRow& r,
+                             const DeviceSpec& s) -> std::optional<double> {
+    return model_time(r, s);
+  };
+  auto load = [&](const std::string& name) {
+    DeviceSpec d = base;
+    d.name = name;
+    return d;
+  };
+  // Weight streaming differs per device: held out, B and C take A's value
+  // and miss by different amounts.
+  const std::map<std::string, double> weights_eff = {
+      {"syn-a", 0.8}, {"syn-b", 0.5}, {"syn-c", 0.65}};
+  std::vector<MeasurementRow> rows;
+  auto add = [&](const std::string& id, const std::string& dev, int64_t w, int64_t kv) {
+    DeviceSpec truth = load(dev);
+    set_fit_parameter(truth, "efficiency.gemm.memory", weights_eff.at(dev));
+    set_fit_parameter(truth, "efficiency.attention.memory", 0.3);
+    MeasurementRow r;
+    r.id = id;
+    r.device = dev;
+    r.batch = w;
+    r.input_tokens = kv;
+    r.value = model_time(r, truth) * (id == "A2" ? 1.03 : 1.0);
+    rows.push_back(r);
+  };
+  add("A1", "syn-a", 10, 100);
+  add("A2", "syn-a", 40, 200);
+  add("A3", "syn-a", 20, 1500);
+  add("A4", "syn-a", 30, 900);
+  add("B1", "syn-b", 20, 200);
+  add("B2", "syn-b", 40, 1400);
+  add("C1", "syn-c", 10, 300);
+  add("C2", "syn-c", 50, 100);
+  const CvReport cv = cross_validate(rows, load, predict, true, {"syn-b", "syn-c"});
+
+  auto abs_err = [](double predicted, double published) {
+    return std::fabs((predicted - published) / published * 100.0);
+  };
+  std::map<std::string, std::vector<double>> by_device, held;
+  for (const CvEntry& e : cv.entries) {
+    if (e.by_device) by_device[e.device].push_back(abs_err(*e.by_device, e.row.value));
+    if (e.held_out) held[e.device].push_back(abs_err(*e.held_out, e.row.value));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  ASSERT_EQ(cv.by_device_per_device.size(), 2u);
+  EXPECT_EQ(cv.by_device_per_device[0].device, "syn-b");
+  EXPECT_EQ(cv.by_device_per_device[1].device, "syn-c");
+  for (const DeviceErrors& d : cv.by_device_per_device) {
+    SCOPED_TRACE(d.device);
+    const std::vector<double>& own = by_device.at(d.device);
+    EXPECT_EQ(d.rows, 2);
+    EXPECT_DOUBLE_EQ(d.median_abs_pct, median(own));
+    EXPECT_DOUBLE_EQ(d.max_abs_pct, *std::max_element(own.begin(), own.end()));
+  }
+  // Different misses per device, so the pooled figure is neither device's.
+  EXPECT_GT(
+      std::fabs(cv.by_device_per_device[0].max_abs_pct - cv.by_device_per_device[1].max_abs_pct),
+      1.0);
+  EXPECT_DOUBLE_EQ(cv.max_abs_by_device_pct, std::max(cv.by_device_per_device[0].max_abs_pct,
+                                                      cv.by_device_per_device[1].max_abs_pct));
+  // Leave-one-out: only A's rows are fitted on, so only A has held-out rows.
+  ASSERT_EQ(cv.held_out_per_device.size(), 1u);
+  EXPECT_EQ(cv.held_out_per_device[0].device, "syn-a");
+  EXPECT_EQ(cv.held_out_per_device[0].rows, 4);
+  EXPECT_DOUBLE_EQ(cv.held_out_per_device[0].median_abs_pct, median(held.at("syn-a")));
+  EXPECT_DOUBLE_EQ(cv.held_out_per_device[0].median_abs_pct, cv.median_abs_held_out_pct);
+
+  const std::string text = cv_table_text(cv, true);
+  for (const DeviceErrors& d : cv.by_device_per_device) {
+    const std::string line = fmt::format("{} {} rows median {:.1f}%, max {:.1f}%", d.device, d.rows,
+                                         d.median_abs_pct, d.max_abs_pct);
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  EXPECT_NE(text.find("held out by device (fitted on none of its rows): syn-b"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("leave-one-out per device: syn-a 4 rows"), std::string::npos) << text;
+  const std::string json = fit_json_text(cv, "test");
+  EXPECT_NE(json.find("\"by_device_per_device\""), std::string::npos);
+  EXPECT_NE(json.find("\"held_out_per_device\""), std::string::npos);
 }
 
 // Every parameter the fit varies carries a source in every shipped device

@@ -117,6 +117,14 @@ struct EngineStepOverhead {
   // memory left after the weights (trtllm-bench's
   // --kv_cache_free_gpu_mem_fraction); unset: the scenario's memory_fraction.
   std::optional<double> kv_cache_free_fraction;
+  // The engine's admission rule (column `admission`): "whole_sequence"
+  // admits a request only when the KV blocks for its prompt and all its
+  // output tokens are free beside those reserved for the running ones
+  // (TensorRT-LLM's default capacity scheduler, GUARANTEED_NO_EVICT), so
+  // nothing is ever preempted; empty: the scenario's scheduler (vLLM's:
+  // admit on the blocks a request holds now, preempt when the cache runs
+  // out).
+  bool reserves_whole_sequence = false;
   std::string source;
 };
 std::optional<EngineStepOverhead> find_engine_step_overhead(const std::string& software,

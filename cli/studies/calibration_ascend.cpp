@@ -150,6 +150,16 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
   out.requests = requests;
   out.engine = engine;
   if (out.engine) out.spec.device.step_overhead = out.engine->step_overhead;
+  if (out.engine && out.engine->reserves_whole_sequence) {
+    // Every request has the same length, so reserving each one's whole
+    // sequence at admission (GUARANTEED_NO_EVICT) runs at most as many at
+    // once as the pool holds whole sequences, and none is preempted.
+    const PoolSizing sizing = out.spec.pool_sizing();
+    const int64_t block = out.spec.policy().block_pool()->block_size();
+    const int64_t per_request = (*row.input_tokens + *row.output_tokens + block - 1) / block;
+    const int64_t fit = std::max<int64_t>(1, sizing.num_blocks / std::max<int64_t>(1, per_request));
+    out.spec.scheduler.max_num_seqs = std::min(out.spec.scheduler.max_num_seqs, fit);
+  }
   return out;
 }
 

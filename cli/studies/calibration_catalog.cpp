@@ -78,6 +78,14 @@ std::vector<FitParameter> fit_parameters(const DeviceSpec& device) {
         FitParameter{"matrix_tokens_exponent", 0.0,
                      "A: no batch-shape dependence until rows at two batch sizes show one", -1.0,
                      1.0, false, "", true},
+        // What a tensor-parallel all-reduce costs beyond its bytes over the
+        // link (NCCL/RCCL's launch, synchronisation and protocol steps): two
+        // per layer per step, so rows at several tensor-parallel sizes see it
+        // apart from the bytes; rows at tp 1 do not.
+        FitParameter{"device_link_latency", 0.01,
+                     "A: one small-message all-reduce over NVLink/Infinity Fabric costs about ten "
+                     "microseconds, the device files' assumed value",
+                     0.001, 1.0, true, "ms", true},
     };
   }
   return {
@@ -107,6 +115,7 @@ double get_fit_parameter(const DeviceSpec& d, const std::string& key) {
   }
   if (key == "matrix_tokens_exponent") return d.matrix_tokens_exponent;
   if (key == "step_overhead") return static_cast<double>(d.step_overhead) / 1e6;
+  if (key == "device_link_latency") return static_cast<double>(d.device_link_latency) / 1e6;
   throw std::logic_error("not a fit parameter: " + key);
 }
 
@@ -128,6 +137,10 @@ void set_fit_parameter(DeviceSpec& d, const std::string& key, double value) {
   }
   if (key == "step_overhead") {
     d.step_overhead = static_cast<TimeNs>(std::llround(value * 1e6));
+    return;
+  }
+  if (key == "device_link_latency") {
+    d.device_link_latency = static_cast<TimeNs>(std::llround(value * 1e6));
     return;
   }
   throw std::logic_error("not a fit parameter: " + key);

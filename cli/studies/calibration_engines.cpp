@@ -1,7 +1,7 @@
 // What the calibration predictors share about a row's setup: its device
 // column, and the serving engine's own per-step cost, read from
 // configs/calibration/engine_step_overheads.csv (software,step_overhead,
-// kv_cache_free_fraction,source), so that the device's efficiencies are
+// kv_cache_free_fraction,source[,admission]), so that the device's efficiencies are
 // fitted apart from the engine's host work and its memory rule (each
 // engine's figures carry their own source).
 #include <fmt/format.h>
@@ -106,6 +106,12 @@ std::vector<EngineStepOverhead> read_table(const std::string& path) {
     e.source = f[3];
     if (e.source.empty())
       throw std::runtime_error(fmt::format("{}:{}: the source is empty", path, line_no));
+    if (f.size() > 4 && !f[4].empty()) {
+      if (f[4] != "whole_sequence")
+        throw std::runtime_error(fmt::format(
+            "{}:{}: admission '{}': expected whole_sequence or empty", path, line_no, f[4]));
+      e.reserves_whole_sequence = true;
+    }
     rows.push_back(std::move(e));
   }
   return rows;

@@ -106,6 +106,13 @@ struct CvEntry {
   std::string not_predicted;
 };
 
+// One device's share of a report's errors: its rows' absolute errors in %.
+struct DeviceErrors {
+  std::string device;
+  int64_t rows = 0;
+  double median_abs_pct = 0, max_abs_pct = 0;
+};
+
 struct CvReport {
   std::vector<CvEntry> entries;
   std::vector<DeviceFit> fits;  // the full fit of each device
@@ -117,6 +124,11 @@ struct CvReport {
   std::vector<std::string> held_out_devices;
   int64_t by_device_rows = 0;
   double median_abs_by_device_pct = 0, max_abs_by_device_pct = 0;
+  // Per device, in the order its first row comes: the leave-one-out errors
+  // of the devices counted above (with leave_one_out), and the errors of
+  // each device held out whole (`held_out_devices`), so that a figure
+  // quoted per device is one the command prints.
+  std::vector<DeviceErrors> held_out_per_device, by_device_per_device;
 };
 constexpr int64_t kCvMinRows = 3;
 

@@ -435,6 +435,40 @@ const BadInput kCatalogue[] = {
      "run {base} --out {out} --set cluster.groups.a.count=2 --set cluster.router.policy=kv_cost "
      "--set cluster.router.index.kind=events --set cluster.router.index.lag=-1ms",
      "--set cluster.router.index.lag", "lag"},
+    // ---- links instances share (cluster.links, the via of a movement)
+    {"LinkBandwidthZero",
+     "run {base} --out {out} --set cluster.groups.a.count=2 "
+     "--set cluster.links.node_nic.bandwidth=0",
+     "--set cluster.links.node_nic.bandwidth", "bandwidth"},
+    {"LinkBandwidthNegative",
+     "run {base} --out {out} --set cluster.groups.a.count=2 "
+     "--set cluster.links.pool_servers.bandwidth=-5GB/s",
+     "--set cluster.links.pool_servers.bandwidth", "bandwidth"},
+    {"LinkKindUnknownInFile", "run {bad} --out {out}", "bad.yaml:15", "node_nics",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "cluster:\n  links:\n    node_nics: {bandwidth: 25GB/s}\n  groups: {a: {count: 2}}\n"},
+    {"LinkViaUndeclaredInFile", "run {bad} --out {out}", "bad.yaml:14", "node_nic",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "cluster:\n  global_pool: {capacity: 1TB, via: [node_nic]}\n  groups: {a: {count: 2}}\n"},
+    {"LinkTheDeviceFileLacksInFile", "run {bad} --out {out}", "bad.yaml:14",
+     "network_link_bandwidth",
+     "name: cat\nseed: 5\ndevice: ascend-910b3\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "cluster:\n  global_pool: {capacity: 1TB, link: roce}\n  groups: {a: {count: 2}}\n"},
     {"RouterTemperatureNegativeInFile", "run {bad} --out {out}", "bad.yaml:14", "temperature",
      "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
      "kv_cache: {policy: paged, block_size: 64}\n"

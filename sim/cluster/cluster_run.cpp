@@ -22,6 +22,7 @@ struct ClusterRun::Handoff {
   Request request;  // the whole request, KV ready for its prompt
   size_t from = 0, decode = 0;
   Bytes bytes = 0;            // the KV it carries
+  TimeNs sent = 0;            // when the prefill instance sent it
   int64_t cached_tokens = 0;  // the prefill instance's prefix hit
   int32_t preemptions = 0;    // at the prefill instance
   bool delivered = false;
@@ -62,6 +63,8 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
                                   SourceOptions{true})),
       pump_(sim_, *source_),
       shell_("serving", scenario, sim_, pump_, sink) {
+  // The deliveries keep the priority they had as events of their own.
+  links_ = std::make_unique<ClusterLinks>(sim_, cluster_, kArrivalPriority);
   for (const InstanceGroup& group : cluster_.groups) {
     for (int64_t k = 0; k < group.count; ++k) {
       auto inst = std::make_unique<Instance>();
@@ -78,6 +81,19 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
         inst->num_blocks = inst->engine->memory_plan().num_blocks;
       }
       (group.role == InstanceRole::decode ? decode_ : front_).push_back(inst->index);
+      if (group.role == InstanceRole::prefill) {
+        // Every device of the instance (tp x pp) sends its own layers' KV
+        // over its own link in parallel: one port of their summed bandwidth
+        // carries the instance's bytes in the time each device takes.
+        const InstanceSpec& spec = *group.spec;
+        const KvLink link = kv_link_of(spec.device, cluster_.transfer.link).value();
+        const int64_t ranks = spec.tp * std::max<int64_t>(spec.pp, 1);
+        inst->port = std::make_unique<SharedLink>(
+            sim_,
+            LinkSpec{fmt::format("{}{}.{}.tx", group.name, k, link.name), link.bandwidth * ranks,
+                     link.latency},
+            kArrivalPriority);
+      }
       instances_.push_back(std::move(inst));
     }
   }
@@ -86,6 +102,11 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
     for (size_t i : front_) {
       if (!instances_[i]->engine->share_kv_tier(pool_))
         throw std::logic_error(fmt::format("instance {} ({}) has no global tier to share", i,
+                                           instances_[i]->group->name));
+      const LinkPath read = links_->pool_read_hops(i), write = links_->pool_write_hops(i);
+      if ((!read.empty() || !write.empty()) &&
+          !instances_[i]->engine->add_kv_tier_hops("global", read, write))
+        throw std::logic_error(fmt::format("instance {} ({}) has no global tier to route", i,
                                            instances_[i]->group->name));
     }
   }
@@ -277,48 +298,47 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
   to.outstanding_blocks += request_blocks(to, h.request);
 
   const InstanceSpec& spec = *from.group->spec;
-  const KvLink link = kv_link_of(spec.device, cluster_.transfer.link).value();
-  // Every device of the prefill instance (tp x pp) sends its own layers' KV
-  // over its own link; the stage holding the most layers (the one the plan
-  // describes) finishes last, and the bytes are the whole instance's.
+  // Every device of the prefill instance (tp x pp) sends its own layers'
+  // KV; the stage holding the most layers (the one the plan describes)
+  // finishes last, and the bytes are the whole instance's. Layer-wise,
+  // only the last layer's share is left to send (price_kv_transfer).
   const PoolSizing plan = from.engine->memory_plan();
-  KvTransferPrice price = price_kv_transfer(
-      h.request.kv_ready_tokens, plan.kv_bytes_per_token, spec.tp * std::max<int64_t>(spec.pp, 1),
-      spec.model.num_hidden_layers, cluster_.transfer.layerwise, link);
-  price.bytes = h.request.kv_ready_tokens *
-                (plan.instance_block_bytes / spec.policy().block_pool()->block_size());
+  const int64_t ranks = spec.tp * std::max<int64_t>(spec.pp, 1);
+  const Bytes wire_bytes = h.request.kv_ready_tokens * plan.kv_bytes_per_token * ranks;
+  const int64_t divisor =
+      cluster_.transfer.layerwise ? std::max<int64_t>(spec.model.num_hidden_layers, 1) : 1;
+  h.bytes = h.request.kv_ready_tokens *
+            (plan.instance_block_bytes / spec.policy().block_pool()->block_size());
   const TimeNs now = sim_.now();
-  const TimeNs start = std::max(now, from.link_free);
-  const TimeNs done = start + price.time;
-  from.link_free = done;
+  h.sent = now;
   ++transfers_;
-  transfer_bytes_ += price.bytes;
-  transfer_time_ += done - now;
-  transfer_max_ = std::max(transfer_max_, done - now);
-  h.bytes = price.bytes;
-  if (timeline_) timeline_->transfer_started(h.from, h.decode, price.bytes, now);
-  if (from.tap.spans) {
-    // On the sending instance's track, from the link's start (after the
-    // transfers queued ahead of it) to the KV's arrival.
-    SpanRow span{"kv_transfer",
-                 "PD transfer",
-                 request.id,
-                 -1,
-                 start,
-                 done - start,
-                 h.request.kv_ready_tokens};
-    span.bytes = price.bytes;
-    span.seqs = static_cast<int64_t>(h.decode);  // the receiving instance
-    sink_->instance_span(static_cast<int32_t>(from.index), span);
-  }
+  transfer_bytes_ += h.bytes;
+  if (timeline_) timeline_->transfer_started(h.from, h.decode, h.bytes, now);
+  LinkPath path{from.port.get()};
+  const LinkPath hops = links_->transfer_hops(h.from, h.decode);
+  path.insert(path.end(), hops.begin(), hops.end());
   const uint64_t id = request.id;
   handoffs_.emplace(id, std::move(h));
-  sim_.schedule_at(done, kArrivalPriority, [this, id] { deliver(id); });
+  transfer_over(
+      path, wire_bytes, [this, id] { deliver(id); }, divisor);
 }
 
 void ClusterRun::deliver(uint64_t id) {
   Handoff& h = handoffs_.at(id);
   h.delivered = true;
+  const TimeNs now = sim_.now();
+  transfer_time_ += now - h.sent;
+  transfer_max_ = std::max(transfer_max_, now - h.sent);
+  const Instance& from = *instances_[h.from];
+  if (from.tap.spans) {
+    // On the sending instance's track, from the end of its prefill to the
+    // KV's arrival (sharing its links with the transfers beside it).
+    SpanRow span{
+        "kv_transfer", "PD transfer", id, -1, h.sent, now - h.sent, h.request.kv_ready_tokens};
+    span.bytes = h.bytes;
+    span.seqs = static_cast<int64_t>(h.decode);  // the receiving instance
+    sink_->instance_span(static_cast<int32_t>(from.index), span);
+  }
   if (timeline_) timeline_->transfer_arrived(h.from, h.decode, h.bytes, sim_.now());
   Instance& to = *instances_[h.decode];
   to.engine->submit(std::move(h.request));

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/cluster/cluster_links.hpp"
 #include "sim/cluster/cluster_spec.hpp"
 #include "sim/cluster/cluster_timeline.hpp"
 #include "sim/cluster/kv_link.hpp"
@@ -63,6 +64,8 @@ class ClusterRun {
   const InferenceEngine& engine(size_t i) const;
   // The global pool every mixed and prefill instance shares; null without.
   const KvTier* global_pool() const { return pool_.get(); }
+  // The links the instances share (cluster.links).
+  const ClusterLinks& links() const { return *links_; }
 
  private:
   class InstanceUplink;
@@ -113,8 +116,10 @@ class ClusterRun {
     int64_t outstanding_blocks = 0;          // each request's tokens rounded up to blocks
     int64_t block_size = 0, num_blocks = 0;  // of its pool (0 without one)
     EventTap events;
-    bool touched = false;              // received a request at the current instant
-    TimeNs link_free = 0;              // its KV link's next free time (prefill)
+    bool touched = false;  // received a request at the current instant
+    // Its device's port of the transfer link, all ranks together (prefill):
+    // the transfers it sends share it.
+    std::unique_ptr<SharedLink> port;
     int64_t running = 0, waiting = 0;  // at its last progress report
     ~Instance();
   };
@@ -140,6 +145,7 @@ class ClusterRun {
   const ClusterSpec& cluster_;
   RunSink* sink_;  // may be null
   Simulator sim_;
+  std::unique_ptr<ClusterLinks> links_;
   std::unique_ptr<RequestSource> source_;
   ArrivalPump pump_;
   EngineShell shell_;  // the cluster's own request accounting (rows, latencies)

@@ -7,6 +7,7 @@
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
+#include "sim/cluster/cluster_links.hpp"
 #include "sim/cluster/kv_link.hpp"
 #include "sim/cluster/routing_registry.hpp"
 #include "sim/spec/instance_spec.hpp"
@@ -73,11 +74,12 @@ YAML::Node group_document(const YAML::Node& root, const YAML::Node& group) {
   return doc;
 }
 
-GlobalPoolConfig read_global_pool(const Node& node) {
+GlobalPoolConfig read_global_pool(const Node& node, const ClusterLinksConfig& links) {
   GlobalPoolConfig pool;
   MapReader r(node);
   const config::ComponentInfo info = global_pool_info();
   const config::ParamValues v = config::read_params(r, info);
+  pool.via = read_via(r.child("via"), links, {"node_nic", "pool_servers"});
   r.finish();
   if (!v.has("capacity")) return pool;  // an error is recorded
   pool.link = v.string("link");
@@ -176,9 +178,15 @@ config::ComponentInfo cluster_section_info() {
            bool_param("transfer.layerwise", true,
                       "stream each layer's KV while the next computes (only the last layer's "
                       "share is left at the end of the prefill)"),
+           section_param("transfer.via", false, "[node_nic]",
+                         "cluster.links the KV crosses after the prefill device's port: node_nic "
+                         "(between nodes), fabric (within one)"),
            section_param("global_pool", false, "{capacity: 16TB, link: roce, ...}",
                          "one KV store every mixed and prefill instance shares (global-pool "
-                         "keys)")}};
+                         "keys)"),
+           section_param("links", false, "{node_nic: {bandwidth: 25GB/s, latency: 5us}, ...}",
+                         "links instances share, by kind: node_nic, fabric, pool_servers "
+                         "(cluster-link keys)")}};
 }
 
 config::ComponentInfo global_pool_info() {
@@ -195,7 +203,10 @@ config::ComponentInfo global_pool_info() {
                         "which block the pool drops first when full"),
            choice_param("store", std::string(kStoreOnCompute), {kStoreOnEvict, kStoreOnCompute},
                         "on_compute: every block once computed (Mooncake Store's put after "
-                        "prefill); on_evict: what an instance's device or tiers above evict")}};
+                        "prefill); on_evict: what an instance's device or tiers above evict"),
+           section_param("via", false, "[node_nic, pool_servers]",
+                         "cluster.links a get or a put crosses after the instance's own port "
+                         "(the node's NIC, the pool's servers)")}};
 }
 
 config::ComponentInfo prefix_index_section_info() {
@@ -218,6 +229,9 @@ config::ComponentInfo cluster_group_info() {
            int_param("count", 1, 1, 4096, "instances", "identical instances in the group"),
            choice_param("role", "mixed", {"mixed", "prefill", "decode"},
                         "whole requests, or one side of a prefill/decode split"),
+           int_param("node_size", 1, 1, 4096, "instances",
+                     "instances per node: those of one node share its node_nic and fabric "
+                     "(cluster.links)"),
            section_param("device", false, "a name, path or map", "the group's device"),
            section_param("parallel", false, "{tensor: N}", "laid over the file's parallel:"),
            section_param("kv_cache", false, "{...}", "laid over the file's kv_cache:"),
@@ -234,14 +248,16 @@ std::shared_ptr<const ClusterSpec> read_cluster_section(
   MapReader c(cluster);
   spec->router = read_router(c.child("router"), kDefaultRoutingPolicy);
   spec->decode_router = read_router(c.child("decode_router"), "least_loaded");
+  spec->links = read_cluster_links(c.child("links"));
   {
     MapReader t(c.child("transfer"));
     spec->transfer.link = t.choice("link", "hccs", kv_link_names());
     spec->transfer.layerwise = t.boolean("layerwise", true);
+    spec->transfer.via = read_via(t.child("via"), spec->links, {"node_nic", "fabric"});
     t.finish();
   }
   const Node pool_node = c.child("global_pool");
-  spec->global_pool = read_global_pool(pool_node);
+  spec->global_pool = read_global_pool(pool_node, spec->links);
   // A list of groups, or a map of name to group (which `--set
   // cluster.groups.decode.count=3` and `kvsim compare --vary` can reach).
   const Node groups = c.child("groups");
@@ -271,6 +287,7 @@ std::shared_ptr<const ClusterSpec> read_cluster_section(
       group.name = key;
     }
     group.count = g.integer("count", 1, 1, 4096);
+    group.node_size = g.integer("node_size", 1, 1, 4096);
     const std::string role = g.choice("role", "mixed", {"mixed", "prefill", "decode"});
     for (InstanceRole r : {InstanceRole::mixed, InstanceRole::prefill, InstanceRole::decode})
       if (instance_role_name(r) == role) group.role = r;

@@ -30,6 +30,10 @@ std::string_view instance_role_name(InstanceRole role);
 struct InstanceGroup {
   std::string name;
   int64_t count = 1;
+  // Instances per node: the group's instances fill nodes of this many in
+  // order, and those of one node share its `cluster.links` of kind
+  // node_nic and fabric. Nodes never span groups.
+  int64_t node_size = 1;
   InstanceRole role = InstanceRole::mixed;
   std::shared_ptr<const InstanceSpec> spec;  // what each of its instances runs
 };
@@ -41,6 +45,28 @@ struct KvTransferConfig {
   // is sent while layer l+1 computes, so only the last layer's share is
   // left to send when the prefill ends.
   bool layerwise = true;
+  // Shared links it crosses after the prefill device's own port
+  // (cluster.links): node_nic (the sender's tx and the receiver's rx, when
+  // on two nodes), fabric (the node's, when on one).
+  std::vector<std::string> via;
+};
+
+// `cluster.links:` the links instances share, each a SharedLink per
+// direction (sim/core/shared_link.hpp), declared by kind:
+// - node_nic: one per node (its RoCE NIC, which the node's instances share);
+// - fabric: one per node (the intra-node switch, HCCS);
+// - pool_servers: one for the cluster (the global pool's servers).
+// A movement crosses the ones its `via` lists. Absent: every instance has
+// its links to itself, as before links were shared.
+struct SharedLinkDecl {
+  std::string name;       // a kind of shared_link_kinds()
+  int64_t bandwidth = 0;  // bytes per second and direction, > 0
+  TimeNs latency = 0;     // per transfer
+};
+const std::vector<std::string>& shared_link_kinds();
+struct ClusterLinksConfig {
+  std::vector<SharedLinkDecl> declared;
+  const SharedLinkDecl* find(std::string_view name) const;
 };
 
 // `cluster.global_pool:` one store of KV blocks that every mixed and prefill
@@ -54,6 +80,9 @@ struct GlobalPoolConfig {
   // link's, times the instance's ranks (each rank's port moves its share).
   KvTierParams tier;
   Bytes block_bytes = 0;  // one block of an instance, all ranks
+  // Shared links a get or a put crosses after the instance's own port
+  // (cluster.links): node_nic, pool_servers.
+  std::vector<std::string> via;
   bool enabled() const { return tier.capacity > 0; }
 };
 
@@ -70,6 +99,7 @@ struct ClusterSpec {
   RouterConfig decode_router;  // picks the decode instance of a prefilled request
   KvTransferConfig transfer;
   GlobalPoolConfig global_pool;
+  ClusterLinksConfig links;
   std::vector<InstanceGroup> groups;
 
   int64_t instances() const;
@@ -81,6 +111,7 @@ struct ClusterSpec {
 config::ComponentInfo cluster_section_info();
 config::ComponentInfo cluster_group_info();
 config::ComponentInfo global_pool_info();
+config::ComponentInfo shared_link_info();
 // The keys `index:` of a router shares (`kind`) before its kind's own.
 config::ComponentInfo prefix_index_section_info();
 

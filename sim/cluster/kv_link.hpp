@@ -1,7 +1,10 @@
 #pragma once
 // The link a prefilled request's KV crosses to its decode instance, with the
 // bandwidth and latency the prefill device's file gives it, and the price of
-// one transfer. Pure functions: the cluster run schedules the events.
+// one transfer with the link to itself. Pure functions: the cluster run
+// sends each transfer over the prefill instance's SharedLink port (and the
+// links of transfer.via), where overlapping transfers share the bandwidth
+// and a lone one costs exactly this price.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -7,12 +7,14 @@
 // so two engines on one clock are two components, not two simulations.
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "base/units.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/core/latency_histogram.hpp"
+#include "sim/core/link_path.hpp"
 #include "sim/core/metrics.hpp"
 #include "workloads/request.hpp"
 
@@ -74,6 +76,16 @@ class InferenceEngine {
   // name. False when the engine has no such tier to replace.
   virtual bool share_kv_tier(std::shared_ptr<KvTier> tier) {
     (void)tier;
+    return false;
+  }
+  // Before start(): reads from and writes to the engine's tier `tier` also
+  // cross `read` / `write` (links other instances share: a node's NIC, the
+  // pool's servers), after the tier's own port. False without such a tier.
+  virtual bool add_kv_tier_hops(const std::string& tier, const LinkPath& read,
+                                const LinkPath& write) {
+    (void)tier;
+    (void)read;
+    (void)write;
     return false;
   }
   // Before start(): the engine's cache tells `listener` of the blocks it

@@ -49,7 +49,7 @@ std::vector<ComponentKind> component_catalog() {
        eviction_order_infos()},
       {"clusters",
        "cluster: instance groups behind a router, and the keys of a group",
-       {cluster_section_info(), cluster_group_info(), global_pool_info()}},
+       {cluster_section_info(), cluster_group_info(), global_pool_info(), shared_link_info()}},
       {"routers", "cluster.router.policy (and decode_router) and the keys of each",
        routing_policy_infos()},
       {"indexes", "cluster.router.index.kind: what a router knows of the cached prefixes",

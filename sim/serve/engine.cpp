@@ -81,8 +81,11 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
   policy_ = pool_.make(scenario, sizing_);
   if (!scenario.kv_tiers.empty()) {
     // A tier's block is the whole instance's: every rank's share.
-    policy_->attach_tiers(
-        make_tier_chain(scenario.kv_tiers, sizing_.instance_block_bytes, pool_.block_size()));
+    std::unique_ptr<TierChain> chain =
+        make_tier_chain(scenario.kv_tiers, sizing_.instance_block_bytes, pool_.block_size());
+    chain_ = chain.get();
+    policy_->attach_tiers(std::move(chain));
+    make_tier_links();
   }
   timing_ = std::make_unique<PipelineTiming>(
       scenario.device, scenario.model,
@@ -275,8 +278,15 @@ void ServingEngine::start_step() {
   // pass of its own ahead of the batch, as the seed's model runner does it.
   if (StepWork pass; policy_->take_pending_work(pass))
     step_latency_ += timing_->price(pass).latency;
-  // Tier hits of this step's admissions are read back before or during it.
-  step_latency_ = policy_->take_tier_load().step_latency(step_latency_);
+  // Tier hits of this step's admissions are read back before or during it;
+  // the blocks the last step put into tiers go out in the background.
+  const TierLoad load = policy_->take_tier_load();
+  if (chain_ != nullptr) chain_->flush_writes();
+  step_compute_ = step_latency_;
+  step_latency_ = load.step_latency(step_compute_);  // with its links to itself
+  load_layerwise_ = load.layerwise;
+  load_in_flight_ =
+      load.time > 0 && chain_ != nullptr && chain_->read_back([this] { on_load_done(); });
   step_in_flight_ = true;
   ++steps_;
   bulk_decodes_ += batch_.summary.bulk_decodes;
@@ -284,7 +294,58 @@ void ServingEngine::start_step() {
                       static_cast<int64_t>(scheduler_->num_waiting()));
   observe(now, batch_.total_tokens, step_latency_, false, batch_.num_seqs());
   if (shell_.spans_wanted()) span_step(now);
-  sim_.schedule_in(step_latency_, kPrioStepDone, [this] { on_step_done(); });
+  schedule_step_done();
+}
+
+// Each tier's reads and writes cross a port of its own with the tier's
+// figures (what take_load prices), so a lone step costs what it did; a
+// cluster appends the links instances share (add_kv_tier_hops).
+void ServingEngine::make_tier_links() {
+  for (int i = 0; i < chain_->size(); ++i) {
+    const KvTierParams& p = chain_->tier(i).params();
+    auto read = std::make_unique<SharedLink>(
+        sim_, LinkSpec{fmt::format("kv_tiers.{}.read", p.name), p.read_bandwidth, p.latency},
+        kPrioStepDone);
+    auto write = std::make_unique<SharedLink>(
+        sim_, LinkSpec{fmt::format("kv_tiers.{}.write", p.name), p.write_bandwidth, p.latency},
+        kPrioStepDone);
+    chain_->set_paths(i, {read.get()}, {write.get()});
+    tier_links_.push_back(std::move(read));
+    tier_links_.push_back(std::move(write));
+  }
+}
+
+bool ServingEngine::add_kv_tier_hops(const std::string& tier, const LinkPath& read,
+                                     const LinkPath& write) {
+  const int i = chain_ != nullptr ? chain_->index_of(tier) : -1;
+  if (i < 0) return false;
+  chain_->add_hops(i, read, write);
+  return true;
+}
+
+// Without reads on links the step's end is known now. With them, a load
+// before the step (load_overlap: none) ends where its links say, then the
+// compute runs; a layer-wise load overlaps the compute and the step ends
+// with the later of the two.
+void ServingEngine::schedule_step_done() {
+  if (!load_in_flight_) {
+    sim_.schedule_in(step_latency_, kPrioStepDone, [this] { on_step_done(); });
+    return;
+  }
+  if (!load_layerwise_) return;  // on_load_done schedules the compute
+  compute_in_flight_ = true;
+  sim_.schedule_in(step_compute_, kPrioStepDone, [this] {
+    compute_in_flight_ = false;
+    if (!load_in_flight_) on_step_done();
+  });
+}
+
+void ServingEngine::on_load_done() {
+  load_in_flight_ = false;
+  if (!load_layerwise_)
+    sim_.schedule_in(step_compute_, kPrioStepDone, [this] { on_step_done(); });
+  else if (!compute_in_flight_)
+    sim_.schedule_in(0, kPrioStepDone, [this] { on_step_done(); });
 }
 
 void ServingEngine::on_step_done() {

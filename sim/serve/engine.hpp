@@ -13,7 +13,9 @@
 #include "devices/timing_model.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
 #include "sim/cache/pool_sizing.hpp"
+#include "sim/core/link_path.hpp"
 #include "sim/core/metrics.hpp"
+#include "sim/core/shared_link.hpp"
 #include "sim/core/simulator.hpp"
 #include "sim/engine/arrival_pump.hpp"
 #include "sim/engine/engine_shell.hpp"
@@ -76,6 +78,8 @@ class ServingEngine final : public InferenceEngine {
   bool share_kv_tier(std::shared_ptr<KvTier> tier) override {
     return policy_->share_tier(std::move(tier));
   }
+  bool add_kv_tier_hops(const std::string& tier, const LinkPath& read,
+                        const LinkPath& write) override;
   bool publish_kv_events(KvEventListener* listener) override {
     return policy_->set_kv_event_listener(listener);
   }
@@ -161,6 +165,15 @@ class ServingEngine final : public InferenceEngine {
   std::vector<CommittingItem> committing_items_;
   StepWork work_;
   TimeNs step_latency_ = 0;
+  // Tier reads of the step in flight over their links (TierChain::read_back):
+  // the step ends once its compute and its reads allow (TierLoad).
+  TierChain* chain_ = nullptr;                           // the policy's, when it has tiers
+  std::vector<std::unique_ptr<SharedLink>> tier_links_;  // each tier's own port, read and write
+  TimeNs step_compute_ = 0;
+  bool load_in_flight_ = false, compute_in_flight_ = false, load_layerwise_ = false;
+  void make_tier_links();
+  void schedule_step_done();
+  void on_load_done();
   std::function<void(const StepWork&)> step_recorder_;
 
   // What only a paged pool measures; the shell has the rest.

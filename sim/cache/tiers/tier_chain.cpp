@@ -18,6 +18,9 @@ TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise,
   pending_blocks_.assign(tiers_.size(), 0);
   last_read_bytes_.assign(tiers_.size(), 0);
   last_read_time_.assign(tiers_.size(), 0);
+  read_paths_.resize(tiers_.size());
+  write_paths_.resize(tiers_.size());
+  unsent_bytes_.assign(tiers_.size(), 0);
   const size_t levels = tiers_.size() + 1;
   left_.assign(levels, 0);
   landed_.assign(levels, 0);
@@ -75,7 +78,10 @@ void TierChain::put(int tier, const BlockHash& hash, std::vector<BlockHash>& evi
   ++m.puts;
   // A tier smaller than one block (a 1-byte pool) holds nothing: the block
   // is dropped at once and nothing is written.
-  if (t.capacity_blocks() > 0) m.bytes_written += t.block_bytes();
+  if (t.capacity_blocks() > 0) {
+    m.bytes_written += t.block_bytes();
+    unsent_bytes_[static_cast<size_t>(tier)] += t.block_bytes();
+  }
 }
 
 void TierChain::demote(const BlockHash& hash, int from, int level) {
@@ -141,6 +147,57 @@ TierLoad TierChain::take_load() {
   }
   load_time_ += load.time;
   return load;
+}
+
+void TierChain::set_paths(int i, LinkPath read, LinkPath write) {
+  read_paths_.at(static_cast<size_t>(i)) = std::move(read);
+  write_paths_.at(static_cast<size_t>(i)) = std::move(write);
+  has_paths_ = true;
+}
+
+void TierChain::add_hops(int i, const LinkPath& read, const LinkPath& write) {
+  LinkPath& r = read_paths_.at(static_cast<size_t>(i));
+  LinkPath& w = write_paths_.at(static_cast<size_t>(i));
+  r.insert(r.end(), read.begin(), read.end());
+  w.insert(w.end(), write.begin(), write.end());
+  has_paths_ = true;
+}
+
+int TierChain::index_of(const std::string& name) const {
+  for (int i = 0; i < size(); ++i)
+    if (tiers_[static_cast<size_t>(i)]->name() == name) return i;
+  return -1;
+}
+
+bool TierChain::read_back(SharedLink::Done done) {
+  bool any = false;
+  for (size_t i = 0; i < tiers_.size(); ++i)
+    if (last_read_bytes_[i] > 0 && !read_paths_[i].empty()) any = true;
+  if (!any) return false;
+  read_from(0, std::move(done));
+  return true;
+}
+
+// One tier after the other, as take_load sums them: their blocks cross the
+// same host link into the device.
+void TierChain::read_from(int i, SharedLink::Done done) {
+  for (; i < size(); ++i) {
+    const auto at = static_cast<size_t>(i);
+    if (last_read_bytes_[at] <= 0 || read_paths_[at].empty()) continue;
+    transfer_over(
+        read_paths_[at], last_read_bytes_[at],
+        [this, i, done = std::move(done)]() mutable { read_from(i + 1, std::move(done)); });
+    return;
+  }
+  done();
+}
+
+void TierChain::flush_writes() {
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    Bytes& bytes = unsent_bytes_[i];
+    if (bytes > 0 && !write_paths_[i].empty()) transfer_over(write_paths_[i], bytes, {});
+    bytes = 0;
+  }
 }
 
 void TierChain::check_conserved() const {

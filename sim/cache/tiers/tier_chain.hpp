@@ -13,18 +13,28 @@
 //   bandwidth and latency, summed per step (take_load).
 // Tiers are inclusive: a block read back stays in its tier.
 //
-// Writes are counted (bytes per tier) but kept off the step's path: they go
-// out asynchronously while the device works, as LMCache and Mooncake Store
-// offload. Every block that leaves a level is accounted for (landed in a
-// tier, found there already, or dropped); check_conserved() holds that and
-// each tier's own balance, and the engine fails the run otherwise.
+// With links (set_paths), the reads of a step cross each tier's path of
+// shared links (sim/core/link_path.hpp: the instance's own port, then its
+// node's NIC or the pool's servers a cluster adds) and the step waits for
+// them (read_back), so instances that read at once share the bandwidth;
+// alone they cost exactly take_load's time. Without links, take_load's
+// time is the step's.
+//
+// Writes are kept off the step's path: they go out asynchronously while the
+// device works, as LMCache and Mooncake Store offload; with links they
+// cross the tier's write path in the background (flush_writes), taking
+// their share of the links the step's reads and other instances use. Every block that leaves a
+// level is accounted for (landed in a tier, found there already, or dropped); check_conserved()
+// holds that and each tier's own balance, and the engine fails the run otherwise.
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/units.hpp"
 #include "sim/cache/block_pool.hpp"
 #include "sim/cache/tiers/kv_tier.hpp"
+#include "sim/core/link_path.hpp"
 
 namespace kvsim {
 
@@ -83,6 +93,23 @@ class TierChain final : public BlockEvictionListener {
   Bytes last_read_bytes(int i) const { return last_read_bytes_[static_cast<size_t>(i)]; }
   TimeNs last_read_time(int i) const { return last_read_time_[static_cast<size_t>(i)]; }
 
+  // The links a read from / a write to tier `i` crosses, in order; an
+  // empty read path keeps take_load's price.
+  void set_paths(int i, LinkPath read, LinkPath write);
+  // Appends `read` and `write` hops to tier `i`'s paths (a cluster's shared
+  // NIC and pool servers after the instance's own port).
+  void add_hops(int i, const LinkPath& read, const LinkPath& write);
+  bool has_paths() const { return has_paths_; }
+  // Index of the tier of that name, or -1.
+  int index_of(const std::string& name) const;
+  // After take_load(): reads what it priced over each tier's read path, one
+  // tier after another, and runs `done` when the last is across. False (and
+  // `done` is not kept) when nothing was read.
+  bool read_back(SharedLink::Done done);
+  // Sends the blocks put into each tier since the last call over its write
+  // path, in the background.
+  void flush_writes();
+
   // Adds kv_tiers.* to the run's metrics; `query_tokens` are the prompt
   // tokens looked up at first admissions (prefix_hit_rate's denominator).
   void report(RunMetrics& m, int64_t query_tokens, int64_t prefix_hit_tokens) const;
@@ -101,6 +128,7 @@ class TierChain final : public BlockEvictionListener {
   // the device).
   void demote(const BlockHash& hash, int from, int level);
   void put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted);
+  void read_from(int i, SharedLink::Done done);
 
   std::vector<std::shared_ptr<KvTier>> tiers_;
   bool layerwise_;
@@ -111,6 +139,9 @@ class TierChain final : public BlockEvictionListener {
   std::vector<Bytes> last_read_bytes_;   // of the last take_load, per tier
   std::vector<TimeNs> last_read_time_;
   TimeNs load_time_ = 0;
+  std::vector<LinkPath> read_paths_, write_paths_;
+  std::vector<Bytes> unsent_bytes_;  // written since the last flush_writes, per tier
+  bool has_paths_ = false;
   // Blocks leaving each level (device = index 0, tier i = i + 1) and where
   // they went: into a tier, already there, or dropped.
   std::vector<int64_t> left_, landed_, already_, dropped_;

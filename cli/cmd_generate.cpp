@@ -22,6 +22,7 @@
 #include "cli/number_checks.hpp"
 #include "kernels/ggml_kv_type.hpp"
 #include "kernels/llama2_chunk_reuse.hpp"
+#include "sim/cache/llama_kv_cells.hpp"
 #include "sim/policies/policy_registry.hpp"
 
 namespace kvsim::cli {
@@ -32,6 +33,7 @@ struct GenerateArgs {
   std::string checkpoint, tokenizer;
   int64_t steps = 256, block_size = 16, ctx_size = 0;
   // llama_cells (seed 004).
+  std::string llama_behaviour = "seed_2024";
   std::string type_k, type_v;
   bool no_v_trans = false;
   int64_t n_keep = 0;
@@ -100,6 +102,7 @@ int run_generate(const GenerateArgs& a) {
   o.kv_dtype = *kernels::parse_kv_dtype(a.kv_dtype);
   o.block_size = a.block_size;
   o.ctx_size = a.ctx_size;
+  o.llama_behaviour = a.llama_behaviour;
   o.type_k = a.type_k;
   o.type_v = a.type_v;
   o.v_trans = !a.no_v_trans;
@@ -162,6 +165,11 @@ Command add_generate_command(CLI::App& app) {
                   "Genie modes: tokens per KV buffer; llama_cells: cells (n_ctx) (default the "
                   "model's seq_len, 512)")
       ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--llama-behaviour", a->llama_behaviour,
+                  "llama_cells: which llama.cpp, seed_2024 (context shift, defragmentation) or "
+                  "current (scattered slots, no defragmentation, the text stops at --ctx-size) "
+                  "(default seed_2024)")
+      ->check(CLI::IsMember(llama_behaviour_names()));
   cmd->add_option("--type-k", a->type_k,
                   "llama_cells: ggml type of the cached keys (default: --kv-dtype's)")
       ->check(CLI::IsMember(kernels::ggml_type_names()));

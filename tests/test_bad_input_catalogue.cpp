@@ -636,6 +636,22 @@ const BadInput kCatalogue[] = {
     {"GenerateStepsZero", "generate --steps 0", "--steps", "steps"},
     {"GenerateCtxSizeOne", "generate --ctx-size 1 --policy smart_mask", "--ctx-size", "ctx-size"},
     {"GenerateModelUnknown", "generate --model llama-3-8b", "--model", "model"},
+    {"GenerateLlamaBehaviourUnknown", "generate --policy llama_cells --llama-behaviour b9999",
+     "--llama-behaviour", "seed_2024"},
+    // ---- llama_cells: a llama.cpp behaviour that does not exist, the allowed names listed
+    {"LlamaCellsBehaviourUnknown", "run {bad} --out {out}", "bad.yaml:5:", "seed_2024, current",
+     "name: lb\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: llama_cells, ctx_size: 4096, behaviour: newest}\n"
+     "scheduler: {max_num_seqs: 4}\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
+    {"LlamaCellsCurrentDefragThold", "run {bad} --out {out}",
+     "bad.yaml:5:", "kv_cache.defrag_thold",
+     "name: lb\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: llama_cells, ctx_size: 4096, behaviour: current, defrag_thold: 0.1}\n"
+     "scheduler: {max_num_seqs: 4}\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
     // ---- GPU devices: formats and fabrics a part lacks, node sizes it does not allow
     {"Fp8WeightsOnAnA100",
      "run {base} --out {out} --set device=a100-sxm4 --set model=llama-3.1-8b-fp8", "--set model",

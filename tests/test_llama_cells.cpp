@@ -271,8 +271,9 @@ TEST(LlamaCellsPolicy, OutgrowingNCtxShiftsTheContextAndPricesTheKShiftThenDefra
   // The next micro-batch does not fit: discard 128, shift 128 down.
   const KvUpdatePlan shift = dispatch(*p, 288, 32);
   EXPECT_EQ(shift.evicted_tokens, 128);
-  EXPECT_EQ(shift.shifted_cells, 128);
-  EXPECT_EQ(shift.kshift_bytes, 2 * 2 * 128 * 128);  // read + write K, 2 layers
+  // The shift graph ropes all 256 cells' keys (llama.cpp build_graph_shift).
+  EXPECT_EQ(shift.shifted_cells, 256);
+  EXPECT_EQ(shift.kshift_bytes, 2 * 2 * 256 * 128);  // read + write K, 2 layers
   EXPECT_EQ(p->tokens_held(), 160);
   EXPECT_EQ(p->n_past(), 288);               // the engine's logical position keeps growing
   EXPECT_EQ(view.cells().cell(0).pos, 128);  // the batch went into the freed cells

@@ -66,6 +66,38 @@ TEST(LlamaCellsGenerate, F16MatchesLlama2cByteForByteWithAndWithoutVTrans) {
   }
 }
 
+// Current llama.cpp (scattered slots, no defragmentation, n padded to 256)
+// stores and reads the same values: the text is llama2.c's byte for byte.
+TEST(LlamaCellsGenerate, CurrentBehaviourMatchesLlama2cByteForByteWithAndWithoutVTrans) {
+  REQUIRE_SHARED_DATA();
+  for (bool v_trans : {true, false}) {
+    GenerateOptions o = cells(KvDtype::fp16, v_trans);
+    o.llama_behaviour = "current";
+    const GenerateResult r = generate_greedy(model().weights, model().tokenizer, o);
+    EXPECT_EQ(r.text, expected_text()) << "v_trans " << v_trans;
+    EXPECT_EQ(r.drift.shifts, 0);
+    EXPECT_EQ(r.drift.defrags, 0);
+  }
+}
+
+// Context shift off (current): the text stops once the cells are full, as
+// llama-server's reply does, and is the start of the unshifted text; a
+// prompt that fills them is refused.
+TEST(LlamaCellsGenerate, CurrentBehaviourStopsAtCtxSizeInsteadOfShifting) {
+  REQUIRE_SHARED_DATA();
+  GenerateOptions o = cells(KvDtype::fp16, true);
+  o.llama_behaviour = "current";
+  o.steps = 300;
+  o.ctx_size = 128;
+  const GenerateResult r = generate_greedy(model().weights, model().tokenizer, o);
+  EXPECT_EQ(r.drift.shifts, 0);
+  EXPECT_LE(r.tokens.size(), 129u);
+  EXPECT_GT(r.tokens.size(), 64u);
+  EXPECT_EQ(expected_text().rfind(r.text, 0), 0u) << r.text;
+  o.prompt = std::string(600, 'a');
+  EXPECT_THROW((void)generate_greedy(model().weights, model().tokenizer, o), std::invalid_argument);
+}
+
 TEST(LlamaCellsGenerate, AContextShiftPastCtxSizeReportsItsDriftAgainstARecompute) {
   REQUIRE_SHARED_DATA();
   GenerateOptions o = cells(KvDtype::fp16, true);
@@ -160,6 +192,15 @@ TEST(LlamaCellsGenerate, ThroughTheBinaryWithAndWithoutVTransAndWithAShift) {
   EXPECT_EQ(shift.exit_code, 0);
   EXPECT_NE(shift.output.find("context shift: "), std::string::npos) << shift.output;
   EXPECT_NE(shift.output.find("vs a recompute of the kept tokens: max |diff|"), std::string::npos);
+  // Both behaviours, with and without v_trans, through the binary.
+  for (const char* extra : {"", " --no-v-trans"}) {
+    const auto cur = testing::run_command(base + " --llama-behaviour current" + extra);
+    EXPECT_EQ(cur.exit_code, 0);
+    EXPECT_EQ(cur.output, expected_text() + "\n") << extra;
+  }
+  const auto unknown = testing::run_command(base + " --llama-behaviour b9999");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("seed_2024"), std::string::npos) << unknown.output;
   // A quantized V stored transposed is bad input.
   const auto bad = testing::run_command(base + " --type-v q4_0");
   EXPECT_EQ(bad.exit_code, 2);

@@ -49,6 +49,14 @@ LlamaKvTensorShape tensor_shape(const Llama2Config& c, const GenerateOptions& o,
   return s;
 }
 
+LlamaBehaviour behaviour_for(const std::string& name) {
+  const auto b = parse_llama_behaviour(name);
+  if (!b)
+    throw std::invalid_argument(fmt::format("unknown llama.cpp behaviour '{}' (allowed: {})", name,
+                                            fmt::join(llama_behaviour_names(), ", ")));
+  return *b;
+}
+
 }  // namespace
 
 Llama2CellsRun::Llama2CellsRun(const Llama2Weights& w, const GenerateOptions& o, int64_t kv_size)
@@ -56,8 +64,13 @@ Llama2CellsRun::Llama2CellsRun(const Llama2Weights& w, const GenerateOptions& o,
       cells_(static_cast<uint32_t>(kv_size)),
       kv_(tensor_shape(w.config, o, kv_size)),
       cell_token_(static_cast<size_t>(kv_size), -1),
-      pad_(o.v_trans ? 32u : 256u),
-      defrag_thold_(o.defrag_thold) {}
+      behaviour_(behaviour_for(o.llama_behaviour)),
+      // seed 004 pads n to 32 cells (256 with flash attention); current
+      // llama.cpp to at least 256 (llama_kv_cache::get_n_kv); masked
+      // padding changes no value.
+      pad_(behaviour_ == LlamaBehaviour::seed_2024 && o.v_trans ? 32u : 256u),
+      // Current llama.cpp no longer defragments.
+      defrag_thold_(behaviour_ == LlamaBehaviour::seed_2024 ? o.defrag_thold : -1) {}
 
 void Llama2CellsRun::update() {
   const Llama2Config& c = w_.config;
@@ -84,7 +97,7 @@ void Llama2CellsRun::update() {
 
 std::vector<float> Llama2CellsRun::decode(const int32_t* tokens, int64_t n) {
   update();
-  const LlamaSlotPlan slot = cells_.find_slot(n);
+  const LlamaSlotPlan slot = cells_.find_slot(n, behaviour_ == LlamaBehaviour::seed_2024);
   if (!slot.fits)
     throw std::invalid_argument(fmt::format("no slot for {} tokens in {} cells ({} used)", n,
                                             cells_.size(), cells_.used()));
@@ -188,9 +201,20 @@ std::vector<float> llama2_cells_logits(const Llama2Weights& w, const GenerateOpt
 GenerateResult generate_greedy_cells(const Llama2Weights& w, const Llama2Tokenizer& tok,
                                      const GenerateOptions& o) {
   const Llama2Config& c = w.config;
-  const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
   const int64_t kv_size = o.ctx_size > 0 ? o.ctx_size : c.seq_len;
+  int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
+  const bool shift = behaviour_for(o.llama_behaviour) == LlamaBehaviour::seed_2024;
   const std::vector<int32_t> prompt = encode_prompt(tok, o.prompt, steps);
+  if (!shift) {
+    // Context shift off, as llama-server: a prompt that fills the cells is
+    // refused, and the text stops once they are full.
+    if (static_cast<int64_t>(prompt.size()) >= kv_size)
+      throw std::invalid_argument(fmt::format(
+          "the prompt ({} tokens) exceeds the available context size ({} cells); behaviour "
+          "current shifts no context",
+          prompt.size(), kv_size));
+    steps = std::min(steps, kv_size);
+  }
   const int64_t n_keep = std::min<int64_t>(o.n_keep, static_cast<int64_t>(prompt.size())) + 1;
   if (n_keep + kUbatch > kv_size)
     throw std::invalid_argument(

@@ -18,7 +18,8 @@ namespace kvsim::kernels {
 // One sequence (id 0) in a cell cache of kv_size cells with real tensors.
 class Llama2CellsRun {
  public:
-  // Throws std::invalid_argument for an unknown or unusable K/V type.
+  // Throws std::invalid_argument for an unknown behaviour or an unknown or
+  // unusable K/V type.
   Llama2CellsRun(const Llama2Weights& weights, const GenerateOptions& options, int64_t kv_size);
 
   // llama_decode of one micro-batch at the next positions: the pending
@@ -46,6 +47,7 @@ class Llama2CellsRun {
   LlamaKvTensors kv_;
   std::vector<int32_t> cell_token_;
   int64_t n_past_ = 0;
+  LlamaBehaviour behaviour_ = LlamaBehaviour::seed_2024;
   uint32_t pad_ = 32;
   double defrag_thold_ = -1;
   bool do_defrag_ = false;
@@ -53,8 +55,9 @@ class Llama2CellsRun {
 };
 
 // generate_greedy for policy llama_cells. ctx_size (0: the model's seq_len)
-// is kv_size; past it the context shifts and result.drift says by how much
-// the logits moved against a recompute of the kept tokens.
+// is kv_size; past it the context shifts (seed_2024) and result.drift says
+// by how much the logits moved against a recompute of the kept tokens, or
+// (current) the text stops there and a prompt that fills it is refused.
 GenerateResult generate_greedy_cells(const Llama2Weights& weights, const Llama2Tokenizer& tokenizer,
                                      const GenerateOptions& options);
 

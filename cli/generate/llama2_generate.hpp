@@ -32,6 +32,10 @@ struct GenerateOptions {
   // llama_cells (seed 004): ggml K/V types (empty: kv_dtype's float type),
   // V stored transposed or not, and the context shift once the ctx_size
   // cells are full: keep BOS plus n_keep tokens, drop half of the rest.
+  // behaviour (sim/cache/llama_kv_cells.hpp): seed_2024, or current
+  // (scattered slots, no defragmentation, and no context shift: the text
+  // stops where the cells are full, as llama-server's reply does).
+  std::string llama_behaviour = "seed_2024";
   std::string type_k, type_v;
   bool v_trans = true;
   int64_t n_keep = 0;

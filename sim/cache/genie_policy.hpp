@@ -38,6 +38,8 @@ std::string_view kv_dispatch_name(KvDispatch d);
 
 // llama_cells (seed 004): llama.cpp's cache parameters, from kv_cache.
 struct LlamaCellsShape {
+  std::string behaviour = "seed_2024";         // LlamaBehaviour (sim/cache/llama_kv_cells.hpp)
+  std::string context_shift = "auto";          // on, off, or auto: the behaviour's default
   std::string type_k = "f16", type_v = "f16";  // ggml types (kernels/ggml_kv_type.hpp)
   bool v_trans = true;        // V stored transposed (llama.cpp: flash attention off)
   int64_t n_keep = 0;         // tokens kept at the start by a context shift
@@ -146,6 +148,15 @@ class GenieKvPolicy {
   // context (a sliding window evicts, llama.cpp shifts the context), so the
   // engine never resets it.
   virtual bool makes_room() const { return false; }
+  // A turn that does not fit a policy that does not make room: the reply
+  // tokens it may still generate at `position` after `input` prompt
+  // tokens, 0 to refuse the turn; -1 (the default) lets the engine clear
+  // the cache and start the turn alone (Genie's context reset).
+  // llama_cells with context shift off answers as llama-server does.
+  virtual int64_t overflow_reply_tokens(int64_t position, int64_t input, int64_t reply) const {
+    (void)position, (void)input, (void)reply;
+    return -1;
+  }
   // Bytes of KV the cache holds now; `column_bytes` is one token of the
   // scenario's shape (a policy with its own element types overrides).
   virtual Bytes held_bytes(Bytes column_bytes) const { return tokens_held() * column_bytes; }

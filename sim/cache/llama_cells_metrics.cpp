@@ -14,6 +14,8 @@ void write_llama_cells_metrics(const RunMetrics& m, nlohmann::ordered_json& doc)
   if (found == nullptr || !doc.contains("kv_cache")) return;
   const LlamaCellsMetrics& c = *found;
   nlohmann::ordered_json o;
+  o["behaviour"] = c.behaviour;
+  o["context_shift"] = c.context_shift;
   o["type_k"] = c.type_k;
   o["type_v"] = c.type_v;
   o["v_trans"] = c.v_trans;
@@ -35,6 +37,8 @@ void write_llama_cells_metrics(const RunMetrics& m, nlohmann::ordered_json& doc)
   o["slots_scattered"] = c.slots_scattered;
   o["max_n"] = c.max_n;
   o["host_read_bytes"] = c.host_read_bytes;
+  o["requests_refused"] = c.requests_refused;
+  o["replies_truncated"] = c.replies_truncated;
   MetricsObject(doc).after("kv_cache").put("llama_cells", std::move(o));
 }
 

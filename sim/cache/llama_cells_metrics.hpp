@@ -13,6 +13,8 @@
 namespace kvsim {
 
 struct LlamaCellsMetrics {
+  std::string behaviour = "seed_2024";  // LlamaBehaviour's name
+  bool context_shift = true;
   std::string type_k, type_v;
   bool v_trans = true;
   int64_t kv_size = 0;
@@ -23,6 +25,7 @@ struct LlamaCellsMetrics {
   Bytes defrag_bytes = 0;
   int64_t slots_contiguous = 0, slots_scattered = 0, max_n = 0;
   Bytes host_read_bytes = 0;
+  int64_t requests_refused = 0, replies_truncated = 0;  // context shift off
 
   // The sizing figures, as llama_kv_cache_unified sizes its tensors.
   void set_sizing(const LlamaKvSizing& z) {

@@ -1,6 +1,13 @@
 // llama_cells (seed 004): llama.cpp's unified KV cache driven by the dialog
 // engine. kv_size = ctx_size cells; the engine's AR-n passes are llama.cpp's
-// micro-batches; one sequence (id 0) holds the dialog.
+// micro-batches; one sequence (id 0) holds the dialog. `behaviour` picks
+// which llama.cpp (LlamaBehaviour, docs/llama-cells.md): seed_2024 as below;
+// current scatters each micro-batch into free cells (find_slot with
+// cont = false), never defragments, pads n to 256 cells, and by default
+// shifts no context: a turn whose conversation reaches n_ctx is refused
+// and a reply stops where the cache is full, as llama-server does
+// (tools/server/server-context.cpp: "request (%d tokens) exceeds the
+// available context size", and process_token's stop at n_ctx).
 //
 // One update, in llama.cpp's order:
 //   n_past 0:     llama_kv_cache_clear; nothing moves.
@@ -9,8 +16,10 @@
 //                 main example does it: keep n_keep, seq_rm the next
 //                 n_discard (default half of the rest), seq_add the rest by
 //                 -n_discard. Then llama_kv_cache_update: the K-shift
-//                 (has_shift) re-rotates every shifted key in place,
-//                   kshift_bytes = 2 L shifted_cells k_cell   (read + write),
+//                 (has_shift) ropes every cell's key in place, the ones
+//                 not shifted by 0 (llama_kv_cache::build_graph_shift views
+//                 all get_size() x n_stream cells of each layer's K),
+//                   kshift_bytes = 2 L kv_size k_cell   (read + write),
 //                 then a defragmentation queued by the previous update:
 //                   defrag_bytes = moves L (k_cell + v_cell)
 //                 Then
@@ -69,11 +78,31 @@ struct State {
   bool do_defrag = false;
 };
 
+LlamaBehaviour behaviour_of(const std::string& name) {
+  const auto b = parse_llama_behaviour(name);
+  if (!b)
+    throw std::invalid_argument(fmt::format("llama_cells: behaviour '{}' is not one of {}", name,
+                                            fmt::join(llama_behaviour_names(), ", ")));
+  return *b;
+}
+
+bool context_shift_of(const std::string& name, LlamaBehaviour b) {
+  if (name == "on") return true;
+  if (name == "off") return false;
+  if (name != "auto")
+    throw std::invalid_argument(
+        fmt::format("llama_cells: context_shift '{}' is not one of auto, on, off", name));
+  // llama.cpp main shifted by default; llama-server's --context-shift is off.
+  return b == LlamaBehaviour::seed_2024;
+}
+
 class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
  public:
   explicit LlamaCellsPolicy(const GenieCacheShape& shape)
       : shape_(shape),
         sizing_(llama_cells_sizing(shape)),
+        behaviour_(behaviour_of(shape.llama.behaviour)),
+        context_shift_(context_shift_of(shape.llama.context_shift, behaviour_)),
         state_{LlamaKvCells(static_cast<uint32_t>(shape.ctx_size))} {
     if (shape_.ar_variants.empty()) shape_.ar_variants = {1};
     state_.variant = *std::min_element(shape_.ar_variants.begin(), shape_.ar_variants.end());
@@ -126,7 +155,21 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
     a.buffer_bytes = sizing_.total_bytes();
     return a;
   }
-  bool makes_room() const override { return true; }
+  bool makes_room() const override { return context_shift_; }
+  // Context shift off, as llama-server: a conversation of position + input
+  // tokens at n_ctx or beyond is refused; otherwise the reply stops where
+  // the cache is full (its last token is never decoded into a cell).
+  int64_t overflow_reply_tokens(int64_t position, int64_t input, int64_t reply) const override {
+    if (context_shift_) return -1;
+    const int64_t prompt = position + input;
+    if (prompt >= shape_.ctx_size) {
+      ++counters_.requests_refused;
+      return 0;
+    }
+    const int64_t allowed = std::min(reply, shape_.ctx_size - prompt);
+    if (allowed < reply) ++counters_.replies_truncated;
+    return allowed;
+  }
   Bytes held_bytes(Bytes) const override { return state_.cells.used() * sizing_.cell_bytes(); }
   void report(RunMetrics& m) const override;
 
@@ -134,10 +177,15 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
   const LlamaKvSizing& sizing() const override { return sizing_; }
   const LlamaCellsCounters& counters() const override { return counters_; }
   bool do_defrag() const override { return state_.do_defrag; }
+  LlamaBehaviour behaviour() const override { return behaviour_; }
+  bool context_shift() const override { return context_shift_; }
   uint32_t attention_n() const override { return state_.cells.padded_n(pad()); }
 
  private:
-  uint32_t pad() const { return shape_.llama.v_trans ? 32u : 256u; }
+  bool seed_2024() const { return behaviour_ == LlamaBehaviour::seed_2024; }
+  // seed 004: 32 cells, 256 with flash attention; current llama.cpp pads
+  // n_kv to at least 256 either way (llama_kv_cache::get_n_kv).
+  uint32_t pad() const { return seed_2024() && shape_.llama.v_trans ? 32u : 256u; }
   // V bytes of one layer as read for n cells.
   Bytes v_read_bytes(int64_t n) const {
     if (!shape_.llama.v_trans) return n * sizing_.v_cell_bytes();
@@ -179,6 +227,9 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
         throw std::invalid_argument(
             fmt::format("llama_cells: a micro-batch of {} tokens exceeds n_ctx {} less n_keep {}",
                         a, shape_.ctx_size, shape_.llama.n_keep));
+      if (!context_shift_ && static_cast<int64_t>(s.cells.used()) + a > shape_.ctx_size)
+        throw std::logic_error(fmt::format(
+            "llama_cells: {} tokens past {} cells with context shift off", a, s.cells.used()));
       // The application's context shift (llama.cpp main), then the cache update.
       while (static_cast<int64_t>(s.cells.used()) + a > shape_.ctx_size) {
         const int64_t keep = std::min<int64_t>(shape_.llama.n_keep, s.cells.used());
@@ -197,7 +248,8 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
         }
       }
       if (s.cells.has_shift()) {
-        const auto shifted = static_cast<int64_t>(s.cells.apply_shift().size());
+        (void)s.cells.apply_shift();
+        const int64_t shifted = s.cells.size();  // the graph ropes every cell
         plan.shifted_cells = shifted;
         plan.kshift_bytes = 2 * L * shifted * sizing_.k_cell_bytes();
         if (c) {
@@ -219,7 +271,7 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
           c->defrag_bytes += plan.defrag_bytes;
         }
       }
-      const LlamaSlotPlan slot = s.cells.find_slot(a);
+      const LlamaSlotPlan slot = s.cells.find_slot(a, seed_2024());
       if (!slot.fits) throw std::logic_error(fmt::format("llama_cells: no slot for {} tokens", a));
       std::vector<int64_t> pos(static_cast<size_t>(a));
       std::iota(pos.begin(), pos.end(), s.position - s.discarded);
@@ -227,9 +279,11 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
       if (c) ++(slot.contiguous ? c->slots_contiguous : c->slots_scattered);
       plan.appended_tokens = a;
       plan.bytes_copied = L * (a * sizing_.k_cell_bytes() + v_write_bytes(a));
-      // llama_decode: queue a defragmentation for the next update.
+      // llama_decode: queue a defragmentation for the next update (seed
+      // 004; llama.cpp has since removed it).
       const double thold = shape_.llama.defrag_thold;
-      if (thold >= 0 && s.cells.fragmentation(s.cells.padded_n(pad())) > thold) s.do_defrag = true;
+      if (seed_2024() && thold >= 0 && s.cells.fragmentation(s.cells.padded_n(pad())) > thold)
+        s.do_defrag = true;
     }
     s.position = r.n_past;
     s.variant = r.variant;
@@ -239,6 +293,8 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
 
   GenieCacheShape shape_;
   LlamaKvSizing sizing_;
+  LlamaBehaviour behaviour_;
+  bool context_shift_;
   State state_;
   GenieAccounting acc_;
   // attention_span() is const for the engine but records what it priced.
@@ -263,6 +319,10 @@ void LlamaCellsPolicy::report(RunMetrics& m) const {
   o.slots_scattered = counters_.slots_scattered;
   o.max_n = counters_.max_n;
   o.host_read_bytes = counters_.host_read_bytes;
+  o.behaviour = shape_.llama.behaviour;
+  o.context_shift = context_shift_;
+  o.requests_refused = counters_.requests_refused;
+  o.replies_truncated = counters_.replies_truncated;
 }
 
 }  // namespace
@@ -275,6 +335,7 @@ LlamaKvSizing llama_cells_sizing(const GenieCacheShape& shape) {
         "llama_cells: a {} V cache cannot be stored transposed (llama.cpp quantizes V only with "
         "flash attention: v_trans false)",
         shape.llama.type_v));
+  (void)behaviour_of(shape.llama.behaviour);
   LlamaKvSizing s;
   s.kv_size = shape.ctx_size;
   s.n_layer = shape.layers;

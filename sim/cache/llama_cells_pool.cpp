@@ -63,7 +63,7 @@ SeqSlot LlamaCellsPool::apply_admit(const AdmitPlan& plan) {
   queried_ += plan.hit.tokens_queried;
   seqs_[static_cast<size_t>(seq)].live = true;
   if (plan.tokens > 0) {
-    const LlamaSlotPlan slot = cells_.find_slot(plan.tokens);
+    const LlamaSlotPlan slot = cells_.find_slot(plan.tokens, seed_2024());
     if (!slot.fits) throw std::logic_error("llama_cells: admitted past the free cells");
     place(seq, slot);
   }
@@ -78,7 +78,7 @@ GrowPlan LlamaCellsPool::plan_grow(SeqSlot seq, int64_t new_tokens) const {
 void LlamaCellsPool::apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) {
   if (!plan.fits) throw std::logic_error("llama_cells: apply_grow with a plan that does not fit");
   if (new_tokens <= 0) return;
-  const LlamaSlotPlan slot = cells_.find_slot(new_tokens);
+  const LlamaSlotPlan slot = cells_.find_slot(new_tokens, seed_2024());
   if (!slot.fits) throw std::logic_error("llama_cells: grew past the free cells");
   place(seq, slot);
 }
@@ -100,9 +100,8 @@ void LlamaCellsPool::release(SeqSlot seq) {
 
 void LlamaCellsPool::maybe_defragment() {
   // llama_decode: defragment once 1 - used / n passes the threshold.
-  if (p_.defrag_thold < 0 || cells_.used() == 0) return;
-  const uint32_t pad = p_.v_trans ? 32u : 256u;
-  if (cells_.fragmentation(cells_.padded_n(pad)) <= p_.defrag_thold) return;
+  if (!seed_2024() || p_.defrag_thold < 0 || cells_.used() == 0) return;
+  if (cells_.fragmentation(cells_.padded_n(pad())) <= p_.defrag_thold) return;
   const LlamaDefragPlan plan = cells_.plan_defrag();
   if (plan.moves.empty()) return;
   cells_.apply_defrag(plan);
@@ -172,7 +171,7 @@ int64_t LlamaCellsPool::attention_context(int64_t) const {
   // The unified view: n = cell_max padded, whatever the sequence's context,
   // at the bytes of the cells' ggml types, in tokens of the scenario's
   // column (KvCachePolicy's unit).
-  const int64_t n = cells_.padded_n(p_.v_trans ? 32u : 256u);
+  const int64_t n = cells_.padded_n(pad());
   max_n_ = std::max(max_n_, n);
   const Bytes column = p_.column_bytes > 0 ? p_.column_bytes : p_.sizing.cell_bytes();
   return (n * p_.sizing.cell_bytes() + column - 1) / column;
@@ -184,6 +183,8 @@ void LlamaCellsPool::report(RunMetrics& m) const {
   o.type_k = std::string(kernels::ggml_type_traits(z.type_k).name);
   o.type_v = std::string(kernels::ggml_type_traits(z.type_v).name);
   o.v_trans = p_.v_trans;
+  o.behaviour = std::string(llama_behaviour_name(p_.behaviour));
+  o.context_shift = false;  // the serving engine never shifts a context
   o.set_sizing(z);
   o.defrags = counters_.defrags;
   o.defrag_moves = counters_.defrag_moves;

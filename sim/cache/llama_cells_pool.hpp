@@ -6,11 +6,13 @@
 // is a pool of one-token blocks whose block table is the sequence's cells
 // in position order (scattered wherever find_slot put them).
 //
-//   admit / grow:  find_slot(n) (a contiguous run from head, else any free
-//                  cells in ring order) and apply_slot at the next positions.
+//   admit / grow:  find_slot(n) (seed_2024: a contiguous run from head, else
+//                  any free cells in ring order; current: the free cells in
+//                  ring order, scattered) and apply_slot at the next positions.
 //   release:       seq_rm of the sequence; then, as llama_decode does before
 //                  the next batch, a defragmentation when 1 - used / n
-//                  exceeds defrag_thold (n >= 128 cells; below 0 never):
+//                  exceeds defrag_thold (n >= 128 cells; below 0 never;
+//                  seed_2024 only, current llama.cpp no longer defragments):
 //                  cells move into the holes, K and V of every layer, priced
 //                  as a device copy before the next step.
 //   attention:     every token of a batch attends over the unified view
@@ -31,7 +33,10 @@
 namespace kvsim {
 
 struct LlamaCellsPoolParams {
-  LlamaKvSizing sizing;       // kv_size cells, ggml types
+  LlamaKvSizing sizing;  // kv_size cells, ggml types
+  // seed_2024: contiguous runs first, defragmentation; current: scattered
+  // cells, never defragmented, n padded to 256 (sim/cache/llama_kv_cells.hpp).
+  LlamaBehaviour behaviour = LlamaBehaviour::seed_2024;
   double defrag_thold = 0.1;  // < 0: never defragment
   bool v_trans = true;        // attention span padded to 32 cells (256 without)
   int64_t max_seqs = kLlamaMaxSeqs;
@@ -77,6 +82,8 @@ class LlamaCellsPool final : public KvCachePolicy {
   // The cells of `plan` at positions from the sequence's length on.
   void place(SeqSlot seq, const LlamaSlotPlan& plan);
   void maybe_defragment();
+  bool seed_2024() const { return p_.behaviour == LlamaBehaviour::seed_2024; }
+  uint32_t pad() const { return seed_2024() && p_.v_trans ? 32u : 256u; }
 
   LlamaCellsPoolParams p_;
   LlamaKvCells cells_;

@@ -23,18 +23,49 @@ uint64_t bit(LlamaSeqId s) {
   return uint64_t{1} << s;
 }
 
+bool one_run(const std::vector<uint32_t>& cells) {
+  for (size_t i = 1; i < cells.size(); ++i)
+    if (cells[i] != cells[i - 1] + 1) return false;
+  return true;
+}
+
 }  // namespace
+
+std::optional<LlamaBehaviour> parse_llama_behaviour(std::string_view name) {
+  if (name == "seed_2024") return LlamaBehaviour::seed_2024;
+  if (name == "current") return LlamaBehaviour::current;
+  return std::nullopt;
+}
+
+std::vector<std::string> llama_behaviour_names() {
+  return {"seed_2024", "current"};
+}
+
+std::string_view llama_behaviour_name(LlamaBehaviour b) {
+  return b == LlamaBehaviour::seed_2024 ? "seed_2024" : "current";
+}
 
 LlamaKvCells::LlamaKvCells(uint32_t size) : cells_(size) {
   if (size == 0) throw std::invalid_argument("llama cells: a cache of 0 cells");
 }
 
-LlamaSlotPlan LlamaKvCells::find_slot(int64_t n) const {
+LlamaSlotPlan LlamaKvCells::find_slot(int64_t n, bool cont) const {
   LlamaSlotPlan plan;
   const int64_t size = cells_.size();
   if (n <= 0 || n > size || n > size - used_) return plan;
   int64_t head = head_;
   if (head > static_cast<int64_t>(used_) + 2 * n) head = 0;
+  if (!cont) {
+    // Scattered: every empty cell from head on, wrapping, until n are found
+    // (fewer than n empty cells was refused above).
+    for (int64_t k = 0; k < size && static_cast<int64_t>(plan.cells.size()) < n; ++k) {
+      const auto c = static_cast<uint32_t>((head + k) % size);
+      if (cells_[c].empty()) plan.cells.push_back(c);
+    }
+    plan.fits = true;
+    plan.contiguous = one_run(plan.cells);
+    return plan;
+  }
   // A contiguous run first, scanning from head and wrapping once.
   int64_t tested = 0;
   while (tested < size) {

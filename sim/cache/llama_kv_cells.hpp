@@ -10,10 +10,27 @@
 // Plan, then apply: find_slot() and plan_defrag() are const and return
 // plans; apply_slot() / apply_defrag() and the seq_* edits are the mutators.
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace kvsim {
+
+// Which llama.cpp the cells follow (docs/llama-cells.md has the version
+// ranges):
+//   seed_2024: seed 004's cache: find_slot takes a contiguous run first,
+//              defragmentation past defrag_thold, context shift on (main).
+//   current:   llama.cpp since the ggml_set_rows KV stores (mid 2025):
+//              find_slot scatters a ubatch into free cells one by one
+//              (llama_kv_cache::find_slot with cont = false), no
+//              defragmentation, n_kv padded to at least 256 cells
+//              (get_n_kv), context shift off (llama-server's default).
+enum class LlamaBehaviour : uint8_t { seed_2024, current };
+std::optional<LlamaBehaviour> parse_llama_behaviour(std::string_view name);
+std::vector<std::string> llama_behaviour_names();
+std::string_view llama_behaviour_name(LlamaBehaviour b);
 
 using LlamaSeqId = int32_t;                   // 0 .. kLlamaMaxSeqs - 1; -1 means every sequence
 inline constexpr int32_t kLlamaMaxSeqs = 64;  // one bit each in a cell's set
@@ -30,7 +47,7 @@ struct LlamaKvCell {
 // Cells for one micro-batch: a contiguous run when one exists (llama.cpp
 // searches from `head` for n consecutive empty cells, wrapping once), else
 // any empty cells in ring order from head; fits is false when fewer than n
-// cells are empty.
+// cells are empty. contiguous says the cells are one run, however found.
 struct LlamaSlotPlan {
   bool fits = false;
   bool contiguous = false;
@@ -59,7 +76,10 @@ class LlamaKvCells {
 
   // Slots for n tokens (const). llama_decode first resets the search to
   // cell 0 when head is past used + 2 n (the cache emptied behind it).
-  LlamaSlotPlan find_slot(int64_t n) const;
+  // cont (seed_2024): a contiguous run first; !cont (current llama.cpp,
+  // whose ggml_set_rows stores take any cell indices): the first n empty
+  // cells in ring order from there, one at a time.
+  LlamaSlotPlan find_slot(int64_t n, bool cont = true) const;
   // Fills the planned cells with positions pos[i] for the sequences of
   // `seqs` (a bit set); head moves past the last cell. Throws
   // std::logic_error when a planned cell is no longer empty.

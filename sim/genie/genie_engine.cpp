@@ -95,7 +95,20 @@ void GenieEngine::Impl::start_turn() {
   const auto capacity = [this](int64_t v) { return policy_->capacity_tokens(v); };
   t.input_tokens = prompt + (pending_token_ ? 1 : 0);
   int64_t position = policy_->n_past();
-  if (!windowed_ && !turn_fits(position, t.input_tokens, t.reply_tokens, variants_, capacity)) {
+  const bool fits =
+      windowed_ || turn_fits(position, t.input_tokens, t.reply_tokens, variants_, capacity);
+  const int64_t allowed =
+      fits ? -1 : policy_->overflow_reply_tokens(position, t.input_tokens, t.reply_tokens);
+  if (!fits && allowed >= 0) {
+    // The policy refuses the turn or cuts its reply short, keeping the
+    // history (llama-server with context shift off).
+    const int64_t reply = std::min(allowed, t.reply_tokens);
+    if (reply <= 0 || !turn_fits(position, t.input_tokens, reply, variants_, capacity)) {
+      reject_turn();
+      return;
+    }
+    t.reply_tokens = reply;
+  } else if (!fits) {
     // The conversation outgrew ctx_size without a sliding window: the cache
     // is cleared and the new prompt starts a fresh context alone (the
     // history is dropped, as an app does when a Genie dialog reports its

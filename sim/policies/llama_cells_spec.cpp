@@ -24,6 +24,8 @@ class LlamaCellsSpec final : public PolicySpec,
  public:
   explicit LlamaCellsSpec(const PolicyValues& v) : buffers_(GenieBufferSettings::from(v.values)) {
     set_read(v.values, v.paths);
+    llama_.behaviour = v.values.string("behaviour");
+    llama_.context_shift = v.values.string("context_shift");
     llama_.type_k = v.values.string("type_k");
     llama_.type_v = v.values.string("type_v");
     llama_.v_trans = v.values.boolean("v_trans");
@@ -53,6 +55,13 @@ class LlamaCellsSpec final : public PolicySpec,
                                         "quantizes V only with flash attention",
                                         llama_.type_v),
                             "f16, bf16 or f32, or v_trans: false");
+    }
+    if (llama_.behaviour == "current" && ctx.locations.count(key_path("defrag_thold")) > 0) {
+      const std::string key = key_path("defrag_thold");
+      ctx.diagnostics.error(at(key), key,
+                            "behaviour current never defragments (llama.cpp removed "
+                            "defragmentation with its scattered ggml_set_rows stores)",
+                            "no defrag_thold, or behaviour: seed_2024");
     }
     const int64_t row = s.model.head_dim * s.model.num_key_value_heads;
     for (const auto& [k, type] :
@@ -220,6 +229,7 @@ class LlamaCellsSpec final : public PolicySpec,
     (void)sizing;
     LlamaCellsPoolParams p;
     p.sizing = llama_cells_sizing(shape(s.model, s.kv.dtype_bytes()));
+    p.behaviour = *parse_llama_behaviour(llama_.behaviour);  // a declared choice
     p.defrag_thold = llama_.defrag_thold;
     p.v_trans = llama_.v_trans;
     p.max_seqs = std::min<int64_t>(s.scheduler.max_num_seqs, kLlamaMaxSeqs);
@@ -241,6 +251,16 @@ PolicyEntry llama_cells_policy_entry() {
                      "defragmentation, ggml K/V types (seed 004)",
                      genie_buffer_params()};
   const std::vector<std::string> types = kernels::ggml_type_names();
+  info.params.push_back(choice_param(
+      "behaviour", std::string("seed_2024"), llama_behaviour_names(),
+      "which llama.cpp: seed_2024 (seed 004, up to mid 2025: contiguous slots, defrag_thold, "
+      "context shift on) or current (scattered slots, no defragmentation, n padded to 256, "
+      "context shift off as llama-server); docs/llama-cells.md"));
+  info.params.push_back(choice_param(
+      "context_shift", std::string("auto"), {"auto", "on", "off"},
+      "shift the context when the cells are full (llama.cpp --context-shift); auto: on for "
+      "seed_2024, off for current (llama-server refuses a conversation at n_ctx and stops a "
+      "reply there); the dialog engine only"));
   info.params.push_back(choice_param("type_k", std::string("f16"), types,
                                      "ggml type of the cached keys (llama.cpp --cache-type-k)"));
   info.params.push_back(choice_param(

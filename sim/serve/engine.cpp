@@ -108,8 +108,14 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
   // those one by one and the others wherever they start or fill a block.
   const bool observed_in_full = numerics_ && !numerics_->watches_selectively();
   // A layout's host tables are counted over every sequence of the step.
+  // A step with drafts is one by one: its decodes compute 1 + K tokens.
+  if (scenario.speculative.on) {
+    speculation_ = std::make_unique<Speculation>(scenario);
+    sp.speculative_tokens = scenario.speculative.num_speculative_tokens;
+  }
   bulk_decodes_allowed_ = !observed_in_full && !per_sequence_pricing_ && !layout_cost_ &&
-                          !policy_->caps_attention_context() && policy_->counts_in_place_room();
+                          !policy_->caps_attention_context() && policy_->counts_in_place_room() &&
+                          !speculation_;
   sp.bulk_decodes = bulk_decodes_allowed_;
   if (numerics_ && !observed_in_full)
     sp.watched = [observer = numerics_.get()](const Sequence& seq) {
@@ -252,12 +258,14 @@ void ServingEngine::start_step() {
   } else {
     // The scheduler summed the decodes as it built the batch; the other
     // items are added in batch order, as the walk above adds them.
+    // A verify pass (speculation) computes its drafts past the known
+    // tokens, and takes logits at each of them and at its own token.
     for (const uint32_t i : batch_.summary.others) {
       const ScheduledSeq& item = batch_.items[i];
       const Sequence* seq = item.seq;
-      work_.totals.add(
-          {item.tokens, seq->computed, seq->computed + item.tokens == seq->known_tokens()},
-          work_.fixed_shape);
+      const int64_t drafts = seq->computed + item.tokens - seq->known_tokens();
+      work_.totals.add({item.tokens, seq->computed, drafts >= 0}, work_.fixed_shape);
+      if (drafts > 0) work_.totals.samplers += static_cast<double>(drafts);
     }
     if (batch_.summary.decodes > 0)
       add_decodes(work_.totals, batch_.summary.decodes, batch_.summary.decode_context);
@@ -267,6 +275,21 @@ void ServingEngine::start_step() {
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
   step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
+  if (speculation_) {
+    // The drafter proposes the next step's drafts for every sequence that
+    // sampled, after the verify (vLLM's propose_draft_token_ids).
+    int64_t sampling = batch_.summary.decodes;
+    int64_t context = batch_.summary.decode_context + batch_.summary.decodes;
+    for (const uint32_t i : batch_.summary.others) {
+      const ScheduledSeq& item = batch_.items[i];
+      if (item.seq->computed + item.tokens < item.seq->known_tokens()) continue;
+      ++sampling;
+      context += item.seq->computed + item.tokens;
+    }
+    const TimeNs draft = speculation_->draft_latency(work_, sampling, context);
+    speculation_->count_step(step_latency_, draft);
+    step_latency_ += draft;
+  }
   // The host builds the layout's tables before the step is launched.
   if (layout_cost_) step_latency_ += layout_cost_->step(batch_, *policy_);
   if (step_recorder_) step_recorder_(work_);
@@ -362,6 +385,7 @@ void ServingEngine::on_step_done() {
   // first.
   // Bulk decodes that fill a block commit too, in batch order among the
   // items (the order matters when two sequences register the same hash).
+  if (speculation_) verify_drafts();
   committing_.clear();
   committing_items_.clear();
   const bool settle_all = numerics_ != nullptr;
@@ -438,7 +462,12 @@ void ServingEngine::on_step_done() {
     else if (!settle_all)
       seq->computed += item.tokens;                     // a decode inside its horizon
     if (seq->computed < seq->known_tokens()) continue;  // prefill chunk, no token yet
-    ++seq->generated;                                   // the step sampled a token
+    // The step sampled a token, after the drafts it accepted (speculation):
+    // computed reaches past the known tokens by those.
+    const int64_t accepted = seq->computed - seq->known_tokens();
+    seq->generated += 1 + accepted;
+    // A verify pass's tokens come together: the ones after the first are 0 apart.
+    if (accepted > 0) shell_.tokens_emitted_after(now, accepted);
     if (seq->first_token_at < 0) seq->first_token_at = now;
     if (seq->last_token_at >= 0) {
       if (seq->last_token_at != run_last) {
@@ -456,6 +485,24 @@ void ServingEngine::on_step_done() {
   if (retention_) close_retention_if_done();
   observe(now, 0, 0);
   kick();
+}
+
+// Each item with drafts (computed + tokens past its known tokens) learns
+// how many the target accepts; the rejected ones' slots go back before the
+// commit, so no block is hashed over them, and the item keeps the tokens
+// whose KV stays: its own and the accepted drafts.
+void ServingEngine::verify_drafts() {
+  for (const uint32_t i : batch_.summary.others) {
+    ScheduledSeq& item = batch_.items[i];
+    Sequence* seq = item.seq;
+    const int64_t drafts = seq->computed + item.tokens - seq->known_tokens();
+    if (drafts <= 0) continue;
+    const int64_t accepted = speculation_->verify(seq->request.id, seq->generated, drafts);
+    if (const int64_t rejected = drafts - accepted; rejected > 0) {
+      policy_->rollback(seq->slot, rejected);
+      item.tokens -= rejected;
+    }
+  }
 }
 
 void ServingEngine::complete(Sequence* seq) {

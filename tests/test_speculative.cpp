@@ -11,12 +11,14 @@
 #include <numeric>
 #include <string>
 
+#include "cli/studies/capacity_plan.hpp"
 #include "models/drafter_shape.hpp"
 #include "scenario_helpers.hpp"
 #include "sim/cache/paged_policy.hpp"
 #include "sim/core/acceptance_model.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/serve/engine.hpp"
+#include "sim/serve/serving_metrics.hpp"
 #include "sim/serve/speculative_metrics.hpp"
 #include "workloads/rng.hpp"
 
@@ -153,6 +155,35 @@ TEST(SpeculativeDrafter, DeepSeekV3MtpModuleMatchesItsConfig) {
   EXPECT_LT(per_rank, 1LL << 30);
 }
 
+TEST(SpeculativeDrafter, CapacityHoldsTheDraftersWeightsAndKv) {
+  CapacityQuery q;
+  q.devices = {"ascend-910c"};
+  q.models = {"deepseek-v3"};
+  q.contexts = {8192};
+  q.kv_dtypes = {"bf16"};
+  q.tps = {16};
+  q.eps = {16};
+  q.memory_fraction = 0.9;
+  const std::vector<CapacityRow> plain = capacity_rows(q, testing::configs_dir());
+  q.speculative = "mtp";
+  const std::vector<CapacityRow> mtp = capacity_rows(q, testing::configs_dir());
+  ASSERT_EQ(plain.size(), 1u);
+  ASSERT_EQ(mtp.size(), 1u);
+  config::LoadContext ctx;
+  const ModelSpec v3 = load_model_file(testing::configs_dir() + "/models/deepseek-v3.yaml", ctx);
+  const DrafterShape d = mtp_drafter(v3);
+  EXPECT_EQ(mtp[0].drafter_weights_bytes, d.weight_bytes_per_rank(16, 16));
+  EXPECT_EQ(mtp[0].weights_bytes, plain[0].weights_bytes + d.weight_bytes_per_rank(16, 16));
+  EXPECT_EQ(mtp[0].kv_bytes_per_token, 61 * 1152 + 1152);
+  EXPECT_LT(mtp[0].num_blocks, plain[0].num_blocks);
+  EXPECT_EQ(plain[0].drafter_weights_bytes, 0);
+  // A model without MTP layers is refused.
+  q.models = {"qwen3-30b-a3b"};
+  q.tps = {4};
+  q.eps = {4};
+  EXPECT_THROW(capacity_rows(q, testing::configs_dir()), config::ConfigError);
+}
+
 // A serving scenario on one 910B with a small dense model.
 std::string scenario_text(const std::string& speculative) {
   return R"(
@@ -219,6 +250,36 @@ TEST(SpeculativeServing, VerifyPassesEmitTheAcceptedDraftsAndTheDrafterHoldsMemo
                              "acceptance: {rate: 0.7}}\n"));
   EXPECT_EQ(again.latency_ms.tpot.p99, spec.latency_ms.tpot.p99);
   EXPECT_EQ(again.parts.get_or_zero<SpeculativeMetrics>().accepted_tokens, m.accepted_tokens);
+}
+
+// A chat's next turn quotes the previous reply: its blocks hashed by the
+// commits of verify passes (accepted drafts included) are found as the
+// blocks of one-token decodes are. With a pool too large to evict, the hit
+// rate is the same to the last token.
+TEST(SpeculativeServing, RepliesCommittedByVerifyPassesAreFoundByTheNextTurn) {
+  const std::string chat = R"(
+name: spec-chat
+seed: 5
+device: ascend-910b2
+model: qwen3-8b
+kv_cache: {policy: paged, block_size: 16, prefix_caching: true}
+workload:
+  kind: chat
+  sessions: 20
+  arrival: {process: poisson, rate_per_s: 2}
+  turns: {dist: constant, value: 3}
+  system_prompt_tokens: 64
+  user_tokens: {dist: constant, value: 100}
+  output_tokens: {dist: constant, value: 90}
+  think_time: {dist: exponential, mean: 2s}
+)";
+  const RunMetrics plain = run_text(chat);
+  const RunMetrics spec = run_text(
+      chat + "speculative: {method: eagle, num_speculative_tokens: 4, acceptance: {rate: 0.6}}\n");
+  const double plain_hits = plain.parts.get_or_zero<ServingPoolMetrics>().prefix_hit_rate;
+  EXPECT_GT(plain_hits, 0.3);
+  EXPECT_EQ(spec.parts.get_or_zero<ServingPoolMetrics>().prefix_hit_rate, plain_hits);
+  EXPECT_EQ(spec.parts.get_or_zero<ServingPoolMetrics>().evictions, 0u);
 }
 
 TEST(SpeculativeServing, NgramHoldsNothingAndCostsNoDevicePass) {

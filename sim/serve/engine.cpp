@@ -46,6 +46,23 @@ void add_decodes(StepTotals& totals, int64_t decodes, int64_t context) {
   totals.kv_tokens_read += c + n;
   totals.context_read += c;
 }
+// A verify pass of `q` tokens (the sequence's token and its drafts) after
+// `context` cached ones: StepTotals::add of a sequence that samples, with
+// logits at each of its q positions (the rejection sampler reads them all)
+// and its attention counted as decode, not prefill: vLLM's MLA backends run
+// a request of at most 1 + num_speculative_tokens queries through the
+// decode kernel (vllm/v1/attention/backends/mla/common.py,
+// reorder_batch_threshold), where a prefill chunk's would decompress every
+// cached latent (models/step_ops_variants.cpp mla_attention).
+void add_verify(StepTotals& totals, int64_t q, int64_t context) {
+  const double n = static_cast<double>(q);
+  const double c = static_cast<double>(context);
+  totals.tokens += n;
+  totals.samplers += n;
+  totals.attended_pairs += n * c + n * (n + 1) / 2;
+  totals.kv_tokens_read += c + n;
+  totals.context_read += c;
+}
 }  // namespace
 
 namespace {
@@ -264,8 +281,10 @@ void ServingEngine::start_step() {
       const ScheduledSeq& item = batch_.items[i];
       const Sequence* seq = item.seq;
       const int64_t drafts = seq->computed + item.tokens - seq->known_tokens();
-      work_.totals.add({item.tokens, seq->computed, drafts >= 0}, work_.fixed_shape);
-      if (drafts > 0) work_.totals.samplers += static_cast<double>(drafts);
+      if (drafts > 0)
+        add_verify(work_.totals, item.tokens, seq->computed);
+      else
+        work_.totals.add({item.tokens, seq->computed, drafts == 0}, work_.fixed_shape);
     }
     if (batch_.summary.decodes > 0)
       add_decodes(work_.totals, batch_.summary.decodes, batch_.summary.decode_context);
@@ -394,7 +413,11 @@ void ServingEngine::on_step_done() {
     seq->computed += item.tokens;
     if (seq->computed < seq->commit_horizon) return;
     committing_items_.push_back({committing_.size(), seq});
-    committing_.push_back({seq->slot, seq->computed, seq->generated, seq, &content_of_sequence});
+    // The content known once the step's tokens are in: a verify pass's
+    // accepted drafts are output tokens (computed reaches past the prompt
+    // and the output known before by them), the token it samples is not.
+    const int64_t known_output = std::max(seq->generated, seq->computed - seq->prompt_tokens);
+    committing_.push_back({seq->slot, seq->computed, known_output, seq, &content_of_sequence});
   };
   // Their entries are the scheduler's (content from its list, horizon to
   // it): their Sequence is not read. They join the items' in runs, where

@@ -7,9 +7,7 @@ namespace kvsim {
 
 int64_t accepted_drafts(int64_t draft_tokens, double acceptance_rate,
                         const std::function<double()>& uniform01) {
-  int64_t accepted = 0;
-  while (accepted < draft_tokens && uniform01() < acceptance_rate) ++accepted;
-  return accepted;
+  return AcceptanceModel::constant(acceptance_rate).accepted(draft_tokens, uniform01);
 }
 
 AcceptanceModel AcceptanceModel::constant(double rate) {
@@ -50,24 +48,10 @@ AcceptanceModel AcceptanceModel::lengths(std::vector<double> weights) {
   return m;
 }
 
-int64_t AcceptanceModel::accepted(int64_t drafts, const std::function<double()>& uniform01) const {
-  switch (kind_) {
-    case Kind::constant:
-      return accepted_drafts(drafts, rate_, uniform01);
-    case Kind::per_position: {
-      const auto listed = static_cast<int64_t>(conditional_.size());
-      int64_t a = 0;
-      while (a < drafts && a < listed && uniform01() < conditional_[static_cast<size_t>(a)]) ++a;
-      return a;
-    }
-    case Kind::lengths: {
-      const double u = uniform01();
-      const auto j = static_cast<int64_t>(
-          std::upper_bound(cumulative_.begin(), cumulative_.end(), u) - cumulative_.begin());
-      return std::min<int64_t>({j, drafts, static_cast<int64_t>(cumulative_.size()) - 1});
-    }
-  }
-  return 0;
+int64_t AcceptanceModel::length_at(double u, int64_t drafts) const {
+  const auto j = static_cast<int64_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), u) -
+                                      cumulative_.begin());
+  return std::min<int64_t>({j, drafts, static_cast<int64_t>(cumulative_.size()) - 1});
 }
 
 double AcceptanceModel::position_rate(int64_t i) const {

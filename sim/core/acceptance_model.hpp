@@ -42,7 +42,30 @@ class AcceptanceModel {
   // Drafts accepted out of `drafts`, from draws of `uniform01` in [0, 1):
   // constant and per_position draw once per draft until a rejection,
   // lengths once per pass.
-  int64_t accepted(int64_t drafts, const std::function<double()>& uniform01) const;
+  int64_t accepted(int64_t drafts, const std::function<double()>& uniform01) const {
+    return accepted_with(drafts, uniform01);
+  }
+  // The same with any callable (no std::function per draw: the serving
+  // engine draws for every sequence of every step).
+  template <class Uniform01>
+  int64_t accepted_with(int64_t drafts, Uniform01&& uniform01) const {
+    switch (kind_) {
+      case Kind::constant: {
+        int64_t a = 0;
+        while (a < drafts && uniform01() < rate_) ++a;
+        return a;
+      }
+      case Kind::per_position: {
+        const auto listed = static_cast<int64_t>(conditional_.size());
+        int64_t a = 0;
+        while (a < drafts && a < listed && uniform01() < conditional_[static_cast<size_t>(a)]) ++a;
+        return a;
+      }
+      case Kind::lengths:
+        return length_at(uniform01(), drafts);
+    }
+    return 0;
+  }
   // E[accepted drafts] out of `drafts`: with a constant rate a,
   // a + a^2 + ... + a^K, so 1 + E = (1 - a^(K+1)) / (1 - a) tokens a pass.
   double expected_accepted(int64_t drafts) const;
@@ -55,6 +78,7 @@ class AcceptanceModel {
   std::vector<double> conditional_;  // per_position: P(i accepted | i - 1 accepted)
   std::vector<double> unconditional_;
   std::vector<double> cumulative_;  // lengths: normalised CDF over 0..n accepted
+  int64_t length_at(double u, int64_t drafts) const;
 };
 
 }  // namespace kvsim

@@ -474,6 +474,7 @@ void ServingEngine::on_step_done() {
   };
   const std::vector<uint32_t>& settled = summary.at_horizon;
   size_t next_settled = 0;
+  int64_t zero_gaps = 0;        // speculation: tokens after the first of a verify pass
   constexpr size_t kAhead = 8;  // sequences live apart on the heap: load ahead
   for (size_t i = 0; i < batch_.items.size(); ++i) {
     if (i + kAhead < batch_.items.size()) __builtin_prefetch(batch_.items[i + kAhead].seq);
@@ -489,8 +490,9 @@ void ServingEngine::on_step_done() {
     // computed reaches past the known tokens by those.
     const int64_t accepted = seq->computed - seq->known_tokens();
     seq->generated += 1 + accepted;
-    // A verify pass's tokens come together: the ones after the first are 0 apart.
-    if (accepted > 0) shell_.tokens_emitted_after(now, accepted);
+    // A verify pass's tokens come together: the ones after the first are
+    // 0 apart (counted once for the step, below).
+    zero_gaps += accepted;
     if (seq->first_token_at < 0) seq->first_token_at = now;
     if (seq->last_token_at >= 0) {
       if (seq->last_token_at != run_last) {
@@ -505,6 +507,7 @@ void ServingEngine::on_step_done() {
   }
   count_bulk_until(summary.bulk_decodes);
   shell_.tokens_emitted_after(run_last, run_length);
+  shell_.tokens_emitted_after(now, zero_gaps);
   if (retention_) close_retention_if_done();
   observe(now, 0, 0);
   kick();

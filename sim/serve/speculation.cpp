@@ -5,7 +5,7 @@
 namespace kvsim {
 
 Speculation::Speculation(const InstanceSpec& s)
-    : seed_(s.seed),
+    : keys_(s.seed, RandomStream::speculative_acceptance),
       k_(s.speculative.num_speculative_tokens),
       method_(s.speculative.method_name),
       acceptance_(s.speculative.acceptance),
@@ -19,14 +19,17 @@ Speculation::Speculation(const InstanceSpec& s)
 }
 
 int64_t Speculation::verify(uint64_t request_id, int64_t generated, int64_t drafts) {
-  Rng rng = Rng::keyed(seed_, RandomStream::speculative_acceptance, request_id,
-                       static_cast<uint64_t>(generated));
-  const int64_t a = acceptance_.accepted(drafts, [&rng] { return rng.uniform01(); });
+  // Counter-based draws: draw i of (request, position) is the mixer of its
+  // key and i, 53 bits in [0, 1) (no generator to seed per sequence).
+  const uint64_t key = keys_(request_id, static_cast<uint64_t>(generated));
+  uint64_t i = 0;
+  const int64_t a = acceptance_.accepted_with(
+      drafts, [key, &i] { return static_cast<double>(mix64(key + i++) >> 11) * 0x1.0p-53; });
   ++verifies_;
   drafts_ += drafts;
   accepted_ += a;
-  for (int64_t i = 0; i < drafts; ++i) ++proposed_at_[static_cast<size_t>(i)];
-  for (int64_t i = 0; i < a; ++i) ++accepted_at_[static_cast<size_t>(i)];
+  for (int64_t j = 0; j < drafts; ++j) ++proposed_at_[static_cast<size_t>(j)];
+  for (int64_t j = 0; j < a; ++j) ++accepted_at_[static_cast<size_t>(j)];
   return a;
 }
 

@@ -22,6 +22,7 @@
 #include "devices/timing_model.hpp"
 #include "sim/serve/speculative_metrics.hpp"
 #include "sim/spec/instance_spec.hpp"
+#include "workloads/rng.hpp"
 
 namespace kvsim {
 
@@ -52,7 +53,7 @@ class Speculation {
   SpeculativeMetrics metrics(Bytes drafter_weights, Bytes drafter_kv_per_token) const;
 
  private:
-  uint64_t seed_;
+  StreamKeys keys_;  // (seed, speculative_acceptance)
   int64_t k_;
   std::string method_;
   AcceptanceModel acceptance_;

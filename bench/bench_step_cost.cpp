@@ -16,11 +16,18 @@
 // The run also builds the engine (a pool of ~10^5 blocks) and generates and
 // retires max(4 x max_num_seqs, 1,024) requests; that cost is included,
 // spread over the run's steps (>= 1,024 x 512 / max_num_seqs of them).
+//
+// BM_StepCostSpeculative runs the same workload with an EAGLE-3 head and K
+// drafts (speculative:, acceptance 0.7; K = 0 is the section left out):
+// its steps go one by one (no bulk decodes), and are fewer (each emits
+// ~1 + E[accepted] tokens a sequence). Counter cpu_ms_per_run compares the
+// two runs of the same requests (the bar: speculation within 1.5x).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <ctime>
+#include <string>
 
 #include "base/source_paths.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -36,7 +43,7 @@ double thread_cpu_s() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-kvsim::ScenarioSpec scenario(int64_t max_num_seqs) {
+kvsim::ScenarioSpec scenario(int64_t max_num_seqs, int64_t drafts = 0) {
   return kvsim::load_scenario_text(
       fmt::format(R"(
 name: bench-step-cost
@@ -51,8 +58,14 @@ workload:
   arrival: {{process: poisson, rate_per_s: 10000000}}
   input_tokens: {{dist: uniform, min: 32, max: 96}}
   output_tokens: {{dist: uniform, min: 480, max: 544}}
+{2}
 )",
-                  max_num_seqs, std::max<int64_t>(4 * max_num_seqs, 1024)),
+                  max_num_seqs, std::max<int64_t>(4 * max_num_seqs, 1024),
+                  drafts == 0
+                      ? std::string()
+                      : fmt::format("speculative: {{method: eagle3, num_speculative_tokens: "
+                                    "{}, acceptance: {{rate: 0.7}}}}",
+                                    drafts)),
       "bench.yaml", KVSIM_CONFIG_DIR);
 }
 
@@ -81,6 +94,32 @@ void BM_StepCost(benchmark::State& state) {
   state.SetItemsProcessed(steps);
 }
 BENCHMARK(BM_StepCost)->Arg(16)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+void BM_StepCostSpeculative(benchmark::State& state) {
+  const int64_t max_num_seqs = state.range(0);
+  const kvsim::ScenarioSpec s = scenario(max_num_seqs, state.range(1));
+  double cpu_s = 0;
+  int64_t steps = 0, runs = 0;
+  for (auto _ : state) {
+    const double start = thread_cpu_s();
+    kvsim::ServingEngine engine(s, nullptr);
+    const kvsim::RunMetrics m = engine.run();
+    cpu_s += thread_cpu_s() - start;
+    steps += m.sim.steps;
+    ++runs;
+    benchmark::DoNotOptimize(m);
+  }
+  state.counters["cpu_ms_per_run"] = cpu_s * 1e3 / static_cast<double>(runs);
+  state.counters["ns_per_step"] = cpu_s * 1e9 / static_cast<double>(steps);
+  state.counters["steps_per_run"] = static_cast<double>(steps) / static_cast<double>(runs);
+  state.SetItemsProcessed(steps);
+}
+BENCHMARK(BM_StepCostSpeculative)
+    ->Args({256, 0})
+    ->Args({256, 3})
+    ->Args({1024, 0})
+    ->Args({1024, 3})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

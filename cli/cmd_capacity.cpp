@@ -283,7 +283,17 @@ int run_capacity(CapacityCliOptions& o) {
   }
 
   const std::string sizing = policy->block_pool()->capacity_sizing_text();
-  std::string md = "# Capacity plan\n\n" + sizing + capacity_markdown(rows) +
+  std::string drafter;
+  for (const CapacityRow& r : rows)
+    if (r.drafter_weights_bytes > 0 || r.drafter_kv_bytes_per_token > 0) {
+      drafter = fmt::format(
+          "Speculative drafter `{}` held beside the model (included in the weights and KV per "
+          "token below), {} {}: {} of weights and {} of KV per token per rank.\n\n",
+          o.query.speculative, r.model, parallel_label(r.tp, r.ep, 1),
+          format_bytes(r.drafter_weights_bytes), format_bytes(r.drafter_kv_bytes_per_token));
+      break;
+    }
+  std::string md = "# Capacity plan\n\n" + sizing + drafter + capacity_markdown(rows) +
                    capacity_chunk_pool_markdown(o.query, rows);
   if (!slo_rows.empty()) md += slo_markdown(slo, slo_rows);
 
@@ -364,6 +374,11 @@ Command add_capacity_command(CLI::App& app) {
                   "pipeline-parallel sizes 1..256 (default 1): stages of consecutive layers, tp "
                   "devices each");
   cmd->add_option("--tp", o->tp_lists, "tensor-parallel sizes 1..64 (default 1)");
+  cmd->add_option("--speculative", o->query.speculative,
+                  "a speculative drafter held beside the model (vLLM's method: mtp, eagle, "
+                  "eagle3, ngram, draft_model): its weights and KV count");
+  cmd->add_option("--draft-model", o->query.draft_model,
+                  "the draft model of --speculative draft_model (a name, a path or a folder)");
   cmd->add_option("--out", o->out,
                   "output folder (default: out/capacity, or out/capacity-N when that exists)");
   cmd->add_flag("--force", o->force, "replace --out even if kvsim did not write it");

@@ -191,6 +191,10 @@ ModelSpec parse_model(const config::Node& node, bool lenient_unknown_keys) {
   m.attention_bias = r.boolean("attention_bias", family.attention_bias);
   m.qk_norm = r.boolean("qk_norm", family.qk_norm);
   m.rope_style = r.choice("rope_style", "rotate_half", {"rotate_half", "adjacent_pairs"});
+  // DeepSeek-V3/R1's multi-token-prediction modules (config.json
+  // num_nextn_predict_layers): decoder layers kept apart from the main
+  // stack, read by speculative method mtp (sim/serve/drafter.hpp).
+  m.num_nextn_predict_layers = r.integer("num_nextn_predict_layers", 0, 0, 16);
 
   if (head_dim_given) {
     m.head_dim = head_dim_node.as_int(1, kMaxCount).value_or(0);

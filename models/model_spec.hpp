@@ -37,6 +37,10 @@ struct ModelSpec {
   // RMSNorm weights per decoder layer: 2 (Llama, Qwen), 4 (Gemma 2/3 add a
   // norm after attention and around the MLP).
   int64_t norms_per_layer = 2;
+  // Multi-token-prediction modules beside the main stack (HF
+  // num_nextn_predict_layers, DeepSeek-V3: 1): not in num_hidden_layers, nor
+  // in any count below; only a speculative drafter (method mtp) runs them.
+  int64_t num_nextn_predict_layers = 0;
   MoeShape moe;                                 // experts == 0: one dense MLP per layer
   MlaShape mla;                                 // kv_lora_rank == 0: K and V per KV head
   WeightQuant quant;                            // from quantization_config; method "": none

@@ -47,12 +47,12 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 14u);
+  EXPECT_EQ(metrics_sections().size(), 15u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
   EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",
                            "kv_tiers", "pipeline", "cluster", "kv_layout", "reuse_quality",
-                           "session_retention", "agent_sessions", "provenance"}));
+                           "session_retention", "agent_sessions", "speculative", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);
@@ -64,6 +64,9 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   // Likewise the pipeline's, in pipeline-parallel runs only.
   pipeline_metrics_section().write(RunMetrics{}, solo);
   EXPECT_FALSE(solo.contains("pipeline"));
+  // And speculation's, in speculative runs only.
+  Json plain_run = metrics_to_json(RunMetrics{});
+  EXPECT_FALSE(plain_run.contains("speculative"));
   // And the reuse-quality probe's, in runs that probed (after `numerics`).
   Json probed = metrics_to_json(RunMetrics{});
   EXPECT_FALSE(probed.contains("reuse_quality"));
@@ -86,7 +89,8 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
         "kv_cache.session_io_bytes", "memory.activation_reserve_bytes", "memory.chunk_pool_bytes",
         "vtcm.sessions_waited", "workload.skipped_records", "cluster.transfer.bytes",
         "pipeline.stage_link_bytes", "kv_cache.chunk_recompute_tokens",
-        "reuse_quality.top1_agreement", "session_retention.saved_prompt_tokens"})
+        "reuse_quality.top1_agreement", "session_retention.saved_prompt_tokens",
+        "speculative.mean_accepted_length"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
 }
 

@@ -40,6 +40,9 @@ enum class RandomStream : uint64_t {
   subagent_calls = 17,  // calls of a sub-agent session
   summary_length = 18,  // a sub-agent's result appended to its parent
   summary_tokens = 19,  // token ids of that result
+  // The serving engine's speculative decoding (sim/serve/speculation.hpp):
+  // the drafts a verify pass accepts, keyed by request and position.
+  speculative_acceptance = 20,
   // Benchmark clients (SPEC 5 closed arrivals), numbered apart from the others:
   client_think = 801,         // a closed-loop client's think time after a completion
   fixed_prefix_tokens = 802,  // token ids of a `kind: fixed` prefix group

@@ -1,5 +1,7 @@
 #include "cli/studies/capacity_plan.hpp"
 
+#include "models/drafter_shape.hpp"
+
 #include <fmt/format.h>
 
 #include <yaml-cpp/yaml.h>
@@ -182,6 +184,40 @@ std::vector<std::string> capacity_policy_names() {
   return names;
 }
 
+namespace {
+// The drafter --speculative names for `model`, none without one (or ngram).
+std::optional<DrafterShape> capacity_drafter(const CapacityQuery& q, const ModelSpec& model,
+                                             const std::string& configs_dir) {
+  const std::string& m = q.speculative;
+  if (m.empty() || m == "ngram") return std::nullopt;
+  if (m == "mtp" || m == "deepseek_mtp") {
+    if (model.num_nextn_predict_layers < 1)
+      flag_error("--speculative",
+                 fmt::format("{} has no multi-token-prediction layers (num_nextn_predict_layers "
+                             "is 0 in its config)",
+                             model.name),
+                 "a model with num_nextn_predict_layers (DeepSeek-V3/R1), or eagle | eagle3 | "
+                 "ngram | draft_model");
+    return mtp_drafter(model);
+  }
+  if (m == "eagle" || m == "eagle3") return eagle_drafter(model, m == "eagle3");
+  if (m == "draft_model") {
+    if (q.draft_model.empty())
+      flag_error("--speculative", "draft_model needs the draft model", "--draft-model NAME");
+    const ModelSpec draft = resolve_model(q.draft_model, configs_dir);
+    if (draft.vocab_size != model.vocab_size)
+      flag_error("--draft-model",
+                 fmt::format("{} has a vocabulary of {} tokens, {} has {}", draft.name,
+                             draft.vocab_size, model.name, model.vocab_size),
+                 fmt::format("a draft model with vocab_size {}", model.vocab_size));
+    return draft_model_drafter(draft);
+  }
+  flag_error("--speculative", fmt::format("unknown method '{}'", m),
+             "mtp, deepseek_mtp, eagle, eagle3, ngram, draft_model");
+  return std::nullopt;
+}
+}  // namespace
+
 std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string& configs_dir) {
   const std::shared_ptr<const PolicySpec> spec = capacity_policy(q);
   const BlockPoolContract& policy = *spec->block_pool();
@@ -240,6 +276,10 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
             in.kv_dtype_bytes = policy.capacity_dtype_bytes(dtype);
             in.max_batched_tokens = q.max_batched_tokens;
             in.max_num_seqs = q.max_num_seqs;
+            if (const std::optional<DrafterShape> d = capacity_drafter(q, model, configs_dir)) {
+              in.drafter_weight_bytes = d->weight_bytes_per_rank(tp, ep);
+              in.drafter_kv_bytes_per_token = d->kv_bytes_per_token(in.kv_dtype_bytes, tp);
+            }
             // The policy sizes its pool as a run does (its block size, its
             // memory split, groups by attention type); a phone's Genie
             // buffers are sized apart (capacity_genie).
@@ -257,6 +297,8 @@ std::vector<CapacityRow> capacity_rows(const CapacityQuery& q, const std::string
               r.stage_layers = s.stage_layers;
               r.weights_bytes = s.weights_bytes;
               r.kv_bytes_per_token = s.kv_bytes_per_token;
+              r.drafter_weights_bytes = s.drafter_weights_bytes;
+              r.drafter_kv_bytes_per_token = s.drafter_kv_bytes_per_token;
               const auto kv_at_context = checked_mul(s.kv_bytes_per_token, context);
               if (!kv_at_context || *kv_at_context > kMaxRepresentableBytes)
                 flag_error("--context",
@@ -358,6 +400,11 @@ nlohmann::ordered_json capacity_row_json(const CapacityRow& r) {
   // chunk_lru (0 elsewhere): the dual pool of seed 003.
   j["main_pool_bytes"] = r.main_pool_bytes;
   j["chunk_pool_bytes"] = r.chunk_pool_bytes;
+  // --speculative only, so a plain plan's file keeps its keys.
+  if (r.drafter_weights_bytes > 0 || r.drafter_kv_bytes_per_token > 0) {
+    j["drafter_weights_bytes"] = r.drafter_weights_bytes;
+    j["drafter_kv_bytes_per_token"] = r.drafter_kv_bytes_per_token;
+  }
   j["chunk_pool_blocks"] = r.chunk_pool_blocks;
   j["chunk_pool_tokens"] = r.chunk_pool_tokens;
   j["ep"] = r.ep;

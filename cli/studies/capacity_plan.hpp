@@ -40,6 +40,12 @@ struct CapacityQuery {
   std::string policy = "paged";
   double main_pool_fraction = 0.70;
   double chunk_pool_fraction = 0.15;
+  // `--speculative METHOD` (vLLM's speculative_config method: mtp, eagle,
+  // eagle3, draft_model with `--draft-model`; ngram holds nothing): the
+  // drafter's weights and KV are held beside the model's
+  // (models/drafter_shape.hpp), as a speculative run sizes its pool.
+  std::string speculative;
+  std::string draft_model;
 };
 
 // One update mode of an HTP row (cli/studies/capacity_genie.hpp).
@@ -77,6 +83,8 @@ struct CapacityRow {
   Bytes main_pool_bytes = 0, chunk_pool_bytes = 0;
   int64_t chunk_pool_blocks = 0, chunk_pool_tokens = 0;
   int64_t ep = 1;  // expert-parallel ranks (1: none)
+  // --speculative: the drafter's part of weights_bytes and kv_bytes_per_token (0 without).
+  Bytes drafter_weights_bytes = 0, drafter_kv_bytes_per_token = 0;
   // What a pool per attention type (vLLM's hybrid allocator, llama.cpp's
   // iSWA) would hold: sliding layers keep at most their window. Equal to the
   // single-pool figures on a full-attention model.

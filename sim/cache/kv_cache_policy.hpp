@@ -311,6 +311,19 @@ class KvCachePolicy {
   }
   // The sequence finished or is preempted by recompute: drop its references.
   virtual void release(SeqSlot seq) = 0;
+  // Speculative decoding: the last `tokens` token slots the sequence holds
+  // were drafts the target rejected. Their slots go back, and so does every
+  // block left with none (the partly filled block keeps its place); nothing
+  // of them was committed, so no hash of theirs is ever registered. Called
+  // after the step and before its commit. A policy that cannot take its
+  // tokens back says so (false, the default: the scenario's checks refuse
+  // speculation on it first).
+  virtual bool supports_rollback() const { return false; }
+  virtual void rollback(SeqSlot seq, int64_t tokens) {
+    (void)seq;
+    (void)tokens;
+    throw std::logic_error("this cache policy cannot give back rejected draft slots");
+  }
 
   virtual SwapPlan plan_swap_out(SeqSlot seq) const = 0;
   virtual HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) = 0;

@@ -108,6 +108,10 @@ class PagedPolicy final : public PagedPolicyBase {
   void check_drained() const override;
   // Lets the sequence's pending blocks outlive it (they stay cached).
   void release(SeqSlot seq) override;
+  // Rejected drafts' slots back (paged_policy_scheduled.cpp): their blocks
+  // were never registered, and the tail the commit reads is noted again.
+  bool supports_rollback() const override { return true; }
+  void rollback(SeqSlot seq, int64_t tokens) override;
   void report(RunMetrics& metrics) const override;
   // Evicted blocks go down the chain, prefix lookups continue into it.
   void attach_tiers(std::unique_ptr<TierChain> chain) override;

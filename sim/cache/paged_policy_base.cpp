@@ -105,6 +105,24 @@ int64_t PagedPolicyBase::free_leading_blocks(SeqSlot s, int64_t end) {
   return released;
 }
 
+void PagedPolicyBase::rollback(SeqSlot s, int64_t tokens) {
+  SeqTable& sq = seqs_.at(static_cast<size_t>(s));
+  SeqRoom& r = sq.room;
+  if (!sq.live || tokens < 0 || tokens > r.tokens - int64_t{sq.freed_blocks} * block_size_)
+    throw std::logic_error(fmt::format("rollback of {} tokens of sequence slot {}", tokens, s));
+  r.tokens -= tokens;
+  tokens_held_ -= tokens;
+  // Blocks holding only rejected drafts: fresh from this step's growth,
+  // referenced by this table alone, never registered.
+  const int64_t keep = std::max<int64_t>(blocks_for(r.tokens), sq.freed_blocks);
+  while (static_cast<int64_t>(sq.block_table.size()) > keep) {
+    pool_.release(sq.block_table.back());
+    sq.block_table.pop_back();
+    slots_reserved_ -= block_size_;
+    r.capacity -= block_size_;
+  }
+}
+
 void PagedPolicyBase::release(SeqSlot s) {
   release_blocks(s);
   close_slot(s);

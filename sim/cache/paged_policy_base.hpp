@@ -43,6 +43,8 @@ class PagedPolicyBase : public KvCachePolicy {
   // only when a block is added).
   SettledGrowth settle_and_grow(SeqSlot seq, int64_t settled, int64_t new_tokens) override;
   void release(SeqSlot seq) override;
+  // The tail's slots back, and its blocks left empty to the pool.
+  void rollback(SeqSlot seq, int64_t tokens) override;
   // Copies out every block the sequence still holds.
   SwapPlan plan_swap_out(SeqSlot seq) const override;
   HostSlot apply_swap_out(SeqSlot seq, const SwapPlan& plan) override;

@@ -37,6 +37,7 @@
 // given to one request (workloads/token_content.hpp). Registering it here
 // would need its content, which the growth calls do not carry.
 #include <algorithm>
+#include <stdexcept>
 
 #include "sim/cache/paged_policy.hpp"
 
@@ -82,6 +83,18 @@ bool PagedPolicy::grow_in_place(SeqSlot s, int64_t new_tokens) {
   if (prefix_caching_ && after / block_size() > (after - new_tokens) / block_size())
     register_scheduled(s, content_[static_cast<size_t>(s)]);
   return true;
+}
+
+// A verify pass's rejected drafts: registered_blocks never reaches them
+// (register_scheduled stops at the known content's hashes, commit at the
+// computed tokens, which count accepted drafts only), so the blocks the
+// base releases carry no hash; the tail a decode's fill reads moves back.
+void PagedPolicy::rollback(SeqSlot s, int64_t tokens) {
+  SeqContent& content = content_[static_cast<size_t>(s)];
+  PagedPolicyBase::rollback(s, tokens);
+  if (content.registered_blocks > static_cast<int64_t>(seq(s).block_table.size()))
+    throw std::logic_error("rollback below a registered block");
+  note_tail(s, content);
 }
 
 }  // namespace kvsim

@@ -35,6 +35,14 @@ PoolSizing size_stage(const ModelSpec& model, const PipelineStage& stage, const 
   }
   s.weights_bytes = in.pp <= 1 ? model.weight_bytes_per_rank(in.tp, in.ep)
                                : stage_weight_bytes_per_rank(model, stage, in.tp, in.ep);
+  if (stage.last && (in.drafter_weight_bytes > 0 || in.drafter_kv_bytes_per_token > 0)) {
+    // The drafter runs after the last stage's LM head (vLLM's proposer).
+    s.drafter_weights_bytes = in.drafter_weight_bytes;
+    s.drafter_kv_bytes_per_token = in.drafter_kv_bytes_per_token;
+    s.weights_bytes += in.drafter_weight_bytes;
+    s.kv_bytes_per_token += in.drafter_kv_bytes_per_token;
+    s.block_bytes += in.drafter_kv_bytes_per_token * in.block_size;
+  }
   s.activation_reserve = in.activation_reserve.value_or(derived_activation_reserve(
       model, in.tp, in.max_batched_tokens, in.max_num_seqs, /*with_logits=*/stage.last));
   s.budget = budget;
@@ -80,7 +88,8 @@ PoolSizing size_paged_pool(const ModelSpec& model, const PoolSizingInput& in) {
   s.chunk_pool_bytes = s.chunk_pool_blocks * s.block_bytes;
   s.chunk_pool = in.chunk_pool_fraction > 0;
   s.instance_block_bytes =
-      model.kv_bytes_per_token(in.kv_dtype_bytes, in.tp) * in.block_size * in.tp;
+      (model.kv_bytes_per_token(in.kv_dtype_bytes, in.tp) + in.drafter_kv_bytes_per_token) *
+      in.block_size * in.tp;
   return s;
 }
 

@@ -40,23 +40,31 @@ struct PoolSizingInput {
   // hybrid allocator): on a model with sliding and full layers the pool's
   // blocks are pages of KvCacheGroups::page_layers layers.
   bool kv_groups_by_attention = false;
+  // A speculative drafter (sim/spec/speculative_config.hpp) on the last
+  // stage: its weights beside the model's, and its layers' KV in every
+  // block beside the model's, as vLLM's KV cache config gives the draft
+  // layers pages of the same block table. Per rank; 0 without one.
+  Bytes drafter_weight_bytes = 0;
+  Bytes drafter_kv_bytes_per_token = 0;
 };
 
 // Per-device figures are those of one device of the binding stage (the
 // stage that holds the fewest blocks; the only stage when pp = 1).
 struct PoolSizing {
-  Bytes kv_bytes_per_token = 0;   // per rank
-  Bytes block_bytes = 0;          // per rank
-  Bytes weights_bytes = 0;        // per rank
-  Bytes activation_reserve = 0;   // per rank
-  Bytes budget = 0;               // memory * fraction
-  Bytes kv_budget = 0;            // budget - weights - activations (may be negative)
-  int64_t num_blocks = 0;         // 0 when nothing fits
-  int64_t capacity_tokens = 0;    // num_blocks * block_size
-  int64_t host_blocks = 0;        // swap_space / block_bytes
-  int64_t chunk_pool_blocks = 0;  // floor(memory * chunk_pool_fraction / block_bytes)
-  Bytes chunk_pool_bytes = 0;     // chunk_pool_blocks * block_bytes
-  bool chunk_pool = false;        // the input asked for one (chunk_pool_fraction > 0)
+  Bytes kv_bytes_per_token = 0;     // per rank
+  Bytes block_bytes = 0;            // per rank
+  Bytes weights_bytes = 0;          // per rank, the drafter's included
+  Bytes drafter_weights_bytes = 0;  // per rank: the speculative drafter's part of weights_bytes
+  Bytes drafter_kv_bytes_per_token = 0;  // per rank: its part of kv_bytes_per_token
+  Bytes activation_reserve = 0;          // per rank
+  Bytes budget = 0;                      // memory * fraction
+  Bytes kv_budget = 0;                   // budget - weights - activations (may be negative)
+  int64_t num_blocks = 0;                // 0 when nothing fits
+  int64_t capacity_tokens = 0;           // num_blocks * block_size
+  int64_t host_blocks = 0;               // swap_space / block_bytes
+  int64_t chunk_pool_blocks = 0;         // floor(memory * chunk_pool_fraction / block_bytes)
+  Bytes chunk_pool_bytes = 0;            // chunk_pool_blocks * block_bytes
+  bool chunk_pool = false;               // the input asked for one (chunk_pool_fraction > 0)
   // hybrid() when the pool is split by attention type: block_bytes is then
   // one page (page_layers layers), num_blocks counts pages, and
   // capacity_tokens is what the pages hold when every group keeps every token.

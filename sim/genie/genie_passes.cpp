@@ -44,11 +44,4 @@ bool turn_fits(int64_t n_past, int64_t input_tokens, int64_t reply_tokens,
   return reply_tokens <= 1 || n + reply_tokens - 1 <= capacity(1);
 }
 
-int64_t accepted_drafts(int64_t draft_tokens, double acceptance_rate,
-                        const std::function<double()>& uniform01) {
-  int64_t accepted = 0;
-  while (accepted < draft_tokens && uniform01() < acceptance_rate) ++accepted;
-  return accepted;
-}
-
 }  // namespace kvsim

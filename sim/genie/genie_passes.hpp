@@ -15,6 +15,8 @@
 #include <functional>
 #include <vector>
 
+#include "sim/core/acceptance_model.hpp"
+
 namespace kvsim {
 
 struct PassShape {
@@ -38,11 +40,7 @@ bool turn_fits(int64_t n_past, int64_t input_tokens, int64_t reply_tokens,
                const std::vector<int64_t>& variants,
                const std::function<int64_t(int64_t)>& capacity);
 
-// Drafts the target accepts out of `draft_tokens`, given uniform draws: each
-// draft is accepted with probability `acceptance_rate` until the first
-// rejection (the standard speculative-sampling acceptance run; a truncated
-// geometric count).
-int64_t accepted_drafts(int64_t draft_tokens, double acceptance_rate,
-                        const std::function<double()>& uniform01);
+// accepted_drafts (the drafts a verify pass keeps) is the acceptance model
+// the serving engine shares: sim/core/acceptance_model.hpp.
 
 }  // namespace kvsim

@@ -8,6 +8,7 @@
 #include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/engine_registry.hpp"
 #include "sim/serve/session_retention_spec.hpp"
+#include "sim/serve/speculative_spec.hpp"
 #include "workloads/workload_params.hpp"
 
 namespace kvsim {
@@ -17,6 +18,8 @@ std::vector<config::ComponentInfo> engine_infos() {
   std::vector<config::ComponentInfo> infos;
   for (const auto& e : engine_kinds()) infos.push_back(e.info());
   infos.push_back(session_retention_info());  // a section of the serving engine's
+  infos.push_back(speculative_info());        // the serving engine's speculative decoding
+  infos.push_back(speculative_acceptance_info());
   return infos;
 }
 

@@ -11,6 +11,7 @@
 #include "sim/serve/pipeline_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
 #include "sim/serve/session_retention_metrics.hpp"
+#include "sim/serve/speculative_metrics.hpp"
 
 namespace kvsim {
 
@@ -22,7 +23,8 @@ const std::vector<MetricsSection>& metrics_sections() {
       kv_tiers_metrics_section(),      pipeline_metrics_section(),
       cluster_metrics_section(),       kv_layout_metrics_section(),
       reuse_quality_metrics_section(), session_retention_metrics_section(),
-      session_metrics_section(),       provenance_metrics_section()};
+      session_metrics_section(),       speculative_metrics_section(),
+      provenance_metrics_section()};
   return sections;
 }
 
@@ -43,6 +45,7 @@ std::vector<std::string> metric_key_names() {
   sample.part<ReuseQualityMetrics>();
   sample.part<SessionRetentionMetrics>();
   sample.part<SessionMetrics>();
+  sample.part<SpeculativeMetrics>();
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 

@@ -18,6 +18,7 @@
 #include "sim/scenario/scenario_sections.hpp"
 #include "sim/scenario/vllm_names.hpp"
 #include "sim/serve/serving_engine_spec.hpp"
+#include "sim/serve/speculative_spec.hpp"
 
 namespace kvsim {
 namespace fs = std::filesystem;
@@ -211,6 +212,19 @@ void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
                                                             : EngineContract::block_pool,
                    ctx);
   if (kind == nullptr) return;
+  if (s.speculative.on && s.engine != "serving")
+    ctx.diagnostics.error(at("speculative"), "speculative",
+                          fmt::format("the {} engine runs no speculative section (a dialog's "
+                                      "drafts are workload.speculative)",
+                                      s.engine),
+                          "engine: serving, or no speculative section");
+  if (s.speculative.holds_device_memory()) {
+    if (const std::string why = s.speculative.drafter->model.tensor_parallel_problem(s.tp, s.ep);
+        !why.empty())
+      ctx.diagnostics.error(at("speculative.model"), "speculative.model",
+                            fmt::format("the drafter runs at the target's layout: {}", why),
+                            "a drafter whose heads and MLP divide by parallel.tensor");
+  }
   if (!s.kv_tiers.empty()) {
     const BlockPoolContract* pool = s.policy().block_pool();
     if (pool == nullptr || !pool->keeps_prefix_blocks())
@@ -271,6 +285,17 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
   s.kv = read_kv_cache_section(top);
   read_kv_tiers_section(top, s.kv_tiers);
   s.scheduler = read_scheduler_section(top);
+  s.speculative =
+      read_speculative_section(top, s.model, [&](const Node& ref) -> std::optional<ModelSpec> {
+        bool draft_json = false;
+        std::string draft_weights;
+        const auto found =
+            resolve_ref(ref, "models", configs_dir, ctx, keep_alive, &draft_json, &draft_weights);
+        if (!found) return std::nullopt;
+        ModelSpec m = parse_model(*found, draft_json);
+        if (!draft_weights.empty()) m = with_weights_format(m, draft_weights, ref.raw().Scalar());
+        return m;
+      });
   std::optional<std::string> engine;
   if (top.has("engine"))
     engine = top.choice("engine", std::nullopt, engine_names());

@@ -34,6 +34,12 @@ const std::vector<Rename>& renames() {
       {{"max_num_batched_tokens", "scheduler.max_batched_tokens", ""}, Conversion::same},
       {{"enable_chunked_prefill", "scheduler.chunked_prefill", ""}, Conversion::same},
       {{"max_model_len", "scheduler.max_model_len", ""}, Conversion::same},
+      // The whole section: its keys (method, num_speculative_tokens, model)
+      // are vLLM's own names; kvsim adds `acceptance`.
+      {{"speculative_config", "speculative",
+        "the whole section; method, num_speculative_tokens "
+        "and model keep vLLM's names"},
+       Conversion::same},
   };
   return table;
 }
@@ -62,6 +68,32 @@ YAML::Node parent_map(YAML::Node& doc, std::string_view section) {
   return node;
 }
 
+// Every leaf of `map` (at `path`) was written by --set.
+bool all_leaves_set(const YAML::Node& map, const std::string& path,
+                    const config::LoadContext& ctx) {
+  for (const auto& kv : map) {
+    const std::string key = path + "." + kv.first.as<std::string>();
+    if (kv.second.IsMap()) {
+      if (!all_leaves_set(kv.second, key, ctx)) return false;
+    } else if (ctx.overridden_paths.count(key) == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The keys of `from` that `into` lacks, copied in (maps merged key by key).
+void merge_missing(YAML::Node into, const YAML::Node& from) {
+  for (const auto& kv : from) {
+    const std::string key = kv.first.as<std::string>();
+    YAML::Node there = into[key];
+    if (!there.IsDefined() || there.IsNull())
+      into[key] = kv.second;
+    else if (there.IsMap() && kv.second.IsMap())
+      merge_missing(there, kv.second);
+  }
+}
+
 }  // namespace
 
 const std::vector<VllmName>& vllm_names() {
@@ -82,6 +114,27 @@ void apply_vllm_names(YAML::Node& doc, const std::string& file, config::LoadCont
     YAML::Node value = doc[vllm];
     const config::Node located(value, vllm, file, &ctx);
     const size_t dot = r.name.kvsim.find('.');
+    if (dot == std::string::npos) {
+      // A section under vLLM's name: moved whole, keys and marks kept.
+      const std::string& section = r.name.kvsim;
+      if (view[section].IsDefined()) {
+        // Only --set under kvsim's name may add to it (a compare's --vary
+        // speculative.num_speculative_tokens on a file that says
+        // speculative_config): the --set keys win, the file's fill the rest.
+        YAML::Node given = doc[section];
+        if (!given.IsMap() || !value.IsMap() || !all_leaves_set(given, section, ctx)) {
+          located.error(fmt::format("is vLLM's name for {}, which is also given", section),
+                        fmt::format("one of {} or {}", vllm, section));
+          continue;
+        }
+        merge_missing(given, value);
+        doc.remove(vllm);
+        continue;
+      }
+      doc.remove(vllm);
+      doc[section] = value;
+      continue;
+    }
     const std::string section = r.name.kvsim.substr(0, dot);
     const std::string key = r.name.kvsim.substr(dot + 1);
     const YAML::Node existing = view[section];

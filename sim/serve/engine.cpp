@@ -46,6 +46,23 @@ void add_decodes(StepTotals& totals, int64_t decodes, int64_t context) {
   totals.kv_tokens_read += c + n;
   totals.context_read += c;
 }
+// A verify pass of `q` tokens (the sequence's token and its drafts) after
+// `context` cached ones: StepTotals::add of a sequence that samples, with
+// logits at each of its q positions (the rejection sampler reads them all)
+// and its attention counted as decode, not prefill: vLLM's MLA backends run
+// a request of at most 1 + num_speculative_tokens queries through the
+// decode kernel (vllm/v1/attention/backends/mla/common.py,
+// reorder_batch_threshold), where a prefill chunk's would decompress every
+// cached latent (models/step_ops_variants.cpp mla_attention).
+void add_verify(StepTotals& totals, int64_t q, int64_t context) {
+  const double n = static_cast<double>(q);
+  const double c = static_cast<double>(context);
+  totals.tokens += n;
+  totals.samplers += n;
+  totals.attended_pairs += n * c + n * (n + 1) / 2;
+  totals.kv_tokens_read += c + n;
+  totals.context_read += c;
+}
 }  // namespace
 
 namespace {
@@ -108,8 +125,14 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
   // those one by one and the others wherever they start or fill a block.
   const bool observed_in_full = numerics_ && !numerics_->watches_selectively();
   // A layout's host tables are counted over every sequence of the step.
+  // A step with drafts is one by one: its decodes compute 1 + K tokens.
+  if (scenario.speculative.on) {
+    speculation_ = std::make_unique<Speculation>(scenario);
+    sp.speculative_tokens = scenario.speculative.num_speculative_tokens;
+  }
   bulk_decodes_allowed_ = !observed_in_full && !per_sequence_pricing_ && !layout_cost_ &&
-                          !policy_->caps_attention_context() && policy_->counts_in_place_room();
+                          !policy_->caps_attention_context() && policy_->counts_in_place_room() &&
+                          !speculation_;
   sp.bulk_decodes = bulk_decodes_allowed_;
   if (numerics_ && !observed_in_full)
     sp.watched = [observer = numerics_.get()](const Sequence& seq) {
@@ -252,12 +275,16 @@ void ServingEngine::start_step() {
   } else {
     // The scheduler summed the decodes as it built the batch; the other
     // items are added in batch order, as the walk above adds them.
+    // A verify pass (speculation) computes its drafts past the known
+    // tokens, and takes logits at each of them and at its own token.
     for (const uint32_t i : batch_.summary.others) {
       const ScheduledSeq& item = batch_.items[i];
       const Sequence* seq = item.seq;
-      work_.totals.add(
-          {item.tokens, seq->computed, seq->computed + item.tokens == seq->known_tokens()},
-          work_.fixed_shape);
+      const int64_t drafts = seq->computed + item.tokens - seq->known_tokens();
+      if (drafts > 0)
+        add_verify(work_.totals, item.tokens, seq->computed);
+      else
+        work_.totals.add({item.tokens, seq->computed, drafts == 0}, work_.fixed_shape);
     }
     if (batch_.summary.decodes > 0)
       add_decodes(work_.totals, batch_.summary.decodes, batch_.summary.decode_context);
@@ -267,6 +294,21 @@ void ServingEngine::start_step() {
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
   step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
+  if (speculation_) {
+    // The drafter proposes the next step's drafts for every sequence that
+    // sampled, after the verify (vLLM's propose_draft_token_ids).
+    int64_t sampling = batch_.summary.decodes;
+    int64_t context = batch_.summary.decode_context + batch_.summary.decodes;
+    for (const uint32_t i : batch_.summary.others) {
+      const ScheduledSeq& item = batch_.items[i];
+      if (item.seq->computed + item.tokens < item.seq->known_tokens()) continue;
+      ++sampling;
+      context += item.seq->computed + item.tokens;
+    }
+    const TimeNs draft = speculation_->draft_latency(work_, sampling, context);
+    speculation_->count_step(step_latency_, draft);
+    step_latency_ += draft;
+  }
   // The host builds the layout's tables before the step is launched.
   if (layout_cost_) step_latency_ += layout_cost_->step(batch_, *policy_);
   if (step_recorder_) step_recorder_(work_);
@@ -362,6 +404,7 @@ void ServingEngine::on_step_done() {
   // first.
   // Bulk decodes that fill a block commit too, in batch order among the
   // items (the order matters when two sequences register the same hash).
+  if (speculation_) verify_drafts();
   committing_.clear();
   committing_items_.clear();
   const bool settle_all = numerics_ != nullptr;
@@ -370,7 +413,11 @@ void ServingEngine::on_step_done() {
     seq->computed += item.tokens;
     if (seq->computed < seq->commit_horizon) return;
     committing_items_.push_back({committing_.size(), seq});
-    committing_.push_back({seq->slot, seq->computed, seq->generated, seq, &content_of_sequence});
+    // The content known once the step's tokens are in: a verify pass's
+    // accepted drafts are output tokens (computed reaches past the prompt
+    // and the output known before by them), the token it samples is not.
+    const int64_t known_output = std::max(seq->generated, seq->computed - seq->prompt_tokens);
+    committing_.push_back({seq->slot, seq->computed, known_output, seq, &content_of_sequence});
   };
   // Their entries are the scheduler's (content from its list, horizon to
   // it): their Sequence is not read. They join the items' in runs, where
@@ -427,6 +474,7 @@ void ServingEngine::on_step_done() {
   };
   const std::vector<uint32_t>& settled = summary.at_horizon;
   size_t next_settled = 0;
+  int64_t zero_gaps = 0;        // speculation: tokens after the first of a verify pass
   constexpr size_t kAhead = 8;  // sequences live apart on the heap: load ahead
   for (size_t i = 0; i < batch_.items.size(); ++i) {
     if (i + kAhead < batch_.items.size()) __builtin_prefetch(batch_.items[i + kAhead].seq);
@@ -438,7 +486,13 @@ void ServingEngine::on_step_done() {
     else if (!settle_all)
       seq->computed += item.tokens;                     // a decode inside its horizon
     if (seq->computed < seq->known_tokens()) continue;  // prefill chunk, no token yet
-    ++seq->generated;                                   // the step sampled a token
+    // The step sampled a token, after the drafts it accepted (speculation):
+    // computed reaches past the known tokens by those.
+    const int64_t accepted = seq->computed - seq->known_tokens();
+    seq->generated += 1 + accepted;
+    // A verify pass's tokens come together: the ones after the first are
+    // 0 apart (counted once for the step, below).
+    zero_gaps += accepted;
     if (seq->first_token_at < 0) seq->first_token_at = now;
     if (seq->last_token_at >= 0) {
       if (seq->last_token_at != run_last) {
@@ -453,9 +507,28 @@ void ServingEngine::on_step_done() {
   }
   count_bulk_until(summary.bulk_decodes);
   shell_.tokens_emitted_after(run_last, run_length);
+  shell_.tokens_emitted_after(now, zero_gaps);
   if (retention_) close_retention_if_done();
   observe(now, 0, 0);
   kick();
+}
+
+// Each item with drafts (computed + tokens past its known tokens) learns
+// how many the target accepts; the rejected ones' slots go back before the
+// commit, so no block is hashed over them, and the item keeps the tokens
+// whose KV stays: its own and the accepted drafts.
+void ServingEngine::verify_drafts() {
+  for (const uint32_t i : batch_.summary.others) {
+    ScheduledSeq& item = batch_.items[i];
+    Sequence* seq = item.seq;
+    const int64_t drafts = seq->computed + item.tokens - seq->known_tokens();
+    if (drafts <= 0) continue;
+    const int64_t accepted = speculation_->verify(seq->request.id, seq->generated, drafts);
+    if (const int64_t rejected = drafts - accepted; rejected > 0) {
+      policy_->rollback(seq->slot, rejected);
+      item.tokens -= rejected;
+    }
+  }
 }
 
 void ServingEngine::complete(Sequence* seq) {

@@ -24,6 +24,7 @@
 #include "sim/serve/kv_layout_host_cost.hpp"
 #include "sim/serve/scheduler.hpp"
 #include "sim/serve/session_retention.hpp"
+#include "sim/serve/speculation.hpp"
 #include "sim/serve/step_observer.hpp"
 #include "sim/spec/instance_spec.hpp"
 
@@ -134,6 +135,12 @@ class ServingEngine final : public InferenceEngine {
   std::unique_ptr<PipelineTiming> timing_;
   // The layout's per-step host work (ATB block tables), null when none.
   std::unique_ptr<KvLayoutHostCost> layout_cost_;
+  // Speculative decoding (`speculative:`), null when off: the drafter's
+  // price and the acceptance draws.
+  std::unique_ptr<Speculation> speculation_;
+  // The step's verify of its drafts (speculation on): rejected drafts'
+  // slots back, items cut to what the target kept.
+  void verify_drafts();
 
   // Sequences are pooled: a finished one is reused for a later request, so
   // memory follows the number in flight, not the number served.

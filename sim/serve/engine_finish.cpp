@@ -71,6 +71,9 @@ RunMetrics ServingEngine::finish() {
     p.binding_stage_weights_bytes = sizing_.weights_bytes;
     p.stage_link_bytes = stage_link_bytes_;
   }
+  if (speculation_)
+    m.part<SpeculativeMetrics>() =
+        speculation_->metrics(sizing_.drafter_weights_bytes, sizing_.drafter_kv_bytes_per_token);
   if (retention_) m.part<SessionRetentionMetrics>() = retention_->metrics(total);
   policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
   if (numerics_) numerics_->report(m);

@@ -167,7 +167,7 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
 bool Scheduler::grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch) {
   settle(i, clock_);
   Sequence* seq = running_[i].seq;
-  const int64_t tokens = std::min(seq->tokens_to_compute(), c.left);
+  const int64_t tokens = step_tokens(seq, c.left);
   batch.summary.bulk_decodes = c.bulk;  // the item's place among the bulk decodes
   if (!try_grow(seq, tokens, batch, c.left)) return false;
   if (params_.bulk_decodes) start_run(i, tokens);
@@ -246,7 +246,7 @@ void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
     batch.swapped_in.push_back(seq);
     swapped_.pop_front();
     insert_running(seq);
-    try_grow(seq, std::min(seq->tokens_to_compute(), budget), batch, budget);
+    try_grow(seq, step_tokens(seq, budget), batch, budget);
   }
 }
 

@@ -5,6 +5,7 @@
 // (max_batched_tokens) and a sequence cap (max_num_seqs) per step, chunked
 // prefill, and preemption of the most recently arrived running request when
 // the cache has no room (by recompute, or by swapping its blocks to the host).
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -40,6 +41,11 @@ struct SchedulerParams {
   // admission, once the call holds its own references.
   std::function<bool(uint64_t spare_session)> make_room;
   std::function<void(const Sequence&, int64_t hit_tokens)> admitted;
+  // Speculative decoding (sim/serve/speculation.hpp): a running decode is
+  // scheduled with up to this many drafts after its token (never more than
+  // its output needs), all in the token budget, as vLLM V1 schedules
+  // num_tokens_with_spec. 0: off. Needs bulk_decodes off.
+  int64_t speculative_tokens = 0;
 };
 
 struct ScheduledSeq {
@@ -165,6 +171,15 @@ class Scheduler {
   void insert_running(Sequence* seq);  // keeps arrival order
   // Adds `seq` to the batch for `tokens` if the cache can grow; false if not.
   bool try_grow(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
+  // Tokens `seq` computes this step within `budget`: what it has to
+  // compute, and a decode's drafts (SchedulerParams::speculative_tokens).
+  int64_t step_tokens(const Sequence* seq, int64_t budget) const {
+    int64_t tokens = seq->tokens_to_compute();
+    if (params_.speculative_tokens > 0 && tokens == 1)
+      tokens += std::min<int64_t>(params_.speculative_tokens,
+                                  std::max<int64_t>(seq->output_tokens - seq->generated - 1, 0));
+    return std::min(tokens, budget);
+  }
   // Appends `seq` for `tokens` to the batch and its summary.
   static void add_item(Sequence* seq, int64_t tokens, ScheduledBatch& batch, int64_t& budget);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <variant>
 
 #include "sim/serve/session_retention_spec.hpp"
@@ -79,6 +80,26 @@ void serving_engine_checks(const InstanceSpec& s, config::LoadContext& ctx) {
                       wb.max_prompt_tokens, wb.max_prompt_tokens),
           "raise max_batched_tokens or set chunked_prefill: true");
     }
+  }
+  if (s.speculative.on) {
+    // Rejected drafts give their slots back (KvCachePolicy::rollback):
+    // the paged pool does; a sliding window's or a hybrid model's groups
+    // and the numerics' shadow tables do not yet.
+    const bool sliding = std::any_of(m.layer_attention.begin(), m.layer_attention.end(),
+                                     [](const LayerAttention& a) { return a.sliding; });
+    if (s.policy().name() != "paged" || sliding)
+      ctx.diagnostics.error(
+          at("speculative"), "speculative",
+          sliding ? fmt::format("{} has sliding-window layers, whose groups cannot give back "
+                                "rejected drafts yet",
+                                m.name)
+                  : fmt::format("kv_cache.policy '{}' cannot give back rejected drafts' slots",
+                                s.policy().display_name()),
+          "kv_cache.policy: paged on a full-attention model, or no speculative section");
+    if (s.numerics.on())
+      ctx.diagnostics.error(at("numerics.mode"), "numerics.mode",
+                            "the numerics follow one token per decode, not a verify pass's drafts",
+                            "off, or no speculative section");
   }
   if (!ctx.diagnostics.empty()) return;
   const PoolSizing sz = s.pool_sizing();

@@ -17,6 +17,10 @@ PoolSizingInput InstanceSpec::pool_input() const {
   in.kv_dtype_bytes = kv.dtype_bytes();
   in.max_batched_tokens = scheduler.max_batched_tokens;
   in.max_num_seqs = scheduler.max_num_seqs;
+  if (speculative.holds_device_memory()) {
+    in.drafter_weight_bytes = speculative.drafter->weight_bytes_per_rank(tp, ep);
+    in.drafter_kv_bytes_per_token = speculative.drafter->kv_bytes_per_token(kv.dtype_bytes(), tp);
+  }
   return in;
 }
 

@@ -19,6 +19,7 @@
 #include "sim/core/served_metrics.hpp"
 #include "sim/spec/genie_session_config.hpp"
 #include "sim/spec/kv_cache_spec.hpp"
+#include "sim/spec/speculative_config.hpp"
 #include "workloads/workload.hpp"
 
 namespace kvsim {
@@ -92,8 +93,9 @@ struct InstanceSpec {
   // The engine that runs the instance (`engine:`, or the first of the
   // device family's engines that takes the policy and the workload).
   std::string engine;
-  SchedulerConfig scheduler;  // the serving engine's `scheduler:`
-  HtpSessionConfig htp;       // the genie engine's `htp:` (VTCM requests and co-runners)
+  SchedulerConfig scheduler;      // the serving engine's `scheduler:`
+  SpeculativeConfig speculative;  // the serving engine's `speculative:`
+  HtpSessionConfig htp;           // the genie engine's `htp:` (VTCM requests and co-runners)
   std::shared_ptr<const WorkloadSpec> workload;
   NumericsConfig numerics;
   OutputConfig output;

@@ -74,6 +74,8 @@ std::string genie_report_markdown(const ScenarioSpec& s, const RunMetrics& m) {
   row("bytes moved by updates", format_bytes(k.bytes_moved));
   row("pointer updates", std::to_string(k.pointer_updates));
   row("compactions", std::to_string(g.compactions));
+  row("tensor registrations", std::to_string(g.tensor_registrations));
+  row("attention mask bytes", format_bytes(g.mask_bytes));
   row("variant switches", std::to_string(g.variant_switches));
   row("rewinds (speculative)", std::to_string(g.rewinds));
   row("window-evicted tokens", std::to_string(k.window_evicted_tokens));

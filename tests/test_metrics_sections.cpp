@@ -122,6 +122,8 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
                                            "swapped_bytes",
                                            "buffer_bytes",
                                            "compactions",
+                                           "tensor_registrations",
+                                           "mask_bytes",
                                            "variant_switches",
                                            "rewinds",
                                            "window_evicted_tokens",

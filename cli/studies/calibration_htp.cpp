@@ -6,10 +6,10 @@
 //   ttft_one_ar128_pass  TTFT of a 128-token prompt = one AR-128 pass
 //   ttft_1024_prompt     TTFT of a 1024-token prompt: those exports (AI Hub's
 //                        2024 Llama 2 and Llama 3 "PromptProcessor") ran it
-//                        as one 1024-token pass, so the scenario ships an
-//                        AR-1024 variant; Genie variants must stay below
-//                        ctx_size, so its ctx_size is twice the row's
-//                        context. Their graphs apply the LM head to the last
+//                        as one 1024-token pass that takes no past KV:
+//                        seed 002's BERT variant (n == ctx_size), so the
+//                        scenario's ctx_size is the row's context and it
+//                        ships an AR-1024 variant. Their graphs apply the LM head to the last
 //                        row only (model.py: num_logits_to_return = 1, at
 //                        quic/ai-hub-models v0.15.0 1c5de3b9 for Llama 3 8B
 //                        and v0.46.0 33c3d032 for Llama 2 7B), so the
@@ -17,16 +17,12 @@
 //                        take a past KV (get_input_spec: input_ids, a
 //                        [1024 x 1024] mask and the RoPE tables): their
 //                        attention covers the prompt's own 1024 columns,
-//                        which an update mode that attends over the held
-//                        columns only (shift_concat) prices on the empty
-//                        cache, where smart_mask would read the whole
-//                        2048-column buffer
+//                        the BERT variant's static shape (no past columns)
 // Assumptions (the rows leave them blank): KV int8 (AI Hub's Genie exports
-// quantise the KV cache to 8 bits), update mode smart_mask but for the
-// 1024-token prompts (Genie's static
-// AR-n graphs attend over the whole cache buffer under a mask, whatever moves
-// the data), the VTCM all the LLM's. A model larger than one NPU session's
-// address space is split over the fewest sessions that hold it
+// quantise the KV cache to 8 bits), update mode smart_mask (Genie's static
+// AR-n graphs attend over their whole past input under a mask whatever the
+// mode; smart_mask is the mode whose updates move least), the VTCM all the LLM's. A model larger
+// than one NPU session's address space is split over the fewest sessions that hold it
 // (htp.npu_sessions), as AI Hub's multi-part exports run.
 #include <fmt/format.h>
 
@@ -65,14 +61,13 @@ struct RowShape {
 std::optional<RowShape> shape_of(const MeasurementRow& row) {
   const int64_t context = row.context.value_or(4096);
   if (row.metric == "decode_rate") {
-    // Decode is LPDDR-bound and smart_mask reads the whole buffer: the prompt
+    // Decode is LPDDR-bound and every mode reads the whole static shape: the prompt
     // only has to fit beside 32 decoded tokens.
     const int64_t prompt = std::min<int64_t>(row.input_tokens.value_or(128), 128);
     return RowShape{context, "[1, 128]", 128, prompt, 33};
   }
   if (row.metric == "ttft_one_ar128_pass") return RowShape{context, "[1, 128]", 128, 128, 1};
-  if (row.metric == "ttft_1024_prompt")
-    return RowShape{2 * context, "[1, 1024]", 1024, 1024, 1, true, "shift_concat"};
+  if (row.metric == "ttft_1024_prompt") return RowShape{context, "[1, 1024]", 1024, 1024, 1, true};
   return std::nullopt;
 }
 

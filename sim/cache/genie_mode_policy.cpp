@@ -105,6 +105,8 @@ KvUpdatePlan GenieModePolicy::plan_step(const GenieStep& step) const {
     s.held += step.append;
   }
   plan.pointer_updates = pointer_updates_per_update();
+  plan.tensor_registrations = registrations_per_update();
+  plan.registration_time = static_cast<TimeNs>(plan.tensor_registrations) * shape_.register_cost;
   plan.appended_tokens = step.append;
   plan.rewound_tokens = step.rewind;
   plan.evicted_tokens = step.evict;
@@ -148,6 +150,7 @@ void GenieModePolicy::install(const KvUpdatePlan& plan) {
   state_.ring_start = plan.ring_start_after;
   acc_.bytes_moved += plan.bytes_moved();
   acc_.pointer_updates += plan.pointer_updates;
+  acc_.tensor_registrations += plan.tensor_registrations;
   acc_.compactions += plan.compaction ? 1 : 0;
   acc_.variant_switches += plan.variant_before != plan.variant_after ? 1 : 0;
   acc_.rewinds += plan.dispatch == KvDispatch::rewind ? 1 : 0;
@@ -161,7 +164,16 @@ void GenieModePolicy::apply_update(const KvUpdatePlan& plan) {
 }
 
 AttentionSpan GenieModePolicy::attention_span() const {
-  return {attention_read_columns(), state_.held};
+  // The static shape, in every mode: the AR-n graph's past input of
+  // ctx_size - n columns (0 for the BERT variant n == ctx_size, which takes
+  // no past and whose cache dim is that of its output).
+  return {shape_.ctx_size - state_.variant, state_.held};
+}
+
+Bytes GenieModePolicy::attention_mask_bytes() const {
+  const int64_t n = state_.variant;
+  const int64_t elements = n * shape_.ctx_size + n * state_.held + n * (n + 1) / 2;
+  return elements * shape_.dtype_bytes;
 }
 
 GenieAccounting GenieModePolicy::accounting() const {

@@ -14,6 +14,15 @@
 // Appending after the realignment means a pass may fill the new variant's
 // cache dim (an AR-128 prefill followed by AR-1 decoding holds up to
 // ctx_size - 1 tokens, not ctx_size - 128).
+//
+// What the graph reads is the same in every mode: a QNN graph is compiled
+// with static input shapes, so an AR-n pass's attention reads its whole
+// cache dim (ctx_size - n columns of every K row and V head), pad or masked
+// columns included (seed 002's layout: `| pad | pad | key_0 | key_1 |`, the
+// pointer offset moving inside a fixed-size window). The modes differ only
+// in the host's work between passes: the bytes each update moves, the
+// tensors pointer_shift re-registers, and the attention mask every mode
+// rewrites before a pass (attention_mask_bytes()).
 #include <memory>
 
 #include "sim/cache/genie_policy.hpp"
@@ -44,6 +53,15 @@ class GenieModePolicy : public GenieKvPolicy {
   KvUpdatePlan plan_update(const KvUpdateRequest& request) const override;
   void apply_update(const KvUpdatePlan& plan) override;
   AttentionSpan attention_span() const override;
+  // qualla's setupAttentionMask (nsp-model.cpp) before every pass, whatever
+  // the mode: fill the [n, ctx_size] mask with the masked value, then set
+  // the n_valid past columns and the causal new ones of each of the n rows;
+  // its elements have the KV tensors' width (the mask values follow d_kv):
+  //   b (n C + n p + n (n + 1) / 2),  p = tokens held, n = the variant.
+  Bytes attention_mask_bytes() const override;
+  // KV tensors of the graph (past_key_{l}_in and past_value_{l}_in): one K
+  // and one V per layer.
+  int64_t kv_tensors() const { return 2 * shape_.layers; }
   int64_t n_past() const override { return state_.held; }
   int64_t variant() const override { return state_.variant; }
   int64_t capacity_tokens(int64_t variant) const override { return cache_dim(variant); }
@@ -83,8 +101,9 @@ class GenieModePolicy : public GenieKvPolicy {
   virtual void price_realign(GenieState& s, int64_t variant, KvUpdatePlan& plan) const;
   // registerPointerOffset calls per update (pointer_shift: 1).
   virtual uint64_t pointer_updates_per_update() const { return 0; }
-  // Columns the next pass's attention reads at the current state.
-  virtual int64_t attention_read_columns() const { return state_.held; }
+  // KV tensors those calls re-register at the new offset (pointer_shift:
+  // every one of the graph's).
+  virtual uint64_t registrations_per_update() const { return 0; }
 
   GenieCacheShape shape_;
   GenieState state_;

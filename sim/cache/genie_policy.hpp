@@ -59,6 +59,9 @@ struct GenieCacheShape {
   int64_t pointer_shift_headroom = 0;  // 0: ctx_size (a 2x row)
   int64_t window = 0;                  // sliding_window only
   LlamaCellsShape llama;               // llama_cells only
+  // pointer_shift: host time of re-registering one KV input tensor at its
+  // new offset (see pointer_shift_policy.cpp for where the figure comes from).
+  TimeNs register_cost = 0;
 
   // Bytes of one cached token (one column) over all layers, K and V.
   Bytes column_bytes() const { return 2 * layers * kv_heads * head_dim * dtype_bytes; }
@@ -82,7 +85,11 @@ struct KvUpdatePlan {
   Bytes realign_bytes = 0;       // AR-m -> AR-n variant switch
   Bytes pad_bytes = 0;           // columns reset to the pad value (memset)
   uint64_t pointer_updates = 0;  // registerPointerOffset calls
-  bool compaction = false;       // pointer_shift ran out of headroom
+  // pointer_shift: KV input tensors re-registered at the new offset by those
+  // calls (every K and V tensor of the graph), and their host time.
+  uint64_t tensor_registrations = 0;
+  TimeNs registration_time = 0;
+  bool compaction = false;  // pointer_shift ran out of headroom
   // Added by the policies: the cache state the plan leads
   // to, so apply_update() installs what was priced. tokens_held differs from
   // n_past only under sliding_window (n_past is the logical position).
@@ -118,6 +125,7 @@ struct GenieAccounting {
   Bytes buffer_bytes = 0;
   Bytes bytes_moved = 0;
   uint64_t pointer_updates = 0, compactions = 0, variant_switches = 0, rewinds = 0;
+  uint64_t tensor_registrations = 0;
   int64_t window_evicted_tokens = 0;
 };
 
@@ -133,6 +141,9 @@ class GenieKvPolicy {
   virtual void apply_update(const KvUpdatePlan& plan) = 0;
 
   virtual AttentionSpan attention_span() const = 0;  // for a pass at the current variant
+  // Bytes the host writes into the attention mask input before a pass at
+  // the current state (0: the policy's graph takes no such mask).
+  virtual Bytes attention_mask_bytes() const { return 0; }
   // The logical position (the last requested n_past): tokens held, except
   // under sliding_window where tokens_held() keeps at most `window` of them.
   virtual int64_t n_past() const = 0;

@@ -11,6 +11,26 @@
 // next pass runs, whether or not the offset changed: dispatchUpdate always
 // ends with it, and a graph switch needs its tensors re-pointed anyway.
 //
+// What that call costs: qualla's NewNSPKVManager (nsp-kvmanager.cpp) hands
+// (variant, ptr_offset * bw) to the model's register function, which points
+// every KV input tensor of the variant's graph (past_key_{l}_in,
+// past_value_{l}_in: kv_tensors()) at its buffer plus the offset. On the HTP
+// those tensors are shared-buffer memory handles, so a new offset is a new
+// registration (QnnMem_register of the shared buffer at that offset; Genie's
+// KV rewind tutorial reports "memory register-related errors" with
+// POINTER_SHIFT, QAIRT 2.39 docs/Genie/general/tutorials/dialog/rewind).
+// So an update costs tensor_registrations = kv_tensors() registrations of
+// register_cost each, on the host, before the next pass. register_cost is
+// an assumption [A]: no published per-registration time was found; the
+// default (pointer_shift.register_cost) is a host QNN API call that adds a
+// handle to an already mapped buffer, well below one graph execute's CPU
+// side (the device files' kernel_launch, ~100 us). ExecuTorch's Qualcomm
+// llama runner made the same trade: it pre-registers its handles at init
+// ("bring forward the memHandle creating time from execution to
+// initialization", pytorch/executorch PR 13410), merged each layer's heads
+// into one cache "to decrease the number of inputs and outputs" and
+// deprecated its ShiftPointer updater (PR 15438), keeping SmartMask.
+//
 // Closed form of one AR-1 decode step (n_update = 1, p = n_past before),
 // L layers, H KV heads, D head_dim, b dtype bytes, C ctx_size, h headroom
 // (h = C when 0), cache dim C - 1, row R = C + h columns:
@@ -26,7 +46,7 @@
 // with offset 0 (a compaction of p - r columns). Window eviction: nothing
 // moves (attention reads the p rightmost columns of the view). Clear: offset
 // back to 0, nothing moves.
-// Attention reads the p valid columns: read = useful = p.
+// Attention reads the whole view (the static shape: read = C - n, useful = p).
 #include "sim/cache/genie_buffer_sizing.hpp"
 #include "sim/cache/genie_mode_policy.hpp"
 
@@ -63,6 +83,7 @@ class PointerShiftPolicy final : public GenieModePolicy {
     s.offset += tokens;
   }
   uint64_t pointer_updates_per_update() const override { return 1; }
+  uint64_t registrations_per_update() const override { return static_cast<uint64_t>(kv_tensors()); }
 };
 
 }  // namespace

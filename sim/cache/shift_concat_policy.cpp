@@ -20,8 +20,8 @@
 // Window eviction of e oldest tokens: memset their columns to the pad value
 // (the left-padded layout stays "pad, then valid"): pad_bytes = 2 L H D b e.
 // Clear: memset the p valid columns: pad_bytes = 2 L H D b p.
-// Attention reads the p valid columns (contiguous at the right end of the
-// view, so the graph can be given exactly them): read = useful = p.
+// Attention reads the whole cache dim (the static shape, pads included:
+// genie_mode_policy.hpp), of which p columns are valid: read = C - n, useful = p.
 #include "sim/cache/genie_mode_policy.hpp"
 
 namespace kvsim {

@@ -75,6 +75,7 @@ class SlidingWindowPolicy final : public GenieKvPolicy {
   }
 
   AttentionSpan attention_span() const override { return base_->attention_span(); }
+  Bytes attention_mask_bytes() const override { return base_->attention_mask_bytes(); }
   int64_t n_past() const override { return position_; }
   int64_t tokens_held() const override { return base_->state().held; }
   bool makes_room() const override { return true; }

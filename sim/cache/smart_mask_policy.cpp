@@ -11,9 +11,10 @@
 //   bytes_moved = bytes_copied = 2 L H D b    (independent of n_past p and C)
 // Rewind, window eviction and clear: 0 bytes (only the mask changes).
 //
-// Attention: the graph is compiled for the whole cache dim and attends to it
-// under the mask every pass, so read = cache_dim (C - n for AR-n), whatever
-// n_past is, and useful = p: it trades no moves for reading C columns.
+// Attention: read = cache_dim (C - n for AR-n) whatever n_past is, and
+// useful = p, as in every mode (the static shapes of genie_mode_policy.hpp);
+// the mask that selects the valid columns is rewritten before each pass in
+// every mode too, so SMART_MASK's only per-step host work is the copy.
 #include "sim/cache/genie_mode_policy.hpp"
 
 namespace kvsim {
@@ -33,7 +34,6 @@ class SmartMaskPolicy final : public GenieModePolicy {
   void price_append(GenieState&, int64_t tokens, KvUpdatePlan& plan) const override {
     plan.bytes_copied += tokens * column_bytes();
   }
-  int64_t attention_read_columns() const override { return cache_dim(state_.variant); }
 };
 
 }  // namespace

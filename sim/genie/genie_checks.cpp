@@ -79,7 +79,7 @@ void context_checks(const InstanceSpec& s, const DialogWorkloadSpec& d, config::
   const auto capacity = [&](int64_t v) { return v >= ctx_size ? ctx_size : ctx_size - v; };
   const int64_t prompt = d.prompt_tokens->upper_bound();
   const int64_t reply = d.reply_tokens->upper_bound();
-  if (!turn_fits(0, prompt, reply, variants, capacity)) {
+  if (!turn_fits(0, prompt, reply, variants, capacity, ctx_size)) {
     ctx.diagnostics.error(
         at("workload.prompt_tokens"), "workload.prompt_tokens",
         fmt::format("the longest turn ({} prompt + {} reply tokens) does not fit ctx_size {} even "

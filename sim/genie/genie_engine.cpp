@@ -95,15 +95,15 @@ void GenieEngine::Impl::start_turn() {
   const auto capacity = [this](int64_t v) { return policy_->capacity_tokens(v); };
   t.input_tokens = prompt + (pending_token_ ? 1 : 0);
   int64_t position = policy_->n_past();
-  const bool fits =
-      windowed_ || turn_fits(position, t.input_tokens, t.reply_tokens, variants_, capacity);
+  const bool fits = windowed_ || turn_fits(position, t.input_tokens, t.reply_tokens, variants_,
+                                           capacity, ctx_size_);
   const int64_t allowed =
       fits ? -1 : policy_->overflow_reply_tokens(position, t.input_tokens, t.reply_tokens);
   if (!fits && allowed >= 0) {
     // The policy refuses the turn or cuts its reply short, keeping the
     // history (llama-server with context shift off).
     const int64_t reply = std::min(allowed, t.reply_tokens);
-    if (reply <= 0 || !turn_fits(position, t.input_tokens, reply, variants_, capacity)) {
+    if (reply <= 0 || !turn_fits(position, t.input_tokens, reply, variants_, capacity, ctx_size_)) {
       reject_turn();
       return;
     }
@@ -117,7 +117,7 @@ void GenieEngine::Impl::start_turn() {
     position = 0;
     pending_token_ = false;
     t.input_tokens = prompt;
-    if (!turn_fits(0, prompt, t.reply_tokens, variants_, capacity)) {
+    if (!turn_fits(0, prompt, t.reply_tokens, variants_, capacity, ctx_size_)) {
       reject_turn();
       return;
     }
@@ -158,6 +158,12 @@ PassShape GenieEngine::Impl::decode_shape(int64_t position, GeniePassKind* kind)
 }
 
 void GenieEngine::Impl::start_pass(GeniePassKind kind, PassShape shape, TimeNs delay) {
+  // Before the graph runs, the host writes its attention mask (seed 002
+  // graphs take one in every mode; qualla's setupAttentionMask, one thread),
+  // against the cache state the updates so far left.
+  const Bytes mask = policy_->attention_mask_bytes();
+  mask_bytes_ += mask;
+  if (mask > 0) delay += timing_.cpu_copy_time(mask, 1);
   sim_.schedule_in(delay, kPrioStart, [this, kind, shape] {
     Turn& t = *turn_;
     const AttentionSpan span = policy_->attention_span();
@@ -353,12 +359,13 @@ void GenieEngine::Impl::span_update(const KvUpdatePlan& plan, const KvUpdatePlan
 }
 
 // seed 002: the update jobs split the KV tensors over `update_threads` CPU
-// threads (cpu_copy_time); each registerPointerOffset is one QNN API call on
-// the host, priced as one kernel_launch of the device file; a variant change
-// switches the executing graph (its realignment bytes are in bytes_moved).
+// threads (cpu_copy_time); registerPointerOffset re-registers every KV
+// tensor at the new offset (the policy prices it: registration_time, see
+// pointer_shift_policy.cpp); a variant change switches the executing graph
+// (its realignment bytes are in bytes_moved).
 TimeNs GenieEngine::Impl::update_time(const KvUpdatePlan& plan) const {
   TimeNs t = timing_.cpu_copy_time(plan.bytes_moved(), update_threads_);
-  t += static_cast<TimeNs>(plan.pointer_updates) * s_.device.kernel_launch;
+  t += plan.registration_time;
   if (plan.variant_before != plan.variant_after) t += timing_.variant_switch_time();
   // llama_cells: the K-shift and the defragmentation are graphs of their
   // own (their bytes are in bytes_moved), one launch each.

@@ -54,6 +54,7 @@ class GenieEngine::Impl {
   VtcmSessions vtcm_;
   GenieCacheShape shape_;
   std::vector<int64_t> variants_;
+  int64_t ctx_size_ = 0;
   int64_t update_threads_ = 1;  // CPU threads splitting each KV update (seed 002)
   bool windowed_ = false;
   Bytes vtcm_request_ = 0;
@@ -115,6 +116,7 @@ class GenieEngine::Impl {
   int64_t passes_ = 0, context_resets_ = 0;
   int64_t attention_read_ = 0, attention_useful_ = 0;
   Bytes session_io_bytes_ = 0;
+  Bytes mask_bytes_ = 0;  // attention masks the host wrote before the passes
   KvUsageIntegral kv_used_;
 };
 

@@ -58,6 +58,7 @@ GenieEngine::Impl::Impl(const InstanceSpec& scenario, Simulator& sim, EngineUpli
   shape_ = buffers_of(s_).shape(s_.model, s_.kv.dtype_bytes());
   update_threads_ = buffers_of(s_).update_threads();
   variants_ = shape_.ar_variants;
+  ctx_size_ = shape_.ctx_size;
   std::sort(variants_.begin(), variants_.end());
   windowed_ = policy_->makes_room();
   const HtpSpec& htp = *s_.device.htp;
@@ -137,6 +138,8 @@ RunMetrics GenieEngine::Impl::finish() {
   GenieRunMetrics& g = m.part<GenieRunMetrics>();
   g.buffer_bytes = acc.buffer_bytes;
   g.compactions = acc.compactions;
+  g.tensor_registrations = acc.tensor_registrations;
+  g.mask_bytes = mask_bytes_;
   g.variant_switches = acc.variant_switches;
   g.rewinds = acc.rewinds;
   g.attention_read_tokens = attention_read_;

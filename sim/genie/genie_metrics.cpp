@@ -14,6 +14,8 @@ void write_genie_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
       .before("window_evicted_tokens")
       .put("buffer_bytes", k.buffer_bytes)
       .put("compactions", k.compactions)
+      .put("tensor_registrations", k.tensor_registrations)
+      .put("mask_bytes", k.mask_bytes)
       .put("variant_switches", k.variant_switches)
       .put("rewinds", k.rewinds)
       .at_end()

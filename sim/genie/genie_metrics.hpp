@@ -14,6 +14,8 @@ namespace kvsim {
 struct GenieRunMetrics {
   Bytes buffer_bytes = 0;               // KV buffers allocated (all layers, K and V)
   uint64_t compactions = 0;             // pointer_shift re-packs when headroom ran out
+  uint64_t tensor_registrations = 0;    // pointer_shift: KV tensors re-registered at new offsets
+  Bytes mask_bytes = 0;                 // attention masks the host wrote before the passes
   uint64_t variant_switches = 0;        // AR-m -> AR-n realignments
   uint64_t rewinds = 0;                 // rejected speculative tokens rolled back
   int64_t attention_read_tokens = 0;    // KV columns attention read, summed over passes

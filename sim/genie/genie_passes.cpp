@@ -28,11 +28,12 @@ std::vector<PassShape> prefill_passes(int64_t tokens, const std::vector<int64_t>
 
 bool turn_fits(int64_t n_past, int64_t input_tokens, int64_t reply_tokens,
                const std::vector<int64_t>& variants,
-               const std::function<int64_t(int64_t)>& capacity) {
+               const std::function<int64_t(int64_t)>& capacity, int64_t ctx_size) {
   const std::vector<PassShape> passes = prefill_passes(input_tokens, variants);
   int64_t n = n_past;
   for (size_t i = 0; i < passes.size(); ++i) {
     if (n > capacity(passes[i].variant)) return false;
+    if (ctx_size > 0 && passes[i].variant == ctx_size && n > 0) return false;
     n += passes[i].useful_tokens;
     const int64_t next = i + 1 < passes.size() ? passes[i + 1].variant
                          : reply_tokens > 1    ? 1

@@ -35,10 +35,13 @@ std::vector<PassShape> prefill_passes(int64_t tokens, const std::vector<int64_t>
 // cache, prefill `input_tokens`, then generate `reply_tokens` with AR-1
 // decodes; every pass must find at most capacity(variant) tokens in the
 // cache, and every update after a pass must leave at most capacity of the
-// next pass's variant. `capacity` is GenieKvPolicy::capacity_tokens.
+// next pass's variant. `capacity` is GenieKvPolicy::capacity_tokens. A
+// pass of the BERT variant (n == ctx_size, when given) takes no past KV
+// (seed 002: its input cache dim is 0, the whole context in one pass), so it
+// fits only an empty cache.
 bool turn_fits(int64_t n_past, int64_t input_tokens, int64_t reply_tokens,
                const std::vector<int64_t>& variants,
-               const std::function<int64_t(int64_t)>& capacity);
+               const std::function<int64_t(int64_t)>& capacity, int64_t ctx_size = 0);
 
 // accepted_drafts (the drafts a verify pass keeps) is the acceptance model
 // the serving engine shares: sim/core/acceptance_model.hpp.

@@ -47,13 +47,15 @@ void check_genie_buffers(const GenieBufferSettings& b, const PolicySpec& keys,
   }
   const std::string variants_key = keys.key_path("ar_variants");
   for (int64_t v : b.ar_variants) {
-    if (v >= b.ctx_size) {
+    // v == ctx_size is seed 002's BERT variant: the whole context in one
+    // pass that takes no past (its output cache dim is ctx_size).
+    if (v > b.ctx_size) {
       ctx.diagnostics.error(
           ctx.location_of(variants_key), variants_key,
-          fmt::format("AR-{} is not below ctx_size {}: its cache dim ctx_size - {} leaves no room "
-                      "for the past",
-                      v, b.ctx_size, v),
-          fmt::format("variants below ctx_size {}", b.ctx_size));
+          fmt::format("AR-{} is above ctx_size {}: its cache dim ctx_size - {} is negative", v,
+                      b.ctx_size, v),
+          fmt::format("variants up to ctx_size {} (ctx_size itself: the BERT variant, no past)",
+                      b.ctx_size));
     }
   }
 }

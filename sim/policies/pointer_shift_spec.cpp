@@ -16,11 +16,13 @@ class PointerShiftSpec final : public GenieModeSpec {
   explicit PointerShiftSpec(const PolicyValues& v)
       : GenieModeSpec("pointer_shift", v, kernels::GenieUpdateMode::pointer_shift,
                       make_pointer_shift_policy),
-        headroom_(v.values.integer("pointer_shift_headroom")) {}
+        headroom_(v.values.integer("pointer_shift_headroom")),
+        register_cost_(v.values.integer("register_cost")) {}
 
   GenieCacheShape shape(const ModelSpec& model, Bytes dtype_bytes) const override {
     GenieCacheShape s = GenieModeSpec::shape(model, dtype_bytes);
     s.pointer_shift_headroom = headroom_;
+    s.register_cost = register_cost_;
     return s;
   }
   int64_t row_columns(int64_t ctx_size) const override {
@@ -43,6 +45,7 @@ class PointerShiftSpec final : public GenieModeSpec {
 
  private:
   int64_t headroom_;
+  TimeNs register_cost_;
 };
 
 }  // namespace
@@ -56,6 +59,11 @@ PolicyEntry pointer_shift_policy_entry() {
       "pointer_shift_headroom", 0, 0, 1 << 22, "tokens",
       "extra columns per buffer row past the cache dim before a compaction (0: ctx_size, a 2x "
       "row)"));
+  // Assumption [A], reasoned in sim/cache/pointer_shift_policy.cpp.
+  info.params.push_back(config::duration_param(
+      "register_cost", 10 * kNsPerUs, 0, 100 * kNsPerMs,
+      "host time of re-registering one KV input tensor at the new pointer offset (A: no published "
+      "figure; one QNN memory registration on an already mapped buffer)"));
   return {info, "", [](const PolicyValues& v) -> std::shared_ptr<PolicySpec> {
             return std::make_shared<PointerShiftSpec>(v);
           }};

@@ -133,8 +133,8 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
                                            "chunk_fallbacks",
                                            "chunk_recompute_tokens",
                                            "chunk_system_prompt_context"}));
-  EXPECT_EQ(keys_of(j["kv_tiers"]),
-            (Names{"device_hit_rate", "load_time_s", "dram", "ssd", "global"}));
+  EXPECT_EQ(keys_of(j["kv_tiers"]), (Names{"device_hit_rate", "load_time_s", "store_wait_s",
+                                           "lookup_time_s", "dram", "ssd", "global"}));
   EXPECT_EQ(keys_of(j["kv_tiers"]["ssd"]), (Names{"hit_rate", "hit_tokens", "bytes_read",
                                                   "bytes_written", "evictions", "blocks_held"}));
   EXPECT_EQ(j["sessions"][0]["runs"], 3);

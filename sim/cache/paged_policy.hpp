@@ -254,7 +254,7 @@ class PagedPolicy final : public PagedPolicyBase {
   // store lands (tier_chain.hpp's StorePins): neither free nor evictable.
   struct PoolPins final : StorePins {
     BlockPool* pool = nullptr;
-    void pin(BlockId b) override { pool->touch(b); }
+    void pin(BlockId b) override { pool->add_reference(b); }
     void unpin(BlockId b) override { pool->release(b); }
   };
   PoolPins store_pins_;

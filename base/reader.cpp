@@ -30,13 +30,22 @@ Node::Node(YAML::Node node, std::string key_path, std::string file, LoadContext*
       file_(std::move(file)),
       ctx_(ctx) {}
 
+namespace {
+// `path` is `set` or lies under it: a key of a map given there, or an item
+// of a list given there (`kv_tiers.tiers[0].name` under `kv_tiers.tiers`).
+bool under_set_path(const std::string& path, const std::string& set) {
+  if (path.rfind(set, 0) != 0) return false;
+  return path.size() == set.size() || path[set.size()] == '.' || path[set.size()] == '[';
+}
+}  // namespace
+
 Location Node::location() const {
   // A key `--set KEY=null` removed has no line either: the flag removed it.
   for (const auto& p : ctx_->removed_paths)
-    if (path_ == p || path_.rfind(p + ".", 0) == 0) return {"--set " + p, 1, 1};
+    if (under_set_path(path_, p)) return {"--set " + p, 1, 1};
   // A value given with --set has no line in any file: point at the flag.
   for (const auto& p : ctx_->overridden_paths) {
-    if (path_ == p || path_.rfind(p + ".", 0) == 0) {
+    if (under_set_path(path_, p)) {
       const auto as = ctx_->set_as.find(p);
       return {"--set " + (as != ctx_->set_as.end() ? as->second : p), 1, 1};
     }

@@ -469,6 +469,26 @@ const BadInput kCatalogue[] = {
      "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
      "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
      "cluster:\n  global_pool: {capacity: 1TB, link: roce}\n  groups: {a: {count: 2}}\n"},
+    {"StagingBufferBelowOneBlockInFile", "run {bad} --out {out}", "bad.yaml:15",
+     "kv_tiers.tiers[0].staging_buffer",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "kv_tiers:\n  tiers:\n"
+     "    - {name: dram, capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, "
+     "write_mode: async, staging_buffer: 4KiB}\n"},
+    {"PoolStagingBufferBelowOneBlock",
+     "run {base} --out {out} --set cluster.global_pool.capacity=1TB --set "
+     "cluster.global_pool.write_mode=async --set cluster.global_pool.staging_buffer=1KiB --set "
+     "cluster.groups.a.count=2",
+     "--set cluster.global_pool.staging_buffer", "hold no block"},
+    {"TierWriteModeMisspelled",
+     "run {base} --out {out} --set 'kv_tiers.tiers=[{name: dram, "
+     "capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, write_mode: sinc}]'",
+     "--set kv_tiers.tiers", "write_mode"},
     {"RouterTemperatureNegativeInFile", "run {bad} --out {out}", "bad.yaml:14", "temperature",
      "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
      "kv_cache: {policy: paged, block_size: 64}\n"

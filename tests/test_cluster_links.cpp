@@ -150,5 +150,19 @@ TEST(ClusterLinks, BadLinksAreErrorsAtTheirKey) {
   EXPECT_NE(zero.find(":17:"), std::string::npos) << zero;
 }
 
+// Every replica puts every block it computes into the pool over its own
+// port; with async stores through a 16-block staging buffer each replica's
+// steps wait for room, and the cluster's kv_tiers add up those waits.
+TEST(ClusterLinks, AsyncPoolStoresHoldEachReplicasStepsAndAddUp) {
+  const Outcome free_stores = run_of(with(""));
+  const Outcome staged = run_of(with("", ", write_mode: async, staging_buffer: 8MiB"));
+  const KvTiersMetrics& t = testing::tiers_of(staged.metrics);
+  EXPECT_EQ(testing::tiers_of(free_stores.metrics).store_wait_s, 0.0);
+  EXPECT_GT(t.store_wait_s, 0.0);
+  EXPECT_GT(t.global.pinned_peak_blocks, 0);
+  EXPECT_GE(staged.metrics.latency_ms.e2e.mean, free_stores.metrics.latency_ms.e2e.mean);
+  EXPECT_EQ(t.global.bytes_written, testing::tiers_of(free_stores.metrics).global.bytes_written);
+}
+
 }  // namespace
 }  // namespace kvsim

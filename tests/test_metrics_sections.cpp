@@ -139,10 +139,11 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
                                            "chunk_fallbacks",
                                            "chunk_recompute_tokens",
                                            "chunk_system_prompt_context"}));
-  EXPECT_EQ(keys_of(j["kv_tiers"]),
-            (Names{"device_hit_rate", "load_time_s", "dram", "ssd", "global"}));
-  EXPECT_EQ(keys_of(j["kv_tiers"]["ssd"]), (Names{"hit_rate", "hit_tokens", "bytes_read",
-                                                  "bytes_written", "evictions", "blocks_held"}));
+  EXPECT_EQ(keys_of(j["kv_tiers"]), (Names{"device_hit_rate", "load_time_s", "store_wait_s",
+                                           "lookup_time_s", "dram", "ssd", "global"}));
+  EXPECT_EQ(keys_of(j["kv_tiers"]["ssd"]),
+            (Names{"hit_rate", "hit_tokens", "bytes_read", "bytes_written", "evictions",
+                   "blocks_held", "pinned_peak_blocks"}));
   EXPECT_EQ(j["sessions"][0]["runs"], 3);
   // A run without sessions has no sessions key (serving runs, SPEC 9).
   EXPECT_FALSE(metrics_to_json(RunMetrics{}).contains("sessions"));

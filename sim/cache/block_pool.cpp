@@ -143,6 +143,13 @@ void BlockPool::touch(BlockId b) {
   ++st.ref_count;
 }
 
+void BlockPool::add_reference(BlockId b) {
+  BlockState& st = state_[static_cast<size_t>(b)];
+  if (st.ref_count == 0)
+    throw std::logic_error(fmt::format("block {}: a reference added to a free block", b));
+  ++st.ref_count;
+}
+
 void BlockPool::release(BlockId b) {
   if (ref_count(b) == 0) throw_release_of_free(b);
   if (unreference(b)) order_->on_evictable(b);

@@ -94,6 +94,10 @@ class BlockPool {
   // Adds a reference to a block found by hash (a prefix hit). A free block
   // stops being free.
   void touch(BlockId block);
+  // One more reference to a block in use (a store reading it): no access is
+  // seen, so a frequency-counting order does not take it for a hit.
+  // std::logic_error for a free block.
+  void add_reference(BlockId block);
   // Drops one reference; at zero the block is free with its hash kept.
   void release(BlockId block);
   // release() of every entry of `blocks` but kNoBlock, the last first (a

@@ -132,6 +132,12 @@ SeqSlot PagedPolicy::apply_admit(const AdmitPlan& plan) {
   if (!plan.fits) throw std::logic_error("apply_admit with a plan that does not fit");
   const auto on_device = static_cast<int64_t>(plan.hit.blocks.size());
   const auto loaded = static_cast<int64_t>(plan.hit.tier_hits.size());
+  // The lookup asked the tiers for the blocks past the device's prefix up
+  // to the first miss: its round trips go on the step.
+  if (tiers_ && plan.hit.content.size() > 0) {
+    const int64_t lookable = (plan.hit.content.size() - 1) / block_size() - on_device;
+    if (lookable > 0) tiers_->note_lookup(std::min(loaded + 1, lookable));
+  }
   // Tier hits are read before allocation evicts anything below them.
   for (int64_t i = 0; i < loaded; ++i) {
     tiers_->load(plan.hit.hashes[static_cast<size_t>(on_device + i)],
@@ -307,7 +313,10 @@ void PagedPolicy::register_eagerly(SeqSlot s, SeqContent& content, const TokenVi
   while (content.registered_blocks < full) {
     const int64_t b = content.registered_blocks;
     pool_.register_hash(table[static_cast<size_t>(b)], content.hashes[static_cast<size_t>(b)]);
-    if (tiers_) tiers_->on_computed(content.hashes[static_cast<size_t>(b)]);
+    if (tiers_) {
+      tiers_->on_computed(content.hashes[static_cast<size_t>(b)], table[static_cast<size_t>(b)],
+                          (b + 1) * block_size() <= tokens.prompt_len);
+    }
     ++content.registered_blocks;
   }
 }
@@ -406,6 +415,8 @@ void PagedPolicy::attach_tiers(std::unique_ptr<TierChain> chain) {
   if (!prefix_caching_)
     throw std::logic_error("tiers below the device need the paged pool's prefix caching");
   tiers_ = std::move(chain);
+  store_pins_.pool = &pool_;
+  tiers_->set_pins(&store_pins_);
   // Evictions are heard from now on: every content needs its hash.
   materialise_all();
   defer_ = false;

@@ -254,6 +254,14 @@ class PagedPolicy final : public PagedPolicyBase {
   // The room of a hit handed back (give_back), for the next lookup's hashes.
   mutable std::vector<BlockHash> spare_hit_hashes_;
   std::unique_ptr<TierChain> tiers_;  // null without kv_tiers
+  // A block an async store reads holds a reference of the pool's until the
+  // store lands (tier_chain.hpp's StorePins): neither free nor evictable.
+  struct PoolPins final : StorePins {
+    BlockPool* pool = nullptr;
+    void pin(BlockId b) override { pool->add_reference(b); }
+    void unpin(BlockId b) override { pool->release(b); }
+  };
+  PoolPins store_pins_;
 };
 
 }  // namespace kvsim

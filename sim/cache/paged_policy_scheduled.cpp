@@ -54,7 +54,9 @@ void PagedPolicy::register_scheduled(SeqSlot s, SeqContent& content) {
   for (; content.registered_blocks < end; ++content.registered_blocks) {
     const auto b = static_cast<size_t>(content.registered_blocks);
     pool_.register_hash(held.block_table[b], content.hashes[b]);
-    if (tiers_) tiers_->on_computed(content.hashes[b]);
+    // Known content at admission is prefilled: a prompt's blocks (a
+    // re-admission's generated ones among them, prefilled again).
+    if (tiers_) tiers_->on_computed(content.hashes[b], held.block_table[b], true);
   }
 }
 

@@ -122,9 +122,10 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
 }
 
 // kv_tiers.* over the instances: hits as shares of the prompts the cluster
-// was asked (the denominator of prefix_hit_rate), bytes and load time
-// summed; a tier each instance owns adds its evictions and blocks, the
-// shared pool counts its own once.
+// was asked (the denominator of prefix_hit_rate), bytes, load, store-wait
+// and lookup times summed; a tier each instance owns adds its evictions and
+// blocks, the shared pool counts its own once; pinned_peak_blocks is the
+// most one instance's stores held.
 void ClusterRun::collect_tiers(const std::vector<RunMetrics>& per, int64_t query_tokens,
                                int64_t hit_tokens, RunMetrics& m) const {
   auto rate = [&](int64_t tokens) {
@@ -142,6 +143,8 @@ void ClusterRun::collect_tiers(const std::vector<RunMetrics>& per, int64_t query
       out.bytes_written += t.bytes_written;
       out.evictions += t.evictions;
       out.blocks_held += t.blocks_held;
+      // Pins are an instance's own device blocks: the most one instance held.
+      out.pinned_peak_blocks = std::max(out.pinned_peak_blocks, t.pinned_peak_blocks);
     }
     if (pool_ && name == pool_->name()) {
       out.evictions = pool_->evictions();
@@ -151,9 +154,13 @@ void ClusterRun::collect_tiers(const std::vector<RunMetrics>& per, int64_t query
     lower += out.hit_tokens;
   }
   tiers.device_hit_rate = rate(hit_tokens - lower);
-  tiers.load_time_s = 0;
-  for (const RunMetrics& p : per)
-    tiers.load_time_s += p.parts.get_or_zero<KvTiersMetrics>().load_time_s;
+  tiers.load_time_s = tiers.store_wait_s = tiers.lookup_time_s = 0;
+  for (const RunMetrics& p : per) {
+    const KvTiersMetrics& t = p.parts.get_or_zero<KvTiersMetrics>();
+    tiers.load_time_s += t.load_time_s;
+    tiers.store_wait_s += t.store_wait_s;
+    tiers.lookup_time_s += t.lookup_time_s;
+  }
 }
 
 namespace {

@@ -87,6 +87,8 @@ GlobalPoolConfig read_global_pool(const Node& node, const ClusterLinksConfig& li
   pool.tier.capacity = v.integer("capacity");
   pool.tier.eviction = v.string("eviction");
   pool.tier.store = v.string("store");
+  read_tier_store_cost(v, pool.tier);
+  pool.tier.key_path = node.path();
   return pool;
 }
 
@@ -116,6 +118,13 @@ void reach_global_pool(GlobalPoolConfig& pool, const InstanceGroup& group, Insta
   reached.write_bandwidth = link->bandwidth * spec.tp;
   reached.latency = link->latency;
   const Bytes block = spec.pool_sizing().block_bytes * spec.tp;
+  std::string allowed;
+  if (const std::string problem = tier_staging_problem(pool.tier, block, allowed);
+      !problem.empty()) {
+    pool_node.child_at("staging_buffer")
+        .error(fmt::format("group '{}': {}", group.name, problem), allowed);
+    return;
+  }
   if (first) {
     pool.tier = reached;
     pool.block_bytes = block;
@@ -191,22 +200,27 @@ config::ComponentInfo cluster_section_info() {
 
 config::ComponentInfo global_pool_info() {
   using namespace config;
-  return {"cluster global pool",
-          "global_pool",
-          "one store of KV blocks all mixed and prefill instances share over a link (Mooncake "
-          "Store); each instance's last tier, kv_tiers.global in the metrics",
-          {bytes_param("capacity", 0, 0, 1LL << 60, "blocks the pool holds, in bytes (0: no pool)"),
-           choice_param("link", "roce", kv_link_names(),
-                        "the instances' device link to the pool: its bandwidth x the instance's "
-                        "ranks, and its latency, price a read or a write"),
-           choice_param("eviction", std::string(kDefaultEvictionOrder), eviction_order_names(),
-                        "which block the pool drops first when full"),
-           choice_param("store", std::string(kStoreOnCompute), {kStoreOnEvict, kStoreOnCompute},
-                        "on_compute: every block once computed (Mooncake Store's put after "
-                        "prefill); on_evict: what an instance's device or tiers above evict"),
-           section_param("via", false, "[node_nic, pool_servers]",
-                         "cluster.links a get or a put crosses after the instance's own port "
-                         "(the node's NIC, the pool's servers)")}};
+  config::ComponentInfo info{
+      "cluster global pool",
+      "global_pool",
+      "one store of KV blocks all mixed and prefill instances share over a link (Mooncake "
+      "Store); each instance's last tier, kv_tiers.global in the metrics",
+      {bytes_param("capacity", 0, 0, 1LL << 60, "blocks the pool holds, in bytes (0: no pool)"),
+       choice_param("link", "roce", kv_link_names(),
+                    "the instances' device link to the pool: its bandwidth x the instance's "
+                    "ranks, and its latency, price a read or a write"),
+       choice_param("eviction", std::string(kDefaultEvictionOrder), eviction_order_names(),
+                    "which block the pool drops first when full"),
+       choice_param("store", std::string(kStoreOnCompute),
+                    {kStoreOnEvict, kStoreOnCompute, kStoreOnComputePrompt},
+                    "on_compute: every block once computed (Mooncake Store's put after "
+                    "prefill); on_compute_prompt: the prompt's blocks only; on_evict: what "
+                    "an instance's device or tiers above evict"),
+       section_param("via", false, "[node_nic, pool_servers]",
+                     "cluster.links a get or a put crosses after the instance's own port "
+                     "(the node's NIC, the pool's servers)")}};
+  for (config::ParamSpec& p : tier_store_cost_params()) info.params.push_back(std::move(p));
+  return info;
 }
 
 config::ComponentInfo prefix_index_section_info() {

@@ -233,6 +233,8 @@ void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
                                         "keeps none",
                                         s.policy().display_name()),
                             "kv_cache: {policy: paged, prefix_caching: true}");
+    else
+      check_tier_store_costs(s.kv_tiers.tiers, s.pool_sizing().instance_block_bytes, ctx);
   }
   kind->checks(s, ctx);
 }

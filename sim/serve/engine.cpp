@@ -103,6 +103,8 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
     chain_ = chain.get();
     policy_->attach_tiers(std::move(chain));
     make_tier_links();
+    // A landed store gives its pinned blocks back: waiting work may fit.
+    chain_->set_unpinned([this] { kick(); });
   }
   timing_ = std::make_unique<PipelineTiming>(
       scenario.device, scenario.model,
@@ -229,14 +231,18 @@ void ServingEngine::kick() {
 void ServingEngine::start_step() {
   if (step_in_flight_) return;
   const TimeNs now = sim_.now();
+  if (chain_ != nullptr) chain_->seal_writes();  // what earlier steps computed
   scheduler_->schedule(batch_);
   if (batch_.empty()) {
     // Nothing runs and nothing can be admitted: the head of the queue can
     // never fit (arrival checks make this unreachable; guard anyway).
     // Pins kept under pressure (on_pressure: keep) hold blocks until their
-    // expiry, which kicks the engine again: the head waits for them.
+    // expiry, which kicks the engine again: the head waits for them. So do
+    // blocks pinned by stores in flight, which an idle engine sends now.
+    if (chain_ != nullptr) chain_->flush_writes({}, false);
     if (scheduler_->num_running() == 0 && scheduler_->num_swapped() == 0 &&
-        scheduler_->num_waiting() > 0 && (!retention_ || retention_->pins() == 0)) {
+        scheduler_->num_waiting() > 0 && (!retention_ || retention_->pins() == 0) &&
+        (chain_ == nullptr || chain_->pinned_blocks() == 0)) {
       reject(scheduler_->reject_head());
       kick();
     }
@@ -323,7 +329,9 @@ void ServingEngine::start_step() {
   // Tier hits of this step's admissions are read back before or during it;
   // the blocks the last step put into tiers go out in the background.
   const TierLoad load = policy_->take_tier_load();
-  if (chain_ != nullptr) chain_->flush_writes();
+  step_latency_ += load.lookup;  // the scheduler's round trips, before the launch
+  store_gate_ = chain_ != nullptr && chain_->flush_writes([this] { on_store_gate_open(); });
+  store_gate_since_ = now;
   step_compute_ = step_latency_;
   step_latency_ = load.step_latency(step_compute_);  // with its links to itself
   load_layerwise_ = load.layerwise;
@@ -369,12 +377,19 @@ bool ServingEngine::add_kv_tier_hops(const std::string& tier, const LinkPath& re
 // before the step (load_overlap: none) ends where its links say, then the
 // compute runs; a layer-wise load overlaps the compute and the step ends
 // with the later of the two.
+// Stores the step waits for (store_gate_) hold its compute back until they
+// land; reads run meanwhile on their own links.
 void ServingEngine::schedule_step_done() {
-  if (!load_in_flight_) {
+  if (!load_in_flight_ && !store_gate_) {
     sim_.schedule_in(step_latency_, kPrioStepDone, [this] { on_step_done(); });
     return;
   }
+  if (store_gate_) return;       // on_store_gate_open starts the compute
   if (!load_layerwise_) return;  // on_load_done schedules the compute
+  start_layerwise_compute();
+}
+
+void ServingEngine::start_layerwise_compute() {
   compute_in_flight_ = true;
   sim_.schedule_in(step_compute_, kPrioStepDone, [this] {
     compute_in_flight_ = false;
@@ -384,10 +399,23 @@ void ServingEngine::schedule_step_done() {
 
 void ServingEngine::on_load_done() {
   load_in_flight_ = false;
+  if (store_gate_) return;  // the compute waits for the stores still
   if (!load_layerwise_)
     sim_.schedule_in(step_compute_, kPrioStepDone, [this] { on_step_done(); });
   else if (!compute_in_flight_)
     sim_.schedule_in(0, kPrioStepDone, [this] { on_step_done(); });
+}
+
+void ServingEngine::on_store_gate_open() {
+  store_gate_ = false;
+  chain_->note_store_wait(sim_.now() - store_gate_since_);
+  if (load_in_flight_) {
+    // A read before the step: on_load_done runs the compute; a layer-wise
+    // one overlaps the compute from now.
+    if (load_layerwise_) start_layerwise_compute();
+    return;
+  }
+  sim_.schedule_in(step_compute_, kPrioStepDone, [this] { on_step_done(); });
 }
 
 void ServingEngine::on_step_done() {

@@ -178,9 +178,14 @@ class ServingEngine final : public InferenceEngine {
   std::vector<std::unique_ptr<SharedLink>> tier_links_;  // each tier's own port, read and write
   TimeNs step_compute_ = 0;
   bool load_in_flight_ = false, compute_in_flight_ = false, load_layerwise_ = false;
+  // The step waits for stores before its compute (TierChain::flush_writes).
+  bool store_gate_ = false;
+  TimeNs store_gate_since_ = 0;
   void make_tier_links();
   void schedule_step_done();
+  void start_layerwise_compute();
   void on_load_done();
+  void on_store_gate_open();
   std::function<void(const StepWork&)> step_recorder_;
 
   // What only a paged pool measures; the shell has the rest.

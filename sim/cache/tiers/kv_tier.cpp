@@ -15,9 +15,34 @@ const std::vector<std::string>& kv_tier_names() {
   return names;
 }
 
+std::vector<config::ParamSpec> tier_store_cost_params() {
+  using namespace config;
+  return {choice_param("write_mode", std::string(kWriteBackground),
+                       {kWriteBackground, kWriteAsync, kWriteSync},
+                       "background: stores cross the links while the device works and hold "
+                       "nothing; async: a stored block stays pinned on device until its store "
+                       "lands, staging_buffer bounds the bytes in flight (a step waits for room); "
+                       "sync: the step waits for its stores"),
+          bytes_param("staging_buffer", 0, 0, 1LL << 50,
+                      "async: bytes of stores in flight at once (the connector's host buffer); "
+                      "0: no bound; else at least one block"),
+          duration_param("lookup_latency", 0, 0, 1000LL * 1000 * 1000,
+                         "metadata round trip per admitted request whose prefix lookup reaches "
+                         "this tier (added to its step before the compute)"),
+          duration_param("lookup_block_latency", 0, 0, 1000LL * 1000 * 1000,
+                         "added per block looked up in this tier (a store keyed per block)")};
+}
+
+void read_tier_store_cost(const config::ParamValues& values, KvTierParams& out) {
+  out.write_mode = values.string("write_mode");
+  out.staging_buffer = values.integer("staging_buffer");
+  out.lookup_latency = values.integer("lookup_latency");
+  out.lookup_block_latency = values.integer("lookup_block_latency");
+}
+
 config::ComponentInfo kv_tier_info() {
   using namespace config;
-  return {
+  config::ComponentInfo info{
       "kv tier",
       "tier",
       "a store of evicted or computed KV blocks below device HBM, per instance (all ranks); "
@@ -28,13 +53,17 @@ config::ComponentInfo kv_tier_info() {
        bandwidth_param("read_bandwidth", std::nullopt, 1, 1LL << 50,
                        "tier -> device, for a hit loaded back"),
        bandwidth_param("write_bandwidth", std::nullopt, 1, 1LL << 50,
-                       "device -> tier, for a block stored (counted, off the step's path)"),
+                       "device -> tier, for a block stored (write_mode says what it costs)"),
        duration_param("latency", 0, 0, 1000LL * 1000 * 1000, "fixed cost of one transfer"),
        choice_param("eviction", std::string(kDefaultEvictionOrder), eviction_order_names(),
                     "which block the tier drops first when full"),
-       choice_param("store", std::string(kStoreOnEvict), {kStoreOnEvict, kStoreOnCompute},
+       choice_param("store", std::string(kStoreOnEvict),
+                    {kStoreOnEvict, kStoreOnCompute, kStoreOnComputePrompt},
                     "on_evict: blocks the level above evicts; on_compute: every block once "
-                    "computed (Mooncake Store's put)")}};
+                    "computed (Mooncake Store's put); on_compute_prompt: a prompt's blocks "
+                    "once computed, no generated one")}};
+  for (config::ParamSpec& p : tier_store_cost_params()) info.params.push_back(std::move(p));
+  return info;
 }
 
 KvTier::KvTier(const KvTierParams& params, Bytes block_bytes)

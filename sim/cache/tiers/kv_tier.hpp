@@ -27,6 +27,31 @@ namespace kvsim {
 // block as soon as it is computed (Mooncake Store's put after prefill).
 inline constexpr const char* kStoreOnEvict = "on_evict";
 inline constexpr const char* kStoreOnCompute = "on_compute";
+// Every block of a prompt once computed, none of the generated ones: a
+// selective write-through that keeps what requests send (the prefixes a
+// later request can share) and not what they generate. Not SGLang HiCache's
+// write_through_selective, which writes a node once it has been hit twice
+// (hiradix_cache.py's write_through_threshold).
+inline constexpr const char* kStoreOnComputePrompt = "on_compute_prompt";
+
+// What a store costs the engine (write_mode):
+// - background: it crosses the tier's links while the device works and
+//   holds nothing (kvsim's first model: the bound of what offloading buys);
+// - async: the device block stays pinned until its store has landed, as
+//   vLLM's connectors delay freeing a finished request's blocks while an
+//   asynchronous save runs (KVConnectorBase_V1.request_finished returns
+//   delay_free: "blocks should not be freed until ... get_finished()",
+//   vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py);
+//   `staging_buffer` bounds the bytes of stores in flight, and a step whose
+//   blocks do not fit waits for room (back-pressure);
+// - sync: the step waits for its stores, as a connector's wait_for_save()
+//   blocks "until all the save operations is done" before the forward
+//   context exits (vLLM's KVConnectorBase_V1, LMCache's default save path).
+// A block the device evicts is overwritten by the step that took it, so its
+// store is on that step's path under async and sync alike.
+inline constexpr const char* kWriteBackground = "background";
+inline constexpr const char* kWriteAsync = "async";
+inline constexpr const char* kWriteSync = "sync";
 
 struct KvTierParams {
   std::string name;  // dram | ssd | global (kv_tier_names())
@@ -36,7 +61,20 @@ struct KvTierParams {
   TimeNs latency = 0;           // per transfer
   std::string eviction = "lru";
   std::string store = kStoreOnEvict;
+  std::string write_mode = kWriteBackground;
+  Bytes staging_buffer = 0;  // async: bytes of stores in flight at once; 0: no bound
+  // A metadata round trip per admitted request whose prefix lookup reaches
+  // this tier, and per block it looks up there (a store keyed per block).
+  TimeNs lookup_latency = 0;
+  TimeNs lookup_block_latency = 0;
+  std::string key_path;  // where the scenario gives this tier (errors found later)
 };
+
+// The keys of what a tier's stores and lookups cost (write_mode,
+// staging_buffer, lookup_latency, lookup_block_latency), which `kv_tiers`
+// items and `cluster.global_pool` both declare, and their reading.
+std::vector<config::ParamSpec> tier_store_cost_params();
+void read_tier_store_cost(const config::ParamValues& values, KvTierParams& out);
 
 // The tier names, fastest first: a scenario lists at most one of each, in
 // this order, and metrics.json has a kv_tiers.<name> object for each.
@@ -54,7 +92,11 @@ class KvTier {
   Bytes block_bytes() const { return block_bytes_; }
   int64_t capacity_blocks() const { return capacity_blocks_; }
   int64_t blocks_held() const { return static_cast<int64_t>(index_.size()); }
-  bool stores_on_compute() const { return params_.store == kStoreOnCompute; }
+  // Takes blocks as they are computed (all of them, or the prompt's only).
+  bool stores_on_compute() const {
+    return params_.store == kStoreOnCompute || params_.store == kStoreOnComputePrompt;
+  }
+  bool stores_prompt_only() const { return params_.store == kStoreOnComputePrompt; }
 
   bool contains(const BlockHash& hash) const { return index_.count(hash) > 0; }
   // A hit read back to a device: the order sees an access. False when absent.

@@ -21,6 +21,13 @@ TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise,
   read_paths_.resize(tiers_.size());
   write_paths_.resize(tiers_.size());
   unsent_bytes_.assign(tiers_.size(), 0);
+  held_bytes_.assign(tiers_.size(), 0);
+  fresh_held_bytes_.assign(tiers_.size(), 0);
+  fresh_pinned_.resize(tiers_.size());
+  staging_queue_.resize(tiers_.size());
+  staged_.assign(tiers_.size(), 0);
+  pinned_.assign(tiers_.size(), 0);
+  pinned_peak_.assign(tiers_.size(), 0);
   const size_t levels = tiers_.size() + 1;
   left_.assign(levels, 0);
   landed_.assign(levels, 0);
@@ -71,16 +78,37 @@ int TierChain::find(const BlockHash& hash) const {
   return -1;
 }
 
-void TierChain::put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted) {
-  KvTier& t = *tiers_[static_cast<size_t>(tier)];
+void TierChain::put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted,
+                    WriteKind kind, BlockId block, bool fresh) {
+  const auto at = static_cast<size_t>(tier);
+  KvTier& t = *tiers_[at];
   t.put(hash, evicted);
-  Moved& m = moved_[static_cast<size_t>(tier)];
+  Moved& m = moved_[at];
   ++m.puts;
   // A tier smaller than one block (a 1-byte pool) holds nothing: the block
   // is dropped at once and nothing is written.
-  if (t.capacity_blocks() > 0) {
-    m.bytes_written += t.block_bytes();
-    unsent_bytes_[static_cast<size_t>(tier)] += t.block_bytes();
+  if (t.capacity_blocks() <= 0) return;
+  m.bytes_written += t.block_bytes();
+  switch (kind) {
+    case WriteKind::background:
+      unsent_bytes_[at] += t.block_bytes();
+      break;
+    case WriteKind::held:
+      (fresh ? fresh_held_bytes_ : held_bytes_)[at] += t.block_bytes();
+      fresh_total_ += fresh ? 1 : 0;
+      break;
+    case WriteKind::pinned:
+      if (block != kNoBlock && pins_ != nullptr) pins_->pin(block);
+      ++pinned_total_;
+      pinned_peak_[at] = std::max(pinned_peak_[at], ++pinned_[at]);
+      if (fresh) {
+        fresh_pinned_[at].push_back(block);
+        ++fresh_total_;
+      } else {
+        staging_queue_[at].push_back(block);
+        ++queued_total_;
+      }
+      break;
   }
 }
 
@@ -99,7 +127,11 @@ void TierChain::demote(const BlockHash& hash, int from, int level) {
   }
   ++landed_[static_cast<size_t>(level + 1)];
   std::vector<BlockHash> evicted;
-  put(to, hash, evicted);
+  // A block the device evicted is overwritten by the step that took it:
+  // unless stores are free, that step waits for its copy to land. What a
+  // tier passes down costs no device time.
+  const bool from_device = level < 0 && t.params().write_mode != kWriteBackground;
+  put(to, hash, evicted, from_device ? WriteKind::held : WriteKind::background);
   for (const BlockHash& v : evicted) demote(v, to + 1, to);
 }
 
@@ -107,12 +139,16 @@ void TierChain::on_block_evicted(const BlockHash& hash) {
   demote(hash, 0, -1);
 }
 
-void TierChain::on_computed(const BlockHash& hash) {
+void TierChain::on_computed(const BlockHash& hash, BlockId block, bool prompt) {
   for (int i = 0; i < size(); ++i) {
     KvTier& t = *tiers_[static_cast<size_t>(i)];
-    if (!t.stores_on_compute() || t.contains(hash)) continue;
+    if (!t.stores_on_compute() || (t.stores_prompt_only() && !prompt) || t.contains(hash)) continue;
+    const std::string& mode = t.params().write_mode;
+    const WriteKind kind = mode == kWriteAsync  ? WriteKind::pinned
+                           : mode == kWriteSync ? WriteKind::held
+                                                : WriteKind::background;
     scratch_.clear();
-    put(i, hash, scratch_);
+    put(i, hash, scratch_, kind, block, true);
     // A write-through tier's victims are copies of blocks computed earlier:
     // they leave it and go to the next on_evict tier below, if any.
     if (scratch_.empty()) continue;
@@ -132,9 +168,19 @@ void TierChain::load(const BlockHash& hash, int tier, bool first_admission) {
   ++pending_blocks_[static_cast<size_t>(tier)];
 }
 
+void TierChain::note_lookup(int64_t blocks) {
+  for (const auto& t : tiers_) {
+    const KvTierParams& p = t->params();
+    lookup_pending_ += p.lookup_latency + blocks * p.lookup_block_latency;
+  }
+}
+
 TierLoad TierChain::take_load() {
   TierLoad load;
   load.layerwise = layerwise_;
+  load.lookup = lookup_pending_;
+  lookup_time_ += lookup_pending_;
+  lookup_pending_ = 0;
   // One transfer per tier per step; tiers are read one after another (their
   // blocks cross the same host link into the device).
   for (int i = 0; i < size(); ++i) {
@@ -192,12 +238,86 @@ void TierChain::read_from(int i, SharedLink::Done done) {
   done();
 }
 
-void TierChain::flush_writes() {
+void TierChain::seal_writes() {
+  if (fresh_total_ == 0) return;
   for (size_t i = 0; i < tiers_.size(); ++i) {
-    Bytes& bytes = unsent_bytes_[i];
-    if (bytes > 0 && !write_paths_[i].empty()) transfer_over(write_paths_[i], bytes, {});
-    bytes = 0;
+    held_bytes_[i] += fresh_held_bytes_[i];
+    fresh_held_bytes_[i] = 0;
+    for (const BlockId b : fresh_pinned_[i]) staging_queue_[i].push_back(b);
+    queued_total_ += static_cast<int64_t>(fresh_pinned_[i].size());
+    fresh_pinned_[i].clear();
   }
+  fresh_total_ = 0;
+}
+
+bool TierChain::flush_writes(SharedLink::Done ready, bool background) {
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (background) {
+      Bytes& bytes = unsent_bytes_[i];
+      if (bytes > 0 && !write_paths_[i].empty()) transfer_over(write_paths_[i], bytes, {});
+      bytes = 0;
+    }
+    Bytes& held = held_bytes_[i];
+    if (held > 0 && !write_paths_[i].empty()) {
+      ++held_in_flight_;
+      transfer_over(write_paths_[i], held, [this] {
+        --held_in_flight_;
+        maybe_ready();
+      });
+    }
+    held = 0;
+    stage(static_cast<int>(i));
+  }
+  if (!ready || (held_in_flight_ == 0 && queued_total_ == 0)) return false;
+  ready_ = std::move(ready);
+  return true;
+}
+
+// Blocks go out in the order they were computed, as many at a time as the
+// staging buffer has room for (all of them without a bound); each landing
+// frees its room, unpins its blocks and lets the next ones go.
+void TierChain::stage(int i) {
+  const auto at = static_cast<size_t>(i);
+  std::deque<BlockId>& queue = staging_queue_[at];
+  if (queue.empty()) return;
+  if (write_paths_[at].empty()) {  // no links price it: it lands at once
+    while (!queue.empty()) {
+      unpin(i, queue.front());
+      queue.pop_front();
+      --queued_total_;
+    }
+    return;
+  }
+  const Bytes block = tiers_[at]->block_bytes();
+  const Bytes cap = tiers_[at]->params().staging_buffer;
+  auto n = static_cast<int64_t>(queue.size());
+  if (cap > 0) n = std::min(n, (cap - staged_[at]) / block);
+  if (n <= 0) return;
+  std::vector<BlockId> batch(queue.begin(), queue.begin() + n);
+  queue.erase(queue.begin(), queue.begin() + n);
+  queued_total_ -= n;
+  staged_[at] += n * block;
+  transfer_over(write_paths_[at], n * block, [this, i, batch = std::move(batch)] {
+    staged_[static_cast<size_t>(i)] -=
+        static_cast<int64_t>(batch.size()) * tiers_[static_cast<size_t>(i)]->block_bytes();
+    for (const BlockId b : batch) unpin(i, b);
+    stage(i);
+    if (unpinned_) unpinned_();
+    maybe_ready();
+  });
+}
+
+void TierChain::unpin(int i, BlockId block) {
+  if (block != kNoBlock && pins_ != nullptr) pins_->unpin(block);
+  --pinned_[static_cast<size_t>(i)];
+  --pinned_total_;
+}
+
+void TierChain::maybe_ready() {
+  if (!ready_ || held_in_flight_ != 0 || queued_total_ != 0) return;
+  SharedLink::Done ready = std::move(ready_);
+  ready_ = nullptr;
+  ready();
 }
 
 void TierChain::check_conserved() const {
@@ -222,6 +342,9 @@ void TierChain::check_conserved() const {
   }
   for (int64_t p : pending_blocks_)
     if (p != 0) throw std::logic_error("tiers: loads that no step priced");
+  if (pinned_total_ != 0 || queued_total_ != 0 || held_in_flight_ != 0 || fresh_total_ != 0)
+    throw std::logic_error(
+        fmt::format("tiers: {} blocks still pinned by stores that never landed", pinned_total_));
 }
 
 void TierChain::report(RunMetrics& m, int64_t query_tokens, int64_t prefix_hit_tokens) const {
@@ -240,10 +363,13 @@ void TierChain::report(RunMetrics& m, int64_t query_tokens, int64_t prefix_hit_t
     out->bytes_written = mv.bytes_written;
     out->evictions = tiers_[i]->evictions();
     out->blocks_held = tiers_[i]->blocks_held();
+    out->pinned_peak_blocks = pinned_peak_[i];
     lower += mv.hit_tokens_first;
   }
   tiers.device_hit_rate = rate(prefix_hit_tokens - lower);
   tiers.load_time_s = static_cast<double>(load_time_) / 1e9;
+  tiers.store_wait_s = static_cast<double>(store_wait_) / 1e9;
+  tiers.lookup_time_s = static_cast<double>(lookup_time_) / 1e9;
 }
 
 }  // namespace kvsim

@@ -20,13 +20,19 @@
 // alone they cost exactly take_load's time. Without links, take_load's
 // time is the step's.
 //
-// Writes are kept off the step's path: they go out asynchronously while the
-// device works, as LMCache and Mooncake Store offload; with links they
-// cross the tier's write path in the background (flush_writes), taking
-// their share of the links the step's reads and other instances use. Every block that leaves a
-// level is accounted for (landed in a tier, found there already, or dropped); check_conserved()
-// holds that and each tier's own balance, and the engine fails the run otherwise.
+// A tier's write_mode says what its stores cost (kv_tier.hpp): in the
+// background they cross the tier's write path while the device works,
+// taking their share of the links the step's reads and other instances
+// use, and hold nothing; async ones pin their device block until they land
+// and wait for room in the tier's staging buffer; sync ones (and, under
+// async, a block the device evicted, which the next step overwrites) hold
+// the next step until they land (flush_writes). Every block that leaves a
+// level is accounted for (landed in a tier, found there already, or
+// dropped); check_conserved() holds that and each tier's own balance, and
+// the engine fails the run otherwise.
 #include <algorithm>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +53,9 @@ struct RunMetrics;
 struct TierLoad {
   TimeNs time = 0;
   bool layerwise = false;
+  // Metadata round trips of the step's admissions (lookup_latency), spent
+  // by the scheduler before the step is launched; not in step_latency().
+  TimeNs lookup = 0;
   // The step's latency once the load is added.
   TimeNs step_latency(TimeNs compute) const {
     return layerwise ? std::max(compute, time) : compute + time;
@@ -54,6 +63,15 @@ struct TierLoad {
 };
 
 class TierChain;
+
+// Holds a device block while a store of it is in flight (the paged pool's
+// reference): a pinned block is neither free nor evictable.
+class StorePins {
+ public:
+  virtual ~StorePins() = default;
+  virtual void pin(BlockId block) = 0;
+  virtual void unpin(BlockId block) = 0;
+};
 
 // A tier several chains share (a cluster's global pool) holds what all of
 // them put minus its evictions: throws std::logic_error unless the tier's
@@ -81,7 +99,20 @@ class TierChain final : public BlockEvictionListener {
   // Index of the fastest tier holding the block, or -1.
   int find(const BlockHash& hash) const;
   void on_block_evicted(const BlockHash& hash) override;
-  void on_computed(const BlockHash& hash);
+  // A block computed on device (`block`, kNoBlock when unknown), of the
+  // prompt alone or not: put into every tier that stores on compute.
+  void on_computed(const BlockHash& hash, BlockId block = kNoBlock, bool prompt = true);
+  // Who pins a block while an async store of it runs, and what to call when
+  // a landed store unpinned blocks (the engine may admit work again).
+  void set_pins(StorePins* pins) { pins_ = pins; }
+  void set_unpinned(std::function<void()> unpinned) { unpinned_ = std::move(unpinned); }
+  int64_t pinned_blocks() const { return pinned_total_; }
+  // An admitted request's prefix lookup went past the device's blocks,
+  // looking `blocks` blocks up in the tiers: each tier's lookup_latency,
+  // and lookup_block_latency per block, go on the step (take_load().lookup).
+  void note_lookup(int64_t blocks);
+  // Time a step waited for stores (flush_writes' `ready`), for the report.
+  void note_store_wait(TimeNs waited) { store_wait_ += waited; }
   // A hit in tier `tier` read back to the device. `first_admission`: counts
   // toward the tier's hit rate (re-admissions after a recompute preemption
   // do not, as kv_cache.prefix_hit_rate).
@@ -107,8 +138,18 @@ class TierChain final : public BlockEvictionListener {
   // `done` is not kept) when nothing was read.
   bool read_back(SharedLink::Done done);
   // Sends the blocks put into each tier since the last call over its write
-  // path, in the background.
-  void flush_writes();
+  // path (with `background` false, only the stores that hold the device:
+  // an idle engine's). True when the caller must wait: `ready` runs once
+  // every store the step waits for has landed and every async one has its
+  // room in the staging buffer; false (and `ready` is not kept) otherwise.
+  bool flush_writes(SharedLink::Done ready = {}, bool background = true);
+  // Called before a step is scheduled: what was computed so far may go out
+  // at its flush. Blocks put while it is scheduled are the ones it computes
+  // (vLLM V1 caches a block when it allocates it, before the forward):
+  // their async and sync stores wait for the next step's flush. A block the
+  // device evicts while the step is scheduled goes at its flush: the step
+  // overwrites it. Background stores go at the flush after their put.
+  void seal_writes();
 
   // Adds kv_tiers.* to the run's metrics; `query_tokens` are the prompt
   // tokens looked up at first admissions (prefix_hit_rate's denominator).
@@ -126,9 +167,17 @@ class TierChain final : public BlockEvictionListener {
   // Puts `hash` into the first on_evict tier at index >= from, cascading
   // that tier's victims further down; `level` is the level it leaves (-1:
   // the device).
+  // What a write costs the step (kv_tier.hpp's write_mode).
+  enum class WriteKind : uint8_t { background, held, pinned };
   void demote(const BlockHash& hash, int from, int level);
-  void put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted);
+  // `fresh`: a block computed by the step being scheduled (seal_writes).
+  void put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted,
+           WriteKind kind = WriteKind::background, BlockId block = kNoBlock, bool fresh = false);
   void read_from(int i, SharedLink::Done done);
+  // Sends what of tier `i`'s queue of pinned blocks fits its staging buffer.
+  void stage(int i);
+  void unpin(int i, BlockId block);
+  void maybe_ready();
 
   std::vector<std::shared_ptr<KvTier>> tiers_;
   bool layerwise_;
@@ -140,7 +189,22 @@ class TierChain final : public BlockEvictionListener {
   std::vector<TimeNs> last_read_time_;
   TimeNs load_time_ = 0;
   std::vector<LinkPath> read_paths_, write_paths_;
-  std::vector<Bytes> unsent_bytes_;  // written since the last flush_writes, per tier
+  std::vector<Bytes> unsent_bytes_;                 // written since the last flush_writes, per tier
+  std::vector<Bytes> held_bytes_;                   // ... that the next step waits for, per tier
+  std::vector<std::deque<BlockId>> staging_queue_;  // pinned, not sent yet, per tier
+  // Stores of blocks computed by the step being scheduled (seal_writes).
+  std::vector<Bytes> fresh_held_bytes_;
+  std::vector<std::vector<BlockId>> fresh_pinned_;
+  int64_t fresh_total_ = 0;
+  std::vector<Bytes> staged_;                  // sent and not landed, per tier
+  std::vector<int64_t> pinned_, pinned_peak_;  // per tier
+  int64_t pinned_total_ = 0;
+  int64_t queued_total_ = 0;    // blocks in the staging queues
+  int64_t held_in_flight_ = 0;  // transfers of held bytes not landed
+  SharedLink::Done ready_;
+  StorePins* pins_ = nullptr;
+  std::function<void()> unpinned_;
+  TimeNs lookup_pending_ = 0, lookup_time_ = 0, store_wait_ = 0;
   bool has_paths_ = false;
   // Blocks leaving each level (device = index 0, tier i = i + 1) and where
   // they went: into a tier, already there, or dropped.

@@ -77,6 +77,8 @@ void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out) {
     p.latency = v.integer("latency");
     p.eviction = v.string("eviction");
     p.store = v.string("store");
+    read_tier_store_cost(v, p);
+    p.key_path = item.path();
     const auto rank =
         static_cast<size_t>(std::find(order.begin(), order.end(), p.name) - order.begin());
     if (rank < next_rank) {
@@ -89,6 +91,32 @@ void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out) {
     // A tier with no room keeps nothing: it is left out, as if not listed
     // (a compare can switch a tier off with capacity=0).
     if (p.capacity > 0) out.tiers.push_back(p);
+  }
+}
+
+std::string tier_staging_problem(const KvTierParams& t, Bytes block_bytes, std::string& allowed) {
+  if (t.staging_buffer == 0) return {};
+  if (t.write_mode != kWriteAsync) {
+    allowed = "write_mode: async, or no staging_buffer";
+    return fmt::format(
+        "tier '{}' has a staging buffer but write_mode '{}': only async stores "
+        "are staged",
+        t.name, t.write_mode);
+  }
+  if (t.staging_buffer >= block_bytes) return {};
+  allowed = fmt::format("0 (no bound) or at least {} bytes", block_bytes);
+  return fmt::format("{} bytes hold no block: a block of tier '{}' is {} bytes (all ranks)",
+                     t.staging_buffer, t.name, block_bytes);
+}
+
+void check_tier_store_costs(const std::vector<KvTierParams>& tiers, Bytes block_bytes,
+                            config::LoadContext& ctx) {
+  for (const KvTierParams& t : tiers) {
+    std::string allowed;
+    const std::string problem = tier_staging_problem(t, block_bytes, allowed);
+    if (problem.empty()) continue;
+    const std::string key = t.key_path + ".staging_buffer";
+    ctx.diagnostics.error(ctx.location_of(key), key, problem, allowed);
   }
 }
 

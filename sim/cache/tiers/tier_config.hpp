@@ -37,6 +37,13 @@ config::ComponentInfo kv_tiers_section_info();
 // blocks tiers can take is the scenario's cross-check.
 void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out);
 
+// What block bytes decide of a tier's store keys, as errors at each tier's
+// key: a staging buffer below one block (`block_bytes`, all ranks), or one
+// given to a tier whose stores are not async.
+std::string tier_staging_problem(const KvTierParams& t, Bytes block_bytes, std::string& allowed);
+void check_tier_store_costs(const std::vector<KvTierParams>& tiers, Bytes block_bytes,
+                            config::LoadContext& ctx);
+
 // The chain of one instance: a tier per entry, each block `block_bytes`
 // (all ranks). `global_pool`, when given, replaces the `global` entry (the
 // pool a cluster shares among its instances); a chain without a `global`

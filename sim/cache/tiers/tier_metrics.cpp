@@ -21,6 +21,8 @@ void write_kv_tiers(const RunMetrics& m, nlohmann::ordered_json& doc) {
   MetricsObject o = metrics_object(doc, "kv_tiers");
   o.at_end().put("device_hit_rate", tiers.device_hit_rate);
   o.put("load_time_s", tiers.load_time_s);
+  o.put("store_wait_s", tiers.store_wait_s);
+  o.put("lookup_time_s", tiers.lookup_time_s);
   for (const auto& [name, member] : kTiers) {
     const Tier& t = tiers.*member;
     o.put(name, nlohmann::ordered_json{{"hit_rate", t.hit_rate},
@@ -28,7 +30,8 @@ void write_kv_tiers(const RunMetrics& m, nlohmann::ordered_json& doc) {
                                        {"bytes_read", t.bytes_read},
                                        {"bytes_written", t.bytes_written},
                                        {"evictions", t.evictions},
-                                       {"blocks_held", t.blocks_held}});
+                                       {"blocks_held", t.blocks_held},
+                                       {"pinned_peak_blocks", t.pinned_peak_blocks}});
   }
 }
 

@@ -18,12 +18,15 @@ struct KvTierMetrics {
   Bytes bytes_read = 0;     // tier -> device, all ranks
   Bytes bytes_written = 0;  // device or the tier above -> tier, all ranks
   uint64_t evictions = 0;
-  int64_t blocks_held = 0;  // at the end of the run
+  int64_t blocks_held = 0;         // at the end of the run
+  int64_t pinned_peak_blocks = 0;  // device blocks held at once by async stores in flight
 };
 
 struct KvTiersMetrics {
   double device_hit_rate = 0;
-  double load_time_s = 0;  // summed over steps, before any overlap with compute
+  double load_time_s = 0;    // summed over steps, before any overlap with compute
+  double store_wait_s = 0;   // steps held by stores (sync, evicted blocks, a full staging buffer)
+  double lookup_time_s = 0;  // metadata round trips of prefix lookups in the tiers
   KvTierMetrics dram, ssd, global;
   // The object of a tier name (kv_tier_names()), null for another name.
   KvTierMetrics* tier(std::string_view name);

@@ -116,6 +116,8 @@ class GenieEngine::Impl {
   int64_t attention_read_ = 0, attention_useful_ = 0;
   Bytes session_io_bytes_ = 0;
   KvUsageIntegral kv_used_;
+  // kind: llama_bench: each test's timed runs (ns), by test index.
+  std::vector<std::vector<TimeNs>> bench_samples_;
 };
 
 }  // namespace kvsim

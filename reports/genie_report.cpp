@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "reports/html_page.hpp"
 #include "reports/run_report_sections.hpp"
 #include "sim/genie/genie_metrics.hpp"
@@ -25,6 +28,33 @@ struct Buffers {
 Buffers buffers_of(const ScenarioSpec& s) {
   const DeviceBufferContract* b = s.policy().device_buffers();
   return b != nullptr ? Buffers{b->ctx_size(), b->ar_variants()} : Buffers{};
+}
+
+// llama-bench's markdown table (tools/llama-bench/llama-bench.cpp,
+// ggml-org/llama.cpp 0104b151: markdown_printer): model, size (GiB of
+// weights), params (B), backend, ngl, test, and t/s as "mean ± std".
+// backend is the device family's kind (llama.cpp prints the ggml backend's
+// name); ngl the layers whose KV is on the accelerator.
+std::string bench_table(const ScenarioSpec& s, const RunMetrics& m, const GenieRunMetrics& g) {
+  const DeviceBufferContract* b = s.policy().device_buffers();
+  int64_t ngl = s.model.num_hidden_layers;
+  if (b != nullptr) {
+    const int64_t split = b->shape(s.model, s.kv.dtype_bytes()).llama.n_gpu_layers;
+    if (split >= 0) ngl = std::min(split, ngl);
+  }
+  std::string backend = s.device.kind;
+  for (char& c : backend) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string out = "\n| model | size | params | backend | ngl | test | t/s |\n";
+  out += "| --- | ---: | ---: | --- | ---: | ---: | ---: |\n";
+  for (const auto& t : g.bench) {
+    const BenchRate r = bench_rate(t);
+    out += fmt::format("| {} | {:.2f} GiB | {:.2f} B | {} | {} | {} | {:.2f} ± {:.2f} |\n", m.model,
+                       static_cast<double>(s.model.weight_bytes()) / (1024.0 * 1024.0 * 1024.0),
+                       static_cast<double>(s.model.parameter_count()) / 1e9, backend, ngl, t.name,
+                       r.mean, r.stdev);
+  }
+  out += "\n";
+  return out;
 }
 
 }  // namespace
@@ -57,6 +87,7 @@ std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
                     session.name, format_bytes(session.vtcm_requested_bytes),
                     format_bytes(session.vtcm_granted_bytes), session.vtcm_wait_ms, session.runs);
   }
+  if (!g.bench.empty()) out += bench_table(s, m, g);
   return out;
 }
 

@@ -45,8 +45,9 @@ shared_prefix: {groups: 4, tokens: 64, popularity: uniform}
 )";
 
 TEST(Workloads, KindsListed) {
-  EXPECT_EQ(workload_kinds(), (std::vector<std::string>{"agentic", "chat", "dialog", "fixed", "rag",
-                                                        "synthetic", "trace"}));
+  EXPECT_EQ(workload_kinds(),
+            (std::vector<std::string>{"agentic", "chat", "dialog", "fixed", "llama_bench", "rag",
+                                      "synthetic", "trace"}));
 }
 
 TEST(SyntheticWorkload, SameSeedGivesIdenticalStream) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "base/units.hpp"
 
@@ -45,6 +47,25 @@ struct SessionCacheSpec {
   bool save = false;
 };
 
+// `kind: llama_bench` (workloads/llama_bench_workload.cpp): llama-bench's
+// tests run as turns of the dialog engine. One test as llama-bench names it
+// (tools/llama-bench/llama-bench.cpp, ggml-org/llama.cpp 0104b151):
+// `pp N` (n_prompt N), `tg N` (n_gen N), `pp N + tg M` (`-pg N,M`), each at
+// depth `n_depth` (`-d`).
+struct LlamaBenchTest {
+  std::string name;  // as llama-bench prints it: "pp512", "tg128 @ d4096"
+  std::string key;   // its key under metrics.json llama_bench.ts: "pp512", "tg128@d4096"
+  int64_t n_prompt = 0;
+  int64_t n_gen = 0;
+  int64_t n_depth = 0;
+};
+
+struct LlamaBenchSpec {
+  std::vector<LlamaBenchTest> tests;  // every test at every depth, in llama-bench's order
+  int64_t repetitions = 5;            // llama-bench -r (default 5)
+  bool warmup = true;                 // false: llama-bench --no-warmup
+};
+
 struct DialogWorkloadSpec {
   int64_t turns = 1;
   std::shared_ptr<const ClampedDistribution> prompt_tokens;  // new user tokens per turn
@@ -52,6 +73,8 @@ struct DialogWorkloadSpec {
   std::shared_ptr<const ClampedDistribution> think_time;     // ns, reply to next prompt; null: 0
   std::optional<SpeculativeSpec> speculative;
   SessionCacheSpec session_cache;
+  // Set for `kind: llama_bench`: its runs replace the dialog's turns.
+  std::optional<LlamaBenchSpec> bench;
 };
 
 }  // namespace kvsim

@@ -32,6 +32,13 @@ struct Request {
   // scheduler reserves room for them but does not compute them. 0 for a
   // request from a workload.
   int64_t kv_ready_tokens = 0;
+  // llama-bench runs (kind: llama_bench) on the dialog engine: the cache is
+  // cleared first (llama_memory_clear before every repetition), the reply's
+  // last token is not fed to the next run (llama-bench decodes no sampled
+  // token), and `bench_test` >= 0 marks the timed run of that test.
+  bool bench = false;
+  bool clear_context = false;
+  int32_t bench_test = -1;
 };
 
 // A stream of requests in arrival order. Streams are pulled: the engine asks

@@ -25,6 +25,8 @@ constexpr detail::WorkloadKind kWorkloadKinds[] = {
      detail::make_dialog_source, detail::dialog_bounds},
     {"fixed", detail::fixed_workload_info, detail::parse_fixed_workload, detail::make_fixed_source,
      detail::fixed_bounds},
+    {"llama_bench", detail::llama_bench_workload_info, detail::parse_llama_bench_workload,
+     detail::make_llama_bench_source, detail::llama_bench_bounds},
     {"rag", detail::rag_workload_info, detail::parse_rag_workload, detail::make_rag_source,
      detail::rag_bounds},
     {"synthetic", detail::synthetic_workload_info, detail::parse_synthetic_workload,

@@ -65,6 +65,12 @@ WorkloadBounds dialog_bounds(const WorkloadSpec& spec);
 int64_t dialog_prompt_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn);
 int64_t dialog_reply_length(const DialogWorkloadSpec& spec, uint64_t seed, int32_t turn);
 
+config::ComponentInfo llama_bench_workload_info();
+void parse_llama_bench_workload(config::MapReader& reader, WorkloadSpec& spec);
+std::unique_ptr<WorkloadSource> make_llama_bench_source(const WorkloadSpec& spec, uint64_t seed,
+                                                        int64_t vocab_size);
+WorkloadBounds llama_bench_bounds(const WorkloadSpec& spec);
+
 config::ComponentInfo fixed_workload_info();
 config::ComponentInfo fixed_prefix_info();  // workload.prefix
 void parse_fixed_workload(config::MapReader& reader, WorkloadSpec& spec);

@@ -77,6 +77,23 @@ void context_checks(const InstanceSpec& s, const DialogWorkloadSpec& d, config::
   }
   if (windowed) return;
   const auto capacity = [&](int64_t v) { return v >= ctx_size ? ctx_size : ctx_size - v; };
+  if (d.bench) {
+    // llama-bench sizes n_ctx to n_prompt + n_gen + n_depth; here ctx_size
+    // is given, so every test must fit it after its depth.
+    for (const LlamaBenchTest& t : d.bench->tests) {
+      const int64_t input = t.n_prompt > 0 ? t.n_prompt : 1;
+      const int64_t reply = t.n_prompt > 0 ? t.n_gen + 1 : t.n_gen;
+      if ((t.n_depth == 0 || turn_fits(0, t.n_depth, 1, variants, capacity)) &&
+          turn_fits(t.n_depth, input, reply, variants, capacity))
+        continue;
+      ctx.diagnostics.error(
+          at("workload.tests"), "workload.tests",
+          fmt::format("test '{}' needs {} cells after its depth, beyond ctx_size {}", t.name,
+                      t.n_depth + t.n_prompt + t.n_gen, ctx_size),
+          "shorter tests or depths, or a larger ctx_size");
+    }
+    return;
+  }
   const int64_t prompt = d.prompt_tokens->upper_bound();
   const int64_t reply = d.reply_tokens->upper_bound();
   if (!turn_fits(0, prompt, reply, variants, capacity, ctx_size)) {
@@ -98,9 +115,10 @@ std::optional<EngineRefusal> genie_engine_refusal(const InstanceSpec& s) {
                               "does not declare (kind: htp devices do)",
                               s.device.name, s.device.kind)};
   if (dialog_of(s) == nullptr)
-    return EngineRefusal{"workload.kind",
-                         fmt::format("it runs one user's `kind: dialog`, not kind {}",
-                                     s.workload ? s.workload->kind : "?")};
+    return EngineRefusal{
+        "workload.kind",
+        fmt::format("it runs one user's `kind: dialog` or `kind: llama_bench`, not kind {}",
+                    s.workload ? s.workload->kind : "?")};
   return std::nullopt;
 }
 

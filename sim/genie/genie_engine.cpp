@@ -93,8 +93,9 @@ void GenieEngine::Impl::start_turn() {
   Turn& t = *turn_;
   const int64_t prompt = static_cast<int64_t>(t.request.prompt.size());
   const auto capacity = [this](int64_t v) { return policy_->capacity_tokens(v); };
+  if (t.request.clear_context) pending_token_ = false;  // llama-bench: llama_memory_clear
   t.input_tokens = prompt + (pending_token_ ? 1 : 0);
-  int64_t position = policy_->n_past();
+  int64_t position = t.request.clear_context ? 0 : policy_->n_past();
   const bool fits = windowed_ || turn_fits(position, t.input_tokens, t.reply_tokens, variants_,
                                            capacity, ctx_size_);
   const int64_t allowed =
@@ -260,7 +261,8 @@ void GenieEngine::Impl::on_pass_done() {
   observe(now, 0, 0);
 
   if (turn_over) {
-    pending_token_ = true;  // the last reply token is fed by the next turn
+    // The last reply token is fed by the next turn; llama-bench feeds none.
+    pending_token_ = !t.request.bench;
     complete_turn(cpu);
     return;
   }
@@ -287,6 +289,13 @@ void GenieEngine::Impl::complete_turn(TimeNs update_time) {
   const Turn& t = *turn_;
   vtcm_.release(kLlmSession, now);
   engine_free_at_ = now + update_time;
+  // llama-bench's clock (llama-bench.cpp: t_start before test_prompt, the
+  // time read after test_gen's last llama_synchronize): from the turn's
+  // first work to the end of its last pass's KV update, which llama.cpp
+  // does inside the decode graph.
+  if (t.request.bench_test >= 0)
+    bench_samples_[static_cast<size_t>(t.request.bench_test)].push_back(engine_free_at_ -
+                                                                        t.started);
   shell_.complete(
       {t.request, t.first_token, t.input_tokens, t.reply_tokens, t.cached_tokens, 0, t.started});
   end_turn();

@@ -118,6 +118,8 @@ class GenieEngine::Impl {
   Bytes session_io_bytes_ = 0;
   Bytes mask_bytes_ = 0;  // attention masks the host wrote before the passes
   KvUsageIntegral kv_used_;
+  // kind: llama_bench: each test's timed runs (ns), by test index.
+  std::vector<std::vector<TimeNs>> bench_samples_;
 };
 
 }  // namespace kvsim

@@ -33,7 +33,8 @@ std::unique_ptr<GenieKvPolicy> scenario_policy(const InstanceSpec& s) {
 
 const DialogWorkloadSpec& dialog_spec(const InstanceSpec& s) {
   if (!s.workload || !std::holds_alternative<DialogWorkloadSpec>(s.workload->body))
-    throw std::invalid_argument("the dialog engine needs a `kind: dialog` workload");
+    throw std::invalid_argument(
+        "the dialog engine needs a `kind: dialog` or `kind: llama_bench` workload");
   return std::get<DialogWorkloadSpec>(s.workload->body);
 }
 
@@ -73,6 +74,7 @@ GenieEngine::Impl::Impl(const InstanceSpec& scenario, Simulator& sim, EngineUpli
     if (head.layer_attention.size() > 1) head.layer_attention.resize(1);
     draft_timing_.emplace(s_.device, head, s_.kv.dtype_bytes());
   }
+  if (dialog_.bench) bench_samples_.resize(dialog_.bench->tests.size());
 }
 
 // ---------------------------------------------------------------------------
@@ -155,6 +157,12 @@ RunMetrics GenieEngine::Impl::finish() {
   g.vtcm.granted_bytes = g.sessions.front().vtcm_granted_bytes;
   g.vtcm.wait_ms = vtcm_.total_wait_ms();
   g.vtcm.sessions_waited = vtcm_.sessions_waited();
+  if (dialog_.bench) {
+    for (size_t i = 0; i < dialog_.bench->tests.size(); ++i) {
+      const LlamaBenchTest& t = dialog_.bench->tests[i];
+      g.bench.push_back({t.name, t.key, t.n_prompt, t.n_gen, t.n_depth, bench_samples_[i]});
+    }
+  }
   policy_->report(m);
   for (const auto& o : observers_) o->report(m);
   return m;

@@ -21,8 +21,8 @@ TEST(Registries, ListTheExpectedNames) {
   EXPECT_EQ(cache_policy_names(), (Names{"chunk_lru", "llama_cells", "paged", "pointer_shift",
                                          "shift_concat", "sliding_window", "smart_mask"}));
   EXPECT_EQ(kv_layout_names(), (Names{"atb", "ksana"}));
-  EXPECT_EQ(workload_kinds(),
-            (Names{"agentic", "chat", "dialog", "fixed", "rag", "synthetic", "trace"}));
+  EXPECT_EQ(workload_kinds(), (Names{"agentic", "chat", "dialog", "fixed", "llama_bench", "rag",
+                                     "synthetic", "trace"}));
   EXPECT_EQ(arrival_processes(), (Names{"closed", "constant", "gamma", "poisson"}));
   EXPECT_EQ(length_distributions(), (Names{"constant", "empirical", "exponential", "lognormal",
                                            "normal", "uniform", "zipf"}));

@@ -153,8 +153,9 @@ TEST(WorkloadParams, TheCatalogListsKindsArrivalsAndDistributions) {
   for (const auto& kind : component_catalog())
     for (const auto& info : kind.infos)
       if (info.kind != "section") names[kind.name].insert(info.name);
-  EXPECT_EQ(names["workloads"], (std::set<std::string>{"agentic", "chat", "dialog", "fixed", "rag",
-                                                       "synthetic", "trace"}));
+  EXPECT_EQ(names["workloads"],
+            (std::set<std::string>{"agentic", "chat", "dialog", "fixed", "llama_bench", "rag",
+                                   "synthetic", "trace"}));
   EXPECT_EQ(names["arrivals"], (std::set<std::string>{"closed", "constant", "gamma", "poisson"}));
   EXPECT_EQ(names["distributions"],
             (std::set<std::string>{"constant", "empirical", "exponential", "lognormal", "normal",

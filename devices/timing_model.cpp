@@ -31,6 +31,32 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
       build_step_graph(deps, static_cast<size_t>(model_.num_hidden_layers), *family_));
 }
 
+TimingModel::TimingModel(const TimingModel& structure, const DeviceSpec& device)
+    : device_(device),
+      model_(structure.model_),
+      params_(structure.params_),
+      step_costs_(structure.model_, StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep,
+                                                    params_.expert_skew}),
+      family_(&device_family_of(device)) {
+  if (family_ != structure.family_)
+    throw std::invalid_argument(fmt::format("{} is not of the family {} was timed on", device_.name,
+                                            structure.device_.name));
+  check_inputs();
+  build_rate_tables();
+  // The graph's structure, as flatten_step_graph left it; every memo fresh.
+  vertex_kind_ = structure.vertex_kind_;
+  pred_begin_ = structure.pred_begin_;
+  preds_ = structure.preds_;
+  layered_ = structure.layered_;
+  n_pre_ = structure.n_pre_;
+  n_layer_ = structure.n_layer_;
+  layers_ = structure.layers_;
+  vertices_per_kind_ = structure.vertices_per_kind_;
+  path_memo_ = CriticalPathMemo(OpKind::attention,
+                                vertices_per_kind_[static_cast<size_t>(OpKind::attention)]);
+  finish_.resize(vertex_kind_.size());
+}
+
 void TimingModel::check_inputs() const {
   if (params_.tp < 1 || params_.tp > device_.max_tensor_parallel) {
     throw std::invalid_argument(fmt::format("tensor parallelism {} is outside [1, {}] for {}",

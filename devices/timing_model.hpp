@@ -51,6 +51,15 @@ class TimingModel {
   TimingModel(const DeviceSpec& device, const ModelSpec& model, Params params,
               const StepDependencies& deps);
 
+  // The model, parameters and step graph of `structure`, on `device`: what
+  // TimingModel(device, structure.model(), ...) with structure's
+  // dependencies builds, without building the graph again (a fit prices one
+  // recorded run on hundreds of devices that differ in their efficiencies).
+  // Nothing `structure` remembered of the steps it priced is kept. Throws as
+  // the constructor does; std::invalid_argument when `device` is of another
+  // family (whose engines would give another graph).
+  TimingModel(const TimingModel& structure, const DeviceSpec& device);
+
   StepTiming price(const StepWork& work) const;
   // price(work).latency alone, without the per-kind times (a serving
   // engine's step needs only its latency): the same arithmetic, so the

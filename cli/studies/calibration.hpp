@@ -79,6 +79,9 @@ struct RowPricer {
   std::function<double(const DeviceSpec& device)> price;
   double recorded = 0;   // the prediction on the device it was prepared on
   std::string scenario;  // what was run, one line
+  // `price` touches nothing but what it owns (a fit may then price rows on
+  // several threads at once); false: its calls are made one at a time.
+  bool thread_safe = false;
 };
 // HTP: the one-turn dialog runs once and its passes are recorded; a price
 // re-prices those passes only (HtpTimingModel), microseconds instead of a run.

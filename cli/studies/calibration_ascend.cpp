@@ -16,11 +16,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <filesystem>
 #include <memory>
 #include <regex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "cli/studies/calibration.hpp"
 #include "devices/device_family.hpp"
@@ -193,6 +195,53 @@ Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& ru
   return p;
 }
 
+// A recorded run's steps, each distinct one once with how often it came,
+// in the order each first came. All requests queued at once and of one
+// length run in waves that repeat the same batches, so a run of thousands of
+// steps holds far fewer distinct ones.
+struct DistinctStep {
+  StepWork work;
+  int64_t count = 0;
+};
+
+// Every field of a step, bit for bit: equal keys, equal steps.
+std::string step_key(const StepWork& w) {
+  std::string key;
+  auto add = [&key](uint64_t bits) {
+    for (int b = 0; b < 8; ++b) key += static_cast<char>((bits >> (8 * b)) & 0xff);
+  };
+  auto add_double = [&add](double v) { add(std::bit_cast<uint64_t>(v)); };
+  add(static_cast<uint64_t>(w.totals_given) | static_cast<uint64_t>(w.fixed_shape) << 1 |
+      static_cast<uint64_t>(w.sampled_logits_only) << 2);
+  const StepTotals& t = w.totals;
+  for (const double v : {t.tokens, t.samplers, t.attended_pairs, t.kv_tokens_read, t.context_read,
+                         t.prefill_pairs, t.prefill_kv_tokens})
+    add_double(v);
+  add(static_cast<uint64_t>(w.swap_in_bytes));
+  add(static_cast<uint64_t>(w.swap_out_bytes));
+  add(static_cast<uint64_t>(w.kv_copy_bytes));
+  add(static_cast<uint64_t>(w.rerope_tokens));
+  add(w.seqs.size());
+  for (const SeqWork& q : w.seqs) {
+    add(static_cast<uint64_t>(q.query_tokens));
+    add(static_cast<uint64_t>(q.context_before));
+    add(static_cast<uint64_t>(q.samples));
+  }
+  return key;
+}
+static_assert(sizeof(StepTotals) == 7 * sizeof(double), "StepTotals changed: add it to step_key()");
+
+std::vector<DistinctStep> distinct_steps(const std::vector<StepWork>& steps) {
+  std::vector<DistinctStep> out;
+  std::unordered_map<std::string, size_t> index;
+  for (const StepWork& w : steps) {
+    const auto [it, fresh] = index.emplace(step_key(w), out.size());
+    if (fresh) out.push_back({w, 0});
+    ++out[it->second].count;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
@@ -227,29 +276,43 @@ std::optional<RowPricer> prepare_ascend_row(const MeasurementRow& row,
     // The recorded value is tokens / time at the device it ran on: the
     // tokens are what that time produced, whatever the device.
     const ScenarioSpec& spec = shared->spec;
-    double first_ns = 0;
-    {
-      const TimingModel tm(spec.device, spec.model,
-                           {.tp = spec.tp,
+    // Its step graph is every price's (built once: only the efficiencies move).
+    auto structure = std::make_shared<const TimingModel>(
+        spec.device, spec.model,
+        TimingModel::Params{.tp = spec.tp,
                             .kv_dtype_bytes = spec.kv.dtype_bytes(),
                             .ep = spec.ep,
                             .expert_skew = spec.expert_skew});
-      for (const StepWork& w : *steps)
-        first_ns += static_cast<double>(std::max<TimeNs>(tm.step_latency(w), 1));
-    }
+    double first_ns = 0;
+    for (const StepWork& w : *steps)
+      first_ns += static_cast<double>(std::max<TimeNs>(structure->step_latency(w), 1));
     const double value_times_ns = first.value * first_ns;
-    pricer.price = [shared, steps, value_times_ns](const DeviceSpec& d) {
-      const ScenarioSpec& sp = shared->spec;
+    auto distinct = std::make_shared<const std::vector<DistinctStep>>(distinct_steps(*steps));
+    // Reads only the shared, const recording; its timing model is its own.
+    pricer.thread_safe = true;
+    pricer.price = [shared, steps, distinct, structure, value_times_ns](const DeviceSpec& d) {
       DeviceSpec dd = d;
       if (shared->engine) dd.step_overhead = shared->engine->step_overhead;
-      const TimingModel tm(dd, sp.model,
-                           {.tp = sp.tp,
-                            .kv_dtype_bytes = sp.kv.dtype_bytes(),
-                            .ep = sp.ep,
-                            .expert_skew = sp.expert_skew});
-      double ns = 0;
-      for (const StepWork& w : *steps)
-        ns += static_cast<double>(std::max<TimeNs>(tm.step_latency(w), 1));
+      const TimingModel tm(*structure, dd);
+      // Each step's time is whole nanoseconds, so the run's, summed in
+      // integers, is the sum of every step in turn (a double adds whole
+      // numbers exactly while below 2^53).
+      int64_t total = 0;
+      bool exact = true;
+      for (const DistinctStep& s : *distinct) {
+        int64_t t = 0;
+        exact =
+            exact &&
+            !__builtin_mul_overflow(std::max<TimeNs>(tm.step_latency(s.work), 1), s.count, &t) &&
+            !__builtin_add_overflow(total, t, &total) && total < (int64_t{1} << 53);
+        if (!exact) break;
+      }
+      double ns = static_cast<double>(total);
+      if (!exact) {
+        ns = 0;
+        for (const StepWork& w : *steps)
+          ns += static_cast<double>(std::max<TimeNs>(tm.step_latency(w), 1));
+      }
       return value_times_ns / ns;
     };
     return pricer;

@@ -204,7 +204,7 @@ TEST(GpuCalibration, LeaveOneOutOnTheA100RowsHoldsTheBound) {
   // (they do in the README's run over every GPU row): median 8.0%, max
   // 16.8%. Nine of them are at tensor parallelism 8 and nine at 4, so no row
   // alone pins the all-reduce's cost. The bounds: median 10%, max
-  // 25%. About two and a half minutes (28 fits of 27 rows).
+  // 25%. About 50 s of CPU, half on each of two threads (28 fits of 27 rows).
   EXPECT_LE(report.median_abs_held_out_pct, 10.0);
   EXPECT_LE(report.max_abs_held_out_pct, 25.0);
 }

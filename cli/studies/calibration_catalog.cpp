@@ -3,7 +3,9 @@
 // of them one hardware design shares across its generations.
 #include <fmt/format.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 
 #include "cli/studies/calibration_fit.hpp"
@@ -144,6 +146,23 @@ void set_fit_parameter(DeviceSpec& d, const std::string& key, double value) {
     return;
   }
   throw std::logic_error("not a fit parameter: " + key);
+}
+
+std::string fit_state_key(const DeviceSpec& d) {
+  // The device's name, then every field set_fit_parameter writes, bit for
+  // bit (0.0 and -0.0, or two NaNs, stay apart: a memo keyed on it never
+  // answers for a device it was not computed on).
+  std::string key = d.name;
+  key += '\0';
+  auto add = [&key](uint64_t bits) {
+    for (int b = 0; b < 8; ++b) key += static_cast<char>((bits >> (8 * b)) & 0xff);
+  };
+  for (const double v : d.compute_efficiency) add(std::bit_cast<uint64_t>(v));
+  for (const double v : d.memory_efficiency) add(std::bit_cast<uint64_t>(v));
+  add(std::bit_cast<uint64_t>(d.matrix_tokens_exponent));
+  add(static_cast<uint64_t>(d.step_overhead));
+  add(static_cast<uint64_t>(d.device_link_latency));
+  return key;
 }
 
 }  // namespace kvsim

@@ -88,7 +88,7 @@ std::vector<FitParameter> family_priors(const DeviceSpec& device,
 CvReport cross_validate(const std::vector<MeasurementRow>& rows,
                         const std::function<DeviceSpec(const std::string&)>& load_device,
                         const RowPredictor& predict, bool leave_one_out,
-                        const std::set<std::string>& hold_out_devices) {
+                        const std::set<std::string>& hold_out_devices, int threads) {
   CvReport report;
   std::vector<std::string> order;
   std::map<std::string, std::vector<MeasurementRow>> by_device;
@@ -127,7 +127,8 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
   std::map<std::string, DeviceFit> own;
   for (const std::string& name : order)
     if (!load_errors.count(name) && !shares(name))
-      own[name] = fit_device(starts[name], fit_rows(name), predict, fit_parameters(starts[name]));
+      own[name] =
+          fit_device(starts[name], fit_rows(name), predict, fit_parameters(starts[name]), threads);
   // Pass 1 for the GPU designs too: each design jointly on its own rows from
   // the catalog's values, which its vendor's other designs take as priors in
   // pass 2.
@@ -142,7 +143,8 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
       design_rows.push_back(fit_rows(name));
       design_params.push_back(fit_parameters(starts[name]));
     }
-    std::vector<DeviceFit> fits = fit_family(design_starts, design_rows, predict, design_params);
+    std::vector<DeviceFit> fits =
+        fit_family(design_starts, design_rows, predict, design_params, threads);
     for (size_t d = 0; d < names.size(); ++d)
       if (!fits[d].row_ids.empty()) own[names[d]] = std::move(fits[d]);
   }
@@ -176,7 +178,7 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
         if (other != name) others.push_back(&fit);
       params.push_back(family_priors(starts[name], others));
     }
-    std::vector<DeviceFit> full = fit_family(family_starts, family_rows, predict, params);
+    std::vector<DeviceFit> full = fit_family(family_starts, family_rows, predict, params, threads);
     for (size_t d = 0; d < names.size(); ++d) {
       if (!hold_out_devices.count(names[d])) continue;
       for (const auto& r : by_device[names[d]]) {
@@ -219,7 +221,8 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
           if (!e.in_sample) continue;
           std::vector<std::vector<MeasurementRow>> rest = family_rows;
           std::erase_if(rest[d], [&](const MeasurementRow& o) { return o.id == r.id; });
-          const std::vector<DeviceFit> without = fit_family(family_starts, rest, predict, params);
+          const std::vector<DeviceFit> without =
+              fit_family(family_starts, rest, predict, params, threads);
           try {
             e.held_out = predict(r, without[d].fitted);
           } catch (const std::exception& ex) {

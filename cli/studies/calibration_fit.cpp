@@ -7,8 +7,11 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 
 namespace kvsim {
 namespace {
@@ -44,6 +47,9 @@ struct Problem {
   const RowPredictor& predict;
   std::vector<Slot> slots;
   std::vector<bool> free;  // per slot: varied (else held at its assumed value)
+  // Threads that price rows at once (1: the caller's only); `predict` must
+  // then be safe to call from several threads.
+  int threads = 1;
 };
 
 double to_theta(const FitParameter& p, double v) {
@@ -65,12 +71,54 @@ DeviceSpec device_at(const Problem& pb, const Eigen::VectorXd& theta, int device
   return d;
 }
 
+// Runs task(0) .. task(n - 1) on up to `threads` threads (the caller's
+// one of them), each index exactly once; the tasks write only their own
+// index's results, so what they leave does not depend on the threads.
+template <class Task>
+void for_each_index(size_t n, int threads, const Task& task) {
+  if (n == 0) return;
+  const size_t extra = std::min(static_cast<size_t>(std::max(threads, 1)), n) - 1;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) task(i);
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < extra; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: the ones started (and this one) do it all
+    }
+  }
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
 // Row residuals (relative errors) at theta. With `base`, only the rows of
 // device `changed` are priced again (a per-device parameter moved).
 Eigen::VectorXd row_residuals(const Problem& pb, const Eigen::VectorXd& theta,
                               std::vector<double>* predicted = nullptr,
                               const Eigen::VectorXd* base = nullptr, int changed = kShared) {
+  // The devices at theta first, then every row to price (on pb.threads
+  // threads: each row's price is its own), then the residuals in row order.
   std::vector<std::optional<DeviceSpec>> devices(pb.starts.size());
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < pb.rows.size(); ++i) {
+    const int dev = pb.row_device[i];
+    if (base != nullptr && changed != kShared && dev != changed) continue;
+    auto& d = devices[static_cast<size_t>(dev)];
+    if (!d) d = device_at(pb, theta, dev);
+    todo.push_back(i);
+  }
+  std::vector<std::optional<double>> value(pb.rows.size());
+  for_each_index(todo.size(), pb.threads, [&](size_t t) {
+    const size_t i = todo[t];
+    try {
+      value[i] = pb.predict(pb.rows[i], *devices[static_cast<size_t>(pb.row_device[i])]);
+    } catch (const std::exception&) {
+      value[i].reset();
+    }
+  });
   Eigen::VectorXd r(static_cast<Eigen::Index>(pb.rows.size()));
   if (predicted) predicted->assign(pb.rows.size(), 0.0);
   for (size_t i = 0; i < pb.rows.size(); ++i) {
@@ -80,14 +128,7 @@ Eigen::VectorXd row_residuals(const Problem& pb, const Eigen::VectorXd& theta,
       r(k) = (*base)(k);
       continue;
     }
-    auto& d = devices[static_cast<size_t>(dev)];
-    if (!d) d = device_at(pb, theta, dev);
-    std::optional<double> v;
-    try {
-      v = pb.predict(pb.rows[i], *d);
-    } catch (const std::exception&) {
-      v.reset();
-    }
+    const std::optional<double>& v = value[i];
     r(k) = v && std::isfinite(*v) ? (*v - pb.rows[i].value) / pb.rows[i].value : kFailedRow;
     if (predicted && v) (*predicted)[i] = *v;
   }
@@ -215,14 +256,16 @@ std::vector<Slot> family_slots(const std::vector<std::vector<FitParameter>>& par
 }  // namespace
 
 DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>& rows,
-                     const RowPredictor& predict, const std::vector<FitParameter>& params) {
-  return fit_family({start}, {rows}, predict, {params}).front();
+                     const RowPredictor& predict, const std::vector<FitParameter>& params,
+                     int threads) {
+  return fit_family({start}, {rows}, predict, {params}, threads).front();
 }
 
 std::vector<DeviceFit> fit_family(const std::vector<DeviceSpec>& starts,
                                   const std::vector<std::vector<MeasurementRow>>& all_rows,
                                   const RowPredictor& predict,
-                                  const std::vector<std::vector<FitParameter>>& params) {
+                                  const std::vector<std::vector<FitParameter>>& params,
+                                  int threads) {
   const std::vector<Slot> slots = family_slots(params);
   std::vector<DeviceSpec> assumed = starts;
   for (size_t d = 0; d < assumed.size(); ++d)
@@ -230,20 +273,29 @@ std::vector<DeviceFit> fit_family(const std::vector<DeviceSpec>& starts,
       if (s.device == kShared || s.device == static_cast<int>(d))
         set_fit_parameter(assumed[d], s.param.key, s.param.assumed);
   // Rows the predictor handles at the assumed values; the rest are left out.
-  std::vector<MeasurementRow> rows;
-  std::vector<int> row_device;
+  std::vector<const MeasurementRow*> candidates;
+  std::vector<int> candidate_device;
   for (size_t d = 0; d < starts.size(); ++d) {
     for (const MeasurementRow& r : all_rows[d]) {
-      std::optional<double> v;
-      try {
-        v = predict(r, assumed[d]);
-      } catch (const std::exception&) {
-        v.reset();
-      }
-      if (!v) continue;
-      rows.push_back(r);
-      row_device.push_back(static_cast<int>(d));
+      candidates.push_back(&r);
+      candidate_device.push_back(static_cast<int>(d));
     }
+  }
+  std::vector<char> handled(candidates.size(), 0);
+  for_each_index(candidates.size(), threads, [&](size_t i) {
+    try {
+      handled[i] =
+          predict(*candidates[i], assumed[static_cast<size_t>(candidate_device[i])]) ? 1 : 0;
+    } catch (const std::exception&) {
+      handled[i] = 0;
+    }
+  });
+  std::vector<MeasurementRow> rows;
+  std::vector<int> row_device;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!handled[i]) continue;
+    rows.push_back(*candidates[i]);
+    row_device.push_back(candidate_device[i]);
   }
   // A device without rows leaves its own parameters assumed.
   std::vector<bool> has_rows(starts.size(), false);
@@ -252,7 +304,7 @@ std::vector<DeviceFit> fit_family(const std::vector<DeviceSpec>& starts,
   for (size_t j = 0; j < slots.size(); ++j)
     free[j] =
         slots[j].device == kShared ? !rows.empty() : has_rows[static_cast<size_t>(slots[j].device)];
-  Problem pb{assumed, rows, row_device, predict, slots, free};
+  Problem pb{assumed, rows, row_device, predict, slots, free, threads};
   const auto np = static_cast<Eigen::Index>(slots.size());
   Eigen::VectorXd theta(np);
   for (Eigen::Index j = 0; j < np; ++j) {

@@ -54,6 +54,12 @@ std::vector<FitParameter> fit_parameters(const DeviceSpec& device);
 
 double get_fit_parameter(const DeviceSpec& d, const std::string& key);  // in the catalog's unit
 void set_fit_parameter(DeviceSpec& d, const std::string& key, double value);
+// The device's name and, bit for bit, every field set_fit_parameter writes:
+// two devices loaded from one file and moved only by set_fit_parameter have
+// equal keys exactly when they price every row alike (the fit's price memo,
+// cli/studies/calibration_rows.cpp). A field set_fit_parameter learns to
+// write must be added here too.
+std::string fit_state_key(const DeviceSpec& d);
 
 // Predicts one row on a device with the parameters being tried (nullopt: the
 // row cannot be predicted; it is left out of the fit).
@@ -83,8 +89,12 @@ struct DeviceFit {
 
 // Fits `params` of `start` to `rows` (all of one device). Rows the predictor
 // cannot predict are dropped. With no rows every parameter stays assumed.
+// `threads` > 1 prices a trial point's rows on that many threads (`predict`
+// must then be safe to call from several at once); the fit is the same
+// number for number whatever their count.
 DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>& rows,
-                     const RowPredictor& predict, const std::vector<FitParameter>& params);
+                     const RowPredictor& predict, const std::vector<FitParameter>& params,
+                     int threads = 1);
 // Fits the devices of one family jointly: a parameter marked `shared` takes
 // one value for all of them, fitted on every device's rows; the others one
 // value per device, fitted on its own rows (while the shared ones move with
@@ -93,7 +103,8 @@ DeviceFit fit_device(const DeviceSpec& start, const std::vector<MeasurementRow>&
 std::vector<DeviceFit> fit_family(const std::vector<DeviceSpec>& starts,
                                   const std::vector<std::vector<MeasurementRow>>& rows,
                                   const RowPredictor& predict,
-                                  const std::vector<std::vector<FitParameter>>& params);
+                                  const std::vector<std::vector<FitParameter>>& params,
+                                  int threads = 1);
 
 struct CvEntry {
   MeasurementRow row;
@@ -150,10 +161,11 @@ std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::strin
 CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
                         bool leave_one_out, const std::set<std::string>& hold_out_devices = {});
 // Same with a given predictor and devices (tests).
+// `threads` as for fit_family.
 CvReport cross_validate(const std::vector<MeasurementRow>& rows,
                         const std::function<DeviceSpec(const std::string&)>& load_device,
                         const RowPredictor& predict, bool leave_one_out,
-                        const std::set<std::string>& hold_out_devices = {});
+                        const std::set<std::string>& hold_out_devices = {}, int threads = 1);
 
 std::string cv_table_text(const CvReport& report, bool leave_one_out);
 std::string cv_markdown(const CvReport& report, bool leave_one_out, const std::string& command);

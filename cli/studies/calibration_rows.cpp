@@ -4,12 +4,20 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
+#include <unordered_map>
 
 #include "cli/studies/calibration.hpp"
 #include "cli/studies/calibration_fit.hpp"
 
 namespace kvsim {
+namespace {
+// A fit's trial point prices a device family's rows (a few dozen): more
+// threads than this mostly wait.
+constexpr unsigned kMaxFitThreads = 8;
+}  // namespace
 
 std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::string& configs_dir,
                                      const DeviceSpec& device) {
@@ -60,22 +68,55 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::stri
     std::string error;
   };
   std::map<std::string, Prepared> prepared;
+  // Prices already worked out, by row and device state (fit_state_key):
+  // the leave-one-out fits all start from the same values and the fit
+  // prices its start twice (the order of holding, then its first step), so
+  // most points come back. A price is a pure function of the row and the
+  // device (RowPricer), so an answer from here is the one a run gives.
+  // Bounded: emptied when full (it only ever saves work).
+  constexpr size_t kMemoLimit = size_t{1} << 16;
+  std::unordered_map<std::string, double> memo;
+  std::mutex mu;      // guards `prepared` and `memo` (rows may be priced on several threads)
+  std::mutex serial;  // held by the pricers that are not thread_safe
   auto predict = [&](const MeasurementRow& row, const DeviceSpec& d) -> std::optional<double> {
-    auto it = prepared.find(row.id);
-    if (it == prepared.end()) {
-      Prepared p;
-      try {
-        p.pricer = prepare_row(row, configs_dir, d);
-      } catch (const std::exception& e) {
-        p.error = e.what();
+    const Prepared* prep = nullptr;
+    std::string key = row.id;
+    key += '\0';
+    key += fit_state_key(d);
+    {
+      const std::lock_guard<std::mutex> lock(mu);
+      auto it = prepared.find(row.id);
+      if (it == prepared.end()) {
+        Prepared p;
+        try {
+          p.pricer = prepare_row(row, configs_dir, d);
+        } catch (const std::exception& e) {
+          p.error = e.what();
+        }
+        it = prepared.emplace(row.id, std::move(p)).first;
       }
-      it = prepared.emplace(row.id, std::move(p)).first;
+      prep = &it->second;  // std::map: stays valid as rows are added
+      if (!prep->error.empty()) throw std::runtime_error(prep->error);
+      if (!prep->pricer) return std::nullopt;
+      if (const auto m = memo.find(key); m != memo.end()) return m->second;
     }
-    if (!it->second.error.empty()) throw std::runtime_error(it->second.error);
-    if (!it->second.pricer) return std::nullopt;
-    return it->second.pricer->price(d);
+    double v = 0;
+    if (prep->pricer->thread_safe) {
+      v = prep->pricer->price(d);
+    } else {
+      const std::lock_guard<std::mutex> lock(serial);
+      v = prep->pricer->price(d);
+    }
+    const std::lock_guard<std::mutex> lock(mu);
+    if (memo.size() >= kMemoLimit) memo.clear();
+    memo.emplace(std::move(key), v);
+    return v;
   };
-  return cross_validate(rows, load, predict, leave_one_out, hold_out_devices);
+  // Rows on a few threads: each price is independent and gathered in row
+  // order (calibration_fit.cpp), so the figures are the same on any count.
+  const int threads =
+      static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, kMaxFitThreads));
+  return cross_validate(rows, load, predict, leave_one_out, hold_out_devices, threads);
 }
 
 }  // namespace kvsim

@@ -31,7 +31,7 @@ CsvRunSink::CsvRunSink(const std::string& requests_path, const std::string& time
   if (!requests_ || !timeline_) throw_write_error(!requests_ ? requests_path_ : timeline_path_);
   requests_
       << "id,status,session,turn,arrival_ms,first_token_ms,finish_ms,prompt_tokens,output_tokens,"
-         "cached_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms\n";
+         "cached_tokens,preemptions,ttft_ms,tpot_ms,e2e_ms,kv_wait_ms\n";
 }
 
 void CsvRunSink::request(const RequestRow& r) {
@@ -41,10 +41,12 @@ void CsvRunSink::request(const RequestRow& r) {
                                ? ms_or_empty((r.finished - r.first_token) / (r.output_tokens - 1))
                                : "";
   const std::string e2e = done ? ms_or_empty(r.finished - r.arrival) : "";
-  requests_ << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.status, r.session,
-                           r.turn, ms_or_empty(r.arrival), ms_or_empty(r.first_token),
+  // kv_wait_ms: its steps' stalls on KV loads and stores (RequestRow::kv_wait).
+  const std::string kv_wait = done ? ms_or_empty(r.kv_wait) : "";
+  requests_ << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.status,
+                           r.session, r.turn, ms_or_empty(r.arrival), ms_or_empty(r.first_token),
                            ms_or_empty(r.finished), r.prompt_tokens, r.output_tokens,
-                           r.cached_tokens, r.preemptions, ttft, tpot, e2e);
+                           r.cached_tokens, r.preemptions, ttft, tpot, e2e, kv_wait);
 }
 
 // The columns follow the engine (the first row tells): a serving engine's

@@ -4,6 +4,7 @@
 
 #include "reports/cluster_report.hpp"
 #include "reports/html_page.hpp"
+#include "reports/link_report.hpp"
 #include "reports/run_report.hpp"
 #include "reports/run_report_sections.hpp"
 
@@ -64,6 +65,7 @@ std::string run_report_html(const ScenarioSpec& s, const RunMetrics& m, const Po
         RunSeries::kMaxSpans, series.spans_dropped());
 
   body += parts.html_tables(s, m, sizing);
+  body += links_html(m);
   body += "<h2>Summary</h2>\n<pre>" + html_escape(summary_table(s, m)) + "</pre>\n";
   body += "<p>Files: metrics.json, requests.csv, timeline.csv, report.md.</p>\n";
   return html_document("kvsim: " + m.scenario, body);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "reports/cluster_report.hpp"
+#include "reports/link_report.hpp"
 #include "reports/run_report_sections.hpp"
 #include "sim/engine/session_metrics.hpp"
 #include "sim/scenario/metrics_document.hpp"
@@ -65,6 +66,7 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   out += "\n";
   out += session_summary(m);
   out += parts.summary_lines(s, m);
+  out += links_summary(m);
   if (m.numerics.mode != "off") {
     out += numerics_verdict(m);
     out += "\n";

@@ -174,8 +174,8 @@ void RunSeries::request(const RequestRow& r) {
 
 void RunSeries::span(const SpanRow& r) {
   // Every serving step is already in the buckets; tier loads are part of
-  // their steps' time.
-  if (r.track == "step" || r.track == "tier_load") return;
+  // their steps' time; link transfers are the links' table (kv_movement).
+  if (r.track == "step" || r.track == "tier_load" || r.track == "link") return;
   SeriesBucket& b = bucket_at(r.start);
   if (r.track == "kv_update") {
     b.bytes_moved += static_cast<double>(r.bytes);

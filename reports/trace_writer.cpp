@@ -16,6 +16,8 @@ constexpr int kRequestsPid = 1, kEnginePid = 2;
 constexpr std::string_view kFirstLine = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
 constexpr std::string_view kGeneratorRecord = "],\"otherData\":{\"generator\":\"kvsim\",";
 constexpr int kStepsTid = 1, kUpdatesTid = 2, kTransfersTid = 3, kVtcmTid = 4, kTierLoadsTid = 5;
+// Links take threads from here on, in the order their first transfer ends.
+constexpr int kFirstLinkTid = 10;
 // A cluster's instance i is process kFirstInstancePid + i; the cluster's
 // own counters are on kEnginePid.
 constexpr int kFirstInstancePid = 100;
@@ -243,6 +245,10 @@ void TraceRunSink::span_event(int pid, const SpanRow& r) {
   } else if (r.track == "kv_transfer") {
     tid = kTransfersTid;
     args = fmt::format(R"("step":{},"bytes":{})", r.id, r.bytes);
+  } else if (r.track == "link") {
+    tid = link_thread(pid, r.name);
+    name = format_bytes(r.bytes);
+    args = fmt::format(R"("bytes":{},"delay_us":{})", r.bytes, us(r.delay));
   } else if (r.track == "tier_load") {
     tid = kTierLoadsTid;
     name = fmt::format("load from {}", r.name);
@@ -254,6 +260,18 @@ void TraceRunSink::span_event(int pid, const SpanRow& r) {
   event(fmt::format(
       R"({{"ph":"X","name":{},"cat":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
       json_string(name), json_string(r.track), pid, tid, us(r.start), us(r.duration), args));
+}
+
+int TraceRunSink::link_thread(int pid, std::string_view name) {
+  const auto key = std::make_pair(pid, std::string(name));
+  const auto it = link_threads_.find(key);
+  if (it != link_threads_.end()) return it->second;
+  int tid = kFirstLinkTid;
+  for (const auto& [k, t] : link_threads_)
+    if (k.first == pid) tid = std::max(tid, t + 1);
+  link_threads_.emplace(key, tid);
+  event(metadata("thread_name", pid, tid, fmt::format("link {}", name)));
+  return tid;
 }
 
 // A cluster's samplers, summed over its instances (row times: each keeps

@@ -14,7 +14,12 @@
 //     pool), then one process per instance ("instance 3: prefill (prefill,
 //     TP 1)") with threads "steps", "KV transfers" (swaps, and the KV a
 //     prefill instance sends to a decode instance), "tier loads" (a step's
-//     reads from each tier below HBM) and its own queue and KV counters.
+//     reads from each tier below HBM) and its own queue and KV counters;
+//   - one thread per shared link ("link kv_tiers.dram.read", "link
+//     node0.node_nic.rx") with a slice per transfer (bytes, and the delay
+//     sharing the link cost it): the engine's tier ports in the engine's or
+//     the instance's process, the links a cluster's instances share in the
+//     cluster's.
 // Bounded: each kind of event keeps every one until half its budget is
 // spent, then every 2nd, every 4th, ... so a long run's file stays near
 // `max_events` events (a few dozen more at most) and still covers the whole
@@ -23,7 +28,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reports/output_rule.hpp"
@@ -78,6 +86,8 @@ class TraceRunSink final : public RunSink {
   void engine_metadata();  // the one engine's process, before its first event
   void span_event(int pid, const SpanRow& r);
   std::string instances_sampled() const;
+  // The thread of link `name` in process `pid`, named on first use.
+  int link_thread(int pid, std::string_view name);
 
   OutputTarget target_;
   TemporaryPath temp_;
@@ -97,6 +107,7 @@ class TraceRunSink final : public RunSink {
   Sampler row_times_{1};
   size_t instances_ = 0;
   bool keep_row_time_ = false;
+  std::map<std::pair<int, std::string>, int> link_threads_;
 };
 
 }  // namespace kvsim

@@ -435,6 +435,18 @@ const BadInput kCatalogue[] = {
      "run {base} --out {out} --set cluster.groups.a.count=2 --set cluster.router.policy=kv_cost "
      "--set cluster.router.index.kind=events --set cluster.router.index.lag=-1ms",
      "--set cluster.router.index.lag", "lag"},
+    // ---- connector presets (kv_tiers.preset): the known names, the preset's keys
+    {"ConnectorPresetUnknown", "run {base} --out {out} --set kv_tiers.preset=lmcash",
+     "--set kv_tiers.preset", "mooncake_store"},
+    {"ConnectorPresetKeyMisspelledInFile", "run {bad} --out {out}", "bad.yaml:15",
+     "tiers.dram.capacity",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "kv_tiers:\n  preset: lmcache\n  tiers: {dram: {capcity: 1GB}}\n"},
     // ---- links instances share (cluster.links, the via of a movement)
     {"LinkBandwidthZero",
      "run {base} --out {out} --set cluster.groups.a.count=2 "

@@ -47,12 +47,13 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 15u);
+  EXPECT_EQ(metrics_sections().size(), 16u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
-  EXPECT_EQ(owners, (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput",
-                           "kv_tiers", "pipeline", "cluster", "kv_layout", "reuse_quality",
-                           "session_retention", "agent_sessions", "speculative", "provenance"}));
+  EXPECT_EQ(owners,
+            (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput", "kv_tiers",
+                   "pipeline", "cluster", "kv_layout", "reuse_quality", "session_retention",
+                   "agent_sessions", "speculative", "kv_movement", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);
@@ -101,7 +102,7 @@ TEST(MetricsSections, TheDocumentKeepsSpecOrder) {
   EXPECT_EQ(keys_of(j),
             (Names{"scenario", "seed", "device", "model", "policy", "requests", "latency_ms",
                    "throughput", "kv_cache", "memory", "vtcm", "numerics", "workload", "sessions",
-                   "sim", "goodput", "kv_tiers", "provenance"}));
+                   "sim", "goodput", "kv_tiers", "kv_movement", "provenance"}));
   EXPECT_EQ(keys_of(j["memory"]),
             (Names{"device_bytes", "weights_bytes", "kv_bytes", "vtcm_bytes",
                    "activation_reserve_bytes", "main_pool_bytes", "chunk_pool_bytes"}));

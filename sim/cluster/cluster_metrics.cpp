@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "sim/cache/tiers/kv_tier.hpp"
 #include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/cluster/cluster_metrics.hpp"
 #include "sim/cluster/cluster_run.hpp"
+#include "sim/core/link_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
 #include "sim/serve/session_retention_metrics.hpp"
 
@@ -118,6 +120,7 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
     c.per_instance.push_back(std::move(e));
   }
   m.part<ClusterMetrics>() = std::move(c);
+  collect_links(per, m);
   return m;
 }
 
@@ -161,6 +164,25 @@ void ClusterRun::collect_tiers(const std::vector<RunMetrics>& per, int64_t query
     tiers.store_wait_s += t.store_wait_s;
     tiers.lookup_time_s += t.lookup_time_s;
   }
+}
+
+// kv_movement.links: each instance's port and its engine's tier ports,
+// named after it as its port is ("replica3.kv_tiers.dram.read"), then the
+// links instances share (cluster.links).
+void ClusterRun::collect_links(const std::vector<RunMetrics>& per, RunMetrics& m) const {
+  std::vector<LinkMetrics>& out = m.part<KvMovementMetrics>().links;
+  out.clear();
+  std::map<const InstanceGroup*, int64_t> seen;
+  for (size_t i = 0; i < per.size(); ++i) {
+    const Instance& inst = *instances_[i];
+    const std::string prefix = fmt::format("{}{}.", inst.group->name, seen[inst.group]++);
+    if (inst.port) out.push_back(link_metrics(*inst.port));
+    for (LinkMetrics l : per[i].parts.get_or_zero<KvMovementMetrics>().links) {
+      l.name = prefix + l.name;
+      out.push_back(std::move(l));
+    }
+  }
+  for (const auto& [name, link] : links_->links()) out.push_back(link_metrics(*link));
 }
 
 namespace {

@@ -25,6 +25,7 @@ struct ClusterRun::Handoff {
   TimeNs sent = 0;            // when the prefill instance sent it
   int64_t cached_tokens = 0;  // the prefill instance's prefix hit
   int32_t preemptions = 0;    // at the prefill instance
+  TimeNs kv_wait = 0;         // at the prefill instance, then on the way
   bool delivered = false;
 };
 
@@ -97,6 +98,7 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
       instances_.push_back(std::move(inst));
     }
   }
+  if (sink_ != nullptr && sink_->wants_spans()) trace_links();
   if (cluster_.global_pool.enabled()) {
     pool_ = std::make_shared<KvTier>(cluster_.global_pool.tier, cluster_.global_pool.block_bytes);
     for (size_t i : front_) {
@@ -121,6 +123,25 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
 }
 
 ClusterRun::~ClusterRun() = default;
+
+// Each transfer over a link becomes a span of the link's own track: an
+// instance's port in its process, a link instances share in the cluster's.
+void ClusterRun::trace_links() {
+  auto trace = [this](SharedLink& link, int32_t instance) {
+    link.set_observer([this, &link, instance](const LinkTransfer& t) {
+      SpanRow row{"link", link.name(), 0, -1, t.start, t.end - t.start};
+      row.bytes = t.bytes;
+      row.delay = t.delay;
+      if (instance < 0)
+        sink_->span(row);
+      else
+        sink_->instance_span(instance, row);
+    });
+  };
+  for (const auto& inst : instances_)
+    if (inst->port) trace(*inst->port, static_cast<int32_t>(inst->index));
+  for (const auto& [name, link] : links_->links()) trace(*link, -1);
+}
 
 // The sink hears of the instances, then of their rows: one state per
 // instance, rows written as the clock leaves each interval.
@@ -262,6 +283,7 @@ void ClusterRun::on_left(Instance& from, const Request& request, const RequestRo
   }
   int64_t cached = row.cached_tokens;
   int32_t preemptions = row.preemptions;
+  TimeNs kv_wait = row.kv_wait;
   if (role == InstanceRole::prefill) outputs_.erase(request.id);  // refused at the prefill side
   if (role == InstanceRole::decode) {
     const auto it = handoffs_.find(request.id);
@@ -270,10 +292,12 @@ void ClusterRun::on_left(Instance& from, const Request& request, const RequestRo
           fmt::format("request {} left a decode instance it never reached", request.id));
     cached = it->second.cached_tokens;
     preemptions += it->second.preemptions;
+    kv_wait += it->second.kv_wait;
     handoffs_.erase(it);
   }
-  const LeavingRequest leaving{request,           row.first_token, row.prompt_tokens,
-                               row.output_tokens, cached,          preemptions};
+  const LeavingRequest leaving{
+      request, row.first_token, row.prompt_tokens, row.output_tokens, cached, preemptions,
+      -1,      kv_wait};
   if (completed)
     shell_.complete(leaving);
   else
@@ -290,6 +314,7 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
   h.request.kv_ready_tokens = static_cast<int64_t>(request.prompt.size());
   h.cached_tokens = row.cached_tokens;
   h.preemptions = row.preemptions;
+  h.kv_wait = row.kv_wait;
   h.from = from.index;
   h.decode = route(*decode_router_, decode_, h.request);
   Instance& to = *instances_[h.decode];
@@ -328,6 +353,7 @@ void ClusterRun::deliver(uint64_t id) {
   h.delivered = true;
   const TimeNs now = sim_.now();
   transfer_time_ += now - h.sent;
+  h.kv_wait += now - h.sent;  // its decode waits for the KV to arrive
   transfer_max_ = std::max(transfer_max_, now - h.sent);
   const Instance& from = *instances_[h.from];
   if (from.tap.spans) {

@@ -136,8 +136,10 @@ class ClusterRun {
   int64_t request_blocks(const Instance& inst, const Request& request) const;
   void check_conserved() const;
   void build_timeline();
+  void trace_links();
   void report_progress();
   RunMetrics collect(std::vector<RunMetrics> per_instance);
+  void collect_links(const std::vector<RunMetrics>& per, RunMetrics& m) const;
   void collect_tiers(const std::vector<RunMetrics>& per, int64_t query_tokens, int64_t hit_tokens,
                      RunMetrics& m) const;
 

@@ -120,6 +120,8 @@ void SharedLink::leave(uint64_t id) {
   counters_.bytes += t.bytes;
   counters_.delay += delay;
   counters_.max_delay = std::max(counters_.max_delay, delay);
+  delays_.add(std::max<TimeNs>(delay, 0));  // rounding may give -1 ns
+  if (observer_) observer_({t.started, last_, t.bytes, delay});
   if (t.done) {
     --waited_on_wire_;
     ready_.push_back(id);

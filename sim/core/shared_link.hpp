@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "base/units.hpp"
+#include "sim/core/latency_histogram.hpp"
 #include "sim/core/simulator.hpp"
 
 namespace kvsim {
@@ -57,6 +58,13 @@ struct LinkCounters {
   TimeNs busy = 0;        // time with at least one transfer on the wire
   TimeNs delay = 0;       // summed over ended transfers: time taken - time alone
   TimeNs max_delay = 0;   // of one transfer
+};
+
+// One ended transfer, as a link's observer hears of it (a trace's slice).
+struct LinkTransfer {
+  TimeNs start = 0, end = 0;  // from start() to its last byte across
+  Bytes bytes = 0;
+  TimeNs delay = 0;  // end - start - its time alone: what sharing cost it
 };
 
 class SharedLink {
@@ -87,6 +95,12 @@ class SharedLink {
 
   size_t in_flight() const { return waiting_latency_ + on_wire_.size(); }
   const LinkCounters& counters() const { return counters_; }
+  // The delay of every ended transfer (LinkCounters::delay, one by one),
+  // for its percentiles.
+  const LatencyHistogram& delays() const { return delays_; }
+  // Called with every transfer as it ends (before its `done`); empty: none.
+  using Observer = std::function<void(const LinkTransfer&)>;
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
 
   // Virtual work units per nanosecond of a transfer's time alone.
   static constexpr int64_t kScale = 1024;
@@ -122,6 +136,8 @@ class SharedLink {
   bool has_event_ = false;
   TimeNs event_time_ = 0;
   LinkCounters counters_;
+  LatencyHistogram delays_;
+  Observer observer_;
 };
 
 }  // namespace kvsim

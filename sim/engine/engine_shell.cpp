@@ -4,6 +4,7 @@
 
 #include "base/cancellation.hpp"
 
+#include "sim/core/link_metrics.hpp"
 #include "sim/core/served_metrics.hpp"
 #include "sim/spec/instance_spec.hpp"
 #include "workloads/workload.hpp"
@@ -43,9 +44,11 @@ void EngineShell::complete(const LeavingRequest& r) {
   ttft_.add(ttft);
   e2e_.add(e2e);
   if (tpot >= 0) tpot_.add(tpot);
+  kv_wait_.add(r.kv_wait);
   if (slo_.met(ttft, tpot, e2e)) ++met_slo_;
   sink_->request({q.id, "completed", q.arrival, r.first_token, now, r.prompt_tokens,
-                  r.output_tokens, r.cached_tokens, r.preemptions, q.session, q.turn, r.started});
+                  r.output_tokens, r.cached_tokens, r.preemptions, q.session, q.turn, r.started,
+                  r.kv_wait});
   if (sessions_) sessions_->completed(q, now, r.prompt_tokens, r.output_tokens, r.cached_tokens);
   uplink_.request_done(q, now);
 }
@@ -133,6 +136,11 @@ RunMetrics EngineShell::common_metrics(std::string policy, int64_t steps, TimeNs
                        output_tokens_done_, last_completion_, arrived_, met_slo_},
                       m);
   m.numerics.mode = scenario_.numerics.mode;
+  auto& wait = m.part<KvMovementMetrics>().request_wait_ms;
+  wait.mean = kv_wait_.mean() / 1e6;
+  wait.p50 = kv_wait_.percentile(50) / 1e6;
+  wait.p99 = kv_wait_.percentile(99) / 1e6;
+  wait.max = static_cast<double>(kv_wait_.max()) / 1e6;
   if (sessions_) m.part<SessionMetrics>() = sessions_->summary();
   m.sim.events = sim_.events_processed();
   m.sim.steps = steps;

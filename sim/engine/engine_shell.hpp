@@ -31,6 +31,7 @@ struct LeavingRequest {
   int64_t cached_tokens = 0;  // prefix found in the cache
   int32_t preemptions = 0;
   TimeNs started = -1;  // first scheduled (RequestRow::started)
+  TimeNs kv_wait = 0;   // its steps' stalls on KV loads and stores (RequestRow::kv_wait)
 };
 
 // Bytes of KV held, integrated over time between observations.
@@ -154,6 +155,7 @@ class EngineShell {
   std::chrono::steady_clock::time_point wall_start_;
 
   LatencyHistogram ttft_, tpot_, e2e_, itl_;
+  LatencyHistogram kv_wait_;  // LeavingRequest::kv_wait of completed requests
   LatencyHistogram* itl_mirror_ = nullptr;
   SloTargets slo_;
   int64_t met_slo_ = 0;

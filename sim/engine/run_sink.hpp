@@ -26,6 +26,10 @@ struct RequestRow {
   // When the request's work began (first scheduled, or its dialog turn was
   // granted VTCM); -1 when it never ran. Its queue phase ends here.
   TimeNs started = -1;
+  // Of its time from `started` on, what its engine's steps spent waiting
+  // for KV loads from tiers below HBM, stores into them and the store's
+  // lookups beyond their compute (0 without tiers).
+  TimeNs kv_wait = 0;
 };
 
 struct TimelineRow {
@@ -52,7 +56,8 @@ struct TimelineRow {
 struct SpanRow {
   // "step", "pass", "kv_update", "kv_transfer" (swap; between a cluster's
   // instances), "tier_load" (a step's reads from one tier below HBM, named
-  // by the tier), "vtcm_wait"
+  // by the tier), "vtcm_wait", "link" (one transfer over a shared link,
+  // named by the link: sim/core/shared_link.hpp)
   std::string_view track;
   std::string_view name;  // "step", "prefill", "decode", "swap", ...
   uint64_t id = 0;        // step or pass number, or the request id
@@ -64,6 +69,7 @@ struct SpanRow {
   Bytes bytes = 0;              // bytes moved / granted
   int64_t pointer_updates = 0;  // Genie KV update
   bool variant_switch = false;  // Genie KV update that changed the variant
+  TimeNs delay = 0;             // a link's transfer: what sharing the link cost it
 };
 
 // A cluster's instance as the reports name it (sim/cluster/cluster_run.hpp).

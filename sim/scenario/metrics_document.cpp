@@ -4,6 +4,7 @@
 #include "sim/cache/llama_cells_metrics.hpp"
 #include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/cluster/cluster_metrics.hpp"
+#include "sim/core/link_metrics.hpp"
 #include "sim/engine/session_metrics.hpp"
 #include "sim/genie/genie_metrics.hpp"
 #include "sim/numerics/reuse_quality_probe.hpp"
@@ -24,7 +25,7 @@ const std::vector<MetricsSection>& metrics_sections() {
       cluster_metrics_section(),       kv_layout_metrics_section(),
       reuse_quality_metrics_section(), session_retention_metrics_section(),
       session_metrics_section(),       speculative_metrics_section(),
-      provenance_metrics_section()};
+      kv_movement_metrics_section(),   provenance_metrics_section()};
   return sections;
 }
 

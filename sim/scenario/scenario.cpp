@@ -16,6 +16,7 @@
 #include "sim/scenario/engine_registry.hpp"
 #include "sim/scenario/invalid_combination.hpp"
 #include "sim/scenario/scenario_sections.hpp"
+#include "sim/cache/tiers/connector_presets.hpp"
 #include "sim/scenario/vllm_names.hpp"
 #include "sim/serve/serving_engine_spec.hpp"
 #include "sim/serve/speculative_spec.hpp"
@@ -409,6 +410,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
   ctx.diagnostics.throw_if_any();
   rehome_for_overrides(doc, overrides, path, ctx);
   for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+  apply_connector_preset(doc, path, ctx);
   apply_vllm_names(doc, path, ctx);
   ctx.diagnostics.throw_if_any();
   return parse_scenario(Node(doc, "", path, &ctx), find_configs_dir(path), ctx);
@@ -429,6 +431,7 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
   if (ctx.diagnostics.empty()) {
     rehome_for_overrides(doc, overrides, file, ctx);
     for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+    apply_connector_preset(doc, file, ctx);
     apply_vllm_names(doc, file, ctx);
   }
   ctx.diagnostics.throw_if_any();
@@ -460,6 +463,7 @@ void validate_file(const std::string& path) {
   } else if (parent == "models" || (doc.IsMap() && doc["hidden_size"])) {
     parse_model(root, fs::path(path).extension() == ".json");
   } else {
+    apply_connector_preset(doc, path, ctx);
     apply_vllm_names(doc, path, ctx);
     (void)parse_scenario(Node(doc, "", path, &ctx), find_configs_dir(path), ctx);
   }

@@ -255,8 +255,11 @@ void ServingEngine::start_step() {
   // once: StepTotals' terms are exact sums of whole numbers, so the order
   // and grouping of the additions cannot change them.
   // A sequence is first scheduled when it leaves the waiting queue.
-  for (Sequence* seq : batch_.summary.admitted)
-    if (seq->started_at < 0) seq->started_at = now;
+  for (Sequence* seq : batch_.summary.admitted) {
+    if (seq->started_at >= 0) continue;
+    seq->started_at = now;
+    seq->kv_wait_mark = kv_wait_total_;
+  }
   const bool per_sequence = per_sequence_pricing_;
   work_.totals_given = !per_sequence;
   work_.totals = {};
@@ -329,6 +332,8 @@ void ServingEngine::start_step() {
   // Tier hits of this step's admissions are read back before or during it;
   // the blocks the last step put into tiers go out in the background.
   const TierLoad load = policy_->take_tier_load();
+  step_pure_compute_ = step_latency_;
+  step_started_at_ = now;
   step_latency_ += load.lookup;  // the scheduler's round trips, before the launch
   store_gate_ = chain_ != nullptr && chain_->flush_writes([this] { on_store_gate_open(); });
   store_gate_since_ = now;
@@ -360,9 +365,23 @@ void ServingEngine::make_tier_links() {
         sim_, LinkSpec{fmt::format("kv_tiers.{}.write", p.name), p.write_bandwidth, p.latency},
         kPrioStepDone);
     chain_->set_paths(i, {read.get()}, {write.get()});
+    if (shell_.spans_wanted()) {
+      trace_link(*read);
+      trace_link(*write);
+    }
     tier_links_.push_back(std::move(read));
     tier_links_.push_back(std::move(write));
   }
+}
+
+// Each transfer over the link becomes a span of its own track.
+void ServingEngine::trace_link(SharedLink& link) {
+  link.set_observer([this, &link](const LinkTransfer& t) {
+    SpanRow row{"link", link.name(), 0, -1, t.start, t.end - t.start};
+    row.bytes = t.bytes;
+    row.delay = t.delay;
+    shell_.span(row);
+  });
 }
 
 bool ServingEngine::add_kv_tier_hops(const std::string& tier, const LinkPath& read,
@@ -421,6 +440,10 @@ void ServingEngine::on_store_gate_open() {
 void ServingEngine::on_step_done() {
   const TimeNs now = sim_.now();
   step_in_flight_ = false;
+  // What the step took beyond its compute: its lookups, the loads it did
+  // not overlap and the stores it waited for. Every sequence scheduled
+  // since kv_wait_total_ was marked was held by it (kv_wait_mark).
+  kv_wait_total_ += std::max<TimeNs>(0, now - step_started_at_ - step_pure_compute_);
   scheduler_->step_done(now);
   // Below its horizon a commit would change nothing (most decodes stay
   // inside a block): no entry, no token view. The others are listed and
@@ -574,7 +597,8 @@ void ServingEngine::complete(Sequence* seq) {
   seq->finished_at = sim_.now();
   if (seq->preemptions > 0) ++preempted_requests_;
   shell_.complete({seq->request, seq->first_token_at, seq->prompt_tokens, seq->output_tokens,
-                   seq->cached_tokens, seq->preemptions, seq->started_at});
+                   seq->cached_tokens, seq->preemptions, seq->started_at,
+                   kv_wait_total_ - seq->kv_wait_mark});
   recycle(seq);
 }
 

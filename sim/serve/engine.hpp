@@ -177,11 +177,15 @@ class ServingEngine final : public InferenceEngine {
   TierChain* chain_ = nullptr;                           // the policy's, when it has tiers
   std::vector<std::unique_ptr<SharedLink>> tier_links_;  // each tier's own port, read and write
   TimeNs step_compute_ = 0;
+  // The step's compute without its lookups, when it started, and the KV
+  // stalls (elapsed - compute) of every step so far (RequestRow::kv_wait).
+  TimeNs step_pure_compute_ = 0, step_started_at_ = 0, kv_wait_total_ = 0;
   bool load_in_flight_ = false, compute_in_flight_ = false, load_layerwise_ = false;
   // The step waits for stores before its compute (TierChain::flush_writes).
   bool store_gate_ = false;
   TimeNs store_gate_since_ = 0;
   void make_tier_links();
+  void trace_link(SharedLink& link);
   void schedule_step_done();
   void start_layerwise_compute();
   void on_load_done();

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/core/link_metrics.hpp"
 #include "sim/serve/engine.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
@@ -75,6 +76,10 @@ RunMetrics ServingEngine::finish() {
     m.part<SpeculativeMetrics>() =
         speculation_->metrics(sizing_.drafter_weights_bytes, sizing_.drafter_kv_bytes_per_token);
   if (retention_) m.part<SessionRetentionMetrics>() = retention_->metrics(total);
+  // Each tier port's traffic (kv_movement.links); a cluster adds the
+  // links its instances share.
+  for (const auto& link : tier_links_)
+    m.part<KvMovementMetrics>().links.push_back(link_metrics(*link));
   policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
   if (numerics_) numerics_->report(m);
   if (layout_cost_) layout_cost_->report(m);

@@ -35,6 +35,9 @@ struct alignas(64) Sequence {
   HostSlot host = -1;      // the policy's handle while swapped out
   TimeNs started_at = -1;  // first scheduled: the end of its queueing
   TimeNs finished_at = -1;
+  // The engine's summed KV stalls (ServingEngine::kv_wait_total_) when it
+  // was first scheduled: what it waited is the sum at its end less this.
+  TimeNs kv_wait_mark = 0;
   int64_t cached_tokens = 0;  // prefix-cache hit at first admission
   Request request;
   std::vector<BlockHash> block_hashes;  // the policy's hash memo (see lookup_prefix)

@@ -33,17 +33,24 @@ void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out) {
   // keys are the names, taken fastest first whatever their order).
   std::vector<std::pair<config::Node, std::string>> items;  // an item and its name from the map
   if (list.is_map()) {
+    std::vector<std::pair<config::Node, std::string>> given;
     for (auto it = list.raw().begin(); it != list.raw().end(); ++it) {
       const std::string key = it->first.Scalar();
-      items.emplace_back(
+      given.emplace_back(
           config::Node(it->second, list.path() + "." + key, list.file(), &list.context()), key);
     }
     auto rank_of = [&](const std::string& name) {
       return std::find(order.begin(), order.end(), name) - order.begin();
     };
-    std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
-      return rank_of(a.second) < rank_of(b.second);
+    // Sorted by index, the nodes copied once: assigning a YAML::Node (as a
+    // sort of the nodes themselves would) overwrites the node it refers to,
+    // so sorting {dram, ssd, global} lost dram's keys to another tier's.
+    std::vector<size_t> at(given.size());
+    for (size_t i = 0; i < at.size(); ++i) at[i] = i;
+    std::stable_sort(at.begin(), at.end(), [&](size_t a, size_t b) {
+      return rank_of(given[a].second) < rank_of(given[b].second);
     });
+    for (const size_t i : at) items.push_back(given[i]);
   } else {
     for (const config::Node& item : list.items()) items.emplace_back(item, "");
   }

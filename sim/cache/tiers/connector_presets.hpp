@@ -1,0 +1,51 @@
+#pragma once
+// Named connector presets (`kv_tiers: {preset: lmcache}`): what a deployed
+// KV connector amounts to in kvsim's tier keys, so a scenario says what it
+// runs and overrides what differs key by key:
+//
+//   kv_tiers:
+//     preset: lmcache
+//     tiers: {dram: {capacity: 64GiB}, ssd: {capacity: 1TB}}   # overrides
+//
+// Each preset is data: values of the existing `kv_tiers` keys (kind `kv
+// tier`), each with the upstream file it comes from, or "assumed" where the
+// connector has no default (a capacity it asks the user for, a link's
+// bandwidth that is the deployment's). Tiers a preset gives with capacity 0
+// (LMCache's disk and remote backends, off by default) are left out until an
+// override gives them room. The preset is expanded into the document after
+// --set (so `--set kv_tiers.preset=NAME` and `compare --vary` reach it) and
+// before the section is read; the user's keys win.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/reader.hpp"
+
+namespace kvsim {
+
+struct ConnectorPresetTier {
+  std::string name;                                         // dram | ssd | global
+  std::vector<std::pair<std::string, std::string>> values;  // key -> YAML value
+};
+
+struct ConnectorPreset {
+  std::string name;
+  std::string doc;           // what it is
+  std::string source;        // where its values come from (repository, file)
+  std::string load_overlap;  // empty: the section's default
+  std::vector<ConnectorPresetTier> tiers;
+};
+
+// Every preset, by name.
+const std::vector<ConnectorPreset>& connector_presets();
+const ConnectorPreset* find_connector_preset(const std::string& name);
+
+// Expands `kv_tiers.preset` of `doc` in place (the key itself removed).
+// Errors (exit 2, at their node): an unknown preset (the known ones
+// listed), `tiers` given as a list, an override of a tier or a key the
+// preset's tiers do not know (the preset's keys listed).
+void apply_connector_preset(YAML::Node& doc, const std::string& file, config::LoadContext& ctx);
+
+}  // namespace kvsim

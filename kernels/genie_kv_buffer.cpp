@@ -126,6 +126,22 @@ void GenieKvBuffer::repack() {
   offset_ = 0;
 }
 
+void GenieKvBuffer::append_selected(const float* k, const float* v,
+                                    const std::vector<bool>& selected) {
+  // The seed copies the chosen entries one by one into consecutive columns:
+  // the same bytes as appending them packed, so gather, then append.
+  const int64_t entry = heads_ * head_dim_;
+  std::vector<float> kk, vv;
+  for (size_t i = 0; i < selected.size(); ++i) {
+    if (!selected[i]) continue;
+    kk.insert(kk.end(), k + static_cast<int64_t>(i) * entry,
+              k + static_cast<int64_t>(i + 1) * entry);
+    vv.insert(vv.end(), v + static_cast<int64_t>(i) * entry,
+              v + static_cast<int64_t>(i + 1) * entry);
+  }
+  append(kk.data(), vv.data(), static_cast<int64_t>(kk.size()) / std::max<int64_t>(entry, 1));
+}
+
 void GenieKvBuffer::append(const float* k, const float* v, int64_t n) {
   if (n < 0 || n_valid_ + n > cache_dim_)
     throw std::length_error("genie: new entries do not fit the cache dim");

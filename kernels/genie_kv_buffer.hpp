@@ -51,6 +51,11 @@ class GenieKvBuffer {
 
   // Appends n new entries, k and v [n, heads, head_dim]. Throws when they do not fit.
   void append(const float* k, const float* v, int64_t n);
+  // dispatchUpdate's `selected` keep-mask (nsp-kvmanager updateKey/updateValue):
+  // of the pass's selected.size() entries, k and v [selected.size(), heads,
+  // head_dim], only those marked true are appended, in order (tree
+  // speculative decoding keeps an accepted path that need not be a prefix).
+  void append_selected(const float* k, const float* v, const std::vector<bool>& selected);
   // What values become once stored in this buffer and loaded back (the
   // graph's output tensors share the cache's dtype and quantisation).
   void round_trip(float* values, int64_t n) const;

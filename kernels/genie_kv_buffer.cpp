@@ -142,6 +142,42 @@ void GenieKvBuffer::append_selected(const float* k, const float* v,
   append(kk.data(), vv.data(), static_cast<int64_t>(kk.size()) / std::max<int64_t>(entry, 1));
 }
 
+void GenieKvBuffer::dump_valid(bool is_key, std::vector<uint8_t>& out) const {
+  // Element by element through the view: the valid columns need not be
+  // contiguous (a smart_mask ring), and the file must not depend on it.
+  out.reserve(out.size() + static_cast<size_t>(dump_bytes()));
+  const auto put = [&](const std::vector<uint8_t>& buf, int64_t index) {
+    const uint8_t* at = buf.data() + index * bw_;
+    out.insert(out.end(), at, at + bw_);
+  };
+  for (int64_t h = 0; h < heads_; ++h) {
+    if (is_key) {
+      for (int64_t c = 0; c < head_dim_; ++c)
+        for (int64_t i = 0; i < n_valid_; ++i) put(key_, key_index(h, c, valid_column(i)));
+    } else {
+      for (int64_t i = 0; i < n_valid_; ++i)
+        for (int64_t c = 0; c < head_dim_; ++c) put(value_, value_index(h, valid_column(i), c));
+    }
+  }
+}
+
+void GenieKvBuffer::load_valid(const uint8_t* keys, const uint8_t* values, int64_t n) {
+  if (n < 0 || n > cache_dim_)
+    throw std::length_error("genie: loaded entries exceed the cache dim");
+  allocate();  // clearBuffer: the pad value everywhere, offset and ring at 0
+  n_valid_ = n;
+  for (int64_t h = 0; h < heads_; ++h)
+    for (int64_t c = 0; c < head_dim_; ++c)
+      for (int64_t i = 0; i < n; ++i, keys += bw_)
+        std::memcpy(key_.data() + key_index(h, c, valid_column(i)) * bw_, keys,
+                    static_cast<size_t>(bw_));
+  for (int64_t h = 0; h < heads_; ++h)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < head_dim_; ++c, values += bw_)
+        std::memcpy(value_.data() + value_index(h, valid_column(i), c) * bw_, values,
+                    static_cast<size_t>(bw_));
+}
+
 void GenieKvBuffer::append(const float* k, const float* v, int64_t n) {
   if (n < 0 || n_valid_ + n > cache_dim_)
     throw std::length_error("genie: new entries do not fit the cache dim");

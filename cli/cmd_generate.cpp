@@ -8,20 +8,26 @@
 // with llama_cells (seed 004) it lives in llama.cpp's cells and ggml-typed
 // tensors ([--type-k T] [--type-v T] [--no-v-trans] [--n-keep N]
 // [--defrag-thold X]), and a run longer than --ctx-size shifts its context.
+// Genie modes save and load sessions ([--save-session F] [--load-session F]
+// [--device D], seed 002 dumpCache / loadCache).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "base/input_file.hpp"
 #include "base/source_paths.hpp"
 #include "cli/commands.hpp"
 #include "cli/generate/llama2_generate.hpp"
 #include "cli/number_checks.hpp"
+#include "cli/studies/capacity_plan.hpp"
+#include "devices/htp_timing.hpp"
 #include "kernels/ggml_kv_type.hpp"
 #include "kernels/llama2_chunk_reuse.hpp"
+#include "reports/input_error.hpp"
 #include "sim/cache/llama_kv_cells.hpp"
 #include "sim/policies/policy_registry.hpp"
 
@@ -38,7 +44,45 @@ struct GenerateArgs {
   bool no_v_trans = false;
   int64_t n_keep = 0;
   double defrag_thold = 0.1;
+  // Genie modes: session files (seed 002 dumpCache / loadCache), priced at
+  // a device's storage_bandwidth when --device names one.
+  std::string load_session, save_session, device;
 };
+
+// The device --device names, which must have a storage bandwidth.
+std::optional<DeviceSpec> session_device(const GenerateArgs& a) {
+  std::optional<DeviceSpec> device;
+  if (!a.device.empty()) {
+    device = resolve_device(a.device, KVSIM_CONFIG_DIR);
+    if (!device->htp)
+      throw_input_error("--device", "device",
+                        fmt::format("'{}' (kind {}) has no storage_bandwidth for session files",
+                                    device->name, device->kind),
+                        "a kind: htp device, such as snapdragon-8-elite");
+  }
+  return device;
+}
+
+// The session I/O a run did, and its price on the device's storage (the
+// bandwidth the genie engine's session_cache uses, devices/htp_timing.cpp).
+void print_session_io(const kernels::GenerateResult& r, const GenerateArgs& a,
+                      const std::optional<DeviceSpec>& device) {
+  const auto price = [&](int64_t bytes) -> std::string {
+    if (!device) return "";
+    const double bw = static_cast<double>(device->htp->storage_bandwidth);
+    return fmt::format("; {} at {}'s storage_bandwidth {:.3g} GB/s",
+                       format_duration(htp_storage_time(*device->htp, bytes)), device->name,
+                       bw / 1e9);
+  };
+  if (!a.load_session.empty())
+    std::cout << fmt::format("session: loaded {} positions ({} KV bytes) from {}{}\n",
+                             r.session_loaded_positions, r.session_loaded_kv_bytes, a.load_session,
+                             price(r.session_loaded_kv_bytes));
+  if (!a.save_session.empty())
+    std::cout << fmt::format("session: saved {} positions ({} KV bytes, a {}-byte file) to {}{}\n",
+                             r.session_saved_positions, r.session_saved_kv_bytes,
+                             r.session_file_bytes, a.save_session, price(r.session_saved_kv_bytes));
+}
 
 // The drift of chunk_lru's options against a full prefill of the same
 // prompt (kernels/llama2_chunk_reuse.hpp): the seed's mask, a chunk alone,
@@ -108,11 +152,18 @@ int run_generate(const GenerateArgs& a) {
   o.v_trans = !a.no_v_trans;
   o.n_keep = a.n_keep;
   o.defrag_thold = a.defrag_thold;
+  o.load_session = a.load_session;
+  o.save_session = a.save_session;
+  if (!a.device.empty() && a.load_session.empty() && a.save_session.empty())
+    throw_input_error("--device", "device", "prices session files, and none is named",
+                      "--device with --save-session or --load-session");
+  const std::optional<DeviceSpec> device = session_device(a);  // bad names fail before the run
   try {
     const kernels::Llama2Weights w = kernels::load_llama2_checkpoint(ckpt);
     const kernels::Llama2Tokenizer t(tok, w.config.vocab_size);
     const kernels::GenerateResult r = kernels::generate_greedy(w, t, o);
     std::cout << r.text << "\n";
+    print_session_io(r, a, device);
     if (r.drift.shifts > 0) {
       // llama.cpp's context shift keeps keys computed with the dropped
       // tokens in view: report how far that is from recomputing the kept ones.
@@ -184,6 +235,15 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--defrag-thold", a->defrag_thold,
                   "llama_cells: defragment above this fragmentation; < 0 never (default 0.1)")
       ->check(finite_range(-1.0, 1.0));
+  cmd->add_option("--load-session", a->load_session,
+                  "Genie modes: continue a session a --save-session wrote (its tokens and KV; "
+                  "no --prompt), to --steps positions");
+  cmd->add_option("--save-session", a->save_session,
+                  "Genie modes: write the session (tokens, KV, int8 parameters) after the run; "
+                  "a new file, or one kvsim wrote");
+  cmd->add_option("--device", a->device,
+                  "with a session file: price its I/O at this kind: htp device's "
+                  "storage_bandwidth");
   cmd->add_option("--checkpoint", a->checkpoint, "llama2.c .bin (default: shared data)");
   cmd->add_option("--tokenizer", a->tokenizer, "llama2.c tokenizer .bin (default: shared data)");
   return {cmd, [a] { return run_generate(*a); }};

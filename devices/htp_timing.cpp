@@ -142,10 +142,14 @@ TimeNs HtpTimingModel::variant_switch_time() const {
   return device_.htp->graph_switch;
 }
 
-TimeNs HtpTimingModel::storage_time(Bytes bytes) const {
+TimeNs htp_storage_time(const HtpSpec& htp, Bytes bytes) {
   if (bytes <= 0) return 0;
   return seconds_to_ns(static_cast<double>(bytes) /
-                       static_cast<double>(std::max<int64_t>(device_.htp->storage_bandwidth, 1)));
+                       static_cast<double>(std::max<int64_t>(htp.storage_bandwidth, 1)));
+}
+
+TimeNs HtpTimingModel::storage_time(Bytes bytes) const {
+  return htp_storage_time(*device_.htp, bytes);
 }
 
 }  // namespace kvsim

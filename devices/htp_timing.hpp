@@ -39,6 +39,10 @@ struct HtpPassTiming {
 // model.py: num_logits_to_return = 1), as llama.cpp does for a prompt.
 enum class GraphLogits : uint8_t { every_row, last_row };
 
+// Saving or restoring `bytes` of cache at the device's storage_bandwidth
+// (seed 002 dumpCache / loadCache; also `kvsim generate --save-session`).
+TimeNs htp_storage_time(const HtpSpec& htp, Bytes bytes);
+
 class HtpTimingModel {
  public:
   // Throws std::invalid_argument when `device` is not kind htp.

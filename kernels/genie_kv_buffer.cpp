@@ -126,6 +126,58 @@ void GenieKvBuffer::repack() {
   offset_ = 0;
 }
 
+void GenieKvBuffer::append_selected(const float* k, const float* v,
+                                    const std::vector<bool>& selected) {
+  // The seed copies the chosen entries one by one into consecutive columns:
+  // the same bytes as appending them packed, so gather, then append.
+  const int64_t entry = heads_ * head_dim_;
+  std::vector<float> kk, vv;
+  for (size_t i = 0; i < selected.size(); ++i) {
+    if (!selected[i]) continue;
+    kk.insert(kk.end(), k + static_cast<int64_t>(i) * entry,
+              k + static_cast<int64_t>(i + 1) * entry);
+    vv.insert(vv.end(), v + static_cast<int64_t>(i) * entry,
+              v + static_cast<int64_t>(i + 1) * entry);
+  }
+  append(kk.data(), vv.data(), static_cast<int64_t>(kk.size()) / std::max<int64_t>(entry, 1));
+}
+
+void GenieKvBuffer::dump_valid(bool is_key, std::vector<uint8_t>& out) const {
+  // Element by element through the view: the valid columns need not be
+  // contiguous (a smart_mask ring), and the file must not depend on it.
+  out.reserve(out.size() + static_cast<size_t>(dump_bytes()));
+  const auto put = [&](const std::vector<uint8_t>& buf, int64_t index) {
+    const uint8_t* at = buf.data() + index * bw_;
+    out.insert(out.end(), at, at + bw_);
+  };
+  for (int64_t h = 0; h < heads_; ++h) {
+    if (is_key) {
+      for (int64_t c = 0; c < head_dim_; ++c)
+        for (int64_t i = 0; i < n_valid_; ++i) put(key_, key_index(h, c, valid_column(i)));
+    } else {
+      for (int64_t i = 0; i < n_valid_; ++i)
+        for (int64_t c = 0; c < head_dim_; ++c) put(value_, value_index(h, valid_column(i), c));
+    }
+  }
+}
+
+void GenieKvBuffer::load_valid(const uint8_t* keys, const uint8_t* values, int64_t n) {
+  if (n < 0 || n > cache_dim_)
+    throw std::length_error("genie: loaded entries exceed the cache dim");
+  allocate();  // clearBuffer: the pad value everywhere, offset and ring at 0
+  n_valid_ = n;
+  for (int64_t h = 0; h < heads_; ++h)
+    for (int64_t c = 0; c < head_dim_; ++c)
+      for (int64_t i = 0; i < n; ++i, keys += bw_)
+        std::memcpy(key_.data() + key_index(h, c, valid_column(i)) * bw_, keys,
+                    static_cast<size_t>(bw_));
+  for (int64_t h = 0; h < heads_; ++h)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < head_dim_; ++c, values += bw_)
+        std::memcpy(value_.data() + value_index(h, valid_column(i), c) * bw_, values,
+                    static_cast<size_t>(bw_));
+}
+
 void GenieKvBuffer::append(const float* k, const float* v, int64_t n) {
   if (n < 0 || n_valid_ + n > cache_dim_)
     throw std::length_error("genie: new entries do not fit the cache dim");

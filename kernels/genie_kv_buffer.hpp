@@ -51,6 +51,23 @@ class GenieKvBuffer {
 
   // Appends n new entries, k and v [n, heads, head_dim]. Throws when they do not fit.
   void append(const float* k, const float* v, int64_t n);
+  // dispatchUpdate's `selected` keep-mask (nsp-kvmanager updateKey/updateValue):
+  // of the pass's selected.size() entries, k and v [selected.size(), heads,
+  // head_dim], only those marked true are appended, in order (tree
+  // speculative decoding keeps an accepted path that need not be a prefix).
+  void append_selected(const float* k, const float* v, const std::vector<bool>& selected);
+  // seed 002 dumpCache: the valid portion's raw bytes, appended to `out`,
+  // oldest entry first and independent of the mode's layout: keys as
+  // [heads, head_dim, n_valid], values as [heads, n_valid, head_dim].
+  void dump_valid(bool is_key, std::vector<uint8_t>& out) const;
+  // Bytes dump_valid writes for one of K or V.
+  int64_t dump_bytes() const { return heads_ * head_dim_ * n_valid_ * bw_; }
+  // seed 002 loadCache: clearBuffer (every column to the pad value), then
+  // the n dumped entries where this mode's view keeps them (left-padded;
+  // smart_mask from column 0). keys/values as dump_valid wrote them.
+  // Storage I/O, not an update copy: bytes_moved() does not count it.
+  // Throws std::length_error when n does not fit the cache dim.
+  void load_valid(const uint8_t* keys, const uint8_t* values, int64_t n);
   // What values become once stored in this buffer and loaded back (the
   // graph's output tensors share the cache's dtype and quantisation).
   void round_trip(float* values, int64_t n) const;

@@ -191,7 +191,8 @@ void refuse_unless_writable(const OutputTarget& t) {
     if (t.kvsim_wrote_file && t.kvsim_wrote_file(t.path)) return;
     if (t.force) return;
     refuse(t, "exists and is not a file kvsim wrote",
-           fmt::format("another {}, or --force to replace it", t.flag));
+           t.force_flag ? fmt::format("another {}, or --force to replace it", t.flag)
+                        : fmt::format("another {} (a new file, or one kvsim wrote)", t.flag));
   }
   refuse(t, fmt::format("is {}; kvsim never replaces one, even with --force", kind_of(st)),
          fmt::format("{} of its own", what));

@@ -1,14 +1,15 @@
 #pragma once
 // The one rule for every path kvsim writes (SPEC 11 "Outputs", non-negotiable
 // 3): run folders, --trace, compare, capacity, calibrate, hitcurve, sweep and
-// search folders all ask it before they write and again before they rename
-// into place.
+// search folders, and generate's session files all ask it before they write
+// and again before they rename into place.
 //
 // A path may be written when
 //   - nothing is there; or
 //   - kvsim's own marker proves kvsim wrote what is there: a folder holding
 //     the .kvsim file, a file the writer recognises as its own (a trace with
-//     kvsim's header and generator line); or
+//     kvsim's header and generator line, a session file with its marker
+//     line); or
 //   - `force` is given and what is there is a user's regular file (for a
 //     file) or a user's folder (for a folder).
 // Never, whatever `force` says: a device, socket, FIFO or symbolic link; a
@@ -47,6 +48,8 @@ struct OutputTarget {
   bool names_a_folder = false;  // written with a trailing '/', or as . or ..
   OutputShape shape = OutputShape::folder;
   bool force = false;
+  // Whether the command has a --force flag to offer (generate's session files do not).
+  bool force_flag = true;
   // For a file: whether the regular file at `path` is one kvsim wrote.
   std::function<bool(const std::filesystem::path&)> kvsim_wrote_file;
 };

@@ -101,6 +101,51 @@ TEST(HtpDeviceFiles, TheThreeSnapdragonsParseWithTheirHexagonVersions) {
   }
 }
 
+// Devices kvsim was not fitted on (no row of shared/data names them): the
+// family's fitted values are used as they are, and every number has a source.
+TEST(HtpDeviceFiles, TheNewestSnapdragonsArePredictedWithTheFamilysFit) {
+  const DeviceSpec elite = load_device("snapdragon-8-elite");
+  struct Case {
+    const char* name;
+    int64_t version;
+    bool windows;
+    int64_t bandwidth;
+    const char* gemm_from;  // whose own gemm fit it carries
+  };
+  for (const Case& c :
+       {Case{"snapdragon-8-elite-gen5", 81, true, 84'800'000'000, "snapdragon-8-elite"},
+        Case{"snapdragon-x-elite", 73, false, 135'200'000'000, "snapdragon-8-gen2"}}) {
+    SCOPED_TRACE(c.name);
+    const DeviceSpec d = load_device(c.name);
+    ASSERT_TRUE(d.htp.has_value());
+    EXPECT_EQ(d.htp->hexagon_version, c.version);
+    EXPECT_EQ(d.htp->vtcm_windows, c.windows) << "windows exist from v79";
+    EXPECT_EQ(d.memory_bandwidth, c.bandwidth);
+    // No refit: the family-wide values are the 8 Elite's, the gemm ones the
+    // nearest design's.
+    EXPECT_EQ(d.matrix_tokens_exponent, elite.matrix_tokens_exponent);
+    const auto att = static_cast<size_t>(OpClass::attention);
+    const auto gemm = static_cast<size_t>(OpClass::gemm);
+    EXPECT_EQ(d.compute_efficiency[att], elite.compute_efficiency[att]);
+    EXPECT_EQ(d.memory_efficiency[att], elite.memory_efficiency[att]);
+    const DeviceSpec from = load_device(c.gemm_from);
+    EXPECT_EQ(d.compute_efficiency[gemm], from.compute_efficiency[gemm]);
+    EXPECT_EQ(d.memory_efficiency[gemm], from.memory_efficiency[gemm]);
+    EXPECT_NE(d.sources.at("efficiency.gemm.memory").find("not refitted"), std::string::npos);
+    for (const auto& [key, source] : d.sources)
+      EXPECT_FALSE(source_label(source).empty()) << key << ": " << source;
+  }
+  // What the prediction says: a faster HMX and the same LPDDR5X part give
+  // the Gen 5 a shorter AR-128 prefill pass and the same AR-1 decode pass.
+  const ModelSpec llama3b = load_model("llama-3.2-3b-instruct-w4a16");
+  const DeviceSpec gen5 = load_device("snapdragon-8-elite-gen5");
+  const HtpTimingModel old_timing{elite, llama3b, 1}, new_timing{gen5, llama3b, 1};
+  EXPECT_LT(new_timing.price_pass({128, 128, 2048, 8 * kMiB, 8 * kMiB}).latency,
+            old_timing.price_pass({128, 128, 2048, 8 * kMiB, 8 * kMiB}).latency);
+  EXPECT_EQ(new_timing.price_pass({1, 1, 2048, 8 * kMiB, 8 * kMiB}).memory,
+            old_timing.price_pass({1, 1, 2048, 8 * kMiB, 8 * kMiB}).memory);
+}
+
 TEST(HtpDeviceFiles, CalibratedEfficienciesAreLabelledMeasured) {
   // The weight-streaming and KV-read efficiencies are fitted on each phone's
   // decode rows (kvsim calibrate --fit); the notes name the rows.

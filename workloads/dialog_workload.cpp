@@ -115,19 +115,25 @@ config::ComponentInfo dialog_workload_info() {
 
 config::ComponentInfo speculative_info() {
   using namespace config;
-  return {"section",
-          "workload.speculative",
-          "kind: dialog: each verify pass feeds the last token plus the drafts (seed 002)",
-          {int_param("draft_tokens", std::nullopt, 1, 1024, "tokens", "drafted tokens per pass"),
-           number_param("acceptance_rate", std::nullopt, 0.0, 1.0, "probability",
-                        "chance the target accepts each draft, until the first rejection"),
-           choice_param("drafter", "eagle_head", {"eagle_head", "prompt_lookup"},
-                        "eagle_head: a one-layer EAGLE draft head priced as an AR-1 pass of one "
-                        "target layer plus its LM head on the device; prompt_lookup: n-gram "
-                        "drafts, free"),
-           optional_param(duration_param("draft_cost_per_token", std::nullopt, 0, kNsPerS,
-                                         "time to draft one token, replacing the drafter's own "
-                                         "price (absent: the drafter's)"))}};
+  return {
+      "section",
+      "workload.speculative",
+      "kind: dialog: each verify pass feeds the last token plus the drafts (seed 002)",
+      {int_param("draft_tokens", std::nullopt, 1, 1024, "tokens", "drafted tokens per pass"),
+       number_param("acceptance_rate", std::nullopt, 0.0, 1.0, "probability",
+                    "chance the target accepts each draft, until the first rejection"),
+       choice_param("drafter", "eagle_head", {"eagle_head", "prompt_lookup"},
+                    "eagle_head: a one-layer EAGLE draft head priced as an AR-1 pass of one "
+                    "target layer plus its LM head on the device; prompt_lookup: n-gram "
+                    "drafts, free"),
+       optional_param(duration_param("draft_cost_per_token", std::nullopt, 0, kNsPerS,
+                                     "time to draft one token, replacing the drafter's own "
+                                     "price (absent: the drafter's)")),
+       own_reader(optional_param(int_list_param(
+           "selected", std::nullopt, 0, 1, "entries",
+           "tree drafts: 1 marks the verify pass's entries on the path the target walks (the "
+           "first, the fed token, always; at most draft_tokens + 1 entries); each pass keeps "
+           "the path's accepted prefix through dispatchUpdate's keep-mask (absent: a chain)")))}};
 }
 
 config::ComponentInfo session_cache_info() {
@@ -170,6 +176,21 @@ void parse_dialog_workload(config::MapReader& reader, WorkloadSpec& spec) {
         v.string("drafter") == "prompt_lookup" ? Drafter::prompt_lookup : Drafter::eagle_head;
     if (v.has("draft_cost_per_token"))
       spec_s.draft_cost_per_token = v.integer("draft_cost_per_token");
+    // selected: the tree's path among the verify pass's entries (seed 002
+    // dispatchUpdate keep-mask); no longer than the pass's update.
+    if (const config::Node sel = s.child("selected"); sel.defined()) {
+      for (const config::Node& item : sel.items())
+        if (const auto bit = item.as_int(0, 1)) spec_s.selected.push_back(*bit);
+      const auto entries = static_cast<int64_t>(spec_s.selected.size());
+      if (entries > spec_s.draft_tokens + 1)
+        sel.error(fmt::format("{} entries are longer than the update of a verify pass ({} drafts "
+                              "+ the fed token = {} entries)",
+                              entries, spec_s.draft_tokens, spec_s.draft_tokens + 1),
+                  fmt::format("1..{} entries of 0 or 1", spec_s.draft_tokens + 1));
+      else if (entries == 0 || spec_s.selected.front() != 1)
+        sel.error("must start with 1: the fed token's entry is always kept",
+                  "a list of 0 and 1 starting with 1");
+    }
     s.finish();
     dialog.speculative = spec_s;
   }

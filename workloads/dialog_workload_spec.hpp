@@ -36,6 +36,12 @@ struct SpeculativeSpec {
   double acceptance_rate = 0.7;
   Drafter drafter = Drafter::eagle_head;
   std::optional<TimeNs> draft_cost_per_token;  // nullopt: the drafter's own price
+  // Tree drafts: 1 marks the verify pass's entries on the path the target
+  // walks (the first, the fed token, always); the target accepts a prefix
+  // of the path's drafts and the update keeps exactly those entries with
+  // dispatchUpdate's keep-mask (seed 002 `selected`). Empty: a chain, the
+  // rejected drafts rewound.
+  std::vector<int64_t> selected;
 };
 
 // `session_cache:` Genie's dumpCache/loadCache (seed 002): restore a saved

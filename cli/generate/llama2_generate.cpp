@@ -134,6 +134,13 @@ std::vector<std::string> generate_policy_names() {
 
 GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& tok,
                                const GenerateOptions& o) {
+  // Session files are Genie's dumpCache/loadCache (seed 002).
+  if ((!o.save_session.empty() || !o.load_session.empty()) && o.policy != "shift_concat" &&
+      o.policy != "pointer_shift" && o.policy != "smart_mask")
+    throw std::invalid_argument(
+        fmt::format("--save-session and --load-session take a Genie update mode (shift_concat, "
+                    "pointer_shift, smart_mask), not --policy {}",
+                    o.policy));
   for (const auto& [name, generator] : generators())
     if (name == o.policy) return generator(w, tok, o);
   throw std::invalid_argument(fmt::format("no generator for cache policy '{}' (there are: {})",

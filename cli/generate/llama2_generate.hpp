@@ -40,6 +40,11 @@ struct GenerateOptions {
   bool v_trans = true;
   int64_t n_keep = 0;
   double defrag_thold = 0.1;
+  // Genie modes (seed 002 dumpCache / loadCache, cli/generate/
+  // genie_session_file.hpp): load_session starts from a saved session (its
+  // tokens, its KV, its int8 parameters; no prompt) and continues to
+  // `steps` positions; save_session writes the session after the run.
+  std::string load_session, save_session;
 };
 
 // What a llama_cells run did besides the text: its context shifts, and how
@@ -57,6 +62,10 @@ struct GenerateResult {
   std::vector<int32_t> tokens;             // BOS, prompt, then the chosen tokens
   std::vector<std::vector<float>> logits;  // per position, when keep_logits
   ContextShiftDrift drift;                 // llama_cells only
+  // Genie session files: positions and KV bytes (K and V, every layer)
+  // loaded and saved, and the saved file's size.
+  int64_t session_loaded_positions = 0, session_loaded_kv_bytes = 0;
+  int64_t session_saved_positions = 0, session_saved_kv_bytes = 0, session_file_bytes = 0;
 };
 
 // Throws std::invalid_argument for a policy with no generator or bad sizes.

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
+#include "cli/generate/genie_session_file.hpp"
 #include "sim/cache/genie_mode_policy.hpp"
 #include "sim/numerics/genie_numerics.hpp"
 #include "sim/policies/genie_buffer_spec.hpp"
@@ -35,12 +37,41 @@ struct KvRange {
 
 // One greedy run through Genie buffers; `ranges` (per layer), when given,
 // collects the K/V range for an int8 calibration.
+// A loaded session against the run it is to continue: the same KV shape,
+// room for its positions, and a token left to feed.
+void check_session(const GenieSession& s, const GenieCacheShape& shape, const GenerateOptions& o,
+                   int64_t steps) {
+  const GenieSessionHeader& h = s.header;
+  const auto differs = [&](const char* what, auto saved, auto here) {
+    throw std::invalid_argument(fmt::format("{}: the session's {} is {}, this run's {}",
+                                            o.load_session, what, saved, here));
+  };
+  if (h.layers != shape.layers) differs("layers", h.layers, shape.layers);
+  if (h.kv_heads != shape.kv_heads) differs("kv_heads", h.kv_heads, shape.kv_heads);
+  if (h.head_dim != shape.head_dim) differs("head_dim", h.head_dim, shape.head_dim);
+  if (h.dtype != o.kv_dtype)
+    differs("KV dtype (--kv-dtype)", kv_dtype_name(h.dtype), kv_dtype_name(o.kv_dtype));
+  if (h.dtype == KvDtype::int8 && static_cast<int64_t>(h.int8.size()) != h.layers)
+    throw std::invalid_argument(
+        fmt::format("{}: an int8 session needs one (scale, offset) per layer", o.load_session));
+  if (static_cast<int64_t>(h.tokens.size()) != h.n_valid + 1)
+    throw std::invalid_argument(fmt::format(
+        "{}: the session holds {} positions and {} tokens; it continues only with one token "
+        "more than positions (a session saved after BOS has nothing to continue)",
+        o.load_session, h.n_valid, h.tokens.size()));
+  if (h.n_valid + 1 > steps)
+    throw std::invalid_argument(
+        fmt::format("{}: the session already holds {} positions; --steps {} leaves none to run",
+                    o.load_session, h.n_valid, steps));
+}
+
 GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
                          const GenerateOptions& o, const std::vector<Int8Params>& int8,
-                         std::vector<KvRange>* ranges) {
+                         std::vector<KvRange>* ranges, const GenieSession* loaded) {
   const Llama2Config& c = w.config;
   const int64_t steps = std::min<int64_t>(o.steps, c.seq_len);
-  const std::vector<int32_t> prompt = encode_prompt(tok, o.prompt, steps);
+  const std::vector<int32_t> prompt =
+      loaded != nullptr ? loaded->header.tokens : encode_prompt(tok, o.prompt, steps);
   GenieCacheShape shape;
   shape.layers = c.n_layers;
   shape.kv_heads = c.n_kv_heads;
@@ -52,6 +83,7 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
   if (steps > shape.ctx_size)
     throw std::invalid_argument(
         fmt::format("--steps {} exceeds the Genie ctx_size {}", steps, shape.ctx_size));
+  if (loaded != nullptr) check_session(*loaded, shape, o, steps);
   // The mode's own policy plans the updates; its spec says which buffers.
   const std::shared_ptr<const GenieModeSpec> spec = mode_spec(o.policy);
   const auto policy = spec->make_mode(shape);
@@ -71,8 +103,10 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
     for (size_t l = 0; l < layers.size(); ++l)
       numerics::replay_update(plan, layers[l], pending_k[l].data(), pending_v[l].data());
   };
+  int64_t computed = 0;  // positions whose K/V a pass produced
   auto pass = [&](const int32_t* tokens, int64_t n, int64_t pos0, int64_t variant) {
     if (pos0 != policy->n_past() || variant != policy->variant()) dispatch(pos0, variant);
+    computed = pos0 + n;
     std::vector<float> logits =
         llama2_forward_genie(w, layers, tokens, n, pos0, pending_k, pending_v);
     if (ranges) {
@@ -87,17 +121,60 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
   };
 
   const auto n_prompt = static_cast<int64_t>(prompt.size());
-  dispatch(0, n_prompt > 1 ? kPrefillVariant : 1);  // clear cache
-  std::vector<float> logits;
-  for (int64_t pos = 0; pos < n_prompt;) {
-    const int64_t m = std::min<int64_t>(kPrefillVariant, n_prompt - pos);
-    logits = pass(prompt.data() + pos, m, pos, n_prompt > 1 ? kPrefillVariant : 1);
-    pos += m;
-  }
   const auto decode = [&](const std::vector<int32_t>& tokens, int64_t pos) {
     return pass(&tokens.back(), 1, pos, 1);
   };
-  return greedy_token_loop(tok, o, prompt, steps, std::move(logits), decode);
+  std::vector<float> logits;
+  GenerateResult r;
+  if (loaded != nullptr) {
+    // loadCache: the policy is told the cache holds the session's positions
+    // (clear, then one forward update for them); each buffer is cleared and
+    // read back from the file, with no pass and no output buffer involved.
+    const int64_t n = loaded->header.n_valid;
+    if (n > policy->capacity_tokens(1))
+      throw std::invalid_argument(
+          fmt::format("{}: {} saved positions do not fit ctx_size {} (AR-1 holds {})",
+                      o.load_session, n, shape.ctx_size, policy->capacity_tokens(1)));
+    dispatch(0, 1);
+    if (n > 0) policy->apply_update(policy->plan_update({n, 1}));
+    const int64_t each = c.n_kv_heads * c.head_size() * n * kv_dtype_bytes(o.kv_dtype);
+    for (size_t l = 0; l < layers.size(); ++l)
+      layers[l].load_valid(loaded->keys.data() + static_cast<int64_t>(l) * each,
+                           loaded->values.data() + static_cast<int64_t>(l) * each, n);
+    r.session_loaded_positions = n;
+    r.session_loaded_kv_bytes = genie_session_kv_bytes(layers);
+    logits = decode(prompt, n);  // the session's last token, not yet run
+  } else {
+    dispatch(0, n_prompt > 1 ? kPrefillVariant : 1);  // clear cache
+    for (int64_t pos = 0; pos < n_prompt;) {
+      const int64_t m = std::min<int64_t>(kPrefillVariant, n_prompt - pos);
+      logits = pass(prompt.data() + pos, m, pos, n_prompt > 1 ? kPrefillVariant : 1);
+      pos += m;
+    }
+  }
+  GenerateResult g = greedy_token_loop(tok, o, prompt, steps, std::move(logits), decode);
+  g.session_loaded_positions = r.session_loaded_positions;
+  g.session_loaded_kv_bytes = r.session_loaded_kv_bytes;
+  if (!o.save_session.empty()) {
+    // dumpCache after the last pass's update (seed 002: the update follows
+    // the pass), for the AR-1 graph the next decode would run.
+    if (computed != policy->n_past() || policy->variant() != 1) dispatch(computed, 1);
+    GenieSessionHeader h;
+    h.mode = o.policy;
+    h.layers = c.n_layers;
+    h.kv_heads = c.n_kv_heads;
+    h.head_dim = c.head_size();
+    h.dtype = o.kv_dtype;
+    h.ctx_size = shape.ctx_size;
+    h.variant = policy->variant();
+    h.n_valid = layers.front().n_valid();
+    h.tokens = g.tokens;
+    if (o.kv_dtype == KvDtype::int8) h.int8 = int8;
+    g.session_file_bytes = write_genie_session(o.save_session, "--save-session", h, layers);
+    g.session_saved_positions = h.n_valid;
+    g.session_saved_kv_bytes = genie_session_kv_bytes(layers);
+  }
+  return g;
 }
 
 }  // namespace
@@ -131,22 +208,34 @@ GenerateResult generate_greedy_genie(const Llama2Weights& w, const Llama2Tokeniz
                                      const GenerateOptions& o) {
   (void)mode_spec(o.policy);  // a Genie update mode, or std::invalid_argument
   std::vector<Int8Params> int8;
-  if (o.kv_dtype == KvDtype::int8) {
+  std::optional<GenieSession> loaded;
+  if (!o.load_session.empty()) {
+    if (!o.prompt.empty())
+      throw std::invalid_argument(
+          "--prompt with --load-session: the session's tokens are the prompt");
+    loaded = read_genie_session(o.load_session);
+  }
+  if (o.kv_dtype == KvDtype::bf16) {
+    throw std::invalid_argument("Genie buffers hold fp32, fp16 or int8 KV (QNN has no bf16 KV)");
+  } else if (loaded && o.kv_dtype == KvDtype::int8) {
+    // The graph's quantParam is fixed offline: the session carries the one
+    // it was saved with.
+    int8 = loaded->header.int8;
+  } else if (o.kv_dtype == KvDtype::int8) {
     // QNN quantises each KV tensor with one (scale, offset) fixed offline:
     // calibrate per layer on an fp32 run of the same positions.
     GenerateOptions cal = o;
     cal.kv_dtype = KvDtype::fp32;
     cal.keep_logits = false;
     std::vector<KvRange> ranges(static_cast<size_t>(w.config.n_layers));
-    run_genie(w, tok, cal, {}, &ranges);
+    cal.save_session.clear();
+    run_genie(w, tok, cal, {}, &ranges, nullptr);
     for (const KvRange& r : ranges) {
       const float span[2] = {r.lo, r.hi};
       int8.push_back(int8_params_for(span, 2));
     }
-  } else if (o.kv_dtype == KvDtype::bf16) {
-    throw std::invalid_argument("Genie buffers hold fp32, fp16 or int8 KV (QNN has no bf16 KV)");
   }
-  return run_genie(w, tok, o, int8, nullptr);
+  return run_genie(w, tok, o, int8, nullptr, loaded ? &*loaded : nullptr);
 }
 
 }  // namespace kvsim::kernels

@@ -116,6 +116,23 @@ KvUpdatePlan GenieModePolicy::plan_step(const GenieStep& step) const {
   return plan;
 }
 
+void check_keep_mask(const std::vector<bool>& selected, KvDispatch dispatch, int64_t n_update,
+                     int64_t pass_variant) {
+  if (selected.empty()) return;
+  // nsp-kvmanager updateKey/updateValue (seed 002) copy each chosen entry of
+  // the output buffer into the next column, so the mask covers the entries
+  // one pass computed and keeps as many as the forward update adds.
+  const auto kept = std::count(selected.begin(), selected.end(), true);
+  if (dispatch != KvDispatch::update_and_set || kept != n_update)
+    throw std::invalid_argument(
+        fmt::format("genie: a keep-mask of {} entries keeps {}, not the {} the update adds",
+                    selected.size(), kept, n_update));
+  if (static_cast<int64_t>(selected.size()) > pass_variant)
+    throw std::invalid_argument(
+        fmt::format("genie: a keep-mask of {} entries is longer than the AR-{} pass's output",
+                    selected.size(), pass_variant));
+}
+
 KvUpdatePlan GenieModePolicy::plan_update(const KvUpdateRequest& r) const {
   if (r.n_past < 0) throw std::invalid_argument("genie: negative n_past");
   // seed 002 dispatchUpdate.
@@ -133,11 +150,13 @@ KvUpdatePlan GenieModePolicy::plan_update(const KvUpdateRequest& r) const {
   } else {
     step.append = r.n_past - state_.held;
   }
+  check_keep_mask(r.selected, d, r.n_past - state_.held, state_.variant);
   KvUpdatePlan plan = plan_step(step);
   plan.dispatch = d;
   plan.n_past_before = state_.held;
   plan.n_past_after = r.n_past;
   plan.n_update = r.n_past - state_.held;
+  plan.selected = r.selected;
   return plan;
 }
 

@@ -24,6 +24,7 @@
 // tensors pointer_shift re-registers, and the attention mask every mode
 // rewrites before a pass (attention_mask_bytes()).
 #include <memory>
+#include <vector>
 
 #include "sim/cache/genie_policy.hpp"
 
@@ -45,6 +46,13 @@ struct GenieStep {
   int64_t append = 0;  // new entries copied in
   int64_t variant = 1;
 };
+
+// dispatchUpdate's `selected` keep-mask (seed 002) against the update it
+// rides on: a forward update adding exactly as many entries as it keeps,
+// no longer than the AR-n pass that computed them. Empty: no mask, fine.
+// Throws std::invalid_argument otherwise.
+void check_keep_mask(const std::vector<bool>& selected, KvDispatch dispatch, int64_t n_update,
+                     int64_t pass_variant);
 
 class GenieModePolicy : public GenieKvPolicy {
  public:

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/units.hpp"
@@ -69,9 +70,16 @@ struct GenieCacheShape {
 
 // The state the engine asks for after (or before) a pass.
 struct KvUpdateRequest {
+  KvUpdateRequest(int64_t n_past_ = 0, int64_t variant_ = 1, std::vector<bool> selected_ = {})
+      : n_past(n_past_), variant(variant_), selected(std::move(selected_)) {}
   int64_t n_past = 0;   // tokens the cache should hold afterwards (positions 0..n_past-1,
                         // or the last `window` of them under sliding_window)
   int64_t variant = 1;  // AR-n graph the next pass runs
+  // dispatchUpdate's keep-mask (seed 002): of the last pass's entries, the
+  // ones to keep (true), in order; empty: the first n_past - held of them.
+  // Its true entries must number n_past - held, and it may not be longer
+  // than the pass that computed them (the current variant).
+  std::vector<bool> selected;
 };
 
 struct KvUpdatePlan {
@@ -85,6 +93,7 @@ struct KvUpdatePlan {
   Bytes realign_bytes = 0;       // AR-m -> AR-n variant switch
   Bytes pad_bytes = 0;           // columns reset to the pad value (memset)
   uint64_t pointer_updates = 0;  // registerPointerOffset calls
+  std::vector<bool> selected;    // the keep-mask the update applied (empty: none)
   // pointer_shift: KV input tensors re-registered at the new offset by those
   // calls (every K and V tensor of the graph), and their host time.
   uint64_t tensor_registrations = 0;

@@ -111,6 +111,10 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
   std::string_view name() const override { return "llama_cells"; }
 
   KvUpdatePlan plan_update(const KvUpdateRequest& r) const override {
+    // Genie's keep-mask (seed 002) is not llama.cpp's; the scenario checks
+    // refuse tree drafts here before a run.
+    if (!r.selected.empty())
+      throw std::invalid_argument("llama_cells: no dispatchUpdate keep-mask (selected)");
     State s = state_;
     return step(s, r);
   }

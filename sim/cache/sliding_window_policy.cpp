@@ -58,12 +58,16 @@ class SlidingWindowPolicy final : public GenieKvPolicy {
       never_entered = n - step.append;
       step.evict = std::max<int64_t>(0, held + step.append - window_);
     }
+    // A keep-mask chooses the pass's entries by position; of those, the
+    // oldest never_entered do not enter a window shorter than the update.
+    check_keep_mask(r.selected, d, r.n_past - position_, base_->variant());
     KvUpdatePlan plan = base_->plan_step(step);
     plan.dispatch = d;
     plan.n_past_before = position_;
     plan.n_past_after = r.n_past;
     plan.n_update = r.n_past - position_;
     plan.evicted_tokens += never_entered;
+    plan.selected = r.selected;
     return plan;
   }
 

@@ -64,6 +64,15 @@ void context_checks(const InstanceSpec& s, const DialogWorkloadSpec& d, config::
                     d.speculative->draft_tokens, d.speculative->draft_tokens + 1, variants.back()),
         fmt::format("1..{}", variants.back() - 1));
   }
+  if (d.speculative && !d.speculative->selected.empty() && !buffers.keeps_selected()) {
+    ctx.diagnostics.error(
+        at("workload.speculative.selected"), "workload.speculative.selected",
+        fmt::format("tree drafts keep their accepted path with dispatchUpdate's keep-mask, which "
+                    "'{}' does not have",
+                    s.policy().display_name()),
+        "a Genie update mode (shift_concat, pointer_shift, smart_mask, or a sliding_window "
+        "over one), or remove selected");
+  }
   const int64_t ctx_size = buffers.ctx_size();
   const bool windowed = buffers.window() > 0;
   const int64_t held_limit = windowed ? std::min(buffers.window(), ctx_size - variants.back())

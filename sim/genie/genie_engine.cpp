@@ -205,6 +205,7 @@ void GenieEngine::Impl::on_pass_done() {
   int64_t written = pending_.shape.useful_tokens;  // entries the pass wrote
   int64_t kept = written;                          // ... that stay in the cache
   int64_t emitted = 0;                             // tokens it gave the user
+  std::vector<bool> keep_mask;                     // tree drafts: the kept entries
   const bool prefill_done = t.next_prefill >= t.prefill.size();
   switch (pending_.kind) {
     case GeniePassKind::prefill:
@@ -217,12 +218,23 @@ void GenieEngine::Impl::on_pass_done() {
       const SpeculativeSpec& sp = *dialog_.speculative;
       Rng rng = Rng::keyed(s_.seed, kAcceptanceStream, static_cast<uint64_t>(t.request.turn),
                            static_cast<uint64_t>(t.verify_passes++));
-      r.accepted_drafts = accepted_drafts(pending_.shape.useful_tokens - 1, sp.acceptance_rate,
+      // Tree drafts (sp.selected): the target walks the marked path among
+      // the pass's entries; a chain's path is every entry.
+      std::vector<int64_t> path;
+      for (int64_t i = 0; i < written; ++i)
+        if (sp.selected.empty() ||
+            (i < static_cast<int64_t>(sp.selected.size()) && sp.selected[i] == 1))
+          path.push_back(i);
+      r.accepted_drafts = accepted_drafts(static_cast<int64_t>(path.size()) - 1, sp.acceptance_rate,
                                           [&rng] { return rng.uniform01(); });
       // The pass fed the last token and K drafts; it keeps the last token and
       // the accepted drafts, and emits those drafts plus its own next token.
       emitted = std::min(r.accepted_drafts + 1, t.reply_tokens - t.generated);
       kept = emitted;
+      if (!sp.selected.empty()) {
+        keep_mask.assign(static_cast<size_t>(written), false);
+        for (int64_t i = 0; i < kept; ++i) keep_mask[static_cast<size_t>(path[i])] = true;
+      }
       break;
     }
   }
@@ -243,7 +255,13 @@ void GenieEngine::Impl::on_pass_done() {
   }
   TimeNs cpu = 0;
   const std::string where = fmt::format("turn {} after pass {}", r.turn, r.pass);
-  if (kept < written) {
+  if (!keep_mask.empty()) {
+    // Tree drafts: one update keeps exactly the accepted path's entries
+    // (seed 002 dispatchUpdate's `selected`), nothing to rewind.
+    r.update = dispatch(position, next.variant, where, std::move(keep_mask));
+    cpu = update_time(r.update);
+    span_update(r.update, nullptr, cpu);
+  } else if (kept < written) {
     // Verify: all K + 1 entries are copied in, then the rejected ones are
     // rewound (dispatch UPDATE_OUTPUT, n_past below the current one).
     r.update = dispatch(before + written, policy_->variant(), where);
@@ -340,9 +358,9 @@ void GenieEngine::Impl::finish_dialog() {
 // ---------------------------------------------------------------------------
 // KV updates
 
-KvUpdatePlan GenieEngine::Impl::dispatch(int64_t n_past, int64_t variant,
-                                         const std::string& where) {
-  KvUpdatePlan plan = policy_->plan_update({n_past, variant});
+KvUpdatePlan GenieEngine::Impl::dispatch(int64_t n_past, int64_t variant, const std::string& where,
+                                         std::vector<bool> selected) {
+  KvUpdatePlan plan = policy_->plan_update({n_past, variant, std::move(selected)});
   policy_->apply_update(plan);
   for (auto& o : observers_) o->on_update(plan, *policy_, where);
   return plan;

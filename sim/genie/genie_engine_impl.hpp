@@ -96,7 +96,9 @@ class GenieEngine::Impl {
   void end_turn();
   void finish_dialog();
   TimeNs update_time(const KvUpdatePlan& plan) const;
-  KvUpdatePlan dispatch(int64_t n_past, int64_t variant, const std::string& where);
+  // `selected`: dispatchUpdate's keep-mask over the last pass's entries (empty: all).
+  KvUpdatePlan dispatch(int64_t n_past, int64_t variant, const std::string& where,
+                        std::vector<bool> selected = {});
   void co_runner_burst(size_t index, int64_t burst);
   void co_runner_release(size_t index, int64_t burst);
   void observe(TimeNs now, int64_t step_tokens, TimeNs step_latency, bool force_row = false);

@@ -44,7 +44,18 @@ void replay_update(const KvUpdatePlan& plan, kernels::GenieKvBuffer& b, const fl
   if (evict > 0) b.evict_oldest(evict);
   if (plan.rewound_tokens > 0) b.rewind(plan.rewound_tokens);
   if (plan.variant_after != b.variant()) b.switch_variant(plan.variant_after);
-  if (plan.appended_tokens > 0) {
+  if (plan.appended_tokens > 0 && !plan.selected.empty()) {
+    // The pass's whole output, of which the keep-mask chooses the entries;
+    // under a window shorter than the update the oldest chosen ones never
+    // enter.
+    std::vector<bool> enter = plan.selected;
+    for (size_t i = 0, skip = static_cast<size_t>(never_entered); i < enter.size() && skip > 0; ++i)
+      if (enter[i]) {
+        enter[i] = false;
+        --skip;
+      }
+    b.append_selected(new_k, new_v, enter);
+  } else if (plan.appended_tokens > 0) {
     const int64_t row = b.heads() * b.head_dim();
     b.append(new_k + never_entered * row, new_v + never_entered * row, plan.appended_tokens);
   }
@@ -116,13 +127,26 @@ void GenieNumericsChecker::apply(const KvUpdatePlan& plan, const std::string& wh
   if (plan.dispatch == KvDispatch::clear_cache) epoch_of_position_.clear();
   epoch_of_position_.resize(static_cast<size_t>(plan.n_past_after), epoch_);
   try {
-    // The pass's new entries: positions [n_past_before, n_past_after).
-    const int64_t n_new = std::max<int64_t>(0, plan.n_update);
+    // The pass's new entries: positions [n_past_before, n_past_after); under
+    // a keep-mask, the pass's whole output, the kept entries carrying those
+    // positions in order and the others content no position has (a kernel
+    // that kept a wrong entry then attends to it and fails the check).
+    const int64_t n_new = plan.selected.empty() ? std::max<int64_t>(0, plan.n_update)
+                                                : static_cast<int64_t>(plan.selected.size());
     std::vector<float> k(static_cast<size_t>(n_new * kvw)), v(k.size());
+    const SyntheticShape shape = synthetic_shape(p_);
     for (int64_t l = 0; l < p_.shape.layers; ++l) {
-      for (int64_t i = 0; i < n_new; ++i)
-        write_rows(plan.n_past_before + i, l, &k[static_cast<size_t>(i * kvw)],
-                   &v[static_cast<size_t>(i * kvw)]);
+      for (int64_t i = 0, kept = 0; i < n_new; ++i) {
+        float* kr = &k[static_cast<size_t>(i * kvw)];
+        float* vr = &v[static_cast<size_t>(i * kvw)];
+        if (plan.selected.empty() || plan.selected[static_cast<size_t>(i)]) {
+          write_rows(plan.n_past_before + kept++, l, kr, vr);
+        } else {
+          const int32_t dropped = synthetic_token(p_.seed, plan.n_past_before + i, ~epoch_);
+          synthetic_rows(shape, Tensor::key, dropped, plan.n_past_before + i, l, kr);
+          synthetic_rows(shape, Tensor::value, dropped, plan.n_past_before + i, l, vr);
+        }
+      }
       replay_update(plan, buffers_[static_cast<size_t>(l)], k.data(), v.data());
     }
   } catch (const std::length_error& e) {

@@ -55,6 +55,7 @@ class GenieModeSpec : public PolicySpec, public DeviceBufferContract {
   Bytes buffer_bytes(const ModelSpec& model, Bytes dtype_bytes) const override;
   std::string_view buffer_layout() const override { return name_; }
   std::optional<kernels::GenieUpdateMode> numerics_mode() const override { return mode_; }
+  bool keeps_selected() const override { return true; }
 
   // The mode's own policy for a shape (sliding_window wraps it).
   std::unique_ptr<GenieModePolicy> make_mode(const GenieCacheShape& shape) const {

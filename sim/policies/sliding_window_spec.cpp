@@ -100,6 +100,7 @@ class SlidingWindowSpec final : public PolicySpec,
   std::optional<kernels::GenieUpdateMode> numerics_mode() const override {
     return mode_->numerics_mode();
   }
+  bool keeps_selected() const override { return mode_->keeps_selected(); }
 
   // Over paged: its pool, without prefix caching and without groups by
   // attention type.

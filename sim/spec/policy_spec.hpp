@@ -139,6 +139,9 @@ class DeviceBufferContract {
   // The update mode whose buffers the numerics kernels drive (seed 002);
   // nullopt when the policy's numerics are not Genie's buffers.
   virtual std::optional<kernels::GenieUpdateMode> numerics_mode() const { return std::nullopt; }
+  // Whether an update can keep an arbitrary subset of a pass's entries
+  // (dispatchUpdate's `selected` keep-mask, seed 002), as tree drafts need.
+  virtual bool keeps_selected() const { return false; }
 };
 
 class PolicySpec {

@@ -725,6 +725,21 @@ const BadInput kCatalogue[] = {
     {"CalibrateUnknownArrival", "calibrate {aux} --out {out}", "aux.txt:2", "arrival", nullptr,
      "id,device,model,metric,value,unit,arrival\nr1,a100-sxm4 x1,Llama-2-7B,output_throughput,5,"
      "tokens/s,burst\n"},
+    {"CalibrateUnknownSpeculativeMethod", "calibrate {aux} --out {out}",
+     "aux.txt:2:", "speculative_method", nullptr,
+     "id,device,model,metric,value,unit,speculative_method,num_speculative_tokens,acceptance\n"
+     "r1,ascend-910b2,Qwen3-8B,decode_rate,5,tokens/s,medusa,2,0.5\n"},
+    {"CalibrateAcceptanceAboveOne", "calibrate {aux} --out {out}", "aux.txt:2:", "acceptance",
+     nullptr,
+     "id,device,model,metric,value,unit,speculative_method,num_speculative_tokens,acceptance\n"
+     "r1,ascend-910b2,Qwen3-8B,decode_rate,5,tokens/s,eagle3,2,1.5\n"},
+    {"CalibrateSpeculationWithoutK", "calibrate {aux} --out {out}",
+     "aux.txt:2:", "speculative_method", nullptr,
+     "id,device,model,metric,value,unit,speculative_method,acceptance\n"
+     "r1,ascend-910b2,Qwen3-8B,decode_rate,5,tokens/s,eagle3,0.5\n"},
+    {"CalibratePipelineZero", "calibrate {aux} --out {out}", "aux.txt:2:", "pipeline", nullptr,
+     "id,device,model,metric,value,unit,pipeline\n"
+     "r1,ascend-910b2,Qwen3-8B,decode_rate,5,tokens/s,0\n"},
     // ---- list and describe
     {"ListUnknownKind", "list nothing", "what", "nothing"},
     {"DescribeUnknown", "describe no-such-component", "describe", "no-such-component"},

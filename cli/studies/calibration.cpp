@@ -161,7 +161,8 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
       errors.add(1, 1, name, "the header has no such column",
                  "needed: " + all +
                      "; optional: weights,kv_dtype,context,batch,input_tokens,"
-                     "output_tokens,software,source,prefix_hit,arrival");
+                     "output_tokens,software,source,prefix_hit,arrival,pipeline,expert,data,"
+                     "speculative_method,num_speculative_tokens,acceptance");
     }
   }
   errors.throw_if_any();
@@ -243,6 +244,54 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
                    "closed, static_batch, all_at_once, or empty (closed)");
       else
         row.arrival = f->text;
+    }
+    count("pipeline", row.pipeline);
+    count("expert", row.expert);
+    count("data", row.data);
+    count("num_speculative_tokens", row.num_speculative_tokens);
+    if (const CsvField* f = cell("speculative_method"); f != nullptr && !f->text.empty()) {
+      // The methods the serving engine drafts with and the calibration runs
+      // (a draft_model row would need a second model column).
+      static const std::set<std::string> kMethods = {"mtp", "eagle", "eagle3", "ngram"};
+      if (!kMethods.count(f->text))
+        errors.add(line_no, f->col, "speculative_method",
+                   fmt::format("'{}' is not a speculative method", f->text),
+                   "mtp, eagle, eagle3, ngram, or empty (no speculation)");
+      else
+        row.speculative_method = f->text;
+    }
+    if (const CsvField* f = cell("acceptance"); f != nullptr && !f->text.empty()) {
+      size_t used = 0;
+      double v = -1;
+      try {
+        v = std::stod(f->text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != f->text.size() || !(v >= 0.0 && v <= 1.0))
+        errors.add(line_no, f->col, "acceptance",
+                   fmt::format("'{}' is not an acceptance rate", f->text),
+                   "a number in [0, 1], or empty");
+      else
+        row.acceptance = v;
+    }
+    {
+      // Speculation is all three columns or none: a method without its K or
+      // its acceptance cannot be run, and K or a rate alone means nothing.
+      // (Cells given, valid or not: a bad one has its own error.)
+      auto given_cell = [&](const char* name) {
+        const CsvField* f = cell(name);
+        return static_cast<int>(f != nullptr && !f->text.empty());
+      };
+      const int given = given_cell("speculative_method") + given_cell("num_speculative_tokens") +
+                        given_cell("acceptance");
+      if (given != 0 && given != 3) {
+        const CsvField* f = cell("speculative_method");
+        errors.add(line_no, f != nullptr ? f->col : end_col(), "speculative_method",
+                   "speculation needs speculative_method, num_speculative_tokens and acceptance "
+                   "together",
+                   "all three, or all empty");
+      }
     }
     row.file = path;
     if (const CsvField* f = cell("value")) {

@@ -3,8 +3,9 @@
 // rows of a CSV in the format of shared/data/calibration/published_measurements.csv
 //   id,device,model,weights,kv_dtype,context,batch,input_tokens,output_tokens,
 //   metric,value,unit,software,source
-// each predicted by running a scenario built from the row on the device
-// kind's predictor, then compared with the published value.
+// (and optional prefix_hit, arrival, pipeline, expert, data,
+// speculative_method, num_speculative_tokens, acceptance) each predicted by running a scenario
+// built from the row on the device kind's predictor, then compared with the published value.
 //
 // CONTRACT: cli/studies/calibration.cpp (reader, dispatch, report),
 // cli/studies/calibration_ascend.cpp, cli/studies/calibration_htp.cpp
@@ -36,6 +37,23 @@ struct MeasurementRow {
   // requests all queued at the start and served by continuous batching
   // (trtllm-bench throughput, vLLM's benchmark_throughput).
   std::string arrival;
+  // Optional columns of the deployment's layout beyond the device column's
+  // tensor parallelism: `pipeline` stages, `expert` parallel ranks of the
+  // MoE layers, `data` parallel attention replicas (vLLM's
+  // --pipeline-parallel-size, --enable-expert-parallel over data x tensor
+  // ranks, --data-parallel-size). Unset: 1, no expert parallelism, 1.
+  std::optional<int64_t> pipeline, expert, data;
+  // Optional columns of speculative decoding as the row ran it (vLLM's
+  // speculative_config): `speculative_method` (mtp, eagle, eagle3, ngram),
+  // `num_speculative_tokens`, and `acceptance`, the constant per-draft
+  // acceptance rate the source publishes or implies; all three or none.
+  std::string speculative_method;
+  std::optional<int64_t> num_speculative_tokens;
+  std::optional<double> acceptance;
+  bool speculative() const { return !speculative_method.empty(); }
+  // Any of the columns above set: a predictor that cannot run them must
+  // not handle the row (it would price another deployment).
+  bool has_layout_or_speculation() const { return pipeline || expert || data || speculative(); }
   std::string file;  // the CSV the row came from
   int64_t line = 0;  // 1-based line in the CSV, for messages
 };

@@ -123,17 +123,38 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
       memory_fraction = fmt::format(", memory_fraction: {:.4f}", std::min(f, 0.99));
     }
   }
+  // The row's layout: an instance is tensor x pipeline devices, its MoE
+  // layers' experts over `expert` ranks; `data` replicas of attention
+  // (vLLM's --data-parallel-size) are priced as that many instances, each
+  // the replica standing for all of its expert group (the engine has no
+  // data-parallel attention of its own), so the device column must hold
+  // data x tensor x pipeline devices.
+  const int64_t pp = row.pipeline.value_or(1);
+  if (row.data && device->count != *row.data * device->tp * pp)
+    throw std::runtime_error(
+        fmt::format("data {} x tensor {} x pipeline {} is {} devices, but the device column has {}",
+                    *row.data, device->tp, pp, *row.data * device->tp * pp, device->count));
+  std::string parallel = fmt::format("tensor: {}", device->tp);
+  if (row.pipeline) parallel += fmt::format(", pipeline: {}", *row.pipeline);
+  if (row.expert) parallel += fmt::format(", expert: {}", *row.expert);
+  // The row's speculative_config, with the acceptance it publishes.
+  const std::string speculative =
+      row.speculative() ? fmt::format(
+                              "speculative: {{method: {}, num_speculative_tokens: {}, "
+                              "acceptance: {{rate: {}}}}}\n",
+                              row.speculative_method, *row.num_speculative_tokens, *row.acceptance)
+                        : std::string();
   const std::string yaml = fmt::format(
       "name: calibrate-{id}\nseed: 42\ndevice: {device}\nmodel: {model}\n"
-      "parallel: {{tensor: {tp}}}\n"
+      "parallel: {{{parallel}}}\n{speculative}"
       "kv_cache: {{policy: paged, dtype: {kv}, block_size: 128{caching}{fraction}}}\n"
       "scheduler: {{max_num_seqs: {seqs}, max_batched_tokens: {tokens}}}\n"
       "workload:\n  kind: fixed\n  requests: {requests}\n"
       "  arrival: {{process: closed, concurrency: {batch}}}\n"
       "  input_tokens: {input}\n  output_tokens: {output}\n{prefix}",
       fmt::arg("id", row.id), fmt::arg("device", device->name), fmt::arg("model", model),
-      fmt::arg("tp", device->tp), fmt::arg("kv", kv_dtype),
-      fmt::arg("caching", row.prefix_hit ? ", prefix_caching: true" : ""),
+      fmt::arg("parallel", parallel), fmt::arg("speculative", speculative),
+      fmt::arg("kv", kv_dtype), fmt::arg("caching", row.prefix_hit ? ", prefix_caching: true" : ""),
       fmt::arg("fraction", memory_fraction), fmt::arg("seqs", seqs),
       fmt::arg("tokens", std::max<int64_t>(8192, seqs)), fmt::arg("requests", requests),
       fmt::arg("batch", batch), fmt::arg("input", *row.input_tokens),
@@ -175,23 +196,30 @@ Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& ru
     throw std::runtime_error(fmt::format("only {} of {} requests completed (rejected {})",
                                          m.requests.completed, run.requests, m.requests.rejected));
   Prediction p;
-  // Instances of tp devices each serve `batch` clients: a system's
-  // throughput is theirs times the instances (count / tp).
+  // Instances of tp x pp devices each serve `batch` clients: a system's
+  // throughput is theirs times the instances (count / (tp x pp)).
+  const int64_t per_instance = run.device.tp * run.spec.pp;
   const double instances =
-      static_cast<double>(std::max<int64_t>(1, run.device.count / run.device.tp));
+      static_cast<double>(std::max<int64_t>(1, run.device.count / per_instance));
   if (row.metric == "output_throughput") p.value = m.throughput.output_tokens_per_s * instances;
   if (row.metric == "output_throughput_per_device")
-    p.value = m.throughput.output_tokens_per_s / static_cast<double>(run.device.tp);
+    p.value = m.throughput.output_tokens_per_s / static_cast<double>(per_instance);
   if (row.metric == "request_throughput") p.value = m.throughput.requests_per_s;
   if (row.metric == "decode_rate")
     p.value = m.latency_ms.tpot.mean > 0 ? 1000.0 / m.latency_ms.tpot.mean : 0.0;
   if (row.metric.rfind("ttft", 0) == 0) p.value = m.latency_ms.ttft.mean;
+  std::string layout = fmt::format("tp={}", run.device.tp);
+  if (run.spec.pp > 1) layout += fmt::format(" pp={}", run.spec.pp);
+  if (row.expert) layout += fmt::format(" ep={}", *row.expert);
+  if (row.data) layout += fmt::format(" dp={}", *row.data);
+  if (row.speculative())
+    layout += fmt::format(", {} K={} acceptance {}", row.speculative_method,
+                          *row.num_speculative_tokens, *row.acceptance);
   p.scenario = fmt::format(
-      "{} x{} tp={}, {}, kv {}: closed loop of {} clients, {} requests of {} in / {} out "
+      "{} x{} {}, {}, kv {}: closed loop of {} clients, {} requests of {} in / {} out "
       "(TTFT p50 {:.0f} ms, TPOT p50 {:.1f} ms)",
-      run.device.name, run.device.count, run.device.tp, run.model, run.kv_dtype, run.batch,
-      run.requests, *row.input_tokens, *row.output_tokens, m.latency_ms.ttft.p50,
-      m.latency_ms.tpot.p50);
+      run.device.name, run.device.count, layout, run.model, run.kv_dtype, run.batch, run.requests,
+      *row.input_tokens, *row.output_tokens, m.latency_ms.ttft.p50, m.latency_ms.tpot.p50);
   return p;
 }
 
@@ -265,6 +293,7 @@ std::optional<RowPricer> prepare_ascend_row(const MeasurementRow& row,
   if (!run) return std::nullopt;
   const bool replayable =
       row.arrival == "all_at_once" && !row.prefix_hit && run->spec.pp == 1 &&
+      !row.speculative() &&  // the drafter's passes are priced beside the steps
       (row.metric == "output_throughput" || row.metric == "output_throughput_per_device");
   auto steps = std::make_shared<std::vector<StepWork>>();
   const Prediction first = run_ascend_row(row, *run, replayable ? steps.get() : nullptr);

@@ -97,6 +97,11 @@ std::optional<HtpRowScenario> htp_row_scenario(const MeasurementRow& row,
                                                const std::string& configs_dir,
                                                const DeviceSpec* device) {
   if (row.device.rfind("snapdragon-", 0) != 0) return std::nullopt;
+  // Layout and speculation columns are the serving engine's
+  // (calibration_ascend.cpp): a phone row with them is not run as another.
+  if (row.has_layout_or_speculation())
+    throw std::runtime_error(
+        "pipeline, expert, data and speculative columns are for serving-engine rows");
   const std::optional<RowShape> shape = shape_of(row);
   if (!shape) return std::nullopt;
   const std::string device_file = configs_dir + "/devices/" + row.device + ".yaml";

@@ -56,6 +56,11 @@ std::optional<StaticBatchRun> static_batch_run(const MeasurementRow& row,
                                                const DeviceSpec& device) {
   if (row.arrival != "static_batch") return std::nullopt;
   if (!static_metric(row.metric)) return std::nullopt;
+  // One batch priced step by step on one instance: the layout and
+  // speculation columns are the serving engine's (calibration_ascend.cpp).
+  if (row.has_layout_or_speculation())
+    throw std::runtime_error(
+        "pipeline, expert, data and speculative columns are not run for static_batch rows");
   const auto column = parse_device_column(row.device);
   if (!column)
     throw std::runtime_error(fmt::format("device '{}' is not NAME [xN] [(tp=T)]", row.device));

@@ -12,6 +12,7 @@
 #include "scenario_helpers.hpp"
 #include "sim/cache/llama_cells_pool.hpp"
 #include "sim/cache/llama_prompt_cache.hpp"
+#include "sim/scenario/run_scenario.hpp"
 #include "sim/serve/engine.hpp"
 #include "sim/serve/scheduler.hpp"
 #include "tests/support/metric_parts.hpp"
@@ -195,6 +196,36 @@ TEST(LlamaServer, UnifiedSlotsShareOneCacheStreamsSplitIt) {
   EXPECT_NO_THROW(streams.check_drained());
 }
 
+// Four requests running at once with the same 100-token system prompt:
+// llama-server gives each its own slot and computes the prefix in each
+// (update_slots reuses a prefix only within a slot; cells are shared
+// between sequences only by seq_cp, which it makes for the children of
+// one prompt's parallel completions, not modelled here). So the unified
+// cache holds the prefix four times, as the streams do.
+TEST(LlamaServer, RunningSlotsEachHoldTheirOwnCopyOfASharedPrefix) {
+  for (const bool unified : {true, false}) {
+    LlamaCellsPool pool(params(1024, 4, unified, 0));
+    const std::vector<int32_t> system = run_of(0, 100);
+    std::vector<SeqSlot> running;
+    for (int i = 0; i < 4; ++i) {
+      const std::vector<int32_t> prompt = cat(system, run_of(1000 * (i + 1), 50));
+      const TokenView v = view_of(prompt);
+      PrefixHit hit = pool.lookup_prefix(v);
+      EXPECT_EQ(hit.cached_tokens, 0);
+      const AdmitPlan plan = pool.plan_admit(std::move(hit), 150);
+      ASSERT_TRUE(plan.fits);
+      running.push_back(pool.apply_admit(plan));
+      pool.commit(running.back(), v, 150);
+    }
+    EXPECT_EQ(pool.used_cells(), 4 * 150) << unified;
+    for (int64_t s = 0; s < pool.streams(); ++s)
+      for (uint32_t c = 0; c < pool.cells(s).size(); ++c)
+        EXPECT_LE(__builtin_popcountll(pool.cells(s).cell(c).seqs), 1) << "a shared cell";
+    for (SeqSlot s : running) pool.release(s);
+    EXPECT_NO_THROW(pool.check_drained());
+  }
+}
+
 // llama-server with context shift off: a prompt of n_ctx tokens or more
 // is refused ("exceeds the available context size"); a reply stops where
 // the slot's context is full (process_token: n_ctx - prompt tokens).
@@ -246,6 +277,24 @@ TEST(LlamaServer, TheServingEngineRefusesAndTruncatesAtTheSlotsContext) {
   EXPECT_EQ(testing::cells_of(refused).requests_refused, 6);
   const RunMetrics shifted = run(200, "on");  // a shift the pool does not make
   EXPECT_EQ(shifted.requests.rejected, 6);
+}
+
+// A cluster of llama-servers: the router sends each instance its requests
+// like any other; every slot's kept cells count free at the end.
+TEST(LlamaServer, ARouterServesTwoLlamaServersLikeAnyInstance) {
+  const ScenarioSpec s = testing::scenario_from_text(
+      "name: two\nseed: 4\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+      "kv_cache: {policy: llama_cells, ctx_size: 8192, behaviour: current}\n"
+      "workload:\n  kind: chat\n  sessions: 12\n  arrival: {process: poisson, rate_per_s: 4}\n"
+      "  turns: {dist: constant, value: 3}\n  system_prompt_tokens: 128\n"
+      "  user_tokens: {dist: constant, value: 64}\n  output_tokens: {dist: constant, value: 16}\n"
+      "  think_time: {dist: constant, value: 1s}\n"
+      "cluster:\n  router: {policy: session_affinity}\n  groups: {a: {count: 2}}\n");
+  const ScenarioRunResult r = run_scenario(s, nullptr);  // pools conserved, or it throws
+  EXPECT_EQ(r.metrics.requests.completed, 36);
+  EXPECT_EQ(r.metrics.requests.rejected, 0);
+  // Each session's later turns find their slot's (or the host cache's) tokens.
+  EXPECT_GT(testing::pool_of(r.metrics).prefix_hit_rate, 0.5);
 }
 
 }  // namespace

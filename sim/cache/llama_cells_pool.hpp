@@ -27,7 +27,8 @@
 //                  idle slot's cells are purged when nothing else is free
 //                  (try_clear_idle_slots).
 //   release:       the slot goes idle and keeps its cells (its prompt and
-//                  reply), for the next request it is picked for; seed_2024
+//                  reply), for the next request it is picked for (counted
+//                  free, as a prefix cache's cached blocks); seed_2024
 //                  then defragments past defrag_thold (n >= 128 cells).
 //   attention:     every token attends over n cells, n = the largest
 //                  stream's cell_max padded (32, or 256 without v_trans or
@@ -105,7 +106,8 @@ class LlamaCellsPool final : public KvCachePolicy {
   int64_t streams() const { return static_cast<int64_t>(streams_.size()); }
   // The cells of stream `s` (a unified cache has one).
   const LlamaKvCells& cells(int64_t s = 0) const { return streams_.at(static_cast<size_t>(s)); }
-  int64_t used_cells() const;
+  int64_t used_cells() const;     // every slot's, idle ones' too
+  int64_t running_cells() const;  // the slots running a request
   const LlamaCellsCounters& counters() const { return counters_; }
   const LlamaServerCounters& server_counters() const { return server_; }
   const LlamaPromptCache* prompt_cache() const { return prompt_cache_.get(); }

@@ -65,8 +65,17 @@ int64_t LlamaCellsPool::used_cells() const {
   return n;
 }
 
+int64_t LlamaCellsPool::running_cells() const {
+  int64_t n = 0;
+  for (const Slot& sl : slots_)
+    if (sl.processing) n += static_cast<int64_t>(sl.cells.size());
+  return n;
+}
+
+// An idle slot's cells are kept for the next prompt but belong to no
+// request, as a prefix cache's free blocks: in use are the running slots'.
 int64_t LlamaCellsPool::free_blocks() const {
-  return static_cast<int64_t>(owner_.size()) - used_cells();
+  return static_cast<int64_t>(owner_.size()) - running_cells();
 }
 
 CacheAccounting LlamaCellsPool::accounting() const {
@@ -74,7 +83,7 @@ CacheAccounting LlamaCellsPool::accounting() const {
   a.num_blocks = static_cast<int64_t>(owner_.size());
   a.block_size = 1;
   a.block_bytes = p_.sizing.cell_bytes();
-  a.blocks_used = a.slots_reserved = a.tokens_held = used_cells();
+  a.blocks_used = a.slots_reserved = a.tokens_held = running_cells();
   a.bytes_moved = bytes_moved_ + server_.cache_saved_bytes + server_.cache_restored_bytes;
   a.swapped_bytes = server_.cache_saved_bytes + server_.cache_restored_bytes;
   a.prefix_query_tokens = queried_;

@@ -279,6 +279,21 @@ TEST(LlamaServer, TheServingEngineRefusesAndTruncatesAtTheSlotsContext) {
   EXPECT_EQ(shifted.requests.rejected, 6);
 }
 
+// Streams of ctx_size / n_parallel cells, rounded down (llama.cpp's
+// n_ctx_seq): 1000 cells in 3 slots are 3 streams of 333, 999 in all.
+TEST(LlamaServer, AStreamPerSlotRoundsTheCacheDownToWholeStreams) {
+  const ScenarioSpec s = testing::scenario_from_text(
+      "name: s3\nseed: 2\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+      "kv_cache: {policy: llama_cells, ctx_size: 1000, n_parallel: 3, kv_unified: false}\n"
+      "workload:\n  kind: synthetic\n  requests: 5\n  arrival: {process: poisson, rate_per_s: 9}\n"
+      "  input_tokens: {dist: constant, value: 200}\n  output_tokens: {dist: constant, value: "
+      "20}\n");
+  const RunMetrics m = ServingEngine(s, nullptr).run();
+  EXPECT_EQ(m.kv_cache.capacity_tokens, 999);
+  EXPECT_EQ(testing::cells_of(m).slot_context, 333);
+  EXPECT_EQ(m.requests.completed, 5);
+}
+
 // A cluster of llama-servers: the router sends each instance its requests
 // like any other; every slot's kept cells count free at the end.
 TEST(LlamaServer, ARouterServesTwoLlamaServersLikeAnyInstance) {

@@ -182,8 +182,11 @@ class LlamaCellsSpec final : public PolicySpec,
     sz.kv_bytes_per_token = cells.cell_bytes();
     sz.block_bytes = cells.cell_bytes();
     sz.instance_block_bytes = cells.cell_bytes();
-    sz.num_blocks = cells.kv_size;
-    sz.capacity_tokens = cells.kv_size;
+    // A stream per slot holds ctx_size / n_parallel cells (llama.cpp's
+    // n_ctx_seq, rounded down): the cache is that many times n_parallel.
+    const int64_t n_par = std::max<int64_t>(1, server_.n_parallel);
+    sz.num_blocks = server_.kv_unified ? cells.kv_size : cells.kv_size / n_par * n_par;
+    sz.capacity_tokens = sz.num_blocks;
     sz.host_blocks = 0;
     return sz;
   }

@@ -56,9 +56,12 @@ struct DeviceSpec {
   // Host DRAM of the CPU socket driving the device; optional in the file
   // (0: the device names none): host-side step work (ATB block tables).
   int64_t host_memory_bandwidth = 0;  // bytes/s
-  TimeNs kernel_launch = 0;           // per operator launch
-  TimeNs step_overhead = 0;           // per engine step (scheduling, host prep)
-  int64_t max_tensor_parallel = 1;    // devices one node can group (HCCS domain)
+  // Host DRAM of the server the device sits in (0: the device names none):
+  // what a host-side cache may hold at most (llama-server's --cache-ram).
+  Bytes host_memory_bytes = 0;
+  TimeNs kernel_launch = 0;         // per operator launch
+  TimeNs step_overhead = 0;         // per engine step (scheduling, host prep)
+  int64_t max_tensor_parallel = 1;  // devices one node can group (HCCS domain)
 
   // Fraction of peak an op class reaches, per resource: compute and memory.
   // memory_efficiency[gemm] is the weight-streaming efficiency and

@@ -100,6 +100,10 @@ config::ComponentInfo make_info() {
   info.params.push_back(optional_param(bandwidth_param(
       "host_memory_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
       "host DRAM bandwidth of one CPU socket serving the device, for host-side step work")));
+  // Optional: only a host-side cache's capacity check reads it.
+  info.params.push_back(optional_param(
+      bytes_param("host_memory", std::nullopt, 1, Bytes{1} << 50,
+                  "host DRAM of the server the device is in, for a host-side cache's size")));
   info.params.push_back(int_param("max_tensor_parallel", std::nullopt, 1, 1024, "devices",
                                   "devices one node can group for tensor parallelism"));
   for (auto& p : efficiency_params()) info.params.push_back(std::move(p));
@@ -138,7 +142,8 @@ class AcceleratorFamily final : public DeviceFamily {
          {std::pair{"host_link_latency", &DeviceSpec::host_link_latency},
           std::pair{"network_link_bandwidth", &DeviceSpec::network_link_bandwidth},
           std::pair{"network_link_latency", &DeviceSpec::network_link_latency},
-          std::pair{"host_memory_bandwidth", &DeviceSpec::host_memory_bandwidth}}) {
+          std::pair{"host_memory_bandwidth", &DeviceSpec::host_memory_bandwidth},
+          std::pair{"host_memory", &DeviceSpec::host_memory_bytes}}) {
       if (r.has(key))
         spec.*field = n.integer(declared(params, key));
       else

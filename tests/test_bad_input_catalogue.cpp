@@ -684,6 +684,24 @@ const BadInput kCatalogue[] = {
      "scheduler: {max_num_seqs: 4}\n"
      "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
      "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
+    // ---- llama-server's slots and host prompt cache (llama_cells under the serving engine)
+    {"LlamaServerNoSlots", "run {bad} --out {out}", "bad.yaml:5:", "kv_cache.n_parallel",
+     "name: ls\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: llama_cells, ctx_size: 4096, n_parallel: 0}\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
+    {"LlamaServerSlotsAboveTheCells", "run {bad} --out {out}",
+     "bad.yaml:5:", "kv_cache.n_parallel: 32 slots, but the cache has 16 cells",
+     "name: ls\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: llama_cells, ctx_size: 16, n_parallel: 32}\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: constant, value: 4}\n  output_tokens: {dist: constant, value: 2}\n"},
+    {"LlamaServerCacheRamAboveTheHost", "run {bad} --out {out}", "bad.yaml:5:",
+     "kv_cache.cache_ram: 2.00 TiB of host prompt cache, but the host of ascend-910b2 has 1.00 TiB",
+     "name: ls\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: llama_cells, ctx_size: 4096, cache_ram: 2TiB}\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
     // ---- GPU devices: formats and fabrics a part lacks, node sizes it does not allow
     {"Fp8WeightsOnAnA100",
      "run {base} --out {out} --set device=a100-sxm4 --set model=llama-3.1-8b-fp8", "--set model",

@@ -133,11 +133,12 @@ TEST(DeviceFiles, EveryShippedFileParsesAndEveryNumberHasALabelledSource) {
     }
     // Optional keys a file may give: the links a cluster moves KV over, the
     // pass-shape exponent, the fp8 / fp4 tensor-core rates of a GPU, and the
-    // host's memory bandwidth (ATB block tables).
+    // host's memory bandwidth (ATB block tables) and size (llama-server's
+    // host prompt cache).
     size_t optional_keys = 0;
-    for (const char* key :
-         {"host_link_latency", "network_link_bandwidth", "network_link_latency",
-          "matrix_tokens_exponent", "matrix_fp8", "matrix_fp4", "host_memory_bandwidth"})
+    for (const char* key : {"host_link_latency", "network_link_bandwidth", "network_link_latency",
+                            "matrix_tokens_exponent", "matrix_fp8", "matrix_fp4",
+                            "host_memory_bandwidth", "host_memory"})
       optional_keys += d.sources.count(key);
     EXPECT_EQ(d.sources.size(), expected_number_keys().size() + optional_keys);
     EXPECT_GT(d.memory_bytes, 0);

@@ -72,7 +72,7 @@ LlamaCellsPoolParams pool_params(LlamaBehaviour b, double defrag_thold) {
   p.sizing = llama_kv_sizing(m, 256, kernels::GgmlType::f16, kernels::GgmlType::f16);
   p.behaviour = b;
   p.defrag_thold = defrag_thold;
-  p.max_seqs = 4;
+  p.n_parallel = 4;
   return p;
 }
 

@@ -24,7 +24,7 @@ LlamaCellsPoolParams params(int64_t cells, double defrag_thold) {
   LlamaCellsPoolParams p;
   p.sizing = llama_kv_sizing(m, cells, kernels::GgmlType::f16, kernels::GgmlType::f16);
   p.defrag_thold = defrag_thold;
-  p.max_seqs = 4;
+  p.n_parallel = 4;
   return p;
 }
 

@@ -343,6 +343,15 @@ class KvCachePolicy {
   // False when attention_context() is the identity, so a caller may sum
   // contexts without asking for each one.
   virtual bool caps_attention_context() const { return false; }
+  // The output tokens a request of `prompt` + `output` tokens may generate
+  // under the policy's own context rule (llama-server: a prompt of a slot's
+  // context or more is refused, a reply stops where the context is full):
+  // `output` when it has none (the default), 0 when the request is refused.
+  // Called once per request as it arrives; the policy may count what it cut.
+  virtual int64_t context_limited_output(int64_t prompt, int64_t output) {
+    (void)prompt;
+    return output;
+  }
 
   // Device work the policy itself ran since the last call, besides the
   // batch's own tokens (seed 003: missed chunks prefilled alone at a virtual

@@ -39,6 +39,23 @@ void write_llama_cells_metrics(const RunMetrics& m, nlohmann::ordered_json& doc)
   o["host_read_bytes"] = c.host_read_bytes;
   o["requests_refused"] = c.requests_refused;
   o["replies_truncated"] = c.replies_truncated;
+  if (c.served) {
+    const LlamaServerCounters& s = c.server;
+    o["server"] = {{"n_parallel", c.n_parallel},
+                   {"kv_unified", c.kv_unified},
+                   {"slot_context", c.slot_context},
+                   {"slots_by_similarity", s.slots_by_similarity},
+                   {"slots_by_lru", s.slots_by_lru},
+                   {"prompt_reused_tokens", s.prompt_reused_tokens},
+                   {"idle_slots_purged", s.idle_slots_purged},
+                   {"cache_ram", c.cache_ram},
+                   {"cache_saves", s.cache_saves},
+                   {"cache_saved_bytes", s.cache_saved_bytes},
+                   {"cache_restores", s.cache_restores},
+                   {"cache_restored_tokens", s.cache_restored_tokens},
+                   {"cache_restored_bytes", s.cache_restored_bytes},
+                   {"cache_entries", c.prompt_cache_entries}};
+  }
   MetricsObject(doc).after("kv_cache").put("llama_cells", std::move(o));
 }
 

@@ -12,6 +12,15 @@
 
 namespace kvsim {
 
+// What the slots did (metrics.json llama_cells.server).
+struct LlamaServerCounters {
+  int64_t slots_by_similarity = 0, slots_by_lru = 0;
+  int64_t prompt_reused_tokens = 0;  // kept in a slot (cache_prompt)
+  int64_t cache_saves = 0, cache_restores = 0, cache_restored_tokens = 0;
+  Bytes cache_saved_bytes = 0, cache_restored_bytes = 0;
+  int64_t idle_slots_purged = 0;
+};
+
 struct LlamaCellsMetrics {
   std::string behaviour = "seed_2024";  // LlamaBehaviour's name
   bool context_shift = true;
@@ -26,6 +35,12 @@ struct LlamaCellsMetrics {
   int64_t slots_contiguous = 0, slots_scattered = 0, max_n = 0;
   Bytes host_read_bytes = 0;
   int64_t requests_refused = 0, replies_truncated = 0;  // context shift off
+  // Under the serving engine (llama-server's slots): written only then.
+  bool served = false;
+  int64_t n_parallel = 0, slot_context = 0, prompt_cache_entries = 0;
+  bool kv_unified = true;
+  Bytes cache_ram = 0;
+  LlamaServerCounters server;
 
   // The sizing figures, as llama_kv_cache_unified sizes its tensors.
   void set_sizing(const LlamaKvSizing& z) {

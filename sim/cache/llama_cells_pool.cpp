@@ -1,3 +1,8 @@
+// llama-server's slots on llama.cpp's cells (see llama_cells_pool.hpp). The
+// slot choice, the host prompt cache's save and restore, and the kept
+// prefix follow tools/server/server-context.cpp (ggml-org/llama.cpp
+// fb402660): get_available_slot, prompt_save / prompt_load, and
+// update_slots' cache_prompt branch.
 #include "sim/cache/llama_cells_pool.hpp"
 
 #include <fmt/format.h>
@@ -11,194 +16,245 @@
 
 namespace kvsim {
 
-LlamaCellsPool::LlamaCellsPool(const LlamaCellsPoolParams& params)
-    : p_(params),
-      cells_(static_cast<uint32_t>(params.sizing.kv_size)),
-      seqs_(static_cast<size_t>(params.max_seqs)),
-      owner_(static_cast<size_t>(params.sizing.kv_size), kNoSeq),
-      owner_index_(static_cast<size_t>(params.sizing.kv_size), -1) {
-  if (p_.max_seqs < 1 || p_.max_seqs > kLlamaMaxSeqs)
-    throw std::invalid_argument(fmt::format(
-        "llama_cells: {} sequences, llama.cpp's cells take 1..{}", p_.max_seqs, kLlamaMaxSeqs));
-  // Lowest id first, as llama-server numbers its slots.
-  for (SeqSlot s = static_cast<SeqSlot>(p_.max_seqs) - 1; s >= 0; --s) free_ids_.push_back(s);
+LlamaCellsPool::LlamaCellsPool(const LlamaCellsPoolParams& params) : p_(params) {
+  if (p_.n_parallel < 1 || p_.n_parallel > kLlamaMaxSeqs)
+    throw std::invalid_argument(fmt::format("llama_cells: {} slots, llama.cpp's cells take 1..{}",
+                                            p_.n_parallel, kLlamaMaxSeqs));
+  const int64_t kv = p_.sizing.kv_size;
+  const int64_t n_streams = p_.kv_unified ? 1 : p_.n_parallel;
+  stream_size_ = kv / n_streams;
+  if (stream_size_ < 1)
+    throw std::invalid_argument(
+        fmt::format("llama_cells: {} slots in {} cells leave a slot no cell", p_.n_parallel, kv));
+  for (int64_t s = 0; s < n_streams; ++s)
+    streams_.emplace_back(static_cast<uint32_t>(stream_size_));
+  slots_.resize(static_cast<size_t>(p_.n_parallel));
+  owner_.assign(static_cast<size_t>(stream_size_ * n_streams), kNoSeq);
+  owner_index_.assign(owner_.size(), -1);
+  // llama-server passes n_ctx, the whole context, as the token limit.
+  if (p_.cache_ram > 0)
+    prompt_cache_ = std::make_unique<LlamaPromptCache>(p_.cache_ram, kv, p_.sizing.cell_bytes());
+}
+
+std::vector<int32_t> LlamaCellsPool::ids_of(const TokenView& tokens) {
+  std::vector<int32_t> ids(static_cast<size_t>(tokens.size()));
+  if (!ids.empty()) tokens.copy(0, tokens.size(), ids.data());
+  return ids;
+}
+
+LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt) const {
+  Choice c;
+  bool update_cache = false;
+  // The idle slot whose cached tokens are most similar (LCP over the
+  // prompt's length) past the threshold; the first of equals.
+  if (p_.slot_prompt_similarity != 0 && !prompt.empty()) {
+    double best = 0;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      const Slot& sl = slots_[s];
+      if (sl.processing || sl.tokens.empty()) continue;
+      const double sim = double(llama_common_prefix(sl.tokens, prompt)) / double(prompt.size());
+      if (sim > best && sim > p_.slot_prompt_similarity) {
+        best = sim;
+        c.slot = static_cast<SeqSlot>(s);
+      }
+    }
+    if (c.slot != kNoSeq) {
+      c.by_similarity = true;
+      const Slot& sl = slots_[static_cast<size_t>(c.slot)];
+      // About to lose most of its context: saved first.
+      const double keep = best * double(prompt.size()) / double(sl.tokens.size());
+      update_cache = keep < 0.5;
+    }
+  }
+  // Else the least recently used (the last of equals: `<=`).
+  if (c.slot == kNoSeq) {
+    int64_t t_last = -1;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].processing) continue;
+      if (c.slot == kNoSeq || slots_[s].last_used <= t_last) {
+        t_last = slots_[s].last_used;
+        c.slot = static_cast<SeqSlot>(s);
+      }
+    }
+    update_cache = true;
+  }
+  if (c.slot == kNoSeq) return c;
+  const Slot& sl = slots_[static_cast<size_t>(c.slot)];
+  const std::vector<int32_t>* kept = &sl.tokens;
+  if (update_cache && prompt_cache_ && !sl.tokens.empty() && !prompt.empty()) {
+    c.save = true;
+    // The entry the slot saves never beats the slot itself, nor does one it
+    // holds whole (the save drops those): best() is the same before the save.
+    if (const auto idx = prompt_cache_->best(sl.tokens, prompt)) {
+      const std::vector<int32_t>& entry = prompt_cache_->entry(*idx);
+      c.restore_tokens = static_cast<int64_t>(entry.size());
+      // llama_state_seq_set_data clears the slot and needs the entry's cells
+      // in its stream; failing, the server clears the slot.
+      const int64_t room =
+          static_cast<int64_t>(streams_[static_cast<size_t>(stream_of(c.slot))].size() -
+                               streams_[static_cast<size_t>(stream_of(c.slot))].used()) +
+          static_cast<int64_t>(sl.cells.size());
+      if (c.restore_tokens <= room) {
+        c.restore = static_cast<int64_t>(*idx);
+        kept = &entry;
+      } else {
+        c.restore_fails = true;
+      }
+    }
+  }
+  if (p_.cache_prompt && !c.restore_fails) {
+    c.n_past = llama_common_prefix(*kept, prompt);
+    // At least one token is computed, for its logits.
+    if (c.n_past == static_cast<int64_t>(prompt.size()) && c.n_past > 0) --c.n_past;
+  }
+  return c;
 }
 
 PrefixHit LlamaCellsPool::lookup_prefix(const TokenView& tokens, std::vector<BlockHash>&) const {
-  // No reuse across sequences: the lookup counts for the hit rate's
-  // denominator only, as paged does with prefix caching off.
   PrefixHit hit;
-  hit.tokens_queried = tokens.prompt_len;
+  hit.tokens_queried = tokens.size();
+  hit.content = tokens;
+  hit.cached_tokens = choose(ids_of(tokens)).n_past;
   return hit;
 }
 
+int64_t LlamaCellsPool::purgeable(SeqSlot except) const {
+  if (!kv_unified()) return 0;
+  int64_t n = 0;
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (static_cast<SeqSlot>(s) != except && !slots_[s].processing)
+      n += static_cast<int64_t>(slots_[s].cells.size());
+  return n;
+}
+
 AdmitPlan LlamaCellsPool::plan_admit(PrefixHit hit, int64_t new_tokens) const {
+  const Choice c = choose(ids_of(hit.content));
   AdmitPlan plan;
   plan.hit = std::move(hit);
   plan.tokens = new_tokens;
   plan.new_blocks = new_tokens;
-  plan.fits = !free_ids_.empty() && new_tokens <= free_blocks();
+  if (c.slot == kNoSeq) return plan;
+  const LlamaKvCells& st = streams_[static_cast<size_t>(stream_of(c.slot))];
+  const int64_t own = static_cast<int64_t>(slots_[static_cast<size_t>(c.slot)].cells.size());
+  // Free once the slot keeps its n_past (a restore is trimmed to it too).
+  const int64_t left = static_cast<int64_t>(st.size() - st.used()) + own - c.n_past;
+  plan.fits = left + purgeable(c.slot) >= new_tokens;
   return plan;
 }
 
-void LlamaCellsPool::place(SeqSlot seq, const LlamaSlotPlan& slot) {
-  Seq& s = seqs_[static_cast<size_t>(seq)];
-  const int64_t first = static_cast<int64_t>(s.cells.size());
+void LlamaCellsPool::trim(SeqSlot s, int64_t from) {
+  Slot& sl = slots_[static_cast<size_t>(s)];
+  if (from >= static_cast<int64_t>(sl.cells.size())) return;
+  streams_[static_cast<size_t>(stream_of(s))].seq_rm(s, from, -1);
+  for (size_t i = static_cast<size_t>(from); i < sl.cells.size(); ++i) {
+    owner_[static_cast<size_t>(sl.cells[i])] = kNoSeq;
+    owner_index_[static_cast<size_t>(sl.cells[i])] = -1;
+  }
+  sl.cells.resize(static_cast<size_t>(from));
+}
+
+void LlamaCellsPool::place(SeqSlot s, int64_t n) {
+  if (n <= 0) return;
+  Slot& sl = slots_[static_cast<size_t>(s)];
+  const int64_t st = stream_of(s);
+  LlamaKvCells& cells = streams_[static_cast<size_t>(st)];
+  const LlamaSlotPlan slot = cells.find_slot(n, seed_2024());
+  if (!slot.fits) throw std::logic_error("llama_cells: placed past the free cells");
   std::vector<int64_t> pos(slot.cells.size());
-  std::iota(pos.begin(), pos.end(), first);
-  cells_.apply_slot(slot, pos, uint64_t{1} << seq);
+  std::iota(pos.begin(), pos.end(), static_cast<int64_t>(sl.cells.size()));
+  cells.apply_slot(slot, pos, uint64_t{1} << s);
   for (uint32_t c : slot.cells) {
-    owner_[c] = seq;
-    owner_index_[c] = static_cast<int32_t>(s.cells.size());
-    s.cells.push_back(static_cast<BlockId>(c));
+    const auto global = static_cast<size_t>(st * stream_size_ + c);
+    owner_[global] = s;
+    owner_index_[global] = static_cast<int32_t>(sl.cells.size());
+    sl.cells.push_back(static_cast<BlockId>(global));
   }
   ++(slot.contiguous ? counters_.slots_contiguous : counters_.slots_scattered);
 }
 
-SeqSlot LlamaCellsPool::apply_admit(const AdmitPlan& plan) {
-  if (!plan.fits || free_ids_.empty())
-    throw std::logic_error("llama_cells: apply_admit with a plan that does not fit");
-  const SeqSlot seq = free_ids_.back();
-  free_ids_.pop_back();
-  queried_ += plan.hit.tokens_queried;
-  seqs_[static_cast<size_t>(seq)].live = true;
-  if (plan.tokens > 0) {
-    const LlamaSlotPlan slot = cells_.find_slot(plan.tokens, seed_2024());
-    if (!slot.fits) throw std::logic_error("llama_cells: admitted past the free cells");
-    place(seq, slot);
+void LlamaCellsPool::purge_until(int64_t need, SeqSlot except) {
+  // try_clear_idle_slots: one idle slot at a time, in slot order.
+  LlamaKvCells& cells = streams_[0];
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (static_cast<int64_t>(cells.size() - cells.used()) >= need) return;
+    Slot& sl = slots_[s];
+    if (static_cast<SeqSlot>(s) == except || sl.processing || sl.cells.empty()) continue;
+    trim(static_cast<SeqSlot>(s), 0);
+    sl.tokens.clear();
+    ++server_.idle_slots_purged;
   }
-  return seq;
+}
+
+SeqSlot LlamaCellsPool::apply_admit(const AdmitPlan& plan) {
+  if (!plan.fits) throw std::logic_error("llama_cells: apply_admit with a plan that does not fit");
+  const std::vector<int32_t> prompt = ids_of(plan.hit.content);
+  const Choice c = choose(prompt);
+  if (c.slot == kNoSeq || c.n_past != plan.hit.cached_tokens)
+    throw std::logic_error("llama_cells: the admission was planned against another state");
+  Slot& sl = slots_[static_cast<size_t>(c.slot)];
+  ++(c.by_similarity ? server_.slots_by_similarity : server_.slots_by_lru);
+  const Bytes cell = p_.sizing.cell_bytes();
+  if (c.save && prompt_cache_->save(sl.tokens)) {
+    ++server_.cache_saves;
+    server_.cache_saved_bytes += static_cast<Bytes>(sl.tokens.size()) * cell;
+    pending_out_ += static_cast<Bytes>(sl.tokens.size()) * cell;
+  }
+  if (c.restore_fails) {
+    trim(c.slot, 0);
+    sl.tokens.clear();
+  } else if (c.restore >= 0) {
+    const auto idx = prompt_cache_->best(sl.tokens, prompt);
+    if (!idx) throw std::logic_error("llama_cells: the prompt cache entry went");
+    sl.tokens = prompt_cache_->take(*idx);
+    trim(c.slot, 0);
+    place(c.slot, static_cast<int64_t>(sl.tokens.size()));
+    ++server_.cache_restores;
+    server_.cache_restored_tokens += static_cast<int64_t>(sl.tokens.size());
+    server_.cache_restored_bytes += static_cast<Bytes>(sl.tokens.size()) * cell;
+    pending_in_ += static_cast<Bytes>(sl.tokens.size()) * cell;
+  }
+  if (c.save) prompt_cache_->update();
+  trim(c.slot, c.n_past);
+  sl.tokens.resize(
+      static_cast<size_t>(std::min<int64_t>(c.n_past, static_cast<int64_t>(sl.tokens.size()))));
+  server_.prompt_reused_tokens += c.n_past;
+  if (kv_unified()) purge_until(plan.tokens, c.slot);
+  place(c.slot, plan.tokens);
+  sl.processing = true;
+  (plan.hit.readmission ? recompute_queried_ : queried_) += plan.hit.tokens_queried;
+  (plan.hit.readmission ? recompute_hits_ : hit_tokens_) += c.n_past;
+  return c.slot;
 }
 
 GrowPlan LlamaCellsPool::plan_grow(SeqSlot seq, int64_t new_tokens) const {
-  (void)seq;
-  return {new_tokens <= free_blocks(), new_tokens};
+  const LlamaKvCells& st = streams_[static_cast<size_t>(stream_of(seq))];
+  const int64_t free = static_cast<int64_t>(st.size() - st.used()) + purgeable(seq);
+  return {new_tokens <= free, new_tokens};
 }
 
 void LlamaCellsPool::apply_grow(SeqSlot seq, const GrowPlan& plan, int64_t new_tokens) {
   if (!plan.fits) throw std::logic_error("llama_cells: apply_grow with a plan that does not fit");
   if (new_tokens <= 0) return;
-  const LlamaSlotPlan slot = cells_.find_slot(new_tokens, seed_2024());
-  if (!slot.fits) throw std::logic_error("llama_cells: grew past the free cells");
-  place(seq, slot);
+  if (kv_unified()) purge_until(new_tokens, seq);
+  place(seq, new_tokens);
 }
 
-void LlamaCellsPool::commit(SeqSlot, const TokenView&, int64_t) {}
+void LlamaCellsPool::commit(SeqSlot seq, const TokenView& tokens, int64_t computed_tokens) {
+  // The slot's cached tokens (slot.prompt.tokens): what its cells hold.
+  Slot& sl = slots_.at(static_cast<size_t>(seq));
+  const int64_t upto = std::min<int64_t>(computed_tokens, static_cast<int64_t>(sl.cells.size()));
+  for (auto i = static_cast<int64_t>(sl.tokens.size()); i < upto; ++i)
+    sl.tokens.push_back(tokens.at(i));
+}
 
 void LlamaCellsPool::release(SeqSlot seq) {
-  Seq& s = seqs_.at(static_cast<size_t>(seq));
-  if (!s.live) throw std::logic_error("llama_cells: release of a sequence it does not hold");
-  cells_.seq_rm(seq, -1, -1);
-  for (BlockId c : s.cells) {
-    owner_[static_cast<size_t>(c)] = kNoSeq;
-    owner_index_[static_cast<size_t>(c)] = -1;
-  }
-  s = Seq{};
-  free_ids_.push_back(seq);
-  maybe_defragment();
-}
-
-void LlamaCellsPool::maybe_defragment() {
-  // llama_decode: defragment once 1 - used / n passes the threshold.
-  if (!seed_2024() || p_.defrag_thold < 0 || cells_.used() == 0) return;
-  if (cells_.fragmentation(cells_.padded_n(pad())) <= p_.defrag_thold) return;
-  const LlamaDefragPlan plan = cells_.plan_defrag();
-  if (plan.moves.empty()) return;
-  cells_.apply_defrag(plan);
-  for (const LlamaCellMove& m : plan.moves) {
-    const SeqSlot seq = owner_[m.src];
-    const int32_t index = owner_index_[m.src];
-    seqs_[static_cast<size_t>(seq)].cells[static_cast<size_t>(index)] = static_cast<BlockId>(m.dst);
-    owner_[m.dst] = seq;
-    owner_index_[m.dst] = index;
-    owner_[m.src] = kNoSeq;
-    owner_index_[m.src] = -1;
-  }
-  // Each move copies the cell's K and V rows of every layer.
-  const Bytes bytes = static_cast<Bytes>(plan.moves.size()) * p_.sizing.cell_bytes();
-  ++counters_.defrags;
-  counters_.defrag_moves += static_cast<int64_t>(plan.moves.size());
-  counters_.defrag_bytes += bytes;
-  bytes_moved_ += bytes;
-  pending_copy_ += bytes;
-}
-
-SwapPlan LlamaCellsPool::plan_swap_out(SeqSlot) const {
-  return {};  // llama.cpp keeps no host copy of a sequence: recompute
-}
-HostSlot LlamaCellsPool::apply_swap_out(SeqSlot, const SwapPlan&) {
-  throw std::logic_error("llama_cells: no swap (preemption recomputes)");
-}
-SwapPlan LlamaCellsPool::plan_swap_in(HostSlot) const {
-  return {};
-}
-SeqSlot LlamaCellsPool::apply_swap_in(HostSlot, const SwapPlan&) {
-  throw std::logic_error("llama_cells: no swap (preemption recomputes)");
-}
-
-const std::vector<BlockId>& LlamaCellsPool::block_table(SeqSlot seq) const {
-  return seqs_.at(static_cast<size_t>(seq)).cells;
-}
-
-int64_t LlamaCellsPool::free_blocks() const {
-  return static_cast<int64_t>(cells_.size()) - static_cast<int64_t>(cells_.used());
-}
-
-CacheAccounting LlamaCellsPool::accounting() const {
-  CacheAccounting a;
-  a.num_blocks = cells_.size();
-  a.block_size = 1;
-  a.block_bytes = p_.sizing.cell_bytes();
-  a.blocks_used = cells_.used();
-  a.slots_reserved = cells_.used();
-  a.tokens_held = cells_.used();
-  a.bytes_moved = bytes_moved_;
-  a.prefix_query_tokens = queried_;
-  return a;
-}
-
-void LlamaCellsPool::check_drained() const {
-  if (cells_.used() != 0 || free_ids_.size() != seqs_.size())
-    throw std::logic_error(
-        fmt::format("llama_cells: the run ended with {} cells used and {} sequences held",
-                    cells_.used(), seqs_.size() - free_ids_.size()));
-  for (size_t c = 0; c < owner_.size(); ++c)
-    if (owner_[c] != kNoSeq || !cells_.cell(static_cast<uint32_t>(c)).empty())
-      throw std::logic_error(fmt::format("llama_cells: cell {} still held after the run", c));
-}
-
-int64_t LlamaCellsPool::attention_context(int64_t) const {
-  // The unified view: n = cell_max padded, whatever the sequence's context,
-  // at the bytes of the cells' ggml types, in tokens of the scenario's
-  // column (KvCachePolicy's unit).
-  const int64_t n = cells_.padded_n(pad());
-  max_n_ = std::max(max_n_, n);
-  const Bytes column = p_.column_bytes > 0 ? p_.column_bytes : p_.sizing.cell_bytes();
-  return (n * p_.sizing.cell_bytes() + column - 1) / column;
-}
-
-void LlamaCellsPool::report(RunMetrics& m) const {
-  LlamaCellsMetrics& o = m.part<LlamaCellsMetrics>();
-  const LlamaKvSizing& z = p_.sizing;
-  o.type_k = std::string(kernels::ggml_type_traits(z.type_k).name);
-  o.type_v = std::string(kernels::ggml_type_traits(z.type_v).name);
-  o.v_trans = p_.v_trans;
-  o.behaviour = std::string(llama_behaviour_name(p_.behaviour));
-  o.context_shift = false;  // the serving engine never shifts a context
-  o.set_sizing(z);
-  o.defrags = counters_.defrags;
-  o.defrag_moves = counters_.defrag_moves;
-  o.defrag_bytes = counters_.defrag_bytes;
-  o.slots_contiguous = counters_.slots_contiguous;
-  o.slots_scattered = counters_.slots_scattered;
-  o.max_n = max_n_;
-}
-
-bool LlamaCellsPool::take_pending_work(StepWork& pass) {
-  if (pending_copy_ == 0) return false;
-  pass.kv_copy_bytes += pending_copy_;
-  pending_copy_ = 0;
-  return true;
+  Slot& sl = slots_.at(static_cast<size_t>(seq));
+  if (!sl.processing) throw std::logic_error("llama_cells: release of a slot it does not run");
+  sl.processing = false;
+  sl.last_used = ++clock_;
+  // The slot keeps what it computed; cells planned past that go back.
+  trim(seq, static_cast<int64_t>(sl.tokens.size()));
+  maybe_defragment(stream_of(seq));
 }
 
 }  // namespace kvsim

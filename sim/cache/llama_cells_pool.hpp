@@ -1,45 +1,74 @@
 #pragma once
-// llama_cells under the serving engine: llama.cpp's unified KV cache
-// (seed 004) shared by many sequences at once, as llama-server runs its
-// parallel slots on one cache. Each sequence is a llama.cpp sequence id; a
-// cell holds one token of one sequence, so to the serving engine the cache
-// is a pool of one-token blocks whose block table is the sequence's cells
-// in position order (scattered wherever find_slot put them).
+// llama_cells under the serving engine: llama-server's parallel slots on
+// llama.cpp's cell cache (seed 004; the server as ggml-org/llama.cpp
+// tools/server/server-context.cpp fb402660 runs it). Each slot is a
+// llama.cpp sequence id; a cell holds one token, so to the serving engine
+// the cache is a pool of one-token blocks whose block table is the slot's
+// cells in position order (scattered wherever find_slot put them).
 //
-//   admit / grow:  find_slot(n) (seed_2024: a contiguous run from head, else
-//                  any free cells in ring order; current: the free cells in
-//                  ring order, scattered) and apply_slot at the next positions.
-//   release:       seq_rm of the sequence; then, as llama_decode does before
-//                  the next batch, a defragmentation when 1 - used / n
-//                  exceeds defrag_thold (n >= 128 cells; below 0 never;
-//                  seed_2024 only, current llama.cpp no longer defragments):
-//                  cells move into the holes, K and V of every layer, priced
-//                  as a device copy before the next step.
-//   attention:     every token of a batch attends over the unified view
-//                  [0, n), n = cell_max padded to 32 cells (256 without
-//                  v_trans), the other sequences' cells masked: what the
-//                  step reads grows with the whole cache, not with the
-//                  sequence's own context.
-// No prefix reuse (llama-server's prompt cache is per slot) and no swap:
-// a preempted sequence is recomputed.
+//   kv_unified:    one stream of kv_size cells shared by every slot, each
+//                  slot's context up to kv_size (llama-server's default
+//                  since it sets n_parallel = 4 and kv_unified = true,
+//                  tools/server/server.cpp aa6192d3); else one stream per
+//                  slot of kv_size / n_parallel cells (llama_kv_cache's
+//                  n_stream = n_seq_max), a slot's context that many.
+//   admit:         the slot get_available_slot picks: the idle one whose
+//                  cached tokens share the longest prefix with the prompt
+//                  (LCP / prompt > slot_prompt_similarity), else the least
+//                  recently used. Handing over a slot by LRU, or one that
+//                  keeps under half its tokens, first saves its tokens in
+//                  the host prompt cache and restores the best entry there
+//                  (sim/cache/llama_prompt_cache.hpp), both over the host
+//                  link. With cache_prompt the slot's tokens up to the
+//                  longest common prefix stay (never the whole prompt: its
+//                  last token is computed); the rest is seq_rm'd.
+//   grow:          find_slot in the slot's stream (seed_2024: a contiguous
+//                  run first; current: scattered); in the unified cache an
+//                  idle slot's cells are purged when nothing else is free
+//                  (try_clear_idle_slots).
+//   release:       the slot goes idle and keeps its cells (its prompt and
+//                  reply), for the next request it is picked for (counted
+//                  free, as a prefix cache's cached blocks); seed_2024
+//                  then defragments past defrag_thold (n >= 128 cells).
+//   attention:     every token attends over n cells, n = the largest
+//                  stream's cell_max padded (32, or 256 without v_trans or
+//                  under current), the other sequences' cells masked.
+//   context:       a prompt of n_ctx (the slot's context) tokens or more is
+//                  refused; with context shift off a reply stops where the
+//                  slot's context is full (process_token: truncated). The
+//                  pool shifts no context: with context shift on a request
+//                  that would need a shift is refused.
+// No swap: a preempted sequence is recomputed (llama-server never preempts;
+// its slot keeps the cells it had, so the recompute mostly reuses them).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/cache/kv_cache_policy.hpp"
+#include "sim/cache/llama_cells_metrics.hpp"
 #include "sim/cache/llama_cells_policy.hpp"
 #include "sim/cache/llama_kv_cells.hpp"
 #include "sim/cache/llama_kv_sizing.hpp"
+#include "sim/cache/llama_prompt_cache.hpp"
 
 namespace kvsim {
 
 struct LlamaCellsPoolParams {
-  LlamaKvSizing sizing;  // kv_size cells, ggml types
+  LlamaKvSizing sizing;  // kv_size cells (every stream together), ggml types
   // seed_2024: contiguous runs first, defragmentation; current: scattered
   // cells, never defragmented, n padded to 256 (sim/cache/llama_kv_cells.hpp).
   LlamaBehaviour behaviour = LlamaBehaviour::seed_2024;
   double defrag_thold = 0.1;  // < 0: never defragment
   bool v_trans = true;        // attention span padded to 32 cells (256 without)
-  int64_t max_seqs = kLlamaMaxSeqs;
+  bool context_shift = false;
+  int64_t n_parallel = 4;  // slots (llama-server -np)
+  bool kv_unified = true;  // one stream for every slot (-kvu)
+  bool cache_prompt = true;
+  double slot_prompt_similarity = 0.1;  // 0: slots by LRU only
+  Bytes cache_ram = 0;                  // host prompt cache bytes; 0: none
+  // The host prompt cache's copies cross the host link (an accelerator);
+  // false on a CPU, whose cells are in host memory: a copy in place.
+  bool cache_over_host_link = true;
   // One token's K and V over every layer at the scenario's kv_cache.dtype:
   // the unit attention_context() counts in (0: a cell's own bytes).
   Bytes column_bytes = 0;
@@ -68,34 +97,73 @@ class LlamaCellsPool final : public KvCachePolicy {
   void check_drained() const override;
   int64_t attention_context(int64_t context_tokens) const override;
   bool caps_attention_context() const override { return true; }
+  int64_t context_limited_output(int64_t prompt, int64_t output) override;
   bool take_pending_work(StepWork& pass) override;
   void report(RunMetrics& metrics) const override;
 
-  const LlamaKvCells& cells() const { return cells_; }
+  // One slot's context (llama_n_ctx_seq): kv_size unified, else a stream.
+  int64_t slot_context() const { return stream_size_; }
+  int64_t streams() const { return static_cast<int64_t>(streams_.size()); }
+  // The cells of stream `s` (a unified cache has one).
+  const LlamaKvCells& cells(int64_t s = 0) const { return streams_.at(static_cast<size_t>(s)); }
+  int64_t used_cells() const;     // every slot's, idle ones' too
+  int64_t running_cells() const;  // the slots running a request
   const LlamaCellsCounters& counters() const { return counters_; }
+  const LlamaServerCounters& server_counters() const { return server_; }
+  const LlamaPromptCache* prompt_cache() const { return prompt_cache_.get(); }
+  // The tokens slot `s` holds (its prompt and reply so far).
+  const std::vector<int32_t>& slot_tokens(SeqSlot s) const {
+    return slots_.at(static_cast<size_t>(s)).tokens;
+  }
 
  private:
-  struct Seq {
-    bool live = false;
+  struct Slot {
+    bool processing = false;
+    int64_t last_used = -1;      // llama-server's t_last_used (a counter here)
     std::vector<BlockId> cells;  // in position order
+    std::vector<int32_t> tokens;
   };
-  // The cells of `plan` at positions from the sequence's length on.
-  void place(SeqSlot seq, const LlamaSlotPlan& plan);
-  void maybe_defragment();
+  // get_available_slot's choice for a prompt, and what it would do.
+  struct Choice {
+    SeqSlot slot = kNoSeq;
+    bool by_similarity = false;
+    bool save = false;     // the slot's tokens go to the host prompt cache
+    int64_t restore = -1;  // the prompt cache entry restored, -1 none
+    bool restore_fails = false;
+    int64_t restore_tokens = 0;
+    int64_t n_past = 0;  // tokens the slot keeps (the hit)
+  };
+  Choice choose(const std::vector<int32_t>& prompt) const;
+  static std::vector<int32_t> ids_of(const TokenView& tokens);
+  int64_t stream_of(SeqSlot s) const { return kv_unified() ? 0 : s; }
+  bool kv_unified() const { return streams_.size() == 1; }
+  // Cells idle slots other than `except` hold in the unified cache (0 with
+  // streams: an idle slot's stream is its own).
+  int64_t purgeable(SeqSlot except) const;
+  // Purges idle slots (lowest id first) until stream 0 has `need` free.
+  void purge_until(int64_t need, SeqSlot except);
+  // Drops the slot's cells from position `from` on.
+  void trim(SeqSlot s, int64_t from);
+  // find_slot for n cells of slot s in its stream, placed at its next positions.
+  void place(SeqSlot s, int64_t n);
+  void maybe_defragment(int64_t stream);
   bool seed_2024() const { return p_.behaviour == LlamaBehaviour::seed_2024; }
   uint32_t pad() const { return seed_2024() && p_.v_trans ? 32u : 256u; }
 
   LlamaCellsPoolParams p_;
-  LlamaKvCells cells_;
-  std::vector<Seq> seqs_;
-  std::vector<SeqSlot> free_ids_;
-  // Which sequence and table index each cell belongs to (-1: free).
+  int64_t stream_size_ = 0;
+  std::vector<LlamaKvCells> streams_;
+  std::vector<Slot> slots_;
+  // Which slot and table index each cell (stream x stream_size + cell) belongs to.
   std::vector<SeqSlot> owner_;
   std::vector<int32_t> owner_index_;
+  std::unique_ptr<LlamaPromptCache> prompt_cache_;
+  int64_t clock_ = 0;
   LlamaCellsCounters counters_;
-  Bytes bytes_moved_ = 0;
-  Bytes pending_copy_ = 0;
-  int64_t queried_ = 0;
+  LlamaServerCounters server_;
+  Bytes bytes_moved_ = 0, host_bytes_ = 0;
+  Bytes pending_copy_ = 0, pending_in_ = 0, pending_out_ = 0;
+  int64_t queried_ = 0, hit_tokens_ = 0, recompute_queried_ = 0, recompute_hits_ = 0;
   mutable int64_t max_n_ = 0;  // widest attention view priced
 };
 

@@ -33,6 +33,11 @@ class LlamaCellsSpec final : public PolicySpec,
     llama_.n_discard = v.values.integer("n_discard");
     llama_.defrag_thold = v.values.number("defrag_thold");
     llama_.n_gpu_layers = v.values.integer("n_gpu_layers");
+    server_.n_parallel = v.values.integer("n_parallel");
+    server_.kv_unified = v.values.boolean("kv_unified");
+    server_.cache_prompt = v.values.boolean("cache_prompt");
+    server_.cache_ram = v.values.integer("cache_ram");
+    server_.slot_prompt_similarity = v.values.number("slot_prompt_similarity");
   }
 
   std::string_view name() const override { return "llama_cells"; }
@@ -105,19 +110,30 @@ class LlamaCellsSpec final : public PolicySpec,
     if (s.pp != 1)
       ctx.diagnostics.error(at("parallel.pipeline"), "parallel.pipeline",
                             "llama.cpp's cell cache runs on one device here", "1");
-    if (s.scheduler.max_num_seqs > kLlamaMaxSeqs) {
-      const bool written = ctx.locations.count("scheduler.max_num_seqs") > 0;
-      const std::string key = written ? "scheduler.max_num_seqs" : key_path("policy");
+    // llama-server's slots: each a sequence id with a cell of its own at
+    // least (a stream of ctx_size / n_parallel cells without kv_unified).
+    if (server_.n_parallel > buffers_.ctx_size) {
+      const std::string key = key_path("n_parallel");
       ctx.diagnostics.error(
           at(key), key,
-          written ? fmt::format("{} sequences, but llama.cpp's cells hold at most {} sequence ids "
-                                "(llama-server's parallel slots)",
-                                s.scheduler.max_num_seqs, kLlamaMaxSeqs)
-                  : fmt::format("llama.cpp's cells hold at most {} sequence ids (llama-server's "
-                                "parallel slots), below the serving engine's default "
-                                "max_num_seqs {}",
-                                kLlamaMaxSeqs, s.scheduler.max_num_seqs),
-          fmt::format("scheduler.max_num_seqs: 1..{}", kLlamaMaxSeqs));
+          fmt::format("{} slots, but the cache has {} cells (ctx_size)", server_.n_parallel,
+                      buffers_.ctx_size),
+          fmt::format("1..{}", std::min<int64_t>(buffers_.ctx_size, kLlamaMaxSeqs)));
+    }
+    // The host prompt cache lives in host memory (--cache-ram): the device
+    // file's host_memory, or a CPU's own memory (it has no host link).
+    const Bytes host = s.device.host_memory_bytes > 0      ? s.device.host_memory_bytes
+                       : s.device.host_link_bandwidth == 0 ? s.device.memory_bytes
+                                                           : 0;
+    // (The default, llama-server's 8 GiB, is a limit the cache grows to:
+    // only a written size is held against the host.)
+    if (host > 0 && server_.cache_ram > host && ctx.locations.count(key_path("cache_ram")) > 0) {
+      const std::string key = key_path("cache_ram");
+      ctx.diagnostics.error(
+          at(key), key,
+          fmt::format("{} of host prompt cache, but the host of {} has {} of memory",
+                      format_bytes(server_.cache_ram), s.device.name, format_bytes(host)),
+          fmt::format("at most {}, the host's memory", format_bytes(host)));
     }
     if (ctx.diagnostics.empty()) {
       const PoolSizing sz = size(s.model, s.pool_input());
@@ -166,8 +182,11 @@ class LlamaCellsSpec final : public PolicySpec,
     sz.kv_bytes_per_token = cells.cell_bytes();
     sz.block_bytes = cells.cell_bytes();
     sz.instance_block_bytes = cells.cell_bytes();
-    sz.num_blocks = cells.kv_size;
-    sz.capacity_tokens = cells.kv_size;
+    // A stream per slot holds ctx_size / n_parallel cells (llama.cpp's
+    // n_ctx_seq, rounded down): the cache is that many times n_parallel.
+    const int64_t n_par = std::max<int64_t>(1, server_.n_parallel);
+    sz.num_blocks = server_.kv_unified ? cells.kv_size : cells.kv_size / n_par * n_par;
+    sz.capacity_tokens = sz.num_blocks;
     sz.host_blocks = 0;
     return sz;
   }
@@ -232,7 +251,14 @@ class LlamaCellsSpec final : public PolicySpec,
     p.behaviour = *parse_llama_behaviour(llama_.behaviour);  // a declared choice
     p.defrag_thold = llama_.defrag_thold;
     p.v_trans = llama_.v_trans;
-    p.max_seqs = std::min<int64_t>(s.scheduler.max_num_seqs, kLlamaMaxSeqs);
+    p.context_shift = llama_.context_shift == "auto" ? p.behaviour == LlamaBehaviour::seed_2024
+                                                     : llama_.context_shift == "on";
+    p.n_parallel = server_.n_parallel;
+    p.kv_unified = server_.kv_unified;
+    p.cache_prompt = server_.cache_prompt;
+    p.cache_ram = server_.cache_ram;
+    p.slot_prompt_similarity = server_.slot_prompt_similarity;
+    p.cache_over_host_link = s.device.host_link_bandwidth > 0;
     p.column_bytes = s.model.kv_bytes_per_token(s.kv.dtype_bytes(), 1);
     return std::make_unique<LlamaCellsPool>(p);
   }
@@ -240,6 +266,7 @@ class LlamaCellsSpec final : public PolicySpec,
  private:
   GenieBufferSettings buffers_;
   LlamaCellsShape llama_;
+  LlamaCellsPoolParams server_;  // the serving engine's llama-server keys
 };
 
 }  // namespace
@@ -260,7 +287,7 @@ PolicyEntry llama_cells_policy_entry() {
       "context_shift", std::string("auto"), {"auto", "on", "off"},
       "shift the context when the cells are full (llama.cpp --context-shift); auto: on for "
       "seed_2024, off for current (llama-server refuses a conversation at n_ctx and stops a "
-      "reply there); the dialog engine only"));
+      "reply there); the serving engine shifts no slot: there on refuses what would need one"));
   info.params.push_back(choice_param("type_k", std::string("f16"), types,
                                      "ggml type of the cached keys (llama.cpp --cache-type-k)"));
   info.params.push_back(choice_param(
@@ -283,6 +310,29 @@ PolicyEntry llama_cells_policy_entry() {
       "n_gpu_layers", -1, -1, 1 << 16, "layers",
       "layers whose KV is on the accelerator, the last ones (llama.cpp -ngl); the rest is in "
       "host memory, read by the CPU; -1 all"));
+  // llama-server (the serving engine only): defaults as llama-server sets
+  // them (tools/server/server.cpp aa6192d3: n_parallel 4 with kv_unified;
+  // common/common.h de93b991: cache_ram_mib 8192, slot_prompt_similarity
+  // 0.1; server-task.h 0c0d0fdc: cache_prompt true).
+  info.params.push_back(int_param(
+      "n_parallel", 4, 1, kLlamaMaxSeqs, "slots",
+      "llama-server's parallel slots (-np), each a sequence id; the serving engine only"));
+  info.params.push_back(bool_param(
+      "kv_unified", true,
+      "one cell cache shared by every slot (-kvu), each slot's context up to ctx_size; false: "
+      "a stream of ctx_size / n_parallel cells per slot"));
+  info.params.push_back(
+      bool_param("cache_prompt", true,
+                 "a slot keeps the tokens its cells share with the next prompt (llama-server's "
+                 "cache_prompt)"));
+  info.params.push_back(bytes_param(
+      "cache_ram", Bytes{8192} << 20, 0, Bytes{1} << 50,
+      "host prompt cache (--cache-ram): a slot's state saved there when the slot is handed "
+      "over, restored by longest common prefix, over the host link; 0 off"));
+  info.params.push_back(number_param(
+      "slot_prompt_similarity", 0.1, 0.0, 1.0, "fraction",
+      "an idle slot is picked for a prompt when more than this share of the prompt is its "
+      "cached prefix (--slot-prompt-similarity); 0: least recently used only"));
   return {info, "", [](const PolicyValues& v) -> std::shared_ptr<PolicySpec> {
             return std::make_shared<LlamaCellsSpec>(v);
           }};

@@ -41,7 +41,7 @@ std::vector<std::string> metric_key_names() {
   sample.requests.completed = 1;  // latency keys are null without a completed request
   sample.part<ClusterMetrics>();
   sample.part<PipelineMetrics>();
-  sample.part<LlamaCellsMetrics>();
+  sample.part<LlamaCellsMetrics>().served = true;  // with its llama-server keys
   sample.part<KvLayoutMetrics>();
   sample.part<ReuseQualityMetrics>();
   sample.part<SessionRetentionMetrics>();

@@ -207,11 +207,15 @@ void ServingEngine::recycle(Sequence* seq) {
 void ServingEngine::submit(Request request) {
   Sequence* seq = new_sequence(std::move(request));
   shell_.count_arrival();
-  const int64_t total = seq->prompt_len() + seq->output_len();
+  // The policy's own context rule may refuse the request or cut its reply
+  // (llama_cells as llama-server: sim/cache/llama_cells_pool.hpp).
+  if (seq->prompt_len() >= 1 && seq->output_len() >= 1)
+    seq->output_tokens = policy_->context_limited_output(seq->prompt_len(), seq->output_len());
+  const int64_t total = seq->prompt_len() + seq->output_tokens;
   const int64_t blocks = sizing_.blocks_for_sequence(total, pool_.block_size());
   // A request that can never be served is refused at the door, as vLLM
   // refuses prompts beyond max_model_len or larger than the whole cache.
-  if (seq->prompt_len() < 1 || seq->output_len() < 1 || total > scenario_.max_model_len() ||
+  if (seq->prompt_len() < 1 || seq->output_tokens < 1 || total > scenario_.max_model_len() ||
       blocks > sizing_.num_blocks) {
     reject(seq);
     return;

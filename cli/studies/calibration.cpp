@@ -211,6 +211,24 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
       else
         out = v;
     };
+    // A number in [0, 1) (or [0, 1] when one_included), or an empty cell.
+    auto fraction = [&](const char* name, bool one_included, const char* what,
+                        std::optional<double>& out) {
+      const CsvField* f = cell(name);
+      if (f == nullptr || f->text.empty()) return;
+      size_t used = 0;
+      double v = -1;
+      try {
+        v = std::stod(f->text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != f->text.size() || !(v >= 0.0 && (one_included ? v <= 1.0 : v < 1.0)))
+        errors.add(line_no, f->col, name, fmt::format("'{}' is not {}", f->text, what),
+                   one_included ? "a number in [0, 1], or empty" : "a number in [0, 1), or empty");
+      else
+        out = v;
+    };
     text("id", row.id, true);
     text("device", row.device, true);
     text("model", row.model, true);
@@ -224,20 +242,7 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
     count("batch", row.batch);
     count("input_tokens", row.input_tokens);
     count("output_tokens", row.output_tokens);
-    if (const CsvField* f = cell("prefix_hit"); f != nullptr && !f->text.empty()) {
-      size_t used = 0;
-      double v = -1;
-      try {
-        v = std::stod(f->text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != f->text.size() || !(v >= 0.0 && v < 1.0))
-        errors.add(line_no, f->col, "prefix_hit", fmt::format("'{}' is not a fraction", f->text),
-                   "a number in [0, 1), or empty");
-      else
-        row.prefix_hit = v;
-    }
+    fraction("prefix_hit", false, "a fraction", row.prefix_hit);
     if (const CsvField* f = cell("arrival"); f != nullptr && !f->text.empty()) {
       if (f->text != "closed" && f->text != "static_batch" && f->text != "all_at_once")
         errors.add(line_no, f->col, "arrival", fmt::format("'{}' is not an arrival", f->text),
@@ -260,21 +265,7 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
       else
         row.speculative_method = f->text;
     }
-    if (const CsvField* f = cell("acceptance"); f != nullptr && !f->text.empty()) {
-      size_t used = 0;
-      double v = -1;
-      try {
-        v = std::stod(f->text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != f->text.size() || !(v >= 0.0 && v <= 1.0))
-        errors.add(line_no, f->col, "acceptance",
-                   fmt::format("'{}' is not an acceptance rate", f->text),
-                   "a number in [0, 1], or empty");
-      else
-        row.acceptance = v;
-    }
+    fraction("acceptance", true, "an acceptance rate", row.acceptance);
     {
       // Speculation is all three columns or none: a method without its K or
       // its acceptance cannot be run, and K or a rate alone means nothing.

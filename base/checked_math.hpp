@@ -27,6 +27,16 @@ std::optional<int64_t> checked_mul(int64_t a, int64_t b);
 // (std::llround outside int64 is undefined).
 std::optional<int64_t> round_in_range(double value, int64_t min, int64_t max);
 
+// a / b rounded up, and x rounded up to a multiple of g (a granule of 0 or 1
+// leaves x as it is), for sizes already known to be in range (a, x >= 0,
+// b > 0, the result below 2^62): blocks for tokens, pages for bytes.
+constexpr int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+constexpr int64_t round_up(int64_t x, int64_t g) {
+  return g <= 1 ? x : ceil_div(x, g) * g;
+}
+
 // "2^62 ns (146.1 years)": the time limit as messages state it.
 std::string simulated_span_text();
 

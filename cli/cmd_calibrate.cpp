@@ -39,13 +39,8 @@ struct CalibrateOptions {
   std::vector<std::string> hold_out;  // devices whose rows no fit sees
 };
 
-std::string configs_dir() {
-  std::error_code ec;
-  return std::filesystem::is_directory("configs/devices", ec) ? "configs" : KVSIM_CONFIG_DIR;
-}
-
 // out/calibration/YYYYMMDD-HHMMSS, with -2, -3, ... when taken.
-std::string fresh_output_folder() {
+std::string timestamped_calibration_folder() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
   gmtime_r(&now, &utc);
@@ -72,7 +67,7 @@ std::string command_line(const CalibrateOptions& o) {
 
 int run_calibrate(const CalibrateOptions& o) {
   const std::vector<MeasurementRow> rows = read_measurements(o.measurements);
-  const std::string out = o.out.empty() ? fresh_output_folder() : o.out;
+  const std::string out = o.out.empty() ? timestamped_calibration_folder() : o.out;
   std::string measurements;
   for (const auto& m : o.measurements) measurements += (measurements.empty() ? "" : " ") + m;
   if (!o.fit && !o.cv && o.hold_out.empty()) {

@@ -62,11 +62,6 @@ std::vector<int64_t> int_list(const std::string& flag, const std::vector<std::st
   return out;
 }
 
-std::string configs_dir() {
-  std::error_code ec;
-  return std::filesystem::is_directory("configs/devices", ec) ? "configs" : KVSIM_CONFIG_DIR;
-}
-
 struct SloRow {
   std::string device, model, kv_dtype;
   int64_t tp = 1;

@@ -17,6 +17,11 @@
 
 namespace kvsim::cli {
 
+std::string configs_dir() {
+  std::error_code ec;
+  return std::filesystem::is_directory("configs/devices", ec) ? "configs" : KVSIM_CONFIG_DIR;
+}
+
 void print_config_error(const config::ConfigError& e) {
   for (const auto& d : e.diagnostics()) std::cerr << "kvsim: error: " << d.format() << "\n";
 }
@@ -149,10 +154,7 @@ Command add_list_command(CLI::App& app) {
               if (!o->params) print_rows(rows, o->names);
               return kExitOk;
             }
-            // Names under ./configs when run from a checkout, else this build's tree.
-            std::string configs = KVSIM_CONFIG_DIR;
-            std::error_code ec;
-            if (std::filesystem::is_directory("configs/devices", ec)) configs = "configs";
+            const std::string configs = configs_dir();
             for (const auto& n : list_config_names(configs, o->what))
               rows.push_back({n, config_description(configs, o->what, n)});
             print_rows(rows, o->names);

@@ -7,6 +7,7 @@
 #include "base/diagnostics.hpp"
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace kvsim::cli {
@@ -33,6 +34,10 @@ Command add_hitcurve_command(CLI::App& app);   // cmd_hitcurve.cpp
 Command add_calibrate_command(CLI::App& app);  // cmd_calibrate.cpp
 Command add_sweep_command(CLI::App& app);      // cmd_sweep.cpp
 Command add_search_command(CLI::App& app);     // cmd_search.cpp
+
+// Where device: and model: names resolve: ./configs when run from a
+// checkout, else this build's source tree.
+std::string configs_dir();
 
 // Prints every diagnostic of a config error as `kvsim: error: ...`.
 void print_config_error(const config::ConfigError& error);

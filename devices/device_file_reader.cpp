@@ -4,19 +4,17 @@
 
 #include <stdexcept>
 
+#include "devices/plausibility_bounds.hpp"
+
 namespace kvsim {
 namespace {
 
-// Plausibility bounds. They catch a missing or wrong unit ("64" read as
-// 64 bytes of HBM, "1.6GB/s" for "1.6TB/s" still passes, but "1.6B/s" does
-// not), not unusual hardware: every bound is orders of magnitude away from any
-// device the simulator targets.
-constexpr Bytes kMinMemory = Bytes{1} << 20;                // 1 MiB
-constexpr Bytes kMaxMemory = Bytes{1} << 50;                // 1 PiB
-constexpr int64_t kMinBandwidth = 1'000'000;                // 1 MB/s
-constexpr int64_t kMaxBandwidth = 1'000'000'000'000'000;    // 1 PB/s
-constexpr int64_t kMinOpsRate = 1'000'000'000;              // 1 GOPS
-constexpr int64_t kMaxOpsRate = 1'000'000'000'000'000'000;  // 1 EOPS
+using device_bounds::kMaxBandwidth;
+using device_bounds::kMaxMemory;
+using device_bounds::kMaxOpsRate;
+using device_bounds::kMinBandwidth;
+using device_bounds::kMinMemory;
+using device_bounds::kMinOpsRate;
 constexpr TimeNs kMaxLaunch = kNsPerS;
 constexpr TimeNs kMaxStepOverhead = 10 * kNsPerS;
 

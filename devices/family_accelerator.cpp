@@ -14,12 +14,13 @@
 
 #include "devices/device_family.hpp"
 #include "devices/device_file_reader.hpp"
+#include "devices/plausibility_bounds.hpp"
 
 namespace kvsim {
 namespace {
 
 // Indexed by OpKind (models/step_ops.hpp order).
-constexpr OpPlacementTable kPlacement = {{
+constexpr OpPlacementTable kAcceleratorPlacement = {{
     {Engine::vector, OpClass::elementwise},      // embedding: a gather, vector unit moving rows
     {Engine::host_link, OpClass::transfer},      // swap_in
     {Engine::host_link, OpClass::transfer},      // swap_out
@@ -44,18 +45,18 @@ constexpr OpPlacementTable kPlacement = {{
     {Engine::device_link, OpClass::collective},  // moe_combine: expert all-to-all
 }};
 
-const OpPlacement& placement(OpKind kind) {
-  return placement_of(kPlacement, kind);
+const OpPlacement& accelerator_placement(OpKind kind) {
+  return placement_of(kAcceleratorPlacement, kind);
 }
 
-constexpr int64_t kMinBandwidth = 1'000'000;                // 1 MB/s
-constexpr int64_t kMaxBandwidth = 1'000'000'000'000'000;    // 1 PB/s
-constexpr int64_t kMinOpsRate = 1'000'000'000;              // 1 GOPS
-constexpr int64_t kMaxOpsRate = 1'000'000'000'000'000'000;  // 1 EOPS
+using device_bounds::kMaxBandwidth;
+using device_bounds::kMaxOpsRate;
+using device_bounds::kMinBandwidth;
+using device_bounds::kMinOpsRate;
 
 const std::vector<std::string> kFabrics = {"nvlink", "infinity_fabric", "hccs", "pcie"};
 
-config::ComponentInfo make_info() {
+config::ComponentInfo accelerator_family_info() {
   using namespace config;
   ComponentInfo info;
   info.kind = "device family";
@@ -113,7 +114,7 @@ config::ComponentInfo make_info() {
 class AcceleratorFamily final : public DeviceFamily {
  public:
   const config::ComponentInfo& info() const override {
-    static const config::ComponentInfo i = make_info();
+    static const config::ComponentInfo i = accelerator_family_info();
     return i;
   }
   std::vector<std::string> old_names() const override { return {"ascend"}; }
@@ -166,8 +167,8 @@ class AcceleratorFamily final : public DeviceFamily {
     }
   }
 
-  Engine engine_of(OpKind kind) const override { return placement(kind).engine; }
-  OpClass class_of(OpKind kind) const override { return placement(kind).cls; }
+  Engine engine_of(OpKind kind) const override { return accelerator_placement(kind).engine; }
+  OpClass class_of(OpKind kind) const override { return accelerator_placement(kind).cls; }
 
   // w8a8 runs its projections on the int8 matrix unit (twice the fp16 rate
   // on Ascend), fp8 (fp4) weights on the fp8 (fp4) tensor cores where the
@@ -179,7 +180,7 @@ class AcceleratorFamily final : public DeviceFamily {
   // their little arithmetic (the all-reduce sum) on the vector unit.
   int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
                        Bytes /*kv_dtype_bytes*/) const override {
-    const OpPlacement& p = placement(kind);
+    const OpPlacement& p = accelerator_placement(kind);
     if (p.engine != Engine::matrix) return d.vector_fp16_ops;
     if (p.cls != OpClass::gemm) return d.matrix_fp16_ops;
     if (model.weights_dtype == "w8a8") return d.matrix_int8_ops;

@@ -15,7 +15,7 @@ namespace {
 // Every op on the cores (Engine::matrix as the one in-order stream: a
 // core's GEMM and its norms do not overlap), each with its efficiency
 // class. Swap and the collectives never run on one socket.
-constexpr OpPlacementTable kPlacement = {{
+constexpr OpPlacementTable kCpuPlacement = {{
     {Engine::matrix, OpClass::elementwise},      // embedding: rows gathered by the cores
     {Engine::host_link, OpClass::transfer},      // swap_in: never (the KV is in host memory)
     {Engine::host_link, OpClass::transfer},      // swap_out: never
@@ -40,11 +40,11 @@ constexpr OpPlacementTable kPlacement = {{
     {Engine::device_link, OpClass::collective},  // moe_combine: never
 }};
 
-const OpPlacement& placement(OpKind kind) {
-  return placement_of(kPlacement, kind);
+const OpPlacement& cpu_placement(OpKind kind) {
+  return placement_of(kCpuPlacement, kind);
 }
 
-config::ComponentInfo make_info() {
+config::ComponentInfo cpu_family_info() {
   config::ComponentInfo info;
   info.kind = "device family";
   info.name = "cpu";
@@ -59,7 +59,7 @@ config::ComponentInfo make_info() {
 class CpuFamily final : public DeviceFamily {
  public:
   const config::ComponentInfo& info() const override {
-    static const config::ComponentInfo i = make_info();
+    static const config::ComponentInfo i = cpu_family_info();
     return i;
   }
   std::vector<std::string_view> engines() const override { return {"serving"}; }
@@ -71,14 +71,14 @@ class CpuFamily final : public DeviceFamily {
     read_efficiencies(r, spec);
   }
 
-  Engine engine_of(OpKind kind) const override { return placement(kind).engine; }
-  OpClass class_of(OpKind kind) const override { return placement(kind).cls; }
+  Engine engine_of(OpKind kind) const override { return cpu_placement(kind).engine; }
+  OpClass class_of(OpKind kind) const override { return cpu_placement(kind).cls; }
 
   // GEMMs on the matrix extension (int8 for w8a8 weights), attention on
   // it too; the rest on the vector units.
   int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
                        Bytes /*kv_dtype_bytes*/) const override {
-    const OpPlacement& p = placement(kind);
+    const OpPlacement& p = cpu_placement(kind);
     if (p.cls == OpClass::gemm)
       return model.weights_dtype == "w8a8" ? d.matrix_int8_ops : d.matrix_fp16_ops;
     if (p.cls == OpClass::attention) return d.matrix_fp16_ops;

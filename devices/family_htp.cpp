@@ -12,6 +12,7 @@
 
 #include "devices/device_family.hpp"
 #include "devices/device_file_reader.hpp"
+#include "devices/plausibility_bounds.hpp"
 
 namespace kvsim {
 namespace {
@@ -20,7 +21,7 @@ namespace {
 // HVX the element-wise ones; the KV write-back is a copy. No host link nor
 // device link exists on a phone: swap and all-reduce never run (their
 // entries only keep the table total).
-constexpr OpPlacementTable kPlacement = {{
+constexpr OpPlacementTable kHtpPlacement = {{
     {Engine::vector, OpClass::elementwise},      // embedding: HVX gathers the rows
     {Engine::host_link, OpClass::transfer},      // swap_in: never on a phone
     {Engine::host_link, OpClass::transfer},      // swap_out: never on a phone
@@ -45,13 +46,13 @@ constexpr OpPlacementTable kPlacement = {{
     {Engine::device_link, OpClass::collective},  // moe_combine: never on a phone
 }};
 
-const OpPlacement& placement(OpKind kind) {
-  return placement_of(kPlacement, kind);
+const OpPlacement& htp_placement(OpKind kind) {
+  return placement_of(kHtpPlacement, kind);
 }
 
-constexpr Bytes kMinMemory = Bytes{1} << 20;
-constexpr int64_t kMinBandwidth = 1'000'000;              // 1 MB/s
-constexpr int64_t kMaxBandwidth = 1'000'000'000'000'000;  // 1 PB/s
+using device_bounds::kMaxBandwidth;
+using device_bounds::kMinBandwidth;
+using device_bounds::kMinMemory;
 
 std::vector<config::ParamSpec> htp_params() {
   using namespace config;
@@ -79,7 +80,7 @@ std::vector<config::ParamSpec> htp_params() {
   };
 }
 
-config::ComponentInfo make_info() {
+config::ComponentInfo htp_family_info() {
   config::ComponentInfo info;
   info.kind = "device family";
   info.name = "htp";
@@ -150,7 +151,7 @@ void read_htp_map(config::MapReader& r, DeviceSpec& spec) {
 class HtpFamily final : public DeviceFamily {
  public:
   const config::ComponentInfo& info() const override {
-    static const config::ComponentInfo i = make_info();
+    static const config::ComponentInfo i = htp_family_info();
     return i;
   }
   // Genie's dialog first (its graphs), then the serving engine (a
@@ -176,14 +177,14 @@ class HtpFamily final : public DeviceFamily {
     read_htp_map(r, spec);
   }
 
-  Engine engine_of(OpKind kind) const override { return placement(kind).engine; }
-  OpClass class_of(OpKind kind) const override { return placement(kind).cls; }
+  Engine engine_of(OpKind kind) const override { return htp_placement(kind).engine; }
+  OpClass class_of(OpKind kind) const override { return htp_placement(kind).cls; }
 
   // HMX runs quantised weights (w4a16 and w8a8) on its int8 path, and
   // attention over an int8 KV cache too; HVX does the rest.
   int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
                        Bytes kv_dtype_bytes) const override {
-    const OpPlacement& p = placement(kind);
+    const OpPlacement& p = htp_placement(kind);
     if (p.engine != Engine::matrix) return d.vector_fp16_ops;
     if (p.cls == OpClass::attention)
       return kv_dtype_bytes == 1 ? d.matrix_int8_ops : d.matrix_fp16_ops;

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "base/checked_math.hpp"
 #include "base/units.hpp"
 
 namespace kvsim {
@@ -23,11 +24,6 @@ Bytes largest_page_within(Bytes bytes) {
   Bytes page = 1;
   while (page <= bytes / 2) page <<= 1;
   return page;
-}
-
-Bytes round_up(Bytes bytes, Bytes granule) {
-  if (granule <= 1) return bytes;
-  return (bytes + granule - 1) / granule * granule;
 }
 
 }  // namespace

@@ -383,17 +383,13 @@ __attribute__((target("avx2,fma"))) void append_avx2(const Shape& sh, double* st
   append_keys<0>(sh, state, k, v, n, s, wide, exp_avx2);
 }
 
-bool avx2_available() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
 #endif
 
 }  // namespace
 
 void exp_in_place(double* x, int64_t n) {
 #if defined(__x86_64__)
-  if (avx2_available()) return exp_avx2(x, n);
+  if (cpu_has_avx2_fma()) return exp_avx2(x, n);
 #endif
   exp_generic(x, n);
 }
@@ -425,7 +421,7 @@ void OnlineSoftmax::append(double* state, const float* k, const float* v, int64_
   if (scores_.size() < need) scores_.resize(need);
   const Shape sh{q_.data(), q_heads_, kv_heads_, head_dim_};
 #if defined(__x86_64__)
-  if (avx2_available()) return append_avx2(sh, state, k, v, n, scores_.data());
+  if (cpu_has_avx2_fma()) return append_avx2(sh, state, k, v, n, scores_.data());
 #endif
   append_generic(sh, state, k, v, n, scores_.data());
 }

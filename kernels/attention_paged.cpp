@@ -14,7 +14,7 @@ namespace {
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-void check_heads(const KvPool& pool, int64_t q_heads) {
+void check_paged_heads(const KvPool& pool, int64_t q_heads) {
   if (q_heads <= 0 || q_heads % pool.kv_heads() != 0)
     throw std::invalid_argument("attention: q_heads must be a positive multiple of kv_heads");
 }
@@ -103,7 +103,7 @@ void varlen_all(const KvPool& pool, const Rows& rows, const float* q,
                 std::span<const int32_t> cu_seqlens_q, std::span<const int32_t> seqlens_k,
                 std::span<const std::span<const int32_t>> block_tables, int64_t q_heads,
                 float scale, float* out) {
-  check_heads(pool, q_heads);
+  check_paged_heads(pool, q_heads);
   const int64_t d = pool.head_dim();
   for (size_t s = 0; s + 1 < cu_seqlens_q.size(); ++s) {
     const int64_t q0 = cu_seqlens_q[s], q_len = cu_seqlens_q[s + 1] - q0;

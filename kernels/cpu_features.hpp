@@ -20,6 +20,16 @@ inline bool cpu_has_f16c() {
 #endif
 }
 
+// AVX2 with FMA, the vector paths' floor on x86-64; asked once.
+inline bool cpu_has_avx2_fma() {
+#if defined(__x86_64__)
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+#else
+  return false;
+#endif
+}
+
 // Whether the environment asks for the AVX2 paths on a CPU with AVX-512
 // (KVSIM_NO_AVX512 set and not "0"), as a CPU without it runs them: ctest
 // runs the kernel and numerics suites a second time so, and both paths

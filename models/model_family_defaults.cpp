@@ -33,7 +33,7 @@ FamilyDefaults mistral(std::optional<int64_t> window) {
   return f;
 }
 
-const std::map<std::string, FamilyDefaults>& table() {
+const std::map<std::string, FamilyDefaults>& family_defaults_table() {
   static const std::map<std::string, FamilyDefaults> t = {
       {"gemma", gemma(2, false, SlidingLayout::none, 0)},
       {"gemma2", gemma(4, false, SlidingLayout::all_but_every_nth, 2)},
@@ -53,7 +53,7 @@ const std::map<std::string, FamilyDefaults>& table() {
 
 const FamilyDefaults& family_defaults(const std::string& model_type) {
   static const FamilyDefaults plain;
-  const auto& t = table();
+  const auto& t = family_defaults_table();
   const auto it = t.find(model_type);
   return it == t.end() ? plain : it->second;
 }

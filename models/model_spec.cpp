@@ -1,4 +1,5 @@
 #include "models/model_spec.hpp"
+#include "base/checked_math.hpp"
 
 #include <fmt/format.h>
 
@@ -9,10 +10,6 @@
 namespace kvsim {
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // Parameters of one layer's attention projections for a rank that holds
 // `q_heads` query heads and `kv_heads` KV heads:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "base/checked_math.hpp"
 #include "models/step_ops_parts.hpp"
 
 namespace kvsim {
@@ -122,10 +123,6 @@ namespace {
 using step_detail::BatchTotals;
 using step_detail::matmul;
 using step_detail::totals_of;
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // RMSNorm over `tokens` rows of `width`: square, sum, rsqrt, scale, multiply
 // by weight ~ 4 flops per element; read x, write y, read the weight once.

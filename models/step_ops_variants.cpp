@@ -8,15 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/checked_math.hpp"
 #include "models/moe_routing.hpp"
 #include "models/step_ops_parts.hpp"
 
 namespace kvsim::step_detail {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 OpCost& op_of(StepOpCosts& ops, OpKind k) {
   return ops[static_cast<size_t>(k)];

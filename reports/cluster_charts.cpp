@@ -11,7 +11,7 @@
 namespace kvsim {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int kSmallWidth = 300, kSmallHeight = 210;
 
 double end_of(const ChartSpec& c) {
@@ -84,9 +84,9 @@ ChartSpec instance_kv_chart(const RunSeries& cluster, size_t i) {
   ChartSpec c = time_chart(instance_name(cluster, i) + ": KV in use", "GiB");
   c.width = kSmallWidth;
   c.height = kSmallHeight;
-  c.series.push_back(
-      gauge_series("in use", s, &SeriesBucket::kv_used_max, &SeriesBucket::kv_used_last, kGiB));
-  const double cap = static_cast<double>(info.kv_capacity_bytes) / kGiB;
+  c.series.push_back(gauge_series("in use", s, &SeriesBucket::kv_used_max,
+                                  &SeriesBucket::kv_used_last, kBytesPerGiB));
+  const double cap = static_cast<double>(info.kv_capacity_bytes) / kBytesPerGiB;
   if (cap > 0) c.series.push_back({"its pool", {0.0, end_of(c)}, {cap, cap}, {}});
   return c;
 }
@@ -108,7 +108,7 @@ ChartSpec instance_kv_spread_chart(const RunSeries& cluster) {
   return spread_chart(
       cluster,
       fmt::format("KV in use per instance, {} instances", cluster.instance_series().size()),
-      "GiB per instance", &SeriesBucket::kv_used_max, &SeriesBucket::kv_used_last, kGiB);
+      "GiB per instance", &SeriesBucket::kv_used_max, &SeriesBucket::kv_used_last, kBytesPerGiB);
 }
 
 ChartSpec instance_waiting_spread_chart(const RunSeries& cluster) {
@@ -131,13 +131,15 @@ std::vector<CaptionedChart> cluster_charts(const RunMetrics& m, const LabelledSe
   ChartSpec kv =
       time_chart(fmt::format("KV cache memory in use ({}, all their devices)", over), "GiB");
   kv.series.push_back(gauge_series("in use", series, &SeriesBucket::kv_used_max,
-                                   &SeriesBucket::kv_used_last, kGiB));
+                                   &SeriesBucket::kv_used_last, kBytesPerGiB));
   double capacity = 0;
   for (const ClusterInstanceInfo& i : series.cluster_instances())
     capacity += static_cast<double>(i.kv_capacity_bytes);
   if (capacity > 0)
-    kv.series.push_back(
-        {"capacity of the pools", {0.0, end_of(kv)}, {capacity / kGiB, capacity / kGiB}, {}});
+    kv.series.push_back({"capacity of the pools",
+                         {0.0, end_of(kv)},
+                         {capacity / kBytesPerGiB, capacity / kBytesPerGiB},
+                         {}});
   out.push_back({kv, "KV memory in use in all the instances' pools (peak within each interval)"});
   ChartSpec queue = queue_chart(runs);
   queue.title = fmt::format("Queue length, {} (peak within each interval)", over);

@@ -58,7 +58,7 @@ std::vector<GroupLine> group_lines(const ScenarioSpec& s, const ClusterMetrics& 
   return out;
 }
 
-std::string summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
+std::string cluster_summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
   const ServingPoolMetrics& pool = m.parts.get_or_zero<ServingPoolMetrics>();
   const ClusterMetrics& c = cluster_of(m);
   std::string out = fmt::format(
@@ -107,7 +107,7 @@ std::string summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
 
 // report.md: the KV row of the memory plan (one device of the first
 // instance), then the groups and the instances.
-std::string markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+std::string cluster_markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
   const ClusterMetrics& c = cluster_of(m);
   std::string out = fmt::format("| KV pool ({} blocks x {}) | {} | {} |\n\n", sizing.num_blocks,
                                 sizing.block_bytes, sizing.num_blocks * sizing.block_bytes,
@@ -138,11 +138,12 @@ std::string markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizin
   return out + "\n";
 }
 
-std::vector<std::string> bytes_row(const std::string& name, Bytes b) {
+std::vector<std::string> cluster_bytes_row(const std::string& name, Bytes b) {
   return {name, std::to_string(b), format_bytes(b)};
 }
 
-std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+std::string cluster_html_tables(const ScenarioSpec& s, const RunMetrics& m,
+                                const PoolSizing& sizing) {
   const ServingPoolMetrics& pool = m.parts.get_or_zero<ServingPoolMetrics>();
   const ClusterMetrics& c = cluster_of(m);
   std::string body = "<h2>KV cache (" + html_escape(kv_scope(c)) + ")</h2>\n";
@@ -161,12 +162,13 @@ std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSi
   body += "<h2>Memory plan (per device of instance 0)</h2>\n";
   body += html_table(
       {"item", "bytes", ""},
-      {bytes_row("device memory", m.memory.device_bytes),
-       bytes_row(fmt::format("budget (x {})", s.kv.memory_fraction), sizing.budget),
-       bytes_row("weights", sizing.weights_bytes),
-       bytes_row("activation reserve", sizing.activation_reserve),
-       bytes_row(fmt::format("KV pool ({} blocks x {})", sizing.num_blocks, sizing.block_bytes),
-                 sizing.num_blocks * sizing.block_bytes)});
+      {cluster_bytes_row("device memory", m.memory.device_bytes),
+       cluster_bytes_row(fmt::format("budget (x {})", s.kv.memory_fraction), sizing.budget),
+       cluster_bytes_row("weights", sizing.weights_bytes),
+       cluster_bytes_row("activation reserve", sizing.activation_reserve),
+       cluster_bytes_row(
+           fmt::format("KV pool ({} blocks x {})", sizing.num_blocks, sizing.block_bytes),
+           sizing.num_blocks * sizing.block_bytes)});
   body += "<h2>Cluster: " + html_escape(cluster_deployment(s)) + "</h2>\n";
   std::vector<std::vector<std::string>> groups;
   for (const GroupLine& g : group_lines(s, c)) {
@@ -234,9 +236,9 @@ std::string deployment_phrase(const ScenarioSpec& s) {
 // as one instance's does; the figures and charts are the cluster's.
 EngineReport cluster_engine_report() {
   EngineReport r = serving_engine_report();
-  r.summary_lines = summary_lines;
-  r.markdown = markdown;
-  r.html_tables = html_tables;
+  r.summary_lines = cluster_summary_lines;
+  r.markdown = cluster_markdown;
+  r.html_tables = cluster_html_tables;
   r.charts = cluster_charts;
   return r;
 }

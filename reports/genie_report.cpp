@@ -13,7 +13,7 @@
 namespace kvsim {
 namespace {
 
-std::vector<std::string> bytes_row(const std::string& name, Bytes b) {
+std::vector<std::string> genie_bytes_row(const std::string& name, Bytes b) {
   return {name, std::to_string(b), format_bytes(b)};
 }
 
@@ -25,12 +25,12 @@ struct Buffers {
   int64_t ctx_size() const { return ctx; }
   const std::vector<int64_t>& ar_variants() const { return variants; }
 };
-Buffers buffers_of(const ScenarioSpec& s) {
+Buffers report_buffers_of(const ScenarioSpec& s) {
   const DeviceBufferContract* b = s.policy().device_buffers();
   return b != nullptr ? Buffers{b->ctx_size(), b->ar_variants()} : Buffers{};
 }
 
-// llama-bench's markdown table (tools/llama-bench/llama-bench.cpp,
+// llama-bench's genie_markdown table (tools/llama-bench/llama-bench.cpp,
 // ggml-org/llama.cpp 0104b151: markdown_printer): model, size (GiB of
 // weights), params (B), backend, ngl, test, and t/s as "mean ± std".
 // backend is the device family's kind (llama.cpp prints the ggml backend's
@@ -64,7 +64,7 @@ std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
   const GenieRunMetrics& g = m.parts.get_or_zero<GenieRunMetrics>();
   std::string out = fmt::format(
       "KV cache: Genie buffers {} (ctx_size {}, AR-1 holds {} tokens); peak used {}, mean {}\n",
-      format_bytes(g.buffer_bytes), buffers_of(s).ctx_size(), k.capacity_tokens,
+      format_bytes(g.buffer_bytes), report_buffers_of(s).ctx_size(), k.capacity_tokens,
       format_bytes(k.peak_used_bytes), format_bytes(static_cast<Bytes>(k.mean_used_bytes)));
   out += fmt::format(
       "          moved {}, {} pointer updates, {} compactions, {} variant switches, {} rewinds, "
@@ -99,8 +99,8 @@ std::string genie_report_markdown(const ScenarioSpec& s, const RunMetrics& m) {
     out += fmt::format("| {} | {} |\n", name, value);
   };
   row("policy", m.policy);
-  row("ctx_size / AR variants", fmt::format("{} / {}", buffers_of(s).ctx_size(),
-                                            fmt::join(buffers_of(s).ar_variants(), ", ")));
+  row("ctx_size / AR variants", fmt::format("{} / {}", report_buffers_of(s).ctx_size(),
+                                            fmt::join(report_buffers_of(s).ar_variants(), ", ")));
   row("buffer bytes", format_bytes(g.buffer_bytes));
   row("bytes moved by updates", format_bytes(k.bytes_moved));
   row("pointer updates", std::to_string(k.pointer_updates));
@@ -138,7 +138,7 @@ std::string genie_tables_html(const ScenarioSpec& s, const RunMetrics& m) {
                                   : 0.0;
   body += html_table({"metric", "value"},
                      {{"ctx_size / tokens held at most",
-                       fmt::format("{} / {}", buffers_of(s).ctx_size(), k.capacity_tokens)},
+                       fmt::format("{} / {}", report_buffers_of(s).ctx_size(), k.capacity_tokens)},
                       {"buffer bytes", format_bytes(g.buffer_bytes)},
                       {"peak used", format_bytes(k.peak_used_bytes)},
                       {"bytes moved", format_bytes(k.bytes_moved)},
@@ -160,31 +160,33 @@ std::string genie_tables_html(const ScenarioSpec& s, const RunMetrics& m) {
   }
   body += html_table({"session", "asked", "granted (smallest)", "waited ms", "runs"}, sessions);
   body += "<h2>Memory</h2>\n";
-  body += html_table({"item", "bytes", ""}, {bytes_row("device memory", m.memory.device_bytes),
-                                             bytes_row("weights", m.memory.weights_bytes),
-                                             bytes_row("KV buffers", m.memory.kv_bytes),
-                                             bytes_row("VTCM (the LLM's grant)", g.vtcm_bytes)});
+  body +=
+      html_table({"item", "bytes", ""}, {genie_bytes_row("device memory", m.memory.device_bytes),
+                                         genie_bytes_row("weights", m.memory.weights_bytes),
+                                         genie_bytes_row("KV buffers", m.memory.kv_bytes),
+                                         genie_bytes_row("VTCM (the LLM's grant)", g.vtcm_bytes)});
   return body;
 }
 
 namespace {
 
-std::string summary_geometry(const ScenarioSpec& s) {
-  return fmt::format("ctx_size {}", buffers_of(s).ctx_size());
+std::string genie_summary_geometry(const ScenarioSpec& s) {
+  return fmt::format("ctx_size {}", report_buffers_of(s).ctx_size());
 }
 
-std::string html_geometry(const ScenarioSpec& s) {
-  return fmt::format("in Genie buffers of ctx_size {}", buffers_of(s).ctx_size());
+std::string genie_html_geometry(const ScenarioSpec& s) {
+  return fmt::format("in Genie buffers of ctx_size {}", report_buffers_of(s).ctx_size());
 }
 
-std::string markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+std::string genie_markdown(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
   (void)sizing;
   return fmt::format("| Genie KV buffers | {} | {} |\n\n", m.memory.kv_bytes,
                      format_bytes(m.memory.kv_bytes)) +
          genie_report_markdown(s, m);
 }
 
-std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSizing& sizing) {
+std::string genie_html_tables(const ScenarioSpec& s, const RunMetrics& m,
+                              const PoolSizing& sizing) {
   (void)sizing;
   return genie_tables_html(s, m);
 }
@@ -192,7 +194,7 @@ std::string html_tables(const ScenarioSpec& s, const RunMetrics& m, const PoolSi
 // A dialog: one turn's passes, KV updates and VTCM wait; what the update
 // mode moved and how many pointers it set over the run; each turn's
 // latency (a dialog has too few turns for a CDF to say anything).
-std::vector<CaptionedChart> charts(const RunMetrics& m, const LabelledSeries& run) {
+std::vector<CaptionedChart> genie_charts(const RunMetrics& m, const LabelledSeries& run) {
   const std::vector<LabelledSeries> runs = {run};
   std::vector<CaptionedChart> out;
   if (!run.series->spans().empty())
@@ -218,8 +220,14 @@ std::vector<CaptionedChart> charts(const RunMetrics& m, const LabelledSeries& ru
 }  // namespace
 
 EngineReport genie_engine_report() {
-  return {"genie",     "passes", summary_geometry, html_geometry, genie_summary_lines, markdown,
-          html_tables, charts};
+  return {"genie",
+          "passes",
+          genie_summary_geometry,
+          genie_html_geometry,
+          genie_summary_lines,
+          genie_markdown,
+          genie_html_tables,
+          genie_charts};
 }
 
 }  // namespace kvsim

@@ -40,4 +40,8 @@ std::string markdown_to_html(std::string_view markdown);
 std::string markdown_table(const std::vector<std::string>& headers,
                            const std::vector<std::vector<std::string>>& rows);
 
+// One CSV cell (RFC 4180): quoted, with doubled quotes, when it holds a comma,
+// a quote or a line break; as it is otherwise.
+std::string csv_cell(const std::string& text);
+
 }  // namespace kvsim

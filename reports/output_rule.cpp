@@ -123,7 +123,7 @@ void refuse_protected(const OutputTarget& t) {
   }
 }
 
-const char* kind_of(const struct stat& st) {
+const char* file_kind_of(const struct stat& st) {
   if (S_ISLNK(st.st_mode)) return "a symbolic link";
   if (S_ISCHR(st.st_mode)) return "a character device";
   if (S_ISBLK(st.st_mode)) return "a block device";
@@ -194,7 +194,7 @@ void refuse_unless_writable(const OutputTarget& t) {
            t.force_flag ? fmt::format("another {}, or --force to replace it", t.flag)
                         : fmt::format("another {} (a new file, or one kvsim wrote)", t.flag));
   }
-  refuse(t, fmt::format("is {}; kvsim never replaces one, even with --force", kind_of(st)),
+  refuse(t, fmt::format("is {}; kvsim never replaces one, even with --force", file_kind_of(st)),
          fmt::format("{} of its own", what));
 }
 

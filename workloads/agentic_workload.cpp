@@ -34,7 +34,7 @@
 namespace kvsim::detail {
 namespace {
 
-constexpr int64_t kMaxSessions = 1'000'000'000;
+constexpr int64_t kMaxAgentSessions = 1'000'000'000;
 // A session's key is (root index << kOrdinalBits) | child ordinal.
 constexpr int kOrdinalBits = 24;
 constexpr int64_t kMaxChildren = (int64_t{1} << kOrdinalBits) - 1;
@@ -66,7 +66,7 @@ struct AgenticSession {
   uint64_t key() const { return (root->index << kOrdinalBits) | static_cast<uint64_t>(ordinal); }
 };
 
-bool arrives_later(const AgenticSession& a, const AgenticSession& b) {
+bool call_arrives_later(const AgenticSession& a, const AgenticSession& b) {
   if (a.arrival != b.arrival) return a.arrival > b.arrival;
   return a.id() > b.id();
 }
@@ -92,7 +92,7 @@ class AgenticSource final : public WorkloadSource {
     if (starting_ && next == &*starting_) {
       start_next_root();
     } else {
-      std::pop_heap(waiting_.begin(), waiting_.end(), arrives_later);
+      std::pop_heap(waiting_.begin(), waiting_.end(), call_arrives_later);
       waiting_.pop_back();
     }
     const int32_t t = session.next_call;
@@ -238,11 +238,11 @@ class AgenticSource final : public WorkloadSource {
 
   void push_waiting(const AgenticSession& s) {
     waiting_.push_back(s);
-    std::push_heap(waiting_.begin(), waiting_.end(), arrives_later);
+    std::push_heap(waiting_.begin(), waiting_.end(), call_arrives_later);
   }
   const AgenticSession* next_session() const {
     const AgenticSession* best = starting_ ? &*starting_ : nullptr;
-    if (!waiting_.empty() && (best == nullptr || arrives_later(*best, waiting_.front())))
+    if (!waiting_.empty() && (best == nullptr || call_arrives_later(*best, waiting_.front())))
       best = &waiting_.front();
     return best;
   }
@@ -323,7 +323,7 @@ config::ComponentInfo agentic_workload_info() {
       "agentic",
       "agent sessions: LLM calls separated by tool calls, each prompt extending the history; "
       "optional sub-agents that share the parent's prefix and join",
-      {int_param("sessions", std::nullopt, 1, kMaxSessions, "sessions",
+      {int_param("sessions", std::nullopt, 1, kMaxAgentSessions, "sessions",
                  "how many root sessions start"),
        section_param("arrival", true, "{process: ..., ...}",
                      "when root sessions start (poisson, gamma or constant; not closed)"),

@@ -11,6 +11,7 @@
 
 #include "base/input_file.hpp"
 #include "workloads/distribution_impl.hpp"
+#include "workloads/trace_format.hpp"
 
 namespace kvsim::detail {
 namespace {
@@ -36,13 +37,6 @@ class EmpiricalDistribution final : public Distribution {
   std::vector<int64_t> values_;
   double mean_ = 0;
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // One CSV cell in the quantity's unit, or the reason it is not one.
 ParsedQuantity parse_cell(std::string_view text, const QuantityRules& rules) {
@@ -82,7 +76,7 @@ std::vector<int64_t> read_csv(const config::Node& path_node, const std::string& 
   while (std::getline(in, line)) {
     ++line_number;
     if (line_number == 1) strip_utf8_bom(line);
-    const std::string_view cell = trim(line);
+    const std::string_view cell = trim_cell(line);
     if (cell.empty()) continue;
     const ParsedQuantity q = parse_cell(cell, reader.rules());
     if (!seen_first) {

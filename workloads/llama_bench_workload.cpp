@@ -44,7 +44,7 @@ namespace {
 constexpr int64_t kMaxRepetitions = 1000;
 constexpr int64_t kMaxTests = 1000;
 
-const DialogWorkloadSpec& dialog_of(const WorkloadSpec& spec) {
+const DialogWorkloadSpec& bench_dialog_of(const WorkloadSpec& spec) {
   return std::get<DialogWorkloadSpec>(spec.body);
 }
 
@@ -259,11 +259,11 @@ void parse_llama_bench_workload(config::MapReader& reader, WorkloadSpec& spec) {
 
 std::unique_ptr<WorkloadSource> make_llama_bench_source(const WorkloadSpec& spec, uint64_t seed,
                                                         int64_t vocab_size) {
-  return std::make_unique<LlamaBenchSource>(*dialog_of(spec).bench, seed, vocab_size);
+  return std::make_unique<LlamaBenchSource>(*bench_dialog_of(spec).bench, seed, vocab_size);
 }
 
 WorkloadBounds llama_bench_bounds(const WorkloadSpec& spec) {
-  const DialogWorkloadSpec& d = dialog_of(spec);
+  const DialogWorkloadSpec& d = bench_dialog_of(spec);
   return {d.prompt_tokens->upper_bound(), d.reply_tokens->upper_bound()};
 }
 

@@ -47,10 +47,6 @@ namespace {
 
 using nlohmann::json;
 
-LineResult malformed(std::string problem) {
-  return {LineKind::malformed, std::move(problem)};
-}
-
 // A session name: a string, or an integer written as one.
 std::string read_name(const json& v, const char* field, std::string& out) {
   if (v.is_string() && !v.get<std::string>().empty()) {
@@ -74,9 +70,6 @@ std::string read_ms(const json& v, const char* field, const char* meaning, TimeN
   return {};
 }
 
-// Deeper than a record's shape needs (one object holding one list): refused
-// before the parser builds it (a quoted deep value would recurse).
-constexpr int kMaxNesting = 8;
 bool nested_too_deep(std::string_view line) {
   int depth = 0;
   bool in_string = false;
@@ -90,7 +83,7 @@ bool nested_too_deep(std::string_view line) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxNesting) return true;
+      if (++depth > kMaxTraceNesting) return true;
     } else if (c == ']' || c == '}') {
       --depth;
     }
@@ -104,17 +97,17 @@ LineResult parse_agentic_line(std::string_view line, const CsvColumns& columns, 
   (void)columns;
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {LineKind::blank, {}};
   if (nested_too_deep(line))
-    return malformed(fmt::format("nested deeper than {} levels", kMaxNesting));
+    return malformed_line(fmt::format("nested deeper than {} levels", kMaxTraceNesting));
   const json object = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  if (object.is_discarded()) return malformed("not valid JSON");
-  if (!object.is_object()) return malformed("not a JSON object");
+  if (object.is_discarded()) return malformed_line("not valid JSON");
+  if (!object.is_object()) return malformed_line("not a JSON object");
   static const std::set<std::string> known = {
       "session_id", "parent_session_id", "branch_call",   "timestamp",
       "delay",      "input_length",      "output_length", "hash_ids"};
   for (const auto& [key, value] : object.items()) {
     (void)value;
     if (known.count(key) == 0)
-      return malformed(
+      return malformed_line(
           fmt::format("unknown field \"{}\"; the fields are session_id, "
                       "parent_session_id, branch_call, timestamp, delay, "
                       "input_length, output_length, hash_ids",
@@ -122,39 +115,42 @@ LineResult parse_agentic_line(std::string_view line, const CsvColumns& columns, 
   }
   out = TraceRecord{};
   const auto session = object.find("session_id");
-  if (session == object.end()) return malformed("the field \"session_id\" is missing");
-  if (auto p = read_name(*session, "session_id", out.session_id); !p.empty()) return malformed(p);
+  if (session == object.end()) return malformed_line("the field \"session_id\" is missing");
+  if (auto p = read_name(*session, "session_id", out.session_id); !p.empty())
+    return malformed_line(p);
   if (const auto parent = object.find("parent_session_id"); parent != object.end()) {
     if (auto p = read_name(*parent, "parent_session_id", out.parent_session_id); !p.empty())
-      return malformed(p);
+      return malformed_line(p);
     const auto branch = object.find("branch_call");
     if (branch == object.end())
-      return malformed(
+      return malformed_line(
           "\"parent_session_id\" needs \"branch_call\": the parent's call (0-based) "
           "after which this sub-agent starts");
     if (!branch->is_number_integer() || branch->get<int64_t>() < 0)
-      return malformed(fmt::format("\"branch_call\" is {}, not a call index >= 0", branch->dump()));
+      return malformed_line(
+          fmt::format("\"branch_call\" is {}, not a call index >= 0", branch->dump()));
     out.branch_call = branch->get<int64_t>();
   } else if (object.contains("branch_call")) {
-    return malformed("\"branch_call\" without \"parent_session_id\"");
+    return malformed_line("\"branch_call\" without \"parent_session_id\"");
   }
   out.timed = false;
   if (const auto ts = object.find("timestamp"); ts != object.end()) {
     if (auto p = read_ms(*ts, "timestamp", "a root session's start", out.time); !p.empty())
-      return malformed(p);
+      return malformed_line(p);
     out.timed = true;
   }
   if (const auto d = object.find("delay"); d != object.end()) {
     if (out.timed)
-      return malformed("both \"timestamp\" and \"delay\": a call has one or the other");
-    if (auto p = read_ms(*d, "delay", "a tool gap", out.delay); !p.empty()) return malformed(p);
+      return malformed_line("both \"timestamp\" and \"delay\": a call has one or the other");
+    if (auto p = read_ms(*d, "delay", "a tool gap", out.delay); !p.empty())
+      return malformed_line(p);
   }
   if (auto p = read_count(object, "input_length", "prompt", out.input_tokens); !p.empty())
-    return malformed(p);
+    return malformed_line(p);
   if (auto p = read_count(object, "output_length", "output", out.output_tokens); !p.empty())
-    return malformed(p);
+    return malformed_line(p);
   if (auto p = read_hash_ids(object, out.input_tokens, out.hash_ids); !p.empty())
-    return malformed(p);
+    return malformed_line(p);
   return {};
 }
 

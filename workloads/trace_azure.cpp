@@ -10,10 +10,6 @@
 namespace kvsim::detail {
 namespace {
 
-LineResult malformed(std::string problem) {
-  return {LineKind::malformed, std::move(problem)};
-}
-
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
 // days_from_civil), so times are exact integers with no time zone involved.
 int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
@@ -83,17 +79,17 @@ LineResult parse_azure_line(std::string_view line, const CsvColumns& columns, Tr
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {LineKind::blank, {}};
   const auto cells = split_csv(line);
   if (static_cast<int>(cells.size()) != columns.count)
-    return malformed(fmt::format("{} fields, the header has {}", cells.size(), columns.count));
+    return malformed_line(fmt::format("{} fields, the header has {}", cells.size(), columns.count));
   const std::string_view time = cells[static_cast<size_t>(columns.time)];
-  if (time.empty()) return malformed("TIMESTAMP is empty");
+  if (time.empty()) return malformed_line("TIMESTAMP is empty");
   if (!parse_timestamp(time, out.time))
-    return malformed(
+    return malformed_line(
         fmt::format("TIMESTAMP '{}' is not a time like 2023-11-16 18:15:46.6805900 (a real "
                     "date in the years {}-{})",
                     time, kFirstYear, kLastYear));
   if (auto p = parse_token_columns(cells, columns, "ContextTokens", "GeneratedTokens", out);
       !p.empty())
-    return malformed(p);
+    return malformed_line(p);
   return {};
 }
 

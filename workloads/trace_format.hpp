@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/units.hpp"
@@ -41,6 +42,15 @@ struct LineResult {
   LineKind kind = LineKind::record;
   std::string problem;  // for malformed: what is wrong (names the field)
 };
+
+inline LineResult malformed_line(std::string problem) {
+  return {LineKind::malformed, std::move(problem)};
+}
+
+// The deepest nesting a JSONL record may have: deeper than a record's shape
+// needs (one object holding one list), refused before the parser builds it
+// (a quoted deep value would recurse).
+constexpr int kMaxTraceNesting = 8;
 
 // Column layout of a CSV format, found by name in its header line, so extra
 // columns and any column order are accepted.
@@ -84,6 +94,9 @@ std::string read_prefill_decode_header(std::string_view line, CsvColumns& column
 LineResult parse_prefill_decode_line(std::string_view line, const CsvColumns& columns,
                                      TraceRecord& out);
 
+// Shared by the CSV readers: a cell without its surrounding spaces, tabs and
+// a trailing '\r' (a file written on Windows).
+std::string_view trim_cell(std::string_view s);
 // Shared by the CSV formats: splits a line on commas (no quoting: the traces
 // hold numbers and timestamps only), trims spaces and a trailing '\r'.
 std::vector<std::string_view> split_csv(std::string_view line);

@@ -48,14 +48,12 @@ std::vector<std::string> trace_formats() {
 }
 
 namespace detail {
-namespace {
-std::string_view trim(std::string_view s) {
+std::string_view trim_cell(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
 }
-}  // namespace
 
 std::vector<std::string_view> split_csv(std::string_view line) {
   std::vector<std::string_view> cells;
@@ -63,7 +61,7 @@ std::vector<std::string_view> split_csv(std::string_view line) {
   while (true) {
     const size_t comma = line.find(',', begin);
     cells.push_back(
-        trim(line.substr(begin, comma == std::string_view::npos ? line.npos : comma - begin)));
+        trim_cell(line.substr(begin, comma == std::string_view::npos ? line.npos : comma - begin)));
     if (comma == std::string_view::npos) break;
     begin = comma + 1;
   }
@@ -86,7 +84,7 @@ std::string find_columns(std::string_view header, const char* time_name, const c
   if (columns.input < 0) missing.emplace_back(input_name);
   if (columns.output < 0) missing.emplace_back(output_name);
   if (missing.empty()) return {};
-  return fmt::format("the header '{}' lacks the column{} {}", trim(header),
+  return fmt::format("the header '{}' lacks the column{} {}", trim_cell(header),
                      missing.size() > 1 ? "s" : "", fmt::join(missing, ", "));
 }
 

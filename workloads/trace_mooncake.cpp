@@ -21,13 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-LineResult malformed(std::string problem) {
-  return {LineKind::malformed, std::move(problem)};
-}
-
-// A line of this format is one flat object with one list in it.
-constexpr int kMaxNesting = 8;
-
 // Parses a line as nlohmann would, but refuses what it accepts silently: a
 // field written twice (its last value would win) and deep nesting (a message
 // quoting such a value would recurse). Returns a discarded value and the
@@ -41,8 +34,9 @@ json parse_line_json(std::string_view line, std::string& problem) {
         fields_of_open_objects.emplace_back();
         [[fallthrough]];
       case json::parse_event_t::array_start:
-        if (++open > kMaxNesting) {
-          if (problem.empty()) problem = fmt::format("nested deeper than {} levels", kMaxNesting);
+        if (++open > kMaxTraceNesting) {
+          if (problem.empty())
+            problem = fmt::format("nested deeper than {} levels", kMaxTraceNesting);
           return false;  // not kept: a deep value is never built
         }
         break;
@@ -253,26 +247,26 @@ LineResult parse_mooncake_line_in_full(std::string_view line, const CsvColumns& 
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {LineKind::blank, {}};
   std::string problem;
   const json object = parse_line_json(line, problem);
-  if (!problem.empty()) return malformed(problem);
-  if (!object.is_object()) return malformed("not a JSON object");
+  if (!problem.empty()) return malformed_line(problem);
+  if (!object.is_object()) return malformed_line("not a JSON object");
 
   const auto ts = object.find("timestamp");
-  if (ts == object.end()) return malformed("the field \"timestamp\" is missing");
+  if (ts == object.end()) return malformed_line("the field \"timestamp\" is missing");
   if (!ts->is_number())
-    return malformed(fmt::format("\"timestamp\" is {}, not a number", ts->dump()));
+    return malformed_line(fmt::format("\"timestamp\" is {}, not a number", ts->dump()));
   const double ms = ts->get<double>();
   if (!(ms >= 0) || ms > 1e12)
-    return malformed(
+    return malformed_line(
         fmt::format("\"timestamp\" is {}: milliseconds from the trace start, >= 0", ts->dump()));
   out.time = static_cast<TimeNs>(std::llround(ms * 1e6));
 
   if (auto p = read_count(object, "input_length", "prompt", out.input_tokens); !p.empty())
-    return malformed(p);
+    return malformed_line(p);
   if (auto p = read_count(object, "output_length", "output", out.output_tokens); !p.empty())
-    return malformed(p);
+    return malformed_line(p);
 
   if (auto p = read_hash_ids(object, out.input_tokens, out.hash_ids); !p.empty())
-    return malformed(p);
+    return malformed_line(p);
   return {};
 }
 

@@ -51,7 +51,7 @@ const TraceWorkloadSpec& trace_of(const WorkloadSpec& spec) {
   return std::get<TraceWorkloadSpec>(spec.body);
 }
 
-TimeNs seconds_to_ns(double s) {
+TimeNs trace_seconds_to_ns(double s) {
   return static_cast<TimeNs>(std::llround(s * 1e9));
 }
 
@@ -172,8 +172,8 @@ void parse_trace_workload(config::MapReader& reader, WorkloadSpec& spec) {
   // path: its own reader, below (relative to the YAML file's folder)
   const config::Node path_node = t.child("path");
   trace.time_scale = values.number("time_scale") / values.number("rate_scale");
-  trace.start = seconds_to_ns(values.number("start_s"));
-  if (values.has("duration_s")) trace.duration = seconds_to_ns(values.number("duration_s"));
+  trace.start = trace_seconds_to_ns(values.number("start_s"));
+  if (values.has("duration_s")) trace.duration = trace_seconds_to_ns(values.number("duration_s"));
   if (values.has("max_requests")) trace.max_requests = values.integer("max_requests");
   trace.skip_malformed = values.string("on_error") == "skip";
   trace.loop = values.integer("loop");

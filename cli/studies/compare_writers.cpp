@@ -51,13 +51,6 @@ std::string ratio_text(const std::optional<double>& r) {
   return r ? fmt::format("{:.3f}x", *r) : std::string("-");
 }
 
-std::string csv_cell(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 bool all_numeric(const std::vector<std::string>& values) {
   for (const auto& v : values) {
     char* end = nullptr;

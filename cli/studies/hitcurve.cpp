@@ -41,7 +41,7 @@ PoolSizing sizing_for(const BlockPoolContract& pool, const PoolSizing& base, int
   return s;
 }
 
-std::string number(double v) {
+std::string fraction_text(double v) {
   return fmt::format("{:.6f}", v);
 }
 
@@ -108,7 +108,7 @@ std::string hit_curve_csv(const HitCurve& curve) {
     const auto& r = p.replay;
     csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", p.capacity_tokens, p.cache_blocks,
                        curve.block_size, r.requests, r.prompt_tokens, r.hit_tokens,
-                       number(r.hit_rate()), r.oversized_requests, r.evictions);
+                       fraction_text(r.hit_rate()), r.oversized_requests, r.evictions);
   }
   return csv;
 }

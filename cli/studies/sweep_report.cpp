@@ -19,13 +19,6 @@ constexpr const char* kTtft = "latency_ms.ttft.p99";
 constexpr const char* kTpot = "latency_ms.tpot.p99";
 constexpr const char* kRateKey = "workload.arrival.rate_per_s";
 
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 std::vector<std::string> table_headers(const SweepSpec& spec) {
   std::vector<std::string> h = {"variant"};
   for (const auto& k : sweep_axis_keys(spec)) h.push_back(k);

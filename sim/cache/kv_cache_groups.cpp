@@ -1,13 +1,9 @@
 #include "sim/cache/kv_cache_groups.hpp"
+#include "base/checked_math.hpp"
 
 #include <algorithm>
 
 namespace kvsim {
-namespace {
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-}  // namespace
 
 int64_t KvCacheGroups::pages_held(int64_t tokens, int64_t block_size) const {
   const int64_t blocks = ceil_div(tokens, block_size);

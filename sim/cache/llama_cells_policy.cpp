@@ -46,6 +46,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "base/checked_math.hpp"
 #include "sim/cache/llama_cells_metrics.hpp"
 #include "sim/core/metrics.hpp"
 
@@ -57,10 +58,6 @@ namespace {
 // still costs it).
 constexpr Bytes kAccessGranule = 128;
 constexpr LlamaSeqId kDialogSeq = 0;
-
-Bytes round_up(Bytes x, Bytes g) {
-  return (x + g - 1) / g * g;
-}
 
 kernels::GgmlType type_of(const std::string& name, const char* key) {
   const auto t = kernels::parse_ggml_type(name);

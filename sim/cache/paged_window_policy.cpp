@@ -12,14 +12,15 @@ BlockHash salted_block_hash(const BlockHash& hash, uint64_t salt) {
 namespace {
 // Alone, blocks under a window hold no hash: the free order only picks
 // block ids, so the default (`lru`) order is kept.
-std::shared_ptr<BlockPool> pool_of(const PagedWindowParams& params) {
+std::shared_ptr<BlockPool> window_pool_of(const PagedWindowParams& params) {
   if (params.shared_pool) return params.shared_pool;
   return std::make_shared<BlockPool>(BlockPoolParams{params.num_blocks});
 }
 }  // namespace
 
 PagedWindowPolicy::PagedWindowPolicy(const PagedWindowParams& params)
-    : PagedPolicyBase(pool_of(params), params.block_size, params.block_bytes, params.host_blocks),
+    : PagedPolicyBase(window_pool_of(params), params.block_size, params.block_bytes,
+                      params.host_blocks),
       window_(params.window),
       hash_salt_(params.hash_salt) {
   if (params.window <= 0) throw std::invalid_argument("sliding_window: window must be at least 1");

@@ -1,5 +1,5 @@
 // Prefix indexes by kind: the YAML value `cluster.router.index.kind` picks
-// one (prefix_index.hpp says what each knows). The table below is the only
+// one (prefix_index.hpp says what each knows). The index_table below is the only
 // place a kind is registered.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,14 +12,14 @@
 namespace kvsim {
 namespace {
 
-struct Registered {
+struct RegisteredIndex {
   config::ComponentInfo (*info)();
   std::unique_ptr<PrefixIndex> (*make)(const config::ParamValues&);
 };
 
 // One line per kind, kept in name order.
-const std::vector<Registered>& table() {
-  static const std::vector<Registered> t = {
+const std::vector<RegisteredIndex>& index_table() {
+  static const std::vector<RegisteredIndex> t = {
       {approximate_prefix_index_info, make_approximate_prefix_index},
       {event_prefix_index_info, make_event_prefix_index},
       {exact_prefix_index_info, make_exact_prefix_index},
@@ -27,8 +27,8 @@ const std::vector<Registered>& table() {
   return t;
 }
 
-const Registered& find(std::string_view kind) {
-  for (const Registered& r : table())
+const RegisteredIndex& find_index(std::string_view kind) {
+  for (const RegisteredIndex& r : index_table())
     if (r.info().name == kind) return r;
   throw std::invalid_argument(fmt::format("unknown prefix index '{}' (known: {})", kind,
                                           fmt::join(prefix_index_names(), ", ")));
@@ -38,24 +38,24 @@ const Registered& find(std::string_view kind) {
 
 std::vector<std::string> prefix_index_names() {
   std::vector<std::string> names;
-  for (const Registered& r : table()) names.push_back(r.info().name);
+  for (const RegisteredIndex& r : index_table()) names.push_back(r.info().name);
   std::sort(names.begin(), names.end());
   return names;
 }
 
 std::vector<config::ComponentInfo> prefix_index_infos() {
-  std::vector<config::ComponentInfo> infos;
-  for (const Registered& r : table()) infos.push_back(r.info());
-  std::sort(infos.begin(), infos.end(),
+  std::vector<config::ComponentInfo> index_infos;
+  for (const RegisteredIndex& r : index_table()) index_infos.push_back(r.info());
+  std::sort(index_infos.begin(), index_infos.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
-  return infos;
+  return index_infos;
 }
 
 const config::ComponentInfo& prefix_index_info(std::string_view kind) {
-  static const std::vector<config::ComponentInfo> infos = prefix_index_infos();
-  for (const auto& info : infos)
+  static const std::vector<config::ComponentInfo> index_infos = prefix_index_infos();
+  for (const auto& info : index_infos)
     if (info.name == kind) return info;
-  (void)find(kind);  // throws the message listing the known kinds
+  (void)find_index(kind);  // throws the message listing the known kinds
   throw std::logic_error("unreachable");
 }
 
@@ -68,7 +68,7 @@ PrefixIndexConfig prefix_index_defaults(std::string_view kind) {
 }
 
 std::unique_ptr<PrefixIndex> make_prefix_index(const PrefixIndexConfig& config) {
-  return find(config.kind).make(config.params);
+  return find_index(config.kind).make(config.params);
 }
 
 config::ParamSpec prefix_index_param() {

@@ -11,14 +11,14 @@
 namespace kvsim {
 namespace {
 
-struct Registered {
+struct RegisteredRouter {
   config::ComponentInfo (*info)();
   std::unique_ptr<RoutingPolicy> (*make)(const RoutingPolicyArgs&);
 };
 
 // One line per policy, kept in name order.
-const std::vector<Registered>& table() {
-  static const std::vector<Registered> t = {
+const std::vector<RegisteredRouter>& router_table() {
+  static const std::vector<RegisteredRouter> t = {
       {kv_cost_routing_info, make_kv_cost_routing},
       {least_loaded_routing_info, make_least_loaded_routing},
       {prefix_aware_routing_info, make_prefix_aware_routing},
@@ -29,8 +29,8 @@ const std::vector<Registered>& table() {
   return t;
 }
 
-const Registered& find(std::string_view name) {
-  for (const Registered& r : table())
+const RegisteredRouter& find_router(std::string_view name) {
+  for (const RegisteredRouter& r : router_table())
     if (r.info().name == name) return r;
   throw std::invalid_argument(fmt::format("unknown routing policy '{}' (known: {})", name,
                                           fmt::join(routing_policy_names(), ", ")));
@@ -40,24 +40,24 @@ const Registered& find(std::string_view name) {
 
 std::vector<std::string> routing_policy_names() {
   std::vector<std::string> names;
-  for (const Registered& r : table()) names.push_back(r.info().name);
+  for (const RegisteredRouter& r : router_table()) names.push_back(r.info().name);
   std::sort(names.begin(), names.end());
   return names;
 }
 
 std::vector<config::ComponentInfo> routing_policy_infos() {
-  std::vector<config::ComponentInfo> infos;
-  for (const Registered& r : table()) infos.push_back(r.info());
-  std::sort(infos.begin(), infos.end(),
+  std::vector<config::ComponentInfo> router_infos;
+  for (const RegisteredRouter& r : router_table()) router_infos.push_back(r.info());
+  std::sort(router_infos.begin(), router_infos.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
-  return infos;
+  return router_infos;
 }
 
 const config::ComponentInfo& routing_policy_info(std::string_view name) {
-  static const std::vector<config::ComponentInfo> infos = routing_policy_infos();
-  for (const auto& info : infos)
+  static const std::vector<config::ComponentInfo> router_infos = routing_policy_infos();
+  for (const auto& info : router_infos)
     if (info.name == name) return info;
-  (void)find(name);  // throws the message listing the known names
+  (void)find_router(name);  // throws the message listing the known names
   throw std::logic_error("unreachable");
 }
 
@@ -78,7 +78,7 @@ std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name,
                                                    const PrefixIndexConfig& index, uint64_t seed) {
   PrefixIndexConfig ix = index;
   if (ix.params.all().empty()) ix.params = prefix_index_defaults(ix.kind).params;
-  return find(name).make(RoutingPolicyArgs{params, ix, seed});
+  return find_router(name).make(RoutingPolicyArgs{params, ix, seed});
 }
 
 }  // namespace kvsim

@@ -7,7 +7,7 @@
 namespace kvsim {
 namespace {
 
-Bytes share(Bytes bytes, int64_t sessions) {
+Bytes session_share(Bytes bytes, int64_t sessions) {
   return sessions <= 1 ? bytes : (bytes + sessions - 1) / sessions;
 }
 
@@ -17,8 +17,8 @@ HtpAddressSpaceUse htp_address_space_use(const InstanceSpec& s) {
   HtpAddressSpaceUse use;
   const int64_t sessions = std::max<int64_t>(1, s.htp.npu_sessions);
   const Bytes buffers = s.policy().device_buffers()->buffer_bytes(s.model, s.kv.dtype_bytes());
-  use.weights = share(s.model.weight_bytes(), sessions);
-  use.kv_buffers = share(buffers, sessions);
+  use.weights = session_share(s.model.weight_bytes(), sessions);
+  use.kv_buffers = session_share(buffers, sessions);
   use.limit = s.device.htp ? s.device.htp->address_space_bytes : 0;
   return use;
 }
@@ -28,7 +28,7 @@ void genie_address_cross_checks(const InstanceSpec& s, config::LoadContext& ctx)
   const DeviceBufferContract* buffers = s.policy().device_buffers();
   if (!s.device.htp || buffers == nullptr) return;  // the engine's refusal says why
   const HtpAddressSpaceUse use = htp_address_space_use(s);
-  // The phone's LPDDR holds every session's share (the paged pool check of
+  // The phone's LPDDR holds every session's session_share (the paged pool check of
   // cross_checks does not apply to a phone).
   const int64_t sessions = std::max<int64_t>(1, s.htp.npu_sessions);
   const Bytes whole = s.model.weight_bytes() + use.kv_buffers * sessions;

@@ -12,7 +12,7 @@
 namespace kvsim {
 namespace {
 
-const DialogWorkloadSpec* dialog_of(const InstanceSpec& s) {
+const DialogWorkloadSpec* dialog_spec_of(const InstanceSpec& s) {
   return s.workload ? std::get_if<DialogWorkloadSpec>(&s.workload->body) : nullptr;
 }
 
@@ -123,7 +123,7 @@ std::optional<EngineRefusal> genie_engine_refusal(const InstanceSpec& s) {
         "device", fmt::format("it runs static graphs on an NPU graph executor, which {} (kind {}) "
                               "does not declare (kind: htp devices do)",
                               s.device.name, s.device.kind)};
-  if (dialog_of(s) == nullptr)
+  if (dialog_spec_of(s) == nullptr)
     return EngineRefusal{
         "workload.kind",
         fmt::format("it runs one user's `kind: dialog` or `kind: llama_bench`, not kind {}",
@@ -146,7 +146,7 @@ void genie_cross_checks(const InstanceSpec& s, config::LoadContext& ctx) {
                     s.device.name, s.device.htp->max_update_threads),
         fmt::format("1..{}", s.device.htp->max_update_threads));
   }
-  if (const DialogWorkloadSpec* d = dialog_of(s); d != nullptr && ctx.diagnostics.empty())
+  if (const DialogWorkloadSpec* d = dialog_spec_of(s); d != nullptr && ctx.diagnostics.empty())
     context_checks(s, *d, ctx);
 }
 

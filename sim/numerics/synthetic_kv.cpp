@@ -92,10 +92,6 @@ __attribute__((target("avx2,fma"))) void pair_rows_avx2(uint64_t seed, float* ro
   pair_rows_inline(seed, row, d);
 }
 
-bool avx2_available() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
 #endif
 
 uint64_t row_seed(Tensor t, int32_t token, int64_t layer, int64_t head) {
@@ -196,8 +192,8 @@ __attribute__((target("avx2,fma,f16c"))) void kv_pair_rows_fp16_avx2_d16(
   }
 }
 
-bool f16c_available() {
-  static const bool ok = avx2_available() && kernels::cpu_has_f16c();
+bool avx2_and_f16c_available() {
+  static const bool ok = kernels::cpu_has_avx2_fma() && kernels::cpu_has_f16c();
   return ok;
 }
 #endif
@@ -356,7 +352,7 @@ void synthetic_kv_rows(const SyntheticShape& shape, const int32_t* tokens, int64
     if (!table) rotate_keys(shape, k, n, first, rope);
     return;
   }
-  if (shape.values_per_hash == 2 && avx2_available()) {
+  if (shape.values_per_hash == 2 && kernels::cpu_has_avx2_fma()) {
     kv_pair_rows_avx2(shape, tokens, n, layer, k, v);
     rotate_keys(shape, k, n, first, rope);
     return;
@@ -374,7 +370,7 @@ bool synthetic_kv_rows_stored(const SyntheticShape& shape, const int32_t* tokens
                               float* v_stored) {
 #if defined(__x86_64__)
   if (dtype == kernels::KvDtype::fp16 && shape.values_per_hash == 2 && shape.head_dim == 16 &&
-      first >= 0 && !kernels::cpu_has_avx512() && f16c_available()) {
+      first >= 0 && !kernels::cpu_has_avx512() && avx2_and_f16c_available()) {
     kv_pair_rows_fp16_avx2_d16(shape, tokens, n, layer, rope.cos_sin(first, n),
                                rope.style() == kernels::RopeStyle::adjacent_pairs,
                                static_cast<uint16_t*>(k_dst), static_cast<uint16_t*>(v_dst),
@@ -395,7 +391,7 @@ void synthetic_rows(const SyntheticShape& shape, Tensor t, int32_t token, int64_
     float* row = out + h * shape.head_dim;
     if (shape.values_per_hash == 2) {
 #if defined(__x86_64__)
-      if (avx2_available()) {
+      if (kernels::cpu_has_avx2_fma()) {
         pair_rows_avx2(seed, row, shape.head_dim);
         continue;
       }

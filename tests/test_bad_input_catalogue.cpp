@@ -755,6 +755,13 @@ const BadInput kCatalogue[] = {
      "aux.txt:2:", "speculative_method", nullptr,
      "id,device,model,metric,value,unit,speculative_method,acceptance\n"
      "r1,ascend-910b2,Qwen3-8B,decode_rate,5,tokens/s,eagle3,0.5\n"},
+    {"CalibrateLengthsFileMissing", "calibrate {aux} --out {out}", "aux.txt:2:", "lengths", nullptr,
+     "id,device,model,metric,value,unit,lengths\n"
+     "r1,h100-sxm5,Llama-3.1-8B,output_throughput,5,tokens/s,no-such-lengths.csv\n"},
+    {"CalibrateLengthsBesideInputTokens", "calibrate {aux} --out {out}",
+     "aux.txt:2:", "input_tokens", nullptr,
+     "id,device,model,metric,value,unit,input_tokens,lengths\n"
+     "r1,h100-sxm5,Llama-3.1-8B,output_throughput,5,tokens/s,128,no-such-lengths.csv\n"},
     {"CalibratePipelineZero", "calibrate {aux} --out {out}", "aux.txt:2:", "pipeline", nullptr,
      "id,device,model,metric,value,unit,pipeline\n"
      "r1,ascend-910b2,Qwen3-8B,decode_rate,5,tokens/s,0\n"},

@@ -8,8 +8,8 @@
 // file's, and TensorRT-LLM's admission reserves whole sequences; the
 // held-out-by-device check fits on none of the held-out part's rows and
 // prints each device's own figures. The full leave-one-out over every GPU
-// row (minutes) is the README's figure; here, the A100's and the MI300X's
-// rows alone.
+// row (minutes) is the README's figure; here, nine of the A100's rows left
+// out in turn and the MI300X's rows alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "cli/studies/calibration.hpp"
@@ -196,15 +197,33 @@ TEST(GpuCalibration, AHeldOutDeviceIsFittedOnNoneOfItsRows) {
 }
 
 TEST(GpuCalibration, LeaveOneOutOnTheA100RowsHoldsTheBound) {
-  const CvReport report = cross_validate(rows_starting("T14A1"), KVSIM_CONFIG_DIR, true);
+  // Every one of the A100's 27 rows is fitted; nine are left out in turn,
+  // each fit on the other 26: of each model and layout (8B at tensor
+  // parallelism 1, 70B at 4 and at 8) the decode-bound 128/4096, the even
+  // 1000/1000 and the prefill-bound 2048/128. 70B-TP4-128-4096 is the row
+  // the full leave-one-out misses most (-16.8%). Leaving out each of the 27
+  // in turn (kvsim calibrate --cv on a CSV of them alone): median 8.0%, max
+  // 16.8%; these nine, in that run: median 9.3%, max 16.8%. Ten fits
+  // instead of 28.
+  std::set<std::string> left_out;
+  for (const char* shape : {"8B-", "70B-TP4-", "70B-TP8-"})
+    for (const char* lengths : {"128-4096", "1000-1000", "2048-128"})
+      left_out.insert(std::string("T14A1-") + shape + lengths);
+  const CvReport report =
+      cross_validate(rows_starting("T14A1"), KVSIM_CONFIG_DIR, true, {}, left_out);
   ASSERT_EQ(report.counted_rows, 27);
-  std::printf("[ gpu-cal  ] A100 leave-one-out: median %.1f%%, max %.1f%%\n",
+  int64_t held = 0;
+  for (const CvEntry& e : report.entries) {
+    EXPECT_EQ(e.held_out.has_value(), left_out.count(e.row.id) == 1) << e.row.id;
+    held += e.held_out.has_value() ? 1 : 0;
+  }
+  ASSERT_EQ(held, 9);
+  std::printf("[ gpu-cal  ] A100 leave-one-out of 9 rows: median %.1f%%, max %.1f%%\n",
               report.median_abs_held_out_pct, report.max_abs_held_out_pct);
   // Alone, the A100's rows take no prior from the vendor's other designs
-  // (they do in the README's run over every GPU row): median 8.0%, max
-  // 16.8%. Nine of them are at tensor parallelism 8 and nine at 4, so no row
-  // alone pins the all-reduce's cost. The bounds: median 10%, max
-  // 25%. About 50 s of CPU, half on each of two threads (28 fits of 27 rows).
+  // (they do in the README's run over every GPU row). Nine of them are at
+  // tensor parallelism 8 and nine at 4, so no row alone pins the
+  // all-reduce's cost. The bounds: median 10%, max 25%.
   EXPECT_LE(report.median_abs_held_out_pct, 10.0);
   EXPECT_LE(report.max_abs_held_out_pct, 25.0);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -68,9 +69,9 @@ class RowErrors {
  public:
   explicit RowErrors(std::string file) : file_(std::move(file)) {}
   void add(int64_t line, int64_t col, const std::string& key, std::string problem,
-           std::string allowed) {
+           std::string allowed, const std::string& file = {}) {
     config::Diagnostic d;
-    d.where.file = file_;
+    d.where.file = file.empty() ? file_ : file;
     d.where.line = line;
     d.where.col = col;
     d.key_path = key;
@@ -162,7 +163,7 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
                  "needed: " + all +
                      "; optional: weights,kv_dtype,context,batch,input_tokens,"
                      "output_tokens,software,source,prefix_hit,arrival,pipeline,expert,data,"
-                     "speculative_method,num_speculative_tokens,acceptance");
+                     "speculative_method,num_speculative_tokens,acceptance,lengths");
     }
   }
   errors.throw_if_any();
@@ -282,6 +283,27 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
                    "speculation needs speculative_method, num_speculative_tokens and acceptance "
                    "together",
                    "all three, or all empty");
+      }
+    }
+    if (const CsvField* f = cell("lengths"); f != nullptr && !f->text.empty()) {
+      // The histograms replace the two length cells: both given would be
+      // two workloads for one row.
+      row.lengths = f->text;
+      for (const char* name : {"input_tokens", "output_tokens"})
+        if (const CsvField* g = cell(name); g != nullptr && !g->text.empty())
+          errors.add(line_no, g->col, name, "is given beside a lengths file",
+                     "input_tokens and output_tokens empty when lengths names a file");
+      namespace fs = std::filesystem;
+      const fs::path file = fs::path(f->text).is_absolute()
+                                ? fs::path(f->text)
+                                : fs::path(path).parent_path() / f->text;
+      try {
+        row.length_distribution = read_length_distribution(file.string());
+      } catch (const config::ConfigError& e) {
+        errors.add(line_no, f->col, "lengths", fmt::format("'{}' cannot be used", f->text),
+                   "a lengths file relative to the CSV's folder (see below)");
+        for (const config::Diagnostic& d : e.diagnostics())
+          errors.add(d.where.line, d.where.col, d.key_path, d.problem, d.allowed, d.where.file);
       }
     }
     row.file = path;

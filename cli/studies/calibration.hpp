@@ -4,14 +4,16 @@
 //   id,device,model,weights,kv_dtype,context,batch,input_tokens,output_tokens,
 //   metric,value,unit,software,source
 // (and optional prefix_hit, arrival, pipeline, expert, data,
-// speculative_method, num_speculative_tokens, acceptance) each predicted by running a scenario
-// built from the row on the device kind's predictor, then compared with the published value.
+// speculative_method, num_speculative_tokens, acceptance, lengths) each predicted by running a
+// scenario built from the row on the device kind's predictor, then compared with the published
+// value.
 //
 // CONTRACT: cli/studies/calibration.cpp (reader, dispatch, report),
 // cli/studies/calibration_ascend.cpp, cli/studies/calibration_htp.cpp
 //.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +21,22 @@
 #include "devices/device_spec.hpp"
 
 namespace kvsim {
+
+// A row's prompt and output lengths as histograms, from the file its
+// `lengths` column names (cli/studies/calibration_lengths.cpp): the
+// benchmark ran a dataset of many lengths, stated with its source.
+struct LengthDistribution {
+  std::string path, source;
+  // (tokens, relative count), ascending by tokens, counts divided by their
+  // common divisor.
+  std::vector<std::pair<int64_t, int64_t>> input, output;
+  double mean_input = 0, mean_output = 0;
+};
+// Throws config::ConfigError (exit 2) at the file's line and column of a
+// malformed row, or when it states no source.
+std::shared_ptr<const LengthDistribution> read_length_distribution(const std::string& path);
+// The histogram as a scenario's empirical distribution (YAML flow map).
+std::string empirical_yaml(const std::vector<std::pair<int64_t, int64_t>>& bins);
 
 struct MeasurementRow {
   std::string id, device, model, weights, kv_dtype;
@@ -50,6 +68,11 @@ struct MeasurementRow {
   std::string speculative_method;
   std::optional<int64_t> num_speculative_tokens;
   std::optional<double> acceptance;
+  // Optional column `lengths`: a file of input and output length
+  // histograms (relative to the CSV's folder) in place of input_tokens and
+  // output_tokens; the row runs requests drawn from them.
+  std::string lengths;
+  std::shared_ptr<const LengthDistribution> length_distribution;
   bool speculative() const { return !speculative_method.empty(); }
   // Any of the columns above set: a predictor that cannot run them must
   // not handle the row (it would price another deployment).

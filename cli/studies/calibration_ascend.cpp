@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <regex>
@@ -90,8 +91,15 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
   if (find_model(model, configs_dir).path.empty()) {
     (void)load_model_by_name(model, "", configs_dir);  // throws, naming the files looked for
   }
-  if (!row.input_tokens || !row.output_tokens)
-    throw std::runtime_error("the row gives no input_tokens/output_tokens to run");
+  const LengthDistribution* lengths = row.length_distribution.get();
+  if (lengths == nullptr && (!row.input_tokens || !row.output_tokens))
+    throw std::runtime_error("the row gives no input_tokens/output_tokens (nor lengths) to run");
+  // The lengths a request draws: the row's two cells, or its dataset's
+  // histograms (calibration_lengths.cpp), each side on its own stream.
+  const std::string input_yaml =
+      lengths != nullptr ? empirical_yaml(lengths->input) : std::to_string(*row.input_tokens);
+  const std::string output_yaml =
+      lengths != nullptr ? empirical_yaml(lengths->output) : std::to_string(*row.output_tokens);
   const int64_t batch = row.batch.value_or(1);
   // Every request queued at the start (trtllm-bench throughput, vLLM's
   // benchmark_throughput): `batch` requests, one per client.
@@ -157,8 +165,7 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
       fmt::arg("kv", kv_dtype), fmt::arg("caching", row.prefix_hit ? ", prefix_caching: true" : ""),
       fmt::arg("fraction", memory_fraction), fmt::arg("seqs", seqs),
       fmt::arg("tokens", std::max<int64_t>(8192, seqs)), fmt::arg("requests", requests),
-      fmt::arg("batch", batch), fmt::arg("input", *row.input_tokens),
-      fmt::arg("output", *row.output_tokens),
+      fmt::arg("batch", batch), fmt::arg("input", input_yaml), fmt::arg("output", output_yaml),
       fmt::arg("prefix",
                row.prefix_hit && *row.prefix_hit > 0
                    ? fmt::format("  prefix: {{shared_fraction: {}, groups: 1}}\n", *row.prefix_hit)
@@ -174,12 +181,17 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
   out.engine = engine;
   if (out.engine) out.spec.device.step_overhead = out.engine->step_overhead;
   if (out.engine && out.engine->reserves_whole_sequence) {
-    // Every request has the same length, so reserving each one's whole
-    // sequence at admission (GUARANTEED_NO_EVICT) runs at most as many at
-    // once as the pool holds whole sequences, and none is preempted.
+    // Reserving each request's whole sequence at admission
+    // (GUARANTEED_NO_EVICT) runs at most as many at once as the pool holds
+    // whole sequences, and none is preempted.
     const PoolSizing sizing = out.spec.pool_sizing();
     const int64_t block = out.spec.policy().block_pool()->block_size();
-    const int64_t per_request = (*row.input_tokens + *row.output_tokens + block - 1) / block;
+    // A dataset's requests differ in length: its mean sequence stands for
+    // each (the pool holds about that many whole sequences at once).
+    const double tokens = lengths != nullptr
+                              ? lengths->mean_input + lengths->mean_output
+                              : static_cast<double>(*row.input_tokens + *row.output_tokens);
+    const auto per_request = static_cast<int64_t>(std::ceil(tokens / static_cast<double>(block)));
     const int64_t fit = std::max<int64_t>(1, sizing.num_blocks / std::max<int64_t>(1, per_request));
     out.spec.scheduler.max_num_seqs = std::min(out.spec.scheduler.max_num_seqs, fit);
   }
@@ -215,11 +227,16 @@ Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& ru
   if (row.speculative())
     layout += fmt::format(", {} K={} acceptance {}", row.speculative_method,
                           *row.num_speculative_tokens, *row.acceptance);
+  const std::string shape =
+      row.length_distribution
+          ? fmt::format("lengths of {} (mean {:.1f} in / {:.1f} out)", row.lengths,
+                        row.length_distribution->mean_input, row.length_distribution->mean_output)
+          : fmt::format("{} in / {} out", *row.input_tokens, *row.output_tokens);
   p.scenario = fmt::format(
-      "{} x{} {}, {}, kv {}: closed loop of {} clients, {} requests of {} in / {} out "
+      "{} x{} {}, {}, kv {}: closed loop of {} clients, {} requests of {} "
       "(TTFT p50 {:.0f} ms, TPOT p50 {:.1f} ms)",
       run.device.name, run.device.count, layout, run.model, run.kv_dtype, run.batch, run.requests,
-      *row.input_tokens, *row.output_tokens, m.latency_ms.ttft.p50, m.latency_ms.tpot.p50);
+      shape, m.latency_ms.ttft.p50, m.latency_ms.tpot.p50);
   return p;
 }
 

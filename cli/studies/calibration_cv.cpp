@@ -88,7 +88,8 @@ std::vector<FitParameter> family_priors(const DeviceSpec& device,
 CvReport cross_validate(const std::vector<MeasurementRow>& rows,
                         const std::function<DeviceSpec(const std::string&)>& load_device,
                         const RowPredictor& predict, bool leave_one_out,
-                        const std::set<std::string>& hold_out_devices, int threads) {
+                        const std::set<std::string>& hold_out_devices, int threads,
+                        const std::set<std::string>& left_out_rows) {
   CvReport report;
   std::vector<std::string> order;
   std::map<std::string, std::vector<MeasurementRow>> by_device;
@@ -219,6 +220,7 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows,
         for (const auto& r : family_rows[d]) {
           CvEntry& e = entries[r.id];
           if (!e.in_sample) continue;
+          if (!left_out_rows.empty() && !left_out_rows.count(r.id)) continue;
           std::vector<std::vector<MeasurementRow>> rest = family_rows;
           std::erase_if(rest[d], [&](const MeasurementRow& o) { return o.id == r.id; });
           const std::vector<DeviceFit> without =

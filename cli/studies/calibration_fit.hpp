@@ -158,14 +158,19 @@ std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::strin
 // With `hold_out_devices`, those devices' rows are left out of every fit and
 // predicted by it (the held-out-by-device check: a part's efficiencies from
 // its design's other parts, or its vendor's other designs).
+// With `left_out_rows` (and `leave_one_out`), only those rows are left out
+// in turn, each fit on all the others: a test's check of the rows hardest
+// to predict, at a fraction of the fits.
 CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
-                        bool leave_one_out, const std::set<std::string>& hold_out_devices = {});
+                        bool leave_one_out, const std::set<std::string>& hold_out_devices = {},
+                        const std::set<std::string>& left_out_rows = {});
 // Same with a given predictor and devices (tests).
 // `threads` as for fit_family.
 CvReport cross_validate(const std::vector<MeasurementRow>& rows,
                         const std::function<DeviceSpec(const std::string&)>& load_device,
                         const RowPredictor& predict, bool leave_one_out,
-                        const std::set<std::string>& hold_out_devices = {}, int threads = 1);
+                        const std::set<std::string>& hold_out_devices = {}, int threads = 1,
+                        const std::set<std::string>& left_out_rows = {});
 
 std::string cv_table_text(const CvReport& report, bool leave_one_out);
 std::string cv_markdown(const CvReport& report, bool leave_one_out, const std::string& command);

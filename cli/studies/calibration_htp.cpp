@@ -102,6 +102,9 @@ std::optional<HtpRowScenario> htp_row_scenario(const MeasurementRow& row,
   if (row.has_layout_or_speculation())
     throw std::runtime_error(
         "pipeline, expert, data and speculative columns are for serving-engine rows");
+  // A phone dialog runs one prompt: a length distribution is another workload.
+  if (row.length_distribution)
+    throw std::runtime_error("a lengths file is for serving-engine rows (one prompt runs here)");
   const std::optional<RowShape> shape = shape_of(row);
   if (!shape) return std::nullopt;
   const std::string device_file = configs_dir + "/devices/" + row.device + ".yaml";

@@ -55,7 +55,8 @@ std::optional<RowPricer> prepare_row(const MeasurementRow& row, const std::strin
 }
 
 CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::string& configs_dir,
-                        bool leave_one_out, const std::set<std::string>& hold_out_devices) {
+                        bool leave_one_out, const std::set<std::string>& hold_out_devices,
+                        const std::set<std::string>& left_out_rows) {
   auto load = [&](const std::string& name) {
     config::LoadContext ctx;
     DeviceSpec d = load_device_file(configs_dir + "/devices/" + name + ".yaml", ctx);
@@ -116,7 +117,8 @@ CvReport cross_validate(const std::vector<MeasurementRow>& rows, const std::stri
   // order (calibration_fit.cpp), so the figures are the same on any count.
   const int threads =
       static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, kMaxFitThreads));
-  return cross_validate(rows, load, predict, leave_one_out, hold_out_devices, threads);
+  return cross_validate(rows, load, predict, leave_one_out, hold_out_devices, threads,
+                        left_out_rows);
 }
 
 }  // namespace kvsim

@@ -61,6 +61,9 @@ std::optional<StaticBatchRun> static_batch_run(const MeasurementRow& row,
   if (row.has_layout_or_speculation())
     throw std::runtime_error(
         "pipeline, expert, data and speculative columns are not run for static_batch rows");
+  // A static batch is one shape (gptSessionBenchmark's --input_output_len).
+  if (row.length_distribution)
+    throw std::runtime_error("a lengths file is not run for static_batch rows (one shape each)");
   const auto column = parse_device_column(row.device);
   if (!column)
     throw std::runtime_error(fmt::format("device '{}' is not NAME [xN] [(tp=T)]", row.device));

@@ -112,8 +112,7 @@ Command add_calibrate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "calibrate", "predicted vs published figures; --fit the device parameters, --cv hold out");
   cmd->add_option("measurements", o->measurements,
-                  "CSV files: id,device,model,weights,kv_dtype,context,batch,input_tokens,"
-                  "output_tokens,metric,value,unit,software,source[,prefix_hit]")
+                  "CSV files with a header line (columns " + calibration_columns_text() + ")")
       ->required();
   cmd->add_flag("--fit", o->fit,
                 "fit each device's parameters jointly on its rows (least squares on relative "

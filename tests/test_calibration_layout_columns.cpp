@@ -4,6 +4,7 @@
 // row's deployment (cli/studies/calibration_ascend.cpp).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -174,6 +175,34 @@ TEST(CalibrationLayoutColumns, PhoneRowsRefuseTheColumns) {
   EXPECT_FALSE(report.entries[0].prediction.has_value());
   EXPECT_NE(report.entries[0].not_predicted.find("serving-engine rows"), std::string::npos)
       << report.entries[0].not_predicted;
+}
+
+// Every column the reader takes is named where a user looks for it: the
+// help of `kvsim calibrate` and the error for a header missing a column.
+TEST(CalibrationLayoutColumns, HelpAndErrorsListEveryColumn) {
+  const std::string text = calibration_columns_text();
+  for (const char* column :
+       {"id", "device", "model", "metric", "value", "unit", "prefix_hit", "arrival", "pipeline",
+        "expert", "data", "speculative_method", "num_speculative_tokens", "acceptance", "lengths"})
+    EXPECT_NE(text.find(column), std::string::npos) << column;
+  const std::string command = std::string(KVSIM_BINARY) + " calibrate --help 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string help;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) help.append(buffer, n);
+  pclose(pipe);
+  // CLI11 wraps long descriptions; compare without line breaks and indents.
+  std::string flat;
+  for (size_t i = 0; i < help.size(); ++i) {
+    if (help[i] == '\n') {
+      while (i + 1 < help.size() && help[i + 1] == ' ') ++i;
+      continue;
+    }
+    flat += help[i];
+  }
+  EXPECT_NE(flat.find("lengths"), std::string::npos) << help;
+  EXPECT_NE(flat.find("acceptance"), std::string::npos) << help;
 }
 
 }  // namespace

@@ -122,8 +122,17 @@ const MetricUnits* units_of(const std::string& metric) {
 
 const std::vector<std::string> kRequiredColumns = {"id",     "device", "model",
                                                    "metric", "value",  "unit"};
+constexpr const char* kOptionalColumns =
+    "weights,kv_dtype,context,batch,input_tokens,output_tokens,software,source,prefix_hit,"
+    "arrival,pipeline,expert,data,speculative_method,num_speculative_tokens,acceptance,lengths";
 
 }  // namespace
+
+std::string calibration_columns_text() {
+  std::string all;
+  for (const auto& n : kRequiredColumns) all += (all.empty() ? "" : ",") + n;
+  return "needed: " + all + "; optional: " + kOptionalColumns;
+}
 
 std::vector<MeasurementRow> read_measurements(const std::string& path) {
   RowErrors errors(path);
@@ -157,13 +166,7 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
   for (size_t i = 0; i < fields.size(); ++i) column[fields[i].text] = i;
   for (const auto& name : kRequiredColumns) {
     if (!column.count(name)) {
-      std::string all;
-      for (const auto& n : kRequiredColumns) all += (all.empty() ? "" : ",") + n;
-      errors.add(1, 1, name, "the header has no such column",
-                 "needed: " + all +
-                     "; optional: weights,kv_dtype,context,batch,input_tokens,"
-                     "output_tokens,software,source,prefix_hit,arrival,pipeline,expert,data,"
-                     "speculative_method,num_speculative_tokens,acceptance,lengths");
+      errors.add(1, 1, name, "the header has no such column", calibration_columns_text());
     }
   }
   errors.throw_if_any();

@@ -84,6 +84,8 @@ struct MeasurementRow {
 // Reads the CSV; throws config::ConfigError (exit code 2) naming the file,
 // line and column of a malformed row (see reports/input_error.hpp).
 std::vector<MeasurementRow> read_measurements(const std::string& path);
+// The CSV's columns as help and errors list them: "needed: id,...; optional: ...".
+std::string calibration_columns_text();
 // Several CSVs in turn; a row id used by two files is an error at its second.
 std::vector<MeasurementRow> read_measurements(const std::vector<std::string>& paths);
 

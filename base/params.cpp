@@ -15,6 +15,11 @@ std::string yaml_bytes(Bytes b) {
       {1LL << 40, "TiB"}, {1LL << 30, "GiB"}, {1LL << 20, "MiB"}, {1LL << 10, "KiB"}};
   for (const auto& [scale, unit] : kUnits)
     if (b != 0 && b % scale == 0) return fmt::format("{}{}", b / scale, unit);
+  // A decimal size (a connector preset's 5GB, 2TB) as written, not 5000000000B.
+  constexpr std::pair<Bytes, const char*> kDecimal[] = {
+      {1'000'000'000'000LL, "TB"}, {1'000'000'000LL, "GB"}, {1'000'000LL, "MB"}};
+  for (const auto& [scale, unit] : kDecimal)
+    if (b != 0 && b % scale == 0) return fmt::format("{}{}", b / scale, unit);
   return fmt::format("{}B", b);
 }
 

@@ -447,6 +447,17 @@ const BadInput kCatalogue[] = {
      "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
      "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
      "kv_tiers:\n  preset: lmcache\n  tiers: {dram: {capcity: 1GB}}\n"},
+    // The same for a cluster's pool preset: the misspelled key's line, the preset's keys.
+    {"PoolPresetKeyMisspelledInFile", "run {bad} --out {out}", "bad.yaml:15",
+     "staging_buffer, lookup_block_latency",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64, prefix_caching: true}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "cluster:\n  groups: {a: {count: 2}}\n"
+     "  global_pool: {preset: ascend_store, capacity: 1TB, stagin_buffer: 1GiB}\n"},
     // ---- links instances share (cluster.links, the via of a movement)
     {"LinkBandwidthZero",
      "run {base} --out {out} --set cluster.groups.a.count=2 "

@@ -233,8 +233,30 @@ TEST_F(Cli, ListsAndNoCommandSayWhatEachItemIs) {
       << devices.output;
   const auto kinds = run("list");
   EXPECT_EQ(kinds.exit_code, 0) << kinds.output;
-  for (const char* kind : {"devices", "models", "scenarios", "policies"})
+  for (const char* kind : {"devices", "models", "scenarios", "policies", "presets"})
     EXPECT_NE(kinds.output.find(kind), std::string::npos) << kind << "\n" << kinds.output;
+  // The connector presets, each with what it is and its source; with
+  // --params, each key it sets with its value and that value's source.
+  const auto presets = run("list presets");
+  EXPECT_EQ(presets.exit_code, 0) << presets.output;
+  for (const char* name : {"vllm_offloading", "lmcache", "mooncake_store", "hicache_write_through",
+                           "hicache_write_back", "ascend_store"})
+    EXPECT_NE(presets.output.find(name), std::string::npos) << name << "\n" << presets.output;
+  EXPECT_NE(presets.output.find("Source: LMCache/LMCache"), std::string::npos) << presets.output;
+  const auto names = run("list presets --names");
+  EXPECT_NE(names.output.find("hicache_write_back\nascend_store\nmooncake_store\nascend_store\n"),
+            std::string::npos)
+      << names.output;
+  const auto params = run("list presets --params");
+  EXPECT_NE(params.output.find("lmcache (connector preset): kv_tiers.preset: "), std::string::npos)
+      << params.output;
+  EXPECT_NE(params.output.find("| `tiers.dram.capacity` | bytes | `5GB` |"), std::string::npos)
+      << params.output;
+  EXPECT_NE(params.output.find("ascend_store (pool preset): cluster.global_pool.preset: "),
+            std::string::npos)
+      << params.output;
+  EXPECT_NE(params.output.find("| `staging_buffer` | bytes | `1GiB` |"), std::string::npos)
+      << params.output;
   const auto none = testing::run_command(std::string(KVSIM_BINARY));
   EXPECT_EQ(none.exit_code, 0) << none.output;
   EXPECT_NE(none.output.find("run variants of a scenario side by side"), std::string::npos)

@@ -1,8 +1,10 @@
-// Connector presets (sim/cache/tiers/connector_presets.hpp): each preset is
-// its tiers' values, a user's key overrides the preset's, a tier the preset
-// gives with no room is left out until an override sizes it, and bad input
-// (an unknown preset, a misspelled key, tiers as a list) is an error naming
-// the key with what the preset knows.
+// Connector presets (sim/cache/tiers/connector_presets.hpp) and the global
+// pool's (sim/cluster/pool_presets.hpp): each preset is its keys' values, a
+// user's key overrides the preset's, a tier the preset gives with no room is
+// left out until an override sizes it, every value has a source and parses
+// as the key it sets, and bad input (an unknown preset, a misspelled key,
+// tiers as a list, a pool preset without a capacity) is an error naming the
+// key with what the preset knows.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -11,6 +13,9 @@
 #include "scenario_helpers.hpp"
 #include "sim/cache/tiers/connector_presets.hpp"
 #include "sim/cache/tiers/kv_tier.hpp"
+#include "sim/cluster/cluster_spec.hpp"
+#include "sim/cluster/pool_presets.hpp"
+#include "sim/scenario/component_catalog.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace kvsim {
@@ -106,6 +111,103 @@ TEST(ConnectorPresets, BadInputNamesTheKeyAndWhatThePresetKnows) {
   EXPECT_NE(list.find("tiers is a map"), std::string::npos) << list;
   const std::string name = load_error(with_tiers("{preset: lmcache, tiers: {hbm: {}}}"));
   EXPECT_NE(name.find("no tier named 'hbm'"), std::string::npos) << name;
+}
+
+std::string with_pool(const std::string& global_pool) {
+  return "device: ascend-910b2\nmodel: llama-3.2-1b\n"
+         "kv_cache: {policy: paged, block_size: 16, prefix_caching: true}\n"
+         "cluster:\n  global_pool: " +
+         global_pool +
+         "\n  groups: {a: {count: 2}}\n"
+         "workload: {kind: synthetic, requests: 4, arrival: {process: poisson, rate_per_s: 1}, "
+         "input_tokens: 100, output_tokens: 2}\n";
+}
+
+TEST(PoolPresets, APoolPresetIsItsValuesAndTheUserKeysWin) {
+  const ScenarioSpec s =
+      testing::scenario_from_text(with_pool("{preset: ascend_store, capacity: 8TB}"));
+  const KvTierParams& t = s.cluster->global_pool.tier;
+  EXPECT_EQ(t.capacity, 8'000'000'000'000);
+  EXPECT_EQ(t.store, kStoreOnCompute);
+  EXPECT_EQ(t.write_mode, kWriteAsync);
+  EXPECT_EQ(t.staging_buffer, int64_t{1} << 30);  // the backend's local buffer
+  EXPECT_EQ(t.lookup_latency, 200'000);
+  EXPECT_EQ(t.lookup_block_latency, 0);
+  EXPECT_EQ(t.eviction, "lru");
+  EXPECT_EQ(s.cluster->global_pool.link, "roce");
+  // An override wins key by key, from the file or from --set.
+  const ScenarioSpec o = testing::scenario_from_text(
+      with_pool("{preset: mooncake_store, capacity: 1TB, staging_buffer: 64MiB}"));
+  EXPECT_EQ(o.cluster->global_pool.tier.staging_buffer, int64_t{64} << 20);
+  EXPECT_EQ(o.cluster->global_pool.tier.write_mode, kWriteAsync);
+  const ScenarioSpec set = load_scenario_text(
+      with_pool("{capacity: 1TB}"), "inline.yaml", testing::configs_dir(),
+      {"cluster.global_pool.preset=mooncake_store", "cluster.global_pool.lookup_latency=1ms"});
+  EXPECT_EQ(set.cluster->global_pool.tier.lookup_latency, 1'000'000);
+  EXPECT_EQ(set.cluster->global_pool.tier.write_mode, kWriteAsync);
+  // Without a preset, the pool's own defaults (stores cost nothing).
+  const ScenarioSpec plain = testing::scenario_from_text(with_pool("{capacity: 1TB}"));
+  EXPECT_EQ(plain.cluster->global_pool.tier.write_mode, kWriteBackground);
+}
+
+TEST(PoolPresets, BadInputNamesTheKeyAndThePresetsKeys) {
+  const std::string unknown = load_error(with_pool("{preset: mooncake, capacity: 1TB}"));
+  EXPECT_NE(unknown.find("cluster.global_pool.preset"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("unknown pool preset 'mooncake'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("ascend_store"), std::string::npos) << unknown;
+  const std::string key =
+      load_error(with_pool("{preset: ascend_store, capacity: 1TB, stagin_buffer: 1GiB}"));
+  EXPECT_NE(key.find("cluster.global_pool.stagin_buffer"), std::string::npos) << key;
+  EXPECT_NE(key.find("unknown key 'stagin_buffer' for pool preset 'ascend_store'"),
+            std::string::npos)
+      << key;
+  EXPECT_NE(key.find("staging_buffer, lookup_block_latency"), std::string::npos) << key;
+  EXPECT_NE(key.find(":5:"), std::string::npos) << key;  // the line of the key
+  const std::string capacity = load_error(with_pool("{preset: ascend_store}"));
+  EXPECT_NE(capacity.find("needs the pool's capacity"), std::string::npos) << capacity;
+  EXPECT_NE(capacity.find("global_segment_size"), std::string::npos) << capacity;
+}
+
+// `kvsim list presets`: every preset of both kinds, each key it sets typed as
+// the section declares it, its value the default and its source the doc.
+TEST(Presets, TheCatalogListsEveryValueWithItsSource) {
+  const std::vector<config::ComponentInfo> tiers = connector_preset_infos();
+  ASSERT_EQ(tiers.size(), connector_presets().size());
+  for (size_t i = 0; i < tiers.size(); ++i) {
+    const ConnectorPreset& p = connector_presets()[i];
+    EXPECT_EQ(tiers[i].name, p.name);
+    size_t values = p.load_overlap.empty() ? 0 : 1;
+    for (const ConnectorPresetTier& t : p.tiers) values += t.values.size();
+    EXPECT_EQ(tiers[i].params.size(), values) << p.name;
+    for (const config::ParamSpec& param : tiers[i].params) {
+      EXPECT_FALSE(param.doc.empty()) << p.name << " " << param.key;
+      EXPECT_TRUE(param.default_value.has_value()) << p.name << " " << param.key;
+    }
+  }
+  const config::ComponentInfo& lmcache = tiers[1];
+  ASSERT_NE(lmcache.find("tiers.dram.capacity"), nullptr);
+  EXPECT_EQ(lmcache.at("tiers.dram.capacity").default_text(), "5GB");
+  EXPECT_EQ(lmcache.at("tiers.dram.capacity").type, config::ParamType::bytes);
+  EXPECT_NE(lmcache.at("tiers.dram.capacity").doc.find("max_local_cpu_size"), std::string::npos);
+
+  const std::vector<config::ComponentInfo> pools = pool_preset_infos();
+  ASSERT_EQ(pools.size(), pool_presets().size());
+  for (const config::ComponentInfo& info : pools) {
+    EXPECT_EQ(info.kind, "pool preset");
+    EXPECT_EQ(info.params.front().key, "capacity");
+    EXPECT_EQ(info.params.front().default_text(), "required");
+    for (const config::ParamSpec& param : info.params) {
+      // Every value names an upstream file at a pinned commit, or says it is assumed.
+      const bool pinned = param.doc.find('@') != std::string::npos;
+      const bool assumed = param.doc.rfind("assumed", 0) == 0;
+      EXPECT_TRUE(pinned || assumed || param.key == "capacity") << info.name << " " << param.key;
+      EXPECT_NE(global_pool_info().find(param.key), nullptr) << param.key;
+    }
+  }
+  bool listed = false;
+  for (const ComponentKind& kind : component_catalog())
+    if (kind.name == "presets") listed = kind.infos.size() == tiers.size() + pools.size();
+  EXPECT_TRUE(listed);
 }
 
 }  // namespace

@@ -64,6 +64,30 @@ TEST_F(RunProvenanceCli, RunFromMetricsJsonOrResolvedYamlRepeatsTheRun) {
   EXPECT_EQ(read(path("yaml") + "/requests.csv"), read(path("first") + "/requests.csv"));
 }
 
+// A preset is recorded as the keys it set, the user's overrides (from the
+// file and from --set) winning, and the rerun from that record is the run.
+TEST_F(RunProvenanceCli, TheResolvedScenarioHoldsThePresetsExpanded) {
+  const std::string scenario =
+      write("s.yaml", testing::small_scenario("presets") +
+                          "kv_tiers: {preset: vllm_offloading, tiers: {dram: {capacity: 8GiB}}}\n");
+  ASSERT_EQ(kvsim("run " + scenario + " --set kv_tiers.tiers.dram.latency=20us --quiet --out " +
+                  path("a"))
+                .exit_code,
+            0);
+  const std::string saved = read(path("a") + "/scenario.resolved.yaml");
+  EXPECT_EQ(saved.find("preset:"), std::string::npos) << saved;
+  EXPECT_EQ(saved.find("vllm_offloading"), std::string::npos) << saved;
+  for (const char* key : {"capacity: 8GiB", "latency: 20us", "write_mode: async",
+                          "store: on_compute", "read_bandwidth: 25GB/s", "eviction: lru"})
+    EXPECT_NE(saved.find(key), std::string::npos) << key << "\n" << saved;
+  EXPECT_EQ(read_json_file(path("a") + "/metrics.json")["provenance"]["resolved_scenario"],
+            saved.substr(saved.find("name: presets")));
+  const auto r =
+      kvsim("run --from " + path("a") + "/scenario.resolved.yaml --quiet --out " + path("again"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read(path("again") + "/requests.csv"), read(path("a") + "/requests.csv"));
+}
+
 TEST_F(RunProvenanceCli, RunFromRefusesFilesWithoutProvenanceAndAmbiguousArguments) {
   const std::string scenario = write("s.yaml", testing::small_scenario("bad"));
   const std::string plain = write("plain.json", R"({"scenario": "x"})");

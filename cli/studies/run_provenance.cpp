@@ -89,6 +89,9 @@ RunProvenance describe_scenario(const std::string& path,
   config::LoadContext ctx;
   YAML::Node doc = config::load_file(path, ctx);
   for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+  // The preset expanded: the file says which value each key ran with (and
+  // reruns without the preset table of a later kvsim).
+  apply_presets(doc, path, ctx);
   YAML::Emitter out;
   out << doc;
   RunProvenance p;
@@ -101,7 +104,8 @@ RunProvenance describe_scenario(const std::string& path,
 
 std::string resolved_scenario_file_text(const RunProvenance& p) {
   std::string text =
-      "# The scenario of this run after --set; `kvsim run --from` this file reruns it.\n";
+      "# The scenario of this run after --set, its presets expanded; `kvsim run --from` this file "
+      "reruns it.\n";
   text += kFileTag + p.scenario_file + "\n";
   text += kConfigsTag + p.configs_dir + "\n";
   for (const auto& o : p.overrides) text += kOverrideTag + o + "\n";

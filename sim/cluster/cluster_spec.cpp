@@ -9,6 +9,7 @@
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/cluster_links.hpp"
 #include "sim/cluster/kv_link.hpp"
+#include "sim/cluster/pool_presets.hpp"
 #include "sim/cluster/routing_registry.hpp"
 #include "sim/spec/instance_spec.hpp"
 
@@ -198,6 +199,14 @@ config::ComponentInfo cluster_section_info() {
                          "(cluster-link keys)")}};
 }
 
+namespace {
+std::vector<std::string> pool_preset_name_list() {
+  std::vector<std::string> names;
+  for (const PoolPreset& p : pool_presets()) names.push_back(p.name);
+  return names;
+}
+}  // namespace
+
 config::ComponentInfo global_pool_info() {
   using namespace config;
   config::ComponentInfo info{
@@ -205,7 +214,11 @@ config::ComponentInfo global_pool_info() {
       "global_pool",
       "one store of KV blocks all mixed and prefill instances share over a link (Mooncake "
       "Store); each instance's last tier, kv_tiers.global in the metrics",
-      {bytes_param("capacity", 0, 0, 1LL << 60, "blocks the pool holds, in bytes (0: no pool)"),
+      {optional_param(choice_param(
+           "preset", std::nullopt, pool_preset_name_list(),
+           "Mooncake Store or AscendStore as values of the keys below, each overridable; "
+           "capacity then required (kind `pool preset` lists each one's values and sources)")),
+       bytes_param("capacity", 0, 0, 1LL << 60, "blocks the pool holds, in bytes (0: no pool)"),
        choice_param("link", "roce", kv_link_names(),
                     "the instances' device link to the pool: its bandwidth x the instance's "
                     "ranks, and its latency, price a read or a write"),

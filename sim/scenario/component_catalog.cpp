@@ -2,8 +2,10 @@
 
 #include "devices/device_family.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
+#include "sim/cache/tiers/connector_presets.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/cluster_spec.hpp"
+#include "sim/cluster/pool_presets.hpp"
 #include "sim/cluster/routing_registry.hpp"
 #include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/engine_registry.hpp"
@@ -26,6 +28,12 @@ std::vector<config::ComponentInfo> engine_infos() {
 std::vector<config::ComponentInfo> policy_kind_infos() {
   std::vector<config::ComponentInfo> infos = cache_policy_infos();
   infos.insert(infos.begin(), kv_cache_section_info(cache_policy_names()));  // the keys they share
+  return infos;
+}
+
+std::vector<config::ComponentInfo> preset_infos() {
+  std::vector<config::ComponentInfo> infos = connector_preset_infos();
+  for (config::ComponentInfo& info : pool_preset_infos()) infos.push_back(std::move(info));
   return infos;
 }
 
@@ -60,6 +68,10 @@ std::vector<ComponentKind> component_catalog() {
       {"tiers",
        "kv_tiers: tiers of KV blocks below device HBM, and the keys of each tier",
        {kv_tiers_section_info(), kv_tier_info()}},
+      {"presets",
+       "kv_tiers.preset and cluster.global_pool.preset: a deployed connector as values of "
+       "those keys, each with its source",
+       preset_infos()},
   };
 }
 

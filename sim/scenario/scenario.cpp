@@ -12,6 +12,7 @@
 #include "models/pipeline_stages.hpp"
 #include "sim/cache/tiers/connector_presets.hpp"
 #include "sim/cluster/cluster_spec.hpp"
+#include "sim/cluster/pool_presets.hpp"
 #include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/config_ref.hpp"
 #include "sim/scenario/engine_registry.hpp"
@@ -404,13 +405,18 @@ void rehome_for_overrides(YAML::Node& doc, const std::vector<std::string>& overr
 
 }  // namespace
 
+void apply_presets(YAML::Node& doc, const std::string& file, config::LoadContext& ctx) {
+  apply_connector_preset(doc, file, ctx);
+  apply_pool_preset(doc, file, ctx);
+}
+
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   config::LoadContext ctx;
   YAML::Node doc = config::load_file(path, ctx);
   ctx.diagnostics.throw_if_any();
   rehome_for_overrides(doc, overrides, path, ctx);
   for (const auto& o : overrides) config::apply_override(doc, o, ctx);
-  apply_connector_preset(doc, path, ctx);
+  apply_presets(doc, path, ctx);
   apply_vllm_names(doc, path, ctx);
   ctx.diagnostics.throw_if_any();
   return parse_scenario(Node(doc, "", path, &ctx), find_configs_dir(path), ctx);
@@ -431,7 +437,7 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
   if (ctx.diagnostics.empty()) {
     rehome_for_overrides(doc, overrides, file, ctx);
     for (const auto& o : overrides) config::apply_override(doc, o, ctx);
-    apply_connector_preset(doc, file, ctx);
+    apply_presets(doc, file, ctx);
     apply_vllm_names(doc, file, ctx);
   }
   ctx.diagnostics.throw_if_any();
@@ -463,7 +469,7 @@ void validate_file(const std::string& path) {
   } else if (parent == "models" || (doc.IsMap() && doc["hidden_size"])) {
     parse_model(root, fs::path(path).extension() == ".json");
   } else {
-    apply_connector_preset(doc, path, ctx);
+    apply_presets(doc, path, ctx);
     apply_vllm_names(doc, path, ctx);
     (void)parse_scenario(Node(doc, "", path, &ctx), find_configs_dir(path), ctx);
   }

@@ -46,6 +46,12 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
                                 const std::string& configs_dir,
                                 const std::vector<std::string>& overrides = {});
 
+// Expands the connector presets of a document after its --set overrides
+// (kv_tiers.preset, cluster.global_pool.preset): the keys each preset sets,
+// the user's winning. What load_scenario does, and what a run folder's
+// scenario.resolved.yaml records (the preset's keys, not its name).
+void apply_presets(YAML::Node& doc, const std::string& file, config::LoadContext& ctx);
+
 // The configs/ folder for a scenario: the nearest ancestor folder named
 // `configs` that has devices/ and models/, else the one of this source tree.
 std::string find_configs_dir(const std::string& scenario_path);

@@ -3,32 +3,52 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "sim/cache/tiers/kv_tier.hpp"
+#include "sim/cache/tiers/tier_config.hpp"
 
 namespace kvsim {
 
 namespace {
 
-using Values = std::vector<std::pair<std::string, std::string>>;
+using Values = std::vector<PresetValue>;
 
-// A host DRAM tier over the device's host link. 25 GB/s: PCIe 4.0 x16's
-// order (assumed; each device file's host link is the deployment's own).
-Values host_dram(const char* capacity, const char* store, const char* write_mode) {
-  return {{"capacity", capacity},    {"read_bandwidth", "25GB/s"}, {"write_bandwidth", "25GB/s"},
-          {"latency", "10us"},       {"eviction", "lru"},          {"store", store},
-          {"write_mode", write_mode}};
+constexpr const char* kAssumedHostLink =
+    "assumed: PCIe 4.0 x16's order; each device file's host link is the deployment's own";
+
+// A host DRAM tier over the device's host link.
+Values host_dram(const char* capacity, const char* capacity_source, const char* store,
+                 const char* write_mode, const char* mode_source) {
+  return {{"capacity", capacity, capacity_source},
+          {"read_bandwidth", "25GB/s", kAssumedHostLink},
+          {"write_bandwidth", "25GB/s", kAssumedHostLink},
+          {"latency", "10us", "assumed: one host-link DMA's setup"},
+          {"eviction", "lru", "the connector's LRU of host blocks"},
+          {"store", store, mode_source},
+          {"write_mode", write_mode, mode_source}};
 }
 
-// Mooncake Store's global pool over RDMA: 25 GB/s (200 Gb/s RoCE, assumed),
-// 50 us per transfer and a 200 us metadata round trip to its master per
-// lookup (assumed; configs/scenarios/pool-behind-slow-link-910b2.yaml).
-// Every block is put once computed (Mooncake's put after prefill).
-Values mooncake_pool(const char* capacity) {
-  return {{"capacity", capacity},     {"read_bandwidth", "25GB/s"}, {"write_bandwidth", "25GB/s"},
-          {"latency", "50us"},        {"store", kStoreOnCompute},   {"write_mode", kWriteAsync},
-          {"lookup_latency", "200us"}};
+// Mooncake Store's global pool over RDMA. Every block is put once computed
+// (Mooncake's put after prefill), asynchronously.
+Values mooncake_pool(const char* put_source) {
+  return {{"capacity", "2TB",
+           "assumed: the sum of the global_segment_size every client mounts is the "
+           "deployment's"},
+          {"read_bandwidth", "25GB/s", "assumed: 200 Gb/s RoCE"},
+          {"write_bandwidth", "25GB/s", "assumed: 200 Gb/s RoCE"},
+          {"latency", "50us", "assumed: one RDMA transfer's setup over a loaded fabric"},
+          {"store", kStoreOnCompute, put_source},
+          {"write_mode", kWriteAsync, put_source},
+          {"lookup_latency", "200us",
+           "assumed: a metadata RPC to Mooncake's master (a datacenter round trip and its "
+           "lookup)"}};
 }
+
+constexpr const char* kLmcacheDocs =
+    "LMCache/LMCache: docs/source/api_reference/configurations.rst";
+constexpr const char* kHicacheDocs =
+    "sgl-project/sglang: docs/advanced_features/hicache_best_practices.md";
 
 std::vector<ConnectorPreset> make_presets() {
   return {
@@ -40,7 +60,10 @@ std::vector<ConnectorPreset> make_presets() {
        "vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py (delay_free until "
        "the store ends); num_cpu_blocks has no default: capacity assumed",
        "none",
-       {{"dram", host_dram("64GiB", kStoreOnCompute, kWriteAsync)}}},
+       {{"dram",
+         host_dram("64GiB", "assumed: num_cpu_blocks has no default", kStoreOnCompute, kWriteAsync,
+                   "vllm-project/vllm: offloading_connector.py (every computed block saved, "
+                   "delay_free until the store ends)")}}},
       {"lmcache",
        "LMCache's vLLM connector (LMCacheConnectorV1) with its defaults: local CPU cache of "
        "5 GB, prompt chunks only (save_decode_cache false), saves waited for "
@@ -51,42 +74,52 @@ std::vector<ConnectorPreset> make_presets() {
        "local_cpu true, max_local_cpu_size 5.0, max_local_disk_size 0.0, save_decode_cache "
        "false, use_layerwise false); disk and remote bandwidths assumed",
        "none",
-       {{"dram", host_dram("5GB", kStoreOnComputePrompt, kWriteSync)},
+       {{"dram", host_dram("5GB", "LMCache/LMCache: configurations.rst (max_local_cpu_size 5.0)",
+                           kStoreOnComputePrompt, kWriteSync,
+                           "LMCache/LMCache: configurations.rst (save_decode_cache false); "
+                           "LMCacheConnectorV1 waits for its saves (wait_for_save)")},
         {"ssd",
-         {{"capacity", "0B"},
-          {"read_bandwidth", "5GB/s"},
-          {"write_bandwidth", "3GB/s"},
-          {"latency", "100us"},
-          {"store", kStoreOnEvict},
-          {"write_mode", kWriteSync}}},
+         {{"capacity", "0B", std::string(kLmcacheDocs) + " (max_local_disk_size 0.0)"},
+          {"read_bandwidth", "5GB/s", "assumed: an NVMe SSD's read"},
+          {"write_bandwidth", "3GB/s", "assumed: an NVMe SSD's write"},
+          {"latency", "100us", "assumed: an NVMe read's setup"},
+          {"store", kStoreOnEvict, "assumed: LMCache's disk tier takes what the CPU tier evicts"},
+          {"write_mode", kWriteSync, "LMCacheConnectorV1 waits for its saves (wait_for_save)"}}},
         {"global",
-         {{"capacity", "0B"},
-          {"read_bandwidth", "12GB/s"},
-          {"write_bandwidth", "12GB/s"},
-          {"latency", "50us"},
-          {"store", kStoreOnEvict},
-          {"write_mode", kWriteSync}}}}},
+         {{"capacity", "0B", std::string(kLmcacheDocs) + " (remote_url null: no remote)"},
+          {"read_bandwidth", "12GB/s", "assumed: 100 Gb/s to the remote backend"},
+          {"write_bandwidth", "12GB/s", "assumed: 100 Gb/s to the remote backend"},
+          {"latency", "50us", "assumed: one network transfer's setup"},
+          {"store", kStoreOnEvict, "assumed: the remote backend takes what the tiers above evict"},
+          {"write_mode", kWriteSync, "LMCacheConnectorV1 waits for its saves (wait_for_save)"}}}}},
       {"mooncake_store",
        "Mooncake Store as a global KV pool: every computed block put asynchronously, a "
        "metadata round trip to the master per lookup",
        "kvcache-ai/Mooncake: docs (architecture.md, mooncake-store); capacity, bandwidth and "
        "latencies assumed (the deployment's global_segment_size and network)",
        "none",
-       {{"global", mooncake_pool("2TB")}}},
+       {{"global", mooncake_pool("kvcache-ai/Mooncake: docs/source/design/store/mooncake-store.md "
+                                 "(Put of each computed block, a client's async transfer)")}}},
       {"hicache_write_through",
        "SGLang HiCache with --hicache-write-policy write_through: every computed page "
        "written to the host tier as it is computed",
        "sgl-project/sglang: docs/advanced_features/hicache_best_practices.md "
        "(--hicache-write-policy, --hicache-ratio 2: capacity assumed)",
        "layerwise",
-       {{"dram", host_dram("128GiB", kStoreOnCompute, kWriteAsync)}}},
+       {{"dram", host_dram("128GiB", "assumed: --hicache-ratio 2 of a device pool's order",
+                           kStoreOnCompute, kWriteAsync,
+                           "sgl-project/sglang: hicache_best_practices.md (--hicache-write-policy "
+                           "write_through)")}}},
       {"hicache_write_back",
        "SGLang HiCache with --hicache-write-policy write_back: a page written to the host tier "
        "when the device evicts it",
        "sgl-project/sglang: docs/advanced_features/hicache_best_practices.md "
        "(--hicache-write-policy; capacity assumed)",
        "layerwise",
-       {{"dram", host_dram("128GiB", kStoreOnEvict, kWriteAsync)}}},
+       {{"dram", host_dram("128GiB", "assumed: --hicache-ratio 2 of a device pool's order",
+                           kStoreOnEvict, kWriteAsync,
+                           "sgl-project/sglang: hicache_best_practices.md (--hicache-write-policy "
+                           "write_back)")}}},
       {"ascend_store",
        "vllm-ascend's AscendStore (KV pool) over Mooncake: local prefix caching on the NPU, "
        "every computed block put into the Mooncake pool, hits loaded before the step "
@@ -96,21 +129,17 @@ std::vector<ConnectorPreset> make_presets() {
        "docs/source/developer_guide/feature_guide/KV_Cache_Pool_Guide.md; pool figures as "
        "mooncake_store (assumed)",
        "none",
-       {{"global", mooncake_pool("2TB")}}},
+       {{"global", mooncake_pool("vllm-project/vllm-ascend@182b75ea84ff: vllm_ascend/distributed/"
+                                 "kv_transfer/kv_pool/ascend_store/pool_scheduler.py "
+                                 "(request_finished delays freeing the blocks of its puts)")}}},
   };
-}
-
-std::string names_of_presets() {
-  std::string out;
-  for (const ConnectorPreset& p : connector_presets()) out += (out.empty() ? "" : ", ") + p.name;
-  return out;
 }
 
 std::string keys_of(const ConnectorPreset& p) {
   std::string out;
   for (const ConnectorPresetTier& t : p.tiers)
-    for (const auto& [k, v] : t.values)
-      out += fmt::format("{}tiers.{}.{}", out.empty() ? "" : ", ", t.name, k);
+    for (const PresetValue& v : t.values)
+      out += fmt::format("{}tiers.{}.{}", out.empty() ? "" : ", ", t.name, v.key);
   return out;
 }
 
@@ -125,6 +154,79 @@ bool tier_key_known(const std::string& key) {
 const std::vector<ConnectorPreset>& connector_presets() {
   static const std::vector<ConnectorPreset> presets = make_presets();
   return presets;
+}
+
+std::string connector_preset_names() {
+  std::string out;
+  for (const ConnectorPreset& p : connector_presets()) out += (out.empty() ? "" : ", ") + p.name;
+  return out;
+}
+
+config::ParamSpec preset_param(const config::ParamSpec& of, std::string key, const PresetValue& v) {
+  using config::ParamType;
+  config::ParamSpec p = of;
+  p.key = std::move(key);
+  p.doc = v.source;
+  p.optional = false;
+  ParsedQuantity q;
+  switch (of.type) {
+    case ParamType::bytes:
+      q = parse_bytes(v.value);
+      break;
+    case ParamType::bandwidth:
+      q = parse_bandwidth(v.value);
+      break;
+    case ParamType::duration:
+      q = parse_duration(v.value);
+      break;
+    case ParamType::string:
+    case ParamType::choice:
+      p.default_value = v.value;
+      return p;
+    default:
+      throw std::logic_error(
+          fmt::format("preset key {}: a {} value", p.key, config::param_type_name(of.type)));
+  }
+  if (!q.value) throw std::logic_error(fmt::format("preset key {}: {}", p.key, q.problem));
+  p.default_value = *q.value;
+  return p;
+}
+
+YAML::Node overlay_preset(const YAML::Node& given, const std::vector<PresetValue>& values) {
+  // A new map (yaml-cpp's Node assignment rebinds shared references): the
+  // user's keys as given, then the preset's others.
+  YAML::Node built(YAML::NodeType::Map);
+  const bool map = given && given.IsMap();
+  if (map)
+    for (auto kv = given.begin(); kv != given.end(); ++kv) built[kv->first.Scalar()] = kv->second;
+  for (const PresetValue& v : values)
+    if (!(map && given[v.key])) built[v.key] = v.value;
+  return built;
+}
+
+std::vector<config::ComponentInfo> connector_preset_infos() {
+  const config::ComponentInfo tier = kv_tier_info();
+  const config::ComponentInfo section = kv_tiers_section_info();
+  std::vector<config::ComponentInfo> infos;
+  for (const ConnectorPreset& p : connector_presets()) {
+    config::ComponentInfo info{"connector preset",
+                               p.name,
+                               fmt::format("kv_tiers.preset: {}. Source: {}", p.doc, p.source),
+                               {}};
+    if (!p.load_overlap.empty())
+      info.params.push_back(
+          preset_param(section.at("load_overlap"), "load_overlap",
+                       {"load_overlap", p.load_overlap,
+                        p.load_overlap == "layerwise" ? "the connector loads layer by layer"
+                                                      : "the connector reads hits back before the "
+                                                        "step"}));
+    for (const ConnectorPresetTier& t : p.tiers)
+      for (const PresetValue& v : t.values)
+        info.params.push_back(
+            preset_param(tier.at(v.key), fmt::format("tiers.{}.{}", t.name, v.key), v));
+    infos.push_back(std::move(info));
+  }
+  return infos;
 }
 
 const ConnectorPreset* find_connector_preset(const std::string& name) {
@@ -144,7 +246,7 @@ void apply_connector_preset(YAML::Node& doc, const std::string& file, config::Lo
   const ConnectorPreset* preset = find_connector_preset(*name);
   if (preset == nullptr) {
     name_node.error(fmt::format("unknown connector preset '{}'", *name),
-                    "one of " + names_of_presets());
+                    "one of " + connector_preset_names());
     return;
   }
   const YAML::Node& csection = section;
@@ -190,12 +292,7 @@ void apply_connector_preset(YAML::Node& doc, const std::string& file, config::Lo
   for (const ConnectorPresetTier& t : preset->tiers) {
     const YAML::Node given = ctiers[t.name];
     if (given && !given.IsNull() && !given.IsMap()) continue;  // the reader reports it
-    YAML::Node built(YAML::NodeType::Map);
-    if (given && given.IsMap())
-      for (auto kv = given.begin(); kv != given.end(); ++kv) built[kv->first.Scalar()] = kv->second;
-    for (const auto& [key, value] : t.values)
-      if (!(given && given.IsMap() && given[key])) built[key] = value;
-    tiers[t.name] = built;
+    tiers[t.name] = overlay_preset(given, t.values);
   }
   section["tiers"] = tiers;
   if (!preset->load_overlap.empty() && !csection["load_overlap"])

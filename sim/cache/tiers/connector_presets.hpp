@@ -21,13 +21,23 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base/params.hpp"
 #include "base/reader.hpp"
 
 namespace kvsim {
 
+// One key a preset sets: its value as YAML and where that value comes from
+// (the upstream repository, file and setting, at a commit where one is
+// pinned, or "assumed: ..." saying why the connector gives none).
+struct PresetValue {
+  std::string key;
+  std::string value;
+  std::string source;
+};
+
 struct ConnectorPresetTier {
-  std::string name;                                         // dram | ssd | global
-  std::vector<std::pair<std::string, std::string>> values;  // key -> YAML value
+  std::string name;  // dram | ssd | global
+  std::vector<PresetValue> values;
 };
 
 struct ConnectorPreset {
@@ -41,6 +51,19 @@ struct ConnectorPreset {
 // Every preset, by name.
 const std::vector<ConnectorPreset>& connector_presets();
 const ConnectorPreset* find_connector_preset(const std::string& name);
+std::string connector_preset_names();  // "vllm_offloading, lmcache, ..."
+
+// Kind "connector preset", one a preset (`kvsim list presets`): the keys it
+// sets as parameters, typed as the section declares them, the preset's
+// value as the default and the value's source as the doc.
+std::vector<config::ComponentInfo> connector_preset_infos();
+// The parameter `key` of a preset: `of` (the section's declaration) with
+// the preset's value as its default and its source as its doc.
+// std::logic_error when the value does not parse as `of`'s type (a preset
+// that is not data over the section's keys).
+config::ParamSpec preset_param(const config::ParamSpec& of, std::string key, const PresetValue& v);
+// Lays `values` under the keys `given` has (the user's win): a new map.
+YAML::Node overlay_preset(const YAML::Node& given, const std::vector<PresetValue>& values);
 
 // Expands `kv_tiers.preset` of `doc` in place (the key itself removed).
 // Errors (exit 2, at their node): an unknown preset (the known ones

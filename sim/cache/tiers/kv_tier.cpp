@@ -67,7 +67,12 @@ config::ComponentInfo kv_tier_info() {
 }
 
 KvTier::KvTier(const KvTierParams& params, Bytes block_bytes)
-    : params_(params), block_bytes_(block_bytes), order_(make_eviction_order(params.eviction)) {
+    : params_(params),
+      block_bytes_(block_bytes),
+      order_(make_eviction_order(params.eviction)),
+      on_compute_(params.store == kStoreOnCompute || params.store == kStoreOnComputePrompt),
+      prompt_only_(params.store == kStoreOnComputePrompt),
+      background_(params.write_mode == kWriteBackground) {
   if (block_bytes <= 0) throw std::invalid_argument("kv tier: block bytes must be positive");
   if (params.read_bandwidth <= 0 || params.write_bandwidth <= 0)
     throw std::invalid_argument(fmt::format("kv tier {}: bandwidth must be positive", name()));
@@ -75,9 +80,9 @@ KvTier::KvTier(const KvTierParams& params, Bytes block_bytes)
 }
 
 bool KvTier::touch(const BlockHash& hash) {
-  auto it = index_.find(hash);
-  if (it == index_.end()) return false;
-  order_->on_access(it->second);
+  const EvictableId id = find_id(hash);
+  if (id == BlockHashTable::kAbsent) return false;
+  order_->on_access(id);
   return true;
 }
 
@@ -98,11 +103,12 @@ void KvTier::put(const BlockHash& hash, std::vector<BlockHash>& evicted) {
     evicted.push_back(hash);
     return;
   }
+  const auto hash_of = [this](EvictableId v) { return hash_of_[static_cast<size_t>(v)]; };
   while (blocks_held() >= capacity_blocks_) {
     const EvictableId victim = order_->pop_victim();
-    const BlockHash& gone = hash_of_[static_cast<size_t>(victim)];
+    const BlockHash gone = hash_of_[static_cast<size_t>(victim)];
     evicted.push_back(gone);
-    index_.erase(gone);
+    index_.erase(gone, victim, hash_of);
     free_ids_.push_back(victim);
     ++evictions_;
   }
@@ -115,7 +121,8 @@ void KvTier::put(const BlockHash& hash, std::vector<BlockHash>& evicted) {
     free_ids_.pop_back();
     hash_of_[static_cast<size_t>(id)] = hash;
   }
-  index_.emplace(hash, id);
+  if (!index_.insert(hash, id, hash_of))
+    throw std::logic_error(fmt::format("kv tier {}: put of a block held", name()));
   order_->on_content(id, hash.low);
   order_->on_evictable(id);
 }

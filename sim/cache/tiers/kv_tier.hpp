@@ -12,12 +12,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/params.hpp"
 #include "base/units.hpp"
 #include "sim/cache/block_hash.hpp"
+#include "sim/cache/block_hash_table.hpp"
 #include "sim/cache/eviction/eviction_order.hpp"
 
 namespace kvsim {
@@ -93,12 +93,12 @@ class KvTier {
   int64_t capacity_blocks() const { return capacity_blocks_; }
   int64_t blocks_held() const { return static_cast<int64_t>(index_.size()); }
   // Takes blocks as they are computed (all of them, or the prompt's only).
-  bool stores_on_compute() const {
-    return params_.store == kStoreOnCompute || params_.store == kStoreOnComputePrompt;
-  }
-  bool stores_prompt_only() const { return params_.store == kStoreOnComputePrompt; }
+  bool stores_on_compute() const { return on_compute_; }
+  bool stores_prompt_only() const { return prompt_only_; }
+  // write_mode is background (stores hold nothing on device).
+  bool writes_in_background() const { return background_; }
 
-  bool contains(const BlockHash& hash) const { return index_.count(hash) > 0; }
+  bool contains(const BlockHash& hash) const { return find_id(hash) != BlockHashTable::kAbsent; }
   // A hit read back to a device: the order sees an access. False when absent.
   bool touch(const BlockHash& hash);
   // Puts a block that is absent, evicting the order's victims first when
@@ -121,9 +121,19 @@ class KvTier {
   Bytes block_bytes_;
   int64_t capacity_blocks_;
   std::unique_ptr<EvictionOrder> order_;
+  // The tier's store and write_mode, read once: every computed and every
+  // evicted block asks them.
+  bool on_compute_, prompt_only_, background_;
   std::vector<BlockHash> hash_of_;  // by EvictableId
   std::vector<EvictableId> free_ids_;
-  std::unordered_map<BlockHash, EvictableId, BlockHashHasher> index_;
+  // Hash -> EvictableId in one flat table (block_hash_table.hpp): every
+  // block the device computes or evicts, and every prefix lookup past the
+  // device, probes each tier, and a node-based map cost two cache misses
+  // per probe in a pool of a million blocks (bench_cluster's global pool).
+  BlockHashTable index_;
+  EvictableId find_id(const BlockHash& hash) const {
+    return index_.find(hash, [this](EvictableId id) { return hash_of_[static_cast<size_t>(id)]; });
+  }
   uint64_t puts_ = 0;
   uint64_t evictions_ = 0;
 };

@@ -130,7 +130,7 @@ void TierChain::demote(const BlockHash& hash, int from, int level) {
   // A block the device evicted is overwritten by the step that took it:
   // unless stores are free, that step waits for its copy to land. What a
   // tier passes down costs no device time.
-  const bool from_device = level < 0 && t.params().write_mode != kWriteBackground;
+  const bool from_device = level < 0 && !t.writes_in_background();
   put(to, hash, evicted, from_device ? WriteKind::held : WriteKind::background);
   for (const BlockHash& v : evicted) demote(v, to + 1, to);
 }
@@ -143,10 +143,9 @@ void TierChain::on_computed(const BlockHash& hash, BlockId block, bool prompt) {
   for (int i = 0; i < size(); ++i) {
     KvTier& t = *tiers_[static_cast<size_t>(i)];
     if (!t.stores_on_compute() || (t.stores_prompt_only() && !prompt) || t.contains(hash)) continue;
-    const std::string& mode = t.params().write_mode;
-    const WriteKind kind = mode == kWriteAsync  ? WriteKind::pinned
-                           : mode == kWriteSync ? WriteKind::held
-                                                : WriteKind::background;
+    const WriteKind kind = t.writes_in_background()               ? WriteKind::background
+                           : t.params().write_mode == kWriteAsync ? WriteKind::pinned
+                                                                  : WriteKind::held;
     scratch_.clear();
     put(i, hash, scratch_, kind, block, true);
     // A write-through tier's victims are copies of blocks computed earlier:

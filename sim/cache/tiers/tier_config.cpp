@@ -4,14 +4,28 @@
 
 #include <algorithm>
 
+#include "sim/cache/tiers/connector_presets.hpp"
+
 namespace kvsim {
+
+namespace {
+std::vector<std::string> preset_names_list() {
+  std::vector<std::string> names;
+  for (const ConnectorPreset& p : connector_presets()) names.push_back(p.name);
+  return names;
+}
+}  // namespace
 
 config::ComponentInfo kv_tiers_section_info() {
   using namespace config;
   return {"kv tiers",
           "kv_tiers",
           "tiers of KV blocks below device HBM (host DRAM, SSD, a global pool), fastest first",
-          {choice_param("load_overlap", std::string("none"), {"none", "layerwise"},
+          {optional_param(choice_param(
+               "preset", std::nullopt, preset_names_list(),
+               "a deployed connector as values of the keys below, each overridable (kind "
+               "`connector preset` lists each one's keys, values and sources)")),
+           choice_param("load_overlap", std::string("none"), {"none", "layerwise"},
                         "none: hits are read back before the step; layerwise: while it "
                         "computes (step = max(compute, load))"),
            section_param("tiers", false, "[{name: dram, capacity: ..., ...}, ...]",

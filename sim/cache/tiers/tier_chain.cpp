@@ -9,8 +9,12 @@
 
 namespace kvsim {
 
-TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size)
-    : tiers_(std::move(tiers)), layerwise_(layerwise), block_size_(block_size) {
+TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size,
+                     bool async_loads)
+    : tiers_(std::move(tiers)),
+      layerwise_(layerwise),
+      block_size_(block_size),
+      async_loads_(async_loads) {
   for (const auto& t : tiers_)
     if (!t) throw std::invalid_argument("tier chain: a null tier");
   moved_.resize(tiers_.size());
@@ -233,6 +237,42 @@ void TierChain::read_from(int i, SharedLink::Done done) {
     transfer_over(
         read_paths_[at], last_read_bytes_[at],
         [this, i, done = std::move(done)]() mutable { read_from(i + 1, std::move(done)); });
+    return;
+  }
+  done();
+}
+
+std::vector<int64_t> TierChain::take_request_load() {
+  std::vector<int64_t> blocks = pending_blocks_;
+  std::fill(pending_blocks_.begin(), pending_blocks_.end(), 0);
+  return blocks;
+}
+
+bool TierChain::read_async(std::vector<int64_t> blocks, SharedLink::Done done) {
+  if (blocks.size() != tiers_.size())
+    throw std::invalid_argument("tier chain: an async read of another chain's tiers");
+  bool any = false;
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (blocks[i] <= 0) continue;
+    // What it costs alone, as take_load counts a step's reads.
+    load_time_ += tiers_[i]->read_time(blocks[i]);
+    if (!read_paths_[i].empty()) any = true;
+  }
+  if (!any) return false;
+  read_async_from(0, std::move(blocks), std::move(done));
+  return true;
+}
+
+// One tier after the other, as read_from: the same host link into the device.
+void TierChain::read_async_from(int i, std::vector<int64_t> blocks, SharedLink::Done done) {
+  for (; i < size(); ++i) {
+    const auto at = static_cast<size_t>(i);
+    if (blocks[at] <= 0 || read_paths_[at].empty()) continue;
+    const Bytes bytes = blocks[at] * tiers_[at]->block_bytes();
+    transfer_over(read_paths_[at], bytes,
+                  [this, i, blocks = std::move(blocks), done = std::move(done)]() mutable {
+                    read_async_from(i + 1, std::move(blocks), std::move(done));
+                  });
     return;
   }
   done();

@@ -82,7 +82,10 @@ void check_shared_tier_conserved(const KvTier& tier, const std::vector<const Tie
 class TierChain final : public BlockEvictionListener {
  public:
   // `tiers` fastest first; any of them may be shared with other chains.
-  TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size);
+  // `async_loads`: hits are read before the request's prefill while other
+  // requests run (kv_tiers.load_overlap: async), not on a step's path.
+  TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size,
+            bool async_loads = false);
 
   int size() const { return static_cast<int>(tiers_.size()); }
   // Replaces the tier of the same name by `shared` (a cluster's global pool,
@@ -123,6 +126,17 @@ class TierChain final : public BlockEvictionListener {
   // transfer of its step): bytes and time, 0 when nothing.
   Bytes last_read_bytes(int i) const { return last_read_bytes_[static_cast<size_t>(i)]; }
   TimeNs last_read_time(int i) const { return last_read_time_[static_cast<size_t>(i)]; }
+
+  // Async loads (async_loads()): the admission's loads leave the step.
+  // take_request_load() returns the blocks loaded since the last call, per
+  // tier, and clears them (take_load() then prices none of them);
+  // read_async() reads `blocks[i]` blocks of each tier i over its read
+  // path, one tier after the other, and runs `done` once the last is
+  // across; false (`done` not kept, nothing to wait for) when no path
+  // prices any of them.
+  bool async_loads() const { return async_loads_; }
+  std::vector<int64_t> take_request_load();
+  bool read_async(std::vector<int64_t> blocks, SharedLink::Done done);
 
   // The links a read from / a write to tier `i` crosses, in order; an
   // empty read path keeps take_load's price.
@@ -174,6 +188,7 @@ class TierChain final : public BlockEvictionListener {
   void put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted,
            WriteKind kind = WriteKind::background, BlockId block = kNoBlock, bool fresh = false);
   void read_from(int i, SharedLink::Done done);
+  void read_async_from(int i, std::vector<int64_t> blocks, SharedLink::Done done);
   // Sends what of tier `i`'s queue of pinned blocks fits its staging buffer.
   void stage(int i);
   void unpin(int i, BlockId block);
@@ -182,6 +197,7 @@ class TierChain final : public BlockEvictionListener {
   std::vector<std::shared_ptr<KvTier>> tiers_;
   bool layerwise_;
   int64_t block_size_;
+  bool async_loads_;
   std::vector<Moved> moved_;
   std::vector<bool> shared_;
   std::vector<int64_t> pending_blocks_;  // loads of the current step, per tier

@@ -523,6 +523,21 @@ const BadInput kCatalogue[] = {
      "'kv_tiers.tiers=[{name: dram, capacity: 1GiB, read_bandwidth: 1GB/s, "
      "write_bandwidth: 1GB/s}]'",
      "--set kv_tiers.load_overlap", "none, layerwise, async"},
+    // ---- a tier staged through host DRAM (via_host)
+    {"ViaHostOnDram",
+     "run {base} --out {out} --set 'kv_tiers.tiers=[{name: dram, capacity: 1GiB, "
+     "read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, via_host: true}]'",
+     "--set kv_tiers.tiers", "via_host"},
+    {"ViaHostOnADeviceWithoutAHostLink", "run {bad} --out {out}", "bad.yaml:14",
+     "kv_tiers.tiers[0].via_host",
+     "name: x\nseed: 5\ndevice: xeon-platinum-8480\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "kv_tiers:\n  tiers:\n"
+     "    - {name: ssd, capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, "
+     "via_host: true}\n"},
     {"TierWriteModeMisspelled",
      "run {base} --out {out} --set 'kv_tiers.tiers=[{name: dram, "
      "capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, write_mode: sinc}]'",

@@ -402,6 +402,32 @@ void ServingEngine::make_tier_links() {
     tier_links_.push_back(std::move(read));
     tier_links_.push_back(std::move(write));
   }
+  // A tier reached through host DRAM crosses the host link too: the dram
+  // tier's links when there is one (its blocks cross the same PCIe), else
+  // the device file's host link (the scenario checks it has one).
+  const int dram = chain_->index_of("dram");
+  SharedLink* host_read = nullptr;
+  SharedLink* host_write = nullptr;
+  for (int i = 0; i < chain_->size(); ++i) {
+    if (!chain_->tier(i).params().via_host) continue;
+    if (host_read == nullptr && dram >= 0) {
+      host_read = tier_links_[static_cast<size_t>(2 * dram)].get();
+      host_write = tier_links_[static_cast<size_t>(2 * dram + 1)].get();
+    } else if (host_read == nullptr) {
+      const DeviceSpec& d = scenario_.device;
+      for (const char* dir : {"read", "write"}) {
+        auto link =
+            std::make_unique<SharedLink>(sim_,
+                                         LinkSpec{fmt::format("kv_tiers.host.{}", dir),
+                                                  d.host_link_bandwidth, d.host_link_latency},
+                                         kPrioStepDone);
+        if (shell_.spans_wanted()) trace_link(*link);
+        (host_read == nullptr ? host_read : host_write) = link.get();
+        tier_links_.push_back(std::move(link));
+      }
+    }
+    chain_->set_host_hops(i, {host_read}, {host_write});
+  }
 }
 
 // Each transfer over the link becomes a span of its own track.

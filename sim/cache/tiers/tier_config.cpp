@@ -104,6 +104,13 @@ void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out) {
     p.latency = v.integer("latency");
     p.eviction = v.string("eviction");
     p.store = v.string("store");
+    p.via_host = v.boolean("via_host");
+    if (p.via_host && p.name == "dram") {
+      item.child_at("via_host")
+          .error("the dram tier is host memory: nothing to go through",
+                 "via_host on ssd or global");
+      continue;
+    }
     read_tier_store_cost(v, p);
     p.key_path = item.path();
     const auto rank =

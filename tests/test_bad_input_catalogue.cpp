@@ -508,6 +508,47 @@ const BadInput kCatalogue[] = {
      "cluster.global_pool.write_mode=async --set cluster.global_pool.staging_buffer=1KiB --set "
      "cluster.groups.a.count=2",
      "--set cluster.global_pool.staging_buffer", "hold no block"},
+    // ---- async tier loads (kv_tiers.load_overlap: async): the per-step cap
+    {"AsyncLoadCapZeroInFile", "run {bad} --out {out}", "bad.yaml:15:29",
+     "kv_tiers.max_load_tokens_per_step",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "kv_tiers:\n  load_overlap: async\n  max_load_tokens_per_step: 0\n  tiers:\n"
+     "    - {name: dram, capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s}\n"},
+    {"AsyncLoadCapNegative",
+     "run {base} --out {out} --set kv_tiers.load_overlap=async --set "
+     "kv_tiers.max_load_tokens_per_step=-64 --set 'kv_tiers.tiers=[{name: dram, "
+     "capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s}]'",
+     "--set kv_tiers.max_load_tokens_per_step", "max_load_tokens_per_step"},
+    {"AsyncLoadCapWithoutAsyncLoads",
+     "run {base} --out {out} --set kv_tiers.max_load_tokens_per_step=512 --set "
+     "'kv_tiers.tiers=[{name: dram, capacity: 1GiB, read_bandwidth: 1GB/s, "
+     "write_bandwidth: 1GB/s}]'",
+     "--set kv_tiers.max_load_tokens_per_step", "load_overlap: async"},
+    {"LoadOverlapMisspelled",
+     "run {base} --out {out} --set kv_tiers.load_overlap=asynch --set "
+     "'kv_tiers.tiers=[{name: dram, capacity: 1GiB, read_bandwidth: 1GB/s, "
+     "write_bandwidth: 1GB/s}]'",
+     "--set kv_tiers.load_overlap", "none, layerwise, async"},
+    // ---- a tier staged through host DRAM (via_host)
+    {"ViaHostOnDram",
+     "run {base} --out {out} --set 'kv_tiers.tiers=[{name: dram, capacity: 1GiB, "
+     "read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, via_host: true}]'",
+     "--set kv_tiers.tiers", "via_host"},
+    {"ViaHostOnADeviceWithoutAHostLink", "run {bad} --out {out}", "bad.yaml:14",
+     "kv_tiers.tiers[0].via_host",
+     "name: x\nseed: 5\ndevice: xeon-platinum-8480\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "kv_tiers:\n  tiers:\n"
+     "    - {name: ssd, capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, "
+     "via_host: true}\n"},
     {"TierWriteModeMisspelled",
      "run {base} --out {out} --set 'kv_tiers.tiers=[{name: dram, "
      "capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, write_mode: sinc}]'",

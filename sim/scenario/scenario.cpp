@@ -237,6 +237,18 @@ void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
                             "kv_cache: {policy: paged, prefix_caching: true}");
     else
       check_tier_store_costs(s.kv_tiers.tiers, s.pool_sizing().instance_block_bytes, ctx);
+    // A tier reached through host DRAM crosses the host link: the dram
+    // tier's, or the device file's when there is no dram tier.
+    bool dram = false;
+    for (const KvTierParams& t : s.kv_tiers.tiers) dram = dram || t.name == "dram";
+    for (const KvTierParams& t : s.kv_tiers.tiers) {
+      if (!t.via_host || dram || s.device.host_link_bandwidth > 0) continue;
+      const std::string key = t.key_path + ".via_host";
+      ctx.diagnostics.error(
+          ctx.location_of(key), key,
+          fmt::format("device '{}' defines no host link to go through", s.device.name),
+          "a dram tier, or host_link_bandwidth in the device file");
+    }
   }
   kind->checks(s, ctx);
 }

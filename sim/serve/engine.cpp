@@ -105,6 +105,10 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
     make_tier_links();
     // A landed store gives its pinned blocks back: waiting work may fit.
     chain_->set_unpinned([this] { kick(); });
+    if (chain_->async_loads())
+      loads_ = std::make_unique<AsyncLoads>(*chain_, pool_.block_size(),
+                                            scenario.kv_tiers.max_load_tokens_per_step,
+                                            [this] { on_loads_woken(); });
   }
   timing_ = std::make_unique<PipelineTiming>(
       scenario.device, scenario.model,
@@ -149,7 +153,24 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
       retention->admitted(seq.request.session, seq.slot, hit_tokens);
     };
   }
+  if (loads_) {
+    sp.load_async = [this](Sequence& seq) {
+      seq.parked_at = sim_.now();
+      loads_->add(&seq, chain_->take_request_load());
+      return true;
+    };
+  }
   scheduler_ = std::make_unique<Scheduler>(sp, *policy_);
+}
+
+// A part of an async load landed: a request whose load is whole goes back
+// to the scheduler, and the engine schedules again (at once when idle; a
+// step in flight takes it at its end), where the next parts may start.
+void ServingEngine::on_loads_woken() {
+  loads_landed_.clear();
+  loads_->take_ready(loads_landed_);
+  for (Sequence* seq : loads_landed_) scheduler_->load_landed(seq);
+  kick();
 }
 
 void ServingEngine::close_retention_if_done() {
@@ -237,6 +258,14 @@ void ServingEngine::start_step() {
   const TimeNs now = sim_.now();
   if (chain_ != nullptr) chain_->seal_writes();  // what earlier steps computed
   scheduler_->schedule(batch_);
+  if (loads_) loads_->issue();  // the parts of tier loads this step starts
+  // A sequence is first scheduled when it leaves the waiting queue (a
+  // request parked for its tier loads too, in a step that may run nothing).
+  for (Sequence* seq : batch_.summary.admitted) {
+    if (seq->started_at >= 0) continue;
+    seq->started_at = now;
+    seq->kv_wait_mark = kv_wait_total_;
+  }
   if (batch_.empty()) {
     // Nothing runs and nothing can be admitted: the head of the queue can
     // never fit (arrival checks make this unreachable; guard anyway).
@@ -245,7 +274,8 @@ void ServingEngine::start_step() {
     // blocks pinned by stores in flight, which an idle engine sends now.
     if (chain_ != nullptr) chain_->flush_writes({}, false);
     if (scheduler_->num_running() == 0 && scheduler_->num_swapped() == 0 &&
-        scheduler_->num_waiting() > 0 && (!retention_ || retention_->pins() == 0) &&
+        scheduler_->num_loading() == 0 && scheduler_->num_waiting() > 0 &&
+        (!retention_ || retention_->pins() == 0) &&
         (chain_ == nullptr || chain_->pinned_blocks() == 0)) {
       reject(scheduler_->reject_head());
       kick();
@@ -258,12 +288,8 @@ void ServingEngine::start_step() {
   // Decodes (one token that samples) are summed as whole numbers and added
   // once: StepTotals' terms are exact sums of whole numbers, so the order
   // and grouping of the additions cannot change them.
-  // A sequence is first scheduled when it leaves the waiting queue.
-  for (Sequence* seq : batch_.summary.admitted) {
-    if (seq->started_at >= 0) continue;
-    seq->started_at = now;
-    seq->kv_wait_mark = kv_wait_total_;
-  }
+  // A request parked for its tier loads waited for KV until now.
+  for (Sequence* seq : batch_.summary.resumed) seq->kv_wait_mark -= now - seq->parked_at;
   const bool per_sequence = per_sequence_pricing_;
   work_.totals_given = !per_sequence;
   work_.totals = {};
@@ -375,6 +401,32 @@ void ServingEngine::make_tier_links() {
     }
     tier_links_.push_back(std::move(read));
     tier_links_.push_back(std::move(write));
+  }
+  // A tier reached through host DRAM crosses the host link too: the dram
+  // tier's links when there is one (its blocks cross the same PCIe), else
+  // the device file's host link (the scenario checks it has one).
+  const int dram = chain_->index_of("dram");
+  SharedLink* host_read = nullptr;
+  SharedLink* host_write = nullptr;
+  for (int i = 0; i < chain_->size(); ++i) {
+    if (!chain_->tier(i).params().via_host) continue;
+    if (host_read == nullptr && dram >= 0) {
+      host_read = tier_links_[static_cast<size_t>(2 * dram)].get();
+      host_write = tier_links_[static_cast<size_t>(2 * dram + 1)].get();
+    } else if (host_read == nullptr) {
+      const DeviceSpec& d = scenario_.device;
+      for (const char* dir : {"read", "write"}) {
+        auto link =
+            std::make_unique<SharedLink>(sim_,
+                                         LinkSpec{fmt::format("kv_tiers.host.{}", dir),
+                                                  d.host_link_bandwidth, d.host_link_latency},
+                                         kPrioStepDone);
+        if (shell_.spans_wanted()) trace_link(*link);
+        (host_read == nullptr ? host_read : host_write) = link.get();
+        tier_links_.push_back(std::move(link));
+      }
+    }
+    chain_->set_host_hops(i, {host_read}, {host_write});
   }
 }
 

@@ -21,6 +21,7 @@
 #include "sim/engine/engine_shell.hpp"
 #include "sim/engine/inference_engine.hpp"
 #include "sim/engine/run_sink.hpp"
+#include "sim/serve/async_loads.hpp"
 #include "sim/serve/kv_layout_host_cost.hpp"
 #include "sim/serve/scheduler.hpp"
 #include "sim/serve/session_retention.hpp"
@@ -184,6 +185,10 @@ class ServingEngine final : public InferenceEngine {
   // The step waits for stores before its compute (TierChain::flush_writes).
   bool store_gate_ = false;
   TimeNs store_gate_since_ = 0;
+  // Async loads of tier hits (kv_tiers.load_overlap: async), null when off.
+  std::unique_ptr<AsyncLoads> loads_;
+  std::vector<Sequence*> loads_landed_;
+  void on_loads_woken();
   void make_tier_links();
   void trace_link(SharedLink& link);
   void schedule_step_done();

@@ -251,10 +251,15 @@ void Scheduler::schedule_swapped(ScheduledBatch& batch, int64_t& budget) {
 }
 
 void Scheduler::schedule_waiting(ScheduledBatch& batch, int64_t& budget) {
+  while (!loaded_.empty() && static_cast<int64_t>(num_running()) < params_.max_num_seqs &&
+         budget > 0) {
+    if (!resume_loaded(batch, budget)) return;  // FCFS: the head waits behind it
+  }
   // Most steps of a light load find nobody waiting: the check costs no
   // frame of admit_head's size.
   while (!waiting_.empty() && static_cast<int64_t>(num_running()) < params_.max_num_seqs &&
          budget > 0) {
+    if (params_.load_async && static_cast<int64_t>(loading_) >= params_.max_num_seqs) break;
     if (!admit_head(batch, budget)) break;
   }
 }
@@ -307,8 +312,14 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
     seq->cached_tokens = plan.hit.cached_tokens;
     seq->admitted_once = true;
   }
+  const bool from_tiers = !plan.hit.tier_hits.empty();
   policy_.give_back(std::move(plan.hit));
   waiting_.pop_front();
+  if (from_tiers && params_.load_async && params_.load_async(*seq)) {
+    ++loading_;  // its blocks are held; it computes once they are read back
+    batch.summary.admitted.push_back(seq);  // its queueing ends here
+    return true;
+  }
   insert_running(seq);
   batch.summary.admitted.push_back(seq);
   add_item(seq, tokens, batch, budget);
@@ -323,6 +334,30 @@ bool Scheduler::admit_head(ScheduledBatch& batch, int64_t& budget) {
     if (next->block_hashes.capacity() > 0)
       policy_.prepare_lookup(next->tokens(), next->block_hashes);
   }
+  return true;
+}
+
+void Scheduler::load_landed(Sequence* seq) {
+  loaded_.push_back(seq);
+}
+
+bool Scheduler::resume_loaded(ScheduledBatch& batch, int64_t& budget) {
+  Sequence* seq = loaded_.front();
+  const int64_t left = seq->tokens_to_compute();
+  if (!params_.chunked_prefill && left > budget) return false;
+  const int64_t tokens = std::min(left, budget);
+  // Its admission allocated room for the chunk it planned then; the budget
+  // of this step may take more of the prompt (a swap-in grows so too).
+  if (!policy_.grow_in_place(seq->slot, tokens)) {
+    const GrowPlan plan = policy_.plan_grow(seq->slot, tokens);
+    if (!plan.fits) return false;
+    policy_.apply_grow(seq->slot, plan, tokens);
+  }
+  loaded_.pop_front();
+  --loading_;
+  insert_running(seq);
+  batch.summary.resumed.push_back(seq);
+  add_item(seq, tokens, batch, budget);
   return true;
 }
 
@@ -345,6 +380,7 @@ void Scheduler::schedule(ScheduledBatch& batch) {
   batch.summary.others.clear();
   batch.summary.at_horizon.clear();
   batch.summary.admitted.clear();
+  batch.summary.resumed.clear();
   batch.summary.bulk_decodes = 0;
   batch.summary.bulk_last_token_at = -1;
   batch.summary.bulk_before.clear();

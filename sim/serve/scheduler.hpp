@@ -41,6 +41,13 @@ struct SchedulerParams {
   // admission, once the call holds its own references.
   std::function<bool(uint64_t spare_session)> make_room;
   std::function<void(const Sequence&, int64_t hit_tokens)> admitted;
+  // Async loads of lower-tier hits (sim/serve/async_loads.hpp), when set:
+  // called with an admitted sequence whose hits came from a tier, once its
+  // blocks are allocated; true parks it (no token of it scheduled) until
+  // load_landed() gives it back. As vLLM's connector defers every lookup
+  // while max_num_seqs requests are loading (max_concurrent_loads), no
+  // admission is tried then.
+  std::function<bool(Sequence&)> load_async;
   // Speculative decoding (sim/serve/speculation.hpp): a running decode is
   // scheduled with up to this many drafts after its token (never more than
   // its output needs), all in the token budget, as vLLM V1 schedules
@@ -67,6 +74,8 @@ struct BatchSummary {
   // Per entry of at_horizon: how many bulk_commits come before it in batch
   // order (those made before the item was added).
   std::vector<uint32_t> at_horizon_bulk_commits;
+  // Sequences whose async loads landed, scheduled again this step.
+  std::vector<Sequence*> resumed;
   // Sequences taken from the waiting queue this step.
   std::vector<Sequence*> admitted;
   // Running decodes advanced in bulk (SchedulerParams::bulk_decodes): each
@@ -150,7 +159,13 @@ class Scheduler {
   // Drops the head of the waiting queue (it can never be admitted).
   Sequence* reject_head();
 
-  size_t num_waiting() const { return waiting_.size(); }
+  // A parked sequence's load landed: the next schedule takes it (before
+  // the waiting queue's head, which arrived after it).
+  void load_landed(Sequence* seq);
+  // Parked sequences (load_async) count as waiting, as vLLM keeps a
+  // WAITING_FOR_REMOTE_KVS request in its waiting queue.
+  size_t num_loading() const { return loading_; }
+  size_t num_waiting() const { return waiting_.size() + loading_; }
   size_t num_running() const { return running_.size() - finished_at_.size(); }
   size_t num_swapped() const { return swapped_.size(); }
   const Sequence* waiting_head() const { return waiting_.empty() ? nullptr : waiting_.front(); }
@@ -317,6 +332,10 @@ class Scheduler {
   bool events_in_bulk_ = true;
   std::vector<uint32_t> one_by_one_;  // schedule_running_in_bulk: entries it looks at
   std::deque<Sequence*> swapped_;     // sorted by request id
+  size_t loading_ = 0;                // parked by load_async, loaded_ among them
+  std::deque<Sequence*> loaded_;      // their loads landed, in that order
+  // Takes loaded_'s head into the batch; false when it does not fit.
+  bool resume_loaded(ScheduledBatch& batch, int64_t& budget);
   // Hash memos (Sequence::block_hashes) of finished sequences, cleared, for
   // the next admissions: as many as finished minus admitted since, at most.
   std::vector<std::vector<BlockHash>> spare_memos_;

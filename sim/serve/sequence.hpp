@@ -38,6 +38,9 @@ struct alignas(64) Sequence {
   // The engine's summed KV stalls (ServingEngine::kv_wait_total_) when it
   // was first scheduled: what it waited is the sum at its end less this.
   TimeNs kv_wait_mark = 0;
+  // When its admission parked it for an async load of tier hits
+  // (sim/serve/async_loads.hpp): the wait until it runs is KV wait too.
+  TimeNs parked_at = -1;
   int64_t cached_tokens = 0;  // prefix-cache hit at first admission
   Request request;
   std::vector<BlockHash> block_hashes;  // the policy's hash memo (see lookup_prefix)

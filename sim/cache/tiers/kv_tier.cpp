@@ -61,7 +61,12 @@ config::ComponentInfo kv_tier_info() {
                     {kStoreOnEvict, kStoreOnCompute, kStoreOnComputePrompt},
                     "on_evict: blocks the level above evicts; on_compute: every block once "
                     "computed (Mooncake Store's put); on_compute_prompt: a prompt's blocks "
-                    "once computed, no generated one")}};
+                    "once computed, no generated one"),
+       bool_param("via_host", false,
+                  "true: its blocks move through host DRAM, store and forward: a read crosses "
+                  "the tier's link into a host buffer, then the host link into the device (the "
+                  "dram tier's, else the device file's host_link_*); a store the other way "
+                  "(vLLM's secondary tiers, LMCache's disk and remote backends)")}};
   for (config::ParamSpec& p : tier_store_cost_params()) info.params.push_back(std::move(p));
   return info;
 }

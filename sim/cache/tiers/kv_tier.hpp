@@ -67,6 +67,9 @@ struct KvTierParams {
   // this tier, and per block it looks up there (a store keyed per block).
   TimeNs lookup_latency = 0;
   TimeNs lookup_block_latency = 0;
+  // The tier has no path to device memory of its own: its blocks move
+  // through host DRAM, store and forward (kv_tier_info's via_host).
+  bool via_host = false;
   std::string key_path;  // where the scenario gives this tier (errors found later)
 };
 

@@ -9,8 +9,12 @@
 
 namespace kvsim {
 
-TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size)
-    : tiers_(std::move(tiers)), layerwise_(layerwise), block_size_(block_size) {
+TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size,
+                     bool async_loads)
+    : tiers_(std::move(tiers)),
+      layerwise_(layerwise),
+      block_size_(block_size),
+      async_loads_(async_loads) {
   for (const auto& t : tiers_)
     if (!t) throw std::invalid_argument("tier chain: a null tier");
   moved_.resize(tiers_.size());
@@ -20,6 +24,9 @@ TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise,
   last_read_time_.assign(tiers_.size(), 0);
   read_paths_.resize(tiers_.size());
   write_paths_.resize(tiers_.size());
+  host_read_.resize(tiers_.size());
+  host_write_.resize(tiers_.size());
+  unsent_host_bytes_.assign(tiers_.size(), 0);
   unsent_bytes_.assign(tiers_.size(), 0);
   held_bytes_.assign(tiers_.size(), 0);
   fresh_held_bytes_.assign(tiers_.size(), 0);
@@ -79,7 +86,7 @@ int TierChain::find(const BlockHash& hash) const {
 }
 
 void TierChain::put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted,
-                    WriteKind kind, BlockId block, bool fresh) {
+                    WriteKind kind, BlockId block, bool fresh, bool from_device) {
   const auto at = static_cast<size_t>(tier);
   KvTier& t = *tiers_[at];
   t.put(hash, evicted);
@@ -91,7 +98,7 @@ void TierChain::put(int tier, const BlockHash& hash, std::vector<BlockHash>& evi
   m.bytes_written += t.block_bytes();
   switch (kind) {
     case WriteKind::background:
-      unsent_bytes_[at] += t.block_bytes();
+      (from_device ? unsent_host_bytes_ : unsent_bytes_)[at] += t.block_bytes();
       break;
     case WriteKind::held:
       (fresh ? fresh_held_bytes_ : held_bytes_)[at] += t.block_bytes();
@@ -131,7 +138,8 @@ void TierChain::demote(const BlockHash& hash, int from, int level) {
   // unless stores are free, that step waits for its copy to land. What a
   // tier passes down costs no device time.
   const bool from_device = level < 0 && !t.writes_in_background();
-  put(to, hash, evicted, from_device ? WriteKind::held : WriteKind::background);
+  put(to, hash, evicted, from_device ? WriteKind::held : WriteKind::background, kNoBlock, false,
+      level < 0);
   for (const BlockHash& v : evicted) demote(v, to + 1, to);
 }
 
@@ -185,8 +193,9 @@ TierLoad TierChain::take_load() {
   for (int i = 0; i < size(); ++i) {
     const auto at = static_cast<size_t>(i);
     int64_t& blocks = pending_blocks_[at];
-    last_read_time_[at] = tiers_[at]->read_time(blocks);
     last_read_bytes_[at] = blocks * tiers_[at]->block_bytes();
+    last_read_time_[at] =
+        tiers_[at]->read_time(blocks) + alone_over(host_read_[at], last_read_bytes_[at]);
     load.time += last_read_time_[at];
     blocks = 0;
   }
@@ -198,6 +207,23 @@ void TierChain::set_paths(int i, LinkPath read, LinkPath write) {
   read_paths_.at(static_cast<size_t>(i)) = std::move(read);
   write_paths_.at(static_cast<size_t>(i)) = std::move(write);
   has_paths_ = true;
+}
+
+void TierChain::set_host_hops(int i, LinkPath read, LinkPath write) {
+  host_read_.at(static_cast<size_t>(i)) = std::move(read);
+  host_write_.at(static_cast<size_t>(i)) = std::move(write);
+}
+
+void TierChain::send(const LinkPath& first, const LinkPath& then, Bytes bytes,
+                     SharedLink::Done done) {
+  if (first.empty() || then.empty()) {
+    transfer_over(first.empty() ? then : first, bytes, std::move(done));
+    return;
+  }
+  // The second hop starts once the last byte is in the host buffer.
+  transfer_over(first, bytes, [&then, bytes, done = std::move(done)]() mutable {
+    transfer_over(then, bytes, std::move(done));
+  });
 }
 
 void TierChain::add_hops(int i, const LinkPath& read, const LinkPath& write) {
@@ -229,9 +255,45 @@ void TierChain::read_from(int i, SharedLink::Done done) {
   for (; i < size(); ++i) {
     const auto at = static_cast<size_t>(i);
     if (last_read_bytes_[at] <= 0 || read_paths_[at].empty()) continue;
-    transfer_over(
-        read_paths_[at], last_read_bytes_[at],
-        [this, i, done = std::move(done)]() mutable { read_from(i + 1, std::move(done)); });
+    send(read_paths_[at], host_read_[at], last_read_bytes_[at],
+         [this, i, done = std::move(done)]() mutable { read_from(i + 1, std::move(done)); });
+    return;
+  }
+  done();
+}
+
+std::vector<int64_t> TierChain::take_request_load() {
+  std::vector<int64_t> blocks = pending_blocks_;
+  std::fill(pending_blocks_.begin(), pending_blocks_.end(), 0);
+  return blocks;
+}
+
+bool TierChain::read_async(std::vector<int64_t> blocks, SharedLink::Done done) {
+  if (blocks.size() != tiers_.size())
+    throw std::invalid_argument("tier chain: an async read of another chain's tiers");
+  bool any = false;
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (blocks[i] <= 0) continue;
+    // What it costs alone, as take_load counts a step's reads.
+    load_time_ += tiers_[i]->read_time(blocks[i]) +
+                  alone_over(host_read_[i], blocks[i] * tiers_[i]->block_bytes());
+    if (!read_paths_[i].empty()) any = true;
+  }
+  if (!any) return false;
+  read_async_from(0, std::move(blocks), std::move(done));
+  return true;
+}
+
+// One tier after the other, as read_from: the same host link into the device.
+void TierChain::read_async_from(int i, std::vector<int64_t> blocks, SharedLink::Done done) {
+  for (; i < size(); ++i) {
+    const auto at = static_cast<size_t>(i);
+    if (blocks[at] <= 0 || read_paths_[at].empty()) continue;
+    const Bytes bytes = blocks[at] * tiers_[at]->block_bytes();
+    send(read_paths_[at], host_read_[at], bytes,
+         [this, i, blocks = std::move(blocks), done = std::move(done)]() mutable {
+           read_async_from(i + 1, std::move(blocks), std::move(done));
+         });
     return;
   }
   done();
@@ -255,11 +317,14 @@ bool TierChain::flush_writes(SharedLink::Done ready, bool background) {
       Bytes& bytes = unsent_bytes_[i];
       if (bytes > 0 && !write_paths_[i].empty()) transfer_over(write_paths_[i], bytes, {});
       bytes = 0;
+      Bytes& host = unsent_host_bytes_[i];
+      if (host > 0 && !write_paths_[i].empty()) send(host_write_[i], write_paths_[i], host, {});
+      host = 0;
     }
     Bytes& held = held_bytes_[i];
     if (held > 0 && !write_paths_[i].empty()) {
       ++held_in_flight_;
-      transfer_over(write_paths_[i], held, [this] {
+      send(host_write_[i], write_paths_[i], held, [this] {
         --held_in_flight_;
         maybe_ready();
       });
@@ -296,7 +361,7 @@ void TierChain::stage(int i) {
   queue.erase(queue.begin(), queue.begin() + n);
   queued_total_ -= n;
   staged_[at] += n * block;
-  transfer_over(write_paths_[at], n * block, [this, i, batch = std::move(batch)] {
+  send(host_write_[at], write_paths_[at], n * block, [this, i, batch = std::move(batch)] {
     staged_[static_cast<size_t>(i)] -=
         static_cast<int64_t>(batch.size()) * tiers_[static_cast<size_t>(i)]->block_bytes();
     for (const BlockId b : batch) unpin(i, b);

@@ -82,7 +82,10 @@ void check_shared_tier_conserved(const KvTier& tier, const std::vector<const Tie
 class TierChain final : public BlockEvictionListener {
  public:
   // `tiers` fastest first; any of them may be shared with other chains.
-  TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size);
+  // `async_loads`: hits are read before the request's prefill while other
+  // requests run (kv_tiers.load_overlap: async), not on a step's path.
+  TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise, int64_t block_size,
+            bool async_loads = false);
 
   int size() const { return static_cast<int>(tiers_.size()); }
   // Replaces the tier of the same name by `shared` (a cluster's global pool,
@@ -124,9 +127,31 @@ class TierChain final : public BlockEvictionListener {
   Bytes last_read_bytes(int i) const { return last_read_bytes_[static_cast<size_t>(i)]; }
   TimeNs last_read_time(int i) const { return last_read_time_[static_cast<size_t>(i)]; }
 
+  // Async loads (async_loads()): the admission's loads leave the step.
+  // take_request_load() returns the blocks loaded since the last call, per
+  // tier, and clears them (take_load() then prices none of them);
+  // read_async() reads `blocks[i]` blocks of each tier i over its read
+  // path, one tier after the other, and runs `done` once the last is
+  // across; false (`done` not kept, nothing to wait for) when no path
+  // prices any of them.
+  bool async_loads() const { return async_loads_; }
+  std::vector<int64_t> take_request_load();
+  bool read_async(std::vector<int64_t> blocks, SharedLink::Done done);
+
   // The links a read from / a write to tier `i` crosses, in order; an
   // empty read path keeps take_load's price.
   void set_paths(int i, LinkPath read, LinkPath write);
+  // A tier reached through host DRAM (KvTierParams::via_host): its reads,
+  // once across its path into the host buffer, cross `read` (the host
+  // link) into the device; its stores from the device cross `write` first,
+  // then its path. Store and forward: one hop after the other, as LMCache's
+  // disk backend reads a chunk into a LocalCPUBackend buffer before it goes
+  // to the GPU (LMCache docs/source/kv_cache/storage_backends/
+  // local_storage.rst at 04b44655, Load Flow) and vLLM promotes a secondary
+  // tier's blocks to its CPU tier first (docs/features/kv_offloading_usage.md
+  // at 97180969: "all GPU<->secondary transfers are staged through the CPU
+  // primary tier"). A block a tier passes down stays off the host link.
+  void set_host_hops(int i, LinkPath read, LinkPath write);
   // Appends `read` and `write` hops to tier `i`'s paths (a cluster's shared
   // NIC and pool servers after the instance's own port).
   void add_hops(int i, const LinkPath& read, const LinkPath& write);
@@ -171,9 +196,17 @@ class TierChain final : public BlockEvictionListener {
   enum class WriteKind : uint8_t { background, held, pinned };
   void demote(const BlockHash& hash, int from, int level);
   // `fresh`: a block computed by the step being scheduled (seal_writes).
+  // `from_device`: the block leaves the device (a via_host tier's store
+  // crosses the host link first).
   void put(int tier, const BlockHash& hash, std::vector<BlockHash>& evicted,
-           WriteKind kind = WriteKind::background, BlockId block = kNoBlock, bool fresh = false);
+           WriteKind kind = WriteKind::background, BlockId block = kNoBlock, bool fresh = false,
+           bool from_device = true);
   void read_from(int i, SharedLink::Done done);
+  void read_async_from(int i, std::vector<int64_t> blocks, SharedLink::Done done);
+  // `bytes` over `first`, then over `then` (either empty: the other alone);
+  // an empty `done` leaves the last hop in the background. The paths are
+  // the chain's own, which outlive the transfer.
+  static void send(const LinkPath& first, const LinkPath& then, Bytes bytes, SharedLink::Done done);
   // Sends what of tier `i`'s queue of pinned blocks fits its staging buffer.
   void stage(int i);
   void unpin(int i, BlockId block);
@@ -182,6 +215,7 @@ class TierChain final : public BlockEvictionListener {
   std::vector<std::shared_ptr<KvTier>> tiers_;
   bool layerwise_;
   int64_t block_size_;
+  bool async_loads_;
   std::vector<Moved> moved_;
   std::vector<bool> shared_;
   std::vector<int64_t> pending_blocks_;  // loads of the current step, per tier
@@ -189,6 +223,8 @@ class TierChain final : public BlockEvictionListener {
   std::vector<TimeNs> last_read_time_;
   TimeNs load_time_ = 0;
   std::vector<LinkPath> read_paths_, write_paths_;
+  std::vector<LinkPath> host_read_, host_write_;    // via_host tiers' host link
+  std::vector<Bytes> unsent_host_bytes_;            // background stores from the device, via host
   std::vector<Bytes> unsent_bytes_;                 // written since the last flush_writes, per tier
   std::vector<Bytes> held_bytes_;                   // ... that the next step waits for, per tier
   std::vector<std::deque<BlockId>> staging_queue_;  // pinned, not sent yet, per tier

@@ -18,6 +18,13 @@ std::vector<std::string> preset_names_list() {
 
 config::ComponentInfo kv_tiers_section_info() {
   using namespace config;
+  ParamSpec cap = int_param(
+      "max_load_tokens_per_step", std::nullopt, 1, int64_t{1} << 40, "tokens",
+      "async: tokens whose loads start per scheduler step, all requests together (whole "
+      "blocks, at least one); a longer load spreads over ceil(tokens / cap) steps; absent: "
+      "each request's whole load at once");
+  cap.optional = true;
+  cap.own_reader = true;
   return {"kv tiers",
           "kv_tiers",
           "tiers of KV blocks below device HBM (host DRAM, SSD, a global pool), fastest first",
@@ -25,9 +32,12 @@ config::ComponentInfo kv_tiers_section_info() {
                "preset", std::nullopt, preset_names_list(),
                "a deployed connector as values of the keys below, each overridable (kind "
                "`connector preset` lists each one's keys, values and sources)")),
-           choice_param("load_overlap", std::string("none"), {"none", "layerwise"},
+           choice_param("load_overlap", std::string("none"), {"none", "layerwise", "async"},
                         "none: hits are read back before the step; layerwise: while it "
-                        "computes (step = max(compute, load))"),
+                        "computes (step = max(compute, load)); async: before the request's "
+                        "prefill, which waits while other requests' steps run (vLLM's "
+                        "WAITING_FOR_REMOTE_KVS)"),
+           std::move(cap),
            section_param("tiers", false, "[{name: dram, capacity: ..., ...}, ...]",
                          "the tiers, a list fastest first or a map of name to tier (kind `kv "
                          "tier` lists an item's keys); a tier of capacity 0 is left out")}};
@@ -37,7 +47,17 @@ void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out) {
   const config::Node section = top.child("kv_tiers");
   if (!section.defined()) return;
   config::MapReader r(section);
-  out.load_overlap = r.choice("load_overlap", "none", {"none", "layerwise"});
+  out.load_overlap = r.choice("load_overlap", "none", {"none", "layerwise", "async"});
+  if (r.has("max_load_tokens_per_step")) {
+    out.max_load_tokens_per_step =
+        r.integer("max_load_tokens_per_step", std::nullopt, 1, int64_t{1} << 40);
+    // A cap on loads that start between steps means nothing to a load the
+    // step itself waits for.
+    if (out.load_overlap != "async")
+      section.child_at("max_load_tokens_per_step")
+          .error(fmt::format("a cap on loads per step with load_overlap '{}'", out.load_overlap),
+                 "load_overlap: async, or no max_load_tokens_per_step");
+  }
   const config::Node list = r.child("tiers");
   r.finish();
   if (!list.defined()) return;
@@ -98,6 +118,13 @@ void read_kv_tiers_section(config::MapReader& top, KvTiersConfig& out) {
     p.latency = v.integer("latency");
     p.eviction = v.string("eviction");
     p.store = v.string("store");
+    p.via_host = v.boolean("via_host");
+    if (p.via_host && p.name == "dram") {
+      item.child_at("via_host")
+          .error("the dram tier is host memory: nothing to go through",
+                 "via_host on ssd or global");
+      continue;
+    }
     read_tier_store_cost(v, p);
     p.key_path = item.path();
     const auto rank =
@@ -153,7 +180,7 @@ std::unique_ptr<TierChain> make_tier_chain(const KvTiersConfig& config, Bytes bl
     }
   }
   return std::make_unique<TierChain>(std::move(tiers), config.load_overlap == "layerwise",
-                                     block_size);
+                                     block_size, config.load_overlap == "async");
 }
 
 }  // namespace kvsim

@@ -4,7 +4,8 @@
 // offload), fastest first, and whether reading them back overlaps compute.
 //
 //   kv_tiers:
-//     load_overlap: none          # none | layerwise
+//     load_overlap: none          # none | layerwise | async
+//     max_load_tokens_per_step: 4096   # async only; absent: no cap
 //     tiers:
 //       - {name: dram, capacity: 256GiB, read_bandwidth: 25GB/s, write_bandwidth: 25GB/s,
 //          latency: 10us, eviction: lru}
@@ -25,11 +26,13 @@ namespace kvsim {
 
 struct KvTiersConfig {
   std::string load_overlap = "none";
-  std::vector<KvTierParams> tiers;  // fastest first, each name at most once
+  int64_t max_load_tokens_per_step = 0;  // async loads; 0: not given (no cap)
+  std::vector<KvTierParams> tiers;       // fastest first, each name at most once
   bool empty() const { return tiers.empty(); }
 };
 
-// Kind "kv tiers": the section's own keys (load_overlap, tiers).
+// Kind "kv tiers": the section's own keys (load_overlap,
+// max_load_tokens_per_step, tiers).
 config::ComponentInfo kv_tiers_section_info();
 
 // Reads `kv_tiers:` of `top` into `out`. Errors (at their line): a tier name

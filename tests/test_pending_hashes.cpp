@@ -40,6 +40,11 @@ struct Options {
   uint32_t seed = 1;
   int requests = 60;
   bool read_hashes = false;  // content_hashes() now and then (materialises)
+  // A router's count (device_prefix_tokens, a fresh memo) of a waiting
+  // request's prompt now and then, in both policies: it must equal the
+  // eager policy's lookup, and what it leaves pending must not change any
+  // answer after it.
+  bool router_probes = false;
 };
 
 // Drives policies [0] (eager) and [1] (deferred) with the same calls.
@@ -76,6 +81,7 @@ class Differential {
       }
       if (pick(6) == 0) preempt_one();
       if (o_.read_hashes && pick(5) == 0) read_hashes();
+      if (o_.router_probes && pick(2) == 0) router_probe();
     }
     ASSERT_TRUE(all_done()) << "the workload did not finish";
     for (auto& p : policy_) p->check_drained();
@@ -217,6 +223,19 @@ class Differential {
     }
   }
 
+  void router_probe() {
+    for (Req& q : reqs_) {
+      if (q.state != Req::waiting || pick(2) != 0) continue;
+      std::vector<BlockHash> memo[2];
+      int64_t counted[2];
+      for (int i = 0; i < 2; ++i) counted[i] = policy_[i]->device_prefix_tokens(q.view(), memo[i]);
+      std::vector<BlockHash> fresh;
+      const PrefixHit eager = policy_[0]->lookup_prefix(q.view(), fresh);
+      ASSERT_EQ(counted[0], eager.cached_tokens);
+      ASSERT_EQ(counted[1], eager.cached_tokens);
+    }
+  }
+
   void compare(const Req& q) {
     const BlockPool& a = policy_[0]->pool();
     const BlockPool& b = policy_[1]->pool();
@@ -262,6 +281,7 @@ struct Case {
   int64_t num_blocks;
   int64_t host_blocks;
   bool read_hashes;
+  bool router_probes = false;
 };
 
 class DeferredHashes : public ::testing::TestWithParam<Case> {};
@@ -276,6 +296,7 @@ TEST_P(DeferredHashes, AnswerAsEagerRegistrationDoes) {
     o.num_blocks = c.num_blocks;
     o.host_blocks = c.host_blocks;
     o.read_hashes = c.read_hashes;
+    o.router_probes = c.router_probes;
     o.seed = seed;
     Differential d(o);
     d.run();
@@ -288,18 +309,18 @@ TEST_P(DeferredHashes, AnswerAsEagerRegistrationDoes) {
   EXPECT_GT(materialised, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Workloads, DeferredHashes,
-                         ::testing::Values(Case{1, 64, 0, false}, Case{2, 40, 0, false},
-                                           Case{16, 24, 0, false}, Case{4, 48, 0, true},
-                                           Case{2, 40, 30, false}, Case{4, 20, 16, true},
-                                           Case{16, 40, 20, false}, Case{4, 400, 0, false}),
-                         [](const ::testing::TestParamInfo<Case>& param_info) {
-                           const Case& c = param_info.param;
-                           return "Block" + std::to_string(c.block_size) + "Pool" +
-                                  std::to_string(c.num_blocks) +
-                                  (c.host_blocks > 0 ? "Swap" : "Recompute") +
-                                  (c.read_hashes ? "ReadHashes" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Workloads, DeferredHashes,
+    ::testing::Values(Case{1, 64, 0, false}, Case{2, 40, 0, false}, Case{16, 24, 0, false},
+                      Case{4, 48, 0, true}, Case{2, 40, 30, false}, Case{4, 20, 16, true},
+                      Case{16, 40, 20, false}, Case{4, 400, 0, false}, Case{1, 64, 0, false, true},
+                      Case{4, 48, 0, false, true}, Case{4, 20, 16, true, true}),
+    [](const ::testing::TestParamInfo<Case>& param_info) {
+      const Case& c = param_info.param;
+      return "Block" + std::to_string(c.block_size) + "Pool" + std::to_string(c.num_blocks) +
+             (c.host_blocks > 0 ? "Swap" : "Recompute") + (c.read_hashes ? "ReadHashes" : "") +
+             (c.router_probes ? "RouterProbes" : "");
+    });
 
 // A prefix-aware router extends one memo in one instance and looks it up in
 // others: a lookup whose memo already holds the hashes must still bring the

@@ -200,6 +200,18 @@ class KvCachePolicy {
     std::vector<BlockHash> memo;
     return lookup_prefix(tokens, memo);
   }
+  // The leading tokens of `tokens` in blocks lookup_prefix(tokens, memo)
+  // would find on the device, for a reader that wants only that count (a
+  // router asking every instance): the same number, without the hit's
+  // vectors.
+  // -1 when the policy answers only through lookup_prefix (a tier below
+  // the device, whose hits the caller must see too).
+  virtual int64_t device_prefix_tokens(const TokenView& tokens,
+                                       std::vector<BlockHash>& memo) const {
+    (void)tokens;
+    (void)memo;
+    return -1;
+  }
   // A hint that lookup_prefix(tokens, memo) comes soon (the next sequence
   // in the queue): a policy may start its memo and load what the lookup
   // will read first. Nothing it does changes any result.

@@ -92,6 +92,39 @@ PrefixHit PagedPolicy::lookup_prefix(const TokenView& tokens, std::vector<BlockH
   return hit;
 }
 
+int64_t PagedPolicy::device_prefix_tokens(const TokenView& tokens,
+                                          std::vector<BlockHash>& memo) const {
+  if (tiers_) return -1;
+  if (!prefix_caching_) return 0;
+  const int64_t full_blocks = tokens.size() / block_size();
+  const int64_t max_hit_blocks = (tokens.size() - 1) / block_size();
+  start_memo(tokens, memo);
+  tokens.extend_block_hashes(memo, full_blocks, block_size(), scratch_tokens_.data());
+  constexpr int64_t kAhead = 8;
+  for (int64_t b = 1; b < std::min(kAhead, max_hit_blocks); ++b)
+    pool_.prefetch_lookup(memo[static_cast<size_t>(b)]);
+  // lookup_prefix touches every run of the prompt before its walk, so that
+  // a block still pending (pending_hashes.hpp) is found. Only the block a
+  // walk stops at decides the count: a pending block is found once its
+  // run's chain is registered, and the block that stops the walk is the
+  // only one whose run needs it (a block hashes inside the run it lies in
+  // wholly, by that run's key). So the run of that block is touched and
+  // the block looked up again; the other chains stay pending, which
+  // registering them later makes no different (pending_hashes.hpp). A
+  // router asking 64 instances then reads one filter word per instance,
+  // not one per run of a long agent history.
+  const bool touch = defer_ && !pending_.empty();
+  int64_t b = 0;
+  for (; b < max_hit_blocks; ++b) {
+    if (b + kAhead < max_hit_blocks) pool_.prefetch_lookup(memo[static_cast<size_t>(b + kAhead)]);
+    if (pool_.lookup(memo[static_cast<size_t>(b)]) != kNoBlock) continue;
+    if (!touch) break;
+    touch_runs(tokens, b, b + 1, Touch::lookup);
+    if (pool_.lookup(memo[static_cast<size_t>(b)]) == kNoBlock) break;
+  }
+  return b * block_size();
+}
+
 void PagedPolicy::start_memo(const TokenView& tokens, std::vector<BlockHash>& memo) const {
   if (tokens.size() <= block_size()) return;  // no block can be a hit
   // The memo gets the room extend_block_hashes would give it at once, so

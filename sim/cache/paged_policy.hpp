@@ -60,6 +60,9 @@ class PagedPolicy final : public PagedPolicyBase {
   std::string_view name() const override { return "paged"; }
   using KvCachePolicy::lookup_prefix;
   PrefixHit lookup_prefix(const TokenView& tokens, std::vector<BlockHash>& memo) const override;
+  // The device's part of lookup_prefix, counted; -1 with tiers attached.
+  int64_t device_prefix_tokens(const TokenView& tokens,
+                               std::vector<BlockHash>& memo) const override;
   // The memo's first block hashed and its map slot requested (the slot the
   // lookup reads first: most lookups find nothing there and stop).
   void prepare_lookup(const TokenView& tokens, std::vector<BlockHash>& memo) const override;

@@ -23,6 +23,12 @@ class ExactPrefixIndex final : public PrefixIndex {
     for (size_t i = 0; i < instances.size(); ++i) {
       const KvCachePolicy* cache = instances[i].cache;
       if (cache == nullptr || (wanted != nullptr && (*wanted)[i] == 0)) continue;
+      // A cache with nothing below the device counts its blocks alone: no
+      // hit to build and drop per instance.
+      if (const int64_t device = cache->device_prefix_tokens(tokens, memo_); device >= 0) {
+        out[i].device = device;
+        continue;
+      }
       const PrefixHit hit = cache->lookup_prefix(tokens, memo_);
       const auto blocks = static_cast<int64_t>(hit.blocks.size() + hit.tier_hits.size());
       if (blocks == 0) continue;

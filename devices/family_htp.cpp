@@ -77,6 +77,9 @@ std::vector<config::ParamSpec> htp_params() {
                       "storage (UFS) rate for cache save/restore"),
       number_param("vtcm_spill_factor", std::nullopt, 0.0, 100.0, "",
                    "DDR traffic multiplier per unit of VTCM taken away"),
+      optional_param(bandwidth_param("vtcm_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                                     "rate at which a pass reads KV resident in VTCM (optional; "
+                                     "needed by htp.kv_vtcm placements)")),
   };
 }
 
@@ -144,6 +147,7 @@ void read_htp_map(config::MapReader& r, DeviceSpec& spec) {
   htp.graph_switch = h.integer(declared(params, "graph_switch"));
   htp.storage_bandwidth = h.integer(declared(params, "storage_bandwidth"));
   htp.vtcm_spill_factor = h.number(declared(params, "vtcm_spill_factor"));
+  if (hr.has("vtcm_bandwidth")) htp.vtcm_bandwidth = h.integer(declared(params, "vtcm_bandwidth"));
   hr.finish();
   spec.htp = htp;
 }

@@ -29,6 +29,10 @@ struct HtpSpec {
   // DDR traffic multiplier when a pass runs with less VTCM than it asked
   // for: ddr_bytes *= 1 + vtcm_spill_factor * (1 - granted / requested).
   double vtcm_spill_factor = 0.0;
+  // bytes/s at which the graph reads KV resident in VTCM
+  // (sim/cache/kv_vtcm/); 0: the file gives none, and no placement may put
+  // KV in VTCM on it.
+  int64_t vtcm_bandwidth = 0;
 };
 
 }  // namespace kvsim

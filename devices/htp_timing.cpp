@@ -61,6 +61,8 @@ HtpTimingModel::HtpTimingModel(const DeviceSpec& device, const ModelSpec& model,
 //               session runs with less VTCM than it asked for [assumption A:
 //               the tiles that no longer fit are re-fetched from DDR in
 //               proportion to the VTCM taken away]
+//   VTCM    = the share of the past KV resident in VTCM (HtpPass::kv_vtcm_share)
+//             at htp.vtcm_bandwidth, taken out of the DDR part and added to it
 //   latency = max(compute, DDR) + step_overhead (fixed per graph execution)
 HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
   if (pass.variant < 1) throw std::invalid_argument("HtpTimingModel: variant must be >= 1");
@@ -110,14 +112,32 @@ HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
         device_.htp->vtcm_spill_factor * (1.0 - granted / static_cast<double>(pass.vtcm_requested));
   }
   const double bw = static_cast<double>(std::max<int64_t>(device_.memory_bandwidth, 1));
-  const double kv_bytes = kv_read + kv_write;
+  // KV resident in VTCM (sim/cache/kv_vtcm/): that share of the past KV is
+  // read from VTCM at htp.vtcm_bandwidth, added to the DDR time (a layer's
+  // attention reads its KV after the weights' DMA brought its tiles in, so
+  // the two do not overlap [assumption A]); the new columns still go to the
+  // output buffer in DDR.
+  const double share = std::clamp(pass.kv_vtcm_share, 0.0, 1.0);
+  const double kv_vtcm = kv_read * share;
+  double vtcm_s = 0;
+  if (kv_vtcm > 0) {
+    if (device_.htp->vtcm_bandwidth <= 0)
+      throw std::invalid_argument(fmt::format(
+          "HtpTimingModel: device '{}' gives no htp.vtcm_bandwidth to read KV from VTCM",
+          device_.name));
+    vtcm_s = kv_vtcm / static_cast<double>(device_.htp->vtcm_bandwidth);
+  }
+  const double kv_bytes = kv_read - kv_vtcm + kv_write;
   const double memory_s = spill * (weight_bytes / (bw * eff_m(OpClass::gemm)) +
                                    kv_bytes / (bw * eff_m(OpClass::attention)) +
-                                   residual / (bw * eff_m(OpClass::elementwise)));
+                                   residual / (bw * eff_m(OpClass::elementwise))) +
+                          vtcm_s;
 
   HtpPassTiming t;
   t.flops = matrix_flops;
   t.kv_bytes_read = kv_read;
+  t.kv_vtcm_bytes = kv_vtcm;
+  t.kv_vtcm = seconds_to_ns(vtcm_s);
   t.ddr_bytes = spill * (weight_bytes + kv_bytes + residual);
   t.compute = seconds_to_ns(compute_s);
   t.memory = seconds_to_ns(memory_s);

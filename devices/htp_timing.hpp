@@ -20,6 +20,9 @@ struct HtpPass {
   int64_t kv_cols_read = 0;   // KV columns attention reads per layer and KV head
   Bytes vtcm_requested = 0;   // what the session asked for
   Bytes vtcm_granted = 0;     // what it runs with (less: DDR spill)
+  // Fraction of the past KV the pass reads from VTCM instead of DDR (layers
+  // resident there: sim/cache/kv_vtcm/), at htp.vtcm_bandwidth.
+  double kv_vtcm_share = 0;
 };
 
 struct HtpPassTiming {
@@ -28,6 +31,8 @@ struct HtpPassTiming {
   TimeNs memory = 0;     // DDR part (weights + KV + spill)
   double ddr_bytes = 0;  // after the VTCM spill factor
   double kv_bytes_read = 0;
+  double kv_vtcm_bytes = 0;  // ... of which from VTCM (not in ddr_bytes)
+  TimeNs kv_vtcm = 0;        // reading them at htp.vtcm_bandwidth (in memory)
   double flops = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "devices/device_family.hpp"
+#include "sim/genie/kv_vtcm_checks.hpp"
 #include "sim/genie/genie_address_checks.hpp"
 #include "sim/genie/genie_passes.hpp"
 #include "sim/spec/instance_spec.hpp"
@@ -136,6 +137,7 @@ void genie_cross_checks(const InstanceSpec& s, config::LoadContext& ctx) {
   const DeviceBufferContract* buffers = s.policy().device_buffers();
   if (!s.device.htp || buffers == nullptr) return;  // the engine's refusal says why
   vtcm_checks(s, ctx);
+  kv_vtcm_checks(s, ctx);
   // seed 002 splits the KV tensors over the update threads; the device
   // file says how many CPU threads Genie may take.
   if (buffers->update_threads() > s.device.htp->max_update_threads) {

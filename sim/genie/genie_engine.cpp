@@ -84,8 +84,9 @@ void GenieEngine::Impl::acquire_vtcm() {
     wait.bytes = grant.granted;
     shell_.span(wait);
     // The grant may come inside another session's release: start from an
-    // event of our own.
-    sim_.schedule_at(sim_.now(), kPrioStart, [this] { start_turn(); });
+    // event of our own, once the KV resident in VTCM is filled.
+    const TimeNs fill = place_kv_vtcm(grant);
+    sim_.schedule_at(sim_.now() + fill, kPrioStart, [this] { start_turn(); });
   });
 }
 
@@ -175,8 +176,10 @@ void GenieEngine::Impl::start_pass(GeniePassKind kind, PassShape shape, TimeNs d
     r.turn = t.request.turn;
     r.pass = t.passes++;
     r.kind = kind;
-    r.htp = HtpPass{shape.variant, shape.useful_tokens, span.read, vtcm_request_, t.grant.granted};
+    r.htp = HtpPass{shape.variant, shape.useful_tokens, span.read,
+                    graph_vtcm_,   t.kv.graph_bytes,    t.kv.share};
     r.timing = timing_.price_pass(r.htp);
+    kv_vtcm_counts_.read_bytes += static_cast<Bytes>(r.timing.kv_vtcm_bytes);
     if (span.host_read_bytes > 0) {
       // KV of layers kept in host memory (llama_cells, n_gpu_layers): the
       // CPU running those layers reads it at its copy bandwidth.
@@ -394,6 +397,7 @@ TimeNs GenieEngine::Impl::update_time(const KvUpdatePlan& plan) const {
   TimeNs t = timing_.cpu_copy_time(plan.bytes_moved(), update_threads_);
   t += plan.registration_time;
   if (plan.variant_before != plan.variant_after) t += timing_.variant_switch_time();
+  t += kv_vtcm_sync_time(plan);  // the changes into the VTCM mirrors, if any
   // llama_cells: the K-shift and the defragmentation are graphs of their
   // own (their bytes are in bytes_moved), one launch each.
   if (plan.kshift_bytes > 0) t += s_.device.kernel_launch;

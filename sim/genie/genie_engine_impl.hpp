@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cache/kv_vtcm/kv_vtcm_placement.hpp"
 #include "sim/core/simulator.hpp"
 #include "sim/engine/engine_shell.hpp"
 #include "sim/genie/genie_engine.hpp"
@@ -29,6 +30,8 @@ inline constexpr int32_t kLlmSession = 0;  // the first session registered
 }  // namespace kvsim::dialog_detail
 
 namespace kvsim {
+
+struct GenieRunMetrics;
 
 class GenieEngine::Impl {
  public:
@@ -59,6 +62,10 @@ class GenieEngine::Impl {
   bool windowed_ = false;
   Bytes vtcm_request_ = 0;
   std::vector<int32_t> co_runner_ids_;
+  // KV resident in VTCM (sim/cache/kv_vtcm/; genie_kv_vtcm.cpp).
+  std::unique_ptr<KvVtcmPlacement> kv_vtcm_;
+  KvVtcmGeometry kv_geometry_;
+  Bytes graph_vtcm_ = 0;  // the graph's tiles' need within the window
   std::vector<std::unique_ptr<GenieObserver>> observers_;
   std::function<void(const GeniePassRecord&)> pass_callback_;
 
@@ -78,6 +85,7 @@ class GenieEngine::Impl {
     TimeNs last_token = -1;  // inter-token latency
     TimeNs started = -1;     // VTCM granted: the turn's work begins
     VtcmGrant grant;
+    KvVtcmPlan kv;  // the KV the window holds this turn
   };
   struct Pending {  // the pass in flight
     GeniePassKind kind = GeniePassKind::prefill;
@@ -87,6 +95,13 @@ class GenieEngine::Impl {
 
   void begin_turn(Request request);
   void acquire_vtcm();
+  // genie_kv_vtcm.cpp: the placement at construction; this turn's plan for
+  // its grant (returns the time to fill the mirrors from DDR); the time to
+  // bring an update's changes into them; the counters into the metrics.
+  void init_kv_vtcm();
+  TimeNs place_kv_vtcm(const VtcmGrant& grant);
+  TimeNs kv_vtcm_sync_time(const KvUpdatePlan& plan) const;
+  void report_kv_vtcm(GenieRunMetrics& g) const;
   void start_turn();
   PassShape decode_shape(int64_t position, GeniePassKind* kind) const;
   void start_pass(GeniePassKind kind, PassShape shape, TimeNs delay);
@@ -120,6 +135,13 @@ class GenieEngine::Impl {
   Bytes session_io_bytes_ = 0;
   Bytes mask_bytes_ = 0;  // attention masks the host wrote before the passes
   KvUsageIntegral kv_used_;
+  struct {
+    int64_t turns = 0;  // turns placed
+    int64_t min_layers = 0;
+    Bytes min_bytes = 0;
+    Bytes fill_bytes = 0, read_bytes = 0;
+    mutable Bytes sync_bytes = 0;  // counted where update_time prices them
+  } kv_vtcm_counts_;
   // kind: llama_bench: each test's timed runs (ns), by test index.
   std::vector<std::vector<TimeNs>> bench_samples_;
 };

@@ -75,6 +75,7 @@ GenieEngine::Impl::Impl(const InstanceSpec& scenario, Simulator& sim, EngineUpli
     draft_timing_.emplace(s_.device, head, s_.kv.dtype_bytes());
   }
   if (dialog_.bench) bench_samples_.resize(dialog_.bench->tests.size());
+  init_kv_vtcm();
 }
 
 // ---------------------------------------------------------------------------
@@ -157,6 +158,7 @@ RunMetrics GenieEngine::Impl::finish() {
   g.vtcm.granted_bytes = g.sessions.front().vtcm_granted_bytes;
   g.vtcm.wait_ms = vtcm_.total_wait_ms();
   g.vtcm.sessions_waited = vtcm_.sessions_waited();
+  report_kv_vtcm(g);
   if (dialog_.bench) {
     for (size_t i = 0; i < dialog_.bench->tests.size(); ++i) {
       const LlamaBenchTest& t = dialog_.bench->tests[i];

@@ -74,6 +74,11 @@ void write_genie_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
   vtcm["granted_bytes"] = k.vtcm.granted_bytes;
   vtcm["wait_ms"] = k.vtcm.wait_ms;
   vtcm["sessions_waited"] = k.vtcm.sessions_waited;
+  vtcm["kv_layers"] = k.vtcm.kv_layers;
+  vtcm["kv_bytes"] = k.vtcm.kv_bytes;
+  vtcm["kv_fill_bytes"] = k.vtcm.kv_fill_bytes;
+  vtcm["kv_read_bytes"] = k.vtcm.kv_read_bytes;
+  vtcm["kv_sync_bytes"] = k.vtcm.kv_sync_bytes;
   MetricsObject top(doc);
   top.after("memory").put("vtcm", std::move(vtcm));
   if (!k.bench.empty()) write_bench(k, top);

@@ -29,6 +29,12 @@ struct GenieRunMetrics {
     Bytes granted_bytes = 0;    // smallest grant it ran with
     double wait_ms = 0;         // summed over all sessions
     int64_t sessions_waited = 0;
+    // KV resident in the LLM's window (sim/cache/kv_vtcm/): the fewest
+    // layers (and their bytes) a turn held, and the bytes filled into VTCM
+    // at grants, read from it by passes and synced into it after updates.
+    int64_t kv_layers = 0;
+    Bytes kv_bytes = 0;
+    Bytes kv_fill_bytes = 0, kv_read_bytes = 0, kv_sync_bytes = 0;
   } vtcm;
   // One HTP session (an LLM dialog or another model sharing the NPU).
   struct Session {

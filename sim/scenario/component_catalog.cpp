@@ -2,6 +2,7 @@
 
 #include "devices/device_family.hpp"
 #include "sim/cache/eviction/eviction_registry.hpp"
+#include "sim/cache/kv_vtcm/kv_vtcm_registry.hpp"
 #include "sim/cache/tiers/connector_presets.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/cluster/cluster_spec.hpp"
@@ -22,6 +23,8 @@ std::vector<config::ComponentInfo> engine_infos() {
   infos.push_back(session_retention_info());  // a section of the serving engine's
   infos.push_back(speculative_info());        // the serving engine's speculative decoding
   infos.push_back(speculative_acceptance_info());
+  infos.push_back(kv_vtcm_section_info());  // the genie engine's htp.kv_vtcm
+  for (auto& i : kv_vtcm_placement_infos()) infos.push_back(std::move(i));
   return infos;
 }
 

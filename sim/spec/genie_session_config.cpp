@@ -65,7 +65,9 @@ config::ComponentInfo genie_engine_info() {
                     "LM head: AI Hub's 2024 Llama 2 / Llama 3 prompt processors, llama.cpp)"),
        section_param("co_runners", false,
                      "[{name, vtcm_request, vtcm_min, period, busy, start}, ...]",
-                     "other models sharing the HTP and its VTCM on a duty cycle")}};
+                     "other models sharing the HTP and its VTCM on a duty cycle"),
+       section_param("kv_vtcm", false, "{placement, graph_vtcm, ...}",
+                     "which layers' KV lives in the LLM's VTCM window (htp.kv_vtcm)")}};
 }
 
 HtpSessionConfig read_htp_config(const config::Node& node) {
@@ -84,6 +86,7 @@ HtpSessionConfig read_htp_config(const config::Node& node) {
   }
   h.npu_sessions = v.integer("npu_sessions");
   h.logits = v.string("logits") == "last_row" ? GraphLogits::last_row : GraphLogits::every_row;
+  h.kv_vtcm = read_kv_vtcm_config(r.child("kv_vtcm"));
   if (const config::Node list = r.child("co_runners"); list.defined()) {
     std::set<std::string> names;
     size_t index = 0;

@@ -11,6 +11,7 @@
 #include "base/reader.hpp"
 #include "base/units.hpp"
 #include "devices/htp_timing.hpp"
+#include "sim/cache/kv_vtcm/kv_vtcm_config.hpp"
 
 namespace kvsim {
 
@@ -38,6 +39,8 @@ struct HtpSessionConfig {
   // Which rows of a pass the exported graph computes logits for
   // (devices/htp_timing.hpp GraphLogits): every row, or the last one.
   GraphLogits logits = GraphLogits::every_row;
+  // Which layers' KV lives in the LLM's VTCM window (sim/cache/kv_vtcm/).
+  KvVtcmConfig kv_vtcm;
 
   // The LLM's request on a device with `vtcm_bytes` of VTCM.
   Bytes llm_request(Bytes vtcm_bytes) const { return vtcm_request.value_or(vtcm_bytes); }

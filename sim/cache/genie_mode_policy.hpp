@@ -87,8 +87,9 @@ class GenieModePolicy : public GenieKvPolicy {
 
   const GenieCacheShape& shape() const { return shape_; }
   const GenieState& state() const { return state_; }
-  // seed 002 switchKeyVariant: in/out cache dim of the AR-n variant.
-  int64_t cache_dim(int64_t variant) const;
+  // seed 002 switchKeyVariant: in/out cache dim of the AR-n variant
+  // (native_kv: its cache budget).
+  virtual int64_t cache_dim(int64_t variant) const;
   // Columns per row of the physical buffer (pointer_shift adds headroom).
   virtual int64_t row_columns() const { return shape_.ctx_size; }
   Bytes buffer_bytes() const;
@@ -121,6 +122,7 @@ class GenieModePolicy : public GenieKvPolicy {
 std::unique_ptr<GenieModePolicy> make_shift_concat_policy(const GenieCacheShape& shape);
 std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const GenieCacheShape& shape);
 std::unique_ptr<GenieModePolicy> make_smart_mask_policy(const GenieCacheShape& shape);
+std::unique_ptr<GenieModePolicy> make_native_kv_policy(const GenieCacheShape& shape);
 // sliding_window over a Genie mode (seed 002): keeps the last `window`
 // tokens of `base`'s buffers.
 std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(std::unique_ptr<GenieModePolicy> base,

@@ -58,6 +58,7 @@ struct GenieCacheShape {
   int64_t ctx_size = 0;
   std::vector<int64_t> ar_variants;
   int64_t pointer_shift_headroom = 0;  // 0: ctx_size (a 2x row)
+  int64_t k_tile = 256, v_tile = 64;   // native_kv's tiles (kernels/native_kv_layout.hpp)
   int64_t window = 0;                  // sliding_window only
   LlamaCellsShape llama;               // llama_cells only
   // pointer_shift: host time of re-registering one KV input tensor at its

@@ -204,7 +204,7 @@ Command add_generate_command(CLI::App& app) {
   const std::vector<std::string> policies = kernels::generate_policy_names();
   cmd->add_option("--policy", a->policy,
                   "cache policy holding the KV, e.g. paged, shift_concat, pointer_shift, "
-                  "smart_mask (default paged)")
+                  "smart_mask, native_kv (default paged)")
       ->check(CLI::IsMember(policies));
   cmd->add_option("--kv-dtype", a->kv_dtype, "KV storage: fp32, fp16, bf16, int8 (default fp32)")
       // Genie's buffers (the on-device policies) keep one int8 quantisation

@@ -9,7 +9,7 @@ namespace kvsim::kernels {
 
 GenieKvBuffer::GenieKvBuffer(int64_t n_ctx, int64_t heads, int64_t head_dim, KvDtype dtype,
                              GenieUpdateMode mode, int64_t variant, Int8Params int8,
-                             int64_t pointer_shift_headroom)
+                             int64_t pointer_shift_headroom, NativeKvTiles tiles)
     : n_ctx_(n_ctx),
       heads_(heads),
       head_dim_(head_dim),
@@ -18,32 +18,56 @@ GenieKvBuffer::GenieKvBuffer(int64_t n_ctx, int64_t heads, int64_t head_dim, KvD
       int8_(int8),
       bw_(kv_dtype_bytes(dtype)),
       variant_(variant),
-      headroom_(pointer_shift_headroom > 0 ? pointer_shift_headroom : n_ctx) {
+      headroom_(pointer_shift_headroom > 0 ? pointer_shift_headroom : n_ctx),
+      tiles_(tiles),
+      stored_dim_(mode == GenieUpdateMode::native_kv ? native_kv_head_dim(head_dim) : head_dim) {
   if (variant <= 0 || variant > n_ctx)
     throw std::invalid_argument("genie: variant outside 1..n_ctx");
   cache_dim_ = variant == n_ctx ? n_ctx : n_ctx - variant;
+  if (mode_ == GenieUpdateMode::native_kv) {
+    if (const std::string why = native_kv_layout_error(n_ctx, head_dim, tiles_); !why.empty())
+      throw std::invalid_argument("genie native_kv: " + why);
+    cache_dim_ = native_kv_budget(n_ctx, variant);
+  }
   allocate();
 }
 
+bool GenieKvBuffer::in_place() const {
+  return mode_ == GenieUpdateMode::smart_mask || mode_ == GenieUpdateMode::native_kv;
+}
+
 uint8_t GenieKvBuffer::pad_byte() const {
-  // Seed 002: fp16 pads with 0, int8 with the quantisation offset.
+  // Seed 002: fp16 pads with 0, int8 with the quantisation offset; NativeKV
+  // clears to 0 whatever the type ("HMX does not apply an offset for NativeKV
+  // tensor", native-kv.cpp completeInit).
+  if (mode_ == GenieUpdateMode::native_kv) return 0;
   return dtype_ == KvDtype::int8 ? int8_.pad_value() : 0;
 }
 
 void GenieKvBuffer::allocate() {
   // pointer_shift rows keep their length across variants (the view moves in
   // them); the other modes' rows are the variant's cache dim.
-  stride_ = mode_ == GenieUpdateMode::pointer_shift ? n_ctx_ + headroom_ : cache_dim_;
+  // native_kv's rows are ctx_size columns for every variant ("All AR-n
+  // variants have the same shape", native-kv.cpp reshapeCache).
+  stride_ = mode_ == GenieUpdateMode::pointer_shift ? n_ctx_ + headroom_
+            : mode_ == GenieUpdateMode::native_kv   ? n_ctx_
+                                                    : cache_dim_;
   offset_ = 0;
   ring_start_ = 0;
-  key_.assign(static_cast<size_t>(heads_ * head_dim_ * stride_ * bw_), pad_byte());
-  value_.assign(static_cast<size_t>(heads_ * stride_ * head_dim_ * bw_), pad_byte());
+  key_.assign(static_cast<size_t>(heads_ * stored_dim_ * stride_ * bw_), pad_byte());
+  value_.assign(static_cast<size_t>(heads_ * stride_ * stored_dim_ * bw_), pad_byte());
 }
 
 int64_t GenieKvBuffer::key_index(int64_t head, int64_t dim, int64_t col) const {
+  // native_kv: per head a [head_dim, ctx_size] matrix tiled by k_tile.
+  if (mode_ == GenieUpdateMode::native_kv)
+    return head * stored_dim_ * stride_ + hmx_offset(stored_dim_, stride_, tiles_.k_tile, dim, col);
   return (head * head_dim_ + dim) * stride_ + offset_ + col;
 }
 int64_t GenieKvBuffer::value_index(int64_t head, int64_t col, int64_t dim) const {
+  // native_kv: per head a [ctx_size, head_dim] matrix tiled by v_tile.
+  if (mode_ == GenieUpdateMode::native_kv)
+    return head * stride_ * stored_dim_ + hmx_offset(stride_, stored_dim_, tiles_.v_tile, col, dim);
   return (head * stride_ + offset_ + col) * head_dim_ + dim;
 }
 
@@ -79,13 +103,12 @@ float GenieKvBuffer::value(int64_t head, int64_t col, int64_t dim) const {
 }
 
 bool GenieKvBuffer::column_valid(int64_t col) const {
-  if (mode_ == GenieUpdateMode::smart_mask)
-    return (col - ring_start_ + cache_dim_) % cache_dim_ < n_valid_;
+  if (in_place()) return (col - ring_start_ + cache_dim_) % cache_dim_ < n_valid_;
   return col >= cache_dim_ - n_valid_;
 }
 
 int64_t GenieKvBuffer::valid_column(int64_t i) const {
-  if (mode_ == GenieUpdateMode::smart_mask) return (ring_start_ + i) % cache_dim_;
+  if (in_place()) return (ring_start_ + i) % cache_dim_;
   return cache_dim_ - n_valid_ + i;
 }
 
@@ -193,6 +216,7 @@ void GenieKvBuffer::append(const float* k, const float* v, int64_t n) {
       offset_ += n;
       break;
     case GenieUpdateMode::smart_mask:
+    case GenieUpdateMode::native_kv:
       first_col = -1;  // in place, after the newest entry (ring)
       break;
   }
@@ -229,6 +253,9 @@ void GenieKvBuffer::rewind(int64_t n) {
       break;
     case GenieUpdateMode::smart_mask:
       break;  // the mask forgets them
+    case GenieUpdateMode::native_kv:
+      zero_entries(kept, n);  // reduceKV writes 0 over each removed entry
+      break;
   }
   n_valid_ = kept;
 }
@@ -242,6 +269,7 @@ void GenieKvBuffer::evict_oldest(int64_t n) {
     case GenieUpdateMode::pointer_shift:
       break;  // attention reads only the n_valid rightmost columns
     case GenieUpdateMode::smart_mask:
+    case GenieUpdateMode::native_kv:
       ring_start_ = (ring_start_ + n) % cache_dim_;
       break;
   }
@@ -259,14 +287,76 @@ void GenieKvBuffer::clear() {
     case GenieUpdateMode::smart_mask:
       ring_start_ = 0;
       break;
+    case GenieUpdateMode::native_kv:
+      // NativeKV::clear memsets the whole buffer: ctx_size columns of every
+      // K row and V head (the dense element count; a head_dim pad is not
+      // counted, real HTP heads have none).
+      std::fill(key_.begin(), key_.end(), uint8_t{0});
+      std::fill(value_.begin(), value_.end(), uint8_t{0});
+      bytes_moved_ += static_cast<uint64_t>(2 * heads_ * head_dim_ * n_ctx_ * bw_);
+      ring_start_ = 0;
+      break;
   }
   n_valid_ = 0;
 }
 
+void GenieKvBuffer::zero_entries(int64_t first, int64_t n) {
+  for (int64_t i = first; i < first + n; ++i) {
+    const int64_t col = valid_column(i);
+    for (int64_t h = 0; h < heads_; ++h)
+      for (int64_t c = 0; c < head_dim_; ++c) {
+        std::memset(key_.data() + key_index(h, c, col) * bw_, 0, static_cast<size_t>(bw_));
+        std::memset(value_.data() + value_index(h, col, c) * bw_, 0, static_cast<size_t>(bw_));
+      }
+  }
+  bytes_moved_ += static_cast<uint64_t>(2 * heads_ * head_dim_ * n * bw_);
+}
+
+void GenieKvBuffer::native_switch(int64_t out_dim) {
+  // Every AR-n graph takes the same ctx_size-column tensors, so the entries
+  // stay where they are (reshapeCache is a no-op at the same ctx_size) while
+  // they lie, unwrapped, inside the new budget; a ring that wraps or runs
+  // past it is re-packed to start at column 0 (each entry moved once).
+  const int64_t count = n_valid_;
+  if (ring_start_ + count > std::min(cache_dim_, out_dim)) {
+    std::vector<uint8_t> k(static_cast<size_t>(count * heads_ * head_dim_ * bw_)), v(k.size());
+    size_t at = 0;
+    for (int64_t i = 0; i < count; ++i)
+      for (int64_t h = 0; h < heads_; ++h)
+        for (int64_t c = 0; c < head_dim_; ++c, at += static_cast<size_t>(bw_)) {
+          std::memcpy(&k[at], key_.data() + key_index(h, c, valid_column(i)) * bw_,
+                      static_cast<size_t>(bw_));
+          std::memcpy(&v[at], value_.data() + value_index(h, valid_column(i), c) * bw_,
+                      static_cast<size_t>(bw_));
+        }
+    // The copy above is a scratch of this implementation; qualla moves the
+    // entries in place (moveKV). Only the move is counted.
+    std::fill(key_.begin(), key_.end(), uint8_t{0});
+    std::fill(value_.begin(), value_.end(), uint8_t{0});
+    ring_start_ = 0;
+    at = 0;
+    for (int64_t i = 0; i < count; ++i)
+      for (int64_t h = 0; h < heads_; ++h)
+        for (int64_t c = 0; c < head_dim_; ++c, at += static_cast<size_t>(bw_)) {
+          std::memcpy(key_.data() + key_index(h, c, i) * bw_, &k[at], static_cast<size_t>(bw_));
+          std::memcpy(value_.data() + value_index(h, i, c) * bw_, &v[at], static_cast<size_t>(bw_));
+        }
+    bytes_moved_ += static_cast<uint64_t>(2 * count * heads_ * head_dim_ * bw_);
+  }
+  cache_dim_ = out_dim;
+}
+
 void GenieKvBuffer::switch_variant(int64_t n) {
   if (n <= 0 || n > n_ctx_) throw std::invalid_argument("genie: variant outside 1..n_ctx");
-  const int64_t out_dim = n == n_ctx_ ? n_ctx_ : n_ctx_ - n;
+  const int64_t out_dim = mode_ == GenieUpdateMode::native_kv ? native_kv_budget(n_ctx_, n)
+                          : n == n_ctx_                       ? n_ctx_
+                                                              : n_ctx_ - n;
   if (n_valid_ > out_dim) throw std::length_error("genie: valid entries exceed the new variant");
+  if (mode_ == GenieUpdateMode::native_kv) {
+    native_switch(out_dim);
+    variant_ = n;
+    return;
+  }
   // Read the valid entries, oldest first, through the old view, rebuild,
   // write them where the new view expects them (switchKeyVariant).
   const int64_t count = n_valid_;

@@ -16,6 +16,11 @@
 //   smart_mask:    never move: write the next column in place (left-aligned,
 //                  a ring once a window evicts the oldest) and let the
 //                  attention mask select the valid columns.
+//   native_kv:     smart_mask's columns, stored in the tiled layout the QNN
+//                  compiler picks (kernels/native_kv_layout.hpp): rows of
+//                  ctx_size columns for every variant, a cache budget of
+//                  ctx_size - round_up(n, 32), a variant switch that moves
+//                  nothing, a rewind that zeroes the dropped entries.
 // Only the valid columns are ever moved (a memmove restricted to them leaves
 // the same buffer as the seed's whole-row memmove). Rewind drops the newest
 // entries (shift_concat: memmove right + memset pad, seed 002's n_update < 0
@@ -27,16 +32,20 @@
 #include <vector>
 
 #include "kernels/kv_dtype.hpp"
+#include "kernels/native_kv_layout.hpp"
 
 namespace kvsim::kernels {
 
-enum class GenieUpdateMode : uint8_t { shift_concat, pointer_shift, smart_mask };
+enum class GenieUpdateMode : uint8_t { shift_concat, pointer_shift, smart_mask, native_kv };
 
 class GenieKvBuffer {
  public:
   // int8 uses one tensor-wide (scale, offset), as QNN's quantParam[0] (seed 002).
+  // `tiles` are native_kv's; a shape its layout cannot take throws
+  // std::invalid_argument.
   GenieKvBuffer(int64_t n_ctx, int64_t heads, int64_t head_dim, KvDtype dtype, GenieUpdateMode mode,
-                int64_t variant, Int8Params int8 = {}, int64_t pointer_shift_headroom = 0);
+                int64_t variant, Int8Params int8 = {}, int64_t pointer_shift_headroom = 0,
+                NativeKvTiles tiles = {});
 
   int64_t cache_dim() const { return cache_dim_; }
   int64_t heads() const { return heads_; }
@@ -84,6 +93,12 @@ class GenieKvBuffer {
   float key(int64_t head, int64_t dim, int64_t col) const;
   float value(int64_t head, int64_t col, int64_t dim) const;
   bool column_valid(int64_t col) const;  // the attention mask over the view
+  // The raw storage and where an element of the view lives in it (tests
+  // read native_kv's tiled layout through these).
+  const std::vector<uint8_t>& key_storage() const { return key_; }
+  const std::vector<uint8_t>& value_storage() const { return value_; }
+  int64_t key_index(int64_t head, int64_t dim, int64_t col) const;
+  int64_t value_index(int64_t head, int64_t col, int64_t dim) const;
 
   // One query [q_heads, head_dim] over the valid columns; out [q_heads, head_dim].
   // With n_new > 0 it also attends to n_new entries not in the cache yet,
@@ -93,10 +108,6 @@ class GenieKvBuffer {
               const float* new_k = nullptr, const float* new_v = nullptr, int64_t n_new = 0) const;
 
  private:
-  // A strip: `rows` rows of `stride` columns of `width` elements; the view
-  // is columns [offset, offset + cache_dim) of every row.
-  int64_t key_index(int64_t head, int64_t dim, int64_t col) const;
-  int64_t value_index(int64_t head, int64_t col, int64_t dim) const;
   float load(const std::vector<uint8_t>& buf, int64_t index) const;
   void store(std::vector<uint8_t>& buf, int64_t index, float x);
   void allocate();
@@ -106,6 +117,12 @@ class GenieKvBuffer {
   void move_columns(int64_t from, int64_t to, int64_t count);
   void pad_columns(int64_t first, int64_t count);  // memset to the pad value
   int64_t valid_column(int64_t i) const;           // view column of the i-th oldest entry
+  bool in_place() const;  // smart_mask or native_kv: entries written where they stay
+  // native_kv: zero (its clear value) the n entries from the i-th oldest on.
+  void zero_entries(int64_t first, int64_t n);
+  // native_kv: a variant switch to `out_dim` columns (nothing moves unless
+  // the ring does not fit them).
+  void native_switch(int64_t out_dim);
 
   int64_t n_ctx_, heads_, head_dim_;
   KvDtype dtype_;
@@ -117,7 +134,9 @@ class GenieKvBuffer {
   int64_t stride_ = 0;  // columns per row in memory
   int64_t offset_ = 0;  // pointer_shift's view offset, in columns
   int64_t headroom_ = 0;
-  int64_t ring_start_ = 0;  // smart_mask: view column of the oldest entry
+  int64_t ring_start_ = 0;  // smart_mask, native_kv: view column of the oldest entry
+  NativeKvTiles tiles_;
+  int64_t stored_dim_ = 0;  // head_dim as stored (native_kv pads it to the block)
   int64_t n_valid_ = 0;
   std::vector<uint8_t> key_, value_;
   uint64_t bytes_moved_ = 0;

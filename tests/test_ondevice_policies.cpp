@@ -278,7 +278,7 @@ TEST(Registry, OnDevicePoliciesComeFromTheirFactory) {
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->name(), name);
   }
-  EXPECT_EQ(on_device, 5);  // the three Genie modes, sliding_window over one, llama_cells
+  EXPECT_EQ(on_device, 6);  // four Genie modes, sliding_window over one, llama_cells
   v.set("update_mode", std::string("paged"), true);
   const auto over_paged = make_policy_spec("sliding_window", v);
   EXPECT_EQ(over_paged->device_buffers(), nullptr);

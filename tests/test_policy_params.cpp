@@ -49,13 +49,13 @@ TEST(PolicyParams, AKeyOfAnotherPolicyNamesItsOwners) {
   const ForeignCase cases[] = {
       {"  policy: paged\n  ctx_size: 2048\n",
        "test.yaml:5:3: kv_cache.ctx_size: not a parameter of policy 'paged' (it belongs to "
-       "llama_cells, pointer_shift, shift_concat, sliding_window, smart_mask)"},
+       "llama_cells, native_kv, pointer_shift, shift_concat, sliding_window, smart_mask)"},
       {"  policy: paged\n  window: 64\n",
        "test.yaml:5:3: kv_cache.window: not a parameter of policy 'paged' (it belongs to "
        "sliding_window)"},
       {"  policy: chunk_lru\n  update_threads: 2\n",
        "test.yaml:5:3: kv_cache.update_threads: not a parameter of policy 'chunk_lru' (it belongs "
-       "to llama_cells, pointer_shift, shift_concat, sliding_window, smart_mask)"},
+       "to llama_cells, native_kv, pointer_shift, shift_concat, sliding_window, smart_mask)"},
       {"  policy: chunk_lru\n  prefix_caching: true\n",
        "test.yaml:5:3: kv_cache.prefix_caching: not a parameter of policy 'chunk_lru' (it belongs "
        "to paged, sliding_window)"},
@@ -71,7 +71,7 @@ TEST(PolicyParams, AKeyOfAnotherPolicyNamesItsOwners) {
       // sliding_window over paged takes paged's keys, not a Genie mode's.
       {"  policy: sliding_window\n  update_mode: paged\n  window: 64\n  ctx_size: 2048\n",
        "test.yaml:7:3: kv_cache.ctx_size: not a parameter of policy 'sliding_window' (it belongs "
-       "to llama_cells, pointer_shift, shift_concat, smart_mask)"},
+       "to llama_cells, native_kv, pointer_shift, shift_concat, smart_mask)"},
       // ... and over a Genie mode that mode's keys, not paged's.
       {"  policy: sliding_window\n  update_mode: smart_mask\n  window: 64\n  block_size: 16\n",
        "test.yaml:7:3: kv_cache.block_size: not a parameter of policy 'sliding_window' (it "
@@ -171,12 +171,12 @@ TEST_F(PolicyParamsCli, ValidateAndRunRefuseAForeignKeyWithExit2) {
         std::string(cmd) == "run" ? " --out " + (dir_ / "out").string() : std::string();
     const auto r = run(fmt::format("{} {}{}", cmd, file.string(), out));
     EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.output;
-    EXPECT_NE(
-        r.output.find(
-            file.string() +
-            ":5:3: kv_cache.ar_variants: not a parameter of policy 'paged' (it "
-            "belongs to llama_cells, pointer_shift, shift_concat, sliding_window, smart_mask)"),
-        std::string::npos)
+    EXPECT_NE(r.output.find(
+                  file.string() +
+                  ":5:3: kv_cache.ar_variants: not a parameter of policy 'paged' (it "
+                  "belongs to llama_cells, native_kv, pointer_shift, shift_concat, sliding_window, "
+                  "smart_mask)"),
+              std::string::npos)
         << r.output;
   }
   EXPECT_FALSE(fs::exists(dir_ / "out"));
@@ -198,7 +198,8 @@ TEST_F(PolicyParamsCli, ListPoliciesParamsPrintsEachTable) {
   const auto names = run("list policies --names");
   EXPECT_EQ(
       names.output,
-      "chunk_lru\nllama_cells\npaged\npointer_shift\nshift_concat\nsliding_window\nsmart_mask\n");
+      "chunk_lru\nllama_cells\nnative_kv\npaged\npointer_shift\nshift_concat\nsliding_window\n"
+      "smart_mask\n");
   for (const auto& kind : component_catalog()) {
     const auto k = run("list " + kind.name + " --params");
     EXPECT_EQ(k.exit_code, 0) << kind.name << k.output;

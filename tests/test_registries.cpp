@@ -18,8 +18,9 @@ namespace {
 using Names = std::vector<std::string>;
 
 TEST(Registries, ListTheExpectedNames) {
-  EXPECT_EQ(cache_policy_names(), (Names{"chunk_lru", "llama_cells", "paged", "pointer_shift",
-                                         "shift_concat", "sliding_window", "smart_mask"}));
+  EXPECT_EQ(cache_policy_names(),
+            (Names{"chunk_lru", "llama_cells", "native_kv", "paged", "pointer_shift",
+                   "shift_concat", "sliding_window", "smart_mask"}));
   EXPECT_EQ(kv_layout_names(), (Names{"atb", "ksana"}));
   EXPECT_EQ(workload_kinds(), (Names{"agentic", "chat", "dialog", "fixed", "llama_bench", "rag",
                                      "synthetic", "trace"}));

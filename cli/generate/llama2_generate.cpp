@@ -117,9 +117,10 @@ using Generator = GenerateResult (*)(const Llama2Weights&, const Llama2Tokenizer
 // sliding_window has none: a window would change the text.
 const std::vector<std::pair<std::string_view, Generator>>& generators() {
   static const std::vector<std::pair<std::string_view, Generator>> table = {
-      {"chunk_lru", generate_greedy_blocks},   {"llama_cells", generate_greedy_cells},
-      {"paged", generate_greedy_blocks},       {"pointer_shift", generate_greedy_genie},
-      {"shift_concat", generate_greedy_genie}, {"smart_mask", generate_greedy_genie},
+      {"chunk_lru", generate_greedy_blocks},    {"llama_cells", generate_greedy_cells},
+      {"native_kv", generate_greedy_genie},     {"paged", generate_greedy_blocks},
+      {"pointer_shift", generate_greedy_genie}, {"shift_concat", generate_greedy_genie},
+      {"smart_mask", generate_greedy_genie},
   };
   return table;
 }
@@ -136,10 +137,10 @@ GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& to
                                const GenerateOptions& o) {
   // Session files are Genie's dumpCache/loadCache (seed 002).
   if ((!o.save_session.empty() || !o.load_session.empty()) && o.policy != "shift_concat" &&
-      o.policy != "pointer_shift" && o.policy != "smart_mask")
+      o.policy != "pointer_shift" && o.policy != "smart_mask" && o.policy != "native_kv")
     throw std::invalid_argument(
         fmt::format("--save-session and --load-session take a Genie update mode (shift_concat, "
-                    "pointer_shift, smart_mask), not --policy {}",
+                    "pointer_shift, smart_mask, native_kv), not --policy {}",
                     o.policy));
   for (const auto& [name, generator] : generators())
     if (name == o.policy) return generator(w, tok, o);

@@ -104,6 +104,12 @@ KvUpdatePlan GenieModePolicy::plan_step(const GenieStep& step) const {
     price_append(s, step.append, plan);
     s.held += step.append;
   }
+  // seed 002 updateKey: n_iter rows of copy_size each, per K tensor (its
+  // heads' head_dim rows); updateValue: one run per head. Per-head tensors
+  // split the same rows among more tensors, so the count does not change.
+  if (step.append > 0)
+    plan.copy_calls =
+        static_cast<uint64_t>(shape_.layers * shape_.kv_heads * (shape_.head_dim + 1));
   plan.pointer_updates = pointer_updates_per_update();
   plan.tensor_registrations = registrations_per_update();
   plan.registration_time = static_cast<TimeNs>(plan.tensor_registrations) * shape_.register_cost;

@@ -67,9 +67,12 @@ class GenieModePolicy : public GenieKvPolicy {
   // its elements have the KV tensors' width (the mask values follow d_kv):
   //   b (n C + n p + n (n + 1) / 2),  p = tokens held, n = the variant.
   Bytes attention_mask_bytes() const override;
-  // KV tensors of the graph (past_key_{l}_in and past_value_{l}_in): one K
-  // and one V per layer.
-  int64_t kv_tensors() const { return 2 * shape_.layers; }
+  // KV tensors of the graph: one K and one V per layer (past_key_{l}_in,
+  // past_value_{l}_in) or, exported per head, per layer and KV head
+  // (past_key_{l}_h{h}_in; seed 002's naming).
+  int64_t kv_tensors() const {
+    return 2 * shape_.layers * (shape_.per_head_tensors ? shape_.kv_heads : 1);
+  }
   int64_t n_past() const override { return state_.held; }
   int64_t variant() const override { return state_.variant; }
   int64_t capacity_tokens(int64_t variant) const override { return cache_dim(variant); }
@@ -87,8 +90,9 @@ class GenieModePolicy : public GenieKvPolicy {
 
   const GenieCacheShape& shape() const { return shape_; }
   const GenieState& state() const { return state_; }
-  // seed 002 switchKeyVariant: in/out cache dim of the AR-n variant.
-  int64_t cache_dim(int64_t variant) const;
+  // seed 002 switchKeyVariant: in/out cache dim of the AR-n variant
+  // (native_kv: its cache budget).
+  virtual int64_t cache_dim(int64_t variant) const;
   // Columns per row of the physical buffer (pointer_shift adds headroom).
   virtual int64_t row_columns() const { return shape_.ctx_size; }
   Bytes buffer_bytes() const;
@@ -121,6 +125,7 @@ class GenieModePolicy : public GenieKvPolicy {
 std::unique_ptr<GenieModePolicy> make_shift_concat_policy(const GenieCacheShape& shape);
 std::unique_ptr<GenieModePolicy> make_pointer_shift_policy(const GenieCacheShape& shape);
 std::unique_ptr<GenieModePolicy> make_smart_mask_policy(const GenieCacheShape& shape);
+std::unique_ptr<GenieModePolicy> make_native_kv_policy(const GenieCacheShape& shape);
 // sliding_window over a Genie mode (seed 002): keeps the last `window`
 // tokens of `base`'s buffers.
 std::unique_ptr<GenieKvPolicy> make_sliding_window_policy(std::unique_ptr<GenieModePolicy> base,

@@ -58,8 +58,12 @@ struct GenieCacheShape {
   int64_t ctx_size = 0;
   std::vector<int64_t> ar_variants;
   int64_t pointer_shift_headroom = 0;  // 0: ctx_size (a 2x row)
-  int64_t window = 0;                  // sliding_window only
-  LlamaCellsShape llama;               // llama_cells only
+  int64_t k_tile = 256, v_tile = 64;   // native_kv's tiles (kernels/native_kv_layout.hpp)
+  // seed 002's past_key_{l}_h{h}_in naming: one K and one V tensor per head
+  // instead of per layer (the model's export decides; pointer_shift's key).
+  bool per_head_tensors = false;
+  int64_t window = 0;     // sliding_window only
+  LlamaCellsShape llama;  // llama_cells only
   // pointer_shift: host time of re-registering one KV input tensor at its
   // new offset (see pointer_shift_policy.cpp for where the figure comes from).
   TimeNs register_cost = 0;
@@ -98,6 +102,10 @@ struct KvUpdatePlan {
   // calls (every K and V tensor of the graph), and their host time.
   uint64_t tensor_registrations = 0;
   TimeNs registration_time = 0;
+  // memcpy calls of the copy of new entries (updateKey/updateValue: one
+  // per K row of every head, one per V head, each layer), the same with
+  // one tensor per layer or per head.
+  uint64_t copy_calls = 0;
   bool compaction = false;  // pointer_shift ran out of headroom
   // Added by the policies: the cache state the plan leads
   // to, so apply_update() installs what was priced. tokens_held differs from

@@ -96,7 +96,8 @@ GenieNumericsChecker::GenieNumericsChecker(const GenieNumericsParams& params) : 
   const int64_t first_variant = *std::min_element(variants.begin(), variants.end());
   for (int64_t l = 0; l < p_.shape.layers; ++l)
     buffers_.emplace_back(p_.shape.ctx_size, p_.shape.kv_heads, p_.shape.head_dim, p_.dtype,
-                          p_.mode, first_variant, int8_, p_.shape.pointer_shift_headroom);
+                          p_.mode, first_variant, int8_, p_.shape.pointer_shift_headroom,
+                          kernels::NativeKvTiles{p_.shape.k_tile, p_.shape.v_tile});
 }
 
 uint64_t GenieNumericsChecker::kernel_bytes_moved() const {

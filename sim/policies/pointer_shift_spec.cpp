@@ -17,12 +17,14 @@ class PointerShiftSpec final : public GenieModeSpec {
       : GenieModeSpec("pointer_shift", v, kernels::GenieUpdateMode::pointer_shift,
                       make_pointer_shift_policy),
         headroom_(v.values.integer("pointer_shift_headroom")),
-        register_cost_(v.values.integer("register_cost")) {}
+        register_cost_(v.values.integer("register_cost")),
+        per_head_tensors_(v.values.boolean("per_head_tensors")) {}
 
   GenieCacheShape shape(const ModelSpec& model, Bytes dtype_bytes) const override {
     GenieCacheShape s = GenieModeSpec::shape(model, dtype_bytes);
     s.pointer_shift_headroom = headroom_;
     s.register_cost = register_cost_;
+    s.per_head_tensors = per_head_tensors_;
     return s;
   }
   int64_t row_columns(int64_t ctx_size) const override {
@@ -46,6 +48,7 @@ class PointerShiftSpec final : public GenieModeSpec {
  private:
   int64_t headroom_;
   TimeNs register_cost_;
+  bool per_head_tensors_;
 };
 
 }  // namespace
@@ -64,6 +67,12 @@ PolicyEntry pointer_shift_policy_entry() {
       "register_cost", 10 * kNsPerUs, 0, 100 * kNsPerMs,
       "host time of re-registering one KV input tensor at the new pointer offset (A: no published "
       "figure; one QNN memory registration on an already mapped buffer)"));
+  // seed 002's past_key_{l}_h{h}_in: an export with a K and a V tensor per
+  // head, each re-registered at the new offset (kv_heads times more).
+  info.params.push_back(config::bool_param(
+      "per_head_tensors", false,
+      "the graph takes one K and one V tensor per layer and KV head (past_key_{l}_h{h}_in), "
+      "each re-registered per update, instead of one per layer"));
   return {info, "", [](const PolicyValues& v) -> std::shared_ptr<PolicySpec> {
             return std::make_shared<PointerShiftSpec>(v);
           }};

@@ -11,6 +11,7 @@ namespace kvsim {
 // Each policy's entry, defined in its own file (sim/policies/<name>_spec.cpp).
 PolicyEntry chunk_lru_policy_entry();
 PolicyEntry llama_cells_policy_entry();
+PolicyEntry native_kv_policy_entry();
 PolicyEntry paged_policy_entry();
 PolicyEntry pointer_shift_policy_entry();
 PolicyEntry shift_concat_policy_entry();
@@ -20,9 +21,9 @@ PolicyEntry smart_mask_policy_entry();
 const std::vector<PolicyEntry>& policy_entries() {
   static const std::vector<PolicyEntry> t = [] {
     std::vector<PolicyEntry> entries = {
-        chunk_lru_policy_entry(),     llama_cells_policy_entry(),  paged_policy_entry(),
-        pointer_shift_policy_entry(), shift_concat_policy_entry(), sliding_window_policy_entry(),
-        smart_mask_policy_entry(),
+        chunk_lru_policy_entry(),      llama_cells_policy_entry(),   native_kv_policy_entry(),
+        paged_policy_entry(),          pointer_shift_policy_entry(), shift_concat_policy_entry(),
+        sliding_window_policy_entry(), smart_mask_policy_entry(),
     };
     std::sort(entries.begin(), entries.end(),
               [](const PolicyEntry& a, const PolicyEntry& b) { return a.info.name < b.info.name; });

@@ -9,14 +9,14 @@
 namespace kvsim {
 namespace {
 
-struct Registered {
+struct RegisteredPlacement {
   config::ComponentInfo (*info)();
   std::unique_ptr<KvVtcmPlacement> (*make)(const config::ParamValues&);
 };
 
 // One line per placement, kept in name order.
-const std::vector<Registered>& table() {
-  static const std::vector<Registered> t = {
+const std::vector<RegisteredPlacement>& placement_table() {
+  static const std::vector<RegisteredPlacement> t = {
       {kv_vtcm_ddr_info, make_kv_vtcm_ddr},
       {kv_vtcm_fit_info, make_kv_vtcm_fit},
       {kv_vtcm_layers_info, make_kv_vtcm_layers},
@@ -24,8 +24,8 @@ const std::vector<Registered>& table() {
   return t;
 }
 
-const Registered& find(std::string_view name) {
-  for (const Registered& r : table())
+const RegisteredPlacement& find_placement(std::string_view name) {
+  for (const RegisteredPlacement& r : placement_table())
     if (r.info().name == name) return r;
   throw std::invalid_argument(fmt::format("unknown kv_vtcm placement '{}' (known: {})", name,
                                           fmt::join(kv_vtcm_placement_names(), ", ")));
@@ -35,14 +35,14 @@ const Registered& find(std::string_view name) {
 
 std::vector<std::string> kv_vtcm_placement_names() {
   std::vector<std::string> names;
-  for (const Registered& r : table()) names.push_back(r.info().name);
+  for (const RegisteredPlacement& r : placement_table()) names.push_back(r.info().name);
   std::sort(names.begin(), names.end());
   return names;
 }
 
 std::vector<config::ComponentInfo> kv_vtcm_placement_infos() {
   std::vector<config::ComponentInfo> infos;
-  for (const Registered& r : table()) infos.push_back(r.info());
+  for (const RegisteredPlacement& r : placement_table()) infos.push_back(r.info());
   std::sort(infos.begin(), infos.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   return infos;
@@ -52,7 +52,7 @@ const config::ComponentInfo& kv_vtcm_placement_info(std::string_view name) {
   static const std::vector<config::ComponentInfo> infos = kv_vtcm_placement_infos();
   for (const auto& info : infos)
     if (info.name == name) return info;
-  (void)find(name);  // throws the message listing the known names
+  (void)find_placement(name);  // throws the message listing the known names
   throw std::logic_error("unreachable");
 }
 
@@ -72,7 +72,7 @@ config::ComponentInfo kv_vtcm_section_info() {
 
 std::unique_ptr<KvVtcmPlacement> make_kv_vtcm_placement(std::string_view name,
                                                         const config::ParamValues& params) {
-  return find(name).make(params);
+  return find_placement(name).make(params);
 }
 
 config::ParamSpec kv_vtcm_part_param() {

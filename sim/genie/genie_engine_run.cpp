@@ -75,6 +75,7 @@ GenieEngine::Impl::Impl(const InstanceSpec& scenario, Simulator& sim, EngineUpli
     draft_timing_.emplace(s_.device, head, s_.kv.dtype_bytes());
   }
   if (dialog_.bench) bench_samples_.resize(dialog_.bench->tests.size());
+  host_work_ = s_.policy().host_work(s_);
 }
 
 // ---------------------------------------------------------------------------
@@ -164,6 +165,7 @@ RunMetrics GenieEngine::Impl::finish() {
     }
   }
   policy_->report(m);
+  if (host_work_) host_work_->report(m);
   for (const auto& o : observers_) o->report(m);
   return m;
 }

@@ -61,6 +61,10 @@ class DeviceFamily {
     return device.architecture.empty() ? device.name : device.architecture;
   }
 
+  // The llama.cpp backends that run a model on a device of this family
+  // (ggml's names: cpu, cann, cuda, hexagon), the first its default.
+  virtual std::vector<std::string> llama_cpp_backends(const DeviceSpec& device) const = 0;
+
   // Reads every key of the device map but name, kind, description and notes.
   virtual void read(config::MapReader& root, DeviceSpec& spec) const = 0;
 

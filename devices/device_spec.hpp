@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,13 @@ struct DeviceSpec {
   // What the device link is (nvlink, infinity_fabric, hccs, pcie); empty
   // when the file does not say. `pcie`: the part has no peer fabric.
   std::string device_link_fabric;
+  // The CPU device file (kind cpu) of the host the device sits in (the
+  // Atlas 800 A2's Kunpeng, a phone's Oryon cores); empty when the file
+  // names none. llama.cpp runs on that CPU what the device's backend does
+  // not (sim/cache/llama_backend.hpp); the scenario loader reads it into
+  // `host`.
+  std::string host_cpu;
+  std::shared_ptr<const DeviceSpec> host;
 
   Bytes memory_bytes = 0;             // device memory (HBM) per device
   int64_t memory_bandwidth = 0;       // bytes/s

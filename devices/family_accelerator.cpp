@@ -69,6 +69,10 @@ config::ComponentInfo accelerator_family_info() {
       string_param("architecture", std::nullopt,
                    "the silicon design the part shares with its siblings (nvidia-hopper: H100 "
                    "and H200); calibration fits one set of efficiencies for all of them")));
+  info.params.push_back(optional_param(
+      string_param("host", std::nullopt,
+                   "the CPU device file (kind cpu) of the server the part sits in, which runs what "
+                   "llama.cpp's backend leaves on the host")));
   info.params.push_back(optional_param(ops_rate_param(
       "matrix_fp8", std::nullopt, kMinOpsRate, kMaxOpsRate,
       "matrix unit peak, fp8 (dense); absent: the part has no fp8, and fp8 weights or KV are "
@@ -120,11 +124,20 @@ class AcceleratorFamily final : public DeviceFamily {
   std::vector<std::string> old_names() const override { return {"ascend"}; }
   std::vector<std::string_view> engines() const override { return {"serving"}; }
 
+  // A GPU (a part whose `architecture` names an NVIDIA or AMD design) runs
+  // ggml-cuda (HIP for AMD); the family's other parts are Ascend NPUs,
+  // which run ggml-cann.
+  std::vector<std::string> llama_cpp_backends(const DeviceSpec& d) const override {
+    const bool gpu = d.architecture.rfind("nvidia", 0) == 0 || d.architecture.rfind("amd", 0) == 0;
+    return {gpu ? "cuda" : "cann"};
+  }
+
   void read(config::MapReader& r, DeviceSpec& spec) const override {
     const auto& params = info().params;
     SourcedReader n(r, spec, "");
     read_common_numbers(n, params, spec);
     spec.architecture = r.string("architecture", std::string());
+    spec.host_cpu = r.string("host", std::string());
     for (auto [key, field] : {std::pair{"matrix_fp8", &DeviceSpec::matrix_fp8_ops},
                               std::pair{"matrix_fp4", &DeviceSpec::matrix_fp4_ops}}) {
       if (r.has(key))

@@ -64,6 +64,9 @@ class CpuFamily final : public DeviceFamily {
   }
   std::vector<std::string_view> engines() const override { return {"serving"}; }
 
+  // ggml's CPU backend.
+  std::vector<std::string> llama_cpp_backends(const DeviceSpec&) const override { return {"cpu"}; }
+
   void read(config::MapReader& r, DeviceSpec& spec) const override {
     SourcedReader n(r, spec, "");
     read_common_numbers(n, info().params, spec);

@@ -89,6 +89,10 @@ config::ComponentInfo htp_family_info() {
   info.name = "htp";
   info.doc = "Qualcomm Hexagon NPU (Snapdragon): HMX, HVX, LPDDR, VTCM; runs Genie dialogs";
   info.params = common_device_params();
+  info.params.push_back(config::optional_param(config::string_param(
+      "host", std::nullopt,
+      "the CPU device file (kind cpu) of the phone's own cores, which run what llama.cpp's "
+      "Hexagon backend leaves on the CPU")));
   for (auto& p : efficiency_params()) info.params.push_back(std::move(p));
   for (auto p : htp_params()) {
     p.key = "htp." + p.key;
@@ -173,9 +177,16 @@ class HtpFamily final : public DeviceFamily {
     return "hexagon-htp";
   }
 
+  // ggml-hexagon (ggml/src/ggml-hexagon): the NPU; the phone's cores are a
+  // device of their own (kind cpu, the device file's `host`).
+  std::vector<std::string> llama_cpp_backends(const DeviceSpec&) const override {
+    return {"hexagon"};
+  }
+
   void read(config::MapReader& r, DeviceSpec& spec) const override {
     SourcedReader n(r, spec, "");
     read_common_numbers(n, info().params, spec);
+    spec.host_cpu = r.string("host", std::string());
     spec.max_tensor_parallel = 1;
     read_efficiencies(r, spec);
     read_htp_map(r, spec);

@@ -754,6 +754,26 @@ const BadInput kCatalogue[] = {
      "kv_cache: {policy: llama_cells, ctx_size: 4096, cache_ram: 2TiB}\n"
      "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
      "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
+    // ---- llama.cpp backends a device family offers, and the host CPU they need
+    {"LlamaBackendTheFamilyDoesNotOffer", "run {bad} --out {out}", "bad.yaml:5:",
+     "kv_cache.backend: llama.cpp has no hexagon backend for ascend-910b2 (kind accelerator)",
+     "name: lb\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: llama_cells, ctx_size: 4096, backend: hexagon}\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
+    {"LlamaBackendNotABackend", "run {bad} --out {out}",
+     "bad.yaml:5:", "auto, cpu, cann, cuda, hexagon",
+     "name: lb\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: llama_cells, ctx_size: 4096, backend: metal}\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
+    {"LlamaHostLayersWithoutAHost", "run {bad} --out {out}", "bad.yaml:5:",
+     "kv_cache.n_gpu_layers: cann leaves 4 of 16 layers to the host CPU, but device ascend-910b3 "
+     "names no `host`",
+     "name: lb\nseed: 1\ndevice: ascend-910b3\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: llama_cells, ctx_size: 4096, n_gpu_layers: 12}\n"
+     "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n"
+     "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"},
     // ---- GPU devices: formats and fabrics a part lacks, node sizes it does not allow
     {"Fp8WeightsOnAnA100",
      "run {base} --out {out} --set device=a100-sxm4 --set model=llama-3.1-8b-fp8", "--set model",

@@ -37,9 +37,10 @@ TEST(Registries, ListTheExpectedNames) {
 TEST(Registries, ShippedConfigsAreAllListed) {
   EXPECT_EQ(list_config_names(testing::configs_dir(), "devices"),
             (Names{"a100-sxm4", "ascend-310p", "ascend-910b", "ascend-910b2", "ascend-910b3",
-                   "ascend-910b4", "ascend-910c", "b200", "h100-sxm5", "h200-sxm", "mi300x",
-                   "snapdragon-8-elite", "snapdragon-8-elite-gen5", "snapdragon-8-gen2",
-                   "snapdragon-8-gen3", "snapdragon-x-elite", "xeon-platinum-8480"}));
+                   "ascend-910b4", "ascend-910c", "b200", "h100-sxm5", "h200-sxm",
+                   "kunpeng-920-6426", "mi300x", "snapdragon-8-elite", "snapdragon-8-elite-cpu",
+                   "snapdragon-8-elite-gen5", "snapdragon-8-gen2", "snapdragon-8-gen3",
+                   "snapdragon-x-elite", "xeon-platinum-8480"}));
   EXPECT_EQ(list_config_names(testing::configs_dir(), "models"),
             (Names{"deepseek-v3",
                    "gemma-2-9b",

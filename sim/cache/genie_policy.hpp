@@ -42,11 +42,12 @@ struct LlamaCellsShape {
   std::string behaviour = "seed_2024";         // LlamaBehaviour (sim/cache/llama_kv_cells.hpp)
   std::string context_shift = "auto";          // on, off, or auto: the behaviour's default
   std::string type_k = "f16", type_v = "f16";  // ggml types (kernels/ggml_kv_type.hpp)
-  bool v_trans = true;        // V stored transposed (llama.cpp: flash attention off)
-  int64_t n_keep = 0;         // tokens kept at the start by a context shift
-  int64_t n_discard = 0;      // tokens a shift drops; 0: half of those after n_keep
-  double defrag_thold = 0.1;  // fragmentation above it defragments; < 0 never
-  int64_t n_gpu_layers = -1;  // layers whose KV is on the accelerator; -1 all
+  bool v_trans = true;           // V stored transposed (llama.cpp: flash attention off)
+  int64_t n_keep = 0;            // tokens kept at the start by a context shift
+  int64_t n_discard = 0;         // tokens a shift drops; 0: half of those after n_keep
+  double defrag_thold = 0.1;     // fragmentation above it defragments; < 0 never
+  int64_t n_gpu_layers = -1;     // layers whose KV is on the accelerator; -1 all
+  std::string backend = "auto";  // llama.cpp backend (sim/cache/llama_backend.hpp)
 };
 
 // The geometry every on-device policy is built from.

@@ -39,6 +39,14 @@ void write_llama_cells_metrics(const RunMetrics& m, nlohmann::ordered_json& doc)
   o["host_read_bytes"] = c.host_read_bytes;
   o["requests_refused"] = c.requests_refused;
   o["replies_truncated"] = c.replies_truncated;
+  if (!c.backend.empty())
+    o["backend"] = {{"name", c.backend},
+                    {"host_device", c.host_device},
+                    {"ops_on_host", c.ops_on_host},
+                    {"host_layers", c.host_layers},
+                    {"host_ns", c.host_ns},
+                    {"host_link_ns", c.host_link_ns},
+                    {"host_link_bytes", c.host_link_bytes}};
   if (c.served) {
     const LlamaServerCounters& s = c.server;
     o["server"] = {{"n_parallel", c.n_parallel},

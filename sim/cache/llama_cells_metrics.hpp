@@ -5,6 +5,7 @@
 // of this policy, so every other run's file is unchanged).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/units.hpp"
 #include "sim/cache/llama_kv_sizing.hpp"
@@ -34,6 +35,13 @@ struct LlamaCellsMetrics {
   Bytes defrag_bytes = 0;
   int64_t slots_contiguous = 0, slots_scattered = 0, max_n = 0;
   Bytes host_read_bytes = 0;
+  // The backend and what it leaves on the host CPU (sim/cache/llama_backend_cost.hpp);
+  // written only when something runs there.
+  std::string backend, host_device;
+  std::vector<std::string> ops_on_host;
+  int64_t host_layers = 0;
+  TimeNs host_ns = 0, host_link_ns = 0;
+  Bytes host_link_bytes = 0;
   int64_t requests_refused = 0, replies_truncated = 0;  // context shift off
   // Under the serving engine (llama-server's slots): written only then.
   bool served = false;

@@ -37,7 +37,9 @@
 // llama.cpp's flash-attention padding), K and V of every layer; the span
 // the engine prices is those bytes in columns of the scenario's shape
 // (kv_cache.dtype), so quantized types read fewer. Layers kept in host
-// memory (n_gpu_layers) are read by the CPU instead (host_read_bytes).
+// memory (n_gpu_layers) run on the host CPU with the ops the backend does
+// not take (sim/cache/llama_backend_cost.hpp; host_read_bytes counts their
+// KV).
 #include "sim/cache/llama_cells_policy.hpp"
 
 #include <fmt/format.h>
@@ -136,9 +138,12 @@ class LlamaCellsPolicy final : public GenieKvPolicy, public LlamaCellsView {
     const int64_t n = attention_n();
     const Bytes per_layer = n * sizing_.k_cell_bytes() + v_read_bytes(n);
     AttentionSpan span;
-    const Bytes device = sizing_.device_layers() * per_layer;
+    // Every layer's read, in columns of the pass's shape: the layers an
+    // n_gpu_layers split keeps on the host are the engine's host work
+    // (sim/cache/llama_backend_cost.hpp), which prices them on the CPU.
+    const Bytes all = sizing_.n_layer * per_layer;
     const Bytes column = shape_.column_bytes();
-    span.read = (device + column - 1) / column;
+    span.read = (all + column - 1) / column;
     span.useful = state_.cells.used();
     span.host_read_bytes = sizing_.host_layers() * per_layer;
     counters_.max_n = std::max<int64_t>(counters_.max_n, n);

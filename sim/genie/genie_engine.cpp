@@ -180,13 +180,9 @@ void GenieEngine::Impl::start_pass(GeniePassKind kind, PassShape shape, TimeNs d
                     graph_vtcm_,   t.kv.graph_bytes,    t.kv.share};
     r.timing = timing_.price_pass(r.htp);
     kv_vtcm_counts_.read_bytes += static_cast<Bytes>(r.timing.kv_vtcm_bytes);
-    if (span.host_read_bytes > 0) {
-      // KV of layers kept in host memory (llama_cells, n_gpu_layers): the
-      // CPU running those layers reads it at its copy bandwidth.
-      const TimeNs host = timing_.cpu_copy_time(span.host_read_bytes, update_threads_);
-      r.timing.latency += host;
-      r.timing.memory += host;
-    }
+    // llama_cells: the ops llama.cpp's backend leaves to the CPU and the
+    // layers an n_gpu_layers split keeps there (sim/cache/llama_backend_cost.hpp).
+    if (host_work_) r.timing = host_work_->htp_pass(timing_, r.htp, r.timing);
     r.start = sim_.now();
     r.n_past_before = policy_->n_past();
     attention_read_ += span.read;

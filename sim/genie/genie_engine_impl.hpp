@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/cache/kv_vtcm/kv_vtcm_placement.hpp"
+#include "sim/cache/llama_backend_cost.hpp"
 #include "sim/core/simulator.hpp"
 #include "sim/engine/engine_shell.hpp"
 #include "sim/genie/genie_engine.hpp"
@@ -54,6 +55,8 @@ class GenieEngine::Impl {
   // The EAGLE draft head (workloads/dialog_workload_spec.hpp): one decoder
   // layer of the target's shape with its LM head; absent without one.
   std::optional<HtpTimingModel> draft_timing_;
+  // What llama.cpp's backend leaves to the CPU (llama_cells); absent otherwise.
+  std::unique_ptr<LlamaBackendCost> host_work_;
   VtcmSessions vtcm_;
   GenieCacheShape shape_;
   std::vector<int64_t> variants_;

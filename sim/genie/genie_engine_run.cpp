@@ -76,6 +76,7 @@ GenieEngine::Impl::Impl(const InstanceSpec& scenario, Simulator& sim, EngineUpli
   }
   if (dialog_.bench) bench_samples_.resize(dialog_.bench->tests.size());
   init_kv_vtcm();
+  host_work_ = s_.policy().host_work(s_);
 }
 
 // ---------------------------------------------------------------------------
@@ -166,6 +167,7 @@ RunMetrics GenieEngine::Impl::finish() {
     }
   }
   policy_->report(m);
+  if (host_work_) host_work_->report(m);
   for (const auto& o : observers_) o->report(m);
   return m;
 }

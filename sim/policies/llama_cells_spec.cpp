@@ -9,6 +9,8 @@
 
 #include "kernels/ggml_kv_type.hpp"
 #include "sim/cache/genie_buffer_sizing.hpp"
+#include "sim/cache/llama_backend.hpp"
+#include "sim/cache/llama_backend_cost.hpp"
 #include "sim/cache/llama_cells_pool.hpp"
 #include "sim/cache/llama_kv_sizing.hpp"
 #include "sim/policies/genie_buffer_spec.hpp"
@@ -33,6 +35,7 @@ class LlamaCellsSpec final : public PolicySpec,
     llama_.n_discard = v.values.integer("n_discard");
     llama_.defrag_thold = v.values.number("defrag_thold");
     llama_.n_gpu_layers = v.values.integer("n_gpu_layers");
+    llama_.backend = v.values.string("backend");
     server_.n_parallel = v.values.integer("n_parallel");
     server_.kv_unified = v.values.boolean("kv_unified");
     server_.cache_prompt = v.values.boolean("cache_prompt");
@@ -82,6 +85,7 @@ class LlamaCellsSpec final : public PolicySpec,
             "f16, bf16 or f32");
       }
     }
+    check_backend(s, ctx);
     if (s.numerics.on())
       ctx.diagnostics.error(at("numerics.mode"), "numerics.mode",
                             fmt::format("'{}' checks Genie's buffers; llama_cells' numerics run "
@@ -151,6 +155,41 @@ class LlamaCellsSpec final : public PolicySpec,
             "a smaller ctx_size, a quantized type_k / type_v, or a larger memory_fraction");
       }
     }
+  }
+
+  // The backend the device's family offers, and a host CPU for what it
+  // leaves there (sim/cache/llama_backend.hpp).
+  void check_backend(const InstanceSpec& s, config::LoadContext& ctx) const {
+    const auto backend = resolve_llama_backend(llama_.backend, s.device);
+    if (!backend) {
+      const std::string key = key_path("backend");
+      std::vector<std::string> offered = {"auto"};
+      for (LlamaBackend b : llama_backends_of(s.device))
+        offered.emplace_back(llama_backend_name(b));
+      ctx.diagnostics.error(ctx.location_of(key), key,
+                            fmt::format("llama.cpp has no {} backend for {} (kind {})",
+                                        llama_.backend, s.device.name, s.device.kind),
+                            fmt::format("{}", fmt::join(offered, ", ")));
+      return;
+    }
+    if (*backend == LlamaBackend::cpu || s.device.host) return;
+    const int64_t L = s.model.num_hidden_layers;
+    const bool split = llama_.n_gpu_layers >= 0 && llama_.n_gpu_layers < L;
+    const LlamaOpMap map = llama_op_map(*backend, s.device, s.model, llama_);
+    if (!split && !map.any()) return;
+    const std::string key = key_path(split ? "n_gpu_layers" : "backend");
+    ctx.diagnostics.error(
+        ctx.location_of(key), key,
+        fmt::format(
+            "{} leaves {} to the host CPU, but device {} names no `host` (a device "
+            "file of kind cpu)",
+            llama_backend_name(*backend),
+            split ? fmt::format("{} of {} layers", L - llama_.n_gpu_layers, L) : map.why.front(),
+            s.device.name),
+        "a device file with host: <a cpu device>, or every layer on the device");
+  }
+  std::unique_ptr<LlamaBackendCost> host_work(const InstanceSpec& s) const override {
+    return LlamaBackendCost::make(s.device, s.model, s.kv.dtype_bytes(), llama_);
   }
 
   // On-device (the dialog engine): Genie's shape with llama.cpp's cells.
@@ -308,8 +347,13 @@ PolicyEntry llama_cells_policy_entry() {
       "--defrag-thold)"));
   info.params.push_back(int_param(
       "n_gpu_layers", -1, -1, 1 << 16, "layers",
-      "layers whose KV is on the accelerator, the last ones (llama.cpp -ngl); the rest is in "
-      "host memory, read by the CPU; -1 all"));
+      "layers on the accelerator, the last ones (llama.cpp -ngl); the rest, weights and KV in "
+      "host memory, run on the device's host CPU (its device file's `host`); -1 all"));
+  info.params.push_back(choice_param(
+      "backend", std::string("auto"), llama_backend_choices(),
+      "llama.cpp's backend for the device (auto: its family's: cpu for kind cpu, cann for an "
+      "Ascend, cuda for a GPU, hexagon for an HTP); the ops it does not take run on the host "
+      "CPU (docs/llama-cells.md)"));
   // llama-server (the serving engine only): defaults as llama-server sets
   // them (tools/server/server.cpp aa6192d3: n_parallel 4 with kv_unified;
   // common/common.h de93b991: cache_ram_mib 8192, slot_prompt_similarity

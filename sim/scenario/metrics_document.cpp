@@ -41,7 +41,9 @@ std::vector<std::string> metric_key_names() {
   sample.requests.completed = 1;  // latency keys are null without a completed request
   sample.part<ClusterMetrics>();
   sample.part<PipelineMetrics>();
-  sample.part<LlamaCellsMetrics>().served = true;  // with its llama-server keys
+  LlamaCellsMetrics& cells = sample.part<LlamaCellsMetrics>();
+  cells.served = true;    // with its llama-server keys
+  cells.backend = "cpu";  // and its host share's (llama_cells.backend)
   sample.part<KvLayoutMetrics>();
   sample.part<ReuseQualityMetrics>();
   sample.part<SessionRetentionMetrics>();

@@ -269,6 +269,20 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
   if (auto dev =
           resolve_ref(top.child("device"), "devices", configs_dir, ctx, keep_alive, &is_json)) {
     s.device = parse_device(*dev);
+    // The host CPU a device file names (`host`): llama.cpp runs there what
+    // the device's backend does not (sim/cache/llama_backend.hpp).
+    if (!s.device.host_cpu.empty()) {
+      const Node at = dev->child_at("host");
+      bool host_json = false;
+      if (auto h = resolve_ref(at, "devices", configs_dir, ctx, keep_alive, &host_json)) {
+        DeviceSpec host = parse_device(*h);
+        if (ctx.diagnostics.empty() && host.kind != "cpu")
+          at.error(fmt::format("'{}' is a device of kind {}, not a host CPU", host.name, host.kind),
+                   "a device file of kind cpu");
+        else
+          s.device.host = std::make_shared<const DeviceSpec>(std::move(host));
+      }
+    }
   }
   std::string weights;
   std::string pipeline_link = "auto";

@@ -117,6 +117,7 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
       PipelineParams{scenario.pp, scenario.micro_batches, scenario.pipeline_network_link,
                      sizing_.stage_layers, scenario.pipeline_layers});
   layout_cost_ = KvLayoutHostCost::make(scenario);
+  host_work_ = scenario.policy().host_work(scenario);
   if (observers != nullptr) numerics_ = observers(scenario, sizing_);
   per_sequence_pricing_ = has_sliding_layers(scenario.model);
   SchedulerParams sp;
@@ -333,6 +334,9 @@ void ServingEngine::start_step() {
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
   step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
+  // What llama.cpp's backend leaves to the host CPU runs after the device's
+  // part, in the same step (sim/cache/llama_backend_cost.hpp).
+  if (host_work_) step_latency_ = host_work_->serve_step(work_, step_latency_);
   if (speculation_) {
     // The drafter proposes the next step's drafts for every sequence that
     // sampled, after the verify (vLLM's propose_draft_token_ids).

@@ -12,6 +12,7 @@
 #include "devices/pipeline_timing.hpp"
 #include "devices/timing_model.hpp"
 #include "sim/cache/kv_cache_policy.hpp"
+#include "sim/cache/llama_backend_cost.hpp"
 #include "sim/cache/pool_sizing.hpp"
 #include "sim/core/link_path.hpp"
 #include "sim/core/metrics.hpp"
@@ -136,6 +137,7 @@ class ServingEngine final : public InferenceEngine {
   std::unique_ptr<PipelineTiming> timing_;
   // The layout's per-step host work (ATB block tables), null when none.
   std::unique_ptr<KvLayoutHostCost> layout_cost_;
+  std::unique_ptr<LlamaBackendCost> host_work_;  // llama_cells' host CPU share, when any
   // Speculative decoding (`speculative:`), null when off: the drafter's
   // price and the acceptance draws.
   std::unique_ptr<Speculation> speculation_;

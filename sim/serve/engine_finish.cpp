@@ -83,6 +83,7 @@ RunMetrics ServingEngine::finish() {
   policy_->report(m);  // the policy's own counters (kv_cache.chunk_*, memory pools)
   if (numerics_) numerics_->report(m);
   if (layout_cost_) layout_cost_->report(m);
+  if (host_work_) host_work_->report(m);
   return m;
 }
 

@@ -1,5 +1,7 @@
 #include "sim/spec/policy_spec.hpp"
 
+#include "sim/cache/llama_backend_cost.hpp"
+
 #include <algorithm>
 
 namespace kvsim {
@@ -43,6 +45,11 @@ std::string BlockPoolContract::capacity_sizing_text() const {
          "stage's devices hold its layers (the embedding on the first, the LM head on the "
          "last); the figures are those of the stage with the fewest blocks, which sets "
          "every stage's pool.\n\n";
+}
+
+std::unique_ptr<LlamaBackendCost> PolicySpec::host_work(const InstanceSpec& s) const {
+  (void)s;
+  return nullptr;
 }
 
 std::string PolicySpec::key_path(std::string_view key) const {

@@ -30,6 +30,7 @@
 namespace kvsim {
 
 struct InstanceSpec;
+class LlamaBackendCost;
 
 // The contract an engine runs a policy through: the serving engine's block
 // pool or the genie engine's on-device buffers.
@@ -163,6 +164,10 @@ class PolicySpec {
     (void)engine;
     (void)ctx;
   }
+  // What the policy's runtime leaves to the device's host CPU each step
+  // (llama.cpp's backends and n_gpu_layers, sim/cache/llama_backend_cost.hpp),
+  // for either engine to add to its steps; nullptr: the device runs them whole.
+  virtual std::unique_ptr<LlamaBackendCost> host_work(const InstanceSpec& s) const;
 
   // The key path one of its keys was read at (`kv_cache.window`, or
   // `kv_cache.sliding_window.window` from its own map), for errors; the

@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "devices/device_family.hpp"
-#include "sim/genie/kv_vtcm_checks.hpp"
 #include "sim/genie/genie_address_checks.hpp"
 #include "sim/genie/genie_passes.hpp"
+#include "sim/genie/kv_vtcm_checks.hpp"
 #include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {

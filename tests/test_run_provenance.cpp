@@ -88,6 +88,30 @@ TEST_F(RunProvenanceCli, TheResolvedScenarioHoldsThePresetsExpanded) {
   EXPECT_EQ(read(path("again") + "/requests.csv"), read(path("a") + "/requests.csv"));
 }
 
+// `--set kv_cache.policy=NEW` keeps the old policy's own keys as its
+// settings (kv_cache.<old>.*): the record holds them there too, so the
+// rerun from it reads what the run read instead of failing on a key the
+// new policy does not own.
+TEST_F(RunProvenanceCli, TheResolvedScenarioRecordsAPolicySwitchAsTheRunReadIt) {
+  std::string text = testing::small_scenario("switch");
+  const std::string paged = "kv_cache: {policy: paged, block_size: 64, prefix_caching: true}";
+  text.replace(
+      text.find(paged), paged.size(),
+      "kv_cache: {policy: sliding_window, update_mode: paged, window: 512, block_size: 64, "
+      "prefix_caching: false}");
+  const std::string scenario = write("s.yaml", text);
+  ASSERT_EQ(kvsim("run " + scenario + " --set kv_cache.policy=paged --quiet --out " + path("a"))
+                .exit_code,
+            0);
+  const std::string saved = read(path("a") + "/scenario.resolved.yaml");
+  EXPECT_NE(saved.find("sliding_window:"), std::string::npos) << saved;
+  const auto r =
+      kvsim("run --from " + path("a") + "/scenario.resolved.yaml --quiet --out " + path("again"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read(path("again") + "/requests.csv"), read(path("a") + "/requests.csv"));
+  EXPECT_EQ(metrics_text(path("again")), metrics_text(path("a")));
+}
+
 TEST_F(RunProvenanceCli, RunFromRefusesFilesWithoutProvenanceAndAmbiguousArguments) {
   const std::string scenario = write("s.yaml", testing::small_scenario("bad"));
   const std::string plain = write("plain.json", R"({"scenario": "x"})");

@@ -88,7 +88,7 @@ RunProvenance describe_scenario(const std::string& path,
                                 const std::vector<std::string>& overrides) {
   config::LoadContext ctx;
   YAML::Node doc = config::load_file(path, ctx);
-  for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+  apply_overrides(doc, overrides, path, ctx);
   // The preset expanded: the file says which value each key ran with (and
   // reruns without the preset table of a later kvsim).
   apply_presets(doc, path, ctx);

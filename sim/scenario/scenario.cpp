@@ -436,12 +436,17 @@ void apply_presets(YAML::Node& doc, const std::string& file, config::LoadContext
   apply_pool_preset(doc, file, ctx);
 }
 
+void apply_overrides(YAML::Node& doc, const std::vector<std::string>& overrides,
+                     const std::string& file, config::LoadContext& ctx) {
+  rehome_for_overrides(doc, overrides, file, ctx);
+  for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+}
+
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   config::LoadContext ctx;
   YAML::Node doc = config::load_file(path, ctx);
   ctx.diagnostics.throw_if_any();
-  rehome_for_overrides(doc, overrides, path, ctx);
-  for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+  apply_overrides(doc, overrides, path, ctx);
   apply_presets(doc, path, ctx);
   apply_vllm_names(doc, path, ctx);
   ctx.diagnostics.throw_if_any();
@@ -461,8 +466,7 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
                           "invalid YAML: " + config::yaml_error_text(e));
   }
   if (ctx.diagnostics.empty()) {
-    rehome_for_overrides(doc, overrides, file, ctx);
-    for (const auto& o : overrides) config::apply_override(doc, o, ctx);
+    apply_overrides(doc, overrides, file, ctx);
     apply_presets(doc, file, ctx);
     apply_vllm_names(doc, file, ctx);
   }

@@ -46,6 +46,14 @@ ScenarioSpec load_scenario_text(const std::string& yaml_text, const std::string&
                                 const std::string& configs_dir,
                                 const std::vector<std::string>& overrides = {});
 
+// Applies `--set` overrides to a document as load_scenario does: a
+// `kv_cache.policy=NEW` first moves the old policy's own keys under
+// kv_cache.<old> (where they stay that policy's settings), then each
+// override is written. The run folder's scenario.resolved.yaml records the
+// document after this, so `kvsim run --from` it reads what the run read.
+void apply_overrides(YAML::Node& doc, const std::vector<std::string>& overrides,
+                     const std::string& file, config::LoadContext& ctx);
+
 // Expands the connector presets of a document after its --set overrides
 // (kv_tiers.preset, cluster.global_pool.preset): the keys each preset sets,
 // the user's winning. What load_scenario does, and what a run folder's

@@ -3,6 +3,8 @@
 // from it: `kvsim run --from`. `--no-expect` runs without the expect block.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "base/build_info.hpp"
 #include "report_test_helpers.hpp"
 #include "reports/metrics_check.hpp"
@@ -110,6 +112,24 @@ TEST_F(RunProvenanceCli, TheResolvedScenarioRecordsAPolicySwitchAsTheRunReadIt) 
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read(path("again") + "/requests.csv"), read(path("a") + "/requests.csv"));
   EXPECT_EQ(metrics_text(path("again")), metrics_text(path("a")));
+}
+
+// A record edited into bad input is an error at its own line, in the file
+// given to --from (not at that line of the first run's scenario file).
+TEST_F(RunProvenanceCli, AnErrorInTheRecordNamesTheRecordsLine) {
+  const std::string scenario = write("s.yaml", testing::small_scenario("edited"));
+  ASSERT_EQ(kvsim("run " + scenario + " --set seed=3 --quiet --out " + path("a")).exit_code, 0);
+  std::string saved = read(path("a") + "/scenario.resolved.yaml");
+  const size_t at = saved.find("seed: 3");
+  ASSERT_NE(at, std::string::npos) << saved;
+  saved.replace(at, 7, "sede: 3");
+  const int line = 1 + static_cast<int>(std::count(saved.begin(), saved.begin() + at, '\n'));
+  const std::string edited = write("edited.resolved.yaml", saved);
+  const auto r = kvsim("run --from " + edited + " --quiet --out " + path("b"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(edited + ":" + std::to_string(line) + ":1: sede"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(scenario + ":"), std::string::npos) << r.output;
 }
 
 TEST_F(RunProvenanceCli, RunFromRefusesFilesWithoutProvenanceAndAmbiguousArguments) {

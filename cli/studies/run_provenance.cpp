@@ -1,5 +1,6 @@
 #include "cli/studies/run_provenance.hpp"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "base/reader.hpp"
 #include "reports/input_error.hpp"
 #include "reports/metrics_check.hpp"
+#include "sim/scenario/invalid_combination.hpp"
 
 namespace kvsim {
 namespace {
@@ -57,7 +59,8 @@ RunProvenance from_metrics(const std::string& path) {
   return p;
 }
 
-RunProvenance from_resolved_yaml(const std::string& path) {
+// `first_line`: the lines of the header before the document.
+RunProvenance from_resolved_yaml(const std::string& path, int& first_line) {
   // The header comment lines name the origin; the rest is the document as
   // the run recorded it.
   RunProvenance p;
@@ -76,6 +79,8 @@ RunProvenance from_resolved_yaml(const std::string& path) {
     pos = end + 1;
   }
   p.resolved_scenario = pos < text.size() ? text.substr(pos) : std::string();
+  first_line = static_cast<int>(std::count(
+      text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min(pos, text.size())), '\n'));
   if (p.scenario_file.empty() || p.configs_dir.empty())
     throw_input_error(path, "", "no '# scenario_file:' and '# configs_dir:' header",
                       "a scenario.resolved.yaml written by kvsim run");
@@ -115,8 +120,28 @@ std::string resolved_scenario_file_text(const RunProvenance& p) {
 Reproduction load_reproduction(const std::string& from) {
   const bool json = fs::path(from).extension() == ".json";
   Reproduction r;
-  RunProvenance p = json ? from_metrics(from) : from_resolved_yaml(from);
-  r.spec = load_scenario_text(p.resolved_scenario, p.scenario_file, p.configs_dir);
+  int header_lines = 0;
+  RunProvenance p = json ? from_metrics(from) : from_resolved_yaml(from, header_lines);
+  try {
+    r.spec = load_scenario_text(p.resolved_scenario, p.scenario_file, p.configs_dir);
+  } catch (const config::ConfigError& e) {
+    // The document is read under the original file's name (its relative
+    // paths resolve from there), but its lines are the record's: a problem
+    // in it is located in the file the user gave, not in the scenario file
+    // of the first run (which may have changed since, or hold other lines).
+    std::vector<config::Diagnostic> located = e.diagnostics();
+    for (config::Diagnostic& d : located) {
+      if (d.where.file != p.scenario_file) continue;
+      if (json) {
+        d.problem += fmt::format(" (line {} of provenance.resolved_scenario)", d.where.line);
+        d.where = {from, 0, 0};
+      } else {
+        d.where = {from, d.where.line > 0 ? d.where.line + header_lines : 0, d.where.col};
+      }
+    }
+    if (dynamic_cast<const InvalidCombination*>(&e) != nullptr) throw InvalidCombination(located);
+    throw config::ConfigError(located);
+  }
   r.provenance = std::move(p);
   return r;
 }

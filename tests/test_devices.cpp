@@ -317,6 +317,49 @@ TEST(SourceLabel, RecognisesTheFiveLabels) {
   EXPECT_EQ(source_label(""), "");
 }
 
+TEST(SourceKind, NamesTheKindOfSourceALabelledNoteIs) {
+  EXPECT_EQ(source_kind("V: LPDDR5X datasheet"), "a datasheet");
+  EXPECT_EQ(source_kind("D: 64 bit x 10.6 GT/s"), "a derivation (its formula)");
+  EXPECT_EQ(source_kind("M: fitted on rows Q1, Q6"), "a fit on named calibration rows");
+  EXPECT_EQ(source_kind("M: nsys trace"), "a measurement");
+  EXPECT_EQ(source_kind("3P: a review"), "a third party's figure");
+  EXPECT_EQ(source_kind("A: the predecessor's"), "an assumption (why, to be calibrated)");
+  EXPECT_EQ(source_kind("datasheet"), "");
+}
+
+// Every number a shipped file gives is declared by its family with the
+// source it should cite (ParamSpec::cites): the hint the error for a
+// missing number shows, so it must carry one of the five labels.
+TEST(DeviceFiles, EveryNumberIsDeclaredWithTheSourceItShouldCite) {
+  for (const fs::path& file : shipped_device_files()) {
+    SCOPED_TRACE(file.string());
+    config::LoadContext ctx;
+    const DeviceSpec d = load_device_file(file.string(), ctx);
+    ASSERT_TRUE(ctx.diagnostics.empty());
+    const config::ComponentInfo& info = device_family_of(d).info();
+    ASSERT_FALSE(d.sources.empty());
+    for (const auto& [key, source] : d.sources) {
+      const config::ParamSpec* p = info.find(key);
+      ASSERT_NE(p, nullptr) << key << " is not declared by family " << d.kind;
+      EXPECT_FALSE(source_kind(p->cites).empty()) << key << " cites '" << p->cites << "'";
+    }
+  }
+}
+
+TEST(DeviceParse, AMissingNumberNamesTheSourceItShouldCite) {
+  std::string text = valid_device_yaml();
+  const auto at = text.find("memory_bandwidth:");
+  text.erase(at, text.find('\n', at) - at + 1);
+  config::LoadContext ctx;
+  parse_device(config::Node(YAML::Load(text), "", "dev.yaml", &ctx));
+  const std::string messages = all_messages(ctx.diagnostics.all());
+  EXPECT_NE(messages.find("dev.yaml:1:1: memory_bandwidth: is required but missing (it should "
+                          "cite a datasheet: {value: ..., source: \"V: the memory's datasheet "
+                          "peak, or D: bus width x transfer rate\"})"),
+            std::string::npos)
+      << messages;
+}
+
 TEST(Engines, EveryOpKindHasTheEngineAndClassOfTheSpecOnTheAcceleratorFamily) {
   struct Row {
     OpKind kind;

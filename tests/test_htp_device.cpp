@@ -170,6 +170,34 @@ TEST(HtpDeviceParse, MissingSourceIsALocatedError) {
   EXPECT_NE(errors.find("source"), std::string::npos) << errors;
 }
 
+// A number the family needs and the file leaves out: the error names it
+// and the kind of source it should cite (a datasheet for the UFS rate, a
+// measurement for the CPU's memcpy, a fit for a calibrated efficiency).
+TEST(HtpDeviceParse, AMissingNumberNamesTheSourceItShouldCite) {
+  const auto without = [](const std::string& key) {
+    std::string text = elite_text();
+    const auto at = text.find(key + ":");
+    text.erase(at, text.find('\n', at) - at + 1);
+    return errors_of(text);
+  };
+  const std::string storage = without("  storage_bandwidth");
+  EXPECT_NE(storage.find("htp.storage_bandwidth: is required but missing (it should cite a "
+                         "datasheet: {value: ..., source: \"V: the storage part's (UFS) "
+                         "datasheet sequential write rate\"})"),
+            std::string::npos)
+      << storage;
+  const std::string memcpy = without("  cpu_memcpy_bandwidth");
+  EXPECT_NE(memcpy.find("htp.cpu_memcpy_bandwidth: is required but missing (it should cite a "
+                        "measurement"),
+            std::string::npos)
+      << memcpy;
+  const std::string fitted = without("    memory");  // efficiency.gemm.memory, the first
+  EXPECT_NE(fitted.find("efficiency.gemm.memory: is required but missing (it should cite a fit "
+                        "on named calibration rows"),
+            std::string::npos)
+      << fitted;
+}
+
 TEST(HtpDeviceParse, BadUnitIsAnError) {
   const std::string errors =
       errors_of(replace_once(elite_text(), "{value: 84.8GB/s,", "{value: 84.8GB,"));

@@ -207,16 +207,24 @@ class HtpFamily final : public DeviceFamily {
   Engine engine_of(OpKind kind) const override { return htp_placement(kind).engine; }
   OpClass class_of(OpKind kind) const override { return htp_placement(kind).cls; }
 
-  // HMX runs quantised weights (w4a16 and w8a8) on its int8 path, and
-  // attention over an int8 KV cache too; HVX does the rest.
+  // HMX runs integer-quantised GEMMs (w4a16: int4 weights, int16
+  // activations; w8a8) on its int8 path, and attention over an int8 KV
+  // cache too; HVX does the rest. A w4 export keeps fp16 activations (AI
+  // Hub's _configure_quant_sim sets every activation quantizer to float16,
+  // qualcomm/ai-hub-models qai_hub_models/models/_shared/llm/model.py),
+  // so its GEMMs are fp16 matmuls: HTP runs those (HtpOpDefSupplement
+  // MatMul, as Qualcomm answered in qualcomm/aimet#4016) on HMX's fp16 path,
+  // the int4 weights dequantised to fp16 on their way in. The weights'
+  // bytes are w4a16's; kvsim prices no separate dequantisation op (no
+  // published figure separates it from the GEMM; an assumption).
   int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
                        Bytes kv_dtype_bytes) const override {
     const OpPlacement& p = htp_placement(kind);
     if (p.engine != Engine::matrix) return d.vector_fp16_ops;
     if (p.cls == OpClass::attention)
       return kv_dtype_bytes == 1 ? d.matrix_int8_ops : d.matrix_fp16_ops;
-    const bool quantised = model.weights_dtype == "w4a16" || model.weights_dtype == "w8a8";
-    return quantised ? d.matrix_int8_ops : d.matrix_fp16_ops;
+    const bool int_path = model.weights_dtype == "w4a16" || model.weights_dtype == "w8a8";
+    return int_path ? d.matrix_int8_ops : d.matrix_fp16_ops;
   }
 
   std::vector<std::string> problems(const DeviceSpec& d) const override {

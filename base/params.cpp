@@ -258,6 +258,11 @@ ParamSpec own_reader(ParamSpec spec) {
   return spec;
 }
 
+ParamSpec citing(std::string source, ParamSpec spec) {
+  spec.cites = std::move(source);
+  return spec;
+}
+
 ParamSpec quantity_param(std::string key, bool required, std::string range, std::string doc) {
   ParamSpec p = base(std::move(key), ParamType::quantity, kQuantityUnit, std::move(doc));
   p.optional = !required;

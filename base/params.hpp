@@ -71,6 +71,12 @@ struct ParamSpec {
   // such as "> 0" or "only with popularity: zipf"); read_params only
   // declares it. The component still takes its range and default from here.
   bool own_reader = false;
+  // A number of a device file: the source it should cite, as a labelled note
+  // ("V: the LPDDR part's datasheet rate"). Named in the error when the
+  // number is missing: every number in a device file has a source (DESIGN),
+  // and a user writing a new device needs to know which kind. Empty for keys
+  // that are not sourced numbers.
+  std::string cites;
 
   // How the default reads in YAML ("128", "4GiB", "lru", "[1, 32, 128]",
   // "required").
@@ -104,6 +110,8 @@ ParamSpec section_param(std::string key, bool required, std::string form, std::s
 ParamSpec optional_param(ParamSpec spec);
 // The same spec, read by its component (see ParamSpec::own_reader).
 ParamSpec own_reader(ParamSpec spec);
+// The same spec, with the source its number should cite (ParamSpec::cites).
+ParamSpec citing(std::string source, ParamSpec spec);
 // An amount whose unit is that of the quantity its map describes (tokens
 // or time); `range` reads like "> 0" or ">= 0".
 ParamSpec quantity_param(std::string key, bool required, std::string range, std::string doc);

@@ -236,12 +236,14 @@ void MapReader::ignore(std::initializer_list<std::string_view> keys) {
   for (auto k : keys) declared_.emplace_back(k);
 }
 
-Node MapReader::required_or_default(std::string_view key, bool has_default) {
+Node MapReader::required_or_default(std::string_view key, bool has_default,
+                                    std::string_view allowed) {
   Node c = child(key);
   if (!c.defined() && !has_default && valid_) {
     const bool removed = map_.context().removed_paths.count(c.path()) > 0;
     Location where = removed ? c.location() : map_.location();
-    map_.context().diagnostics.error(where, c.path(), "is required but missing");
+    map_.context().diagnostics.error(where, c.path(), "is required but missing",
+                                     std::string(allowed));
   }
   return c;
 }
@@ -305,8 +307,8 @@ int64_t MapReader::ops_rate(std::string_view key, std::optional<int64_t> def, in
   return c.as_ops_rate(min, max).value_or(def.value_or(min));
 }
 
-Node MapReader::sourced(std::string_view key, std::string* source_out) {
-  Node c = required_or_default(key, false);
+Node MapReader::sourced(std::string_view key, std::string* source_out, std::string_view missing) {
+  Node c = required_or_default(key, false, missing);
   if (!c.defined()) return c;
   if (!c.is_map()) {
     c.error("a device number needs its source",

@@ -114,14 +114,15 @@ class MapReader {
 
   // Device-file form `key: {value: 1.6TB/s, source: "..."}`: returns the value
   // node and stores the source text; a bare value is an error (every number in
-  // a device file has a source).
-  Node sourced(std::string_view key, std::string* source_out);
+  // a device file has a source). `missing`: what the error for a missing key
+  // says is allowed (the source the number should cite), when not empty.
+  Node sourced(std::string_view key, std::string* source_out, std::string_view missing = {});
 
   // Reports undeclared keys with a "did you mean". Call once, after reading.
   void finish();
 
  private:
-  Node required_or_default(std::string_view key, bool has_default);
+  Node required_or_default(std::string_view key, bool has_default, std::string_view allowed = {});
 
   Node map_;
   bool valid_ = true;

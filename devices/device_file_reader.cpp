@@ -21,14 +21,26 @@ constexpr TimeNs kMaxStepOverhead = 10 * kNsPerS;
 // The lowest efficiency a device file may state (SourcedReader::efficiency).
 constexpr double kMinEfficiency = 0.001;
 
+// What an efficiency cites: the calibrated ones name their rows
+// (kvsim calibrate --fit), the rest say why they are assumed.
+constexpr std::string_view kEfficiencyCites =
+    "M: fitted on rows ... (kvsim calibrate --fit), or A: an assumption, why, to be calibrated";
+
 constexpr std::string_view kOpClassKeys[] = {"gemm", "attention", "elementwise", "transfer",
                                              "collective"};
 
 }  // namespace
 
-config::Node SourcedReader::value(std::string_view key) {
+std::string missing_number_hint(std::string_view cites) {
+  if (cites.empty()) return {};
+  const std::string_view kind = source_kind(cites);
+  return fmt::format("it should cite {}: {{value: ..., source: \"{}\"}}",
+                     kind.empty() ? std::string_view("its source") : kind, cites);
+}
+
+config::Node SourcedReader::value(std::string_view key, std::string_view cites) {
   std::string source;
-  config::Node v = reader_.sourced(key, &source);
+  config::Node v = reader_.sourced(key, &source, missing_number_hint(cites));
   const std::string path = prefix_ + std::string(key);
   if (v.defined()) {
     if (source.find_first_not_of(" \t") == std::string::npos) {
@@ -49,7 +61,7 @@ config::Node SourcedReader::value(std::string_view key) {
 
 int64_t SourcedReader::integer(const config::ParamSpec& p) {
   using config::ParamType;
-  const config::Node v = value(p.key);
+  const config::Node v = value(p);
   const auto lo = static_cast<int64_t>(p.min);
   const auto hi = static_cast<int64_t>(p.max);
   if (!v.defined()) return p.type == ParamType::integer ? lo : 0;
@@ -71,12 +83,12 @@ int64_t SourcedReader::integer(const config::ParamSpec& p) {
 }
 
 double SourcedReader::number(const config::ParamSpec& p) {
-  const config::Node v = value(p.key);
+  const config::Node v = value(p);
   return v.defined() ? v.as_double(p.min, p.max).value_or(0.0) : 0.0;
 }
 
-double SourcedReader::efficiency(std::string_view key) {
-  config::Node v = value(key);
+double SourcedReader::efficiency(std::string_view key, std::string_view cites) {
+  config::Node v = value(key, cites);
   if (!v.defined()) return 1.0;
   const std::optional<double> x = v.as_double(0.0, 1.0);
   if (!x) return 1.0;
@@ -94,22 +106,32 @@ double SourcedReader::efficiency(std::string_view key) {
 std::vector<config::ParamSpec> common_device_params() {
   using namespace config;
   return {
-      bytes_param("memory", std::nullopt, kMinMemory, kMaxMemory,
-                  "device memory (HBM, LPDDR) per device"),
-      bandwidth_param("memory_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
-                      "peak device-memory bandwidth"),
-      ops_rate_param("matrix_fp16", std::nullopt, kMinOpsRate, kMaxOpsRate,
-                     "matrix unit peak, fp16/bf16 (dense)"),
-      ops_rate_param("matrix_int8", std::nullopt, kMinOpsRate, kMaxOpsRate,
-                     "matrix unit peak, int8 (dense)"),
-      ops_rate_param("vector_fp16", std::nullopt, kMinOpsRate, kMaxOpsRate,
-                     "vector unit peak, fp16"),
-      duration_param("kernel_launch", std::nullopt, 0, kMaxLaunch, "cost of one operator launch"),
-      duration_param("step_overhead", std::nullopt, 0, kMaxStepOverhead,
-                     "fixed cost of one engine step (scheduling, host prep, graph execute)"),
-      number_param("matrix_tokens_exponent", 0.0, -2.0, 2.0, "",
-                   "matrix efficiency x (tokens per pass / 128) ^ this, capped at 1 "
-                   "(optional; 0: no pass-shape dependence)"),
+      citing("V: the memory the part ships with (the vendor's datasheet or product page)",
+             bytes_param("memory", std::nullopt, kMinMemory, kMaxMemory,
+                         "device memory (HBM, LPDDR) per device")),
+      citing("V: the memory's datasheet peak, or D: bus width x transfer rate",
+             bandwidth_param("memory_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                             "peak device-memory bandwidth")),
+      citing("V: the datasheet's dense fp16 peak, or D: MACs per cycle x 2 x clock",
+             ops_rate_param("matrix_fp16", std::nullopt, kMinOpsRate, kMaxOpsRate,
+                            "matrix unit peak, fp16/bf16 (dense)")),
+      citing("V: the datasheet's dense int8 peak, or D: MACs per cycle x 2 x clock",
+             ops_rate_param("matrix_int8", std::nullopt, kMinOpsRate, kMaxOpsRate,
+                            "matrix unit peak, int8 (dense)")),
+      citing("V: the datasheet's vector peak, or D: lanes x 2 x clock",
+             ops_rate_param("vector_fp16", std::nullopt, kMinOpsRate, kMaxOpsRate,
+                            "vector unit peak, fp16")),
+      citing("M: a measured launch cost (a profiler trace, named)",
+             duration_param("kernel_launch", std::nullopt, 0, kMaxLaunch,
+                            "cost of one operator launch")),
+      citing("M: a measured per-step overhead, or fitted on named calibration rows",
+             duration_param("step_overhead", std::nullopt, 0, kMaxStepOverhead,
+                            "fixed cost of one engine step (scheduling, host prep, graph "
+                            "execute)")),
+      citing("M: fitted on rows ... (kvsim calibrate --fit)",
+             number_param("matrix_tokens_exponent", 0.0, -2.0, 2.0, "",
+                          "matrix efficiency x (tokens per pass / 128) ^ this, capped at 1 "
+                          "(optional; 0: no pass-shape dependence)")),
   };
 }
 
@@ -130,10 +152,12 @@ std::vector<config::ParamSpec> efficiency_params() {
   std::vector<config::ParamSpec> out;
   for (std::string_view c : kOpClassKeys) {
     for (std::string_view part : {"compute", "memory"}) {
-      out.push_back(config::number_param(
-          fmt::format("efficiency.{}.{}", c, part), std::nullopt, kMinEfficiency, 1.0,
-          "fraction of peak",
-          fmt::format("fraction of the peak {} rate {} ops reach, in [0.001, 1]", part, c)));
+      out.push_back(config::citing(
+          std::string(kEfficiencyCites),
+          config::number_param(
+              fmt::format("efficiency.{}.{}", c, part), std::nullopt, kMinEfficiency, 1.0,
+              "fraction of peak",
+              fmt::format("fraction of the peak {} rate {} ops reach, in [0.001, 1]", part, c))));
     }
   }
   return out;
@@ -162,8 +186,8 @@ void read_efficiencies(config::MapReader& root, DeviceSpec& spec) {
       continue;
     }
     SourcedReader numbers(per_class, spec, "efficiency." + class_name + ".");
-    spec.compute_efficiency[c] = numbers.efficiency("compute");
-    spec.memory_efficiency[c] = numbers.efficiency("memory");
+    spec.compute_efficiency[c] = numbers.efficiency("compute", kEfficiencyCites);
+    spec.memory_efficiency[c] = numbers.efficiency("memory", kEfficiencyCites);
     per_class.finish();
   }
   eff.finish();

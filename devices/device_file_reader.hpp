@@ -20,7 +20,10 @@ class SourcedReader {
       : reader_(reader), spec_(spec), prefix_(std::move(prefix)) {}
 
   // The value node (undefined when missing or bare; the error is recorded).
-  config::Node value(std::string_view key);
+  // `cites`: the source the number should cite (ParamSpec::cites), named in
+  // the error when the key is missing.
+  config::Node value(std::string_view key, std::string_view cites = {});
+  config::Node value(const config::ParamSpec& p) { return value(p.key, p.cites); }
   // Whether an optional key is present.
   bool has(std::string_view key) const { return reader_.has(key); }
   // The value of a declared number, converted by its type and range; the
@@ -28,13 +31,18 @@ class SourcedReader {
   int64_t integer(const config::ParamSpec& p);  // integer, bytes, bandwidth, duration, ops rate
   double number(const config::ParamSpec& p);
   // A fraction of peak: in (0, 1]. Zero would make an op take forever.
-  double efficiency(std::string_view key);
+  double efficiency(std::string_view key, std::string_view cites);
 
  private:
   config::MapReader& reader_;
   DeviceSpec& spec_;
   std::string prefix_;
 };
+
+// What the error for a missing number allows: the kind of source the
+// number should cite and the note's form, from its declared `cites`
+// ("it should cite a datasheet: {value: ..., source: \"V: ...\"}").
+std::string missing_number_hint(std::string_view cites);
 
 // The numbers every device family has: memory and its bandwidth, matrix and
 // vector rates, launch and per-step overheads.

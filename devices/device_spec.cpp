@@ -45,6 +45,18 @@ std::string_view source_label(std::string_view source) {
   return {};
 }
 
+std::string_view source_kind(std::string_view source) {
+  const std::string_view label = source_label(source);
+  if (label == "V") return "a datasheet";
+  if (label == "D") return "a derivation (its formula)";
+  if (label == "M")
+    return source.find("fitted") != std::string_view::npos ? "a fit on named calibration rows"
+                                                           : "a measurement";
+  if (label == "3P") return "a third party's figure";
+  if (label == "A") return "an assumption (why, to be calibrated)";
+  return {};
+}
+
 DeviceSpec parse_device(const config::Node& node) {
   DeviceSpec spec;
   config::MapReader r(node);

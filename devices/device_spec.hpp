@@ -104,5 +104,10 @@ DeviceSpec load_device_file(const std::string& path, config::LoadContext& ctx);
 // derived, "M" measured, "3P" third party, "A" assumed; "" when the note
 // carries none of them (user files may use free text).
 std::string_view source_label(std::string_view source);
+// The kind of source a labelled note is, in words: "a datasheet" (V), "a
+// derivation (its formula)" (D), "a fit on named calibration rows" (M, when
+// the note says fitted), "a measurement" (M), "a third party's figure" (3P),
+// "an assumption (why, to be calibrated)" (A); "" without a label.
+std::string_view source_kind(std::string_view source);
 
 }  // namespace kvsim

@@ -73,44 +73,65 @@ config::ComponentInfo accelerator_family_info() {
       string_param("host", std::nullopt,
                    "the CPU device file (kind cpu) of the server the part sits in, which runs what "
                    "llama.cpp's backend leaves on the host")));
-  info.params.push_back(optional_param(ops_rate_param(
-      "matrix_fp8", std::nullopt, kMinOpsRate, kMaxOpsRate,
-      "matrix unit peak, fp8 (dense); absent: the part has no fp8, and fp8 weights or KV are "
-      "refused")));
-  info.params.push_back(optional_param(
-      ops_rate_param("matrix_fp4", std::nullopt, kMinOpsRate, kMaxOpsRate,
-                     "matrix unit peak, fp4 (dense); absent: fp4 weights are refused")));
+  info.params.push_back(citing(
+      "V: the datasheet's dense fp8 peak",
+      optional_param(ops_rate_param(
+          "matrix_fp8", std::nullopt, kMinOpsRate, kMaxOpsRate,
+          "matrix unit peak, fp8 (dense); absent: the part has no fp8, and fp8 weights or KV are "
+          "refused"))));
+  info.params.push_back(
+      citing("V: the datasheet's dense fp4 peak",
+             optional_param(ops_rate_param(
+                 "matrix_fp4", std::nullopt, kMinOpsRate, kMaxOpsRate,
+                 "matrix unit peak, fp4 (dense); absent: fp4 weights are refused"))));
   info.params.push_back(optional_param(
       choice_param("device_link_fabric", std::nullopt, kFabrics,
                    "what the device link is; pcie: no peer fabric, so the device link is "
                    "the PCIe link and no faster than host_link_bandwidth")));
-  info.params.push_back(bandwidth_param("device_link_bandwidth", std::nullopt, kMinBandwidth,
-                                        kMaxBandwidth,
-                                        "effective per-direction device link (HCCS, NVLink)"));
-  info.params.push_back(duration_param("device_link_latency", std::nullopt, 0, kNsPerS,
-                                       "latency of one collective step"));
-  info.params.push_back(bandwidth_param("host_link_bandwidth", std::nullopt, kMinBandwidth,
-                                        kMaxBandwidth, "host link (PCIe), for swap"));
+  info.params.push_back(
+      citing("V: the fabric's per-direction datasheet rate (HCCS, NVLink), or M: a measured "
+             "all-reduce bus bandwidth",
+             bandwidth_param("device_link_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                             "effective per-direction device link (HCCS, NVLink)")));
+  info.params.push_back(
+      citing("M: a measured small-message collective latency (nccl-tests, hccl_test)",
+             duration_param("device_link_latency", std::nullopt, 0, kNsPerS,
+                            "latency of one collective step")));
+  info.params.push_back(
+      citing("V: the PCIe generation x lanes, or M: a measured host-to-device copy rate",
+             bandwidth_param("host_link_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                             "host link (PCIe), for swap")));
   // Optional: only a cluster moving KV between instances over them reads these.
-  info.params.push_back(optional_param(
-      duration_param("host_link_latency", std::nullopt, 0, kNsPerS,
-                     "fixed cost of one transfer over the host link (KV between instances)")));
-  info.params.push_back(optional_param(bandwidth_param(
-      "network_link_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
-      "per-direction network port (RoCE) of one device, for KV between instances")));
-  info.params.push_back(optional_param(duration_param(
-      "network_link_latency", std::nullopt, 0, kNsPerS, "fixed cost of one network transfer")));
+  info.params.push_back(
+      citing("M: a measured host-link transfer's fixed cost",
+             optional_param(duration_param(
+                 "host_link_latency", std::nullopt, 0, kNsPerS,
+                 "fixed cost of one transfer over the host link (KV between instances)"))));
+  info.params.push_back(
+      citing("V: the NIC port's datasheet rate (RoCE)",
+             optional_param(bandwidth_param(
+                 "network_link_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                 "per-direction network port (RoCE) of one device, for KV between instances"))));
+  info.params.push_back(
+      citing("M: a measured network transfer's fixed cost",
+             optional_param(duration_param("network_link_latency", std::nullopt, 0, kNsPerS,
+                                           "fixed cost of one network transfer"))));
   // Optional: only kv_cache.layout atb reads it (its per-layer block tables
   // are built on the host every step, seed 000).
-  info.params.push_back(optional_param(bandwidth_param(
-      "host_memory_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
-      "host DRAM bandwidth of one CPU socket serving the device, for host-side step work")));
+  info.params.push_back(citing(
+      "V: the socket's DRAM datasheet rate, or D: channels x transfer rate x 8 B",
+      optional_param(bandwidth_param(
+          "host_memory_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+          "host DRAM bandwidth of one CPU socket serving the device, for host-side step work"))));
   // Optional: only a host-side cache's capacity check reads it.
-  info.params.push_back(optional_param(
-      bytes_param("host_memory", std::nullopt, 1, Bytes{1} << 50,
-                  "host DRAM of the server the device is in, for a host-side cache's size")));
-  info.params.push_back(int_param("max_tensor_parallel", std::nullopt, 1, 1024, "devices",
-                                  "devices one node can group for tensor parallelism"));
+  info.params.push_back(
+      citing("V: the server's DRAM (its specification sheet)",
+             optional_param(bytes_param(
+                 "host_memory", std::nullopt, 1, Bytes{1} << 50,
+                 "host DRAM of the server the device is in, for a host-side cache's size"))));
+  info.params.push_back(citing("V: the devices one node holds (the server's specification sheet)",
+                               int_param("max_tensor_parallel", std::nullopt, 1, 1024, "devices",
+                                         "devices one node can group for tensor parallelism")));
   for (auto& p : efficiency_params()) info.params.push_back(std::move(p));
   return info;
 }

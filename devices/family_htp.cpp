@@ -57,29 +57,41 @@ using device_bounds::kMinMemory;
 std::vector<config::ParamSpec> htp_params() {
   using namespace config;
   return {
-      choice_param("hexagon_version", std::nullopt, {"68", "69", "73", "75", "79", "81"},
-                   "Hexagon NPU version: 73 (8 Gen 2), 75 (8 Gen 3), 79 (8 Elite)"),
-      bytes_param("vtcm", std::nullopt, Bytes{64} << 10, Bytes{1} << 30,
-                  "VTCM (the NPU's tightly coupled memory)"),
-      bool_param("vtcm_windows", std::nullopt,
-                 "v79+: confine a process to a VTCM window (default: true from v79)"),
-      bytes_param("vtcm_window_granule", std::nullopt, 1, Bytes{1} << 30,
-                  "VTCM window size granularity (required with windows)"),
-      bytes_param("address_space", std::nullopt, kMinMemory, Bytes{1} << 40,
-                  "NPU process address-space limit"),
-      bandwidth_param("cpu_memcpy_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
-                      "memcpy rate of one CPU KV-update thread"),
-      int_param("max_update_threads", std::nullopt, 1, 64, "threads",
-                "CPU threads Genie's KV update may use"),
-      duration_param("graph_switch", std::nullopt, 0, kNsPerS,
-                     "switching the executing AR-n graph"),
-      bandwidth_param("storage_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
-                      "storage (UFS) rate for cache save/restore"),
-      number_param("vtcm_spill_factor", std::nullopt, 0.0, 100.0, "",
-                   "DDR traffic multiplier per unit of VTCM taken away"),
-      optional_param(bandwidth_param("vtcm_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
-                                     "rate at which a pass reads KV resident in VTCM (optional; "
-                                     "needed by htp.kv_vtcm placements)")),
+      citing("V: the SoC's Hexagon architecture (Qualcomm's or QAIRT's SoC table)",
+             choice_param("hexagon_version", std::nullopt, {"68", "69", "73", "75", "79", "81"},
+                          "Hexagon NPU version: 73 (8 Gen 2), 75 (8 Gen 3), 79 (8 Elite)")),
+      citing("V: the VTCM size of this Hexagon version (Hexagon SDK, QAIRT HTP docs)",
+             bytes_param("vtcm", std::nullopt, Bytes{64} << 10, Bytes{1} << 30,
+                         "VTCM (the NPU's tightly coupled memory)")),
+      citing("V: Hexagon SDK HAP_compute_res (the VTCM window feature, v79 on)",
+             bool_param("vtcm_windows", std::nullopt,
+                        "v79+: confine a process to a VTCM window (default: true from v79)")),
+      citing("V: Hexagon SDK HAP_compute_res (the window size granularity)",
+             bytes_param("vtcm_window_granule", std::nullopt, 1, Bytes{1} << 30,
+                         "VTCM window size granularity (required with windows)")),
+      citing("V: the NPU process's address-space limit (QAIRT HTP docs)",
+             bytes_param("address_space", std::nullopt, kMinMemory, Bytes{1} << 40,
+                         "NPU process address-space limit")),
+      citing("M: a measured memcpy rate of one CPU core on the phone's LPDDR",
+             bandwidth_param("cpu_memcpy_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                             "memcpy rate of one CPU KV-update thread")),
+      citing("V: the SoC's CPU cores Genie's update thread pool may use",
+             int_param("max_update_threads", std::nullopt, 1, 64, "threads",
+                       "CPU threads Genie's KV update may use")),
+      citing("M: a measured switch between AR-n graphs (a QNN profile, named)",
+             duration_param("graph_switch", std::nullopt, 0, kNsPerS,
+                            "switching the executing AR-n graph")),
+      citing("V: the storage part's (UFS) datasheet sequential write rate",
+             bandwidth_param("storage_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                             "storage (UFS) rate for cache save/restore")),
+      citing("M: fitted on rows ... (kvsim calibrate --fit), or A: an assumption, why",
+             number_param("vtcm_spill_factor", std::nullopt, 0.0, 100.0, "",
+                          "DDR traffic multiplier per unit of VTCM taken away")),
+      citing("D: vector loads per packet x HVX contexts x clock (Hexagon HVX PRM)",
+             optional_param(
+                 bandwidth_param("vtcm_bandwidth", std::nullopt, kMinBandwidth, kMaxBandwidth,
+                                 "rate at which a pass reads KV resident in VTCM (optional; "
+                                 "needed by htp.kv_vtcm placements)"))),
   };
 }
 
@@ -118,7 +130,7 @@ void read_htp_map(config::MapReader& r, DeviceSpec& spec) {
   config::MapReader hr(htp_node);
   SourcedReader h(hr, spec, "htp.");
   const config::ParamSpec& version_spec = declared(params, "hexagon_version");
-  config::Node version = h.value(version_spec.key);
+  config::Node version = h.value(version_spec);
   if (version.defined()) {
     if (auto v = version.as_choice(version_spec.choices)) htp.hexagon_version = std::stoll(*v);
   }
@@ -127,7 +139,7 @@ void read_htp_map(config::MapReader& r, DeviceSpec& spec) {
   // key may turn them off on v79+ but cannot invent them on older parts.
   htp.vtcm_windows = htp.hexagon_version >= 79;
   if (hr.has("vtcm_windows")) {
-    config::Node w = h.value("vtcm_windows");
+    config::Node w = h.value(declared(params, "vtcm_windows"));
     if (w.defined()) {
       if (auto b = w.as_bool()) {
         if (*b && htp.hexagon_version < 79) {
@@ -195,16 +207,24 @@ class HtpFamily final : public DeviceFamily {
   Engine engine_of(OpKind kind) const override { return htp_placement(kind).engine; }
   OpClass class_of(OpKind kind) const override { return htp_placement(kind).cls; }
 
-  // HMX runs quantised weights (w4a16 and w8a8) on its int8 path, and
-  // attention over an int8 KV cache too; HVX does the rest.
+  // HMX runs integer-quantised GEMMs (w4a16: int4 weights, int16
+  // activations; w8a8) on its int8 path, and attention over an int8 KV
+  // cache too; HVX does the rest. A w4 export keeps fp16 activations (AI
+  // Hub's _configure_quant_sim sets every activation quantizer to float16,
+  // qualcomm/ai-hub-models qai_hub_models/models/_shared/llm/model.py),
+  // so its GEMMs are fp16 matmuls: HTP runs those (HtpOpDefSupplement
+  // MatMul, as Qualcomm answered in qualcomm/aimet#4016) on HMX's fp16 path,
+  // the int4 weights dequantised to fp16 on their way in. The weights'
+  // bytes are w4a16's; kvsim prices no separate dequantisation op (no
+  // published figure separates it from the GEMM; an assumption).
   int64_t compute_peak(OpKind kind, const DeviceSpec& d, const ModelSpec& model,
                        Bytes kv_dtype_bytes) const override {
     const OpPlacement& p = htp_placement(kind);
     if (p.engine != Engine::matrix) return d.vector_fp16_ops;
     if (p.cls == OpClass::attention)
       return kv_dtype_bytes == 1 ? d.matrix_int8_ops : d.matrix_fp16_ops;
-    const bool quantised = model.weights_dtype == "w4a16" || model.weights_dtype == "w8a8";
-    return quantised ? d.matrix_int8_ops : d.matrix_fp16_ops;
+    const bool int_path = model.weights_dtype == "w4a16" || model.weights_dtype == "w8a8";
+    return int_path ? d.matrix_int8_ops : d.matrix_fp16_ops;
   }
 
   std::vector<std::string> problems(const DeviceSpec& d) const override {

@@ -45,7 +45,7 @@ std::string weights_dtype_from_torch(const config::Node& value) {
   if (*text == "float32") return "fp32";
   value.error(
       fmt::format("torch dtype '{}' has no kvsim weight format", *text),
-      "float16, bfloat16, float32; or set weights_dtype: fp32|fp16|bf16|w8a8|w4a16|fp8|fp4");
+      "float16, bfloat16, float32; or set weights_dtype: fp32|fp16|bf16|w8a8|w4a16|w4|fp8|fp4");
   return {};
 }
 

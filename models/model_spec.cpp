@@ -74,13 +74,13 @@ int64_t extra_small_parameters(const ModelSpec& m) {
 
 // Bytes of `n` linear weights in the model's weight format. With a
 // quantization_config, the checkpoint's own group overhead
-// (WeightQuant::bytes_per_weight). Otherwise w4a16 packs two weights per byte
+// (WeightQuant::bytes_per_weight). Otherwise w4a16 (and w4) packs two weights per byte
 // and adds one fp16 scale per group of 128 (GPTQ/AWQ group_size=128, the
 // common export); w8a8 stores int8 weights (its per-channel scales are a
 // rounding error and are left out).
 double linear_bytes(const ModelSpec& m, int64_t n) {
   if (m.quant.enabled()) return m.quant.bytes_per_weight() * static_cast<double>(n);
-  if (m.weights_dtype == "w4a16") {
+  if (int4_weights(m.weights_dtype)) {
     return static_cast<double>(ceil_div(n, 2)) + 2.0 * static_cast<double>(ceil_div(n, 128));
   }
   return m.linear_weight_bytes_per_parameter() * static_cast<double>(n);
@@ -165,7 +165,7 @@ double ModelSpec::linear_weight_bytes_per_parameter() const {
   if (quant.enabled()) return quant.bytes_per_weight();
   if (weights_dtype == "fp32") return 4.0;
   if (weights_dtype == "w8a8" || weights_dtype == "fp8") return 1.0;
-  if (weights_dtype == "w4a16") return 0.5 + 2.0 / 128.0;
+  if (int4_weights(weights_dtype)) return 0.5 + 2.0 / 128.0;
   if (weights_dtype == "fp4") return 0.5 + 1.0 / 16.0;
   return 2.0;  // fp16, bf16
 }
@@ -232,7 +232,8 @@ Bytes ModelSpec::kv_bytes_for_context(int64_t tokens, Bytes kv_dtype_bytes_value
 }
 
 // Quantised formats (w8a8 dequantises into 16-bit accumulations on Ascend,
-// w4a16 by name) compute in 16-bit; only fp32 models compute in fp32.
+// w4a16 by name, w4's activations are fp16) compute in 16-bit; only fp32
+// models compute in fp32.
 Bytes ModelSpec::activation_bytes() const {
   return weights_dtype == "fp32" ? 4 : 2;
 }

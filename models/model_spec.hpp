@@ -32,7 +32,7 @@ struct ModelSpec {
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3 family)
   // RoPE convention: "rotate_half" (Hugging Face Llama) or "adjacent_pairs" (llama2.c).
   std::string rope_style = "rotate_half";
-  // Storage of the weights: fp32 | fp16 | bf16 | w8a8 | w4a16 | fp8 | fp4.
+  // Storage of the weights: fp32 | fp16 | bf16 | w8a8 | w4a16 | w4 | fp8 | fp4.
   std::string weights_dtype = "fp16";
   // RMSNorm weights per decoder layer: 2 (Llama, Qwen), 4 (Gemma 2/3 add a
   // norm after attention and around the MLP).
@@ -84,12 +84,12 @@ struct ModelSpec {
   // Expected distinct experts a batch of `tokens` tokens touches in one MoE
   // layer under uniform top-k routing: E * (1 - (1 - k/E)^tokens).
   double expected_experts_touched(int64_t tokens) const;
-  // Bytes per activation element in compute (2 for fp16/bf16/w8a8/w4a16, 4 for fp32).
+  // Bytes per activation element in compute (2 for fp16/bf16/w8a8/w4a16/w4, 4 for fp32).
   Bytes activation_bytes() const;
 
   // Added for step_ops and capacity planning.
   // Average bytes per linear weight: fp32 4, fp16/bf16 2, w8a8 and fp8 1,
-  // w4a16 0.5 + 2/128 (one fp16 scale per 128-weight group) = 0.515625,
+  // w4a16 and w4 0.5 + 2/128 (one fp16 scale per 128-weight group) = 0.515625,
   // fp4 0.5 + 1/16 (one e4m3 scale per 16 weights) = 0.5625;
   // with a quantization_config, WeightQuant::bytes_per_weight().
   double linear_weight_bytes_per_parameter() const;
@@ -140,7 +140,21 @@ inline const std::vector<std::string> kKvDtypeNames = {"fp16",     "bf16",     "
 // FP8 checkpoints, TensorRT-LLM's and vLLM's `fp8`); fp4: NVFP4, e2m1 weights
 // with one e4m3 scale per 16 (ModelOpt NVFP4). Both keep embeddings, the LM
 // head and norms in 16-bit, as those exports do.
+//
+// w4a16 and w4 are Qualcomm AI Hub's two 4-bit LLM exports (ai-hub-models,
+// qai_hub_models/models/common.py: Precision.w4a16 = (INT4 weights, INT16
+// activations), Precision.w4 = (INT4 weights, no activation quantisation);
+// _shared/llm/model.py _configure_quant_sim sets every activation quantizer
+// of a w4 export to float16). The weights are stored alike (int4_weights());
+// the activations are not, so the GEMMs take different HMX paths
+// (devices/family_htp.cpp).
 inline const std::vector<std::string> kWeightsDtypeNames = {"fp32",  "fp16", "bf16", "w8a8",
-                                                            "w4a16", "fp8",  "fp4"};
+                                                            "w4a16", "w4",   "fp8",  "fp4"};
+
+// Whether the linear weights are packed int4, two per byte, with one fp16
+// scale per 128-weight group: w4a16 and w4.
+inline bool int4_weights(const std::string& weights_dtype) {
+  return weights_dtype == "w4a16" || weights_dtype == "w4";
+}
 
 }  // namespace kvsim

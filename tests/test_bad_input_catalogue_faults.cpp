@@ -31,11 +31,20 @@ struct FaultRow {
   bool under_asan = true;    // false: needs a memory limit ASan cannot run under
 };
 
-std::string device_file() {
-  std::ifstream in(std::string(KVSIM_SOURCE_DIR) + "/configs/devices/ascend-910b2.yaml");
+std::string device_file(const std::string& name = "ascend-910b2") {
+  std::ifstream in(std::string(KVSIM_SOURCE_DIR) + "/configs/devices/" + name + ".yaml");
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// `text` without its line that starts with `key` (after the indent).
+std::string without_line(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return text;
+  const size_t begin = text.rfind('\n', at) + 1;
+  const size_t end = text.find('\n', at);
+  return text.substr(0, begin) + (end == std::string::npos ? "" : text.substr(end + 1));
 }
 
 // Built by concatenation: g++ 12's -Wrestrict misreads std::string::replace.
@@ -363,6 +372,15 @@ std::vector<FaultRow> catalogue() {
        "run base.yaml --quiet --out {dir}/out",
        2,
        {"dev.yaml:27:", "efficiency.gemm.compute", "no label", "V: (datasheet)"}},
+      // A number the family needs, left out: named with the kind of source
+      // it should cite (the UFS part's datasheet here).
+      {"DeviceFileMissingANumberItsFamilyNeeds",
+       {{"base.yaml", with_device("./dev.yaml")},
+        {"dev.yaml", without_line(device_file("snapdragon-8-elite"), "  storage_bandwidth:")}},
+       "run base.yaml --quiet --out {dir}/out",
+       2,
+       {"dev.yaml:", "htp.storage_bandwidth: is required but missing", "it should cite a datasheet",
+        "source: \"V: the storage part's (UFS)"}},
       {"ExpectMinAboveMax",
        {{"base.yaml", kBase + "expect:\n  requests.completed: {min: 10, max: 5}\n"}},
        "run base.yaml --quiet --out {dir}/out",

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -315,6 +318,102 @@ TEST(SourceLabel, RecognisesTheFiveLabels) {
   EXPECT_EQ(source_label("Derived: x"), "");
   EXPECT_EQ(source_label("V"), "");
   EXPECT_EQ(source_label(""), "");
+}
+
+TEST(SourceKind, NamesTheKindOfSourceALabelledNoteIs) {
+  EXPECT_EQ(source_kind("V: LPDDR5X datasheet"), "a datasheet");
+  EXPECT_EQ(source_kind("D: 64 bit x 10.6 GT/s"), "a derivation (its formula)");
+  EXPECT_EQ(source_kind("M: fitted on rows Q1, Q6"), "a fit on named calibration rows");
+  EXPECT_EQ(source_kind("M: nsys trace"), "a measurement");
+  EXPECT_EQ(source_kind("3P: a review"), "a third party's figure");
+  EXPECT_EQ(source_kind("A: the predecessor's"), "an assumption (why, to be calibrated)");
+  EXPECT_EQ(source_kind("datasheet"), "");
+}
+
+// Every number a shipped file gives is declared by its family with the
+// source it should cite (ParamSpec::cites): the hint the error for a
+// missing number shows, so it must carry one of the five labels.
+TEST(DeviceFiles, EveryNumberIsDeclaredWithTheSourceItShouldCite) {
+  for (const fs::path& file : shipped_device_files()) {
+    SCOPED_TRACE(file.string());
+    config::LoadContext ctx;
+    const DeviceSpec d = load_device_file(file.string(), ctx);
+    ASSERT_TRUE(ctx.diagnostics.empty());
+    const config::ComponentInfo& info = device_family_of(d).info();
+    ASSERT_FALSE(d.sources.empty());
+    for (const auto& [key, source] : d.sources) {
+      const config::ParamSpec* p = info.find(key);
+      ASSERT_NE(p, nullptr) << key << " is not declared by family " << d.kind;
+      EXPECT_FALSE(source_kind(p->cites).empty()) << key << " cites '" << p->cites << "'";
+    }
+  }
+}
+
+TEST(DeviceParse, AMissingNumberNamesTheSourceItShouldCite) {
+  std::string text = valid_device_yaml();
+  const auto at = text.find("memory_bandwidth:");
+  text.erase(at, text.find('\n', at) - at + 1);
+  config::LoadContext ctx;
+  parse_device(config::Node(YAML::Load(text), "", "dev.yaml", &ctx));
+  const std::string messages = all_messages(ctx.diagnostics.all());
+  EXPECT_NE(messages.find("dev.yaml:1:1: memory_bandwidth: is required but missing (it should "
+                          "cite a datasheet: {value: ..., source: \"V: the memory's datasheet "
+                          "peak, or D: bus width x transfer rate\"})"),
+            std::string::npos)
+      << messages;
+}
+
+// key path -> (value as written, source) of every `{value, source}` number
+// under `node`.
+void collect_numbers(const YAML::Node& node, const std::string& prefix,
+                     std::map<std::string, std::pair<std::string, std::string>>& out) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = prefix + it->first.Scalar();
+    const YAML::Node v = it->second;
+    if (!v.IsMap()) continue;
+    if (v["source"]) {
+      out[key] = {v["value"].Scalar(), v["source"].Scalar()};
+    } else {
+      collect_numbers(v, key + ".", out);
+    }
+  }
+}
+
+// docs/yaml.md lists the two Snapdragons kvsim predicts without a fit with
+// every number and its source; the tables are the files' own text, so a
+// number changed in a file and not in the docs (or the reverse) fails here.
+TEST(DeviceDocs, TheUnfittedSnapdragonsAreListedWithEveryNumbersSource) {
+  std::ifstream in(std::string(KVSIM_SOURCE_DIR) + "/docs/yaml.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string docs = ss.str();
+  for (const std::string name : {"snapdragon-8-elite-gen5", "snapdragon-x-elite"}) {
+    SCOPED_TRACE(name);
+    const std::string open = "<!-- device-sources:" + name + " -->\n";
+    const size_t begin = docs.find(open);
+    const size_t end = docs.find("<!-- /device-sources:" + name + " -->");
+    ASSERT_NE(begin, std::string::npos);
+    ASSERT_NE(end, std::string::npos);
+    std::map<std::string, std::pair<std::string, std::string>> listed;
+    std::istringstream table(docs.substr(begin + open.size(), end - begin - open.size()));
+    for (std::string line; std::getline(table, line);) {
+      if (line.rfind("| `", 0) != 0) continue;  // the header and its rule
+      const size_t key_end = line.find("` | ");
+      const size_t value_end = line.find(" | ", key_end + 4);
+      ASSERT_NE(value_end, std::string::npos) << line;
+      ASSERT_GE(line.size(), value_end + 5) << line;
+      listed[line.substr(3, key_end - 3)] = {
+          line.substr(key_end + 4, value_end - key_end - 4),
+          line.substr(value_end + 3, line.size() - value_end - 5)};
+    }
+    std::map<std::string, std::pair<std::string, std::string>> in_file;
+    collect_numbers(YAML::LoadFile(std::string(KVSIM_CONFIG_DIR) + "/devices/" + name + ".yaml"),
+                    "", in_file);
+    ASSERT_FALSE(in_file.empty());
+    EXPECT_EQ(listed, in_file);
+    for (const auto& [key, number] : in_file)
+      EXPECT_FALSE(source_label(number.second).empty()) << key;
+  }
 }
 
 TEST(Engines, EveryOpKindHasTheEngineAndClassOfTheSpecOnTheAcceleratorFamily) {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "devices/device_family.hpp"
 #include "devices/device_spec.hpp"
 #include "devices/htp_timing.hpp"
 #include "devices/htp_vtcm_allocator.hpp"
@@ -168,6 +169,34 @@ TEST(HtpDeviceParse, MissingSourceIsALocatedError) {
   EXPECT_NE(errors.find("phone.yaml:"), std::string::npos) << errors;
   EXPECT_NE(errors.find("memory_bandwidth"), std::string::npos) << errors;
   EXPECT_NE(errors.find("source"), std::string::npos) << errors;
+}
+
+// A number the family needs and the file leaves out: the error names it
+// and the kind of source it should cite (a datasheet for the UFS rate, a
+// measurement for the CPU's memcpy, a fit for a calibrated efficiency).
+TEST(HtpDeviceParse, AMissingNumberNamesTheSourceItShouldCite) {
+  const auto without = [](const std::string& key) {
+    std::string text = elite_text();
+    const auto at = text.find(key + ":");
+    text.erase(at, text.find('\n', at) - at + 1);
+    return errors_of(text);
+  };
+  const std::string storage = without("  storage_bandwidth");
+  EXPECT_NE(storage.find("htp.storage_bandwidth: is required but missing (it should cite a "
+                         "datasheet: {value: ..., source: \"V: the storage part's (UFS) "
+                         "datasheet sequential write rate\"})"),
+            std::string::npos)
+      << storage;
+  const std::string memcpy = without("  cpu_memcpy_bandwidth");
+  EXPECT_NE(memcpy.find("htp.cpu_memcpy_bandwidth: is required but missing (it should cite a "
+                        "measurement"),
+            std::string::npos)
+      << memcpy;
+  const std::string fitted = without("    memory");  // efficiency.gemm.memory, the first
+  EXPECT_NE(fitted.find("efficiency.gemm.memory: is required but missing (it should cite a fit "
+                        "on named calibration rows"),
+            std::string::npos)
+      << fitted;
 }
 
 TEST(HtpDeviceParse, BadUnitIsAnError) {
@@ -389,6 +418,57 @@ TEST(VtcmAllocator, PlanDoesNotMutateAndDoubleAcquireIsABug) {
   EXPECT_EQ(vtcm.reserved_bytes(), 0);
   vtcm.apply_acquire(3, *vtcm.plan_acquire(4 * kMiB, 4 * kMiB));
   EXPECT_THROW(vtcm.apply_acquire(3, VtcmGrant{kMiB, kMiB}), std::logic_error);
+}
+
+// --- Weights formats: w4 beside w4a16 -----------------------------------------
+
+// AI Hub's w4 export is w4a16's int4 weights with fp16 activations
+// (qai_hub_models Precision.w4): the weights' bytes are w4a16's, the GEMMs
+// take HMX's fp16 path (devices/family_htp.cpp). A prompt pass, bound by
+// HMX, costs what the 16-bit model's compute costs; its DDR part is
+// w4a16's. A decode pass, bound by the weights' bytes, is w4a16's.
+TEST(HtpWeightsFormats, W4StoresW4a16sBytesAndComputesOnTheFp16Path) {
+  const DeviceSpec elite = load_device("snapdragon-8-elite");
+  const ModelSpec w4a16 = load_model("llama-3.2-3b-instruct-w4a16");
+  const ModelSpec w4 = load_model("llama-3.2-3b-instruct-w4");
+  const ModelSpec bf16 = load_model("llama-3.2-3b-instruct");
+  ASSERT_EQ(w4.weights_dtype, "w4");
+  ASSERT_EQ(bf16.weights_dtype, "bf16");
+  EXPECT_EQ(w4.weight_bytes(), w4a16.weight_bytes());
+  EXPECT_EQ(w4.linear_weight_bytes_per_parameter(), 0.5 + 2.0 / 128.0);
+  EXPECT_LT(w4.weight_bytes(), bf16.weight_bytes() / 2);  // the 16-bit embeddings stay
+
+  for (OpKind gemm :
+       {OpKind::qkv_proj, OpKind::o_proj, OpKind::mlp_gate_up, OpKind::mlp_down, OpKind::lm_head}) {
+    EXPECT_EQ(htp_family().compute_peak(gemm, elite, w4, 2), elite.matrix_fp16_ops);
+    EXPECT_EQ(htp_family().compute_peak(gemm, elite, w4a16, 2), elite.matrix_int8_ops);
+  }
+  // Attention follows the KV dtype in both.
+  EXPECT_EQ(htp_family().compute_peak(OpKind::attention, elite, w4, 1), elite.matrix_int8_ops);
+
+  const HtpTimingModel t4{elite, w4, 1}, t4a16{elite, w4a16, 1}, t16{elite, bf16, 1};
+  const HtpPass prompt{128, 128, 2048, 8 * kMiB, 8 * kMiB};
+  const HtpPassTiming p4 = t4.price_pass(prompt), p4a16 = t4a16.price_pass(prompt),
+                      p16 = t16.price_pass(prompt);
+  EXPECT_EQ(p4.flops, p4a16.flops);
+  EXPECT_EQ(p4.compute, p16.compute);
+  EXPECT_EQ(p4.ddr_bytes, p4a16.ddr_bytes);
+  EXPECT_EQ(p4.memory, p4a16.memory);
+  // HMX's fp16 rate is half its int8 rate; the GEMMs, most of the pass,
+  // run there (attention over the int8 KV and HVX work do not move).
+  EXPECT_GT(p4.compute, p4a16.compute * 5 / 4);
+  EXPECT_LT(p4.compute, p4a16.compute * 2);
+  EXPECT_GT(p4.latency, p4a16.latency);
+
+  const HtpPass decode{1, 1, 2048, 8 * kMiB, 8 * kMiB};
+  EXPECT_EQ(t4.price_pass(decode).memory, t4a16.price_pass(decode).memory);
+}
+
+TEST(HtpWeightsFormats, W4IsAFormatOfItsOwnInAModelFileAndByName) {
+  const ModelSpec m = load_model_by_name("llama-3.2-1b", "w4", KVSIM_CONFIG_DIR);
+  EXPECT_EQ(m.weights_dtype, "w4");
+  EXPECT_EQ(load_model("llama-3.2-1b-w4a16").weights_dtype, "w4a16");
+  EXPECT_EQ(load_model("llama-3.2-1b-W4").weights_dtype, "w4");
 }
 
 }  // namespace

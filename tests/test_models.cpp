@@ -174,6 +174,13 @@ TEST(ModelSpec, WeightBytesPerDtype) {
   EXPECT_EQ(m.weight_bytes(), 6'979'321'856 / 2 + 2 * (6'979'321'856 / 128) + 2 * 1'050'939'392);
   EXPECT_DOUBLE_EQ(m.linear_weight_bytes_per_parameter(), 0.515625);
 
+  // w4 (AI Hub: int4 weights, fp16 activations) stores w4a16's bytes.
+  const Bytes w4a16_bytes = m.weight_bytes();
+  m.weights_dtype = "w4";
+  EXPECT_EQ(m.weight_bytes(), w4a16_bytes);
+  EXPECT_DOUBLE_EQ(m.linear_weight_bytes_per_parameter(), 0.515625);
+  EXPECT_EQ(m.activation_bytes(), 2);
+
   m.weights_dtype = "fp32";
   EXPECT_EQ(m.weight_bytes(), 4 * 8'030'261'248);
   EXPECT_EQ(m.activation_bytes(), 4);
@@ -263,6 +270,8 @@ TEST(ModelParse, WeightsDtypeFromTorchDtypeAndExplicit) {
       parse_text(std::string(kMinimalModel) + "torch_dtype: bfloat16\nweights_dtype: w4a16\n", ctx)
           .weights_dtype,
       "w4a16");
+  EXPECT_EQ(parse_text(std::string(kMinimalModel) + "weights_dtype: w4\n", ctx).weights_dtype,
+            "w4");
   EXPECT_TRUE(ctx.diagnostics.empty()) << all_messages(ctx);
   parse_text(std::string(kMinimalModel) + "torch_dtype: float8\n", ctx);
   ASSERT_EQ(ctx.diagnostics.size(), 1u);

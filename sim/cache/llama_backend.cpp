@@ -19,13 +19,13 @@ constexpr std::array<std::pair<LlamaBackend, std::string_view>, 4> kNames = {{
 // The GGUF type a model's weights are stored in, as kvsim names weight
 // formats (models/model_spec.hpp): 16-bit checkpoints (fp16, bf16) become
 // F16, convert_hf_to_gguf.py's default --outtype; w8a8 is Q8_0, w4a16
-// Q4_0, fp4 MXFP4; fp8 has no GGUF type a llama.cpp backend multiplies
-// (empty).
+// and w4 Q4_0 (one 4-bit storage: GGUF has no activation format), fp4 MXFP4; fp8 has no GGUF type a
+// llama.cpp backend multiplies (empty).
 std::string_view gguf_weight_type(const std::string& weights) {
   if (weights == "fp32") return "f32";
   if (weights == "fp16" || weights == "bf16") return "f16";
   if (weights == "w8a8") return "q8_0";
-  if (weights == "w4a16") return "q4_0";
+  if (int4_weights(weights)) return "q4_0";
   if (weights == "fp4") return "mxfp4";
   return "";
 }

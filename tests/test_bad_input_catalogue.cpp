@@ -503,6 +503,44 @@ const BadInput kCatalogue[] = {
      "kv_tiers:\n  tiers:\n"
      "    - {name: dram, capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: 1GB/s, "
      "write_mode: async, staging_buffer: 4KiB}\n"},
+    // A tier's own link: zero or negative bandwidth, named at its key.
+    {"TierReadBandwidthZero",
+     "run {base} --out {out} --set 'kv_tiers.tiers=[{name: dram, capacity: 1GiB, "
+     "read_bandwidth: 0GB/s, write_bandwidth: 1GB/s}]'",
+     "--set kv_tiers.tiers", "kv_tiers.tiers[0].read_bandwidth"},
+    {"TierWriteBandwidthNegativeInFile", "run {bad} --out {out}", "bad.yaml:15:76",
+     "kv_tiers.tiers[0].write_bandwidth",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "kv_tiers:\n  tiers:\n"
+     "    - {name: dram, capacity: 1GiB, read_bandwidth: 1GB/s, write_bandwidth: -1GB/s}\n"},
+    // The PD transfer's link a device file gives no figures for.
+    {"TransferLinkTheDeviceFileLacksInFile", "run {bad} --out {out}", "bad.yaml:16",
+     "network_link_bandwidth",
+     "name: cat\nseed: 5\ndevice: ascend-910b3\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "cluster:\n  transfer: {link: roce}\n  groups:\n    p: {role: prefill, count: 1}\n"
+     "    d: {role: decode, count: 1}\n"},
+    // A cluster group's own connector preset, a key misspelled: the group's
+    // path at its line, the preset's keys.
+    {"GroupConnectorPresetKeyMisspelledInFile", "run {bad} --out {out}", "bad.yaml:15:62",
+     "cluster.groups.a.kv_tiers.tiers.dram.capcity",
+     "name: cat\nseed: 5\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"
+     "kv_cache: {policy: paged, block_size: 64}\n"
+     "scheduler: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+     "workload:\n  kind: synthetic\n  requests: 6\n  arrival: {process: poisson, rate_per_s: 20}\n"
+     "  input_tokens: {dist: uniform, min: 64, max: 256}\n"
+     "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
+     "cluster:\n  groups:\n"
+     "    a: {count: 2, kv_tiers: {preset: lmcache, tiers: {dram: {capcity: 1GB}}}}\n"},
     {"PoolStagingBufferBelowOneBlock",
      "run {base} --out {out} --set cluster.global_pool.capacity=1TB --set "
      "cluster.global_pool.write_mode=async --set cluster.global_pool.staging_buffer=1KiB --set "

@@ -113,6 +113,85 @@ TEST(ConnectorPresets, BadInputNamesTheKeyAndWhatThePresetKnows) {
   EXPECT_NE(name.find("no tier named 'hbm'"), std::string::npos) << name;
 }
 
+// Where the connector loads asynchronously or stages through host DRAM,
+// its preset says so: vLLM's offloading connector loads a request's hits
+// between scheduler steps; LMCache's disk and remote backends go through
+// its CPU cache; Mooncake (and AscendStore over it) move blocks straight
+// into device memory.
+TEST(ConnectorPresets, AsyncLoadsAndHostStagingAreTheConnectorsOwn) {
+  const ScenarioSpec v = testing::scenario_from_text(with_tiers("{preset: vllm_offloading}"));
+  EXPECT_EQ(v.kv_tiers.load_overlap, "async");
+  EXPECT_EQ(v.kv_tiers.max_load_tokens_per_step, 0);  // no cap
+  const ScenarioSpec l = testing::scenario_from_text(
+      with_tiers("{preset: lmcache, tiers: {ssd: {capacity: 1TB}, global: {capacity: 1TB}}}"));
+  EXPECT_EQ(l.kv_tiers.load_overlap, "none");
+  EXPECT_FALSE(tier(l, "dram")->via_host);
+  EXPECT_TRUE(tier(l, "ssd")->via_host);
+  EXPECT_TRUE(tier(l, "global")->via_host);
+  // The user's key still wins.
+  const ScenarioSpec off = testing::scenario_from_text(
+      with_tiers("{preset: lmcache, tiers: {ssd: {capacity: 1TB, via_host: false}}}"));
+  EXPECT_FALSE(tier(off, "ssd")->via_host);
+  for (const char* direct : {"mooncake_store", "ascend_store"}) {
+    const ScenarioSpec m =
+        testing::scenario_from_text(with_tiers(std::string("{preset: ") + direct + "}"));
+    EXPECT_FALSE(tier(m, "global")->via_host) << direct;
+    EXPECT_EQ(m.kv_tiers.load_overlap, "none") << direct;
+  }
+  // The catalogue lists via_host as a bool with its source.
+  for (const config::ComponentInfo& info : connector_preset_infos()) {
+    if (info.name != "lmcache") continue;
+    ASSERT_NE(info.find("tiers.ssd.via_host"), nullptr);
+    EXPECT_EQ(info.at("tiers.ssd.via_host").type, config::ParamType::boolean);
+    EXPECT_NE(info.at("tiers.ssd.via_host").doc.find("architecture.rst"), std::string::npos);
+  }
+}
+
+// A cluster group may deploy a connector of its own: its kv_tiers' preset
+// is expanded for that group (its own keys override the preset's), and
+// replaces the file's kv_tiers; bad input names the group's key.
+TEST(ConnectorPresets, AClusterGroupsPresetIsExpandedForThatGroup) {
+  const std::string base =
+      "device: ascend-910b2\nmodel: llama-3.2-1b\n"
+      "kv_cache: {policy: paged, block_size: 16, prefix_caching: true}\n"
+      "kv_tiers: {tiers: [{name: ssd, capacity: 1TB, read_bandwidth: 5GB/s, "
+      "write_bandwidth: 3GB/s}]}\n"
+      "workload: {kind: synthetic, requests: 4, arrival: {process: poisson, rate_per_s: 1}, "
+      "input_tokens: 100, output_tokens: 2}\n"
+      "cluster:\n  groups:\n";
+  const ScenarioSpec s = testing::scenario_from_text(
+      base +
+      "    a: {count: 1, kv_tiers: {preset: hicache_write_back, tiers: {dram: {capacity: 8GiB}}}}\n"
+      "    b: {count: 1}\n");
+  ASSERT_EQ(s.cluster->groups.size(), 2u);
+  const InstanceSpec& a = *s.cluster->groups[0].spec;
+  ASSERT_EQ(a.kv_tiers.tiers.size(), 1u);
+  EXPECT_EQ(a.kv_tiers.tiers[0].name, "dram");
+  EXPECT_EQ(a.kv_tiers.tiers[0].capacity, int64_t{8} << 30);  // the group's key
+  EXPECT_EQ(a.kv_tiers.tiers[0].store, kStoreOnEvict);        // the preset's
+  EXPECT_EQ(a.kv_tiers.load_overlap, "layerwise");
+  // The other group keeps the file's kv_tiers.
+  const InstanceSpec& b = *s.cluster->groups[1].spec;
+  ASSERT_EQ(b.kv_tiers.tiers.size(), 1u);
+  EXPECT_EQ(b.kv_tiers.tiers[0].name, "ssd");
+  // --set reaches a group's preset.
+  const ScenarioSpec set =
+      load_scenario_text(base + "    a: {count: 1}\n", "inline.yaml", testing::configs_dir(),
+                         {"cluster.groups.a.kv_tiers.preset=vllm_offloading",
+                          "cluster.groups.a.kv_tiers.tiers.dram.capacity=4GiB"});
+  EXPECT_EQ(set.cluster->groups[0].spec->kv_tiers.load_overlap, "async");
+  EXPECT_EQ(set.cluster->groups[0].spec->kv_tiers.tiers.at(0).capacity, int64_t{4} << 30);
+  // A misspelled key of the group's preset: its path, its line, the preset's keys.
+  const std::string key = load_error(
+      base + "    a: {count: 1, kv_tiers: {preset: lmcache, tiers: {dram: {capcity: 1GB}}}}\n");
+  EXPECT_NE(key.find("cluster.groups.a.kv_tiers.tiers.dram.capcity"), std::string::npos) << key;
+  EXPECT_NE(key.find("tiers.dram.capacity"), std::string::npos) << key;
+  EXPECT_NE(key.find(":8:"), std::string::npos) << key;
+  const std::string unknown = load_error(base + "    a: {count: 1, kv_tiers: {preset: lmcash}}\n");
+  EXPECT_NE(unknown.find("cluster.groups.a.kv_tiers.preset"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("unknown connector preset 'lmcash'"), std::string::npos) << unknown;
+}
+
 std::string with_pool(const std::string& global_pool) {
   return "device: ascend-910b2\nmodel: llama-3.2-1b\n"
          "kv_cache: {policy: paged, block_size: 16, prefix_caching: true}\n"

@@ -344,8 +344,10 @@ void ClusterRun::start_transfer(Instance& from, const Request& request, const Re
   path.insert(path.end(), hops.begin(), hops.end());
   const uint64_t id = request.id;
   handoffs_.emplace(id, std::move(h));
+  // Past the port each device's share is a flow of its own on the links
+  // its node shares (link_path.hpp's RankSplit).
   transfer_over(
-      path, wire_bytes, [this, id] { deliver(id); }, divisor);
+      path, wire_bytes, [this, id] { deliver(id); }, divisor, RankSplit{1, ranks});
 }
 
 void ClusterRun::deliver(uint64_t id) {

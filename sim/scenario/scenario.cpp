@@ -434,6 +434,25 @@ void rehome_for_overrides(YAML::Node& doc, const std::vector<std::string>& overr
 void apply_presets(YAML::Node& doc, const std::string& file, config::LoadContext& ctx) {
   apply_connector_preset(doc, file, ctx);
   apply_pool_preset(doc, file, ctx);
+  // A cluster group's own kv_tiers may name a connector too: expanded in
+  // the group's node, as the file's, before the group's sections are laid
+  // over the file's (its tiers then replace the file's).
+  if (!doc.IsMap()) return;
+  const YAML::Node& cdoc = doc;
+  if (!cdoc["cluster"] || !cdoc["cluster"].IsMap() || !cdoc["cluster"]["groups"]) return;
+  YAML::Node groups = doc["cluster"]["groups"];
+  if (groups.IsMap()) {
+    for (auto it = groups.begin(); it != groups.end(); ++it) {
+      YAML::Node group = it->second;
+      apply_connector_preset(group, file, ctx,
+                             "cluster.groups." + it->first.Scalar() + ".kv_tiers");
+    }
+  } else if (groups.IsSequence()) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      YAML::Node group = groups[i];
+      apply_connector_preset(group, file, ctx, fmt::format("cluster.groups[{}].kv_tiers", i));
+    }
+  }
 }
 
 void apply_overrides(YAML::Node& doc, const std::vector<std::string>& overrides,

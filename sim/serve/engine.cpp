@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "base/checked_math.hpp"
 #include "sim/cache/tiers/tier_chain.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/core/served_metrics.hpp"
@@ -101,6 +102,9 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
     std::unique_ptr<TierChain> chain =
         make_tier_chain(scenario.kv_tiers, sizing_.instance_block_bytes, pool_.block_size());
     chain_ = chain.get();
+    // Its ranks move their shares as flows of their own over what a cluster
+    // adds past the instance's ports (the node's NIC, the pool's servers).
+    chain_->set_ranks(scenario.tp);
     policy_->attach_tiers(std::move(chain));
     make_tier_links();
     // A landed store gives its pinned blocks back: waiting work may fit.
@@ -331,6 +335,14 @@ void ServingEngine::start_step() {
   }
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;
+  // Swap crosses the host link the tiers' blocks cross (make_tier_links):
+  // off the compute's price, onto the link, before the compute.
+  Bytes swap_in = 0, swap_out = 0;
+  if (swap_read_ != nullptr) {
+    swap_in = instance_bytes(work_.swap_in_bytes);
+    swap_out = instance_bytes(work_.swap_out_bytes);
+    work_.swap_in_bytes = work_.swap_out_bytes = 0;
+  }
   work_.kv_copy_bytes = 0;
   // A pipeline cuts the batch into micro-batches of whole sequences.
   step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
@@ -372,7 +384,8 @@ void ServingEngine::start_step() {
   store_gate_ = chain_ != nullptr && chain_->flush_writes([this] { on_store_gate_open(); });
   store_gate_since_ = now;
   step_compute_ = step_latency_;
-  step_latency_ = load.step_latency(step_compute_);  // with its links to itself
+  // With its links to itself: the swaps, then the loads and the compute.
+  step_latency_ = load.step_latency(step_compute_) + start_swaps(swap_in, swap_out);
   load_layerwise_ = load.layerwise;
   load_in_flight_ =
       load.time > 0 && chain_ != nullptr && chain_->read_back([this] { on_load_done(); });
@@ -384,6 +397,39 @@ void ServingEngine::start_step() {
   observe(now, batch_.total_tokens, step_latency_, false, batch_.num_seqs());
   if (shell_.spans_wanted()) span_step(now);
   schedule_step_done();
+}
+
+Bytes ServingEngine::instance_bytes(Bytes per_rank) const {
+  const std::optional<int64_t> b = checked_mul(per_rank, scenario_.tp);
+  if (!b) throw std::overflow_error("swap bytes of all ranks overflow");
+  return *b;
+}
+
+// vLLM's worker swaps before the forward, in and then out, on the stream
+// the forward then runs on (vllm/worker/worker.py, Worker.execute_worker:
+// cache_engine.swap_in, swap_out, copy; cudaMemcpyAsync of the blocks);
+// here over the host link, each direction its own, where the tiers' loads
+// and stores share them. Returns their time with the links to themselves.
+TimeNs ServingEngine::start_swaps(Bytes in, Bytes out) {
+  if (in <= 0 && out <= 0) return 0;
+  swap_in_flight_ = true;
+  auto swap_out = [this, out] {
+    if (out > 0)
+      swap_write_->start(out, [this] { on_swaps_done(); });
+    else
+      on_swaps_done();
+  };
+  if (in > 0)
+    swap_read_->start(in, swap_out);
+  else
+    swap_out();  // out > 0: its end comes from the link's event
+  return swap_read_->alone_time(in) + swap_write_->alone_time(out);
+}
+
+void ServingEngine::on_swaps_done() {
+  swap_in_flight_ = false;
+  if (store_gate_) return;  // the stores still hold the compute
+  open_compute();
 }
 
 // Each tier's reads and writes cross a port of its own with the tier's
@@ -406,31 +452,48 @@ void ServingEngine::make_tier_links() {
     tier_links_.push_back(std::move(read));
     tier_links_.push_back(std::move(write));
   }
-  // A tier reached through host DRAM crosses the host link too: the dram
-  // tier's links when there is one (its blocks cross the same PCIe), else
-  // the device file's host link (the scenario checks it has one).
+  // A tier reached through host DRAM crosses the host link too, and so does
+  // a preempted sequence's swap: the dram tier's links when there is one
+  // (its blocks cross the same PCIe), else the device file's host link (the
+  // scenario checks a via_host tier has one). Each die has a host link of
+  // its own (a 910B2's PCIe 4.0 x16, an H100's PCIe 5.0 x16): the port of
+  // tensor ranks is one link of their summed bandwidth, each rank's share
+  // taking what its die's link takes.
   const int dram = chain_->index_of("dram");
   SharedLink* host_read = nullptr;
   SharedLink* host_write = nullptr;
-  for (int i = 0; i < chain_->size(); ++i) {
-    if (!chain_->tier(i).params().via_host) continue;
-    if (host_read == nullptr && dram >= 0) {
+  auto host_links = [&] {
+    if (host_read != nullptr) return;
+    if (dram >= 0) {
       host_read = tier_links_[static_cast<size_t>(2 * dram)].get();
       host_write = tier_links_[static_cast<size_t>(2 * dram + 1)].get();
-    } else if (host_read == nullptr) {
-      const DeviceSpec& d = scenario_.device;
-      for (const char* dir : {"read", "write"}) {
-        auto link =
-            std::make_unique<SharedLink>(sim_,
-                                         LinkSpec{fmt::format("kv_tiers.host.{}", dir),
-                                                  d.host_link_bandwidth, d.host_link_latency},
-                                         kPrioStepDone);
-        if (shell_.spans_wanted()) trace_link(*link);
-        (host_read == nullptr ? host_read : host_write) = link.get();
-        tier_links_.push_back(std::move(link));
-      }
+      return;
     }
+    const DeviceSpec& d = scenario_.device;
+    const std::optional<int64_t> bandwidth = checked_mul(d.host_link_bandwidth, scenario_.tp);
+    if (!bandwidth) throw std::overflow_error("host link bandwidth x tensor ranks overflows");
+    for (const char* dir : {"read", "write"}) {
+      auto link = std::make_unique<SharedLink>(
+          sim_, LinkSpec{fmt::format("kv_tiers.host.{}", dir), *bandwidth, d.host_link_latency},
+          kPrioStepDone);
+      if (shell_.spans_wanted()) trace_link(*link);
+      (host_read == nullptr ? host_read : host_write) = link.get();
+      tier_links_.push_back(std::move(link));
+    }
+  };
+  for (int i = 0; i < chain_->size(); ++i) {
+    if (!chain_->tier(i).params().via_host) continue;
+    host_links();
     chain_->set_host_hops(i, {host_read}, {host_write});
+  }
+  // Swap on the host link wants one stage (a pipeline's stages swap their
+  // own layers, priced in each stage's step) and a device that has the
+  // link (a phone's NPU has none: it never swaps).
+  if (pool_.swap_preemption() && scenario_.pp <= 1 &&
+      (dram >= 0 || scenario_.device.host_link_bandwidth > 0)) {
+    host_links();
+    swap_read_ = host_read;
+    swap_write_ = host_write;
   }
 }
 
@@ -459,11 +522,11 @@ bool ServingEngine::add_kv_tier_hops(const std::string& tier, const LinkPath& re
 // Stores the step waits for (store_gate_) hold its compute back until they
 // land; reads run meanwhile on their own links.
 void ServingEngine::schedule_step_done() {
-  if (!load_in_flight_ && !store_gate_) {
+  if (!load_in_flight_ && !compute_held()) {
     sim_.schedule_in(step_latency_, kPrioStepDone, [this] { on_step_done(); });
     return;
   }
-  if (store_gate_) return;       // on_store_gate_open starts the compute
+  if (compute_held()) return;    // on_store_gate_open / on_swaps_done start the compute
   if (!load_layerwise_) return;  // on_load_done schedules the compute
   start_layerwise_compute();
 }
@@ -478,7 +541,7 @@ void ServingEngine::start_layerwise_compute() {
 
 void ServingEngine::on_load_done() {
   load_in_flight_ = false;
-  if (store_gate_) return;  // the compute waits for the stores still
+  if (compute_held()) return;  // the compute waits for the stores or swaps still
   if (!load_layerwise_)
     sim_.schedule_in(step_compute_, kPrioStepDone, [this] { on_step_done(); });
   else if (!compute_in_flight_)
@@ -488,6 +551,11 @@ void ServingEngine::on_load_done() {
 void ServingEngine::on_store_gate_open() {
   store_gate_ = false;
   chain_->note_store_wait(sim_.now() - store_gate_since_);
+  if (swap_in_flight_) return;  // on_swaps_done starts the compute
+  open_compute();
+}
+
+void ServingEngine::open_compute() {
   if (load_in_flight_) {
     // A read before the step: on_load_done runs the compute; a layer-wise
     // one overlaps the compute from now.

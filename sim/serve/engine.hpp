@@ -186,6 +186,16 @@ class ServingEngine final : public InferenceEngine {
   bool load_in_flight_ = false, compute_in_flight_ = false, load_layerwise_ = false;
   // The step waits for stores before its compute (TierChain::flush_writes).
   bool store_gate_ = false;
+  // And for its swaps, over the host link the tiers use (make_tier_links),
+  // when the instance has tiers; null: swap is priced in the step.
+  SharedLink* swap_read_ = nullptr;
+  SharedLink* swap_write_ = nullptr;
+  bool swap_in_flight_ = false;
+  bool compute_held() const { return store_gate_ || swap_in_flight_; }
+  Bytes instance_bytes(Bytes per_rank) const;
+  TimeNs start_swaps(Bytes in, Bytes out);
+  void on_swaps_done();
+  void open_compute();
   TimeNs store_gate_since_ = 0;
   // Async loads of tier hits (kv_tiers.load_overlap: async), null when off.
   std::unique_ptr<AsyncLoads> loads_;

@@ -29,6 +29,15 @@ Values host_dram(const char* capacity, const char* capacity_source, const char* 
           {"write_mode", write_mode, mode_source}};
 }
 
+// Mooncake Store moves KV between the pool and the device's own memory: the
+// client registers the device's KV buffers with its Transfer Engine and puts
+// from and gets into them, no host buffer between.
+constexpr const char* kMooncakeDirect =
+    "vllm-project/vllm-ascend@3c5348b3eea6: vllm_ascend/distributed/kv_transfer/kv_pool/"
+    "ascend_store/backend/mooncake_backend.py (register_buffer of the NPU KV caches, "
+    "batch_put_from_multi_buffers / batch_get_into_multi_buffers on them): no staging "
+    "through host DRAM";
+
 // Mooncake Store's global pool over RDMA. Every block is put once computed
 // (Mooncake's put after prefill), asynchronously.
 Values mooncake_pool(const char* put_source) {
@@ -42,11 +51,19 @@ Values mooncake_pool(const char* put_source) {
           {"write_mode", kWriteAsync, put_source},
           {"lookup_latency", "200us",
            "assumed: a metadata RPC to Mooncake's master (a datacenter round trip and its "
-           "lookup)"}};
+           "lookup)"},
+          {"via_host", "false", kMooncakeDirect}};
 }
 
 constexpr const char* kLmcacheDocs =
     "LMCache/LMCache: docs/source/api_reference/configurations.rst";
+// LMCache's disk and remote backends hand their chunks through its local
+// CPU buffer: a hit is fetched into CPU DRAM, then copied to the GPU; a
+// save is copied to the CPU buffer, then written out.
+constexpr const char* kLmcacheViaCpu =
+    "LMCache/LMCache@3e65c70a5764: docs/source/developer_guide/architecture.rst (Disk -> "
+    "CPU prefetch, Remote -> CPU fetch on reuse, CPU -> GPU on-demand reuse; CPU -> disk "
+    "and CPU -> remote writes)";
 constexpr const char* kHicacheDocs =
     "sgl-project/sglang: docs/advanced_features/hicache_best_practices.md";
 
@@ -55,11 +72,16 @@ std::vector<ConnectorPreset> make_presets() {
       {"vllm_offloading",
        "vLLM's OffloadingConnector with its CPU backend: every computed block stored to host "
        "DRAM asynchronously (its blocks held until the store lands), LRU eviction, hits loaded "
-       "before the request's prefill",
+       "asynchronously before the request's prefill while other requests run (load_overlap "
+       "async, no cap on tokens per step)",
        "vllm-project/vllm: vllm/v1/kv_offload/cpu.py (CPUOffloadingSpec, LRUOffloadingManager), "
        "vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py (delay_free until "
-       "the store ends); num_cpu_blocks has no default: capacity assumed",
-       "none",
+       "the store ends); vllm-project/vllm@0072b0b7443b: vllm/distributed/kv_transfer/"
+       "kv_connector/v1/offloading/scheduler.py (get_num_new_matched_tokens returns its hits "
+       "with load_async True: loaded between scheduler steps; the only bound is "
+       "max_concurrent_loads = max_num_seqs requests); num_cpu_blocks has no default: capacity "
+       "assumed",
+       "async",
        {{"dram",
          host_dram("64GiB", "assumed: num_cpu_blocks has no default", kStoreOnCompute, kWriteAsync,
                    "vllm-project/vllm: offloading_connector.py (every computed block saved, "
@@ -68,8 +90,8 @@ std::vector<ConnectorPreset> make_presets() {
        "LMCache's vLLM connector (LMCacheConnectorV1) with its defaults: local CPU cache of "
        "5 GB, prompt chunks only (save_decode_cache false), saves waited for "
        "(wait_for_save), no layer-wise loading; the local disk and remote backends off "
-       "(capacity 0) until an override sizes them. Its 256-token chunk is not modelled apart "
-       "from the device block",
+       "(capacity 0) until an override sizes them, both staged through the CPU cache "
+       "(via_host). Its 256-token chunk is not modelled apart from the device block",
        "LMCache/LMCache: docs/source/api_reference/configurations.rst (chunk_size 256, "
        "local_cpu true, max_local_cpu_size 5.0, max_local_disk_size 0.0, save_decode_cache "
        "false, use_layerwise false); disk and remote bandwidths assumed",
@@ -84,17 +106,20 @@ std::vector<ConnectorPreset> make_presets() {
           {"write_bandwidth", "3GB/s", "assumed: an NVMe SSD's write"},
           {"latency", "100us", "assumed: an NVMe read's setup"},
           {"store", kStoreOnEvict, "assumed: LMCache's disk tier takes what the CPU tier evicts"},
-          {"write_mode", kWriteSync, "LMCacheConnectorV1 waits for its saves (wait_for_save)"}}},
+          {"write_mode", kWriteSync, "LMCacheConnectorV1 waits for its saves (wait_for_save)"},
+          {"via_host", "true", kLmcacheViaCpu}}},
         {"global",
          {{"capacity", "0B", std::string(kLmcacheDocs) + " (remote_url null: no remote)"},
           {"read_bandwidth", "12GB/s", "assumed: 100 Gb/s to the remote backend"},
           {"write_bandwidth", "12GB/s", "assumed: 100 Gb/s to the remote backend"},
           {"latency", "50us", "assumed: one network transfer's setup"},
           {"store", kStoreOnEvict, "assumed: the remote backend takes what the tiers above evict"},
-          {"write_mode", kWriteSync, "LMCacheConnectorV1 waits for its saves (wait_for_save)"}}}}},
+          {"write_mode", kWriteSync, "LMCacheConnectorV1 waits for its saves (wait_for_save)"},
+          {"via_host", "true", kLmcacheViaCpu}}}}},
       {"mooncake_store",
        "Mooncake Store as a global KV pool: every computed block put asynchronously, a "
-       "metadata round trip to the master per lookup",
+       "metadata round trip to the master per lookup, blocks moved straight between the pool "
+       "and device memory (no host staging)",
        "kvcache-ai/Mooncake: docs (architecture.md, mooncake-store); capacity, bandwidth and "
        "latencies assumed (the deployment's global_segment_size and network)",
        "none",
@@ -123,7 +148,7 @@ std::vector<ConnectorPreset> make_presets() {
       {"ascend_store",
        "vllm-ascend's AscendStore (KV pool) over Mooncake: local prefix caching on the NPU, "
        "every computed block put into the Mooncake pool, hits loaded before the step "
-       "(load_async false)",
+       "(load_async false), straight between the pool and NPU memory (no host staging)",
        "vllm-project/vllm-ascend: docs/source/user_guide/feature_guide/kv_pool.md (backend "
        "mooncake by default, load_async false), "
        "docs/source/developer_guide/feature_guide/KV_Cache_Pool_Guide.md; pool figures as "
@@ -183,6 +208,11 @@ config::ParamSpec preset_param(const config::ParamSpec& of, std::string key, con
     case ParamType::choice:
       p.default_value = v.value;
       return p;
+    case ParamType::boolean:
+      if (v.value != "true" && v.value != "false")
+        throw std::logic_error(fmt::format("preset key {}: '{}' is not a bool", p.key, v.value));
+      p.default_value = v.value == "true";
+      return p;
     default:
       throw std::logic_error(
           fmt::format("preset key {}: a {} value", p.key, config::param_type_name(of.type)));
@@ -218,8 +248,10 @@ std::vector<config::ComponentInfo> connector_preset_infos() {
           preset_param(section.at("load_overlap"), "load_overlap",
                        {"load_overlap", p.load_overlap,
                         p.load_overlap == "layerwise" ? "the connector loads layer by layer"
-                                                      : "the connector reads hits back before the "
-                                                        "step"}));
+                        : p.load_overlap == "async"
+                            ? "the connector loads a request's hits before its prefill, while "
+                              "other requests run"
+                            : "the connector reads hits back before the step"}));
     for (const ConnectorPresetTier& t : p.tiers)
       for (const PresetValue& v : t.values)
         info.params.push_back(
@@ -235,12 +267,13 @@ const ConnectorPreset* find_connector_preset(const std::string& name) {
   return nullptr;
 }
 
-void apply_connector_preset(YAML::Node& doc, const std::string& file, config::LoadContext& ctx) {
+void apply_connector_preset(YAML::Node& doc, const std::string& file, config::LoadContext& ctx,
+                            const std::string& at) {
   if (!doc.IsMap()) return;
   const YAML::Node& cdoc = doc;
   if (!cdoc["kv_tiers"] || !cdoc["kv_tiers"].IsMap() || !cdoc["kv_tiers"]["preset"]) return;
   YAML::Node section = doc["kv_tiers"];
-  const config::Node name_node(section["preset"], "kv_tiers.preset", file, &ctx);
+  const config::Node name_node(section["preset"], at + ".preset", file, &ctx);
   const std::optional<std::string> name = name_node.as_string();
   if (!name) return;
   const ConnectorPreset* preset = find_connector_preset(*name);
@@ -251,7 +284,7 @@ void apply_connector_preset(YAML::Node& doc, const std::string& file, config::Lo
   }
   const YAML::Node& csection = section;
   if (csection["tiers"] && !csection["tiers"].IsNull() && !csection["tiers"].IsMap()) {
-    config::Node(section["tiers"], "kv_tiers.tiers", file, &ctx)
+    config::Node(section["tiers"], at + ".tiers", file, &ctx)
         .error(fmt::format("with preset '{}', tiers is a map of tier name to the keys it "
                            "overrides",
                            preset->name),
@@ -266,7 +299,7 @@ void apply_connector_preset(YAML::Node& doc, const std::string& file, config::Lo
   const std::vector<std::string>& names = kv_tier_names();
   for (auto it = tiers.begin(); it != tiers.end(); ++it) {
     const std::string tier = it->first.Scalar();
-    const std::string path = "kv_tiers.tiers." + tier;
+    const std::string path = at + ".tiers." + tier;
     const config::Node tier_node(it->second, path, file, &ctx);
     if (std::find(names.begin(), names.end(), tier) == names.end()) {
       config::Node(it->first, path, file, &ctx)

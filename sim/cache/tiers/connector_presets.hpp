@@ -69,6 +69,9 @@ YAML::Node overlay_preset(const YAML::Node& given, const std::vector<PresetValue
 // Errors (exit 2, at their node): an unknown preset (the known ones
 // listed), `tiers` given as a list, an override of a tier or a key the
 // preset's tiers do not know (the preset's keys listed).
-void apply_connector_preset(YAML::Node& doc, const std::string& file, config::LoadContext& ctx);
+// `at` names the section in errors (a cluster group's: "cluster.groups.
+// replica.kv_tiers").
+void apply_connector_preset(YAML::Node& doc, const std::string& file, config::LoadContext& ctx,
+                            const std::string& at = "kv_tiers");
 
 }  // namespace kvsim

@@ -26,6 +26,7 @@ TierChain::TierChain(std::vector<std::shared_ptr<KvTier>> tiers, bool layerwise,
   write_paths_.resize(tiers_.size());
   host_read_.resize(tiers_.size());
   host_write_.resize(tiers_.size());
+  shared_from_.assign(tiers_.size(), RankSplit{}.shared_from);
   unsent_host_bytes_.assign(tiers_.size(), 0);
   unsent_bytes_.assign(tiers_.size(), 0);
   held_bytes_.assign(tiers_.size(), 0);
@@ -214,21 +215,41 @@ void TierChain::set_host_hops(int i, LinkPath read, LinkPath write) {
   host_write_.at(static_cast<size_t>(i)) = std::move(write);
 }
 
-void TierChain::send(const LinkPath& first, const LinkPath& then, Bytes bytes,
-                     SharedLink::Done done) {
-  if (first.empty() || then.empty()) {
-    transfer_over(first.empty() ? then : first, bytes, std::move(done));
+void TierChain::send(int i, bool read, Bytes bytes, SharedLink::Done done, bool host) const {
+  const auto at = static_cast<size_t>(i);
+  static const LinkPath kNone;
+  const LinkPath& path = read ? read_paths_[at] : write_paths_[at];
+  const LinkPath& hop = !host ? kNone : read ? host_read_[at] : host_write_[at];
+  const RankSplit split = split_of(i);
+  if (hop.empty()) {
+    transfer_over(path, bytes, std::move(done), 1, split);
+    return;
+  }
+  if (path.empty()) {
+    transfer_over(hop, bytes, std::move(done));
     return;
   }
   // The second hop starts once the last byte is in the host buffer.
-  transfer_over(first, bytes, [&then, bytes, done = std::move(done)]() mutable {
-    transfer_over(then, bytes, std::move(done));
-  });
+  const LinkPath& first = read ? path : hop;
+  const LinkPath& then = read ? hop : path;
+  const RankSplit first_split = read ? split : RankSplit{};
+  const RankSplit then_split = read ? RankSplit{} : split;
+  transfer_over(
+      first, bytes,
+      [&then, then_split, bytes, done = std::move(done)]() mutable {
+        transfer_over(then, bytes, std::move(done), 1, then_split);
+      },
+      1, first_split);
 }
 
 void TierChain::add_hops(int i, const LinkPath& read, const LinkPath& write) {
   LinkPath& r = read_paths_.at(static_cast<size_t>(i));
   LinkPath& w = write_paths_.at(static_cast<size_t>(i));
+  // Each tier's port is one hop ahead of what a cluster adds, in both
+  // directions (ServingEngine::make_tier_links), so one index serves both.
+  size_t& from = shared_from_.at(static_cast<size_t>(i));
+  if (from == RankSplit{}.shared_from && (!read.empty() || !write.empty()))
+    from = std::max(r.size(), w.size());
   r.insert(r.end(), read.begin(), read.end());
   w.insert(w.end(), write.begin(), write.end());
   has_paths_ = true;
@@ -255,7 +276,7 @@ void TierChain::read_from(int i, SharedLink::Done done) {
   for (; i < size(); ++i) {
     const auto at = static_cast<size_t>(i);
     if (last_read_bytes_[at] <= 0 || read_paths_[at].empty()) continue;
-    send(read_paths_[at], host_read_[at], last_read_bytes_[at],
+    send(i, true, last_read_bytes_[at],
          [this, i, done = std::move(done)]() mutable { read_from(i + 1, std::move(done)); });
     return;
   }
@@ -290,10 +311,9 @@ void TierChain::read_async_from(int i, std::vector<int64_t> blocks, SharedLink::
     const auto at = static_cast<size_t>(i);
     if (blocks[at] <= 0 || read_paths_[at].empty()) continue;
     const Bytes bytes = blocks[at] * tiers_[at]->block_bytes();
-    send(read_paths_[at], host_read_[at], bytes,
-         [this, i, blocks = std::move(blocks), done = std::move(done)]() mutable {
-           read_async_from(i + 1, std::move(blocks), std::move(done));
-         });
+    send(i, true, bytes, [this, i, blocks = std::move(blocks), done = std::move(done)]() mutable {
+      read_async_from(i + 1, std::move(blocks), std::move(done));
+    });
     return;
   }
   done();
@@ -315,16 +335,17 @@ bool TierChain::flush_writes(SharedLink::Done ready, bool background) {
   for (size_t i = 0; i < tiers_.size(); ++i) {
     if (background) {
       Bytes& bytes = unsent_bytes_[i];
-      if (bytes > 0 && !write_paths_[i].empty()) transfer_over(write_paths_[i], bytes, {});
+      const int tier = static_cast<int>(i);
+      if (bytes > 0 && !write_paths_[i].empty()) send(tier, false, bytes, {}, false);
       bytes = 0;
       Bytes& host = unsent_host_bytes_[i];
-      if (host > 0 && !write_paths_[i].empty()) send(host_write_[i], write_paths_[i], host, {});
+      if (host > 0 && !write_paths_[i].empty()) send(tier, false, host, {});
       host = 0;
     }
     Bytes& held = held_bytes_[i];
     if (held > 0 && !write_paths_[i].empty()) {
       ++held_in_flight_;
-      send(host_write_[i], write_paths_[i], held, [this] {
+      send(static_cast<int>(i), false, held, [this] {
         --held_in_flight_;
         maybe_ready();
       });
@@ -361,7 +382,7 @@ void TierChain::stage(int i) {
   queue.erase(queue.begin(), queue.begin() + n);
   queued_total_ -= n;
   staged_[at] += n * block;
-  send(host_write_[at], write_paths_[at], n * block, [this, i, batch = std::move(batch)] {
+  send(i, false, n * block, [this, i, batch = std::move(batch)] {
     staged_[static_cast<size_t>(i)] -=
         static_cast<int64_t>(batch.size()) * tiers_[static_cast<size_t>(i)]->block_bytes();
     for (const BlockId b : batch) unpin(i, b);

@@ -153,8 +153,12 @@ class TierChain final : public BlockEvictionListener {
   // primary tier"). A block a tier passes down stays off the host link.
   void set_host_hops(int i, LinkPath read, LinkPath write);
   // Appends `read` and `write` hops to tier `i`'s paths (a cluster's shared
-  // NIC and pool servers after the instance's own port).
+  // NIC and pool servers after the instance's own port). With set_ranks(T),
+  // T > 1, every movement crosses these hops as T flows, one per rank
+  // (link_path.hpp's RankSplit): the ranks of one node share its NIC.
   void add_hops(int i, const LinkPath& read, const LinkPath& write);
+  void set_ranks(int64_t ranks) { ranks_ = std::max<int64_t>(ranks, 1); }
+  int64_t ranks() const { return ranks_; }
   bool has_paths() const { return has_paths_; }
   // Index of the tier of that name, or -1.
   int index_of(const std::string& name) const;
@@ -203,10 +207,13 @@ class TierChain final : public BlockEvictionListener {
            bool from_device = true);
   void read_from(int i, SharedLink::Done done);
   void read_async_from(int i, std::vector<int64_t> blocks, SharedLink::Done done);
-  // `bytes` over `first`, then over `then` (either empty: the other alone);
-  // an empty `done` leaves the last hop in the background. The paths are
-  // the chain's own, which outlive the transfer.
-  static void send(const LinkPath& first, const LinkPath& then, Bytes bytes, SharedLink::Done done);
+  // `bytes` of tier `i` over its read path then its host hop (`read`), or
+  // over its host hop then its write path; `host` false: the write path
+  // alone (a block a tier passes down). An empty hop list leaves the other
+  // alone; an empty `done` leaves the last hop in the background. The
+  // paths are the chain's own, which outlive the transfer.
+  void send(int i, bool read, Bytes bytes, SharedLink::Done done, bool host = true) const;
+  RankSplit split_of(int i) const { return {shared_from_[static_cast<size_t>(i)], ranks_}; }
   // Sends what of tier `i`'s queue of pinned blocks fits its staging buffer.
   void stage(int i);
   void unpin(int i, BlockId block);
@@ -223,7 +230,10 @@ class TierChain final : public BlockEvictionListener {
   std::vector<TimeNs> last_read_time_;
   TimeNs load_time_ = 0;
   std::vector<LinkPath> read_paths_, write_paths_;
-  std::vector<LinkPath> host_read_, host_write_;    // via_host tiers' host link
+  std::vector<LinkPath> host_read_, host_write_;  // via_host tiers' host link
+  // Per tier: where add_hops' shared hops begin in both paths (none: max).
+  std::vector<size_t> shared_from_;
+  int64_t ranks_ = 1;
   std::vector<Bytes> unsent_host_bytes_;            // background stores from the device, via host
   std::vector<Bytes> unsent_bytes_;                 // written since the last flush_writes, per tier
   std::vector<Bytes> held_bytes_;                   // ... that the next step waits for, per tier

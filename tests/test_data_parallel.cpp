@@ -12,6 +12,7 @@
 #include "models/model_resolve.hpp"
 #include "models/moe_routing.hpp"
 #include "models/step_ops.hpp"
+#include "sim/engine/run_sink.hpp"
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/run_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -300,6 +301,54 @@ TEST(DataParallelRun, ASkewedSplitWaitsForTheBusiestRank) {
             e["data_parallel"]["wait_fraction"].get<double>());
   EXPECT_GT(k["data_parallel"]["rank_mean_batch_max"].get<double>(),
             e["data_parallel"]["rank_mean_batch_max"].get<double>());
+}
+
+struct Rows final : RunSink {
+  void request(const RequestRow& row) override { rows.push_back(row); }
+  void timeline(const TimelineRow&) override {}
+  std::vector<RequestRow> rows;
+};
+
+// Two ranks of one die, two requests at once (two closed-loop clients), one
+// to each (round_robin), each prompt alone in its rank's first step: that
+// step is a step of the group, so both first tokens come at the same time,
+// the slower rank's price of its prefill with the group routing both
+// prompts' tokens (TimingModel on that rank's work, moe_tokens the sum).
+TEST(DataParallelRun, BothRanksFirstTokensWaitForTheSlowerPrefill) {
+  const std::string text = R"(name: two
+seed: 3
+device: ascend-910c
+model: qwen3-30b-a3b
+parallel: {data: 2, tensor: 1}
+kv_cache: {policy: paged, block_size: 128, memory_fraction: 0.9}
+scheduler: {max_num_seqs: 8, max_batched_tokens: 4096}
+workload:
+  kind: synthetic
+  requests: 2
+  arrival: {process: closed, concurrency: 2}
+  input_tokens: {dist: uniform, min: 64, max: 2048}
+  output_tokens: {dist: constant, value: 4}
+)";
+  const ScenarioSpec s = load_scenario_text(text, "two.yaml", KVSIM_CONFIG_DIR);
+  Rows sink;
+  run_scenario(s, &sink);
+  ASSERT_EQ(sink.rows.size(), 2u);
+  const RequestRow& a = sink.rows[0];
+  const RequestRow& b = sink.rows[1];
+  ASSERT_EQ(a.arrival, 0);
+  ASSERT_EQ(b.arrival, 0);
+  ASSERT_NE(a.prompt_tokens, b.prompt_tokens) << "pick a seed with two lengths";
+  const TimingModel tm(s.device, s.model, TimingModel::Params{1, s.kv.dtype_bytes(), 2, 0.0, 0});
+  auto price = [&](int64_t prompt) {
+    StepWork w;
+    w.seqs.push_back({prompt, 0, true});
+    w.moe_tokens = static_cast<double>(a.prompt_tokens + b.prompt_tokens);
+    return tm.step_latency(w);
+  };
+  const TimeNs slower = std::max(price(a.prompt_tokens), price(b.prompt_tokens));
+  EXPECT_NE(price(a.prompt_tokens), price(b.prompt_tokens));
+  EXPECT_EQ(a.first_token, slower);
+  EXPECT_EQ(b.first_token, slower);
 }
 
 // A dense model's ranks are independent replicas: no barrier.

@@ -73,9 +73,10 @@ TimeNs PipelineTiming::transfer_time(double tokens) const {
 
 StepTiming PipelineTiming::price_on_stage(size_t s, const StepWork& work) const {
   const PipelineStage& stage = stages_[s];
-  StepOpCosts costs = step_op_costs(
-      stage_models_[s], work,
-      StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep, params_.expert_skew});
+  StepOpCosts costs =
+      step_op_costs(stage_models_[s], work,
+                    StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep,
+                                    params_.expert_skew, params_.ep_ranks_per_node});
   auto op = [&costs](OpKind k) -> OpCost& { return costs[static_cast<size_t>(k)]; };
   if (!stage.first) op(OpKind::embedding) = OpCost{};
   if (!stage.last) {

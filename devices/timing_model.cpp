@@ -22,8 +22,8 @@ TimingModel::TimingModel(const DeviceSpec& device, const ModelSpec& model, Param
     : device_(device),
       model_(model),
       params_(params),
-      step_costs_(model,
-                  StepShapeParams{params.tp, params.kv_dtype_bytes, params.ep, params.expert_skew}),
+      step_costs_(model, StepShapeParams{params.tp, params.kv_dtype_bytes, params.ep,
+                                         params.expert_skew, params.ep_ranks_per_node}),
       family_(&device_family_of(device)) {
   check_inputs();
   build_rate_tables();
@@ -35,8 +35,9 @@ TimingModel::TimingModel(const TimingModel& structure, const DeviceSpec& device)
     : device_(device),
       model_(structure.model_),
       params_(structure.params_),
-      step_costs_(structure.model_, StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep,
-                                                    params_.expert_skew}),
+      step_costs_(structure.model_,
+                  StepShapeParams{params_.tp, params_.kv_dtype_bytes, params_.ep,
+                                  params_.expert_skew, params_.ep_ranks_per_node}),
       family_(&device_family_of(device)) {
   if (family_ != structure.family_)
     throw std::invalid_argument(fmt::format("{} is not of the family {} was timed on", device_.name,
@@ -70,6 +71,14 @@ void TimingModel::check_inputs() const {
   // here rather than divide by zero on the hot path.
   const std::vector<std::string> problems = family_->problems(device_);
   if (!problems.empty()) throw std::invalid_argument(problems.front());
+  // Ranks of the expert group on other nodes are reached over the
+  // network link: the device must have one.
+  if (params_.ep_ranks_per_node > 0 && params_.ep_ranks_per_node < params_.ep &&
+      device_.network_link_bandwidth <= 0)
+    throw std::invalid_argument(
+        fmt::format("{} expert-parallel ranks span nodes of {} but {} gives no "
+                    "network_link_bandwidth",
+                    params_.ep, params_.ep_ranks_per_node, device_.name));
   if (model_.num_hidden_layers < 1) {
     throw std::invalid_argument(fmt::format("model '{}' has no layers to time", model_.name));
   }
@@ -94,6 +103,7 @@ void TimingModel::build_rate_tables() {
   peak_memory_bytes_per_ns_ = static_cast<double>(device_.memory_bandwidth) / 1e9;
   link_bytes_per_ns_ = static_cast<double>(device_.device_link_bandwidth) / 1e9;
   host_bytes_per_ns_ = static_cast<double>(device_.host_link_bandwidth) / 1e9;
+  network_bytes_per_ns_ = static_cast<double>(device_.network_link_bandwidth) / 1e9;
 }
 
 // Flattens the graph for the per-step longest-path pass: vertices in program
@@ -196,8 +206,8 @@ TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost, double matrix_f
     // longest path walks identical layers).
     OpCost on_layer = cost;
     on_layer.layer_share = 1;
-    for (double* f :
-         {&on_layer.flops, &on_layer.mem_bytes, &on_layer.link_bytes, &on_layer.host_bytes})
+    for (double* f : {&on_layer.flops, &on_layer.mem_bytes, &on_layer.link_bytes,
+                      &on_layer.host_bytes, &on_layer.network_bytes})
       *f /= cost.layer_share;
     return static_cast<TimeNs>(std::llround(
         cost.layer_share * static_cast<double>(op_duration(kind, on_layer, matrix_factor))));
@@ -216,6 +226,12 @@ TimeNs TimingModel::op_duration(OpKind kind, const OpCost& cost, double matrix_f
                           static_cast<double>(device_.device_link_latency));
   }
   if (cost.host_bytes > 0) ns = std::max(ns, cost.host_bytes / host_bytes_per_ns_);
+  // The inter-node share of an all-to-all, on the NIC beside the device
+  // link's share (both in flight at once: the slower sets the op).
+  if (cost.network_bytes > 0) {
+    ns = std::max(ns, cost.network_bytes / network_bytes_per_ns_ +
+                          static_cast<double>(device_.network_link_latency));
+  }
   return ceil_ns(ns) + device_.kernel_launch;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Prices a step: each op by a roofline,
 //   t = max(flops / (peak * eff_compute), mem_bytes / (bw * eff_mem),
-//           link_bytes / link_bw + link latency, host_bytes / host_bw) + launch
+//           link_bytes / link_bw + link latency, host_bytes / host_bw,
+//           network_bytes / network_bw + network latency) + launch
 // and the step's ops as a graph (Boost.Graph) over the device's engines: data
 // dependencies from the model, plus program order on each engine (an engine
 // is an in-order stream). The step latency is the critical path, and never
@@ -41,6 +42,9 @@ class TimingModel {
     Bytes kv_dtype_bytes = 2;
     int64_t ep = 1;          // expert parallelism (models/step_ops.hpp StepShapeParams)
     double expert_skew = 0;  // Zipf exponent of expert popularity, 0: uniform
+    // Expert-parallel ranks per node (0: all on one node); fewer than ep
+    // sends part of the all-to-all over the network link.
+    int64_t ep_ranks_per_node = 0;
   };
   // Throws std::invalid_argument when tp is outside [1, device.max_tensor_parallel]
   // or the model has no layers, std::logic_error when the dependencies do not
@@ -203,6 +207,7 @@ class TimingModel {
   double peak_memory_bytes_per_ns_ = 0;  // the whole step's memory floor
   double link_bytes_per_ns_ = 0;
   double host_bytes_per_ns_ = 0;
+  double network_bytes_per_ns_ = 0;
 };
 
 }  // namespace kvsim

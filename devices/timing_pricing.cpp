@@ -16,13 +16,14 @@ namespace kvsim {
 namespace {
 // Every field op_duration() may read: a field added to OpCost must be
 // compared here too, or a remembered duration could outlive its cost.
-static_assert(sizeof(OpCost) == 11 * sizeof(double), "OpCost changed: compare it in same_cost()");
+static_assert(sizeof(OpCost) == 12 * sizeof(double), "OpCost changed: compare it in same_cost()");
 bool same_cost(const OpCost& a, const OpCost& b) {
   return a.present == b.present && a.flops == b.flops && a.mem_bytes == b.mem_bytes &&
          a.link_bytes == b.link_bytes && a.host_bytes == b.host_bytes &&
          a.weight_bytes == b.weight_bytes && a.kv_read_bytes == b.kv_read_bytes &&
          a.kv_write_bytes == b.kv_write_bytes && a.residual_bytes == b.residual_bytes &&
-         a.vector_flops == b.vector_flops && a.layer_share == b.layer_share;
+         a.vector_flops == b.vector_flops && a.layer_share == b.layer_share &&
+         a.network_bytes == b.network_bytes;
 }
 }  // namespace
 

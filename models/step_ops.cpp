@@ -94,6 +94,7 @@ void add_to(OpCost& into, const OpCost& c) {
   into.mem_bytes += c.mem_bytes;
   into.link_bytes += c.link_bytes;
   into.host_bytes += c.host_bytes;
+  into.network_bytes += c.network_bytes;
   into.weight_bytes += c.weight_bytes;
   into.kv_read_bytes += c.kv_read_bytes;
   into.kv_write_bytes += c.kv_write_bytes;
@@ -108,6 +109,7 @@ OpCost scaled(const OpCost& c, double f) {
   s.mem_bytes *= f;
   s.link_bytes *= f;
   s.host_bytes *= f;
+  s.network_bytes *= f;
   s.weight_bytes *= f;
   s.kv_read_bytes *= f;
   s.kv_write_bytes *= f;
@@ -161,6 +163,10 @@ void check_step_inputs(const StepWork& work, const StepShapeParams& params) {
       work.rerope_tokens < 0)
     throw std::invalid_argument("step_op_costs: negative swap or copy bytes");
   if (params.ep < 1) throw std::invalid_argument("step_op_costs: ep must be >= 1");
+  if (params.ep_ranks_per_node < 0)
+    throw std::invalid_argument("step_op_costs: ep_ranks_per_node must be >= 0");
+  if (!(work.moe_tokens >= 0))
+    throw std::invalid_argument("step_op_costs: moe_tokens must be >= 0");
 }
 
 AttentionDims attention_dims(const ModelSpec& model, const StepShapeParams& params) {
@@ -264,7 +270,7 @@ void token_op_costs(const ModelSpec& model, const StepShape& shape, const StepSh
     // Latent attention and expert MLPs replace the dense figures of the
     // ops they change (models/step_ops_variants.cpp); attention is priced
     // apart (attention_cost).
-    apply_token_variants(model, params, T, ops);
+    apply_token_variants(model, params, T, shape.moe_tokens, ops);
 
     const OpKind run_with_tokens[] = {OpKind::input_norm,  OpKind::qkv_proj, OpKind::rope,
                                       OpKind::kv_store,    OpKind::o_proj,   OpKind::post_norm,

@@ -93,6 +93,11 @@ struct StepWork {
   // state before the LM head: num_logits_to_return = 1): the LM head then
   // runs for the sampled rows only, as in a serving engine.
   bool sampled_logits_only = false;
+  // Tokens the MoE layers' expert group routes this step, summed over the
+  // data-parallel attention ranks that share it (vLLM's DP attention with
+  // EP: every rank's tokens meet at the dispatch). 0: this rank's tokens
+  // times ep / tp, the other replicas taken as alike.
+  double moe_tokens = 0;
 };
 
 // Work of one operator on one tensor-parallel rank. For per-layer ops the
@@ -128,6 +133,11 @@ struct OpCost {
   // then means over all layers, and the op's fixed costs (link latency,
   // launch) are paid on that share of them.
   double layer_share = 1;
+  // Bytes over the inter-node network link (RoCE) beside link_bytes over
+  // the device link (HCCS): an expert all-to-all whose ranks span nodes
+  // sends to the peers on other nodes over the NIC while the ones of its
+  // own node go over the device link, both at once.
+  double network_bytes = 0;
 };
 using StepOpCosts = std::array<OpCost, kOpKindCount>;
 
@@ -142,6 +152,10 @@ struct StepShapeParams {
   // Zipf exponent of expert popularity (0: uniform routing); see
   // models/moe_routing.hpp.
   double expert_skew = 0;
+  // Expert-parallel ranks on one node (0: all `ep` on one node). The
+  // all-to-all reaches the others of its node over the device link (HCCS)
+  // and those of other nodes over the network link (RoCE).
+  int64_t ep_ranks_per_node = 0;
 };
 
 // Per-op costs of a step. Pure: same inputs, same outputs.

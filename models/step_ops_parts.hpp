@@ -34,6 +34,7 @@ struct StepShape {
   Bytes swap_out_bytes = 0;
   Bytes kv_copy_bytes = 0;
   int64_t rerope_tokens = 0;
+  double moe_tokens = 0;  // StepWork::moe_tokens
 };
 // Inline, as operator== below: the cost cache builds and compares a step's
 // shape every step, in registers rather than through a copy on the stack.
@@ -43,7 +44,7 @@ struct StepShape {
 // StepCostCache) or only attention does (recomputed on every step).
 inline StepShape shape_of(const StepWork& work, const BatchTotals& all) {
   const auto& [seqs, totals_given, totals, swap_in_bytes, swap_out_bytes, kv_copy_bytes,
-               rerope_tokens, fixed_shape, sampled_logits_only] = work;
+               rerope_tokens, fixed_shape, sampled_logits_only, moe_tokens] = work;
   // Attention only: the sequences or their sums, through `all`.
   (void)seqs, (void)totals_given, (void)totals;
   const auto& [tokens, samplers, attended_pairs, kv_tokens_read, context_read, prefill_pairs,
@@ -59,15 +60,16 @@ inline StepShape shape_of(const StepWork& work, const BatchTotals& all) {
   s.swap_out_bytes = swap_out_bytes;
   s.kv_copy_bytes = kv_copy_bytes;
   s.rerope_tokens = rerope_tokens;
+  s.moe_tokens = moe_tokens;
   return s;
 }
 
 inline bool operator==(const StepShape& x, const StepShape& y) {
   // Binding every field: one added to StepShape must be compared here.
-  const auto& [t, s, fixed, logits_only, in, out, copy, rerope] = x;
+  const auto& [t, s, fixed, logits_only, in, out, copy, rerope, moe] = x;
   return t == y.tokens && s == y.samplers && fixed == y.fixed_shape &&
          logits_only == y.sampled_logits_only && in == y.swap_in_bytes && out == y.swap_out_bytes &&
-         copy == y.kv_copy_bytes && rerope == y.rerope_tokens;
+         copy == y.kv_copy_bytes && rerope == y.rerope_tokens && moe == y.moe_tokens;
 }
 
 // Throws std::invalid_argument on a bad tp, ep, KV dtype or negative bytes.
@@ -101,7 +103,7 @@ inline void write_dense_attention(const BatchTotals& b, const AttentionDims& s, 
   // Q is read and O written in the activation dtype.
   // Every field is set, one store each (a field added to OpCost must be
   // set here too).
-  static_assert(sizeof(OpCost) == 11 * sizeof(double), "OpCost changed: set the new field");
+  static_assert(sizeof(OpCost) == 12 * sizeof(double), "OpCost changed: set the new field");
   attn.flops = 4.0 * s.Hq * s.d * b.attended_pairs;
   attn.mem_bytes = b.kv_tokens_read * 2.0 * s.Hkv * s.d * s.kvb + 2.0 * b.tokens * s.Hq * s.d * s.a;
   attn.link_bytes = 0;
@@ -113,6 +115,7 @@ inline void write_dense_attention(const BatchTotals& b, const AttentionDims& s, 
   attn.residual_bytes = 0;
   attn.vector_flops = 5.0 * s.Hq * b.attended_pairs;
   attn.layer_share = 1;
+  attn.network_bytes = 0;
 }
 
 // The same as a value (also used per window by the variants).
@@ -139,7 +142,8 @@ inline OpCost attention_cost(const ModelSpec& model, const StepWork& work,
 // mixture-of-experts layers (mlp_gate_up, mlp_act, mlp_down as the mean
 // over layers, and the expert all-to-all moe_dispatch / moe_combine). A
 // dense model is left untouched. Called once the step has `tokens` > 0.
+// `moe_tokens`: StepWork::moe_tokens (0: tokens x ep / tp).
 void apply_token_variants(const ModelSpec& model, const StepShapeParams& params, double tokens,
-                          StepOpCosts& ops);
+                          double moe_tokens, StepOpCosts& ops);
 
 }  // namespace kvsim::step_detail

@@ -131,11 +131,16 @@ void mla_projections(const RankShape& s, const MlaShape& m, StepOpCosts& ops) {
 // A MoE layer's MLP on the busiest rank (models/moe_routing.hpp): router
 // (E logits per token, 16-bit), the routed experts' gate/up and down over the
 // rank's assignments, weights of the experts its tokens touch only, and the
-// shared experts (split over tp like a dense MLP). With ep > 1 the tokens go
-// to the experts' ranks and back over the device link: the busiest rank
-// receives its assignments' hidden states, (ep - 1) / ep of them from other
-// ranks, and sends as many outputs back.
-void price_moe(const ModelSpec& m, const StepShapeParams& p, const RankShape& s, StepOpCosts& ops) {
+// shared experts (split over tp like a dense MLP). The expert group routes
+// `moe_tokens` (the data-parallel ranks' tokens together), or, not given,
+// this rank's T times the ep / tp replicas it stands for. With ep > 1 the
+// tokens go to the experts' ranks and back: the busiest rank receives its
+// assignments' hidden states, 1 / ep of them from each rank (uniform
+// sources), and sends as many outputs back; those of the ranks on its node
+// cross the device link (HCCS), those of other nodes the network link
+// (RoCE), at the same time.
+void price_moe(const ModelSpec& m, const StepShapeParams& p, const RankShape& s, double moe_tokens,
+               StepOpCosts& ops) {
   int64_t moe_layers = 0;
   for (int64_t layer = 0; layer < m.num_hidden_layers; ++layer) moe_layers += m.is_moe_layer(layer);
   if (moe_layers == 0) return;
@@ -143,8 +148,8 @@ void price_moe(const ModelSpec& m, const StepShapeParams& p, const RankShape& s,
   const double n_dense = static_cast<double>(m.num_hidden_layers - moe_layers);
   const double T = s.T;
   const double replicas = p.ep > 1 ? static_cast<double>(p.ep) / static_cast<double>(p.tp) : 1.0;
-  const ExpertRankLoad load =
-      busiest_expert_rank(m.moe, T * std::max(1.0, replicas), p.ep, p.expert_skew);
+  const double group_tokens = moe_tokens > 0 ? moe_tokens : T * std::max(1.0, replicas);
+  const ExpertRankLoad load = busiest_expert_rank(m.moe, group_tokens, p.ep, p.expert_skew);
   const double A = load.assignments;
   const double D = load.experts_touched;
   const double Ie = static_cast<double>(p.ep > 1 ? m.moe.expert_intermediate
@@ -178,8 +183,14 @@ void price_moe(const ModelSpec& m, const StepShapeParams& p, const RankShape& s,
   if (p.ep > 1) {
     OpCost all_to_all;
     const double ranks = static_cast<double>(p.ep);
-    all_to_all.link_bytes = A * s.h * s.a * (ranks - 1.0) / ranks;
-    all_to_all.mem_bytes = all_to_all.link_bytes;
+    const double on_node =
+        static_cast<double>(p.ep_ranks_per_node > 0 ? std::min(p.ep_ranks_per_node, p.ep) : p.ep);
+    // (All on one node: the one product as before, to the bit.)
+    const double per_rank = A * s.h * s.a / ranks;
+    all_to_all.link_bytes =
+        on_node == ranks ? A * s.h * s.a * (ranks - 1.0) / ranks : per_rank * (on_node - 1.0);
+    all_to_all.network_bytes = per_rank * (ranks - on_node);
+    all_to_all.mem_bytes = all_to_all.link_bytes + all_to_all.network_bytes;
     all_to_all.present = true;
     OpCost mean = blend(OpCost{}, n_dense, all_to_all, n_moe);
     // Dense layers exchange nothing: no link latency on them.
@@ -213,11 +224,11 @@ bool attention_is_dense_full(const ModelSpec& m) {
 }
 
 void apply_token_variants(const ModelSpec& m, const StepShapeParams& p, double tokens,
-                          StepOpCosts& ops) {
+                          double moe_tokens, StepOpCosts& ops) {
   if (!m.mla.enabled() && !m.moe.enabled()) return;
   const RankShape s = rank_shape(m, p, tokens);
   if (m.mla.enabled()) mla_projections(s, m.mla, ops);
-  price_moe(m, p, s, ops);
+  price_moe(m, p, s, moe_tokens, ops);
 }
 
 // Attention as the mean over the layers' window groups.

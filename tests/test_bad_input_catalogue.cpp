@@ -66,6 +66,13 @@ workload:
   "  input_tokens: {dist: uniform, min: 64, max: 256}\n"                             \
   "  output_tokens: {dist: uniform, min: 8, max: 32}\n"
 
+// A scenario with `parallel:` given `layout` (line 5) on `device`, a MoE model.
+#define DP_SCENARIO(device, layout)                                                             \
+  "name: dp\nseed: 1\ndevice: " device "\nmodel: qwen3-30b-a3b\nparallel: " layout              \
+  "\nkv_cache: {policy: paged, block_size: 128}\n"                                              \
+  "workload:\n  kind: synthetic\n  requests: 2\n  arrival: {process: poisson, rate_per_s: 1}\n" \
+  "  input_tokens: {dist: constant, value: 16}\n  output_tokens: {dist: constant, value: 4}\n"
+
 // A scenario on the ATB layout (line 5) of `device`, `model` and `block`.
 #define ATB_SCENARIO(device, model, block)                                                      \
   "name: atb\nseed: 1\ndevice: " device "\nmodel: " model                                       \
@@ -223,6 +230,15 @@ const BadInput kCatalogue[] = {
      "max_position_embeddings: 8192\n"},
     {"AtbOnDeviceWithoutHostMemoryBandwidth", "run {bad} --out {out}",
      "bad.yaml:5:", "kv_cache.layout", ATB_SCENARIO("ascend-910c", "llama-3.2-1b", "128")},
+    // ---- run: parallel.data, data-parallel attention ranks
+    {"DataParallelNotDividingTheDevices", "run {bad} --out {out}", "bad.yaml:5:", "parallel.data",
+     DP_SCENARIO("ascend-910c", "{devices: 32, data: 3}")},
+    {"DataParallelTimesTensorNotTheDevices", "run {bad} --out {out}", "bad.yaml:5:",
+     "parallel.tensor", DP_SCENARIO("ascend-910c", "{devices: 32, data: 4, tensor: 4}")},
+    {"ExpertGroupNotDataTimesTensor", "run {bad} --out {out}", "bad.yaml:5:", "parallel.expert",
+     DP_SCENARIO("ascend-910c", "{data: 4, tensor: 2, expert: 4}")},
+    {"DataParallelAcrossNodesWithoutNetworkLink", "run {bad} --out {out}",
+     "bad.yaml:5:", "parallel.data", DP_SCENARIO("ascend-910b3", "{data: 16, tensor: 1}")},
     // ---- run: trace workloads
     {"TraceIsADirectory", "run {bad} --out {out}", "bad.yaml:9:", "workload.trace.path",
      "name: tr\nseed: 1\ndevice: ascend-910b2\nmodel: llama-3.2-1b\n"

@@ -47,13 +47,13 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 16u);
+  EXPECT_EQ(metrics_sections().size(), 17u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
   EXPECT_EQ(owners,
             (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput", "kv_tiers",
                    "pipeline", "cluster", "kv_layout", "reuse_quality", "session_retention",
-                   "agent_sessions", "speculative", "kv_movement", "provenance"}));
+                   "agent_sessions", "speculative", "kv_movement", "data_parallel", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);
@@ -68,6 +68,8 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
   // And speculation's, in speculative runs only.
   Json plain_run = metrics_to_json(RunMetrics{});
   EXPECT_FALSE(plain_run.contains("speculative"));
+  // And the data-parallel groups', in runs of parallel.data MoE ranks only.
+  EXPECT_FALSE(plain_run.contains("data_parallel"));
   // And the reuse-quality probe's, in runs that probed (after `numerics`).
   Json probed = metrics_to_json(RunMetrics{});
   EXPECT_FALSE(probed.contains("reuse_quality"));
@@ -91,7 +93,7 @@ TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
         "vtcm.sessions_waited", "workload.skipped_records", "cluster.transfer.bytes",
         "pipeline.stage_link_bytes", "kv_cache.chunk_recompute_tokens",
         "reuse_quality.top1_agreement", "session_retention.saved_prompt_tokens",
-        "speculative.mean_accepted_length"})
+        "speculative.mean_accepted_length", "data_parallel.wait_fraction"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
 }
 

@@ -99,8 +99,8 @@ ClusterLinks::ClusterLinks(Simulator& sim, const ClusterSpec& cluster, int32_t p
     : cluster_(cluster) {
   for (const InstanceGroup& g : cluster.groups) {
     const int64_t size = std::max<int64_t>(g.node_size, 1);
-    for (int64_t k = 0; k < g.count; ++k) node_of_.push_back(nodes_ + k / size);
-    nodes_ += (g.count + size - 1) / size;
+    for (int64_t k = 0; k < g.engines(); ++k) node_of_.push_back(nodes_ + k / size);
+    nodes_ += (g.engines() + size - 1) / size;
   }
   auto add = [&](const std::string& name, const SharedLinkDecl& d) {
     links_.emplace(

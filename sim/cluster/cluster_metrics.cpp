@@ -13,8 +13,10 @@
 #include "sim/cluster/cluster_metrics.hpp"
 #include "sim/cluster/cluster_run.hpp"
 #include "sim/core/link_metrics.hpp"
+#include "sim/serve/data_parallel_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
 #include "sim/serve/session_retention_metrics.hpp"
+#include "sim/serve/speculative_metrics.hpp"
 
 namespace kvsim {
 
@@ -121,7 +123,62 @@ RunMetrics ClusterRun::collect(std::vector<RunMetrics> per) {
   }
   m.part<ClusterMetrics>() = std::move(c);
   collect_links(per, m);
+  if (!dp_groups_.empty()) {
+    std::vector<const DataParallelGroup*> groups;
+    for (const auto& g : dp_groups_) groups.push_back(g.get());
+    m.part<DataParallelMetrics>() = data_parallel_metrics(groups);
+  }
+  collect_speculative(per, m);
   return m;
+}
+
+// speculative.* over the instances: counts summed, the rates and means
+// taken again from the sums (each instance's per-position counts), step
+// times as means over every instance's steps.
+void ClusterRun::collect_speculative(const std::vector<RunMetrics>& per, RunMetrics& m) const {
+  SpeculativeMetrics out;
+  bool any = false;
+  double verify_ms = 0, draft_ms = 0, steps = 0;
+  for (const RunMetrics& p : per) {
+    const SpeculativeMetrics* s = p.find<SpeculativeMetrics>();
+    if (s == nullptr) continue;
+    if (!any) {
+      out.method = s->method;
+      out.num_speculative_tokens = s->num_speculative_tokens;
+      out.drafter_weights_bytes = s->drafter_weights_bytes;
+      out.drafter_kv_bytes_per_token = s->drafter_kv_bytes_per_token;
+      out.proposed_per_position.assign(s->proposed_per_position.size(), 0);
+      out.accepted_per_position.assign(s->accepted_per_position.size(), 0);
+    }
+    any = true;
+    out.verifies += s->verifies;
+    out.draft_tokens += s->draft_tokens;
+    out.accepted_tokens += s->accepted_tokens;
+    for (size_t i = 0; i < s->proposed_per_position.size() && i < out.proposed_per_position.size();
+         ++i) {
+      out.proposed_per_position[i] += s->proposed_per_position[i];
+      out.accepted_per_position[i] += s->accepted_per_position[i];
+    }
+    const double n = static_cast<double>(p.sim.steps);
+    verify_ms += s->verify_ms_per_step * n;
+    draft_ms += s->draft_ms_per_step * n;
+    steps += n;
+  }
+  if (!any) return;
+  for (size_t i = 0; i < out.proposed_per_position.size(); ++i)
+    out.acceptance_rate_per_position.push_back(
+        out.proposed_per_position[i] > 0 ? static_cast<double>(out.accepted_per_position[i]) /
+                                               static_cast<double>(out.proposed_per_position[i])
+                                         : 0.0);
+  out.mean_accepted_length = out.verifies > 0 ? 1.0 + static_cast<double>(out.accepted_tokens) /
+                                                          static_cast<double>(out.verifies)
+                                              : 0.0;
+  out.acceptance_rate = out.draft_tokens > 0 ? static_cast<double>(out.accepted_tokens) /
+                                                   static_cast<double>(out.draft_tokens)
+                                             : 0.0;
+  out.verify_ms_per_step = steps > 0 ? verify_ms / steps : 0.0;
+  out.draft_ms_per_step = steps > 0 ? draft_ms / steps : 0.0;
+  m.part<SpeculativeMetrics>() = std::move(out);
 }
 
 // kv_tiers.* over the instances: hits as shares of the prompts the cluster

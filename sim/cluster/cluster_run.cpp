@@ -67,7 +67,14 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
   // The deliveries keep the priority they had as events of their own.
   links_ = std::make_unique<ClusterLinks>(sim_, cluster_, kArrivalPriority);
   for (const InstanceGroup& group : cluster_.groups) {
-    for (int64_t k = 0; k < group.count; ++k) {
+    // A group of parallel.data ranks runs `data` engines per instance; a
+    // MoE model's ranks step together (sim/serve/data_parallel_group.hpp),
+    // a dense model's are independent replicas behind the router.
+    const int64_t dp = std::max<int64_t>(group.spec->dp, 1);
+    const bool lockstep = dp > 1 && group.spec->ep > 1;
+    for (int64_t k = 0; k < group.count * dp; ++k) {
+      if (lockstep && k % dp == 0)
+        dp_groups_.push_back(std::make_unique<DataParallelGroup>(sim_, dp));
       auto inst = std::make_unique<Instance>();
       inst->index = instances_.size();
       inst->group = &group;
@@ -77,6 +84,10 @@ ClusterRun::ClusterRun(const InstanceSpec& scenario, const ClusterSpec& cluster,
       inst->tap.spans = sink_ != nullptr && sink_->wants_spans();
       inst->engine = make_engine(*group.spec, sim_, *inst->uplink, &inst->tap);
       inst->engine->mirror_itl(shell_.itl_histogram());
+      if (lockstep &&
+          !inst->engine->join_data_parallel(dp_groups_.back().get(), static_cast<size_t>(k % dp)))
+        throw std::logic_error(fmt::format("instance {} ({}) cannot be a data-parallel rank",
+                                           instances_.size(), group.name));
       if (const BlockPoolContract* pool = group.spec->policy().block_pool()) {
         inst->block_size = pool->block_size();
         inst->num_blocks = inst->engine->memory_plan().num_blocks;

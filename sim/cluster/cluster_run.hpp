@@ -27,6 +27,7 @@
 #include "sim/engine/engine_shell.hpp"
 #include "sim/engine/inference_engine.hpp"
 #include "sim/engine/run_sink.hpp"
+#include "sim/serve/data_parallel_group.hpp"
 #include "sim/spec/instance_spec.hpp"
 
 namespace kvsim {
@@ -66,6 +67,9 @@ class ClusterRun {
   const KvTier* global_pool() const { return pool_.get(); }
   // The links the instances share (cluster.links).
   const ClusterLinks& links() const { return *links_; }
+  // The data-parallel groups (parallel.data with a MoE model), in order.
+  size_t data_parallel_groups() const { return dp_groups_.size(); }
+  const DataParallelGroup& data_parallel_group(size_t i) const { return *dp_groups_[i]; }
 
  private:
   class InstanceUplink;
@@ -140,6 +144,7 @@ class ClusterRun {
   void report_progress();
   RunMetrics collect(std::vector<RunMetrics> per_instance);
   void collect_links(const std::vector<RunMetrics>& per, RunMetrics& m) const;
+  void collect_speculative(const std::vector<RunMetrics>& per, RunMetrics& m) const;
   void collect_tiers(const std::vector<RunMetrics>& per, int64_t query_tokens, int64_t hit_tokens,
                      RunMetrics& m) const;
 
@@ -151,6 +156,9 @@ class ClusterRun {
   std::unique_ptr<RequestSource> source_;
   ArrivalPump pump_;
   EngineShell shell_;  // the cluster's own request accounting (rows, latencies)
+  // Data-parallel groups of MoE ranks (parallel.data), each stepping its
+  // ranks together; declared before the instances, whose engines use them.
+  std::vector<std::unique_ptr<DataParallelGroup>> dp_groups_;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::vector<size_t> front_;   // mixed or prefill instances
   std::vector<size_t> decode_;  // decode instances

@@ -156,17 +156,36 @@ std::string_view instance_role_name(InstanceRole role) {
   return "mixed";
 }
 
+int64_t InstanceGroup::engines() const {
+  return count * (spec ? std::max<int64_t>(spec->dp, 1) : 1);
+}
+
 int64_t ClusterSpec::instances() const {
   int64_t n = 0;
-  for (const InstanceGroup& g : groups) n += g.count;
+  for (const InstanceGroup& g : groups) n += g.engines();
   return n;
 }
 
 int64_t ClusterSpec::instances_of(InstanceRole role) const {
   int64_t n = 0;
   for (const InstanceGroup& g : groups)
-    if (g.role == role) n += g.count;
+    if (g.role == role) n += g.engines();
   return n;
+}
+
+std::shared_ptr<const ClusterSpec> data_parallel_cluster(const InstanceSpec& scenario) {
+  auto spec = std::make_shared<ClusterSpec>();
+  for (RouterConfig* r : {&spec->router, &spec->decode_router}) {
+    r->policy = "round_robin";
+    r->index = prefix_index_defaults(kDefaultPrefixIndex);
+  }
+  InstanceGroup g;
+  g.name = "dp";
+  g.count = 1;
+  g.node_size = 1;
+  g.spec = std::make_shared<const InstanceSpec>(scenario);
+  spec->groups.push_back(std::move(g));
+  return spec;
 }
 
 config::ComponentInfo cluster_section_info() {

@@ -36,6 +36,8 @@ struct InstanceGroup {
   int64_t node_size = 1;
   InstanceRole role = InstanceRole::mixed;
   std::shared_ptr<const InstanceSpec> spec;  // what each of its instances runs
+  // Engines it runs: `count` instances of parallel.data ranks each.
+  int64_t engines() const;
 };
 
 // How a prefilled request's KV reaches its decode instance.
@@ -102,12 +104,16 @@ struct ClusterSpec {
   ClusterLinksConfig links;
   std::vector<InstanceGroup> groups;
 
-  int64_t instances() const;
+  int64_t instances() const;  // engines, every data-parallel rank one
   int64_t instances_of(InstanceRole role) const;
   bool disaggregated() const { return instances_of(InstanceRole::prefill) > 0; }
 };
 
 // The keys `cluster:` and its parts declare (for the YAML reference).
+// `parallel.data` ranks of a scenario without `cluster:`: one group of its
+// ranks behind round_robin (the even split).
+std::shared_ptr<const ClusterSpec> data_parallel_cluster(const InstanceSpec& scenario);
+
 config::ComponentInfo cluster_section_info();
 config::ComponentInfo cluster_group_info();
 config::ComponentInfo global_pool_info();

@@ -22,6 +22,8 @@ namespace kvsim {
 
 // Where a long run stands, for a progress line (the CLI shows it on a
 // terminal). Reported every few thousand steps; never affects the run.
+class DataParallelGroup;
+
 struct RunProgress {
   int64_t arrived = 0, completed = 0, rejected = 0;
   int64_t running = 0, waiting = 0;
@@ -93,6 +95,13 @@ class InferenceEngine {
   // when its cache publishes none.
   virtual bool publish_kv_events(KvEventListener* listener) {
     (void)listener;
+    return false;
+  }
+  // Before start(): the engine becomes rank `rank` of a data-parallel
+  // group whose ranks step together (sim/serve/data_parallel_group.hpp).
+  // False when it cannot.
+  virtual bool join_data_parallel(DataParallelGroup* group, size_t rank) {
+    (void)group, (void)rank;
     return false;
   }
 };

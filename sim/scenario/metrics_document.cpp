@@ -1,4 +1,5 @@
 #include "sim/scenario/metrics_document.hpp"
+#include "sim/serve/data_parallel_metrics.hpp"
 
 #include "sim/cache/chunk_lru_metrics.hpp"
 #include "sim/cache/llama_cells_metrics.hpp"
@@ -25,7 +26,8 @@ const std::vector<MetricsSection>& metrics_sections() {
       cluster_metrics_section(),       kv_layout_metrics_section(),
       reuse_quality_metrics_section(), session_retention_metrics_section(),
       session_metrics_section(),       speculative_metrics_section(),
-      kv_movement_metrics_section(),   provenance_metrics_section()};
+      kv_movement_metrics_section(),   data_parallel_metrics_section(),
+      provenance_metrics_section()};
   return sections;
 }
 
@@ -49,6 +51,7 @@ std::vector<std::string> metric_key_names() {
   sample.part<SessionRetentionMetrics>();
   sample.part<SessionMetrics>();
   sample.part<SpeculativeMetrics>();
+  sample.part<DataParallelMetrics>();
   return metric_leaf_keys(metrics_to_json(sample), /*numeric_only=*/true);
 }
 

@@ -17,8 +17,13 @@ std::unique_ptr<InferenceEngine> make_instance_engine(const InstanceSpec& s, Sim
 
 ScenarioRunResult run_scenario(const ScenarioSpec& scenario, RunSink* sink,
                                std::function<void(const RunProgress&)> progress) {
-  if (scenario.cluster) {
-    ClusterRun cluster(scenario, *scenario.cluster, make_instance_engine, sink);
+  // parallel.data ranks without a cluster: one group of the scenario's
+  // ranks, the arrivals split evenly over them (round_robin; a `cluster:`
+  // section's router feeds them otherwise).
+  std::shared_ptr<const ClusterSpec> ranks = scenario.cluster;
+  if (!ranks && scenario.dp > 1) ranks = data_parallel_cluster(scenario);
+  if (ranks) {
+    ClusterRun cluster(scenario, *ranks, make_instance_engine, sink);
     if (progress) cluster.set_progress(std::move(progress));
     ScenarioRunResult r;
     r.metrics = cluster.run();

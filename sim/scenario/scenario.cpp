@@ -15,6 +15,7 @@
 #include "sim/cluster/pool_presets.hpp"
 #include "sim/policies/policy_registry.hpp"
 #include "sim/scenario/config_ref.hpp"
+#include "sim/scenario/data_parallel_layout.hpp"
 #include "sim/scenario/engine_registry.hpp"
 #include "sim/scenario/invalid_combination.hpp"
 #include "sim/scenario/scenario_sections.hpp"
@@ -171,7 +172,10 @@ void cross_checks(ScenarioSpec& s, const std::optional<std::string>& engine,
                           expert ? "1, or a multiple of parallel.tensor that divides the experts"
                                  : "a tensor-parallel size that divides the heads and the MLP");
   }
-  if (s.ep > s.device.max_tensor_parallel) {
+  // Data-parallel ranks spread their expert group over nodes; one
+  // replica's group sits in one node.
+  if (s.dp > 1) data_parallel_checks(s, ctx);
+  if (s.dp == 1 && s.ep > s.device.max_tensor_parallel) {
     ctx.diagnostics.error(at("parallel.expert"), "parallel.expert",
                           fmt::format("{} ranks but {} groups at most {} devices", s.ep,
                                       s.device.name, s.device.max_tensor_parallel),
@@ -294,11 +298,21 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
   }
   {
     MapReader p(top.child("parallel"));
+    const bool tensor_given = p.has("tensor");
     s.tp = p.integer("tensor", 1, 1, 64);
+    // Data-parallel attention (vLLM's data_parallel_size): `data` ranks of
+    // `tensor` devices each (sim/scenario/data_parallel_layout.cpp).
+    s.dp = p.integer("data", 1, 1, 1024);
     // Expert parallelism (vLLM's enable_expert_parallel: the expert group
     // spans tensor x data-parallel ranks): whole experts split over `expert`
     // ranks, a multiple of `tensor`.
+    const bool expert_given = p.has("expert");
     s.ep = p.integer("expert", 1, 1, 1024);
+    std::optional<int64_t> devices;
+    if (p.has("devices"))
+      devices = p.integer("devices", std::nullopt, 1, 1 << 20);
+    else
+      p.ignore({"devices"});
     s.expert_skew = p.number("expert_skew", 0.0, 0.0, 4.0);
     // Pipeline parallelism (vLLM's pipeline_parallel_size): consecutive
     // layers per stage, micro-batches in flight (vLLM keeps one per stage).
@@ -311,6 +325,7 @@ ScenarioSpec parse_scenario(const Node& root, const std::string& configs_dir,
         if (auto v = n.as_int(1, 100000)) s.pipeline_layers.push_back(*v);
     }
     p.finish();
+    read_data_parallel_layout(s, devices, tensor_given, expert_given, ctx);
   }
   s.kv = read_kv_cache_section(top);
   read_kv_tiers_section(top, s.kv_tiers);

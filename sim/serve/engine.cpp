@@ -10,6 +10,7 @@
 #include "sim/cache/tiers/tier_chain.hpp"
 #include "sim/cache/tiers/tier_config.hpp"
 #include "sim/core/served_metrics.hpp"
+#include "sim/serve/serving_dp_rank.hpp"
 
 namespace kvsim {
 namespace {
@@ -116,8 +117,8 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
   }
   timing_ = std::make_unique<PipelineTiming>(
       scenario.device, scenario.model,
-      TimingModel::Params{scenario.tp, scenario.kv.dtype_bytes(), scenario.ep,
-                          scenario.expert_skew},
+      TimingModel::Params{scenario.tp, scenario.kv.dtype_bytes(), scenario.ep, scenario.expert_skew,
+                          scenario.ep_ranks_per_node},
       PipelineParams{scenario.pp, scenario.micro_batches, scenario.pipeline_network_link,
                      sizing_.stage_layers, scenario.pipeline_layers});
   layout_cost_ = KvLayoutHostCost::make(scenario);
@@ -251,6 +252,12 @@ void ServingEngine::submit(Request request) {
 
 void ServingEngine::kick() {
   if (step_in_flight_ || kick_pending_) return;
+  // A step of the data-parallel group is in flight without this rank: it
+  // joins the next one.
+  if (dp_ != nullptr && dp_->launched()) {
+    dp_->defer(dp_rank_);
+    return;
+  }
   kick_pending_ = true;
   sim_.schedule_at(sim_.now(), kPrioKick, [this] {
     kick_pending_ = false;
@@ -344,7 +351,21 @@ void ServingEngine::start_step() {
     work_.swap_in_bytes = work_.swap_out_bytes = 0;
   }
   work_.kv_copy_bytes = 0;
-  // A pipeline cuts the batch into micro-batches of whole sequences.
+  if (dp_ != nullptr) {
+    // The group prices and launches the step once every rank with work
+    // has its batch (sim/serve/data_parallel_group.hpp).
+    step_in_flight_ = true;
+    dp_->join(dp_rank_);
+    return;
+  }
+  price_step();
+  launch_step(now);
+}
+
+// The step's own price: the target's pass (a pipeline cuts the batch into
+// micro-batches of whole sequences), the host's share, the drafter's
+// passes and the layout's tables.
+void ServingEngine::price_step() {
   step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
   // What llama.cpp's backend leaves to the host CPU runs after the device's
   // part, in the same step (sim/cache/llama_backend_cost.hpp).
@@ -360,12 +381,16 @@ void ServingEngine::start_step() {
       ++sampling;
       context += item.seq->computed + item.tokens;
     }
-    const TimeNs draft = speculation_->draft_latency(work_, sampling, context);
-    speculation_->count_step(step_latency_, draft);
-    step_latency_ += draft;
+    step_draft_ = speculation_->draft_latency(work_, sampling, context);
+    step_verify_ = step_latency_;
+    step_latency_ += step_draft_;
   }
   // The host builds the layout's tables before the step is launched.
   if (layout_cost_) step_latency_ += layout_cost_->step(batch_, *policy_);
+}
+
+void ServingEngine::launch_step(TimeNs now) {
+  if (speculation_) speculation_->count_step(step_verify_, step_draft_);
   if (step_recorder_) step_recorder_(work_);
   if (timing_->stages() > 1)
     stage_link_bytes_ += timing_->boundary_bytes(static_cast<double>(batch_.total_tokens)) *
@@ -568,6 +593,7 @@ void ServingEngine::open_compute() {
 void ServingEngine::on_step_done() {
   const TimeNs now = sim_.now();
   step_in_flight_ = false;
+  if (dp_ != nullptr) dp_->finished(dp_rank_);
   // What the step took beyond its compute: its lookups, the loads it did
   // not overlap and the stores it waited for. Every sequence scheduled
   // since kv_wait_total_ was marked was held by it (kv_wait_mark).

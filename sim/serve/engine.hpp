@@ -23,6 +23,7 @@
 #include "sim/engine/inference_engine.hpp"
 #include "sim/engine/run_sink.hpp"
 #include "sim/serve/async_loads.hpp"
+#include "sim/serve/data_parallel_group.hpp"
 #include "sim/serve/kv_layout_host_cost.hpp"
 #include "sim/serve/scheduler.hpp"
 #include "sim/serve/session_retention.hpp"
@@ -86,6 +87,9 @@ class ServingEngine final : public InferenceEngine {
   bool publish_kv_events(KvEventListener* listener) override {
     return policy_->set_kv_event_listener(listener);
   }
+  // Before the run: the engine becomes rank `rank` of `group`, stepping
+  // with the others (false with tiers, whose loads the group does not run).
+  bool join_data_parallel(DataParallelGroup* group, size_t rank) override;
 
   const PoolSizing& sizing() const { return sizing_; }
   // Decodes advanced in bulk (the default wherever the step allows it) or
@@ -111,6 +115,13 @@ class ServingEngine final : public InferenceEngine {
 
   void kick();
   void start_step();
+  void price_step();             // step_latency_ of the batch in batch_ / work_
+  void launch_step(TimeNs now);  // the step priced, on the clock
+  class DpRank;
+  DataParallelGroup* dp_ = nullptr;  // the data-parallel group, null alone
+  size_t dp_rank_ = 0;
+  std::unique_ptr<DpRank> dp_rank_obj_;
+  TimeNs step_verify_ = 0, step_draft_ = 0;  // speculation: the step's parts
   void on_step_done();
   void complete(Sequence* seq);
   void reject(Sequence* seq);

@@ -14,8 +14,9 @@ Speculation::Speculation(const InstanceSpec& s)
   // The drafter is priced like the target: its own op graph on the same
   // device and layout (vLLM runs the proposer on the target's workers).
   if (s.speculative.drafter)
-    drafter_timing_.emplace(s.device, s.speculative.drafter->model,
-                            TimingModel::Params{s.tp, s.kv.dtype_bytes(), s.ep, s.expert_skew});
+    drafter_timing_.emplace(
+        s.device, s.speculative.drafter->model,
+        TimingModel::Params{s.tp, s.kv.dtype_bytes(), s.ep, s.expert_skew, s.ep_ranks_per_node});
 }
 
 int64_t Speculation::verify(uint64_t request_id, int64_t generated, int64_t drafts) {
@@ -64,6 +65,8 @@ SpeculativeMetrics Speculation::metrics(Bytes drafter_weights, Bytes drafter_kv_
                                                  ? static_cast<double>(accepted_at_[i]) /
                                                        static_cast<double>(proposed_at_[i])
                                                  : 0.0);
+  m.proposed_per_position = proposed_at_;
+  m.accepted_per_position = accepted_at_;
   m.mean_accepted_length =
       verifies_ > 0 ? 1.0 + static_cast<double>(accepted_) / static_cast<double>(verifies_) : 0.0;
   m.acceptance_rate =

@@ -26,6 +26,9 @@ struct SpeculativeMetrics {
   double verify_ms_per_step = 0;         // the target's pass, mean over steps
   Bytes drafter_weights_bytes = 0;       // per rank, in memory.weights_bytes
   Bytes drafter_kv_bytes_per_token = 0;  // per rank, in kv_cache.kv_bytes_per_token
+  // The counts behind acceptance_rate_per_position (not written): a
+  // cluster adds its instances' before taking the rates again.
+  std::vector<int64_t> proposed_per_position, accepted_per_position;
 };
 
 MetricsSection speculative_metrics_section();

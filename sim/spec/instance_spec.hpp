@@ -81,6 +81,16 @@ struct InstanceSpec {
   int64_t tp = 1;
   int64_t ep = 1;          // `parallel.expert`: expert-parallel ranks (1: none)
   double expert_skew = 0;  // `parallel.expert_skew`: Zipf exponent of expert popularity
+  // `parallel.data`: data-parallel attention ranks (vLLM's
+  // data_parallel_size), each of tp devices with its own scheduler, running
+  // batch and KV pool; a MoE model's experts spread over the data x tensor
+  // ranks (ep), whose all-to-all makes every rank's step wait for the
+  // slowest (sim/serve/data_parallel_group.hpp). This spec is one rank's.
+  int64_t dp = 1;
+  int64_t devices = 1;  // `parallel.devices`: dp x tp x pp, the dies the deployment holds
+  // Expert-parallel ranks on one node (the device file's
+  // max_tensor_parallel), when the group spans nodes; 0: one node.
+  int64_t ep_ranks_per_node = 0;
   // `parallel.pipeline`: pipeline stages (vLLM pipeline_parallel_size), each
   // on tp devices: tp x pp devices per instance (models/pipeline_stages.hpp,
   // devices/pipeline_timing.hpp).

@@ -344,10 +344,10 @@ void ServingEngine::start_step() {
   work_.swap_out_bytes = batch_.swap_out_bytes;
   // Swap crosses the host link the tiers' blocks cross (make_tier_links):
   // off the compute's price, onto the link, before the compute.
-  Bytes swap_in = 0, swap_out = 0;
+  step_swap_in_ = step_swap_out_ = 0;
   if (swap_read_ != nullptr) {
-    swap_in = instance_bytes(work_.swap_in_bytes);
-    swap_out = instance_bytes(work_.swap_out_bytes);
+    step_swap_in_ = instance_bytes(work_.swap_in_bytes);
+    step_swap_out_ = instance_bytes(work_.swap_out_bytes);
     work_.swap_in_bytes = work_.swap_out_bytes = 0;
   }
   work_.kv_copy_bytes = 0;
@@ -410,7 +410,7 @@ void ServingEngine::launch_step(TimeNs now) {
   store_gate_since_ = now;
   step_compute_ = step_latency_;
   // With its links to itself: the swaps, then the loads and the compute.
-  step_latency_ = load.step_latency(step_compute_) + start_swaps(swap_in, swap_out);
+  step_latency_ = load.step_latency(step_compute_) + start_swaps(step_swap_in_, step_swap_out_);
   load_layerwise_ = load.layerwise;
   load_in_flight_ =
       load.time > 0 && chain_ != nullptr && chain_->read_back([this] { on_load_done(); });

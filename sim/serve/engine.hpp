@@ -200,6 +200,9 @@ class ServingEngine final : public InferenceEngine {
   // And for its swaps, over the host link the tiers use (make_tier_links),
   // when the instance has tiers; null: swap is priced in the step.
   SharedLink* swap_read_ = nullptr;
+  // This step's swaps on those links, from its batch to its launch (a
+  // data-parallel group launches later than the batch is made).
+  Bytes step_swap_in_ = 0, step_swap_out_ = 0;
   SharedLink* swap_write_ = nullptr;
   bool swap_in_flight_ = false;
   bool compute_held() const { return store_gate_ || swap_in_flight_; }

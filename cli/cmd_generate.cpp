@@ -118,6 +118,12 @@ void print_window_drift(const kernels::WindowDrift& d, const GenerateArgs& a) {
       "|diff| {:.6g} over {} positions, top-1 {}\n",
       a.kv_dtype == "int8" ? " (its K/V in fp32)" : "", d.max_abs_diff, d.mean_abs_diff, d.compared,
       d.top1_agree ? "agrees at every one (the same text)" : "differs");
+  if (d.fresh_compared > 0)
+    std::cout << fmt::format(
+        "  vs a fresh prefill of the kept tokens at the same positions (their K/V recomputed "
+        "without the evicted tokens): max |diff| {:.6g}, mean |diff| {:.6g}, top-1 {}/{} "
+        "positions past the window\n",
+        d.fresh_max_abs_diff, d.fresh_mean_abs_diff, d.fresh_top1_agreements, d.fresh_compared);
   if (d.first_divergence < 0)
     std::cout << fmt::format("  vs the full context: the same tokens over {} positions\n",
                              d.full_compared);

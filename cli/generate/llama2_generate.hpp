@@ -86,6 +86,11 @@ struct WindowDrift {
   // Against the full-context run: the first position whose token differs
   // (-1: none over `full_compared` positions).
   int64_t first_divergence = -1, full_compared = 0;
+  // sliding_window: against a fresh prefill of the kept tokens at each
+  // position past the window (the same positions, their K/V recomputed
+  // without the evicted tokens in view): what the window's K/V are not.
+  int64_t fresh_compared = 0, fresh_top1_agreements = 0;
+  double fresh_max_abs_diff = 0, fresh_mean_abs_diff = 0;
 };
 
 struct GenerateResult {

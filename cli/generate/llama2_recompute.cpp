@@ -53,6 +53,28 @@ std::vector<std::vector<float>> llama2_recompute_logits(const Llama2Weights& w,
   return out;
 }
 
+std::vector<float> llama2_prefill_logits(const Llama2Weights& w, const int32_t* tokens, int64_t n,
+                                         int64_t pos0, KvDtype dtype) {
+  const Llama2Config& c = w.config;
+  const int64_t kv_dim = c.kv_dim();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
+  std::vector<float> k_rows, v_rows;
+  const auto attend = [&](int64_t, const WeightMatrix& q, const WeightMatrix& k,
+                          const WeightMatrix& v, WeightMatrix& att) {
+    k_rows.assign(k.data(), k.data() + n * kv_dim);
+    v_rows.assign(v.data(), v.data() + n * kv_dim);
+    if (dtype == KvDtype::fp16 || dtype == KvDtype::bf16) {
+      round_trip_row(dtype, k_rows.data(), n * kv_dim, k_rows.data());
+      round_trip_row(dtype, v_rows.data(), n * kv_dim, v_rows.data());
+    }
+    // Row i attends to rows 0..i (nq 1 over i + 1 keys: all of them).
+    for (int64_t i = 0; i < n; ++i)
+      dense_attention_reference(q.row(i).data(), 1, k_rows.data(), v_rows.data(), i + 1, c.n_heads,
+                                c.n_kv_heads, c.head_size(), scale, att.row(i).data());
+  };
+  return llama2_forward_with(w, tokens, n, pos0, 0, attend, "llama2_prefill_logits");
+}
+
 std::vector<int64_t> sliding_window_first_keys(int64_t n_tokens, int64_t n_prompt, int64_t window,
                                                bool genie, int64_t prefill_pass) {
   std::vector<int64_t> first(static_cast<size_t>(n_tokens));
@@ -114,6 +136,25 @@ void compare_window_run(const Llama2Weights& w, const GenerateOptions& o, int64_
     for (int64_t p = 0; p < n && d.first_past < 0; ++p)
       if (first[static_cast<size_t>(p)] > 0) d.first_past = p;
     ref = llama2_recompute_logits(w, r.tokens, first, o.kv_dtype);
+    // Re-encoding the kept tokens alone, at each position past the window.
+    double sum = 0;
+    int64_t values = 0;
+    for (size_t i = 0; i < r.logits.size(); ++i) {
+      const auto p = static_cast<int64_t>(n_prompt - 1 + static_cast<int64_t>(i));
+      const int64_t lo = first[static_cast<size_t>(p)];
+      if (lo == 0) continue;
+      const std::vector<float> fresh =
+          llama2_prefill_logits(w, r.tokens.data() + lo, p - lo + 1, lo, o.kv_dtype);
+      for (size_t j = 0; j < fresh.size(); ++j) {
+        const double diff = std::fabs(static_cast<double>(fresh[j]) - r.logits[i][j]);
+        d.fresh_max_abs_diff = std::max(d.fresh_max_abs_diff, diff);
+        sum += diff;
+        ++values;
+      }
+      d.fresh_top1_agreements += top1_index(fresh) == top1_index(r.logits[i]) ? 1 : 0;
+      ++d.fresh_compared;
+    }
+    if (values > 0) d.fresh_mean_abs_diff = sum / static_cast<double>(values);
   } else {
     if (!d.resets_at.empty()) d.first_past = d.resets_at.front();
     ref = reset_reference(w, r.tokens, d, o.kv_dtype);

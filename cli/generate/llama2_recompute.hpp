@@ -31,6 +31,12 @@ std::vector<std::vector<float>> llama2_recompute_logits(const Llama2Weights& wei
                                                         const std::vector<int64_t>& first_key,
                                                         KvDtype dtype);
 
+// The last token's logits of a prefill of tokens[0..n) alone at positions
+// pos0.. (causal, an empty cache): what re-encoding the kept tokens would
+// give, their deeper-layer K/V computed without the tokens before pos0.
+std::vector<float> llama2_prefill_logits(const Llama2Weights& weights, const int32_t* tokens,
+                                         int64_t n, int64_t pos0, KvDtype dtype);
+
 // The first key each position of a sliding_window run attends to:
 // over a Genie mode the `window` newest keys in the cache when its pass
 // began (AR-32 prefill passes from 0, then one pass per position) plus its
@@ -39,8 +45,9 @@ std::vector<int64_t> sliding_window_first_keys(int64_t n_tokens, int64_t n_promp
                                                bool genie, int64_t prefill_pass);
 
 // Fills r.window's comparisons: with the recompute from the kept tokens
-// (r.logits, one per position from n_prompt - 1) and with `full` (the
-// full-context run of the same prompt and steps).
+// (r.logits, one per position from n_prompt - 1), with `full` (the
+// full-context run of the same prompt and steps) and, under a window, with
+// a fresh prefill of each position's kept tokens.
 void compare_window_run(const Llama2Weights& weights, const GenerateOptions& options,
                         int64_t n_prompt, const GenerateResult& full, GenerateResult& r);
 

@@ -9,7 +9,11 @@
 // tensors ([--type-k T] [--type-v T] [--no-v-trans] [--n-keep N]
 // [--defrag-thold X]), and a run longer than --ctx-size shifts its context.
 // Genie modes save and load sessions ([--save-session F] [--load-session F]
-// [--device D], seed 002 dumpCache / loadCache).
+// [--device D], seed 002 dumpCache / loadCache). Past the context:
+// --policy sliding_window --update-mode M --window W (seed 002's
+// window-size over paged or a Genie mode), or a Genie mode with
+// --context-reset [--n-keep N]; both compared with a recompute from the kept
+// tokens and with the full context (cli/generate/llama2_recompute.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include "base/source_paths.hpp"
 #include "cli/commands.hpp"
 #include "cli/generate/llama2_generate.hpp"
+#include "cli/generate/llama2_window.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/studies/capacity_plan.hpp"
 #include "devices/htp_timing.hpp"
@@ -47,6 +52,10 @@ struct GenerateArgs {
   // Genie modes: session files (seed 002 dumpCache / loadCache), priced at
   // a device's storage_bandwidth when --device names one.
   std::string load_session, save_session, device;
+  // sliding_window and the context reset.
+  std::string update_mode = "pointer_shift";
+  int64_t window = 0;
+  bool context_reset = false;
 };
 
 // The device --device names, which must have a storage bandwidth.
@@ -82,6 +91,45 @@ void print_session_io(const kernels::GenerateResult& r, const GenerateArgs& a,
     std::cout << fmt::format("session: saved {} positions ({} KV bytes, a {}-byte file) to {}{}\n",
                              r.session_saved_positions, r.session_saved_kv_bytes,
                              r.session_file_bytes, a.save_session, price(r.session_saved_kv_bytes));
+}
+
+// What a run past its context kept, and how it compares with a recompute
+// from the kept tokens (which the cached run must match) and with the full
+// context (where the text first changes).
+void print_window_drift(const kernels::WindowDrift& d, const GenerateArgs& a) {
+  if (!d.ran) return;
+  if (a.window > 0) {
+    std::cout << fmt::format("sliding window: {} tokens kept over {}, the KV held at most {}; ",
+                             d.window, a.update_mode, d.max_held);
+  } else {
+    std::cout << fmt::format(
+        "context reset: {} resets (at positions {}), each keeping BOS and --n-keep {} prompt "
+        "tokens; ",
+        d.resets_at.size(), fmt::join(d.resets_at, ", "), d.kept - 1);
+  }
+  if (d.first_past < 0)
+    std::cout << "the run stayed inside its context\n";
+  else
+    std::cout << fmt::format("first position past it {}\n", d.first_past);
+  // The recompute stores K/V as fp32, fp16 and bf16 do; int8's per-tensor
+  // quantisation is the run's own, so its error is part of the diff.
+  std::cout << fmt::format(
+      "  vs a recompute from the kept tokens at their own positions{}: max |diff| {:.6g}, mean "
+      "|diff| {:.6g} over {} positions, top-1 {}\n",
+      a.kv_dtype == "int8" ? " (its K/V in fp32)" : "", d.max_abs_diff, d.mean_abs_diff, d.compared,
+      d.top1_agree ? "agrees at every one (the same text)" : "differs");
+  if (d.fresh_compared > 0)
+    std::cout << fmt::format(
+        "  vs a fresh prefill of the kept tokens at the same positions (their K/V recomputed "
+        "without the evicted tokens): max |diff| {:.6g}, mean |diff| {:.6g}, top-1 {}/{} "
+        "positions past the window\n",
+        d.fresh_max_abs_diff, d.fresh_mean_abs_diff, d.fresh_top1_agreements, d.fresh_compared);
+  if (d.first_divergence < 0)
+    std::cout << fmt::format("  vs the full context: the same tokens over {} positions\n",
+                             d.full_compared);
+  else
+    std::cout << fmt::format("  vs the full context: the first different token is at position {}\n",
+                             d.first_divergence);
 }
 
 // The drift of chunk_lru's options against a full prefill of the same
@@ -154,6 +202,9 @@ int run_generate(const GenerateArgs& a) {
   o.defrag_thold = a.defrag_thold;
   o.load_session = a.load_session;
   o.save_session = a.save_session;
+  o.update_mode = a.update_mode;
+  o.window = a.window;
+  o.context_reset = a.context_reset;
   if (!a.device.empty() && a.load_session.empty() && a.save_session.empty())
     throw_input_error("--device", "device", "prices session files, and none is named",
                       "--device with --save-session or --load-session");
@@ -164,6 +215,7 @@ int run_generate(const GenerateArgs& a) {
     const kernels::GenerateResult r = kernels::generate_greedy(w, t, o);
     std::cout << r.text << "\n";
     print_session_io(r, a, device);
+    print_window_drift(r.window, a);
     if (r.drift.shifts > 0) {
       // llama.cpp's context shift keeps keys computed with the dropped
       // tokens in view: report how far that is from recomputing the kept ones.
@@ -200,12 +252,22 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt", a->prompt, "prompt text (default empty)");
   cmd->add_option("--steps", a->steps, "positions to run, as llama2.c -n (default 256)")
       ->check(CLI::Range(1, 1 << 20));
-  // Every policy generate runs (all but sliding_window: a window would change the text).
   const std::vector<std::string> policies = kernels::generate_policy_names();
   cmd->add_option("--policy", a->policy,
                   "cache policy holding the KV, e.g. paged, shift_concat, pointer_shift, "
-                  "smart_mask, native_kv (default paged)")
+                  "smart_mask, native_kv, sliding_window (default paged)")
       ->check(CLI::IsMember(policies));
+  cmd->add_option("--update-mode", a->update_mode,
+                  "sliding_window: the policy it wraps, paged or a Genie mode (default "
+                  "pointer_shift)")
+      ->check(CLI::IsMember(kernels::sliding_window_bases()));
+  cmd->add_option("--window", a->window,
+                  "sliding_window: tokens kept (required; at most --ctx-size - 32 over a Genie "
+                  "mode)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_flag("--context-reset", a->context_reset,
+                "Genie modes: a run longer than --ctx-size clears the cache when it is full and "
+                "prefills BOS, --n-keep prompt tokens and the newest token again");
   cmd->add_option("--kv-dtype", a->kv_dtype, "KV storage: fp32, fp16, bf16, int8 (default fp32)")
       // Genie's buffers (the on-device policies) keep one int8 quantisation
       // per tensor and no fp8 rows: generate takes the four dtypes they store.
@@ -230,7 +292,8 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-v-trans", a->no_v_trans,
                 "llama_cells: store V untransposed (llama.cpp with flash attention)");
   cmd->add_option("--n-keep", a->n_keep,
-                  "llama_cells: prompt tokens a context shift keeps besides BOS (default 0)")
+                  "llama_cells, --context-reset: prompt tokens a context shift or reset keeps "
+                  "besides BOS (default 0)")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--defrag-thold", a->defrag_thold,
                   "llama_cells: defragment above this fragmentation; < 0 never (default 0.1)")

@@ -17,33 +17,14 @@
 #include "cli/generate/llama2_generate.hpp"
 #include "reports/output_rule.hpp"
 #include "scenario_helpers.hpp"
+#include "tests/support/stories260k.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim::kernels {
 namespace {
 
+using stories260k::model;
 namespace fs = std::filesystem;
-const fs::path kDir = fs::path(KVSIM_SHARED_DATA_DIR) / "models" / "stories260K";
-
-bool have_data() {
-  return fs::exists(kDir / "stories260K.bin") && fs::exists(kDir / "tok512.bin");
-}
-
-#define REQUIRE_SHARED_DATA()                             \
-  if (!have_data())                                       \
-  GTEST_SKIP() << "shared data absent: " << kDir.string() \
-               << " (stories260K.bin, tok512.bin) is not there"
-
-struct Model {
-  Llama2Weights weights;
-  Llama2Tokenizer tokenizer;
-};
-
-const Model& model() {
-  static const Model m{load_llama2_checkpoint((kDir / "stories260K.bin").string()),
-                       Llama2Tokenizer((kDir / "tok512.bin").string(), 512)};
-  return m;
-}
 
 std::string temp(const std::string& name) {
   const fs::path p = fs::path(::testing::TempDir()) / name;

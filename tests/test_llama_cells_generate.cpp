@@ -15,37 +15,14 @@
 #include "base/source_paths.hpp"
 #include "cli/generate/llama2_cells.hpp"
 #include "scenario_helpers.hpp"
+#include "tests/support/stories260k.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim::kernels {
 namespace {
 
-namespace fs = std::filesystem;
-const fs::path kDir = fs::path(KVSIM_SHARED_DATA_DIR) / "models" / "stories260K";
-
-bool have_data() {
-  return fs::exists(kDir / "stories260K.bin") && fs::exists(kDir / "tok512.bin") &&
-         fs::exists(kDir / "expected_greedy_200.txt");
-}
-#define REQUIRE_SHARED_DATA() \
-  if (!have_data()) GTEST_SKIP() << "shared data absent: " << kDir.string() << " is not there"
-
-struct Model {
-  Llama2Weights weights;
-  Llama2Tokenizer tokenizer;
-};
-const Model& model() {
-  static const Model m{load_llama2_checkpoint((kDir / "stories260K.bin").string()),
-                       Llama2Tokenizer((kDir / "tok512.bin").string(), 512)};
-  return m;
-}
-
-std::string expected_text() {
-  std::ifstream in(kDir / "expected_greedy_200.txt", std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using stories260k::expected_text;
+using stories260k::model;
 
 GenerateOptions cells(KvDtype dtype, bool v_trans) {
   GenerateOptions o;

@@ -12,34 +12,14 @@
 #include <sstream>
 
 #include "cli/generate/llama2_generate.hpp"
+#include "tests/support/stories260k.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace kvsim::kernels {
 namespace {
 
+using stories260k::model;
 namespace fs = std::filesystem;
-const fs::path kDir = fs::path(KVSIM_SHARED_DATA_DIR) / "models" / "stories260K";
-
-bool have_data() {
-  return fs::exists(kDir / "stories260K.bin") && fs::exists(kDir / "tok512.bin") &&
-         fs::exists(kDir / "expected_greedy_200.txt");
-}
-
-#define REQUIRE_SHARED_DATA()                             \
-  if (!have_data())                                       \
-  GTEST_SKIP() << "shared data absent: " << kDir.string() \
-               << " (stories260K.bin, tok512.bin, expected_greedy_200.txt) is not there"
-
-struct Model {
-  Llama2Weights weights;
-  Llama2Tokenizer tokenizer;
-};
-
-const Model& model() {
-  static const Model m{load_llama2_checkpoint((kDir / "stories260K.bin").string()),
-                       Llama2Tokenizer((kDir / "tok512.bin").string(), 512)};
-  return m;
-}
 
 GenerateResult run(GenerateOptions o) {
   o.keep_logits = true;
@@ -48,14 +28,11 @@ GenerateResult run(GenerateOptions o) {
 
 TEST(NativeKvGenerate, EmptyPrompt200StepsFp32MatchesLlama2cByteForByte) {
   REQUIRE_SHARED_DATA();
-  std::ifstream in(kDir / "expected_greedy_200.txt", std::ios::binary);
-  std::stringstream expected;
-  expected << in.rdbuf();
   GenerateOptions o;
   o.policy = "native_kv";
   o.steps = 200;
   o.kv_dtype = KvDtype::fp32;
-  EXPECT_EQ(run(o).text, expected.str());
+  EXPECT_EQ(run(o).text, stories260k::expected_text());
 }
 
 TEST(NativeKvGenerate, APromptPrefilledInSeveralPassesMatchesPaged) {

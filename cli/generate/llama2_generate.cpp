@@ -8,6 +8,7 @@
 #include "base/cancellation.hpp"
 #include "cli/generate/llama2_cells.hpp"
 #include "cli/generate/llama2_genie.hpp"
+#include "cli/generate/llama2_window.hpp"
 #include "sim/policies/policy_registry.hpp"
 #include "sim/spec/instance_spec.hpp"
 
@@ -113,13 +114,17 @@ using Generator = GenerateResult (*)(const Llama2Weights&, const Llama2Tokenizer
 
 // Which generator runs each policy's layout (a registry, one line a policy):
 // a block pool, Genie's buffers (cli/generate/llama2_genie.cpp) or
-// llama.cpp's cells with tensors of their own (cli/generate/llama2_cells.cpp).
-// sliding_window has none: a window would change the text.
+// llama.cpp's cells with tensors of their own (cli/generate/llama2_cells.cpp),
+// or sliding_window over one of the first two (cli/generate/llama2_window.cpp).
 const std::vector<std::pair<std::string_view, Generator>>& generators() {
   static const std::vector<std::pair<std::string_view, Generator>> table = {
-      {"chunk_lru", generate_greedy_blocks},    {"llama_cells", generate_greedy_cells},
-      {"native_kv", generate_greedy_genie},     {"paged", generate_greedy_blocks},
-      {"pointer_shift", generate_greedy_genie}, {"shift_concat", generate_greedy_genie},
+      {"chunk_lru", generate_greedy_blocks},
+      {"llama_cells", generate_greedy_cells},
+      {"native_kv", generate_greedy_genie},
+      {"paged", generate_greedy_blocks},
+      {"pointer_shift", generate_greedy_genie},
+      {"shift_concat", generate_greedy_genie},
+      {"sliding_window", generate_greedy_sliding_window},
       {"smart_mask", generate_greedy_genie},
   };
   return table;
@@ -142,6 +147,10 @@ GenerateResult generate_greedy(const Llama2Weights& w, const Llama2Tokenizer& to
         fmt::format("--save-session and --load-session take a Genie update mode (shift_concat, "
                     "pointer_shift, smart_mask, native_kv), not --policy {}",
                     o.policy));
+  if (o.window > 0 && o.policy != "sliding_window")
+    throw std::invalid_argument(
+        fmt::format("--window takes --policy sliding_window, not --policy {}", o.policy));
+  if (o.context_reset) return generate_greedy_context_reset(w, tok, o);
   for (const auto& [name, generator] : generators())
     if (name == o.policy) return generator(w, tok, o);
   throw std::invalid_argument(fmt::format("no generator for cache policy '{}' (there are: {})",

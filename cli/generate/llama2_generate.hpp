@@ -45,6 +45,16 @@ struct GenerateOptions {
   // tokens, its KV, its int8 parameters; no prompt) and continues to
   // `steps` positions; save_session writes the session after the run.
   std::string load_session, save_session;
+  // sliding_window (seed 002 window-size): the policy it wraps (paged or a
+  // Genie mode, as the YAML key kv_cache.update_mode) and the tokens it
+  // keeps; the run may go past ctx_size, the oldest tokens leaving the KV.
+  std::string update_mode = "pointer_shift";
+  int64_t window = 0;
+  // Genie modes: a run longer than ctx_size resets the context when it is
+  // full (the genie engine's context reset, sim/genie/genie_engine.cpp):
+  // the cache is cleared and BOS, the first n_keep prompt tokens and the
+  // newest token are prefilled again at positions 0.., instead of failing.
+  bool context_reset = false;
 };
 
 // What a llama_cells run did besides the text: its context shifts, and how
@@ -57,11 +67,38 @@ struct ContextShiftDrift {
   bool top1_agree = true;  // every compared argmax agreed
 };
 
+// What a sliding_window or context-reset run did besides the text, against
+// two references (cli/generate/llama2_recompute.hpp): a recompute of
+// attention from the tokens the KV kept, at the positions they were run at
+// (RoPE is not re-rotated), teacher-forced on this run's tokens; and the
+// full-context run (no window, no reset: llama2.c's text).
+struct WindowDrift {
+  bool ran = false;
+  int64_t window = 0;              // sliding_window: tokens kept
+  int64_t kept = 0;                // context reset: tokens kept (BOS + n_keep)
+  int64_t max_held = 0;            // most tokens the KV held at once
+  int64_t first_past = -1;         // first position whose context missed an earlier token, -1 none
+  std::vector<int64_t> resets_at;  // context reset: first token fed after each reset
+  // Against the recompute from the kept tokens, over every position run.
+  int64_t compared = 0;
+  double max_abs_diff = 0, mean_abs_diff = 0;
+  bool top1_agree = true;
+  // Against the full-context run: the first position whose token differs
+  // (-1: none over `full_compared` positions).
+  int64_t first_divergence = -1, full_compared = 0;
+  // sliding_window: against a fresh prefill of the kept tokens at each
+  // position past the window (the same positions, their K/V recomputed
+  // without the evicted tokens in view): what the window's K/V are not.
+  int64_t fresh_compared = 0, fresh_top1_agreements = 0;
+  double fresh_max_abs_diff = 0, fresh_mean_abs_diff = 0;
+};
+
 struct GenerateResult {
   std::string text;                        // what llama2.c prints
   std::vector<int32_t> tokens;             // BOS, prompt, then the chosen tokens
   std::vector<std::vector<float>> logits;  // per position, when keep_logits
   ContextShiftDrift drift;                 // llama_cells only
+  WindowDrift window;                      // sliding_window and context reset only
   // Genie session files: positions and KV bytes (K and V, every layer)
   // loaded and saved, and the saved file's size.
   int64_t session_loaded_positions = 0, session_loaded_kv_bytes = 0;
@@ -71,7 +108,7 @@ struct GenerateResult {
 // Throws std::invalid_argument for a policy with no generator or bad sizes.
 GenerateResult generate_greedy(const Llama2Weights& weights, const Llama2Tokenizer& tokenizer,
                                const GenerateOptions& options);
-// The policies generate_greedy runs (every registered one but sliding_window).
+// The policies generate_greedy runs.
 std::vector<std::string> generate_policy_names();
 
 // The pieces every KV store shares (paged here, Genie's buffers in

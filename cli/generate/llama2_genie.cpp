@@ -29,7 +29,7 @@ std::shared_ptr<const GenieModeSpec> mode_spec(const std::string& policy) {
 
 namespace {
 
-constexpr int64_t kPrefillVariant = 32;  // AR-32 prefill passes, AR-1 decode
+constexpr int64_t kPrefillVariant = kGeniePrefillVariant;
 
 struct KvRange {
   float lo = 0, hi = 0;
@@ -80,13 +80,28 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
   shape.ctx_size = o.ctx_size > 0 ? o.ctx_size : c.seq_len;
   shape.ar_variants = {1};
   if (kPrefillVariant < shape.ctx_size) shape.ar_variants.push_back(kPrefillVariant);
-  if (steps > shape.ctx_size)
-    throw std::invalid_argument(
-        fmt::format("--steps {} exceeds the Genie ctx_size {}", steps, shape.ctx_size));
+  // A window or a context reset makes room; otherwise the run must fit.
+  if (steps > shape.ctx_size && o.window == 0 && !o.context_reset)
+    throw std::invalid_argument(fmt::format(
+        "--steps {} exceeds the Genie ctx_size {} (a longer run needs --policy sliding_window "
+        "or --context-reset)",
+        steps, shape.ctx_size));
   if (loaded != nullptr) check_session(*loaded, shape, o, steps);
   // The mode's own policy plans the updates; its spec says which buffers.
-  const std::shared_ptr<const GenieModeSpec> spec = mode_spec(o.policy);
-  const auto policy = spec->make_mode(shape);
+  // Under sliding_window that mode is wrapped (sim/cache/
+  // sliding_window_policy.cpp), whose plans evict the oldest tokens.
+  const std::shared_ptr<const GenieModeSpec> spec =
+      mode_spec(o.window > 0 ? o.update_mode : o.policy);
+  shape.window = o.window;
+  const int64_t largest = shape.ar_variants.back();
+  if (o.window > 0 && o.window > shape.ctx_size - largest)
+    throw std::invalid_argument(fmt::format(
+        "--window {} does not fit the cache: ctx_size {} - largest variant AR-{} = {} (allowed: "
+        "1..{})",
+        o.window, shape.ctx_size, largest, shape.ctx_size - largest, shape.ctx_size - largest));
+  const std::unique_ptr<GenieKvPolicy> policy =
+      o.window > 0 ? make_sliding_window_policy(spec->make_mode(shape), o.window)
+                   : std::unique_ptr<GenieKvPolicy>(spec->make_mode(shape));
   const GenieUpdateMode mode = *spec->numerics_mode();
   std::vector<GenieKvBuffer> layers;
   for (int64_t l = 0; l < c.n_layers; ++l)
@@ -104,8 +119,10 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
       numerics::replay_update(plan, layers[l], pending_k[l].data(), pending_v[l].data());
   };
   int64_t computed = 0;  // positions whose K/V a pass produced
+  int64_t max_held = 0;  // most tokens the buffers held before a pass
   auto pass = [&](const int32_t* tokens, int64_t n, int64_t pos0, int64_t variant) {
     if (pos0 != policy->n_past() || variant != policy->variant()) dispatch(pos0, variant);
+    max_held = std::max(max_held, layers.front().n_valid());
     computed = pos0 + n;
     std::vector<float> logits =
         llama2_forward_genie(w, layers, tokens, n, pos0, pending_k, pending_v);
@@ -121,8 +138,46 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
   };
 
   const auto n_prompt = static_cast<int64_t>(prompt.size());
+  // Clear the cache, then AR-32 passes over `seq` from position 0.
+  const auto prefill = [&](const std::vector<int32_t>& seq) {
+    const auto n = static_cast<int64_t>(seq.size());
+    const int64_t variant = n > 1 ? kPrefillVariant : 1;
+    dispatch(0, variant);  // clear cache
+    std::vector<float> out;
+    for (int64_t pos = 0; pos < n;) {
+      const int64_t m = std::min<int64_t>(kPrefillVariant, n - pos);
+      out = pass(seq.data() + pos, m, pos, variant);
+      pos += m;
+    }
+    return out;
+  };
+  // A context reset keeps BOS and the first n_keep prompt tokens: they and
+  // the newest token are prefilled again from position 0 (a fresh context,
+  // as the genie engine starts one when a dialog finds its context full).
+  const int64_t kept = 1 + std::min<int64_t>(o.n_keep, n_prompt - 1);
+  if (o.context_reset && kept + 1 > policy->capacity_tokens(kPrefillVariant))
+    throw std::invalid_argument(fmt::format(
+        "--n-keep {}: a context reset prefills {} tokens again (BOS, {} kept, the newest), more "
+        "than ctx_size {} - AR-{} = {} hold",
+        o.n_keep, kept + 1, kept - 1, shape.ctx_size, kPrefillVariant,
+        policy->capacity_tokens(kPrefillVariant)));
+  if (o.context_reset && n_prompt > policy->capacity_tokens(kPrefillVariant))
+    throw std::invalid_argument(fmt::format(
+        "--ctx-size {}: the prompt's {} tokens do not fit its AR-{} passes ({} "
+        "positions); a context reset starts from the prompt",
+        shape.ctx_size, n_prompt, kPrefillVariant, policy->capacity_tokens(kPrefillVariant)));
+  int64_t shift = 0;  // token index - cache position, after a reset
+  std::vector<int64_t> resets_at;
   const auto decode = [&](const std::vector<int32_t>& tokens, int64_t pos) {
-    return pass(&tokens.back(), 1, pos, 1);
+    const int64_t at = pos - shift;
+    if (o.context_reset && at > policy->capacity_tokens(1)) {
+      std::vector<int32_t> seq(tokens.begin(), tokens.begin() + kept);
+      seq.push_back(tokens.back());
+      resets_at.push_back(pos);
+      shift = pos - kept;
+      return prefill(seq);
+    }
+    return pass(&tokens.back(), 1, at, 1);
   };
   std::vector<float> logits;
   GenerateResult r;
@@ -145,14 +200,13 @@ GenerateResult run_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
     r.session_loaded_kv_bytes = genie_session_kv_bytes(layers);
     logits = decode(prompt, n);  // the session's last token, not yet run
   } else {
-    dispatch(0, n_prompt > 1 ? kPrefillVariant : 1);  // clear cache
-    for (int64_t pos = 0; pos < n_prompt;) {
-      const int64_t m = std::min<int64_t>(kPrefillVariant, n_prompt - pos);
-      logits = pass(prompt.data() + pos, m, pos, n_prompt > 1 ? kPrefillVariant : 1);
-      pos += m;
-    }
+    logits = prefill(prompt);
   }
   GenerateResult g = greedy_token_loop(tok, o, prompt, steps, std::move(logits), decode);
+  g.window.window = o.window;
+  g.window.kept = o.context_reset ? kept : 0;
+  g.window.max_held = max_held;
+  g.window.resets_at = std::move(resets_at);
   g.session_loaded_positions = r.session_loaded_positions;
   g.session_loaded_kv_bytes = r.session_loaded_kv_bytes;
   if (!o.save_session.empty()) {
@@ -206,7 +260,11 @@ std::vector<float> llama2_forward_genie(const Llama2Weights& w,
 
 GenerateResult generate_greedy_genie(const Llama2Weights& w, const Llama2Tokenizer& tok,
                                      const GenerateOptions& o) {
-  (void)mode_spec(o.policy);  // a Genie update mode, or std::invalid_argument
+  (void)mode_spec(o.window > 0 ? o.update_mode : o.policy);  // a Genie mode, or invalid_argument
+  if ((o.window > 0 || o.context_reset) && (!o.load_session.empty() || !o.save_session.empty()))
+    throw std::invalid_argument(
+        "--save-session and --load-session take a run that fits its context (no --window, no "
+        "--context-reset)");
   std::vector<Int8Params> int8;
   std::optional<GenieSession> loaded;
   if (!o.load_session.empty()) {

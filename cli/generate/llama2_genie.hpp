@@ -14,6 +14,10 @@
 
 namespace kvsim::kernels {
 
+// The prompt's passes run the AR-32 graph, decoding AR-1 (as the genie
+// engine's default variants).
+constexpr int64_t kGeniePrefillVariant = 32;
+
 // Runs tokens[0..n) at positions pos0.. against `layers` (not changed: the
 // update comes after the pass); returns the last token's logits and the
 // pass's new K/V per layer, [n, kv_heads, head_size] each.
@@ -23,7 +27,9 @@ std::vector<float> llama2_forward_genie(const Llama2Weights& w,
                                         std::vector<std::vector<float>>& new_k,
                                         std::vector<std::vector<float>>& new_v);
 
-// generate_greedy for a Genie mode (options.policy). With int8 KV, each
+// generate_greedy for a Genie mode (options.policy, or options.update_mode
+// under a window of options.window tokens; options.context_reset resets a
+// full context). With int8 KV, each
 // layer's tensor-wide (scale, offset) comes from an fp32 calibration run of
 // the same positions, as QNN calibrates quantParam offline.
 GenerateResult generate_greedy_genie(const Llama2Weights& weights, const Llama2Tokenizer& tokenizer,

@@ -321,18 +321,23 @@ _DRIFT_COLUMNS = ["option", "segments", "tokens", "recomputed", "kv_max_abs_diff
 
 def generate(prompt=None, *, steps=None, policy=None, kv_dtype=None, block_size=None,
              ctx_size=None, type_k=None, type_v=None, no_v_trans=False, n_keep=None,
-             defrag_thold=None, checkpoint=None, tokenizer=None, model=None):
+             defrag_thold=None, update_mode=None, window=None, context_reset=False,
+             checkpoint=None, tokenizer=None, model=None):
     """Greedy text from the stories260K llama2.c model through a real cache
     policy, as ``kvsim generate`` does (it writes no files: this returns what
     it prints).
 
     prompt, steps, policy, kv_dtype, block_size, ctx_size, type_k, type_v,
-    no_v_trans, n_keep, defrag_thold, model: the options of the same name.
+    no_v_trans, n_keep, defrag_thold, update_mode, window, context_reset,
+        model: the options of the same name.
     checkpoint, tokenizer: the model's files (str or os.PathLike; default the
         shared data folder's copy).
 
     Returns {"text": the generated text, "context_shift": the context-shift
-    line (llama_cells runs that shifted) or None, "chunk_reuse": for a
+    line (llama_cells runs that shifted) or None, "window": the lines a run
+    past its context prints (sliding_window, context_reset: what it kept,
+    its drift against the recompute and the full context) or None,
+    "chunk_reuse": for a
     policy that reuses chunks (chunk_lru), its drift against a full prefill
     per option as a table, else None; "stdout": all it printed}.
     """
@@ -341,9 +346,11 @@ def generate(prompt=None, *, steps=None, policy=None, kv_dtype=None, block_size=
                         ("--policy", policy), ("--kv-dtype", kv_dtype),
                         ("--block-size", block_size), ("--ctx-size", ctx_size),
                         ("--type-k", type_k), ("--type-v", type_v), ("--n-keep", n_keep),
-                        ("--defrag-thold", defrag_thold)):
+                        ("--defrag-thold", defrag_thold), ("--update-mode", update_mode),
+                        ("--window", window)):
         _option(args, flag, value)
     _flag(args, "--no-v-trans", no_v_trans)
+    _flag(args, "--context-reset", context_reset)
     for flag, value in (("--checkpoint", checkpoint), ("--tokenizer", tokenizer)):
         if value is not None:
             args += [flag, _path(value, flag[2:])]
@@ -351,18 +358,24 @@ def generate(prompt=None, *, steps=None, policy=None, kv_dtype=None, block_size=
     if outcome["exit_code"] != 0:
         _raise(outcome)
     printed = outcome["stdout"]
-    text, shift, drift = printed, None, None
+    text, shift, drift, window_lines = printed, None, None, None
     marker = "\nchunk reuse vs full prefill"
     if marker in text:
         text, table = text.split(marker, 1)
         drift = _records([_drift_row(line) for line in table.splitlines()[2:] if line.strip()])
+    for lead in ("sliding window: ", "context reset: "):
+        marker = "\n" + lead
+        if marker in text:
+            text, rest = text.split(marker, 1)
+            window_lines = lead + rest.strip()
     marker = "\ncontext shift: "
     if marker in text:
         text, rest = text.split(marker, 1)
         shift = "context shift: " + rest.strip()
     if text.endswith("\n"):
         text = text[:-1]
-    return {"text": text, "context_shift": shift, "chunk_reuse": drift, "stdout": printed}
+    return {"text": text, "context_shift": shift, "window": window_lines, "chunk_reuse": drift,
+            "stdout": printed}
 
 
 def _drift_row(line):

@@ -16,6 +16,7 @@
 //   pointer_shift: copy 1 = 2 L H D b, plus a compaction of W - 1 columns
 //                  whenever the offset runs past the headroom
 //   smart_mask:    copy 1 = 2 L H D b (the ring wraps in place)
+//   native_kv:     copy 1 = 2 L H D b (its ring wraps in place, as smart_mask's)
 // sliding_window_policy_checks (sliding_window_policy_checks.cpp) requires window <=
 // ctx_size - largest variant, so `window` tokens fit every variant's cache dim.
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // sliding_window (seed 002) as a policy: the last `window` tokens kept, over
-// a Genie update mode (the genie engine's buffers, sim/cache/
+// a Genie update mode, NativeKV included (the genie engine's buffers, sim/cache/
 // sliding_window_policy.cpp) or over paged (the serving engine's block
 // pool, sim/cache/paged_window_policy.cpp). It composes the policy its
 // update_mode names: that policy's keys are read with its own, its checks
@@ -139,7 +139,7 @@ PolicyEntry sliding_window_policy_entry() {
            "keeps the last `window` tokens over a Genie update mode or paged (seed 002); takes the "
            "keys of its update_mode too",
            {choice_param(kBaseKey, std::string("pointer_shift"),
-                         {"shift_concat", "pointer_shift", "smart_mask", "paged"},
+                         {"shift_concat", "pointer_shift", "smart_mask", "native_kv", "paged"},
                          "the policy it wraps"),
             int_param("window", 0, 0, 1 << 22, "tokens",
                       "tokens kept (required: at most ctx_size - largest variant on a Genie "

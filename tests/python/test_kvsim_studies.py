@@ -194,6 +194,18 @@ class Studies(unittest.TestCase):
         plain = kvsim.generate("Once upon a time", steps=40)
         self.assertIsNone(plain["chunk_reuse"])
         self.assertEqual(plain["text"], r["text"])
+        self.assertIsNone(plain["window"])
+        code, out, _ = cli("generate", "--steps", "256", "--policy", "sliding_window",
+                           "--update-mode", "smart_mask", "--window", "64", "--ctx-size", "128")
+        self.assertEqual(code, 0)
+        w = kvsim.generate(steps=256, policy="sliding_window", update_mode="smart_mask",
+                           window=64, ctx_size=128)
+        self.assertEqual(w["stdout"], out)
+        self.assertTrue(w["window"].startswith("sliding window: 64 tokens kept over smart_mask"))
+        self.assertIn("top-1 agrees at every one", w["window"])
+        self.assertEqual(out, w["text"] + "\n" + w["window"] + "\n")
+        reset = kvsim.generate(steps=256, policy="smart_mask", ctx_size=128, context_reset=True)
+        self.assertTrue(reset["window"].startswith("context reset: 2 resets"))
         code, _, err = cli("generate", "--checkpoint", self.dir / "none.bin")
         with self.assertRaises(kvsim.InputError) as caught:
             kvsim.generate(checkpoint=self.dir / "none.bin")

@@ -147,7 +147,8 @@ BatchTimes price_batch(const StaticBatchRun& run, const DeviceSpec& device_in, b
   return t;
 }
 
-double metric_value(const MeasurementRow& row, const StaticBatchRun& run, const BatchTimes& t) {
+double static_batch_metric(const MeasurementRow& row, const StaticBatchRun& run,
+                           const BatchTimes& t) {
   const double seconds = t.total_ns / 1e9;
   const double tokens = static_cast<double>(run.batch) * static_cast<double>(run.output);
   if (row.metric == "output_throughput_per_device")
@@ -194,14 +195,14 @@ std::optional<Prediction> predict_static_batch_row(const MeasurementRow& row,
   const auto run = static_batch_run(row, configs_dir, d);
   if (!run) return std::nullopt;
   const BatchTimes t = price_batch(*run, d, /*exact=*/false);
-  return Prediction{metric_value(row, *run, t), describe(*run, t)};
+  return Prediction{static_batch_metric(row, *run, t), describe(*run, t)};
 }
 
 double static_batch_exact_value(const MeasurementRow& row, const std::string& configs_dir) {
   const DeviceSpec d = row_device(row, configs_dir);
   const auto run = static_batch_run(row, configs_dir, d);
   if (!run) throw std::invalid_argument("not a static-batch row");
-  return metric_value(row, *run, price_batch(*run, d, /*exact=*/true));
+  return static_batch_metric(row, *run, price_batch(*run, d, /*exact=*/true));
 }
 
 std::optional<RowPricer> prepare_static_batch_row(const MeasurementRow& row,
@@ -212,11 +213,11 @@ std::optional<RowPricer> prepare_static_batch_row(const MeasurementRow& row,
   if (!run) return std::nullopt;
   const BatchTimes t = price_batch(*run, device, false);
   RowPricer pricer;
-  pricer.recorded = metric_value(row, *run, t);
+  pricer.recorded = static_batch_metric(row, *run, t);
   pricer.scenario = describe(*run, t);
   auto shared = std::make_shared<const StaticBatchRun>(std::move(*run));
   pricer.price = [shared, row](const DeviceSpec& d) {
-    return metric_value(row, *shared, price_batch(*shared, d, false));
+    return static_batch_metric(row, *shared, price_batch(*shared, d, false));
   };
   return pricer;
 }

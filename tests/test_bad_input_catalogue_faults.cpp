@@ -148,6 +148,20 @@ std::vector<FaultRow> catalogue() {
        "run base.yaml --quiet --out {dir}/out",
        2,
        {"would take", "ns"}},
+      // ---- a device file's `host` (the CPU llama.cpp leaves work to) naming
+      // no file: exit 2 at the key's line, naming the key and what was asked
+      {"DeviceHostNamingNoDevice",
+       {{"base.yaml", with_device("./dev.yaml")},
+        {"dev.yaml", replaced(dev, "host: kunpeng-920-6426", "host: kunpeng-9999")}},
+       "run base.yaml --quiet --out {dir}/out",
+       2,
+       {"dev.yaml:48:7:", "host:", "no device named 'kunpeng-9999'", "kunpeng-920-6426"}},
+      {"DeviceHostNamingAMissingFile",
+       {{"base.yaml", with_device("./dev.yaml")},
+        {"dev.yaml", replaced(dev, "host: kunpeng-920-6426", "host: ./missing-cpu.yaml")}},
+       "run base.yaml --quiet --out {dir}/out",
+       2,
+       {"dev.yaml:48:7:", "host:", "no device file './missing-cpu.yaml'"}},
       // ---- 4. alias cycles
       {"DeviceAliasCycle",
        {{"base.yaml", with_device("{dir}/a.yaml")},

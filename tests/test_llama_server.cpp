@@ -118,6 +118,52 @@ TEST(LlamaServer, ASlotKeepsItsPromptForTheNextOneByPromptSimilarity) {
   EXPECT_NO_THROW(pool.check_drained());
 }
 
+// A request naming its slot (llama-server's id_slot: get_slot_by_id) takes
+// that slot whatever the similarity says, keeps only what that slot shares
+// with it, and waits while the slot is processing; without a name the
+// slot with the longest common prefix is picked.
+TEST(LlamaServer, ARequestNamingItsSlotGoesThereAndWaitsForIt) {
+  LlamaCellsPool pool(params(1024, 2, true, 0));
+  const std::vector<int32_t> a = run_of(0, 100), b = run_of(5000, 60);
+  EXPECT_EQ(serve(pool, a), 0);  // slot 1 (LRU, the last of equals)
+  EXPECT_EQ(serve(pool, b), 0);  // slot 0
+  ASSERT_EQ(pool.slot_tokens(1).size(), 100u);
+  ASSERT_EQ(pool.slot_tokens(0).size(), 60u);
+  const std::vector<int32_t> next = cat(a, run_of(9000, 20));
+  // Named slot 0 (holding b): nothing of a + 20 is there, so nothing is kept,
+  // though slot 1 holds its first 100 tokens.
+  TokenView named = view_of(next);
+  named.id_slot = 0;
+  PrefixHit hit = pool.lookup_prefix(named);
+  EXPECT_EQ(hit.cached_tokens, 0);
+  AdmitPlan plan = pool.plan_admit(std::move(hit), 120);
+  ASSERT_TRUE(plan.fits);
+  const SeqSlot s = pool.apply_admit(plan);
+  EXPECT_EQ(s, 0);
+  EXPECT_EQ(pool.server_counters().slots_by_id, 1);
+  EXPECT_EQ(pool.server_counters().slots_by_similarity, 0);
+  // Slot 0 is processing: another request naming it is not admitted now
+  // (llama-server defers the task) ...
+  TokenView again = view_of(b);
+  again.id_slot = 0;
+  EXPECT_FALSE(pool.plan_admit(pool.lookup_prefix(again), 60).fits);
+  pool.commit(s, named, named.size());
+  pool.release(s);
+  // ... and once it is released it is, keeping what slot 0 now shares with b
+  // (nothing: it holds a + 20).
+  PrefixHit later = pool.lookup_prefix(again);
+  EXPECT_EQ(later.cached_tokens, 0);
+  EXPECT_TRUE(pool.plan_admit(std::move(later), 60).fits);
+  // Unnamed, a + 20 again goes to the slot sharing its prefix, slot 0 now.
+  EXPECT_EQ(serve(pool, next), 119);
+  EXPECT_EQ(pool.server_counters().slots_by_similarity, 1);
+  // A slot that does not exist is an error, not another slot.
+  TokenView bad = view_of(next);
+  bad.id_slot = 2;
+  EXPECT_THROW((void)pool.lookup_prefix(bad), std::invalid_argument);
+  EXPECT_NO_THROW(pool.check_drained());
+}
+
 // A slot handed to an unrelated prompt saves its tokens in the host prompt
 // cache; a later prompt extending them restores them into a slot and
 // computes only the tokens after them, the restore and the saves priced

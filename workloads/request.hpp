@@ -27,6 +27,9 @@ struct Request {
   // knows whether its loop goes on). False for single-shot requests.
   bool session_continues = false;
   int32_t prefix_group = -1;  // shared-prefix group, -1 when none
+  // The llama-server slot the request names (its `id_slot`), -1: the
+  // server picks one (sim/cache/llama_cells_pool.hpp).
+  int32_t id_slot = -1;
   // Prompt tokens whose KV arrives with the request (a decode instance of a
   // prefill/decode split receives it from the prefill instance): the
   // scheduler reserves room for them but does not compute them. 0 for a

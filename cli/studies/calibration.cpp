@@ -387,7 +387,8 @@ std::string row_device_name(const MeasurementRow& row) {
 
 std::optional<Prediction> predict_row(const MeasurementRow& row, const std::string& configs_dir,
                                       const DeviceSpec* device) {
-  std::optional<Prediction> p = predict_static_batch_row(row, configs_dir, device);
+  std::optional<Prediction> p = predict_llamacpp_row(row, configs_dir, device);
+  if (!p) p = predict_static_batch_row(row, configs_dir, device);
   if (!p) p = predict_ascend_row(row, configs_dir, device);
   if (!p) p = predict_htp_row(row, configs_dir, device);
   return p;

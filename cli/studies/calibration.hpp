@@ -41,7 +41,9 @@ std::string empirical_yaml(const std::vector<std::pair<int64_t, int64_t>>& bins)
 struct MeasurementRow {
   std::string id, device, model, weights, kv_dtype;
   std::optional<int64_t> context, batch, input_tokens, output_tokens;
-  std::string metric;  // decode_rate, ttft_one_ar128_pass, ttft_1024_prompt, output_throughput, ...
+  // decode_rate, ttft_one_ar128_pass, ttft_1024_prompt, output_throughput,
+  // llamacpp_pp_rate, llamacpp_tg_rate, ...
+  std::string metric;
   double value = 0;
   std::string unit, software, source;
   // Optional column: the fraction of every prompt that is a prefix shared by
@@ -104,13 +106,20 @@ std::optional<Prediction> predict_ascend_row(const MeasurementRow& row,
                                              const DeviceSpec* device = nullptr);
 std::optional<Prediction> predict_htp_row(const MeasurementRow& row, const std::string& configs_dir,
                                           const DeviceSpec* device = nullptr);
+// A llama-bench row (metric llamacpp_pp_rate or llamacpp_tg_rate, t/s):
+// its test run by the llama_bench workload through llama_cells
+// (cli/studies/calibration_llamacpp.cpp).
+std::optional<Prediction> predict_llamacpp_row(const MeasurementRow& row,
+                                               const std::string& configs_dir,
+                                               const DeviceSpec* device = nullptr);
 // A static-batch row on an accelerator (cli/studies/calibration_static_batch.cpp).
 std::optional<Prediction> predict_static_batch_row(const MeasurementRow& row,
                                                    const std::string& configs_dir,
                                                    const DeviceSpec* device = nullptr);
 // The same with every decode step priced (tests hold the sampled sum to it).
 double static_batch_exact_value(const MeasurementRow& row, const std::string& configs_dir);
-// predict_static_batch_row, predict_ascend_row, then predict_htp_row.
+// predict_llamacpp_row, predict_static_batch_row, predict_ascend_row, then
+// predict_htp_row.
 std::optional<Prediction> predict_row(const MeasurementRow& row, const std::string& configs_dir,
                                       const DeviceSpec* device = nullptr);
 

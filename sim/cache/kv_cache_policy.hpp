@@ -39,6 +39,7 @@ struct TokenView {
   int64_t output_len = 0;                        // generated so far (known content)
   const TokenContent* prompt_content = nullptr;  // when `prompt` is null
   const TokenContent* output_content = nullptr;  // when `output` is null
+  int32_t id_slot = -1;  // the slot the request names (llama_cells' id_slot), -1 none
 
   // The view of a request's content with `generated` output tokens known.
   static TokenView of(const TokenContent& prompt, const TokenContent& output, int64_t generated) {

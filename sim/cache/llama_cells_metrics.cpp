@@ -54,6 +54,7 @@ void write_llama_cells_metrics(const RunMetrics& m, nlohmann::ordered_json& doc)
                    {"slot_context", c.slot_context},
                    {"slots_by_similarity", s.slots_by_similarity},
                    {"slots_by_lru", s.slots_by_lru},
+                   {"slots_by_id", s.slots_by_id},
                    {"prompt_reused_tokens", s.prompt_reused_tokens},
                    {"idle_slots_purged", s.idle_slots_purged},
                    {"cache_ram", c.cache_ram},

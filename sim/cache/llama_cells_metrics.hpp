@@ -16,6 +16,7 @@ namespace kvsim {
 // What the slots did (metrics.json llama_cells.server).
 struct LlamaServerCounters {
   int64_t slots_by_similarity = 0, slots_by_lru = 0;
+  int64_t slots_by_id = 0;           // requests that named their slot (llama-server's id_slot)
   int64_t prompt_reused_tokens = 0;  // kept in a slot (cache_prompt)
   int64_t cache_saves = 0, cache_restores = 0, cache_restored_tokens = 0;
   Bytes cache_saved_bytes = 0, cache_restored_bytes = 0;

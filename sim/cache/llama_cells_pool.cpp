@@ -42,9 +42,26 @@ std::vector<int32_t> LlamaCellsPool::ids_of(const TokenView& tokens) {
   return ids;
 }
 
-LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt) const {
+LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt,
+                                              int32_t id_slot) const {
   Choice c;
   bool update_cache = false;
+  // A request naming its slot gets that one (process_single_task:
+  // get_slot_by_id), deferred while it is processing; the prompt cache is
+  // consulted only by get_available_slot, so nothing is saved or restored.
+  if (id_slot >= 0) {
+    if (id_slot >= static_cast<int32_t>(slots_.size()))
+      throw std::invalid_argument(
+          fmt::format("llama_cells: id_slot {} is not a slot (0..{})", id_slot, slots_.size() - 1));
+    if (slots_[static_cast<size_t>(id_slot)].processing) return c;
+    c.slot = static_cast<SeqSlot>(id_slot);
+    c.by_id = true;
+    if (p_.cache_prompt) {
+      c.n_past = llama_common_prefix(slots_[static_cast<size_t>(id_slot)].tokens, prompt);
+      if (c.n_past == static_cast<int64_t>(prompt.size()) && c.n_past > 0) --c.n_past;
+    }
+    return c;
+  }
   // The idle slot whose cached tokens are most similar (LCP over the
   // prompt's length) past the threshold; the first of equals.
   if (p_.slot_prompt_similarity != 0 && !prompt.empty()) {
@@ -114,7 +131,7 @@ PrefixHit LlamaCellsPool::lookup_prefix(const TokenView& tokens, std::vector<Blo
   PrefixHit hit;
   hit.tokens_queried = tokens.size();
   hit.content = tokens;
-  hit.cached_tokens = choose(ids_of(tokens)).n_past;
+  hit.cached_tokens = choose(ids_of(tokens), tokens.id_slot).n_past;
   return hit;
 }
 
@@ -128,7 +145,7 @@ int64_t LlamaCellsPool::purgeable(SeqSlot except) const {
 }
 
 AdmitPlan LlamaCellsPool::plan_admit(PrefixHit hit, int64_t new_tokens) const {
-  const Choice c = choose(ids_of(hit.content));
+  const Choice c = choose(ids_of(hit.content), hit.content.id_slot);
   AdmitPlan plan;
   plan.hit = std::move(hit);
   plan.tokens = new_tokens;
@@ -188,11 +205,13 @@ void LlamaCellsPool::purge_until(int64_t need, SeqSlot except) {
 SeqSlot LlamaCellsPool::apply_admit(const AdmitPlan& plan) {
   if (!plan.fits) throw std::logic_error("llama_cells: apply_admit with a plan that does not fit");
   const std::vector<int32_t> prompt = ids_of(plan.hit.content);
-  const Choice c = choose(prompt);
+  const Choice c = choose(prompt, plan.hit.content.id_slot);
   if (c.slot == kNoSeq || c.n_past != plan.hit.cached_tokens)
     throw std::logic_error("llama_cells: the admission was planned against another state");
   Slot& sl = slots_[static_cast<size_t>(c.slot)];
-  ++(c.by_similarity ? server_.slots_by_similarity : server_.slots_by_lru);
+  ++(c.by_id           ? server_.slots_by_id
+     : c.by_similarity ? server_.slots_by_similarity
+                       : server_.slots_by_lru);
   const Bytes cell = p_.sizing.cell_bytes();
   if (c.save && prompt_cache_->save(sl.tokens)) {
     ++server_.cache_saves;

@@ -19,7 +19,9 @@
 //                  keeps under half its tokens, first saves its tokens in
 //                  the host prompt cache and restores the best entry there
 //                  (sim/cache/llama_prompt_cache.hpp), both over the host
-//                  link. With cache_prompt the slot's tokens up to the
+//                  link. A request naming a slot (llama-server's id_slot)
+//                  takes that one, waiting while it is processing, and
+//                  touches no prompt cache. With cache_prompt the slot's tokens up to the
 //                  longest common prefix stay (never the whole prompt: its
 //                  last token is computed); the rest is seq_rm'd.
 //   grow:          find_slot in the slot's stream (seed_2024: a contiguous
@@ -127,13 +129,14 @@ class LlamaCellsPool final : public KvCachePolicy {
   struct Choice {
     SeqSlot slot = kNoSeq;
     bool by_similarity = false;
+    bool by_id = false;    // the request named it (id_slot)
     bool save = false;     // the slot's tokens go to the host prompt cache
     int64_t restore = -1;  // the prompt cache entry restored, -1 none
     bool restore_fails = false;
     int64_t restore_tokens = 0;
     int64_t n_past = 0;  // tokens the slot keeps (the hit)
   };
-  Choice choose(const std::vector<int32_t>& prompt) const;
+  Choice choose(const std::vector<int32_t>& prompt, int32_t id_slot) const;
   static std::vector<int32_t> ids_of(const TokenView& tokens);
   int64_t stream_of(SeqSlot s) const { return kv_unified() ? 0 : s; }
   bool kv_unified() const { return streams_.size() == 1; }

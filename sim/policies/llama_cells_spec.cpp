@@ -41,7 +41,15 @@ class LlamaCellsSpec final : public PolicySpec,
     server_.cache_prompt = v.values.boolean("cache_prompt");
     server_.cache_ram = v.values.integer("cache_ram");
     server_.slot_prompt_similarity = v.values.number("slot_prompt_similarity");
+    n_batch_ = v.values.integer("n_batch");
+    n_ubatch_ = v.values.integer("n_ubatch");
   }
+
+  // llama-server fills one batch of at most n_batch tokens a step
+  // (update_slots), which llama_decode computes in ubatches of n_ubatch,
+  // n_ubatch = min(n_batch, n_ubatch) (llama_context's cparams).
+  int64_t step_token_cap() const override { return n_batch_; }
+  int64_t micro_batch_tokens() const override { return std::min(n_batch_, n_ubatch_); }
 
   std::string_view name() const override { return "llama_cells"; }
   const DeviceBufferContract* device_buffers() const override { return this; }
@@ -123,6 +131,21 @@ class LlamaCellsSpec final : public PolicySpec,
           fmt::format("{} slots, but the cache has {} cells (ctx_size)", server_.n_parallel,
                       buffers_.ctx_size),
           fmt::format("1..{}", std::min<int64_t>(buffers_.ctx_size, kLlamaMaxSeqs)));
+    }
+    // llama-server decodes a prompt n_batch tokens at a time (update_slots),
+    // and every generating slot's token goes in each batch.
+    if (!s.scheduler.chunked_prefill)
+      ctx.diagnostics.error(at("scheduler.chunked_prefill"), "scheduler.chunked_prefill",
+                            "llama-server splits every prompt into batches of n_batch tokens",
+                            "true");
+    if (n_batch_ < s.scheduler.max_num_seqs) {
+      const std::string key = key_path("n_batch");
+      ctx.diagnostics.error(
+          at(key), key,
+          fmt::format("{} tokens a step, below max_num_seqs {}: the running sequences' decodes "
+                      "would not fit one batch",
+                      n_batch_, s.scheduler.max_num_seqs),
+          fmt::format("{}..{}", s.scheduler.max_num_seqs, int64_t{1} << 24));
     }
     // The host prompt cache lives in host memory (--cache-ram): the device
     // file's host_memory, or a CPU's own memory (it has no host link).
@@ -306,6 +329,7 @@ class LlamaCellsSpec final : public PolicySpec,
   GenieBufferSettings buffers_;
   LlamaCellsShape llama_;
   LlamaCellsPoolParams server_;  // the serving engine's llama-server keys
+  int64_t n_batch_ = 2048, n_ubatch_ = 512;
 };
 
 }  // namespace
@@ -373,6 +397,18 @@ PolicyEntry llama_cells_policy_entry() {
       "cache_ram", Bytes{8192} << 20, 0, Bytes{1} << 50,
       "host prompt cache (--cache-ram): a slot's state saved there when the slot is handed "
       "over, restored by longest common prefix, over the host link; 0 off"));
+  // common/common.h (common_params: n_batch 2048 "logical batch size",
+  // n_ubatch 512 "physical batch size"), common/arg.cpp -b / -ub.
+  info.params.push_back(int_param(
+      "n_batch", 2048, 1, 1 << 24, "tokens",
+      "llama-server's logical batch (-b): at most this many tokens a step, the slots' decodes "
+      "and prompt chunks together (with scheduler.max_batched_tokens, the smaller); the "
+      "serving engine only"));
+  info.params.push_back(int_param(
+      "n_ubatch", 512, 1, 1 << 24, "tokens",
+      "llama.cpp's physical batch (-ub): a step's batch computed in ubatches of this many "
+      "tokens (at most n_batch), one graph after another, each priced as a pass (weights "
+      "read again); the serving engine only"));
   info.params.push_back(number_param(
       "slot_prompt_similarity", 0.1, 0.0, 1.0, "fraction",
       "an idle slot is picked for a prompt when more than this share of the prompt is its "

@@ -1,4 +1,5 @@
 #include "sim/serve/engine.hpp"
+#include "sim/serve/micro_batches.hpp"
 
 #include <fmt/format.h>
 
@@ -128,6 +129,9 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
   SchedulerParams sp;
   sp.max_num_seqs = scenario.scheduler.max_num_seqs;
   sp.max_batched_tokens = scenario.scheduler.max_batched_tokens;
+  if (const int64_t cap = scenario.policy().step_token_cap(); cap > 0)
+    sp.max_batched_tokens = std::min(sp.max_batched_tokens, cap);
+  ubatch_ = scenario.policy().micro_batch_tokens();
   sp.chunked_prefill = scenario.scheduler.chunked_prefill;
   sp.swap = pool_.swap_preemption();
   // Decodes in bulk need a step that reads no sequence one by one: no
@@ -144,7 +148,7 @@ ServingEngine::ServingEngine(const InstanceSpec& scenario, Simulator& sim, Engin
   }
   bulk_decodes_allowed_ = !observed_in_full && !per_sequence_pricing_ && !layout_cost_ &&
                           !policy_->caps_attention_context() && policy_->counts_in_place_room() &&
-                          !speculation_;
+                          !speculation_ && ubatch_ == 0;
   sp.bulk_decodes = bulk_decodes_allowed_;
   if (numerics_ && !observed_in_full)
     sp.watched = [observer = numerics_.get()](const Sequence& seq) {
@@ -366,10 +370,25 @@ void ServingEngine::start_step() {
 // micro-batches of whole sequences), the host's share, the drafter's
 // passes and the layout's tables.
 void ServingEngine::price_step() {
-  step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
-  // What llama.cpp's backend leaves to the host CPU runs after the device's
-  // part, in the same step (sim/cache/llama_backend_cost.hpp).
-  if (host_work_) step_latency_ = host_work_->serve_step(work_, step_latency_);
+  if (ubatch_ > 0 && batch_.total_tokens > ubatch_) {
+    // llama.cpp computes the batch in ubatches of n_ubatch tokens, one
+    // graph after another (sim/serve/micro_batches.hpp); each pays its host
+    // share as a whole step would.
+    step_latency_ = 0;
+    for (const MicroBatch& ub : split_micro_batches(batch_, *policy_, ubatch_, work_.fixed_shape)) {
+      TimeNs t = std::max<TimeNs>(timing_->step_latency(ub.work, ub.sequences), 1);
+      if (host_work_) t = host_work_->serve_step(ub.work, t);
+      step_latency_ += t;
+      if (step_recorder_) step_recorder_(ub.work);
+    }
+  } else {
+    // A pipeline cuts the batch into micro-batches of whole sequences.
+    step_latency_ = std::max<TimeNs>(timing_->step_latency(work_, batch_.num_seqs()), 1);
+    // What llama.cpp's backend leaves to the host CPU runs after the device's
+    // part, in the same step (sim/cache/llama_backend_cost.hpp).
+    if (host_work_) step_latency_ = host_work_->serve_step(work_, step_latency_);
+    if (step_recorder_) step_recorder_(work_);
+  }
   if (speculation_) {
     // The drafter proposes the next step's drafts for every sequence that
     // sampled, after the verify (vLLM's propose_draft_token_ids).
@@ -391,7 +410,6 @@ void ServingEngine::price_step() {
 
 void ServingEngine::launch_step(TimeNs now) {
   if (speculation_) speculation_->count_step(step_verify_, step_draft_);
-  if (step_recorder_) step_recorder_(work_);
   if (timing_->stages() > 1)
     stage_link_bytes_ += timing_->boundary_bytes(static_cast<double>(batch_.total_tokens)) *
                          static_cast<double>(timing_->stages() - 1);

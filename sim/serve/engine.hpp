@@ -98,8 +98,9 @@ class ServingEngine final : public InferenceEngine {
   void set_bulk_decodes(bool on);
   // Decodes advanced in bulk so far, all steps together.
   int64_t bulk_decodes() const { return bulk_decodes_; }
-  // Called with every step's work as the step is priced: a calibration
-  // records a run whose schedule does not depend on timing and re-prices it.
+  // Called with every step's work as the step is priced (a step the policy
+  // splits into micro-batches: each piece): a calibration records a run
+  // whose schedule does not depend on timing and re-prices it.
   void set_step_recorder(std::function<void(const StepWork&)> recorder) {
     step_recorder_ = std::move(recorder);
   }
@@ -170,6 +171,7 @@ class ServingEngine final : public InferenceEngine {
   // position; the others from the batch's sums (StepWork::totals).
   bool per_sequence_pricing_ = false;
   bool bulk_decodes_allowed_ = false;  // SchedulerParams::bulk_decodes
+  int64_t ubatch_ = 0;                 // the policy's micro-batch tokens (0: one pass a step)
   int64_t bulk_decodes_ = 0;
   bool step_in_flight_ = false;
   bool kick_pending_ = false;

@@ -54,7 +54,11 @@ struct alignas(64) Sequence {
   // The same from the lengths the engine keeps (prompt_tokens, output_tokens).
   int64_t known_tokens() const { return prompt_tokens + generated; }
   int64_t tokens_to_compute() const { return known_tokens() - computed; }
-  TokenView tokens() const { return TokenView::of(request.prompt, request.output, generated); }
+  TokenView tokens() const {
+    TokenView v = TokenView::of(request.prompt, request.output, generated);
+    v.id_slot = request.id_slot;
+    return v;
+  }
 };
 
 }  // namespace kvsim

@@ -168,6 +168,12 @@ class PolicySpec {
   // (llama.cpp's backends and n_gpu_layers, sim/cache/llama_backend_cost.hpp),
   // for either engine to add to its steps; nullptr: the device runs them whole.
   virtual std::unique_ptr<LlamaBackendCost> host_work(const InstanceSpec& s) const;
+  // The serving engine's step as the policy's runtime runs it: at most
+  // step_token_cap() tokens a step (0: the scheduler's max_batched_tokens
+  // alone), computed in micro-batches of micro_batch_tokens() tokens priced
+  // one after another (0: one pass). llama.cpp's n_batch and n_ubatch.
+  virtual int64_t step_token_cap() const { return 0; }
+  virtual int64_t micro_batch_tokens() const { return 0; }
 
   // The key path one of its keys was read at (`kv_cache.window`, or
   // `kv_cache.sliding_window.window` from its own map), for errors; the

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "base/diagnostics.hpp"
 #include "cli/studies/calibration.hpp"
@@ -203,6 +204,30 @@ TEST(CalibrationLayoutColumns, HelpAndErrorsListEveryColumn) {
   }
   EXPECT_NE(flat.find("lengths"), std::string::npos) << help;
   EXPECT_NE(flat.find("acceptance"), std::string::npos) << help;
+}
+
+// The published Ascend rows (configs/calibration/ascend_published.csv): each
+// names the vllm-ascend file and the 40-hex commit its figure comes from (a
+// row may say it shares the previous row's), and the DP attention + EP + MTP
+// rows reach the run as the deployment their config file states.
+TEST(CalibrationLayoutColumns, PublishedAscendRowsNameTheirSourceAndLayout) {
+  const auto rows = read_measurements(configs_dir() + "/calibration/ascend_published.csv");
+  ASSERT_GE(rows.size(), 7u);
+  const std::regex commit("vllm-project/vllm-ascend [^ ]+\\.yaml at [0-9a-f]{40}");
+  int with_layout = 0;
+  for (const MeasurementRow& row : rows) {
+    EXPECT_TRUE(std::regex_search(row.source, commit) ||
+                row.source.rfind("same file and commit", 0) == 0)
+        << row.id << ": " << row.source;
+    if (!row.data) continue;
+    ++with_layout;
+    const auto p = predict_ascend_row(row, configs_dir());
+    ASSERT_TRUE(p) << row.id;
+    EXPECT_NE(p->scenario.find("x16 tp=8 ep=16 dp=2, mtp K=1 acceptance 0.85"), std::string::npos)
+        << row.id << ": " << p->scenario;
+    EXPECT_GT(p->value, 0.0) << row.id;
+  }
+  EXPECT_EQ(with_layout, 2);  // AD1, AD2
 }
 
 }  // namespace

@@ -13,6 +13,10 @@
 // calls: the harness links these stand-ins instead, so it builds from the
 // reader layers alone.
 namespace kvsim {
+std::optional<Prediction> predict_llamacpp_row(const MeasurementRow&, const std::string&,
+                                               const DeviceSpec*) {
+  std::abort();
+}
 std::optional<Prediction> predict_static_batch_row(const MeasurementRow&, const std::string&,
                                                    const DeviceSpec*) {
   std::abort();

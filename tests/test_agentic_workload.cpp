@@ -20,7 +20,7 @@
 #include "workload_helpers.hpp"
 #include "workloads/workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::parse_ok;
@@ -390,4 +390,4 @@ TEST(AgenticSessionMetrics, AHandBuiltRun) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -11,7 +11,7 @@
 #include "sim/engine/arrival_pump.hpp"
 #include "workloads/workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const char* kStream = R"(
@@ -75,4 +75,4 @@ TEST(ArrivalPump, HandsEachRequestOnWholeAtItsArrival) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -9,7 +9,7 @@
 #include "scenario_helpers.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::configs_dir;
@@ -145,4 +145,4 @@ TEST(CalibrateCli, BadCsvExitsTwo) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

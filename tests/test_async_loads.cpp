@@ -22,7 +22,7 @@
 #include "sim/serve/sequence.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr Bytes kBlock = 1'000'000;            // bytes per block
@@ -238,4 +238,4 @@ TEST(AsyncLoadsYaml, TheCapIsCheckedAtItsKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

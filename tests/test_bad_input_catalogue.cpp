@@ -11,7 +11,7 @@
 
 #include "report_test_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 
@@ -960,4 +960,4 @@ TEST(BadInputCatalogueSize, HoldsAtLeastAHundredInputs) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

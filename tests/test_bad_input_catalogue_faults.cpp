@@ -13,7 +13,7 @@
 
 #include "report_test_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 
@@ -496,4 +496,4 @@ INSTANTIATE_TEST_SUITE_P(Faults, FaultCatalogue, ::testing::ValuesIn(catalogue()
                          });
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "workloads/workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::CapturingSink;
@@ -273,4 +273,4 @@ TEST(BenchWorkloadConfig, ErrorsNameTheKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

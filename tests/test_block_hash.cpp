@@ -13,7 +13,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // The hash as first defined: the streaming state fed the parent's words,
@@ -53,4 +53,4 @@ TEST(ChainedBlockHash, ChainsOnTheParent) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

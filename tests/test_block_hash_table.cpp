@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // What a pool keeps: the hash each block holds.
@@ -229,4 +229,4 @@ TEST(BlockHashTable, ReservedForEveryBlockNeverGrows) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

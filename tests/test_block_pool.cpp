@@ -10,7 +10,7 @@
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/recycled_index.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 BlockHash h(uint64_t v) {
@@ -168,4 +168,4 @@ TEST(RecycledIndex, ReusesTheLastFreedIndexThenAppends) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

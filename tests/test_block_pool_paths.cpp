@@ -15,7 +15,7 @@
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/eviction/lru_order.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 BlockHash h(uint64_t v) {
@@ -355,4 +355,4 @@ TEST(LruOrderFlags, NameAnEntryOutsideTheIdsAndFlagExactlyTheQueued) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -23,7 +23,7 @@
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/serve/engine.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 using testing::scenario_from_text;
 
@@ -333,4 +333,4 @@ workload:
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

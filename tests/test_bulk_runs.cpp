@@ -12,7 +12,7 @@
 #include "sim/serve/scheduler.hpp"
 #include "tests/support/step_commits.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 bool same_view(const TokenView& a, const TokenView& b) {
@@ -106,4 +106,4 @@ TEST(BulkRuns, ABulkCommitReadsTheRequestsContentAndItsHorizonReachesTheSequence
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -16,7 +16,7 @@
 #include "sim/cache/eviction/eviction_registry.hpp"
 #include "sim/cache/paged_policy.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 BlockHash h(uint64_t v) {
@@ -309,4 +309,4 @@ TEST(SeqRoom, FollowsTheTableThroughGrowthSwapAndRelease) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

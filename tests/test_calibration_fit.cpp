@@ -18,7 +18,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 DeviceSpec device(const std::string& name) {
@@ -350,4 +350,4 @@ TEST(CalibrationFit, The910cPrefixBenchmarkMatchesItsPublishedFigures) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "scenario_helpers.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::configs_dir;
@@ -231,4 +231,4 @@ TEST(CalibrationLayoutColumns, PublishedAscendRowsNameTheirSourceAndLayout) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "cli/studies/calibration.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const std::string kDir = std::string(KVSIM_SOURCE_DIR) + "/tests/data/calibration_lengths";
@@ -85,4 +85,4 @@ TEST(CalibrationLengths, APhoneRowDoesNotRunADistribution) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "workloads/workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 ScenarioSpec small_chat() {
@@ -93,4 +93,4 @@ TEST(Cancellation, ThrowIfCancelledThrowsOnlyWhenAsked) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

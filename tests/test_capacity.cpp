@@ -15,7 +15,7 @@
 #include "sim/policies/policy_registry.hpp"
 #include "tests/support/hf_folders.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 using testing::TempFolderTest;
 
@@ -270,4 +270,4 @@ TEST(Capacity, AnInvalidLayoutIsARowWithItsReason) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

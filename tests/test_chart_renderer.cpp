@@ -13,7 +13,7 @@
 #include "report_test_helpers.hpp"
 #include "reports/gnuplot_chart.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 using testing::TempFolderTest;
@@ -129,4 +129,4 @@ TEST_F(ChartRendererTest, ARendererNeverUsedLeavesNothingBehind) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

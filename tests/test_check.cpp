@@ -8,7 +8,7 @@
 #include "reports/metrics_check.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 using Json = nlohmann::ordered_json;
 using testing::TempFolderTest;
@@ -140,4 +140,4 @@ TEST_F(CheckCli, ExpectBlockFailsOnADeliberateRegressionAndPassesOtherwise) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -15,7 +15,7 @@
 #include "sim/policies/chunk_lru_spec.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kBlock = 4;
@@ -411,4 +411,4 @@ TEST(ChunkLruPolicy, AReadmissionIsCountedApartFromTheHitRate) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

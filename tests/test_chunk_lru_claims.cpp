@@ -13,7 +13,7 @@
 #include "devices/timing_model.hpp"
 #include "scenario_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 struct Figures {
@@ -115,4 +115,4 @@ TEST_F(SeedClaims, ThreeToFiveChunkPromptsTimeToFirstToken) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

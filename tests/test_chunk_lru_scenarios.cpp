@@ -23,7 +23,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::string scenario_text(const std::string& cache) {
@@ -262,4 +262,4 @@ TEST(ChunkLruNumerics, TheShippedScenarioChecksEveryStep) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "kernels/llama2_selective_recompute.hpp"
 #include "tests/support/random_llama2.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using kernels::ChunkAttention;
@@ -192,4 +192,4 @@ TEST(PrefixReuse, AHitComputedByItsOwnPassDiffersOnlyByRounding) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "scenario_helpers.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 using testing::run_command;
@@ -264,4 +264,4 @@ TEST_F(Cli, ListsAndNoCommandSayWhatEachItemIs) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -19,7 +19,7 @@
 #include "sim/scenario/run_scenario.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::CapturingSink;
@@ -424,4 +424,4 @@ TEST(ClusterConfig, GlobalPoolErrorsNameTheirPlace) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "sim/scenario/run_scenario.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::scenario_from_text;
@@ -165,4 +165,4 @@ TEST(ClusterLinks, AsyncPoolStoresHoldEachReplicasStepsAndAddUp) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -17,7 +17,7 @@
 #include "sim/cluster/cluster_timeline.hpp"
 #include "sim/scenario/run_scenario.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::scenario_from_text;
@@ -355,4 +355,4 @@ TEST(ClusterTimelineRows, BucketsRepeatIdleInstancesAndSumTheCluster) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "sim/scenario/metrics_document.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 using testing::TempFolderTest;
@@ -186,4 +186,4 @@ TEST_F(Compare, UserStringsAreEscapedInCompareHtml) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

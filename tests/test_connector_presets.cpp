@@ -18,7 +18,7 @@
 #include "sim/scenario/component_catalog.hpp"
 #include "sim/scenario/scenario.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::string with_tiers(const std::string& kv_tiers) {
@@ -290,4 +290,4 @@ TEST(Presets, TheCatalogListsEveryValueWithItsSource) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -20,7 +20,7 @@
 #include "sim/serve/data_parallel_metrics.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 DeviceSpec device(const std::string& name) {
@@ -377,4 +377,4 @@ workload:
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -5,7 +5,7 @@
 
 #include "report_test_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int kDepth = 100000;
@@ -60,4 +60,4 @@ TEST_F(DeepInputs, ASetValueNestedDeeplyIsRefused) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

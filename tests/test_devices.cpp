@@ -15,7 +15,7 @@
 #include "devices/device_spec.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 namespace fs = std::filesystem;
@@ -459,4 +459,4 @@ TEST(Engines, EveryOpKindHasTheEngineAndClassOfTheSpecOnTheAcceleratorFamily) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

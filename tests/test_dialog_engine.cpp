@@ -23,7 +23,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 struct DialogYaml {
@@ -555,4 +555,4 @@ TEST(DialogEngineBadInput, DraftsBeyondTheLargestVariant) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

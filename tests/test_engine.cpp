@@ -14,7 +14,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 using testing::CapturingSink;
 using testing::scenario_from_text;
@@ -216,4 +216,4 @@ TEST(Timeline, KvMemoryNeverExceedsThePoolAndQueuesDrain) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 class RowSink final : public RunSink {
@@ -93,4 +93,4 @@ workload:
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 class EventQueueTest : public ::testing::TestWithParam<std::string> {
@@ -492,4 +492,4 @@ TEST(EventCallback, MutableStateAndStdFunctionWork) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 
 #include "sim/serve/event_steps.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::vector<uint32_t> due(EventSteps& steps, int64_t now) {
@@ -197,4 +197,4 @@ TEST(EventSteps, AStartThatMovesOnListsThePlacesFromIt) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -19,7 +19,7 @@
 #include "sim/cache/paged_policy.hpp"
 #include "sim/policies/chunk_lru_spec.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 BlockHash h(uint64_t v) {
@@ -423,4 +423,4 @@ TEST(ChunkPoolOrder, AnotherOrderChangesTheVictims) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -20,7 +20,7 @@
 #include "sim/cache/eviction/lfu_order.hpp"
 #include "sim/cache/eviction/s3fifo_order.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // A cache of `capacity` keys driven through an order the way the chunk pool
@@ -282,4 +282,4 @@ TEST(EvictionOrdersInPools, ChunkPoolInvariantsUnderRandomUse) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -16,7 +16,7 @@
 #include "tests/round_specs.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 DeviceSpec device(const std::string& name) {
@@ -156,4 +156,4 @@ TEST(FitPricing, RowsPricedOnSeveralThreadsFitAsOnOne) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

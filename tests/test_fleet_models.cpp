@@ -12,7 +12,7 @@
 #include "reports/metrics_check.hpp"
 #include "tests/support/hf_folders.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 using testing::TempFolderTest;
@@ -229,4 +229,4 @@ TEST_F(FleetModels, ABadFleetListIsExit2NamingTheFlagAndWhatItTakes) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -21,7 +21,7 @@
 #include "sim/cache/paged_window_policy.hpp"
 #include "workloads/token_content.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // A policy whose settle_and_grow and commit_step are KvCachePolicy's
@@ -656,4 +656,4 @@ TEST(FusedPolicyCalls, GrowAWindowedSequenceAsTheSeparateCallsDo) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

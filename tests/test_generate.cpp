@@ -16,7 +16,7 @@
 #include "tests/support/stories260k.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using stories260k::expected_text;
@@ -220,4 +220,4 @@ TEST(GenerateCli, UnknownPolicyOrDtypeIsBadInput) {
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

@@ -17,7 +17,7 @@
 #include "tests/support/stories260k.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using stories260k::expected_text;
@@ -218,4 +218,4 @@ TEST(GenerateWindow, ThroughTheBinaryAndItsBadInput) {
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

@@ -15,7 +15,7 @@
 #include "tests/support/genie_modes.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using kernels::GenieKvBuffer;
@@ -197,4 +197,4 @@ TEST(KeepMask, APolicyWithoutAKeepMaskIsExit2NamingTheKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

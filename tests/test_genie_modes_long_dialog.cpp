@@ -13,7 +13,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const char* const kModes[] = {"shift_concat", "pointer_shift", "smart_mask", "native_kv"};
@@ -77,4 +77,4 @@ TEST(GenieModesLongDialog, TheEliteIsFasterInEveryMode) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -11,7 +11,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // Llama-3.2-1B: 16 layers, 8 KV heads of 64, int8.
@@ -89,4 +89,4 @@ TEST(GeniePerHeadTensors, OnlyPointerShiftTakesTheKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -20,7 +20,7 @@
 #include "tests/support/stories260k.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using stories260k::model;
@@ -256,4 +256,4 @@ TEST(GenieSessionFile, BadSessionsAreExit2SayingWhatIsWrong) {
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

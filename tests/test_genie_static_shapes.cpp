@@ -16,7 +16,7 @@
 #include "sim/scenario/run_scenario.hpp"
 #include "tests/support/genie_modes.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t L = 3, H = 2, D = 8, B = 2;  // layers, kv heads, head_dim, dtype bytes
@@ -170,4 +170,4 @@ TEST(GenieStaticShapes, DialogRunsReadTheSameColumnsInEveryMode) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

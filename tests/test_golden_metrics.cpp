@@ -10,7 +10,7 @@
 #include "reports/metrics_check.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 
@@ -66,4 +66,4 @@ TEST(GoldenMetricsFolder, HoldsAHandfulOfScenarios) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -24,7 +24,7 @@
 #include "cli/studies/calibration_fit.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const std::string kCsv = std::string(KVSIM_CONFIG_DIR) + "/calibration/gpu_published.csv";
@@ -243,4 +243,4 @@ TEST(GpuCalibration, LeaveOneOutOnTheMi300xRowsHoldsTheBound) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

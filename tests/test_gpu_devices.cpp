@@ -21,7 +21,7 @@
 #include "tests/scenario_helpers.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 namespace fs = std::filesystem;
@@ -240,4 +240,4 @@ TEST(GpuDevices, FormatProblemsNameTheDeviceKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

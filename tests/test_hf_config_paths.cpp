@@ -18,7 +18,7 @@
 #include "report_test_helpers.hpp"
 #include "sim/cache/kv_cache_groups.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 nlohmann::ordered_json to_json(const YAML::Node& n) {
@@ -99,4 +99,4 @@ TEST_F(ConfigJsonPaths, EveryShippedModelsConfigJsonLoadsFromAPath) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -20,7 +20,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr Bytes kBlock = 1'000'000;
@@ -199,4 +199,4 @@ TEST(HostStagingYaml, ViaHostOnDramIsAnErrorAtTheKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -7,7 +7,7 @@
 #include "reports/html_page.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 using testing::TempFolderTest;
 
@@ -115,4 +115,4 @@ TEST_F(HtmlReport, DialogRunShowsGenieBuffersAndVtcmSessionsNotABlockPool) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

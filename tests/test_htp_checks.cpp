@@ -14,7 +14,7 @@
 #include "sim/genie/genie_address_checks.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::scenario_from_text;
@@ -155,11 +155,11 @@ TEST(HtpDeviceChecks, KvsimValidateNamesABadUnitAndAMissingSourceInADeviceFile) 
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
 
 // --- kvsim capacity rows for HTP devices ------------------------------------------
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 TEST(HtpCapacity, BufferBytesPerModeAreTheClosedForm) {
@@ -228,4 +228,4 @@ TEST(HtpCapacity, AscendRowsAreUnchangedAndCarryNoBuffers) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

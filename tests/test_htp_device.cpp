@@ -16,7 +16,7 @@
 #include "models/model_spec.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr Bytes kMiB = Bytes{1} << 20;
@@ -472,4 +472,4 @@ TEST(HtpWeightsFormats, W4IsAFormatOfItsOwnInAModelFileAndByName) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

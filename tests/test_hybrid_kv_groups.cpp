@@ -16,7 +16,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 using testing::scenario_from_text;
 
@@ -307,4 +307,4 @@ workload: {kind: synthetic, requests: 1, arrival: {process: constant, rate_per_s
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "reports/csv_sink.hpp"
 #include "workloads/trace_format.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -108,4 +108,4 @@ TEST(FullDisk, RunCsvFilesReportTheOsError) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -18,7 +18,7 @@
 #include "kernels/rope.hpp"
 #include "kernels/store_kvcache.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 struct Shape {
@@ -411,4 +411,4 @@ TEST(Fp16Storage, RowsEncodeAndDecodeLikeTheScalarConversion) {
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

@@ -21,7 +21,7 @@
 #include "sim/policies/chunk_lru_spec.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using kernels::KvDtype;
@@ -248,4 +248,4 @@ TEST(ChunkReuseStories260K, LogitDifferenceIsReportedAndZeroWithoutChunks) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -12,7 +12,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/genie_kv_buffer.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::vector<float> random_vec(std::mt19937& rng, size_t n) {
@@ -277,4 +277,4 @@ TEST(GenieBuffer, Int8PadsWithTheOffset) {
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

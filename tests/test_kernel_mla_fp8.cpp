@@ -13,7 +13,7 @@
 #include "kernels/kv_fp8.hpp"
 #include "kernels/mla_decode.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::vector<float> random_vec(std::mt19937& rng, size_t n, float spread = 1.0f) {
@@ -211,4 +211,4 @@ TEST(Fp8Storage, PerTensorScaleErrorNextToPerToken) {
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

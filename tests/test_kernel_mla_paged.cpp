@@ -17,7 +17,7 @@
 #include "kernels/kv_pool.hpp"
 #include "kernels/mla_decode.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::vector<float> random_vec(std::mt19937& rng, size_t n, float spread = 1.0f) {
@@ -183,4 +183,4 @@ TEST(Fp8KvPool, RowsRoundTripWithTheirScaleThroughASwap) {
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

@@ -11,7 +11,7 @@
 #include "kernels/chunk_mask.hpp"
 #include "kernels/rope.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::vector<float> random_vec(std::mt19937& rng, size_t n) {
@@ -100,4 +100,4 @@ TEST(ChunkMask, MaskedAttentionOfAChunkEqualsAttentionOverSystemPromptPlusChunk)
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

@@ -7,7 +7,7 @@
 
 #include "kernels/kv_layout.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 TEST(KvLayout, SeedFormulas) {
@@ -62,4 +62,4 @@ TEST(KvLayout, RegistryListsEveryLayout) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

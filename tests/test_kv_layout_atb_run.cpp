@@ -19,7 +19,7 @@
 #include "sim/serve/kv_layout_host_cost.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using numerics::AtbCheckerView;
@@ -256,4 +256,4 @@ TEST(AtbTiming, PriceIsEntriesTimesEightBytesOverTheBandwidthRoundedUp) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -19,7 +19,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr Bytes kBlockBytes = 1 << 20;  // 1 MiB per block
@@ -311,9 +311,9 @@ TEST(KvTiersRun, ADramTierServesWhatTheDeviceEvicted) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // `tiers:` as a map of name to tier: taken fastest first whatever the map's
@@ -366,4 +366,4 @@ TEST(KvTiersRun, EveryEvictionOrderAndBothOverlapsKeepTheBalances) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -21,7 +21,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr Bytes kMiB = Bytes{1} << 20;
@@ -306,4 +306,4 @@ TEST_F(KvVtcmBadInput, ADeviceWithoutAVtcmBandwidth) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

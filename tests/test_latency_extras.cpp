@@ -14,7 +14,7 @@
 #include "sim/scenario/metrics_document.hpp"
 #include "sim/scenario/run_scenario.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 TEST(LatencyHistogramStd, StandardDeviationIsExactAndP95IsNearestRank) {
@@ -288,9 +288,9 @@ TEST_F(LatencyExtrasRun, ItlMeanMatchesTheRequestRowsAndKeysAreAppended) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // `slo:` in the scenario sets what goodput counts: an impossible TTFT target
@@ -311,4 +311,4 @@ TEST(ScenarioSlo, GoodputCountsTheRequestsMeetingTheScenariosTargets) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

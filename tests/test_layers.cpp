@@ -17,7 +17,7 @@
 
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 
@@ -181,4 +181,4 @@ TEST(Layers, TheTreeWasRead) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

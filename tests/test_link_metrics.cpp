@@ -27,7 +27,7 @@
 #include "sim/scenario/run_scenario.hpp"
 #include "sim/serve/engine.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kGBps = 1'000'000'000;  // one byte per ns
@@ -265,4 +265,4 @@ TEST(LinkMetrics, TheTraceHasATrackPerLinkWithASlicePerTransfer) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -17,7 +17,7 @@
 #include "sim/scenario/run_scenario.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 DeviceSpec device(const std::string& name) {
@@ -240,4 +240,4 @@ TEST(LlamaBackends, EveryFamilyRunsLlamaCells) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -16,7 +16,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::string bench_yaml(const std::string& tests, const std::string& depth, int reps = 2,
@@ -180,4 +180,4 @@ TEST(LlamaBench, BadTestIsExitTwo) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

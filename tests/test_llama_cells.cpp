@@ -19,7 +19,7 @@
 #include "sim/cache/llama_kv_sizing.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using kernels::GgmlType;
@@ -384,4 +384,4 @@ TEST(LlamaKvTensors, MovesKeepKAndVBitForBitWithAndWithoutVTrans) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

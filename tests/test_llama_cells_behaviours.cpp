@@ -17,7 +17,7 @@
 #include "sim/genie/genie_engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // Cells 0..29 for three sequences of 10; the middle one released leaves a
@@ -233,4 +233,4 @@ TEST(LlamaBehaviours, TheLongDialogShiftsUnderSeed2024AndIsRefusedUnderCurrent) 
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -18,7 +18,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // The scenario's dialog with another kv_cache map.
@@ -121,4 +121,4 @@ TEST(LlamaCellsCapacity, TheCommandWritesTheRows) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -18,7 +18,7 @@
 #include "tests/support/stories260k.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using stories260k::expected_text;
@@ -185,4 +185,4 @@ TEST(LlamaCellsGenerate, ThroughTheBinaryWithAndWithoutVTransAndWithAShift) {
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "sim/core/metrics.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 LlamaCellsPoolParams params(int64_t cells, double defrag_thold) {
@@ -129,4 +129,4 @@ TEST(LlamaCellsPool, NoSwapAndAtMostItsSequenceIds) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

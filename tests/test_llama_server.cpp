@@ -17,7 +17,7 @@
 #include "sim/serve/scheduler.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 LlamaCellsPoolParams params(int64_t cells, int64_t n_parallel, bool unified, Bytes cache_ram) {
@@ -359,4 +359,4 @@ TEST(LlamaServer, ARouterServesTwoLlamaServersLikeAnyInstance) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -10,7 +10,7 @@
 #include "scenario_helpers.hpp"
 #include "sim/serve/engine.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 struct Pass {
@@ -110,4 +110,4 @@ TEST(LlamaServerBatches, EveryUbatchReadsTheWeightsAgain) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -18,7 +18,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const std::string kCsv = std::string(KVSIM_CONFIG_DIR) + "/calibration/llamacpp_published.csv";
@@ -108,4 +108,4 @@ TEST(LlamacppCalibration, RowsItCannotRunSayWhy) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

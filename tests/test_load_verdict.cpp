@@ -8,7 +8,7 @@
 #include "report_test_helpers.hpp"
 #include "reports/load_verdict.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 using testing::TempFolderTest;
 
@@ -120,4 +120,4 @@ TEST_F(OverloadedRun, TheSummaryAndBothReportsWarnAndAStableRunDoesNot) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -15,7 +15,7 @@
 #include "sim/scenario/metrics_document.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using Names = std::vector<std::string>;
@@ -179,4 +179,4 @@ TEST(EngineReports, ThePartsFollowTheEngineTheRunRecorded) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -12,7 +12,7 @@
 #include "models/model_spec.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 namespace fs = std::filesystem;
@@ -360,4 +360,4 @@ TEST(ShippedModels, EveryNewFileLoadsAndNamesItsConfigJson) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

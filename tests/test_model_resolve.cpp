@@ -13,7 +13,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 namespace fs = std::filesystem;
@@ -123,4 +123,4 @@ TEST(ModelResolve, AScenarioTakesAnHfNameOrACheckoutFolder) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -12,7 +12,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 namespace fs = std::filesystem;
@@ -500,4 +500,4 @@ TEST(ModelParse, MissingFileIsAnError) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

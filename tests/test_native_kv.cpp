@@ -17,7 +17,7 @@
 #include "sim/numerics/genie_numerics.hpp"
 #include "tests/support/genie_modes.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using kernels::GenieKvBuffer;
@@ -358,4 +358,4 @@ TEST(NativeKvSpec, TheCommandLineExits2NamingTheTileKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

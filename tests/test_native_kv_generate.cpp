@@ -15,7 +15,7 @@
 #include "tests/support/stories260k.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim::kernels {
+namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using stories260k::model;
@@ -91,4 +91,4 @@ TEST(NativeKvGenerate, ASessionDumpedFromTheTiledLayoutContinuesByteIdentically)
 }
 
 }  // namespace
-}  // namespace kvsim::kernels
+}  // namespace kvsim::kernels::KVSIM_TEST_FILE_SCOPE

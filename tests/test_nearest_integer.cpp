@@ -9,7 +9,7 @@
 
 #include "workloads/nearest_integer.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 void expect_llround(double x) {
@@ -51,4 +51,4 @@ TEST(RoundHalfAway, IsLlroundAcrossMagnitudes) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

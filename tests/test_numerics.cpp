@@ -19,7 +19,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "workloads/rng.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using numerics::CheckerParams;
@@ -696,4 +696,4 @@ TEST(NumericsRun, SampledFollowsChatSessionsWhole) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "sim/serve/step_observer.hpp"
 #include "tests/support/genie_modes.hpp"
 
-namespace kvsim::numerics {
+namespace kvsim::numerics::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 struct Case {
@@ -175,4 +175,4 @@ TEST(GenieNumericsFaults, APlanThatPricesTheWrongBytesFails) {
 }
 
 }  // namespace
-}  // namespace kvsim::numerics
+}  // namespace kvsim::numerics::KVSIM_TEST_FILE_SCOPE

@@ -22,7 +22,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/genie_modes.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t L = 2, H = 2, D = 8, B = 2;  // layers, kv heads, head_dim, dtype bytes
@@ -475,4 +475,4 @@ workload: {kind: synthetic, requests: 1, arrival: {process: poisson, rate_per_s:
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

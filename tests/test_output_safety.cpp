@@ -17,7 +17,7 @@
 #include "reports/output_dir.hpp"
 #include "reports/output_rule.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 
@@ -268,4 +268,4 @@ TEST(FreshOutputFolder, TakesTheFirstFreeSuffix) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

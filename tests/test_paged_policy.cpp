@@ -7,7 +7,7 @@
 #include "sim/cache/paged_policy.hpp"
 #include "workloads/token_content.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kBlock = 4;
@@ -230,4 +230,4 @@ TEST(PagedPolicy, DecodedBlocksHashAsTheWholeChainDoes) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

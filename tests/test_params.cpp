@@ -5,7 +5,7 @@
 
 #include "base/params.hpp"
 
-namespace kvsim::config {
+namespace kvsim::config::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 ComponentInfo paged_like() {
@@ -96,4 +96,4 @@ TEST(Params, MarkdownTableShowsDefaultsInYamlForm) {
 }
 
 }  // namespace
-}  // namespace kvsim::config
+}  // namespace kvsim::config::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "sim/cache/paged_policy.hpp"
 #include "workloads/token_content.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kVocab = 1000;
@@ -413,4 +413,4 @@ TEST(DeferredHashes, APendingBlockCountsAsCachedContentWithoutAMapEntry) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

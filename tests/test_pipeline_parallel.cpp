@@ -21,7 +21,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const std::string kConfigs = testing::configs_dir();
@@ -398,4 +398,4 @@ TEST(PipelineCapacity, RowsAtOneTwoAndFourStages) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

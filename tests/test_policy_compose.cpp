@@ -15,7 +15,7 @@
 #include "sim/scenario/run_scenario.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::string shipped(const std::string& name) {
@@ -257,4 +257,4 @@ TEST(SeveralPolicies, ChangingThePolicyKeepsTheOldOnesKeysAsItsSettings) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -17,7 +17,7 @@
 #include "sim/scenario/component_catalog.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 
@@ -213,4 +213,4 @@ TEST_F(PolicyParamsCli, ListPoliciesParamsPrintsEachTable) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

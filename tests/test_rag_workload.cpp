@@ -13,7 +13,7 @@
 #include "workload_helpers.hpp"
 #include "workloads/workload_kinds.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const char* kRag = R"(
@@ -188,4 +188,4 @@ TEST(RagScenarios, PrefixAndChunkScenariosShareOneRequestStream) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -12,7 +12,7 @@
 #include "sim/scenario/metrics_document.hpp"
 #include "workloads/workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using Names = std::vector<std::string>;
@@ -138,4 +138,4 @@ TEST(Registries, MetricKeysIncludeEverySpecKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -15,7 +15,7 @@
 #include "report_test_helpers.hpp"
 #include "reports/gnuplot_chart.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::string find_chromium() {
@@ -152,4 +152,4 @@ document.getElementById('sweep').addEventListener('load', function () {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

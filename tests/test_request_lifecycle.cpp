@@ -9,7 +9,7 @@
 #include "sim/serve/scheduler.hpp"
 #include "workloads/token_content.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kBlock = 4;
@@ -89,4 +89,4 @@ TEST(RequestLifecycle, AnEmptyQueueAdmitsNobodyAndTheRunningGoOn) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -15,7 +15,7 @@
 #include "sim/numerics/reuse_quality_probe.hpp"
 #include "sim/serve/engine.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const std::filesystem::path kCheckpoint =
@@ -112,4 +112,4 @@ TEST(ReuseQualityProbe, ACompareTablesDriftBesideTtft) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -19,7 +19,7 @@
 #include "sim/scenario/run_scenario.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::scenario_from_text;
@@ -437,4 +437,4 @@ TEST(RoutingRuns, EveryRouterAndIndexServesTheWorkload) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -16,7 +16,7 @@
 #include "report_test_helpers.hpp"
 #include "reports/gnuplot_chart.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -159,4 +159,4 @@ TEST_F(RunFaults, NoCompletedRequestHasNoLatency) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -9,7 +9,7 @@
 #include "report_test_helpers.hpp"
 #include "reports/metrics_check.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -178,4 +178,4 @@ TEST(MetricsCheckProvenance, ProvenanceKeysAreNotCompared) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

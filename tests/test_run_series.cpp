@@ -9,7 +9,7 @@
 #include "reports/run_series.hpp"
 #include "reports/trace_writer.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 TEST(RunSeries, AMillionRowsFoldIntoAtMostTheChartWidthWithSumsAndPeaksKept) {
@@ -111,4 +111,4 @@ TEST(TraceSampler, StaysWithinItsBudgetAndReachesTheEndOfTheRun) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

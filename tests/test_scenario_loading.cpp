@@ -7,7 +7,7 @@
 
 #include "scenario_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 
@@ -104,4 +104,4 @@ TEST(ScenarioLoading, CrossFieldChecksNameTheKeyToChange) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -22,7 +22,7 @@
 #include "sim/serve/scheduler.hpp"
 #include "tests/support/step_commits.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 TEST(FrontDropVector, DropsTheFrontWithoutMovesAndRewindsToTheStart) {
@@ -266,4 +266,4 @@ TEST(SchedulerRunningSet, BulkStepsOverAPolicyAskedThroughTheInterfaceGoOnThroug
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -19,7 +19,7 @@
 #include "sim/serve/engine.hpp"
 #include "sim/serve/session_retention_metrics.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::CapturingSink;
@@ -393,4 +393,4 @@ TEST(SessionRetentionYaml, RefusesBadValuesNamingTheKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -6,7 +6,7 @@
 
 #include "reports/sha256.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::string hex(const std::array<uint8_t, 32>& d) {
@@ -45,4 +45,4 @@ TEST(Sha256, Base64AndTheCspSource) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

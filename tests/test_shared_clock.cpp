@@ -16,7 +16,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::CapturingSink;
@@ -209,4 +209,4 @@ TEST(EngineRegistry, AnUnknownDeviceKindIsNamed) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "sim/core/shared_link.hpp"
 #include "sim/core/simulator.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kGBps = 1'000'000'000;  // 1 GB/s: one byte per ns
@@ -197,4 +197,4 @@ TEST(SharedLink, RefusesANonPositiveBandwidthAndOverflow) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // A log line per event: (time it ran at, tag).
@@ -359,4 +359,4 @@ TEST(Simulator, DefaultQueueAndNullQueue) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -22,7 +22,7 @@
 #include "sim/serve/speculative_metrics.hpp"
 #include "workloads/rng.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // (1 - a^(K+1)) / (1 - a): tokens a verify pass emits under a constant rate.
@@ -331,4 +331,4 @@ TEST(SpeculativeInput, BadInputIsExitTwoAtTheKey) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -19,7 +19,7 @@
 #include "models/step_ops.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 bool identical(const OpCost& a, const OpCost& b) {
@@ -213,4 +213,4 @@ TEST(StepCostCache, TimingModelPricesRecentShapesAsAfresh) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -10,7 +10,7 @@
 
 #include "models/step_ops.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // h=64, 2 layers, 8 heads of d=8, 4 KV heads, I=96, vocab 100, fp16, untied:
@@ -328,4 +328,4 @@ TEST(StepOps, DependencyGraphIsAcyclicAndWellFormed) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "models/step_ops.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 ModelSpec shipped(const std::string& name) {
@@ -167,4 +167,4 @@ TEST(StepOpsSliding, SlidingLayersReadAtMostTheirWindow) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -24,7 +24,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kGBps = 1'000'000'000;  // one byte per ns
@@ -324,4 +324,4 @@ TEST(RankFlows, AClusterInstancesRanksAreFlowsOnItsNodesNic) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -16,7 +16,7 @@
 #include "cli/studies/sweep_spec.hpp"
 #include "report_test_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 using testing::TempFolderTest;
 
@@ -194,9 +194,9 @@ search: {rates: [1, 2, 4], slo: {tpot_p99_ms: 0.001}}
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // One device's answer names its choice, or says none meets the SLO only when
@@ -251,4 +251,4 @@ TEST(SweepValidate, ShippedSweepsValidateAsSweeps) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -7,7 +7,7 @@
 
 #include "cli/studies/sweep_chart.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 double attribute(const std::string& svg, const std::string& name) {
@@ -55,4 +55,4 @@ TEST(SweepChart, ShortLabelsKeepTheChartsSize) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 
 #include "report_test_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -192,4 +192,4 @@ INSTANTIATE_TEST_SUITE_P(Signals, KilledSweep, ::testing::Values(SIGTERM, SIGKIL
                          });
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -16,7 +16,7 @@
 #include "kernels/kv_dtype.hpp"
 #include "sim/numerics/synthetic_kv.hpp"
 
-namespace kvsim::numerics {
+namespace kvsim::numerics::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // Whether this machine and environment take the fused fp16 path (the AVX2
@@ -123,4 +123,4 @@ TEST(SyntheticKvStored, OtherShapesAndDtypesAreDeclined) {
 }
 
 }  // namespace
-}  // namespace kvsim::numerics
+}  // namespace kvsim::numerics::KVSIM_TEST_FILE_SCOPE

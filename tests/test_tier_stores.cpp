@@ -21,7 +21,7 @@
 #include "sim/serve/engine.hpp"
 #include "tests/support/metric_parts.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr Bytes kBlock = 1'000'000;            // bytes per block
@@ -287,4 +287,4 @@ TEST(TierStoresYaml, StagingBuffersAndWriteModesAreChecked) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

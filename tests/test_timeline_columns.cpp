@@ -9,7 +9,7 @@
 
 #include "report_test_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 struct Table {
@@ -106,4 +106,4 @@ TEST_F(TimelineColumns, DialogRunsReportTokensHeldAndNoBlockColumns) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -14,7 +14,7 @@
 #include "tests/round_specs.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr size_t idx(OpKind k) {
@@ -356,9 +356,9 @@ TEST(StepPricing, ShippedDeviceFilePricesADecodeStep) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // The identical-layer skip in longest_path() must give exactly the full
@@ -379,9 +379,9 @@ TEST(CriticalPath, LayerSkipEqualsTheFullLongestPath) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // The remembered longest path must equal the full one for any order of
@@ -421,9 +421,9 @@ TEST(CriticalPath, MemoEqualsTheFullLongestPath) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // A ticket answers without hashing the other durations only while its
@@ -463,4 +463,4 @@ TEST(CriticalPath, TicketAnswersAsTheFullLongestPath) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "workloads/stream_ids.hpp"
 #include "workloads/token_content.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 TEST(FastModulo, AgreesWithTheDivideForManyDivisorsAndNumerators) {
@@ -253,4 +253,4 @@ TEST(TokenView, IdsAreReadInPlaceWhereHeldAndCopiedOtherwise) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -12,7 +12,7 @@
 #include "tests/scenario_helpers.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 namespace fs = std::filesystem;
@@ -76,4 +76,4 @@ TEST_F(TraceCli, SkipCompletesAndCountsInMetrics) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -9,7 +9,7 @@
 
 #include "report_test_helpers.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using Json = nlohmann::json;
@@ -80,4 +80,4 @@ TEST_F(TraceJson, ADialogTraceHasPassesKvUpdatesAndVtcmWaits) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -13,7 +13,7 @@
 #include "base/source_paths.hpp"
 #include "workloads/trace_format.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // Both readers on one line: the same kind, problem and record.
@@ -130,4 +130,4 @@ TEST(MooncakeLines, EveryLineOfTheSharedTraceReadsAsTheJsonParserReadsIt) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

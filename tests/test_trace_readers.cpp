@@ -11,7 +11,7 @@
 #include "tests/trace_helpers.hpp"
 #include "workloads/trace_format.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::drain_all;
@@ -293,4 +293,4 @@ TEST(TraceConfig, KindTraceIsImpliedByTheTraceMap) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -18,7 +18,7 @@
 #include "workloads/trace_file_reader.hpp"
 #include "workloads/trace_workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::string trace_path(const std::string& name) {
@@ -259,4 +259,4 @@ TEST(SharedTraces, MooncakeConversationUnboundedPrefixHitRate) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -9,7 +9,7 @@
 #include "base/units.hpp"
 #include "sim/core/latency_histogram.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 TEST(Units, Bytes) {
@@ -114,9 +114,9 @@ TEST(LatencyHistogram, LoneValueIsExactAndPercentilesAreWithinATenthOfAPercent) 
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 // A key written twice in one map is an error at its second occurrence (yaml-cpp
@@ -141,4 +141,4 @@ TEST(Reader, ADuplicateKeyIsAnErrorAtItsSecondLine) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -6,7 +6,7 @@
 #include "scenario_helpers.hpp"
 #include "sim/scenario/vllm_names.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr const char* kBase =
@@ -110,4 +110,4 @@ TEST(VllmNames, TheListNamesEachKvsimKeyOnce) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

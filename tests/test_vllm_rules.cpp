@@ -15,7 +15,7 @@
 #include "tests/support/metric_parts.hpp"
 #include "tests/support/step_commits.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 constexpr int64_t kBlock = 4;
@@ -338,4 +338,4 @@ workload:
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -12,7 +12,7 @@
 #include "workload_helpers.hpp"
 #include "workloads/workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::parse_ok;
@@ -244,4 +244,4 @@ think_time: {dist: exponential, mean: 10s}
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

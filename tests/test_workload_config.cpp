@@ -5,7 +5,7 @@
 
 #include "workloads/workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 struct Parsed {
@@ -267,4 +267,4 @@ TEST(WorkloadConfig, ErrorsThrowTogetherAsConfigError) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

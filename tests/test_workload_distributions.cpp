@@ -14,7 +14,7 @@
 #include "workloads/distribution.hpp"
 #include "workloads/rng.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const QuantityRules kTokens{QuantityKind::tokens, 1, "a prompt needs at least 1 token"};
@@ -340,4 +340,4 @@ TEST(WorkloadArrivals, ConstantDoesNotDriftAtRatesThatDoNotDivideASecond) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

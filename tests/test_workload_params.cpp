@@ -20,7 +20,7 @@
 #include "tests/support/test_paths.hpp"
 #include "workloads/workload_params.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 namespace fs = std::filesystem;
 
@@ -304,4 +304,4 @@ TEST_F(WorkloadParamsCli, HtpWindowAgainstPointerShiftThroughSetNull) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -11,7 +11,7 @@
 #include "workload_helpers.hpp"
 #include "workloads/workload.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 using testing::parse_ok;
@@ -241,4 +241,4 @@ TEST(Workloads, VocabularyMustBePositive) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -54,6 +54,7 @@ struct GenerateArgs {
   std::string load_session, save_session, device;
   // sliding_window and the context reset.
   std::string update_mode = "pointer_shift";
+  bool update_mode_given = false;  // the default applies to sliding_window alone
   int64_t window = 0;
   bool context_reset = false;
 };
@@ -202,6 +203,15 @@ int run_generate(const GenerateArgs& a) {
   o.defrag_thold = a.defrag_thold;
   o.load_session = a.load_session;
   o.save_session = a.save_session;
+  // A mode the run would not use is refused, as --window is
+  // (llama2_generate.cpp), rather than ignored.
+  if (a.update_mode_given && a.policy != "sliding_window") {
+    std::cerr << fmt::format(
+        "kvsim: error: --update-mode takes --policy sliding_window (the policy it wraps), not "
+        "--policy {}; for a Genie mode alone pass --policy {}\n",
+        a.policy, a.update_mode);
+    return kExitBadInput;
+  }
   o.update_mode = a.update_mode;
   o.window = a.window;
   o.context_reset = a.context_reset;
@@ -257,10 +267,11 @@ Command add_generate_command(CLI::App& app) {
                   "cache policy holding the KV, e.g. paged, shift_concat, pointer_shift, "
                   "smart_mask, native_kv, sliding_window (default paged)")
       ->check(CLI::IsMember(policies));
-  cmd->add_option("--update-mode", a->update_mode,
-                  "sliding_window: the policy it wraps, paged or a Genie mode (default "
-                  "pointer_shift)")
-      ->check(CLI::IsMember(kernels::sliding_window_bases()));
+  CLI::Option* update_mode =
+      cmd->add_option("--update-mode", a->update_mode,
+                      "sliding_window: the policy it wraps, paged or a Genie mode (default "
+                      "pointer_shift)")
+          ->check(CLI::IsMember(kernels::sliding_window_bases()));
   cmd->add_option("--window", a->window,
                   "sliding_window: tokens kept (required; at most --ctx-size - 32 over a Genie "
                   "mode)")
@@ -309,7 +320,10 @@ Command add_generate_command(CLI::App& app) {
                   "storage_bandwidth");
   cmd->add_option("--checkpoint", a->checkpoint, "llama2.c .bin (default: shared data)");
   cmd->add_option("--tokenizer", a->tokenizer, "llama2.c tokenizer .bin (default: shared data)");
-  return {cmd, [a] { return run_generate(*a); }};
+  return {cmd, [a, update_mode] {
+            a->update_mode_given = update_mode->count() > 0;
+            return run_generate(*a);
+          }};
 }
 
 }  // namespace kvsim::cli

@@ -43,10 +43,11 @@ std::string summary_table(const ScenarioSpec& s, const RunMetrics& m) {
   // The engine that ran says how its cache is shaped (blocks, or ctx_size buffers).
   const EngineReport& parts = engine_report(m);
   const std::string geometry = parts.summary_geometry(s);
-  // A pipeline: tp devices per stage, stages. A cluster: its groups.
-  const std::string devices = s.cluster  ? ", " + cluster_deployment(s)
-                              : s.pp > 1 ? fmt::format(" x{} x pp {}", s.tp, s.pp)
-                                         : fmt::format(" x{}", s.tp);
+  // tp devices per stage, then pipeline stages and data-parallel
+  // attention ranks where there are several. A cluster: its groups.
+  std::string devices = s.cluster ? ", " + cluster_deployment(s) : fmt::format(" x{}", s.tp);
+  if (!s.cluster && s.pp > 1) devices += fmt::format(" x pp {}", s.pp);
+  if (!s.cluster && s.dp > 1) devices += fmt::format(" x dp {}", s.dp);
   out += fmt::format("scenario {}  |  {} on {}{}  |  policy {} ({}, {})\n", m.scenario, m.model,
                      m.device, devices, m.policy, s.kv.dtype, geometry);
   out += fmt::format(

@@ -199,6 +199,8 @@ TEST(GenerateWindow, ThroughTheBinaryAndItsBadInput) {
        "--window 200 does not fit"},
       {" --policy sliding_window --update-mode pointer_shift", "--window"},
       {" --policy paged --window 64", "--window takes --policy sliding_window"},
+      {" --policy smart_mask --update-mode pointer_shift",
+       "--update-mode takes --policy sliding_window"},
       {" --policy sliding_window --update-mode paged --window 64 --ctx-size 128", "--ctx-size"},
       {" --policy sliding_window --update-mode llama_cells --window 64", "--update-mode"},
       {" --policy paged --context-reset", "--context-reset"},

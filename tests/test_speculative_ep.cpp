@@ -8,8 +8,10 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
+#include "base/source_paths.hpp"
 #include "devices/timing_model.hpp"
 #include "models/drafter_shape.hpp"
 #include "models/step_ops.hpp"

@@ -70,6 +70,19 @@ struct StepTotals {
   double prefill_kv_tokens = 0;  // the part of kv_tokens_read from sequences with q_i > 1
   // Adds one sequence (query_tokens, context_before >= 0).
   void add(const SeqWork& s, bool fixed_shape);
+  // Adds `decodes` sequences computing one token each and sampling it,
+  // after `context` cached tokens in all: add() of each, summed at once
+  // (q = 1: q*c + q*(q+1)/2 == q*(c+q) == c + 1 pairs). A serving step's
+  // decodes and a drafter's one-token passes are priced through it.
+  void add_decodes(int64_t decodes, int64_t context) {
+    const auto n = static_cast<double>(decodes);
+    const auto c = static_cast<double>(context);
+    tokens += n;
+    samplers += n;
+    attended_pairs += c + n;
+    kv_tokens_read += c + n;
+    context_read += c;
+  }
 };
 
 // One step of the engine as the timing model sees it.

@@ -145,22 +145,26 @@ TEST(DataParallelPricing, AllToAllTimeIsAtLeastBytesOverTheLinkTheyCross) {
 // A rank for the barrier: a fixed price, counting what the group does to it.
 class FakeRank final : public DataParallelRank {
  public:
-  FakeRank(double tokens, TimeNs price) : tokens_(tokens), price_(price) {}
-  TimeNs price_step(double group_tokens) override {
+  FakeRank(double tokens, TimeNs price, double drafts = 0)
+      : tokens_(tokens), price_(price), drafts_(drafts) {}
+  TimeNs price_step(double group_tokens, double group_draft_tokens) override {
     seen_group = group_tokens;
+    seen_group_drafts = group_draft_tokens;
     return price_;
   }
   double step_tokens() const override { return tokens_; }
+  double draft_tokens() const override { return drafts_; }
   int64_t step_seqs() const override { return static_cast<int64_t>(tokens_); }
   void launch_step(TimeNs step) override { launched.push_back(step); }
   void wake() override { ++woken; }
-  double seen_group = -1;
+  double seen_group = -1, seen_group_drafts = -1;
   std::vector<TimeNs> launched;
   int woken = 0;
 
  private:
   double tokens_;
   TimeNs price_;
+  double drafts_;
 };
 
 // Three ranks: two with batches priced 10 ms and 4 ms, one idle. Both busy
@@ -171,7 +175,7 @@ class FakeRank final : public DataParallelRank {
 TEST(DataParallelGroup, TheStepWaitsForTheSlowestRank) {
   Simulator sim;
   DataParallelGroup group(sim, 3);
-  FakeRank a(6, 10 * kNsPerMs), b(2, 4 * kNsPerMs), idle(0, 1);
+  FakeRank a(6, 10 * kNsPerMs, 3), b(2, 4 * kNsPerMs, 2), idle(0, 1);
   group.attach(0, &a);
   group.attach(1, &b);
   group.attach(2, &idle);
@@ -195,6 +199,9 @@ TEST(DataParallelGroup, TheStepWaitsForTheSlowestRank) {
   EXPECT_TRUE(idle.launched.empty());
   EXPECT_EQ(a.seen_group, 9.0);
   EXPECT_EQ(b.seen_group, 9.0);
+  // A drafter's one-token passes route the ranks' samplers and the dummy.
+  EXPECT_EQ(a.seen_group_drafts, 3.0 + 2.0 + 1.0);
+  EXPECT_EQ(b.seen_group_drafts, 6.0);
   EXPECT_EQ(idle.woken, 1);
   const DataParallelGroupMetrics& m = group.metrics();
   EXPECT_EQ(m.steps, 1);

@@ -66,6 +66,15 @@ class AcceptanceModel {
     }
     return 0;
   }
+  // P(draft i accepted | the drafts before it were) for the kinds that draw
+  // once per draft (constant, per_position; 0 past a per_position list,
+  // where accepted_with stops), so that a caller may draw every draft at
+  // once and keep the run before the first rejection.
+  double conditional_rate(int64_t i) const {
+    if (kind_ == Kind::constant) return rate_;
+    return i < static_cast<int64_t>(conditional_.size()) ? conditional_[static_cast<size_t>(i)]
+                                                         : 0.0;
+  }
   // E[accepted drafts] out of `drafts`: with a constant rate a,
   // a + a^2 + ... + a^K, so 1 + E = (1 - a^(K+1)) / (1 - a) tokens a pass.
   double expected_accepted(int64_t drafts) const;

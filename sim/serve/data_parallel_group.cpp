@@ -40,21 +40,25 @@ void DataParallelGroup::join(size_t rank) {
 // its step under that load; the step lasts the slowest price for all.
 void DataParallelGroup::launch() {
   launch_pending_ = false;
-  double group_tokens = 0;
+  double group_tokens = 0, group_draft_tokens = 0;
   int64_t busy = 0;
   for (size_t r = 0; r < ranks_.size(); ++r) {
     if (joined_[r]) {
       group_tokens += ranks_[r]->step_tokens();
+      group_draft_tokens += ranks_[r]->draft_tokens();
       ++busy;
     } else {
-      group_tokens += 1;  // vLLM's execute_dummy_batch: one token
+      // vLLM's execute_dummy_batch: one token, through the drafter too
+      // (its dummy run proposes for the dummy request).
+      group_tokens += 1;
+      group_draft_tokens += 1;
     }
   }
   TimeNs step = 0;
   double own_sum = 0;
   for (size_t r = 0; r < ranks_.size(); ++r) {
     if (!joined_[r]) continue;
-    price_[r] = std::max<TimeNs>(ranks_[r]->price_step(group_tokens), 1);
+    price_[r] = std::max<TimeNs>(ranks_[r]->price_step(group_tokens, group_draft_tokens), 1);
     step = std::max(step, price_[r]);
     own_sum += static_cast<double>(price_[r]);
   }

@@ -28,9 +28,14 @@ namespace kvsim {
 class DataParallelRank {
  public:
   virtual ~DataParallelRank() = default;
-  // The step the rank holds, its expert group routing `group_tokens`.
-  virtual TimeNs price_step(double group_tokens) = 0;
-  virtual double step_tokens() const = 0;     // tokens it computes in that step
+  // The step the rank holds, its expert group routing `group_tokens` in the
+  // target's pass and `group_draft_tokens` in each one-token pass of a
+  // speculative drafter (its first pass routes the target's tokens).
+  virtual TimeNs price_step(double group_tokens, double group_draft_tokens) = 0;
+  virtual double step_tokens() const = 0;  // tokens it computes in that step
+  // Tokens of each of its drafter's one-token passes in that step (the
+  // sequences that sample); 0 without speculation.
+  virtual double draft_tokens() const = 0;
   virtual int64_t step_seqs() const = 0;      // sequences in its batch
   virtual void launch_step(TimeNs step) = 0;  // the step runs `step` for every rank
   virtual void wake() = 0;                    // try to schedule again

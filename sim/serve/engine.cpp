@@ -37,18 +37,6 @@ TokenView content_of_sequence(const void* seq, SeqSlot, int64_t generated) {
   return TokenView::of(request.prompt, request.output, generated);
 }
 
-// `decodes` sequences computing one token each and sampling it, after
-// `context` cached tokens in all: StepTotals::add of each, summed at once
-// (q = 1: q*c + q*(q+1)/2 == q*(c+q) == c + 1 pairs).
-void add_decodes(StepTotals& totals, int64_t decodes, int64_t context) {
-  const double n = static_cast<double>(decodes);
-  const double c = static_cast<double>(context);
-  totals.tokens += n;
-  totals.samplers += n;
-  totals.attended_pairs += c + n;
-  totals.kv_tokens_read += c + n;
-  totals.context_read += c;
-}
 // A verify pass of `q` tokens (the sequence's token and its drafts) after
 // `context` cached ones: StepTotals::add of a sequence that samples, with
 // logits at each of its q positions (the rejection sampler reads them all)
@@ -326,12 +314,16 @@ void ServingEngine::start_step() {
         work_.totals.add(s, work_.fixed_shape);
       }
     }
-    if (decodes > 0) add_decodes(work_.totals, decodes, decode_context);
+    if (decodes > 0) work_.totals.add_decodes(decodes, decode_context);
+    if (speculation_) draft_batch_ = sampling_batch();
   } else {
     // The scheduler summed the decodes as it built the batch; the other
     // items are added in batch order, as the walk above adds them.
     // A verify pass (speculation) computes its drafts past the known
     // tokens, and takes logits at each of them and at its own token.
+    // The same pass counts the sequences that sample (the drafter's batch).
+    int64_t sampling = batch_.summary.decodes;
+    int64_t sampling_context = batch_.summary.decode_context + batch_.summary.decodes;
     for (const uint32_t i : batch_.summary.others) {
       const ScheduledSeq& item = batch_.items[i];
       const Sequence* seq = item.seq;
@@ -340,9 +332,14 @@ void ServingEngine::start_step() {
         add_verify(work_.totals, item.tokens, seq->computed);
       else
         work_.totals.add({item.tokens, seq->computed, drafts == 0}, work_.fixed_shape);
+      if (drafts >= 0) {
+        ++sampling;
+        sampling_context += seq->computed + item.tokens;
+      }
     }
     if (batch_.summary.decodes > 0)
-      add_decodes(work_.totals, batch_.summary.decodes, batch_.summary.decode_context);
+      work_.totals.add_decodes(batch_.summary.decodes, batch_.summary.decode_context);
+    draft_batch_ = {sampling, sampling_context};
   }
   work_.swap_in_bytes = batch_.swap_in_bytes;
   work_.swap_out_bytes = batch_.swap_out_bytes;
@@ -364,6 +361,19 @@ void ServingEngine::start_step() {
   }
   price_step();
   launch_step(now);
+}
+
+// The sequences of the batch that sample (their drafts come next) and
+// their contexts after the step's tokens, as start_step's sums count them.
+DraftBatch ServingEngine::sampling_batch() const {
+  DraftBatch b{batch_.summary.decodes, batch_.summary.decode_context + batch_.summary.decodes};
+  for (const uint32_t i : batch_.summary.others) {
+    const ScheduledSeq& item = batch_.items[i];
+    if (item.seq->computed + item.tokens < item.seq->known_tokens()) continue;
+    ++b.sequences;
+    b.context += item.seq->computed + item.tokens;
+  }
+  return b;
 }
 
 // The step's own price: the target's pass (a pipeline cuts the batch into
@@ -391,16 +401,9 @@ void ServingEngine::price_step() {
   }
   if (speculation_) {
     // The drafter proposes the next step's drafts for every sequence that
-    // sampled, after the verify (vLLM's propose_draft_token_ids).
-    int64_t sampling = batch_.summary.decodes;
-    int64_t context = batch_.summary.decode_context + batch_.summary.decodes;
-    for (const uint32_t i : batch_.summary.others) {
-      const ScheduledSeq& item = batch_.items[i];
-      if (item.seq->computed + item.tokens < item.seq->known_tokens()) continue;
-      ++sampling;
-      context += item.seq->computed + item.tokens;
-    }
-    step_draft_ = speculation_->draft_latency(work_, sampling, context);
+    // sampled, after the verify (vLLM's propose_draft_token_ids); in a
+    // data-parallel group its one-token passes route the group's samplers.
+    step_draft_ = speculation_->draft_latency(work_, draft_batch_, group_draft_tokens_);
     step_verify_ = step_latency_;
     step_latency_ += step_draft_;
   }
@@ -739,19 +742,49 @@ void ServingEngine::on_step_done() {
 // Each item with drafts (computed + tokens past its known tokens) learns
 // how many the target accepts; the rejected ones' slots go back before the
 // commit, so no block is hashed over them, and the item keeps the tokens
-// whose KV stays: its own and the accepted drafts.
+// whose KV stays: its own and the accepted drafts. One pass over the
+// step's items at their horizon (every verify pass is one): a verify pass
+// that stays below its commit horizon once its drafts are settled leaves
+// the list, as a decode inside its block is never in it (its commit would
+// change nothing; the token loop settles it).
 void ServingEngine::verify_drafts() {
-  for (const uint32_t i : batch_.summary.others) {
-    ScheduledSeq& item = batch_.items[i];
-    Sequence* seq = item.seq;
+  BatchSummary& summary = batch_.summary;
+  std::vector<uint32_t>& at_horizon = summary.at_horizon;
+  std::vector<uint32_t>& bulk_before = summary.at_horizon_bulk_commits;
+  // The draws first, for every item in one pass (pure: the order of draw
+  // and count does not matter), so one sequence's mixing overlaps the
+  // next's; then the counts, the rollbacks and the list.
+  verdicts_.resize(at_horizon.size());
+  constexpr size_t kAhead = 8;  // sequences live apart on the heap: load ahead
+  for (size_t k = 0; k < at_horizon.size(); ++k) {
+    if (k + kAhead < at_horizon.size())
+      __builtin_prefetch(batch_.items[at_horizon[k + kAhead]].seq);
+    const ScheduledSeq& item = batch_.items[at_horizon[k]];
+    const Sequence* seq = item.seq;
     const int64_t drafts = seq->computed + item.tokens - seq->known_tokens();
-    if (drafts <= 0) continue;
-    const int64_t accepted = speculation_->verify(seq->request.id, seq->generated, drafts);
-    if (const int64_t rejected = drafts - accepted; rejected > 0) {
-      policy_->rollback(seq->slot, rejected);
-      item.tokens -= rejected;
-    }
+    verdicts_[k] = {
+        drafts,
+        drafts > 0 ? speculation_->accepted_drafts(seq->request.id, seq->generated, drafts) : 0};
   }
+  size_t kept = 0;
+  for (size_t k = 0; k < at_horizon.size(); ++k) {
+    const auto [drafts, accepted] = verdicts_[k];
+    if (drafts > 0) {
+      ScheduledSeq& item = batch_.items[at_horizon[k]];
+      Sequence* seq = item.seq;
+      speculation_->count(drafts, accepted);
+      if (const int64_t rejected = drafts - accepted; rejected > 0) {
+        policy_->rollback(seq->slot, rejected);
+        item.tokens -= rejected;
+      }
+      if (seq->computed + item.tokens < seq->commit_horizon) continue;
+    }
+    at_horizon[kept] = at_horizon[k];
+    bulk_before[kept] = bulk_before[k];
+    ++kept;
+  }
+  at_horizon.resize(kept);
+  bulk_before.resize(kept);
 }
 
 void ServingEngine::complete(Sequence* seq) {

@@ -123,6 +123,11 @@ class ServingEngine final : public InferenceEngine {
   size_t dp_rank_ = 0;
   std::unique_ptr<DpRank> dp_rank_obj_;
   TimeNs step_verify_ = 0, step_draft_ = 0;  // speculation: the step's parts
+  // Speculation: the step's sequences that sample (start_step counts them),
+  // and the data-parallel group's (0 alone: the rule without a group).
+  DraftBatch draft_batch_;
+  double group_draft_tokens_ = 0;
+  DraftBatch sampling_batch() const;
   void on_step_done();
   void complete(Sequence* seq);
   void reject(Sequence* seq);
@@ -156,6 +161,10 @@ class ServingEngine final : public InferenceEngine {
   // The step's verify of its drafts (speculation on): rejected drafts'
   // slots back, items cut to what the target kept.
   void verify_drafts();
+  struct DraftVerdict {
+    int64_t drafts = 0, accepted = 0;
+  };
+  std::vector<DraftVerdict> verdicts_;  // verify_drafts' scratch, per item at its horizon
 
   // Sequences are pooled: a finished one is reused for a later request, so
   // memory follows the number in flight, not the number served.

@@ -165,7 +165,9 @@ Sequence* Scheduler::preempt_latest(ScheduledBatch& batch) {
 }
 
 bool Scheduler::grow_one(size_t i, RunningCursor& c, ScheduledBatch& batch) {
-  settle(i, clock_);
+  // No run is open while bulk decodes are off (set_bulk_decodes settles
+  // every one first): the run's line is not read.
+  if (params_.bulk_decodes) settle(i, clock_);
   Sequence* seq = running_[i].seq;
   const int64_t tokens = step_tokens(seq, c.left);
   batch.summary.bulk_decodes = c.bulk;  // the item's place among the bulk decodes
@@ -201,7 +203,8 @@ void Scheduler::schedule_running_from(size_t i, RunningCursor& c, ScheduledBatch
   }
   // Left out of this step (the budget ran out): their next token comes
   // later, so they are settled now and scheduled one by one next time.
-  for (; i < running_.size(); ++i) settle(i, clock_);
+  if (params_.bulk_decodes)
+    for (; i < running_.size(); ++i) settle(i, clock_);
 }
 
 void Scheduler::schedule_running(ScheduledBatch& batch, int64_t& budget, bool& preempted) {

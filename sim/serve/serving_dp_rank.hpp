@@ -11,12 +11,16 @@ namespace kvsim {
 class ServingEngine::DpRank final : public DataParallelRank {
  public:
   explicit DpRank(ServingEngine& e) : e_(e) {}
-  TimeNs price_step(double group_tokens) override {
+  TimeNs price_step(double group_tokens, double group_draft_tokens) override {
     e_.work_.moe_tokens = group_tokens;
+    e_.group_draft_tokens_ = group_draft_tokens;
     e_.price_step();
     return e_.step_latency_;
   }
   double step_tokens() const override { return static_cast<double>(e_.batch_.total_tokens); }
+  double draft_tokens() const override {
+    return e_.speculation_ ? static_cast<double>(e_.draft_batch_.sequences) : 0.0;
+  }
   int64_t step_seqs() const override { return e_.batch_.num_seqs(); }
   void launch_step(TimeNs step) override {
     e_.step_latency_ = step;

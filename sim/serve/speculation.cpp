@@ -1,5 +1,7 @@
 #include "sim/serve/speculation.hpp"
 
+#include <cmath>
+
 #include "workloads/rng.hpp"
 
 namespace kvsim {
@@ -9,45 +11,38 @@ Speculation::Speculation(const InstanceSpec& s)
       k_(s.speculative.num_speculative_tokens),
       method_(s.speculative.method_name),
       acceptance_(s.speculative.acceptance),
-      proposed_at_(static_cast<size_t>(k_), 0),
-      accepted_at_(static_cast<size_t>(k_), 0) {
+      with_drafts_(static_cast<size_t>(k_) + 1, 0),
+      with_accepted_(static_cast<size_t>(k_) + 1, 0) {
   // The drafter is priced like the target: its own op graph on the same
   // device and layout (vLLM runs the proposer on the target's workers).
   if (s.speculative.drafter)
     drafter_timing_.emplace(
         s.device, s.speculative.drafter->model,
         TimingModel::Params{s.tp, s.kv.dtype_bytes(), s.ep, s.expert_skew, s.ep_ranks_per_node});
+  if (acceptance_.kind() != AcceptanceModel::Kind::lengths)
+    for (int64_t i = 0; i < k_; ++i)
+      thresholds_.push_back(
+          static_cast<uint64_t>(std::ceil(std::ldexp(acceptance_.conditional_rate(i), kDrawBits))));
 }
 
-int64_t Speculation::verify(uint64_t request_id, int64_t generated, int64_t drafts) {
-  // Counter-based draws: draw i of (request, position) is the mixer of its
-  // key and i, 53 bits in [0, 1) (no generator to seed per sequence).
-  const uint64_t key = keys_(request_id, static_cast<uint64_t>(generated));
+int64_t Speculation::accepted_by_length(uint64_t key, int64_t drafts) const {
   uint64_t i = 0;
-  const int64_t a = acceptance_.accepted_with(
-      drafts, [key, &i] { return static_cast<double>(mix64(key + i++) >> 11) * 0x1.0p-53; });
-  ++verifies_;
-  drafts_ += drafts;
-  accepted_ += a;
-  for (int64_t j = 0; j < drafts; ++j) ++proposed_at_[static_cast<size_t>(j)];
-  for (int64_t j = 0; j < a; ++j) ++accepted_at_[static_cast<size_t>(j)];
-  return a;
+  return acceptance_.accepted_with(drafts, [key, &i] {
+    return static_cast<double>(mix64(key + i++) >> (64 - kDrawBits)) * 0x1.0p-53;
+  });
 }
 
-TimeNs Speculation::draft_latency(const StepWork& target, int64_t sampling, int64_t context) const {
-  if (!drafter_timing_ || sampling <= 0) return 0;
+TimeNs Speculation::draft_latency(const StepWork& target, const DraftBatch& batch,
+                                  double group_sequences) const {
+  if (!drafter_timing_ || batch.sequences <= 0) return 0;
   TimeNs t = drafter_timing_->step_latency(target);
   for (int64_t j = 1; j < k_; ++j) {
-    // Pass j drafts token j + 1 of each sequence, one position further on.
+    // Pass j drafts token j + 1 of each sequence, one position further on:
+    // the target's decode sums, on the drafter's op graph.
     StepWork w;
     w.totals_given = true;
-    const auto n = static_cast<double>(sampling);
-    const double c = static_cast<double>(context) + n * static_cast<double>(j);
-    w.totals.tokens = n;
-    w.totals.samplers = n;
-    w.totals.attended_pairs = c + n;
-    w.totals.kv_tokens_read = c + n;
-    w.totals.context_read = c;
+    w.totals.add_decodes(batch.sequences, batch.context + batch.sequences * j);
+    w.moe_tokens = group_sequences;
     t += drafter_timing_->step_latency(w);
   }
   return t;
@@ -60,13 +55,20 @@ SpeculativeMetrics Speculation::metrics(Bytes drafter_weights, Bytes drafter_kv_
   m.verifies = verifies_;
   m.draft_tokens = drafts_;
   m.accepted_tokens = accepted_;
-  for (size_t i = 0; i < proposed_at_.size(); ++i)
-    m.acceptance_rate_per_position.push_back(proposed_at_[i] > 0
-                                                 ? static_cast<double>(accepted_at_[i]) /
-                                                       static_cast<double>(proposed_at_[i])
-                                                 : 0.0);
-  m.proposed_per_position = proposed_at_;
-  m.accepted_per_position = accepted_at_;
+  // Position i had a draft in every pass of more than i drafts, and an
+  // accepted one in every pass that accepted more than i.
+  std::vector<int64_t> proposed(static_cast<size_t>(k_), 0), accepted(static_cast<size_t>(k_), 0);
+  for (int64_t i = k_ - 1; i >= 0; --i) {
+    const auto at = static_cast<size_t>(i);
+    proposed[at] = with_drafts_[at + 1] + (at + 1 < proposed.size() ? proposed[at + 1] : 0);
+    accepted[at] = with_accepted_[at + 1] + (at + 1 < accepted.size() ? accepted[at + 1] : 0);
+  }
+  for (size_t i = 0; i < proposed.size(); ++i)
+    m.acceptance_rate_per_position.push_back(proposed[i] > 0 ? static_cast<double>(accepted[i]) /
+                                                                   static_cast<double>(proposed[i])
+                                                             : 0.0);
+  m.proposed_per_position = std::move(proposed);
+  m.accepted_per_position = std::move(accepted);
   m.mean_accepted_length =
       verifies_ > 0 ? 1.0 + static_cast<double>(accepted_) / static_cast<double>(verifies_) : 0.0;
   m.acceptance_rate =

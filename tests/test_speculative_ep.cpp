@@ -18,7 +18,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/serve/speculation.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 std::string dp32_ep32_mtp_text() {
@@ -130,4 +130,4 @@ TEST(SpeculativeDrafterEp, LaterDraftPassesRouteTheGroupsSamplers) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

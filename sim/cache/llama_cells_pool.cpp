@@ -41,9 +41,22 @@ std::vector<int32_t> LlamaCellsPool::ids_of(const TokenView& tokens) {
   return ids;
 }
 
-LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt,
-                                              int32_t id_slot) const {
+LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt, int32_t id_slot,
+                                              bool clear) const {
   Choice c;
+  // llama-bench's run clears the memory first (llama_memory_clear): the
+  // least recently used idle slot, keeping nothing, consulting no cache.
+  if (clear) {
+    int64_t t_last = -1;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].processing) continue;
+      if (c.slot == kNoSeq || slots_[s].last_used <= t_last) {
+        t_last = slots_[s].last_used;
+        c.slot = static_cast<SeqSlot>(s);
+      }
+    }
+    return c;
+  }
   bool update_cache = false;
   // A request naming its slot gets that one (process_single_task:
   // get_slot_by_id), deferred while it is processing; the prompt cache is
@@ -130,7 +143,7 @@ PrefixHit LlamaCellsPool::lookup_prefix(const TokenView& tokens, std::vector<Blo
   PrefixHit hit;
   hit.tokens_queried = tokens.size();
   hit.content = tokens;
-  hit.cached_tokens = choose(ids_of(tokens), tokens.id_slot).n_past;
+  hit.cached_tokens = choose(ids_of(tokens), tokens.id_slot, tokens.clear_context).n_past;
   return hit;
 }
 
@@ -174,7 +187,7 @@ int64_t LlamaCellsPool::purgeable(SeqSlot except) const {
 }
 
 AdmitPlan LlamaCellsPool::plan_admit(PrefixHit hit, int64_t new_tokens) const {
-  const Choice c = choose(ids_of(hit.content), hit.content.id_slot);
+  const Choice c = choose(ids_of(hit.content), hit.content.id_slot, hit.content.clear_context);
   AdmitPlan plan;
   plan.hit = std::move(hit);
   plan.tokens = new_tokens;
@@ -227,9 +240,18 @@ void LlamaCellsPool::purge_until(int64_t need, SeqSlot except) {
 SeqSlot LlamaCellsPool::apply_admit(const AdmitPlan& plan) {
   if (!plan.fits) throw std::logic_error("llama_cells: apply_admit with a plan that does not fit");
   const std::vector<int32_t> prompt = ids_of(plan.hit.content);
-  const Choice c = choose(prompt, plan.hit.content.id_slot);
+  const Choice c = choose(prompt, plan.hit.content.id_slot, plan.hit.content.clear_context);
   if (c.slot == kNoSeq || c.n_past != plan.hit.cached_tokens)
     throw std::logic_error("llama_cells: the admission was planned against another state");
+  // llama_memory_clear: every idle slot's cells go (a running one keeps
+  // its own; llama-bench runs one sequence at a time).
+  if (plan.hit.content.clear_context) {
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].processing) continue;
+      trim(static_cast<SeqSlot>(s), 0);
+      slots_[s].tokens.clear();
+    }
+  }
   Slot& sl = slots_[static_cast<size_t>(c.slot)];
   ++(c.by_id           ? server_.slots_by_id
      : c.by_similarity ? server_.slots_by_similarity
@@ -302,7 +324,7 @@ SeqSlot LlamaCellsPool::admit_child(const TokenView& prompt) {
   // The child's task goes through get_available_slot like any other; it
   // computes nothing (SLOT_STATE_WAIT_OTHER) and its old cells stay until
   // copy_state_to's seq_rm. The prompt cache is not consulted for it here.
-  const Choice c = choose(ids_of(prompt), -1);
+  const Choice c = choose(ids_of(prompt), -1, false);
   if (c.slot == kNoSeq) return kNoSeq;
   ++(c.by_similarity ? server_.slots_by_similarity : server_.slots_by_lru);
   slots_[static_cast<size_t>(c.slot)].processing = true;

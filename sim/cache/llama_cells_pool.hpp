@@ -161,7 +161,7 @@ class LlamaCellsPool final : public KvCachePolicy {
     int64_t restore_tokens = 0;
     int64_t n_past = 0;  // tokens the slot keeps (the hit)
   };
-  Choice choose(const std::vector<int32_t>& prompt, int32_t id_slot) const;
+  Choice choose(const std::vector<int32_t>& prompt, int32_t id_slot, bool clear) const;
   static std::vector<int32_t> ids_of(const TokenView& tokens);
   int64_t stream_of(SeqSlot s) const { return kv_unified() ? 0 : s; }
   bool kv_unified() const { return streams_.size() == 1; }

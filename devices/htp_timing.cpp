@@ -64,6 +64,15 @@ HtpTimingModel::HtpTimingModel(const DeviceSpec& device, const ModelSpec& model,
 //   VTCM    = the share of the past KV resident in VTCM (HtpPass::kv_vtcm_share)
 //             at htp.vtcm_bandwidth, taken out of the DDR part and added to it
 //   latency = max(compute, DDR) + step_overhead (fixed per graph execution)
+// With gemm_on_vector the GEMMs run on HVX instead (llama.cpp's Hexagon
+// backend: ggml-org/llama.cpp ggml/src/ggml-hexagon/htp/matmul-ops.c at
+// 18763297, vec_dot_q4x4x2_q8x4x2: the activations are quantised to int8
+// in VTCM and multiplied with the unpacked int4/int8 weights by HVX vrmpy,
+// 4 byte products per 32-bit lane, 128 MACs per 1024-bit vector where the
+// fp16 path has 64 lanes: twice vector_fp16 [derived]; F16 weights take the
+// fp16 lanes, vector_fp16 itself), at the HVX kernels' efficiency
+// (efficiency.elementwise.compute, the device's HVX efficiency), with no
+// HMX pass-shape factor.
 HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
   if (pass.variant < 1) throw std::invalid_argument("HtpTimingModel: variant must be >= 1");
   if (pass.kv_cols_read < 0)
@@ -86,7 +95,14 @@ HtpPassTiming HtpTimingModel::price_pass(const HtpPass& pass) const {
     if (!c.present) continue;
     const auto kind = static_cast<OpKind>(k);
     const double copies = op_is_per_layer(kind) ? layers : 1.0;
-    if (c.flops > 0) {
+    if (c.flops > 0 && pass.gemm_on_vector && family.engine_of(kind) == Engine::matrix &&
+        family.class_of(kind) == OpClass::gemm) {
+      const bool int8_dot = model_.weights_dtype == "w4a16" || model_.weights_dtype == "w8a8" ||
+                            model_.weights_dtype == "w8a16";
+      const double rate = static_cast<double>(device_.vector_fp16_ops) * (int8_dot ? 2.0 : 1.0);
+      compute_s +=
+          copies * c.flops / (std::max(rate, 1.0) * std::max(eff_c(OpClass::elementwise), 1e-9));
+    } else if (c.flops > 0) {
       const int64_t peak = family.compute_peak(kind, device_, model_, kv_dtype_bytes_);
       const bool on_matrix = family.engine_of(kind) == Engine::matrix;
       // The HMX's efficiency depends on the AR-n graph's n (the pass shape).

@@ -23,6 +23,10 @@ struct HtpPass {
   // Fraction of the past KV the pass reads from VTCM instead of DDR (layers
   // resident there: sim/cache/kv_vtcm/), at htp.vtcm_bandwidth.
   double kv_vtcm_share = 0;
+  // The GEMMs run on HVX, not HMX: llama.cpp's Hexagon backend, whose
+  // matmul kernels are HVX dot products unless built for HMX (see
+  // price_pass). false: Genie's graphs, GEMMs on HMX.
+  bool gemm_on_vector = false;
 };
 
 struct HtpPassTiming {

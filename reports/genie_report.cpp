@@ -8,6 +8,8 @@
 
 #include "reports/html_page.hpp"
 #include "reports/run_report_sections.hpp"
+#include "sim/cache/llama_backend.hpp"
+#include "sim/core/llama_bench_metrics.hpp"
 #include "sim/genie/genie_metrics.hpp"
 
 namespace kvsim {
@@ -30,23 +32,32 @@ Buffers report_buffers_of(const ScenarioSpec& s) {
   return b != nullptr ? Buffers{b->ctx_size(), b->ar_variants()} : Buffers{};
 }
 
+}  // namespace
+
 // llama-bench's genie_markdown table (tools/llama-bench/llama-bench.cpp,
 // ggml-org/llama.cpp 0104b151: markdown_printer): model, size (GiB of
 // weights), params (B), backend, ngl, test, and t/s as "mean ± std".
-// backend is the device family's kind (llama.cpp prints the ggml backend's
-// name); ngl the layers whose KV is on the accelerator.
-std::string bench_table(const ScenarioSpec& s, const RunMetrics& m, const GenieRunMetrics& g) {
+// ngl the layers whose KV is on the accelerator.
+std::string llama_bench_table(const ScenarioSpec& s, const RunMetrics& m,
+                              const LlamaBenchMetrics& bench) {
   const DeviceBufferContract* b = s.policy().device_buffers();
   int64_t ngl = s.model.num_hidden_layers;
   if (b != nullptr) {
     const int64_t split = b->shape(s.model, s.kv.dtype_bytes()).llama.n_gpu_layers;
     if (split >= 0) ngl = std::min(split, ngl);
   }
+  // llama-bench prints the ggml backend's name: HTP for Hexagon, else the
+  // backend the scenario resolves (CANN, CUDA, CPU).
   std::string backend = s.device.kind;
+  if (b != nullptr && s.device.kind != "htp") {
+    if (const auto r =
+            resolve_llama_backend(b->shape(s.model, s.kv.dtype_bytes()).llama.backend, s.device))
+      backend = std::string(llama_backend_name(*r));
+  }
   for (char& c : backend) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::string out = "\n| model | size | params | backend | ngl | test | t/s |\n";
   out += "| --- | ---: | ---: | --- | ---: | ---: | ---: |\n";
-  for (const auto& t : g.bench) {
+  for (const auto& t : bench.tests) {
     const BenchRate r = bench_rate(t);
     out += fmt::format("| {} | {:.2f} GiB | {:.2f} B | {} | {} | {} | {:.2f} ± {:.2f} |\n", m.model,
                        static_cast<double>(s.model.weight_bytes()) / (1024.0 * 1024.0 * 1024.0),
@@ -56,8 +67,6 @@ std::string bench_table(const ScenarioSpec& s, const RunMetrics& m, const GenieR
   out += "\n";
   return out;
 }
-
-}  // namespace
 
 std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
   const auto& k = m.kv_cache;
@@ -87,7 +96,8 @@ std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
                     session.name, format_bytes(session.vtcm_requested_bytes),
                     format_bytes(session.vtcm_granted_bytes), session.vtcm_wait_ms, session.runs);
   }
-  if (!g.bench.empty()) out += bench_table(s, m, g);
+  if (const auto* bench = m.parts.find<LlamaBenchMetrics>(); bench && !bench->tests.empty())
+    out += llama_bench_table(s, m, *bench);
   return out;
 }
 

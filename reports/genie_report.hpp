@@ -4,6 +4,7 @@
 // genie engine's entry of the report parts (run_report_sections.hpp).
 #include <string>
 
+#include "sim/core/llama_bench_metrics.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -11,6 +12,11 @@ namespace kvsim {
 
 // Lines of the terminal summary in place of the paged pool's.
 std::string genie_summary_lines(const ScenarioSpec& s, const RunMetrics& m);
+
+// llama-bench's markdown table (model, size, params, backend, ngl, test,
+// t/s), either engine's run of `kind: llama_bench`.
+std::string llama_bench_table(const ScenarioSpec& s, const RunMetrics& m,
+                              const LlamaBenchMetrics& bench);
 
 // report.md sections: the KV updates and the VTCM sessions.
 std::string genie_report_markdown(const ScenarioSpec& s, const RunMetrics& m);

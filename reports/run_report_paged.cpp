@@ -2,9 +2,11 @@
 // prefix hits, fragmentation, swap) and the memory plan that sized it.
 #include <fmt/format.h>
 
+#include "reports/genie_report.hpp"
 #include "reports/html_page.hpp"
 #include "reports/run_report_sections.hpp"
 #include "sim/cache/chunk_lru_metrics.hpp"
+#include "sim/core/llama_bench_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
 #include "sim/serve/session_retention_metrics.hpp"
 
@@ -44,6 +46,9 @@ std::string summary_lines(const ScenarioSpec& s, const RunMetrics& m) {
                      format_bytes(m.memory.device_bytes), format_bytes(m.memory.weights_bytes),
                      format_bytes(pool.activation_reserve_bytes), format_bytes(m.memory.kv_bytes));
   out += session_retention_summary(m);
+  // kind: llama_bench on llama_cells: llama-bench's table, as on the phone.
+  if (const auto* bench = m.parts.find<LlamaBenchMetrics>(); bench && !bench->tests.empty())
+    out += llama_bench_table(s, m, *bench);
   return out;
 }
 

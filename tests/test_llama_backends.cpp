@@ -241,3 +241,47 @@ TEST(LlamaBackends, EveryFamilyRunsLlamaCells) {
 
 }  // namespace
 }  // namespace kvsim::KVSIM_TEST_FILE_SCOPE
+
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
+namespace {
+
+// ggml-hexagon's matmuls are HVX dot products (htp/matmul-ops.c,
+// vec_dot_q4x4x2_q8x4x2: int8 vrmpy, 128 MACs a vector, twice the fp16
+// lanes), not HMX tiles, unless built for HMX: a Q4_0 pass's GEMMs are priced
+// at 2 x vector_fp16 at the HVX efficiency, and the same pass on HMX is
+// faster. The backend asks for it through the op map (hexagon_matmul).
+TEST(LlamaBackends, HexagonGemmsRunOnHvxUnlessBuiltForHmx) {
+  const DeviceSpec npu = device("snapdragon-8-elite");
+  const ModelSpec m = model("snapdragon-8-elite", "llama-3.2-1b-instruct-w4a16");
+  const HtpTimingModel htp(npu, m, 2, GraphLogits::last_row);
+  HtpPass pass{128, 128, 128, 0, 0};
+  const HtpPassTiming hmx = htp.price_pass(pass);
+  pass.gemm_on_vector = true;
+  const HtpPassTiming hvx = htp.price_pass(pass);
+  EXPECT_GT(hvx.latency, 4 * hmx.latency);
+  // The GEMMs' flops at 2 x vector_fp16 x the HVX efficiency are a floor of
+  // the pass's compute (the other ops only add to it).
+  StepWork w;
+  w.fixed_shape = true;
+  w.sampled_logits_only = true;
+  w.seqs.push_back(SeqWork{128, 128, true});
+  const StepOpCosts c = step_op_costs(m, w, StepShapeParams{1, 2});
+  double gemm = 0;
+  for (OpKind k : {OpKind::qkv_proj, OpKind::o_proj, OpKind::mlp_gate_up, OpKind::mlp_down})
+    gemm += c[static_cast<size_t>(k)].flops * static_cast<double>(m.num_hidden_layers);
+  gemm += c[static_cast<size_t>(OpKind::lm_head)].flops;
+  const double rate = 2.0 * static_cast<double>(npu.vector_fp16_ops) *
+                      npu.compute_efficiency[static_cast<size_t>(OpClass::elementwise)];
+  EXPECT_GE(static_cast<double>(hvx.compute), 1e9 * gemm / rate * 0.999);
+  // The op map carries the choice: hvx by default, hmx on request.
+  LlamaCellsShape shape;
+  EXPECT_TRUE(llama_op_map(LlamaBackend::hexagon, npu, m, shape).gemm_on_vector);
+  shape.hexagon_matmul = "hmx";
+  EXPECT_FALSE(llama_op_map(LlamaBackend::hexagon, npu, m, shape).gemm_on_vector);
+  EXPECT_FALSE(llama_op_map(LlamaBackend::cann, device("ascend-910b2"),
+                            model("ascend-910b2", "llama-3.2-1b"), LlamaCellsShape{})
+                   .gemm_on_vector);
+}
+
+}  // namespace
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

@@ -65,8 +65,8 @@ TurnPasses turn_passes(const std::vector<GeniePassRecord>& passes, int32_t turn)
   return t;
 }
 
-const GenieRunMetrics::BenchTest& bench_test(const RunMetrics& m, const std::string& name) {
-  for (const auto& t : testing::genie_of(m).bench)
+const LlamaBenchMetrics::Test& bench_test(const RunMetrics& m, const std::string& name) {
+  for (const auto& t : testing::bench_of(m))
     if (t.name == name) return t;
   throw std::runtime_error("no test " + name);
 }
@@ -140,10 +140,10 @@ TEST(LlamaBench, SameScenarioSameTable) {
   const std::string y = bench_yaml("[\"pp 128\", \"tg 8\"]", "[0, 256]");
   const BenchRun a = run_bench(y);
   const BenchRun b = run_bench(y);
-  ASSERT_EQ(testing::genie_of(a.metrics).bench.size(), 4u);
+  ASSERT_EQ(testing::bench_of(a.metrics).size(), 4u);
   for (size_t i = 0; i < 4; ++i)
-    EXPECT_EQ(testing::genie_of(a.metrics).bench[i].samples_ns,
-              testing::genie_of(b.metrics).bench[i].samples_ns);
+    EXPECT_EQ(testing::bench_of(a.metrics)[i].samples_ns,
+              testing::bench_of(b.metrics)[i].samples_ns);
 }
 
 TEST(LlamaBench, BadTestsNameTheKeyWithItsPlace) {

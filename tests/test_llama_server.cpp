@@ -5,6 +5,7 @@
 // cache against a stream per slot, and the server's context rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -246,7 +247,7 @@ TEST(LlamaServer, UnifiedSlotsShareOneCacheStreamsSplitIt) {
 // llama-server gives each its own slot and computes the prefix in each
 // (update_slots reuses a prefix only within a slot; cells are shared
 // between sequences only by seq_cp, which it makes for the children of
-// one prompt's parallel completions, not modelled here). So the unified
+// one prompt's parallel completions: the next test). So the unified
 // cache holds the prefix four times, as the streams do.
 TEST(LlamaServer, RunningSlotsEachHoldTheirOwnCopyOfASharedPrefix) {
   for (const bool unified : {true, false}) {
@@ -270,6 +271,99 @@ TEST(LlamaServer, RunningSlotsEachHoldTheirOwnCopyOfASharedPrefix) {
     for (SeqSlot s : running) pool.release(s);
     EXPECT_NO_THROW(pool.check_drained());
   }
+}
+
+// One prompt, four completions (n_cmpl = 4: a parent task and three
+// children, tools/server/server-context.cpp fb402660): the children wait
+// while the parent computes the prompt, then copy_state_to gives each the
+// parent's state. Unified, seq_cp adds the child's id to the parent's
+// cells (src/llama-kv-cache.cpp 3514e9f6): the 150 prompt cells are held
+// once, by four sequence ids, and each slot's 20-token reply in cells of
+// its own. With streams, seq_cp copies the parent's stream buffer into the
+// child's whole: the prompt is held four times, each copy a stream's bytes.
+TEST(LlamaServer, AUnifiedCacheHoldsTheCompletionsSharedPromptOnce) {
+  const std::vector<int32_t> prompt = cat(run_of(0, 100), run_of(1000, 50));
+  for (const bool unified : {true, false}) {
+    const LlamaCellsPoolParams pp = params(1024, 4, unified, 0);
+    LlamaCellsPool pool(pp);
+    const TokenView v = view_of(prompt);
+    PrefixHit hit = pool.lookup_prefix(v);
+    const AdmitPlan plan = pool.plan_admit(std::move(hit), 150);
+    ASSERT_TRUE(plan.fits);
+    const SeqSlot parent = pool.apply_admit(plan);
+    std::vector<SeqSlot> slots{parent};
+    for (int i = 0; i < 3; ++i) {
+      slots.push_back(pool.admit_child(v));
+      ASSERT_NE(slots.back(), kNoSeq);
+    }
+    EXPECT_EQ(pool.admit_child(v), kNoSeq);  // every slot runs
+    pool.commit(parent, v, 150);
+    EXPECT_EQ(pool.used_cells(), 150);  // the children wait, holding nothing
+    for (size_t i = 1; i < slots.size(); ++i) pool.copy_state(parent, slots[i]);
+    EXPECT_EQ(pool.used_cells(), unified ? 150 : 4 * 150) << unified;
+    for (SeqSlot s : slots) {
+      const std::vector<int32_t> seen = cat(prompt, run_of(5000 + 100 * s, 20));
+      const GrowPlan g = pool.plan_grow(s, 20);
+      ASSERT_TRUE(g.fits);
+      pool.apply_grow(s, g, 20);
+      pool.commit(s, view_of(seen), 170);
+      EXPECT_EQ(pool.block_table(s).size(), 170u);
+      EXPECT_EQ(pool.slot_tokens(s), seen);
+    }
+    const int64_t held = unified ? 150 + 4 * 20 : 4 * 170;
+    EXPECT_EQ(pool.used_cells(), held) << unified;
+    EXPECT_EQ(pool.running_cells(), held);
+    EXPECT_EQ(pool.free_blocks(), 1024 - held);
+    int64_t by_four = 0, by_one = 0;
+    for (int64_t st = 0; st < pool.streams(); ++st)
+      for (uint32_t c = 0; c < pool.cells(st).size(); ++c) {
+        const int n = __builtin_popcountll(pool.cells(st).cell(c).seqs);
+        by_four += n == 4;
+        by_one += n == 1;
+      }
+    EXPECT_EQ(by_four, unified ? 150 : 0);
+    EXPECT_EQ(by_one, unified ? 4 * 20 : 4 * 170);
+    if (unified) {
+      for (SeqSlot s : slots) {
+        EXPECT_TRUE(std::equal(pool.block_table(s).begin(), pool.block_table(s).begin() + 150,
+                               pool.block_table(parent).begin()));
+      }
+    }
+    const LlamaServerCounters& k = pool.server_counters();
+    EXPECT_EQ(k.state_copies, 3);
+    EXPECT_EQ(k.cells_shared, unified ? 3 * 150 : 0);
+    const Bytes stream_copy = unified ? 0 : 3 * 256 * pp.sizing.cell_bytes();
+    EXPECT_EQ(k.stream_copy_bytes, stream_copy);
+    StepWork pass;
+    EXPECT_EQ(pool.take_pending_work(pass), !unified);
+    EXPECT_EQ(pass.kv_copy_bytes, stream_copy);
+    for (SeqSlot s : slots) pool.release(s);
+    EXPECT_EQ(pool.used_cells(), held);  // idle slots keep their cells
+    EXPECT_NO_THROW(pool.check_drained());
+  }
+}
+
+// A shared cell goes only when its last sequence lets it go: the unified
+// cache's purge of idle slots frees the cells a running parent shares with
+// them only once nothing running holds them.
+TEST(LlamaServer, APurgedChildLeavesTheCellsItSharesWithARunningSlot) {
+  LlamaCellsPool pool(params(256, 2, true, 0));
+  const std::vector<int32_t> prompt = run_of(0, 100);
+  const TokenView v = view_of(prompt);
+  PrefixHit hit = pool.lookup_prefix(v);
+  const SeqSlot parent = pool.apply_admit(pool.plan_admit(std::move(hit), 100));
+  const SeqSlot child = pool.admit_child(v);
+  pool.commit(parent, v, 100);
+  pool.copy_state(parent, child);
+  pool.release(child);
+  // 156 cells free; the idle child's are all shared with the parent, so a
+  // grow of 157 does not fit, and one of 156 purges nothing the parent holds.
+  EXPECT_FALSE(pool.plan_grow(parent, 157).fits);
+  const GrowPlan g = pool.plan_grow(parent, 156);
+  ASSERT_TRUE(g.fits);
+  pool.apply_grow(parent, g, 156);
+  EXPECT_EQ(pool.used_cells(), 256);
+  EXPECT_EQ(pool.block_table(parent).size(), 256u);
 }
 
 // llama-server with context shift off: a prompt of n_ctx tokens or more

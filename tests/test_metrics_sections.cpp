@@ -47,13 +47,13 @@ TEST(MetricsObject, AnAnchorNoEarlierSectionWroteIsAProgrammingError) {
 }
 
 TEST(MetricsSections, EachComponentWritesItsOwnFamily) {
-  EXPECT_EQ(metrics_sections().size(), 17u);
+  EXPECT_EQ(metrics_sections().size(), 18u);
   Names owners;
   for (const MetricsSection& s : metrics_sections()) owners.emplace_back(s.owner);
-  EXPECT_EQ(owners,
-            (Names{"run", "serving", "genie", "chunk_lru", "llama_cells", "goodput", "kv_tiers",
-                   "pipeline", "cluster", "kv_layout", "reuse_quality", "session_retention",
-                   "agent_sessions", "speculative", "kv_movement", "data_parallel", "provenance"}));
+  EXPECT_EQ(owners, (Names{"run", "serving", "llama_bench", "genie", "chunk_lru", "llama_cells",
+                           "goodput", "kv_tiers", "pipeline", "cluster", "kv_layout",
+                           "reuse_quality", "session_retention", "agent_sessions", "speculative",
+                           "kv_movement", "data_parallel", "provenance"}));
   // The cluster's keys appear in cluster runs only: one instance keeps its file.
   Json solo, cluster;
   cluster_metrics_section().write(RunMetrics{}, solo);

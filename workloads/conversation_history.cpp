@@ -10,6 +10,9 @@ class ConversationHistory final : public WorkloadSource {
   std::optional<TimeNs> next_arrival() const override { return turns_->next_arrival(); }
   Request take() override {
     Request r = turns_->take();
+    // llama-bench clears the cache before a run (llama_memory_clear): what
+    // came before is not part of it.
+    if (r.clear_context) history_.clear();
     std::vector<int32_t> prompt = history_;
     prompt.insert(prompt.end(), r.prompt.begin(), r.prompt.end());
     r.prompt = std::move(prompt);
@@ -19,6 +22,8 @@ class ConversationHistory final : public WorkloadSource {
     // The next turn follows this one's prompt (the whole conversation) and reply.
     history_.assign(request.prompt.begin(), request.prompt.end());
     history_.insert(history_.end(), request.output.begin(), request.output.end());
+    // llama-bench decodes no sampled token: a run's last token is never fed.
+    if (request.bench && !request.output.empty()) history_.pop_back();
     turns_->on_complete(request, now);
   }
   bool exhausted() const override { return turns_->exhausted(); }

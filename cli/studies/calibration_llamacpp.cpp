@@ -19,9 +19,12 @@
 // llama-bench's context is n_prompt + n_gen + n_depth (its `n_ctx` for the
 // test); ctx_size is that, at least the batch variant.
 //
-// The llama_bench workload runs on the dialog engine, which runs on devices
-// with an NPU graph executor (kind htp); a row on another device kind is not
-// predicted (the reason says so).
+// The llama_bench workload runs on the dialog engine on a device with an NPU
+// graph executor (kind htp, the Hexagon backend), and on the serving engine's
+// llama_cells with one slot (llama-bench's n_seq_max 1) on every other
+// device, through the backend its family offers (sim/cache/llama_backend.hpp:
+// CANN on an Ascend, CUDA on a GPU, the CPU backend on a CPU), n_batch and
+// n_ubatch both the row's batch.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,9 +34,10 @@
 
 #include "cli/studies/calibration.hpp"
 #include "models/model_resolve.hpp"
+#include "sim/core/llama_bench_metrics.hpp"
 #include "sim/genie/genie_engine.hpp"
-#include "sim/genie/genie_metrics.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/serve/engine.hpp"
 
 namespace kvsim {
 namespace {
@@ -92,11 +96,7 @@ std::optional<BenchRowScenario> bench_row_scenario(const MeasurementRow& row,
     ctx.diagnostics.throw_if_any();
     device = &loaded;
   }
-  if (device->kind != "htp")
-    throw std::runtime_error(fmt::format(
-        "row {}: llama-bench rows run on the dialog engine, which needs an NPU graph executor "
-        "(kind htp); {} is kind {}",
-        row.id, name, device->kind));
+  const bool dialog_engine = device->kind == "htp";
   const std::string weights = weights_format(row.weights);
   try {
     (void)load_model_by_name(row.model, weights, configs_dir);
@@ -112,19 +112,27 @@ std::optional<BenchRowScenario> bench_row_scenario(const MeasurementRow& row,
   // static shape), and a `tg` run holds the one token its first decode reads.
   const int64_t n_ctx = depth + *n + 1 + n_batch;
   const std::string test = fmt::format("{} {}", pp ? "pp" : "tg", *n);
+  const std::string kv = dialog_engine
+                             ? fmt::format("ctx_size: {}, ar_variants: [1, {}]", n_ctx, n_batch)
+                             : fmt::format("ctx_size: {}, n_parallel: 1, n_batch: {}, n_ubatch: {}",
+                                           depth + *n + 1, n_batch, n_batch);
+  const std::string scheduler =
+      dialog_engine
+          ? std::string()
+          : fmt::format("scheduler: {{max_num_seqs: 1, max_batched_tokens: {}}}\n", n_batch);
   const std::string yaml = fmt::format(
       "name: calibrate-{id}\n"
       "seed: 1\n"
       "device: {device}\n"
       "model: {model}-{weights}\n"
       "kv_cache: {{policy: llama_cells, behaviour: current, dtype: {dtype}, type_k: {type}, "
-      "type_v: {type}, v_trans: {v_trans}, ctx_size: {ctx}, ar_variants: [1, {batch}]}}\n"
+      "type_v: {type}, v_trans: {v_trans}, {kv}}}\n"
+      "{scheduler}"
       "workload: {{kind: llama_bench, tests: [\"{test}\"], depth: [{depth}], repetitions: 1}}\n",
       fmt::arg("id", row.id), fmt::arg("device", name), fmt::arg("model", row.model),
       fmt::arg("weights", weights), fmt::arg("dtype", dtype), fmt::arg("type", type),
-      fmt::arg("v_trans", type == "f16" || type == "f32" ? "true" : "false"),
-      fmt::arg("ctx", n_ctx), fmt::arg("batch", n_batch), fmt::arg("test", test),
-      fmt::arg("depth", depth));
+      fmt::arg("v_trans", type == "f16" || type == "f32" ? "true" : "false"), fmt::arg("kv", kv),
+      fmt::arg("scheduler", scheduler), fmt::arg("test", test), fmt::arg("depth", depth));
   BenchRowScenario out;
   out.spec = load_scenario_text(yaml, fmt::format("calibration row {}", row.id), configs_dir);
   // A fit's device comes from its file alone; the host CPU that runs the
@@ -147,9 +155,9 @@ std::optional<Prediction> predict_llamacpp_row(const MeasurementRow& row,
                                                const DeviceSpec* device) {
   std::optional<BenchRowScenario> run = bench_row_scenario(row, configs_dir, device);
   if (!run) return std::nullopt;
-  GenieEngine engine(run->spec, nullptr);
-  const RunMetrics m = engine.run();
-  for (const GenieRunMetrics::BenchTest& t : m.parts.get_or_zero<GenieRunMetrics>().bench) {
+  const RunMetrics m = run->spec.device.kind == "htp" ? GenieEngine(run->spec, nullptr).run()
+                                                      : ServingEngine(run->spec, nullptr).run();
+  for (const LlamaBenchMetrics::Test& t : m.parts.get_or_zero<LlamaBenchMetrics>().tests) {
     if (t.name != run->test) continue;
     Prediction p;
     p.value = bench_rate(t).mean;

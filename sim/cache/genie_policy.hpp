@@ -48,6 +48,9 @@ struct LlamaCellsShape {
   double defrag_thold = 0.1;     // fragmentation above it defragments; < 0 never
   int64_t n_gpu_layers = -1;     // layers whose KV is on the accelerator; -1 all
   std::string backend = "auto";  // llama.cpp backend (sim/cache/llama_backend.hpp)
+  // The Hexagon backend's matmul kernels: hvx (its default build) or hmx
+  // (built with HMX matmuls, opt-in: GGML_HEXAGON_USE_HMX=1).
+  std::string hexagon_matmul = "hvx";
 };
 
 // The geometry every on-device policy is built from.

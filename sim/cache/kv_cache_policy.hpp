@@ -40,6 +40,9 @@ struct TokenView {
   const TokenContent* prompt_content = nullptr;  // when `prompt` is null
   const TokenContent* output_content = nullptr;  // when `output` is null
   int32_t id_slot = -1;  // the slot the request names (llama_cells' id_slot), -1 none
+  // The request clears the cache first (llama-bench's llama_memory_clear
+  // before a run; llama_cells honours it), so nothing of it is cached.
+  bool clear_context = false;
 
   // The view of a request's content with `generated` output tokens known.
   static TokenView of(const TokenContent& prompt, const TokenContent& output, int64_t generated) {

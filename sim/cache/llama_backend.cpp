@@ -80,7 +80,7 @@ void cann_map(LlamaOpMap& m, const DeviceSpec& d, const ModelSpec& model,
 }
 
 // ggml-hexagon.cpp (afaeb543) ggml_backend_hexagon_device_supports_op.
-void hexagon_map(LlamaOpMap& m, const ModelSpec& model) {
+void hexagon_map(LlamaOpMap& m, const ModelSpec& model, const LlamaCellsShape& llama) {
   const std::string_view w = gguf_weight_type(model.weights_dtype);
   const bool taken = w == "f16" || w == "q8_0" || w == "q4_0" || w == "mxfp4";
   if (!taken) {
@@ -97,6 +97,7 @@ void hexagon_map(LlamaOpMap& m, const ModelSpec& model) {
        "FLASH_ATTN_EXT is not in its supports_op, and the non-flash KQ MUL_MAT takes no "
        "permuted (non-contiguous) Q");
   move(m, OpKind::kv_store, "SET_ROWS is not in its supports_op");
+  m.gemm_on_vector = llama.hexagon_matmul != "hmx";
 }
 
 }  // namespace
@@ -150,7 +151,7 @@ LlamaOpMap llama_op_map(LlamaBackend backend, const DeviceSpec& device, const Mo
       cann_map(m, device, model, llama);
       break;
     case LlamaBackend::hexagon:
-      hexagon_map(m, model);
+      hexagon_map(m, model, llama);
       break;
     case LlamaBackend::cpu:
     case LlamaBackend::cuda:

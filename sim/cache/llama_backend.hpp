@@ -51,6 +51,9 @@ struct LlamaOpMap {
   LlamaBackend backend = LlamaBackend::cpu;
   std::array<bool, kOpKindCount> on_host{};
   std::vector<std::string> why;
+  // The backend's GEMMs run on the NPU's vector units, not its matrix
+  // engine (Hexagon's HVX kernels: HtpPass::gemm_on_vector).
+  bool gemm_on_vector = false;
   bool any() const;
 };
 LlamaOpMap llama_op_map(LlamaBackend backend, const DeviceSpec& device, const ModelSpec& model,

@@ -71,7 +71,7 @@ std::unique_ptr<LlamaBackendCost> LlamaBackendCost::make(const DeviceSpec& devic
   LlamaOpMap map = llama_op_map(*backend, device, model, llama);
   const int64_t L = model.num_hidden_layers;
   const int64_t on_device = llama.n_gpu_layers < 0 ? L : std::min(llama.n_gpu_layers, L);
-  if (!map.any() && on_device == L) return nullptr;
+  if (!map.any() && !map.gemm_on_vector && on_device == L) return nullptr;
   return std::make_unique<LlamaBackendCost>(device, model, kv_dtype_bytes, std::move(map),
                                             L - on_device);
 }
@@ -133,8 +133,14 @@ TimeNs LlamaBackendCost::serve_step(const StepWork& work, TimeNs device_latency)
   return add(add(kept, s.host, "a llama_cells step"), s.link, "a llama_cells step");
 }
 
-HtpPassTiming LlamaBackendCost::htp_pass(const HtpTimingModel& htp, const HtpPass& pass,
+HtpPassTiming LlamaBackendCost::htp_pass(const HtpTimingModel& htp, const HtpPass& given,
                                          HtpPassTiming t) {
+  // The backend's GEMMs on HVX: the pass re-priced so (HtpPass::gemm_on_vector).
+  HtpPass pass = given;
+  if (map_.gemm_on_vector && !pass.gemm_on_vector) {
+    pass.gemm_on_vector = true;
+    t = htp.price_pass(pass);
+  }
   StepWork work;
   work.seqs.push_back(SeqWork{pass.useful_tokens,
                               std::max<int64_t>(0, pass.kv_cols_read - pass.useful_tokens), true});

@@ -21,6 +21,11 @@ struct LlamaServerCounters {
   int64_t cache_saves = 0, cache_restores = 0, cache_restored_tokens = 0;
   Bytes cache_saved_bytes = 0, cache_restored_bytes = 0;
   int64_t idle_slots_purged = 0;
+  // copy_state_to: a parent slot's cells given to a child (n_cmpl > 1).
+  // Unified, the cells gain the child's sequence id (shared, nothing
+  // copied); with streams, the child's stream buffer is copied whole.
+  int64_t state_copies = 0, cells_shared = 0;
+  Bytes stream_copy_bytes = 0;
 };
 
 struct LlamaCellsMetrics {

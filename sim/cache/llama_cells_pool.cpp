@@ -29,8 +29,7 @@ LlamaCellsPool::LlamaCellsPool(const LlamaCellsPoolParams& params) : p_(params) 
   for (int64_t s = 0; s < n_streams; ++s)
     streams_.emplace_back(static_cast<uint32_t>(stream_size_));
   slots_.resize(static_cast<size_t>(p_.n_parallel));
-  owner_.assign(static_cast<size_t>(stream_size_ * n_streams), kNoSeq);
-  owner_index_.assign(owner_.size(), -1);
+  total_cells_ = stream_size_ * n_streams;
   // llama-server passes n_ctx, the whole context, as the token limit.
   if (p_.cache_ram > 0)
     prompt_cache_ = std::make_unique<LlamaPromptCache>(p_.cache_ram, kv, p_.sizing.cell_bytes());
@@ -42,9 +41,22 @@ std::vector<int32_t> LlamaCellsPool::ids_of(const TokenView& tokens) {
   return ids;
 }
 
-LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt,
-                                              int32_t id_slot) const {
+LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt, int32_t id_slot,
+                                              bool clear) const {
   Choice c;
+  // llama-bench's run clears the memory first (llama_memory_clear): the
+  // least recently used idle slot, keeping nothing, consulting no cache.
+  if (clear) {
+    int64_t t_last = -1;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].processing) continue;
+      if (c.slot == kNoSeq || slots_[s].last_used <= t_last) {
+        t_last = slots_[s].last_used;
+        c.slot = static_cast<SeqSlot>(s);
+      }
+    }
+    return c;
+  }
   bool update_cache = false;
   // A request naming its slot gets that one (process_single_task:
   // get_slot_by_id), deferred while it is processing; the prompt cache is
@@ -110,7 +122,7 @@ LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt
       const int64_t room =
           static_cast<int64_t>(streams_[static_cast<size_t>(stream_of(c.slot))].size() -
                                streams_[static_cast<size_t>(stream_of(c.slot))].used()) +
-          static_cast<int64_t>(sl.cells.size());
+          exclusive_cells(c.slot, 0);
       if (c.restore_tokens <= room) {
         c.restore = static_cast<int64_t>(*idx);
         kept = &entry;
@@ -131,30 +143,60 @@ PrefixHit LlamaCellsPool::lookup_prefix(const TokenView& tokens, std::vector<Blo
   PrefixHit hit;
   hit.tokens_queried = tokens.size();
   hit.content = tokens;
-  hit.cached_tokens = choose(ids_of(tokens), tokens.id_slot).n_past;
+  hit.cached_tokens = choose(ids_of(tokens), tokens.id_slot, tokens.clear_context).n_past;
   return hit;
+}
+
+uint64_t LlamaCellsPool::running_seqs() const {
+  uint64_t m = 0;
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (slots_[s].processing) m |= uint64_t{1} << s;
+  return m;
+}
+
+int64_t LlamaCellsPool::exclusive_cells(SeqSlot s, int64_t from) const {
+  const Slot& sl = slots_[static_cast<size_t>(s)];
+  const auto n = static_cast<int64_t>(sl.cells.size());
+  if (from >= n) return 0;
+  if (!any_shared_) return n - from;
+  const LlamaKvCells& cells = streams_[static_cast<size_t>(stream_of(s))];
+  const uint64_t own = uint64_t{1} << s;
+  int64_t k = 0;
+  for (int64_t i = from; i < n; ++i)
+    if (cells.cell(static_cast<uint32_t>(sl.cells[static_cast<size_t>(i)] % stream_size_)).seqs ==
+        own)
+      ++k;
+  return k;
 }
 
 int64_t LlamaCellsPool::purgeable(SeqSlot except) const {
   if (!kv_unified()) return 0;
   int64_t n = 0;
-  for (size_t s = 0; s < slots_.size(); ++s)
-    if (static_cast<SeqSlot>(s) != except && !slots_[s].processing)
-      n += static_cast<int64_t>(slots_[s].cells.size());
+  if (!any_shared_) {
+    for (size_t s = 0; s < slots_.size(); ++s)
+      if (static_cast<SeqSlot>(s) != except && !slots_[s].processing)
+        n += static_cast<int64_t>(slots_[s].cells.size());
+    return n;
+  }
+  // A cell an idle slot shares with a running one (or `except`) stays.
+  const uint64_t kept = running_seqs() | (except == kNoSeq ? 0 : uint64_t{1} << except);
+  const LlamaKvCells& cells = streams_[0];
+  for (uint32_t c = 0; c < cells.size(); ++c)
+    if (!cells.cell(c).empty() && (cells.cell(c).seqs & kept) == 0) ++n;
   return n;
 }
 
 AdmitPlan LlamaCellsPool::plan_admit(PrefixHit hit, int64_t new_tokens) const {
-  const Choice c = choose(ids_of(hit.content), hit.content.id_slot);
+  const Choice c = choose(ids_of(hit.content), hit.content.id_slot, hit.content.clear_context);
   AdmitPlan plan;
   plan.hit = std::move(hit);
   plan.tokens = new_tokens;
   plan.new_blocks = new_tokens;
   if (c.slot == kNoSeq) return plan;
   const LlamaKvCells& st = streams_[static_cast<size_t>(stream_of(c.slot))];
-  const int64_t own = static_cast<int64_t>(slots_[static_cast<size_t>(c.slot)].cells.size());
   // Free once the slot keeps its n_past (a restore is trimmed to it too).
-  const int64_t left = static_cast<int64_t>(st.size() - st.used()) + own - c.n_past;
+  const int64_t left =
+      static_cast<int64_t>(st.size() - st.used()) + exclusive_cells(c.slot, c.n_past);
   plan.fits = left + purgeable(c.slot) >= new_tokens;
   return plan;
 }
@@ -163,10 +205,6 @@ void LlamaCellsPool::trim(SeqSlot s, int64_t from) {
   Slot& sl = slots_[static_cast<size_t>(s)];
   if (from >= static_cast<int64_t>(sl.cells.size())) return;
   streams_[static_cast<size_t>(stream_of(s))].seq_rm(s, from, -1);
-  for (size_t i = static_cast<size_t>(from); i < sl.cells.size(); ++i) {
-    owner_[static_cast<size_t>(sl.cells[i])] = kNoSeq;
-    owner_index_[static_cast<size_t>(sl.cells[i])] = -1;
-  }
   sl.cells.resize(static_cast<size_t>(from));
 }
 
@@ -181,10 +219,7 @@ void LlamaCellsPool::place(SeqSlot s, int64_t n) {
   std::iota(pos.begin(), pos.end(), static_cast<int64_t>(sl.cells.size()));
   cells.apply_slot(slot, pos, uint64_t{1} << s);
   for (uint32_t c : slot.cells) {
-    const auto global = static_cast<size_t>(st * stream_size_ + c);
-    owner_[global] = s;
-    owner_index_[global] = static_cast<int32_t>(sl.cells.size());
-    sl.cells.push_back(static_cast<BlockId>(global));
+    sl.cells.push_back(static_cast<BlockId>(st * stream_size_ + c));
   }
   ++(slot.contiguous ? counters_.slots_contiguous : counters_.slots_scattered);
 }
@@ -205,9 +240,18 @@ void LlamaCellsPool::purge_until(int64_t need, SeqSlot except) {
 SeqSlot LlamaCellsPool::apply_admit(const AdmitPlan& plan) {
   if (!plan.fits) throw std::logic_error("llama_cells: apply_admit with a plan that does not fit");
   const std::vector<int32_t> prompt = ids_of(plan.hit.content);
-  const Choice c = choose(prompt, plan.hit.content.id_slot);
+  const Choice c = choose(prompt, plan.hit.content.id_slot, plan.hit.content.clear_context);
   if (c.slot == kNoSeq || c.n_past != plan.hit.cached_tokens)
     throw std::logic_error("llama_cells: the admission was planned against another state");
+  // llama_memory_clear: every idle slot's cells go (a running one keeps
+  // its own; llama-bench runs one sequence at a time).
+  if (plan.hit.content.clear_context) {
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      if (slots_[s].processing) continue;
+      trim(static_cast<SeqSlot>(s), 0);
+      slots_[s].tokens.clear();
+    }
+  }
   Slot& sl = slots_[static_cast<size_t>(c.slot)];
   ++(c.by_id           ? server_.slots_by_id
      : c.by_similarity ? server_.slots_by_similarity
@@ -274,6 +318,52 @@ void LlamaCellsPool::release(SeqSlot seq) {
   // The slot keeps what it computed; cells planned past that go back.
   trim(seq, static_cast<int64_t>(sl.tokens.size()));
   maybe_defragment(stream_of(seq));
+}
+
+SeqSlot LlamaCellsPool::admit_child(const TokenView& prompt) {
+  // The child's task goes through get_available_slot like any other; it
+  // computes nothing (SLOT_STATE_WAIT_OTHER) and its old cells stay until
+  // copy_state_to's seq_rm. The prompt cache is not consulted for it here.
+  const Choice c = choose(ids_of(prompt), -1, false);
+  if (c.slot == kNoSeq) return kNoSeq;
+  ++(c.by_similarity ? server_.slots_by_similarity : server_.slots_by_lru);
+  slots_[static_cast<size_t>(c.slot)].processing = true;
+  return c.slot;
+}
+
+void LlamaCellsPool::copy_state(SeqSlot parent, SeqSlot child) {
+  if (parent == child || parent < 0 || child < 0 || parent >= static_cast<SeqSlot>(slots_.size()) ||
+      child >= static_cast<SeqSlot>(slots_.size()) ||
+      !slots_[static_cast<size_t>(parent)].processing ||
+      !slots_[static_cast<size_t>(child)].processing)
+    throw std::logic_error("llama_cells: copy_state between slots that are not both running");
+  const Slot& from = slots_[static_cast<size_t>(parent)];
+  Slot& to = slots_[static_cast<size_t>(child)];
+  // copy_state_to: llama_memory_seq_rm(child, 0, -1), then
+  // llama_memory_seq_cp(parent, child, 0, -1).
+  trim(child, 0);
+  if (kv_unified()) {
+    // One stream: the parent's cells gain the child's id; no data moves.
+    streams_[0].seq_cp(parent, child, 0, -1);
+    to.cells = from.cells;
+    any_shared_ = any_shared_ || !from.cells.empty();
+    server_.cells_shared += static_cast<int64_t>(from.cells.size());
+  } else {
+    // Streams: the child's stream takes the parent's cells at the same
+    // indices, and its K/V buffer is overwritten by the parent's whole
+    // (every cell of the stream, every layer's K and V).
+    streams_[static_cast<size_t>(child)].copy_seq_from(streams_[static_cast<size_t>(parent)],
+                                                       parent, child);
+    to.cells.clear();
+    for (BlockId g : from.cells)
+      to.cells.push_back(static_cast<BlockId>(child * stream_size_ + g % stream_size_));
+    const Bytes bytes = static_cast<Bytes>(stream_size_) * p_.sizing.cell_bytes();
+    server_.stream_copy_bytes += bytes;
+    bytes_moved_ += bytes;
+    pending_copy_ += bytes;
+  }
+  to.tokens = from.tokens;
+  ++server_.state_copies;
 }
 
 }  // namespace kvsim

@@ -40,6 +40,22 @@
 //                  slot's context is full (process_token: truncated). The
 //                  pool shifts no context: with context shift on a request
 //                  that would need a shift is refused.
+//   children:      a request for n_cmpl > 1 completions of one prompt is a
+//                  parent task and n_cmpl - 1 children (handle_completions_impl),
+//                  each child in a slot of its own that waits
+//                  (SLOT_STATE_WAIT_OTHER) while the parent computes the
+//                  prompt, then takes the parent's state (copy_state_to:
+//                  seq_rm of the child, seq_cp parent -> child). In the
+//                  unified cache seq_cp adds the child's id to the parent's
+//                  cells: the prompt is held once, each child's reply in
+//                  cells of its own. With streams it copies the parent's
+//                  stream buffer into the child's whole (update()'s
+//                  ggml_backend_tensor_copy of every layer's k/v stream):
+//                  the prompt is held once per slot. This is the only way
+//                  llama-server shares cells between slots: independent
+//                  requests with a common prefix each compute it in their
+//                  own slot (tools/server/server-context.cpp fb402660,
+//                  src/llama-kv-cache.cpp 3514e9f6).
 // No swap: a preempted sequence is recomputed (llama-server never preempts;
 // its slot keeps the cells it had, so the recompute mostly reuses them).
 #include <cstdint>
@@ -108,8 +124,17 @@ class LlamaCellsPool final : public KvCachePolicy {
   int64_t streams() const { return static_cast<int64_t>(streams_.size()); }
   // The cells of stream `s` (a unified cache has one).
   const LlamaKvCells& cells(int64_t s = 0) const { return streams_.at(static_cast<size_t>(s)); }
-  int64_t used_cells() const;     // every slot's, idle ones' too
-  int64_t running_cells() const;  // the slots running a request
+  int64_t used_cells() const;     // every slot's, idle ones' too (a shared cell once)
+  int64_t running_cells() const;  // the slots running a request (a shared cell once)
+
+  // A child task of a parent's n_cmpl completions takes the slot
+  // get_available_slot picks for the prompt and waits (nothing computed,
+  // its old cells kept until the copy); kNoSeq when no slot is idle.
+  SeqSlot admit_child(const TokenView& prompt);
+  // copy_state_to once the parent's prompt is computed: the child keeps
+  // nothing of its own and holds the parent's cells and tokens (see
+  // children above). Both slots must be running.
+  void copy_state(SeqSlot parent, SeqSlot child);
   const LlamaCellsCounters& counters() const { return counters_; }
   const LlamaServerCounters& server_counters() const { return server_; }
   const LlamaPromptCache* prompt_cache() const { return prompt_cache_.get(); }
@@ -136,7 +161,7 @@ class LlamaCellsPool final : public KvCachePolicy {
     int64_t restore_tokens = 0;
     int64_t n_past = 0;  // tokens the slot keeps (the hit)
   };
-  Choice choose(const std::vector<int32_t>& prompt, int32_t id_slot) const;
+  Choice choose(const std::vector<int32_t>& prompt, int32_t id_slot, bool clear) const;
   static std::vector<int32_t> ids_of(const TokenView& tokens);
   int64_t stream_of(SeqSlot s) const { return kv_unified() ? 0 : s; }
   bool kv_unified() const { return streams_.size() == 1; }
@@ -145,6 +170,11 @@ class LlamaCellsPool final : public KvCachePolicy {
   int64_t purgeable(SeqSlot except) const;
   // Purges idle slots (lowest id first) until stream 0 has `need` free.
   void purge_until(int64_t need, SeqSlot except);
+  // The running slots as a bit set of sequence ids.
+  uint64_t running_seqs() const;
+  // Cells of slot s's table from index `from` on that no other sequence
+  // holds: what trimming it there frees.
+  int64_t exclusive_cells(SeqSlot s, int64_t from) const;
   // Drops the slot's cells from position `from` on.
   void trim(SeqSlot s, int64_t from);
   // find_slot for n cells of slot s in its stream, placed at its next positions.
@@ -157,9 +187,10 @@ class LlamaCellsPool final : public KvCachePolicy {
   int64_t stream_size_ = 0;
   std::vector<LlamaKvCells> streams_;
   std::vector<Slot> slots_;
-  // Which slot and table index each cell (stream x stream_size + cell) belongs to.
-  std::vector<SeqSlot> owner_;
-  std::vector<int32_t> owner_index_;
+  int64_t total_cells_ = 0;  // every stream's cells
+  // Some cell has held more than one sequence (a child's copy in the
+  // unified cache): the counts below then look at the cells, not the tables.
+  bool any_shared_ = false;
   std::unique_ptr<LlamaPromptCache> prompt_cache_;
   int64_t clock_ = 0;
   LlamaCellsCounters counters_;

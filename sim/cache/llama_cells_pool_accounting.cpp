@@ -21,17 +21,17 @@ void LlamaCellsPool::maybe_defragment(int64_t stream) {
   const LlamaDefragPlan plan = cells.plan_defrag();
   if (plan.moves.empty()) return;
   cells.apply_defrag(plan);
+  // Every table entry of this stream at a moved cell follows it (a shared
+  // cell is in several tables).
   const int64_t base = stream * stream_size_;
-  for (const LlamaCellMove& m : plan.moves) {
-    const auto src = static_cast<size_t>(base + m.src);
-    const auto dst = static_cast<size_t>(base + m.dst);
-    const SeqSlot seq = owner_[src];
-    const int32_t index = owner_index_[src];
-    slots_[static_cast<size_t>(seq)].cells[static_cast<size_t>(index)] = static_cast<BlockId>(dst);
-    owner_[dst] = seq;
-    owner_index_[dst] = index;
-    owner_[src] = kNoSeq;
-    owner_index_[src] = -1;
+  std::vector<int64_t> moved_to(static_cast<size_t>(stream_size_), -1);
+  for (const LlamaCellMove& m : plan.moves) moved_to[m.src] = m.dst;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (stream_of(static_cast<SeqSlot>(s)) != stream) continue;
+    for (BlockId& g : slots_[s].cells) {
+      const int64_t to = moved_to[static_cast<size_t>(g - base)];
+      if (to >= 0) g = static_cast<BlockId>(base + to);
+    }
   }
   // Each move copies the cell's K and V rows of every layer.
   const Bytes bytes = static_cast<Bytes>(plan.moves.size()) * p_.sizing.cell_bytes();
@@ -67,20 +67,27 @@ int64_t LlamaCellsPool::used_cells() const {
 
 int64_t LlamaCellsPool::running_cells() const {
   int64_t n = 0;
-  for (const Slot& sl : slots_)
-    if (sl.processing) n += static_cast<int64_t>(sl.cells.size());
+  if (!any_shared_) {
+    for (const Slot& sl : slots_)
+      if (sl.processing) n += static_cast<int64_t>(sl.cells.size());
+    return n;
+  }
+  const uint64_t running = running_seqs();
+  for (const LlamaKvCells& cells : streams_)
+    for (uint32_t c = 0; c < cells.size(); ++c)
+      if ((cells.cell(c).seqs & running) != 0) ++n;
   return n;
 }
 
 // An idle slot's cells are kept for the next prompt but belong to no
 // request, as a prefix cache's free blocks: in use are the running slots'.
 int64_t LlamaCellsPool::free_blocks() const {
-  return static_cast<int64_t>(owner_.size()) - running_cells();
+  return total_cells_ - running_cells();
 }
 
 CacheAccounting LlamaCellsPool::accounting() const {
   CacheAccounting a;
-  a.num_blocks = static_cast<int64_t>(owner_.size());
+  a.num_blocks = total_cells_;
   a.block_size = 1;
   a.block_bytes = p_.sizing.cell_bytes();
   a.blocks_used = a.slots_reserved = a.tokens_held = running_cells();
@@ -109,11 +116,17 @@ void LlamaCellsPool::check_drained() const {
       const auto g = static_cast<size_t>(sl.cells[i]);
       const LlamaKvCell& c = streams_[g / static_cast<size_t>(stream_size_)].cell(
           static_cast<uint32_t>(g % static_cast<size_t>(stream_size_)));
-      if (owner_[g] != static_cast<SeqSlot>(s) || !c.has(static_cast<LlamaSeqId>(s)) ||
-          c.pos != static_cast<int64_t>(i))
+      if (!c.has(static_cast<LlamaSeqId>(s)) || c.pos != static_cast<int64_t>(i))
         throw std::logic_error(fmt::format("llama_cells: cell {} of slot {} is not its", g, s));
     }
     held += static_cast<int64_t>(sl.cells.size());
+  }
+  // A shared cell is in several tables: count each once.
+  if (any_shared_) {
+    std::vector<BlockId> all;
+    for (const Slot& sl : slots_) all.insert(all.end(), sl.cells.begin(), sl.cells.end());
+    std::sort(all.begin(), all.end());
+    held = std::unique(all.begin(), all.end()) - all.begin();
   }
   if (held != used_cells())
     throw std::logic_error(

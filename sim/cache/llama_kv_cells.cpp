@@ -145,6 +145,22 @@ void LlamaKvCells::seq_cp(LlamaSeqId src, LlamaSeqId dst, int64_t p0, int64_t p1
     if (c.has(src) && in_range(c.pos, p0, p1)) c.seqs |= d;
 }
 
+void LlamaKvCells::copy_seq_from(const LlamaKvCells& src_stream, LlamaSeqId src, LlamaSeqId dst) {
+  if (src_stream.size() != size())
+    throw std::logic_error("llama cells: a stream copy between streams of different sizes");
+  const uint64_t d = bit(dst);
+  (void)bit(src);
+  clear();
+  for (uint32_t i = 0; i < size(); ++i) {
+    const LlamaKvCell& from = src_stream.cells_[i];
+    if (!from.has(src)) continue;
+    cells_[i] = LlamaKvCell{from.pos, from.delta, d};
+    ++used_;
+    has_shift_ = has_shift_ || from.delta != 0;
+  }
+  head_ = src_stream.head_;
+}
+
 void LlamaKvCells::seq_keep(LlamaSeqId seq) {
   const uint64_t keep = bit(seq);
   uint32_t new_head = size();

@@ -89,6 +89,12 @@ class LlamaKvCells {
   // end). seq_rm with seq -1 clears the range for every sequence.
   void seq_rm(LlamaSeqId seq, int64_t p0, int64_t p1);
   void seq_cp(LlamaSeqId src, LlamaSeqId dst, int64_t p0, int64_t p1);
+  // seq_cp across streams (llama_kv_cache::seq_cp when the two sequences'
+  // streams differ, ggml-org/llama.cpp src/llama-kv-cache.cpp 3514e9f6):
+  // this stream is reset, then holds `dst` in every cell where `src`'s
+  // stream holds `src`, at the same index, position and pending shift, and
+  // takes its head. Its K/V buffer is copied whole (the caller prices it).
+  void copy_seq_from(const LlamaKvCells& src_stream, LlamaSeqId src, LlamaSeqId dst);
   void seq_keep(LlamaSeqId seq);
   // Shifts positions by `delta`; a cell pushed below 0 is freed. Sets
   // has_shift: the cached keys owe a RoPE re-rotation by each cell's delta.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/core/llama_bench_metrics.hpp"
 #include "sim/genie/genie_engine_impl.hpp"
 #include "sim/genie/genie_metrics.hpp"
 
@@ -161,9 +162,10 @@ RunMetrics GenieEngine::Impl::finish() {
   g.vtcm.sessions_waited = vtcm_.sessions_waited();
   report_kv_vtcm(g);
   if (dialog_.bench) {
+    LlamaBenchMetrics& b = m.part<LlamaBenchMetrics>();
     for (size_t i = 0; i < dialog_.bench->tests.size(); ++i) {
       const LlamaBenchTest& t = dialog_.bench->tests[i];
-      g.bench.push_back({t.name, t.key, t.n_prompt, t.n_gen, t.n_depth, bench_samples_[i]});
+      b.tests.push_back({t.name, t.key, t.n_prompt, t.n_gen, t.n_depth, bench_samples_[i]});
     }
   }
   policy_->report(m);

@@ -5,53 +5,9 @@
 
 #include "sim/core/metrics.hpp"
 
-#include <cmath>
-
 namespace kvsim {
 
-BenchRate bench_rate(const GenieRunMetrics::BenchTest& t) {
-  std::vector<double> ts;
-  for (TimeNs ns : t.samples_ns)
-    if (ns > 0)
-      ts.push_back(1e9 * static_cast<double>(t.n_prompt + t.n_gen) / static_cast<double>(ns));
-  BenchRate r;
-  if (ts.empty()) return r;
-  double sum = 0;
-  for (double v : ts) sum += v;
-  r.mean = sum / static_cast<double>(ts.size());
-  if (ts.size() > 1) {
-    double sq = 0;
-    for (double v : ts) sq += (v - r.mean) * (v - r.mean);
-    r.stdev = std::sqrt(sq / static_cast<double>(ts.size() - 1));
-  }
-  return r;
-}
-
 namespace {
-
-// metrics.json `llama_bench`: llama-bench's per-test list, and each test's
-// mean t/s by key for `expect:` (llama_bench.ts.pp512, ...).
-void write_bench(const GenieRunMetrics& k, MetricsObject& top) {
-  nlohmann::ordered_json tests = nlohmann::ordered_json::array();
-  nlohmann::ordered_json ts = nlohmann::ordered_json::object();
-  for (const auto& t : k.bench) {
-    const BenchRate rate = bench_rate(t);
-    nlohmann::ordered_json e;
-    e["test"] = t.name;
-    e["n_prompt"] = t.n_prompt;
-    e["n_gen"] = t.n_gen;
-    e["n_depth"] = t.n_depth;
-    e["avg_ts"] = rate.mean;
-    e["stdev_ts"] = rate.stdev;
-    e["samples_ns"] = t.samples_ns;
-    tests.push_back(e);
-    ts[t.key] = rate.mean;
-  }
-  nlohmann::ordered_json o;
-  o["tests"] = std::move(tests);
-  o["ts"] = std::move(ts);
-  top.after("workload").put("llama_bench", std::move(o));
-}
 
 void write_genie_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
   const GenieRunMetrics& k = m.parts.get_or_zero<GenieRunMetrics>();
@@ -81,7 +37,6 @@ void write_genie_metrics(const RunMetrics& m, nlohmann::ordered_json& doc) {
   vtcm["kv_sync_bytes"] = k.vtcm.kv_sync_bytes;
   MetricsObject top(doc);
   top.after("memory").put("vtcm", std::move(vtcm));
-  if (!k.bench.empty()) write_bench(k, top);
   if (k.sessions.empty()) return;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& session : k.sessions) {

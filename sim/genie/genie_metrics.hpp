@@ -44,24 +44,7 @@ struct GenieRunMetrics {
     int64_t runs = 0;         // VTCM acquisitions (turns or duty-cycle bursts)
   };
   std::vector<Session> sessions;
-  // kind: llama_bench: each test with its timed runs (llama-bench's
-  // samples_ns), in the workload's order.
-  struct BenchTest {
-    std::string name, key;
-    int64_t n_prompt = 0, n_gen = 0, n_depth = 0;
-    std::vector<TimeNs> samples_ns;
-  };
-  std::vector<BenchTest> bench;
 };
-
-// llama-bench's statistics of one test (tools/llama-bench/llama-bench.cpp,
-// ggml-org/llama.cpp 0104b151: get_ts, avg_ts, stdev_ts): t/s of each run is
-// 1e9 * (n_prompt + n_gen) / ns; the mean, and the sample standard deviation
-// (0 for a single run).
-struct BenchRate {
-  double mean = 0, stdev = 0;
-};
-BenchRate bench_rate(const GenieRunMetrics::BenchTest& t);
 
 MetricsSection genie_metrics_section();
 

@@ -36,6 +36,7 @@ class LlamaCellsSpec final : public PolicySpec,
     llama_.defrag_thold = v.values.number("defrag_thold");
     llama_.n_gpu_layers = v.values.integer("n_gpu_layers");
     llama_.backend = v.values.string("backend");
+    llama_.hexagon_matmul = v.values.string("hexagon_matmul");
     server_.n_parallel = v.values.integer("n_parallel");
     server_.kv_unified = v.values.boolean("kv_unified");
     server_.cache_prompt = v.values.boolean("cache_prompt");
@@ -378,6 +379,12 @@ PolicyEntry llama_cells_policy_entry() {
       "llama.cpp's backend for the device (auto: its family's: cpu for kind cpu, cann for an "
       "Ascend, cuda for a GPU, hexagon for an HTP); the ops it does not take run on the host "
       "CPU (docs/llama-cells.md)"));
+  info.params.push_back(choice_param(
+      "hexagon_matmul", std::string("hvx"), {"hvx", "hmx"},
+      "the Hexagon backend's matmul kernels: hvx, HVX int8/fp16 dot products "
+      "(ggml-hexagon's htp/matmul-ops.c, its default build), or hmx, the HMX tile engine (a "
+      "build with GGML_HEXAGON_USE_HMX=1, ggml-org/llama.cpp PR #20693); other backends ignore "
+      "it"));
   // llama-server (the serving engine only): defaults as llama-server sets
   // them (tools/server/server.cpp aa6192d3: n_parallel 4 with kv_unified;
   // common/common.h de93b991: cache_ram_mib 8192, slot_prompt_similarity

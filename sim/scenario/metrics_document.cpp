@@ -6,6 +6,7 @@
 #include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/cluster/cluster_metrics.hpp"
 #include "sim/core/link_metrics.hpp"
+#include "sim/core/llama_bench_metrics.hpp"
 #include "sim/engine/session_metrics.hpp"
 #include "sim/genie/genie_metrics.hpp"
 #include "sim/numerics/reuse_quality_probe.hpp"
@@ -18,16 +19,24 @@
 namespace kvsim {
 
 const std::vector<MetricsSection>& metrics_sections() {
-  static const std::vector<MetricsSection> sections = {
-      run_metrics_section(),           serving_metrics_section(),
-      genie_metrics_section(),         chunk_lru_metrics_section(),
-      llama_cells_metrics_section(),   goodput_metrics_section(),
-      kv_tiers_metrics_section(),      pipeline_metrics_section(),
-      cluster_metrics_section(),       kv_layout_metrics_section(),
-      reuse_quality_metrics_section(), session_retention_metrics_section(),
-      session_metrics_section(),       speculative_metrics_section(),
-      kv_movement_metrics_section(),   data_parallel_metrics_section(),
-      provenance_metrics_section()};
+  static const std::vector<MetricsSection> sections = {run_metrics_section(),
+                                                       serving_metrics_section(),
+                                                       llama_bench_metrics_section(),
+                                                       genie_metrics_section(),
+                                                       chunk_lru_metrics_section(),
+                                                       llama_cells_metrics_section(),
+                                                       goodput_metrics_section(),
+                                                       kv_tiers_metrics_section(),
+                                                       pipeline_metrics_section(),
+                                                       cluster_metrics_section(),
+                                                       kv_layout_metrics_section(),
+                                                       reuse_quality_metrics_section(),
+                                                       session_retention_metrics_section(),
+                                                       session_metrics_section(),
+                                                       speculative_metrics_section(),
+                                                       kv_movement_metrics_section(),
+                                                       data_parallel_metrics_section(),
+                                                       provenance_metrics_section()};
   return sections;
 }
 

@@ -801,6 +801,13 @@ void ServingEngine::complete(Sequence* seq) {
     scheduler_->finish(seq);
   seq->finished_at = sim_.now();
   if (seq->preemptions > 0) ++preempted_requests_;
+  // llama-bench's clock: from the run's first step (it arrives when the
+  // last run completes, on an idle engine) to the end of its last.
+  if (const int32_t test = seq->request.bench_test; test >= 0) {
+    if (bench_samples_.size() <= static_cast<size_t>(test))
+      bench_samples_.resize(static_cast<size_t>(test) + 1);
+    bench_samples_[static_cast<size_t>(test)].push_back(seq->finished_at - seq->started_at);
+  }
   shell_.complete({seq->request, seq->first_token_at, seq->prompt_tokens, seq->output_tokens,
                    seq->cached_tokens, seq->preemptions, seq->started_at,
                    kv_wait_total_ - seq->kv_wait_mark});

@@ -234,6 +234,8 @@ class ServingEngine final : public InferenceEngine {
   void on_store_gate_open();
   std::function<void(const StepWork&)> step_recorder_;
 
+  // kind: llama_bench: each test's timed runs (ns), by test index.
+  std::vector<std::vector<TimeNs>> bench_samples_;
   // What only a paged pool measures; the shell has the rest.
   int64_t preempted_requests_ = 0;
   int64_t steps_ = 0;

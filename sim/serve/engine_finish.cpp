@@ -3,13 +3,16 @@
 // accounting, the pipeline's layout and the policy's own counters.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "sim/core/link_metrics.hpp"
+#include "sim/core/llama_bench_metrics.hpp"
 #include "sim/serve/engine.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
 #include "sim/serve/serving_metrics.hpp"
+#include "workloads/dialog_workload_spec.hpp"
 
 namespace kvsim {
 
@@ -28,6 +31,16 @@ RunMetrics ServingEngine::finish() {
 
   const TimeNs total = sim_.now();
   RunMetrics m = shell_.common_metrics(std::string(policy_->name()), steps_, total);
+  if (scenario_.workload) {
+    if (const auto* d = std::get_if<DialogWorkloadSpec>(&scenario_.workload->body); d && d->bench) {
+      LlamaBenchMetrics& b = m.part<LlamaBenchMetrics>();
+      bench_samples_.resize(std::max(bench_samples_.size(), d->bench->tests.size()));
+      for (size_t i = 0; i < d->bench->tests.size(); ++i) {
+        const LlamaBenchTest& t = d->bench->tests[i];
+        b.tests.push_back({t.name, t.key, t.n_prompt, t.n_gen, t.n_depth, bench_samples_[i]});
+      }
+    }
+  }
   m.requests.preempted = preempted_requests_;
   m.requests.preemptions = static_cast<int64_t>(scheduler_->preemptions());
   const CacheAccounting acc = policy_->accounting();

@@ -57,6 +57,7 @@ struct alignas(64) Sequence {
   TokenView tokens() const {
     TokenView v = TokenView::of(request.prompt, request.output, generated);
     v.id_slot = request.id_slot;
+    v.clear_context = request.clear_context;
     return v;
   }
 };

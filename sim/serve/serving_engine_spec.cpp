@@ -43,9 +43,11 @@ std::optional<EngineRefusal> serving_engine_refusal(const InstanceSpec& s) {
   // conversation so far); what only Genie's dialog does is not.
   if (s.workload) {
     if (const auto* dialog = std::get_if<DialogWorkloadSpec>(&s.workload->body)) {
-      if (dialog->bench)
-        return EngineRefusal{"workload.kind",
-                             "llama_bench runs one llama.cpp context on the dialog engine"};
+      // llama-bench's runs are llama.cpp's: its cells and a backend of the
+      // device (sim/cache/llama_backend.hpp).
+      if (dialog->bench && s.policy().name() != "llama_cells")
+        return EngineRefusal{"kv_cache.policy",
+                             "llama_bench runs llama.cpp's cells (policy: llama_cells)"};
       if (dialog->speculative)
         return EngineRefusal{"workload.speculative", "it runs no dialog's speculative drafts"};
       if (dialog->session_cache.restore || dialog->session_cache.save)

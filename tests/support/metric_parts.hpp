@@ -5,6 +5,7 @@
 #include "sim/cache/llama_cells_metrics.hpp"
 #include "sim/cache/tiers/tier_metrics.hpp"
 #include "sim/cluster/cluster_metrics.hpp"
+#include "sim/core/llama_bench_metrics.hpp"
 #include "sim/core/metrics.hpp"
 #include "sim/genie/genie_metrics.hpp"
 #include "sim/serve/pipeline_metrics.hpp"
@@ -17,6 +18,9 @@ inline const ServingPoolMetrics& pool_of(const RunMetrics& m) {
 }
 inline const GenieRunMetrics& genie_of(const RunMetrics& m) {
   return m.parts.get_or_zero<GenieRunMetrics>();
+}
+inline const std::vector<LlamaBenchMetrics::Test>& bench_of(const RunMetrics& m) {
+  return m.parts.get_or_zero<LlamaBenchMetrics>().tests;
 }
 inline const ChunkLruMetrics& chunks_of(const RunMetrics& m) {
   return m.parts.get_or_zero<ChunkLruMetrics>();

@@ -124,7 +124,8 @@ const std::vector<std::string> kRequiredColumns = {"id",     "device", "model",
                                                    "metric", "value",  "unit"};
 constexpr const char* kOptionalColumns =
     "weights,kv_dtype,context,batch,input_tokens,output_tokens,software,source,prefix_hit,"
-    "arrival,pipeline,expert,data,speculative_method,num_speculative_tokens,acceptance,lengths";
+    "arrival,pipeline,expert,data,speculative_method,num_speculative_tokens,acceptance,lengths,"
+    "max_num_seqs,max_batched_tokens,memory_fraction";
 
 }  // namespace
 
@@ -258,6 +259,14 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
     count("expert", row.expert);
     count("data", row.data);
     count("num_speculative_tokens", row.num_speculative_tokens);
+    count("max_num_seqs", row.max_num_seqs);
+    count("max_batched_tokens", row.max_batched_tokens);
+    fraction("memory_fraction", true, "a fraction of the device", row.memory_fraction);
+    if (row.memory_fraction && *row.memory_fraction == 0.0) {
+      errors.add(line_no, cell("memory_fraction")->col, "memory_fraction",
+                 "'0' leaves the engine no memory", "a number in (0, 1], or empty");
+      row.memory_fraction.reset();
+    }
     if (const CsvField* f = cell("speculative_method"); f != nullptr && !f->text.empty()) {
       // The methods the serving engine drafts with and the calibration runs
       // (a draft_model row would need a second model column).

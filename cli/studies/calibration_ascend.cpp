@@ -112,13 +112,19 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
   // to trtllm-bench's cap of 4096 (tensorrt_llm/bench/build/tuning.py,
   // finetune_setting: min(kv_cache_max_requests, 4096)); every running
   // sequence must fit one step's tokens, as vLLM requires.
-  const int64_t seqs = all_at_once ? std::min<int64_t>(batch, 4096) : std::max<int64_t>(256, batch);
+  // A row that states the engine's own limit runs with it.
+  const int64_t seqs = row.max_num_seqs.value_or(all_at_once ? std::min<int64_t>(batch, 4096)
+                                                             : std::max<int64_t>(256, batch));
+  const int64_t step_tokens = row.max_batched_tokens.value_or(std::max<int64_t>(8192, seqs));
   // An engine that sizes its KV cache from the memory left after the
   // weights: the same bytes as a fraction of the whole device.
   std::string memory_fraction;
   const std::optional<EngineStepOverhead> engine =
       find_engine_step_overhead(row.software, configs_dir);
-  if (engine && engine->kv_cache_free_fraction) {
+  if (row.memory_fraction) {
+    // The run's own share of the device (vLLM's --gpu-memory-utilization).
+    memory_fraction = fmt::format(", memory_fraction: {}", *row.memory_fraction);
+  } else if (engine && engine->kv_cache_free_fraction) {
     const DeviceSpec on = device_spec != nullptr ? *device_spec : [&] {
       config::LoadContext ctx;
       return load_device_file(configs_dir + "/devices/" + device->name + ".yaml", ctx);
@@ -164,8 +170,8 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
       fmt::arg("parallel", parallel), fmt::arg("speculative", speculative),
       fmt::arg("kv", kv_dtype), fmt::arg("caching", row.prefix_hit ? ", prefix_caching: true" : ""),
       fmt::arg("fraction", memory_fraction), fmt::arg("seqs", seqs),
-      fmt::arg("tokens", std::max<int64_t>(8192, seqs)), fmt::arg("requests", requests),
-      fmt::arg("batch", batch), fmt::arg("input", input_yaml), fmt::arg("output", output_yaml),
+      fmt::arg("tokens", step_tokens), fmt::arg("requests", requests), fmt::arg("batch", batch),
+      fmt::arg("input", input_yaml), fmt::arg("output", output_yaml),
       fmt::arg("prefix",
                row.prefix_hit && *row.prefix_hit > 0
                    ? fmt::format("  prefix: {{shared_fraction: {}, groups: 1}}\n", *row.prefix_hit)
@@ -224,6 +230,11 @@ Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& ru
   if (run.spec.pp > 1) layout += fmt::format(" pp={}", run.spec.pp);
   if (row.expert) layout += fmt::format(" ep={}", *row.expert);
   if (row.data) layout += fmt::format(" dp={}", *row.data);
+  // The engine's own limits, when the row states them.
+  if (row.max_num_seqs) layout += fmt::format(" max_num_seqs={}", *row.max_num_seqs);
+  if (row.max_batched_tokens)
+    layout += fmt::format(" max_batched_tokens={}", *row.max_batched_tokens);
+  if (row.memory_fraction) layout += fmt::format(" memory_fraction={}", *row.memory_fraction);
   if (row.speculative())
     layout += fmt::format(", {} K={} acceptance {}", row.speculative_method,
                           *row.num_speculative_tokens, *row.acceptance);

@@ -13,7 +13,7 @@
 #include "cli/studies/calibration.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace kvsim {
+namespace kvsim::KVSIM_TEST_FILE_SCOPE {
 namespace {
 
 const std::string kLimitsDir = std::string(KVSIM_SOURCE_DIR) + "/tests/data/calibration_limits";
@@ -102,4 +102,4 @@ TEST(CalibrationEngineLimits, TheMlperfHistogramsStateTheirSetsAsPublished) {
 }
 
 }  // namespace
-}  // namespace kvsim
+}  // namespace kvsim::KVSIM_TEST_FILE_SCOPE

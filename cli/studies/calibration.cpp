@@ -124,7 +124,8 @@ const std::vector<std::string> kRequiredColumns = {"id",     "device", "model",
                                                    "metric", "value",  "unit"};
 constexpr const char* kOptionalColumns =
     "weights,kv_dtype,context,batch,input_tokens,output_tokens,software,source,prefix_hit,"
-    "arrival,pipeline,expert,data,speculative_method,num_speculative_tokens,acceptance,lengths";
+    "arrival,pipeline,expert,data,max_num_seqs,max_batched_tokens,requests,speculative_method,"
+    "num_speculative_tokens,acceptance,lengths";
 
 }  // namespace
 
@@ -257,6 +258,9 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
     count("pipeline", row.pipeline);
     count("expert", row.expert);
     count("data", row.data);
+    count("max_num_seqs", row.max_num_seqs);
+    count("max_batched_tokens", row.max_batched_tokens);
+    count("requests", row.requests);
     count("num_speculative_tokens", row.num_speculative_tokens);
     if (const CsvField* f = cell("speculative_method"); f != nullptr && !f->text.empty()) {
       // The methods the serving engine drafts with and the calibration runs

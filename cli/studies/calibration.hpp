@@ -3,8 +3,9 @@
 // rows of a CSV in the format of shared/data/calibration/published_measurements.csv
 //   id,device,model,weights,kv_dtype,context,batch,input_tokens,output_tokens,
 //   metric,value,unit,software,source
-// (and optional prefix_hit, arrival, pipeline, expert, data,
-// speculative_method, num_speculative_tokens, acceptance, lengths) each predicted by running a
+// (and optional prefix_hit, arrival, pipeline, expert, data, max_num_seqs,
+// max_batched_tokens, requests, speculative_method, num_speculative_tokens,
+// acceptance, lengths) each predicted by running a
 // scenario built from the row on the device kind's predictor, then compared with the published
 // value.
 //
@@ -63,6 +64,13 @@ struct MeasurementRow {
   // --pipeline-parallel-size, --enable-expert-parallel over data x tensor
   // ranks, --data-parallel-size). Unset: 1, no expert parallelism, 1.
   std::optional<int64_t> pipeline, expert, data;
+  // Optional columns of the server's and the benchmark's settings as the
+  // source states them: `max_num_seqs` and `max_batched_tokens` (vLLM's
+  // --max-num-seqs and --max-num-batched-tokens, per data-parallel rank),
+  // and `requests`, the prompts the benchmark sends (aisbench num_prompts,
+  // vllm bench serve --num-prompts). Unset: vLLM's defaults and four
+  // requests per client.
+  std::optional<int64_t> max_num_seqs, max_batched_tokens, requests;
   // Optional columns of speculative decoding as the row ran it (vLLM's
   // speculative_config): `speculative_method` (mtp, eagle, eagle3, ngram),
   // `num_speculative_tokens`, and `acceptance`, the constant per-draft
@@ -76,9 +84,13 @@ struct MeasurementRow {
   std::string lengths;
   std::shared_ptr<const LengthDistribution> length_distribution;
   bool speculative() const { return !speculative_method.empty(); }
-  // Any of the columns above set: a predictor that cannot run them must
-  // not handle the row (it would price another deployment).
-  bool has_layout_or_speculation() const { return pipeline || expert || data || speculative(); }
+  // Any of the columns above set (layout, server settings, speculation): a
+  // predictor that cannot run them must not handle the row (it would price
+  // another deployment).
+  bool has_layout_or_speculation() const {
+    return pipeline || expert || data || max_num_seqs || max_batched_tokens || requests ||
+           speculative();
+  }
   std::string file;  // the CSV the row came from
   int64_t line = 0;  // 1-based line in the CSV, for messages
 };

@@ -171,38 +171,6 @@ TEST(CalibrationLayoutColumns, DataMustMatchTheDevices) {
   }
 }
 
-// A MoE row with data > 1 runs the data-parallel group as the scenarios do
-// (parallel.data): every rank's experts serve the whole group's tokens and
-// every step waits for the slowest rank, so the group is slower than the
-// same dies priced as independent replicas, each routing only its own
-// tokens (how such rows were priced before the group existed).
-TEST(CalibrationLayoutColumns, DataParallelMoeRowRunsTheGroup) {
-  MeasurementRow row;
-  row.id = "G";
-  row.device = "ascend-910c x16 (tp=8)";
-  row.model = "DeepSeek-V3";
-  row.weights = "w8a8";
-  row.metric = "output_throughput";
-  row.input_tokens = 1024;
-  row.output_tokens = 128;
-  row.expert = 16;
-  // Two replicas of 8 clients each, every one its own expert group.
-  MeasurementRow replicas = row;
-  replicas.batch = 8;
-  // One group of 2 ranks serving 16 clients, 8 each.
-  MeasurementRow group = row;
-  group.batch = 16;
-  group.data = 2;
-  const auto alone = predict_ascend_row(replicas, configs_dir());
-  const auto together = predict_ascend_row(group, configs_dir());
-  ASSERT_TRUE(alone && together);
-  EXPECT_NE(together->scenario.find("x16 tp=8 ep=16 dp=2"), std::string::npos)
-      << together->scenario;
-  EXPECT_LT(together->value, 0.97 * alone->value)
-      << together->scenario << " vs " << alone->scenario;
-  EXPECT_GT(together->value, 0.5 * alone->value) << together->scenario << " vs " << alone->scenario;
-}
-
 // The server and benchmark settings a source states (max_num_seqs,
 // max_batched_tokens, requests): read, checked, and run.
 TEST(CalibrationLayoutColumns, ServerSettingsReachTheRun) {

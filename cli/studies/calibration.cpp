@@ -125,7 +125,7 @@ const std::vector<std::string> kRequiredColumns = {"id",     "device", "model",
 constexpr const char* kOptionalColumns =
     "weights,kv_dtype,context,batch,input_tokens,output_tokens,software,source,prefix_hit,"
     "arrival,pipeline,expert,data,speculative_method,num_speculative_tokens,acceptance,lengths,"
-    "max_num_seqs,max_batched_tokens,memory_fraction";
+    "max_num_seqs,max_batched_tokens,memory_fraction,requests";
 
 }  // namespace
 
@@ -258,9 +258,10 @@ std::vector<MeasurementRow> read_measurements(const std::string& path) {
     count("pipeline", row.pipeline);
     count("expert", row.expert);
     count("data", row.data);
-    count("num_speculative_tokens", row.num_speculative_tokens);
     count("max_num_seqs", row.max_num_seqs);
     count("max_batched_tokens", row.max_batched_tokens);
+    count("requests", row.requests);
+    count("num_speculative_tokens", row.num_speculative_tokens);
     fraction("memory_fraction", true, "a fraction of the device", row.memory_fraction);
     if (row.memory_fraction && *row.memory_fraction == 0.0) {
       errors.add(line_no, cell("memory_fraction")->col, "memory_fraction",

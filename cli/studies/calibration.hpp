@@ -5,7 +5,7 @@
 //   metric,value,unit,software,source
 // (and optional prefix_hit, arrival, pipeline, expert, data,
 // speculative_method, num_speculative_tokens, acceptance, lengths, max_num_seqs,
-// max_batched_tokens, memory_fraction) each predicted by running a
+// max_batched_tokens, memory_fraction, requests) each predicted by running a
 // scenario built from the row on the device kind's predictor, then compared with the published
 // value.
 //
@@ -64,6 +64,18 @@ struct MeasurementRow {
   // --pipeline-parallel-size, --enable-expert-parallel over data x tensor
   // ranks, --data-parallel-size). Unset: 1, no expert parallelism, 1.
   std::optional<int64_t> pipeline, expert, data;
+  // Optional columns of the server's and the benchmark's settings as the
+  // source states them, where they are not the benchmark tool's defaults:
+  // `max_num_seqs` sequences running at once (vLLM's --max-num-seqs, per
+  // data-parallel rank; the MLPerf harnesses' gpu_batch_size),
+  // `max_batched_tokens` tokens a step (--max-num-batched-tokens,
+  // max_num_tokens), `memory_fraction` of the device the engine takes for
+  // weights and KV (--gpu-memory-utilization), and `requests`, the prompts
+  // the benchmark sends (aisbench num_prompts, vllm bench serve
+  // --num-prompts). Unset: the rules in cli/studies/calibration_ascend.cpp
+  // and four requests per client.
+  std::optional<int64_t> max_num_seqs, max_batched_tokens, requests;
+  std::optional<double> memory_fraction;
   // Optional columns of speculative decoding as the row ran it (vLLM's
   // speculative_config): `speculative_method` (mtp, eagle, eagle3, ngram),
   // `num_speculative_tokens`, and `acceptance`, the constant per-draft
@@ -76,21 +88,12 @@ struct MeasurementRow {
   // output_tokens; the row runs requests drawn from them.
   std::string lengths;
   std::shared_ptr<const LengthDistribution> length_distribution;
-  // Optional columns of the engine's limits as the run set them, where they
-  // are not the benchmark tool's defaults: `max_num_seqs` sequences running
-  // at once (vLLM's --max-num-seqs, the MLPerf harnesses' gpu_batch_size),
-  // `max_batched_tokens` tokens a step (--max-num-batched-tokens,
-  // max_num_tokens), and `memory_fraction` of the device the engine takes
-  // for weights and KV (--gpu-memory-utilization). Unset: the rules in
-  // cli/studies/calibration_ascend.cpp.
-  std::optional<int64_t> max_num_seqs, max_batched_tokens;
-  std::optional<double> memory_fraction;
   bool speculative() const { return !speculative_method.empty(); }
   // Any of the columns above set: a predictor that cannot run them must
   // not handle the row (it would price another deployment).
   bool has_layout_or_speculation() const {
     return pipeline || expert || data || speculative() || max_num_seqs || max_batched_tokens ||
-           memory_fraction;
+           memory_fraction || requests;
   }
   std::string file;  // the CSV the row came from
   int64_t line = 0;  // 1-based line in the CSV, for messages

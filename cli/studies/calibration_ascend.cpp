@@ -29,6 +29,7 @@
 #include "devices/device_family.hpp"
 #include "devices/timing_model.hpp"
 #include "models/model_resolve.hpp"
+#include "sim/scenario/run_scenario.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/serve/engine.hpp"
 
@@ -104,7 +105,11 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
   // Every request queued at the start (trtllm-bench throughput, vLLM's
   // benchmark_throughput): `batch` requests, one per client.
   const bool all_at_once = row.arrival == "all_at_once";
-  const int64_t requests = all_at_once ? batch : std::max<int64_t>(batch * kWavesPerClient, 4);
+  // The prompts the benchmark sends when the source states them
+  // (num_prompts), else a few waves per client.
+  const int64_t requests = row.requests  ? *row.requests
+                           : all_at_once ? batch
+                                         : std::max<int64_t>(batch * kWavesPerClient, 4);
   const std::string kv_dtype = row.kv_dtype.empty() ? "fp16" : lower_ascii(row.kv_dtype);
 
   // vLLM's serving defaults: 256 sequences, chunked prefill of 8192 tokens.
@@ -112,7 +117,8 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
   // to trtllm-bench's cap of 4096 (tensorrt_llm/bench/build/tuning.py,
   // finetune_setting: min(kv_cache_max_requests, 4096)); every running
   // sequence must fit one step's tokens, as vLLM requires.
-  // A row that states the engine's own limit runs with it.
+  // A row that states the engine's own limits (a source's --max-num-seqs
+  // and --max-num-batched-tokens, per data-parallel rank) runs with them.
   const int64_t seqs = row.max_num_seqs.value_or(all_at_once ? std::min<int64_t>(batch, 4096)
                                                              : std::max<int64_t>(256, batch));
   const int64_t step_tokens = row.max_batched_tokens.value_or(std::max<int64_t>(8192, seqs));
@@ -138,17 +144,22 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
     }
   }
   // The row's layout: an instance is tensor x pipeline devices, its MoE
-  // layers' experts over `expert` ranks; `data` replicas of attention
-  // (vLLM's --data-parallel-size) are priced as that many instances, each
-  // the replica standing for all of its expert group (the engine has no
-  // data-parallel attention of its own), so the device column must hold
-  // data x tensor x pipeline devices.
+  // layers' experts over `expert` ranks. `data` > 1 replicas of attention
+  // (vLLM's --data-parallel-size) run as the scenarios run them
+  // (parallel.data, sim/serve/data_parallel_group.hpp): one engine per
+  // rank with its own scheduler and KV pool, the arrivals split evenly over
+  // them, a MoE model's ranks stepping together through the expert group's
+  // all-to-all (data x tensor ranks, over the network link where they span
+  // nodes). The device column then holds the whole group, data x tensor x
+  // pipeline devices, and `batch` is the benchmark's clients of the group.
   const int64_t pp = row.pipeline.value_or(1);
-  if (row.data && device->count != *row.data * device->tp * pp)
+  const int64_t dp = row.data.value_or(1);
+  if (row.data && device->count != dp * device->tp * pp)
     throw std::runtime_error(
         fmt::format("data {} x tensor {} x pipeline {} is {} devices, but the device column has {}",
-                    *row.data, device->tp, pp, *row.data * device->tp * pp, device->count));
+                    dp, device->tp, pp, dp * device->tp * pp, device->count));
   std::string parallel = fmt::format("tensor: {}", device->tp);
+  if (dp > 1) parallel += fmt::format(", data: {}", dp);
   if (row.pipeline) parallel += fmt::format(", pipeline: {}", *row.pipeline);
   if (row.expert) parallel += fmt::format(", expert: {}", *row.expert);
   // The row's speculative_config, with the acceptance it publishes.
@@ -206,17 +217,24 @@ std::optional<AscendRowScenario> ascend_row_scenario(const MeasurementRow& row,
 
 Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& run,
                           std::vector<StepWork>* steps = nullptr) {
-  ServingEngine engine(run.spec, nullptr);
-  if (steps != nullptr)
-    engine.set_step_recorder([steps](const StepWork& w) { steps->push_back(w); });
-  const RunMetrics m = engine.run();
+  // Data-parallel ranks run as a scenario's do (run_scenario builds their
+  // group); one instance alone runs its engine (and records its steps).
+  const RunMetrics m = [&] {
+    if (run.spec.dp > 1) return run_scenario(run.spec, nullptr).metrics;
+    ServingEngine engine(run.spec, nullptr);
+    if (steps != nullptr)
+      engine.set_step_recorder([steps](const StepWork& w) { steps->push_back(w); });
+    return engine.run();
+  }();
   if (m.requests.completed != run.requests)
     throw std::runtime_error(fmt::format("only {} of {} requests completed (rejected {})",
                                          m.requests.completed, run.requests, m.requests.rejected));
   Prediction p;
   // Instances of tp x pp devices each serve `batch` clients: a system's
-  // throughput is theirs times the instances (count / (tp x pp)).
-  const int64_t per_instance = run.device.tp * run.spec.pp;
+  // throughput is theirs times the instances (count / (tp x pp)). A
+  // data-parallel group is one instance of dp x tp x pp devices whose run
+  // is the whole group's.
+  const int64_t per_instance = run.device.tp * run.spec.pp * std::max<int64_t>(run.spec.dp, 1);
   const double instances =
       static_cast<double>(std::max<int64_t>(1, run.device.count / per_instance));
   if (row.metric == "output_throughput") p.value = m.throughput.output_tokens_per_s * instances;
@@ -243,11 +261,16 @@ Prediction run_ascend_row(const MeasurementRow& row, const AscendRowScenario& ru
           ? fmt::format("lengths of {} (mean {:.1f} in / {:.1f} out)", row.lengths,
                         row.length_distribution->mean_input, row.length_distribution->mean_output)
           : fmt::format("{} in / {} out", *row.input_tokens, *row.output_tokens);
+  // The source's server settings, when the row gives them.
+  std::string server;
+  if (row.max_num_seqs || row.max_batched_tokens)
+    server = fmt::format(", max_num_seqs {} and max_batched_tokens {} per rank",
+                         run.spec.scheduler.max_num_seqs, run.spec.scheduler.max_batched_tokens);
   p.scenario = fmt::format(
-      "{} x{} {}, {}, kv {}: closed loop of {} clients, {} requests of {} "
+      "{} x{} {}, {}, kv {}: closed loop of {} clients, {} requests of {}{} "
       "(TTFT p50 {:.0f} ms, TPOT p50 {:.1f} ms)",
       run.device.name, run.device.count, layout, run.model, run.kv_dtype, run.batch, run.requests,
-      shape, m.latency_ms.ttft.p50, m.latency_ms.tpot.p50);
+      shape, server, m.latency_ms.ttft.p50, m.latency_ms.tpot.p50);
   return p;
 }
 
@@ -320,7 +343,7 @@ std::optional<RowPricer> prepare_ascend_row(const MeasurementRow& row,
   std::optional<AscendRowScenario> run = ascend_row_scenario(row, configs_dir, &device);
   if (!run) return std::nullopt;
   const bool replayable =
-      row.arrival == "all_at_once" && !row.prefix_hit && run->spec.pp == 1 &&
+      row.arrival == "all_at_once" && !row.prefix_hit && run->spec.pp == 1 && run->spec.dp == 1 &&
       !row.speculative() &&  // the drafter's passes are priced beside the steps
       (row.metric == "output_throughput" || row.metric == "output_throughput_per_device");
   auto steps = std::make_shared<std::vector<StepWork>>();

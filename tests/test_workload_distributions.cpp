@@ -243,7 +243,7 @@ TEST(WorkloadDistributions, ZipfOverAHugeRangeNeedsNoTable) {
 class TempFolder {
  public:
   TempFolder()
-      : path_(std::filesystem::path(testing::TempDir()) /
+      : path_(std::filesystem::path(::testing::TempDir()) /
               ("kvsim_workload_test_" + std::to_string(::getpid()))) {
     std::filesystem::create_directories(path_);
   }

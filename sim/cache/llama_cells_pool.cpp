@@ -44,17 +44,24 @@ std::vector<int32_t> LlamaCellsPool::ids_of(const TokenView& tokens) {
 LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt, int32_t id_slot,
                                               bool clear) const {
   Choice c;
-  // llama-bench's run clears the memory first (llama_memory_clear): the
-  // least recently used idle slot, keeping nothing, consulting no cache.
-  if (clear) {
+  // The least recently used idle slot, the last of equals (`<=`), as
+  // get_available_slot falls back to.
+  const auto least_recently_used_idle = [&] {
+    SeqSlot slot = kNoSeq;
     int64_t t_last = -1;
     for (size_t s = 0; s < slots_.size(); ++s) {
       if (slots_[s].processing) continue;
-      if (c.slot == kNoSeq || slots_[s].last_used <= t_last) {
+      if (slot == kNoSeq || slots_[s].last_used <= t_last) {
         t_last = slots_[s].last_used;
-        c.slot = static_cast<SeqSlot>(s);
+        slot = static_cast<SeqSlot>(s);
       }
     }
+    return slot;
+  };
+  // llama-bench's run clears the memory first (llama_memory_clear): the
+  // least recently used idle slot, keeping nothing, consulting no cache.
+  if (clear) {
+    c.slot = least_recently_used_idle();
     return c;
   }
   bool update_cache = false;
@@ -95,16 +102,9 @@ LlamaCellsPool::Choice LlamaCellsPool::choose(const std::vector<int32_t>& prompt
       update_cache = keep < 0.5;
     }
   }
-  // Else the least recently used (the last of equals: `<=`).
+  // Else the least recently used.
   if (c.slot == kNoSeq) {
-    int64_t t_last = -1;
-    for (size_t s = 0; s < slots_.size(); ++s) {
-      if (slots_[s].processing) continue;
-      if (c.slot == kNoSeq || slots_[s].last_used <= t_last) {
-        t_last = slots_[s].last_used;
-        c.slot = static_cast<SeqSlot>(s);
-      }
-    }
+    c.slot = least_recently_used_idle();
     update_cache = true;
   }
   if (c.slot == kNoSeq) return c;
